@@ -1,0 +1,5 @@
+"""Allow ``python -m ncclcheck``."""
+
+from ncclcheck.cli import main
+
+main()

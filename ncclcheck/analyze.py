@@ -1,0 +1,23 @@
+"""``analyze-log`` as a function: inputs in, :class:`Analysis` out."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ncclcheck.model import Analysis, FileScan
+from ncclcheck.reader import Source
+from ncclcheck.records import merge_records
+from ncclcheck.scan import scan_all
+from ncclcheck.verdict import decide
+
+
+def analyze(
+    sources: Sequence[Source],
+    dtype: str = "float32",
+    on_done: Callable[[FileScan], None] | None = None,
+    workers: int | None = None,
+) -> Analysis:
+    """Scan every source, merge the timeout records and decide the verdict."""
+    scans = list(scan_all(list(sources), on_done, workers))
+    readable = [s for s in scans if not any(p.fatal for p in s.problems)]
+    return decide(readable, merge_records(readable), dtype)

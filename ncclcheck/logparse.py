@@ -1,0 +1,546 @@
+"""Turn the lines of one log into typed events.
+
+The parser is a small state machine fed physical lines in order (with their line
+numbers; gaps are allowed, see ``reader``).  It
+
+* cleans each line (CR, ANSI colour codes and their ESC-less remnants),
+* joins terminal hard-wraps: a record whose terminator has not been seen yet
+  absorbs the following lines until it is complete,
+* matches fields on the text with all whitespace removed, so wraps that split a
+  token (``Timeo|ut(ms)``, ``OpTy|pe=``) still match, and extracts each field on
+  its own, so one corrupted field does not lose the others.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ncclcheck.model import (
+    DesyncReport,
+    DumpSignal,
+    ElasticFailure,
+    ErrorKind,
+    Fact,
+    FileScan,
+    Heartbeat,
+    InputProblem,
+    Lagging,
+    Loc,
+    Mismatch,
+    PG,
+    RankError,
+    StatusMention,
+    Who,
+    WorkMention,
+)
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b|\[[0-9]{1,3}(?:;[0-9]{1,3})*m")
+_WS = re.compile(r"\s+")
+_GLOBAL_RANK = re.compile(r"\[rank(\d+)\]:")
+_ROLE_RANK = re.compile(r"\[[A-Za-z_]+?(\d+)\]:")
+# A line that begins a new log record; a hard-wrap continuation never looks like this.
+_HEADER = re.compile(
+    r"\[rank\d+\]:|\[[EWIF]\d{0,4}[ \d:.]*\S*\.(?:cpp|cc|h|hpp|py):\d+\]|^\S+:\d+:\d+ \[\d+\] |"
+    r"^(?:Traceback|Exception raised from|frame #)|^[EWIF]\d{4} "
+)
+_PY_PREFIX = re.compile(
+    r"^(?:\s*(?:\([\w.\[\]=]+ pid=\d+(?:, ip=[\d.]+)?\)|\[[A-Za-z_]*\d+\]:|>|`+|\*\*))+\s?"
+)
+
+# --- WorkNCCL(...) printings (on whitespace-free text) ---------------------------------
+_WORK = re.compile(r"WorkNCCL\(")
+_F_SEQ = re.compile(r"SeqNum=(\d+)")
+_F_OP = re.compile(r"OpType=([A-Z0-9_]+)")
+_F_SHAPE = re.compile(r"TensorShape=(\[[^\]]*\])")
+_F_IN = re.compile(r"NumelIn=(\d+)")
+_F_OUT = re.compile(r"NumelOut=(\d+)")
+_F_TIMEOUT = re.compile(r"Timeout\(ms\)=(\d+)")
+_F_RANFOR = re.compile(r"ranfor(\d+)milliseconds")
+_MSG_RANK = re.compile(r"\[(?:PG[^\[\]]*?)?Rank(-?\d+)\](?=(?:Watchdogcaught|Work|Caught))")
+_WORK_DONE = re.compile(r"beforetimingout|timedoutin(?:blockingwait|calltowait)|\)\Z")
+
+# --- status lines ------------------------------------------------------------------
+_PG_PREFIX = re.compile(r"\[(PG[^\[\]]*?)Rank(-?\d+)\]")
+_PG_INNER = re.compile(
+    r"^PG(?:ID(?P<id>\d+)PGGUID(?P<guid>\d+)|GUID(?P<guid2>\d+)|(?P<uid>\d+))?(?:\((?P<desc>[^)]*)\))?$"
+)
+_STATUS = (
+    (
+        "failure_detected",
+        re.compile(
+            r"failuredetectedbywatchdogatworksequenceid:(-?\d+)PGstatus:"
+            r"lastenqueuedwork:(-?\d+),lastcompletedwork:(-?\d+)"
+        ),
+    ),
+    (
+        "exception_detected",
+        re.compile(
+            r"Exception\(eitheranerrorortimeout\)detectedbywatchdogatwork:(-?\d+),"
+            r"lastenqueuedNCCLwork:(-?\d+),lastcompletedNCCLwork:(-?\d+)"
+        ),
+    ),
+    (
+        "timeout_at",
+        re.compile(r"TimeoutatNCCLwork:(-?\d+),lastenqueuedNCCLwork:(-?\d+),lastcompletedNCCLwork:(-?\d+)"),
+    ),
+)
+_STATUS_START = re.compile(r"failuredetectedbywatchdog|detectedbywatchdogatwork|TimeoutatNCCLwork")
+_DUMP = re.compile(
+    r"Received(?:adumpsignal|atimeoutsignal|aglobaltimeout).*?from(thislocalrank|anotherrank|rank(\d+))"
+    r".*?LastenqueuedNCCLwork:(-?\d+),lastcompletedNCCLwork:(-?\d+)",
+    re.IGNORECASE,
+)
+_DUMP_START = re.compile(r"Received(?:adumpsignal|atimeoutsignal|aglobaltimeout)")
+_COUNTERS_DONE = re.compile(r"lastcompleted(?:NCCL)?work:-?\d+")
+
+# --- heartbeat, desync, mismatch --------------------------------------------------------
+_HEARTBEAT = re.compile(r"Heartbeatmonitortimedout!")
+_STUCK = re.compile(r"watchdoggotstuckfor(\d+)seconds")
+_DESYNC_TIMEOUT = re.compile(r"\[(\d+)\]Timeoutatcollective:([A-Z0-9_]+),#(\d+)")
+_DESYNC_LAG = re.compile(r"\[([\d,]+)\]finishedcollective#(\d+),butdidn.tjoincollective#(\d+)")
+_DESYNC_UNFINISHED = re.compile(r"\[([\d,]+)\]joinedbutdidn.tfinishcollective#(\d+)")
+_DESYNC_NEVER = re.compile(r"ranks\[([\d,]*)\]arethelaggingranks")
+_DESYNC_SNAP_HEAD = re.compile(r"^-?#(\d+)(\w+)ranks:")
+_DESYNC_SNAP_ROW = re.compile(r"^-?\[([\d,]+)\](finished|started|scheduled|joined)([A-Z0-9_]+)")
+_DESYNC_BODY = re.compile(r"^-?(?:\[[\d,]+\]|#\d+|Toourbestknowledge|Snapshotofranks|-)")
+_MISMATCH = re.compile(
+    r"Detectedmismatchbetweencollectivesonranks\.Rank(\d+)isrunningcollective:"
+    r"CollectiveFingerPrint\((.*?)\),butRank(\d+)isrunningcollective:CollectiveFingerPrint\((.*?)\)"
+    r"(?:\.Collectivesdiffer|\Z)"
+)
+_MISMATCH_START = re.compile(r"Detectedmismatchbetweencollectives")
+
+# --- errors and launcher summary -----------------------------------------------------
+_PY_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt))(?::\s?(.*))?$")
+_NCCL_WARN = re.compile(r"NCCL WARN (.*)")
+_CASCADE = re.compile(
+    r"Watchdog caught|communicator was aborted|watchdog thread terminated|Some NCCL operations have failed"
+    r"|ChildFailedError|Detected mismatch between collectives|DistBackendError.*(?:watchdog|Watchdog)"
+)
+_CONNECTION = re.compile(r"Connection (?:closed|reset|refused)|remote process exited|Broken pipe", re.I)
+_ELASTIC_KEY = re.compile(r"^\s+(time|host|rank|exitcode|error_file|traceback)\s*:\s?(.*)$")
+_ELASTIC_ENTRY = re.compile(r"^\s*\[(\d+)\]:\s*$")
+_ELASTIC_INT = re.compile(r"(-?\d+)(?:\s*\((?:local_rank|pid):\s*(\d+)\))?")
+_SIGNAL = re.compile(r"Signal (\d+) \((SIG[A-Z]+)\)")
+
+# --- NCCL / ProcessGroupNCCL facts -----------------------------------------------------
+_FACTS = (
+    ("nccl_version", re.compile(r"NCCL version:? (\d+\.\d+\.\d+)")),
+    ("bootstrap", re.compile(r"Bootstrap\s*:\s*Using\s+(.*)")),
+    ("net_ib", re.compile(r"NET/IB\s*:\s*(Using\s+.*|No device found\.?)")),
+    ("net_socket", re.compile(r"NET/Socket\s*:\s*Using\s+(.*)")),
+    ("network", re.compile(r"NCCL INFO Using network (\S+)")),
+    ("TIMEOUT(ms)", re.compile(r"TIMEOUT\(ms\):\s*(\d+)")),
+    ("world_size", re.compile(r"initialization options:.*?\bsize: (\d+)")),
+    ("world_size", re.compile(r"NCCL INFO comm 0x[0-9a-f]+ rank \d+ nranks (\d+) ")),
+)
+_SETTING = re.compile(r"\b((?:TORCH_)?NCCL_[A-Z0-9_]+)(?::\s*| set by environment to )([^\s,]+)")
+_SETTING_LINE = re.compile(r"ProcessGroupNCCL (?:environments|initialization options)|set by environment to")
+
+MAX_JOIN = 8
+
+
+def squeeze(text: str) -> str:
+    """Remove all whitespace: hard wraps may split any token, so matching ignores it."""
+    return _WS.sub("", text)
+
+
+def clean(raw: bytes) -> str:
+    """Decode one physical line and strip CR, ANSI colour codes and their remnants."""
+    text = raw.decode("utf-8", "replace")
+    if "\r" in text:
+        text = text.replace("\r", " ")
+    if "[" in text or "\x1b" in text:
+        text = _ANSI.sub("", text)
+    return text.rstrip()
+
+
+def _int(s: str | None) -> int | None:
+    return int(s) if s not in (None, "") else None
+
+
+def parse_pg(inner: str) -> PG:
+    """Parse the squeezed inside of a PG prefix, e.g. ``PGID0PGGUID0(default_pg)``."""
+    m = _PG_INNER.match(inner)
+    if not m:
+        return PG()
+    return PG(
+        id=m["id"] if m["id"] is not None else m["uid"],
+        guid=m["guid"] if m["guid"] is not None else m["guid2"],
+        desc=m["desc"] or None,
+    )
+
+
+def _ranks(s: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in s.split(",") if x)
+
+
+_STARTS = (
+    "Watchdogcaughtcollectiveoperationtimeout:WorkNCCL(",
+    "Exception(eitheranerrorortimeout)detectedbywatchdogatwork:",
+    "failuredetectedbywatchdogatworksequenceid:",
+    "TimeoutatNCCLwork:",
+    "Receivedadumpsignal",
+    "Detectedmismatchbetweencollectives",
+)
+
+
+def _cut_marker(sq: str) -> bool:
+    """True when the line ends inside a record's opening words, right after a "[...]" prefix."""
+    tail = sq[sq.rfind("]") + 1:]
+    return len(tail) >= 6 and any(m.startswith(tail) and m != tail for m in _STARTS)
+
+
+def _incomplete(sq: str) -> bool:
+    """True when a squeezed logical line started a record but has not reached its end."""
+    if "WorkNCCL(" in sq:
+        last = sq.rfind("WorkNCCL(")
+        return not _WORK_DONE.search(sq, last)
+    if _STATUS_START.search(sq) or _DUMP_START.search(sq):
+        return not _COUNTERS_DONE.search(sq)
+    if _MISMATCH_START.search(sq):
+        return not _MISMATCH.search(sq)
+    return _cut_marker(sq)
+
+
+@dataclass
+class _Desync:
+    who: Who
+    loc: Loc
+    reporting_rank: int | None = None
+    collective: str | None = None
+    index: int | None = None
+    lagging: list[Lagging] = field(default_factory=list)
+    snapshot: list[tuple[int, str, str, tuple[int, ...]]] = field(default_factory=list)
+    snap_head: tuple[int, str] | None = None
+    last_line: int = 0
+
+
+class LogParser:
+    """Incremental parser for one input; feed lines, then call :meth:`finish`."""
+
+    def __init__(self, file: str, path_rank: int | None) -> None:
+        self.file = file
+        self.path_rank = path_rank
+        self._works: list[WorkMention] = []
+        self._statuses: list[StatusMention] = []
+        self._dumps: list[DumpSignal] = []
+        self._heartbeats: list[Heartbeat] = []
+        self._desync: list[DesyncReport] = []
+        self._mismatches: list[Mismatch] = []
+        self._errors: list[RankError] = []
+        self._elastic: list[ElasticFailure] = []
+        self._facts: dict[tuple[str, str, int | None], Fact] = {}
+        self._ranks: set[int] = set()
+        self._problems: list[InputProblem] = []
+        self._replaced = False
+        # pending logical line: (first line number, last line number, who, text parts)
+        self._pend: tuple[int, int, Who, list[str]] | None = None
+        self._dsync: _Desync | None = None
+        self._table: dict[str, str] | None = None
+        self._table_loc: Loc | None = None
+        self._table_root = False
+        self._last_error_line: dict[int | None, int] = {}
+
+    # ------------------------------------------------------------------ feeding
+    def feed(self, lineno: int, raw: bytes) -> None:
+        """Take one physical line (without its newline)."""
+        text = clean(raw)
+        if not self._replaced and "\ufffd" in text:
+            self._replaced = True
+        if self._pend is not None:
+            first, last, who, parts = self._pend
+            if lineno == last + 1 and len(parts) <= MAX_JOIN and text and not _HEADER.search(text):
+                parts.append(text)
+                self._pend = (first, lineno, who, parts)
+                if not _incomplete(squeeze("".join(parts))):
+                    self._pend = None
+                    self._logical(first, who, "".join(parts))
+                return
+            self._pend = None
+            self._logical(first, who, "".join(parts))
+        who = self._who(text)
+        if who.global_rank is not None:
+            self._ranks.add(who.global_rank)
+        if _incomplete(squeeze(text)):
+            self._pend = (lineno, lineno, who, [text])
+            return
+        self._logical(lineno, who, text)
+
+    def finish(self, lines: int, bytes_read: int) -> FileScan:
+        """Flush pending state and return what was found."""
+        if self._pend is not None:
+            first, _, who, parts = self._pend
+            self._pend = None
+            self._logical(first, who, "".join(parts))
+        self._close_desync()
+        self._close_table()
+        if self._replaced:
+            self._problems.append(
+                InputProblem(self.file, "contains bytes that are not UTF-8 (shown as U+FFFD)", fatal=False)
+            )
+        ranks = set(self._ranks)
+        if self.path_rank is not None:
+            ranks.add(self.path_rank)
+        return FileScan(
+            file=self.file,
+            path_rank=self.path_rank,
+            lines=lines,
+            bytes_read=bytes_read,
+            ranks_seen=tuple(sorted(ranks)),
+            works=tuple(self._works),
+            statuses=tuple(self._statuses),
+            dump_signals=tuple(self._dumps),
+            heartbeats=tuple(self._heartbeats),
+            desync=tuple(self._desync),
+            mismatches=tuple(self._mismatches),
+            errors=tuple(self._errors),
+            elastic=tuple(self._elastic),
+            facts=tuple(self._facts.values()),
+            problems=tuple(self._problems),
+        )
+
+    def problem(self, message: str, fatal: bool = False) -> None:
+        """Record a reading problem for this input."""
+        self._problems.append(InputProblem(self.file, message, fatal))
+
+    # ------------------------------------------------------------------ helpers
+    def _who(self, text: str) -> Who:
+        ranks = _GLOBAL_RANK.findall(text[:200])
+        if ranks:
+            return Who(global_rank=int(ranks[-1]), path_rank=self.path_rank)
+        if self.path_rank is None:
+            role = _ROLE_RANK.match(text)
+            if role:
+                return Who(path_rank=int(role[1]))
+        return Who(path_rank=self.path_rank)
+
+    def _logical(self, lineno: int, who: Who, text: str) -> None:
+        loc = Loc(self.file, lineno)
+        sq = squeeze(text)
+        if self._dsync is not None:
+            if self._desync_line(lineno, sq):
+                return
+            self._close_desync()
+        if (self._table is not None or self._table_root or text.startswith("Root Cause")
+                or _ELASTIC_KEY.match(text) or _ELASTIC_ENTRY.match(text)):
+            if self._table_line(loc, text):
+                return
+        if "WorkNCCL(" in sq:
+            self._work(who, sq, loc)
+            if "Timeoutatcollective" in sq:
+                self._start_desync(who, loc, sq, lineno)
+            return
+        if _STATUS_START.search(sq):
+            self._status(who, sq, loc)
+            return
+        if _DUMP_START.search(sq):
+            self._dump(who, sq, loc)
+            return
+        if "Timeoutatcollective:" in sq:
+            self._start_desync(who, loc, sq, lineno)
+            return
+        if "Heartbeat" in sq or "gotstuck" in sq:
+            self._heartbeat(who, sq, loc)
+            return
+        if _MISMATCH_START.search(sq):
+            m = _MISMATCH.search(sq)
+            if m:
+                self._mismatches.append(Mismatch(who, int(m[1]), m[2], int(m[3]), m[4], loc))
+            return
+        self._error_or_fact(who, text, loc)
+
+    def _work(self, who: Who, sq: str, loc: Loc) -> None:
+        start = sq.find("WorkNCCL(")
+        nxt = sq.find("WorkNCCL(", start + 1)
+        body = sq[start: nxt if nxt != -1 else len(sq)]
+        head = sq[:start]
+        if "threadterminatedwithexception" in head:
+            evidence = "thread_terminated"
+        elif "what():" in head:
+            evidence = "what"
+        elif "communicatorwasabortedonrank" in head:
+            evidence = "communicator_aborted_runtimeerror"
+        elif "Watchdogcaught" in head:
+            evidence = "watchdog_timeout"
+        elif "timedoutin" in body or "Caughtcollectiveoperationtimeout" in head:
+            evidence = "blocking_wait"
+        else:
+            evidence = "work_mention"
+        ranks = _MSG_RANK.findall(sq[: start + 1])
+        shape = _F_SHAPE.search(body)
+        self._works.append(
+            WorkMention(
+                who=who,
+                rank=int(ranks[-1]) if ranks else None,
+                seq=_field(_F_SEQ, body),
+                op_type=(m[1] if (m := _F_OP.search(body)) else None),
+                numel_in=_field(_F_IN, body),
+                numel_out=_field(_F_OUT, body),
+                tensor_shape=shape[1] if shape else None,
+                timeout_ms=_field(_F_TIMEOUT, body),
+                ran_for_ms=_field(_F_RANFOR, body),
+                evidence=evidence,
+                loc=loc,
+            )
+        )
+
+    def _prefix(self, sq: str, before: int) -> tuple[PG | None, int | None]:
+        found = list(_PG_PREFIX.finditer(sq, 0, before))
+        if not found:
+            return None, None
+        m = found[-1]
+        return parse_pg(m[1]), int(m[2])
+
+    def _status(self, who: Who, sq: str, loc: Loc) -> None:
+        for evidence, pattern in _STATUS:
+            m = pattern.search(sq)
+            if m:
+                pg, rank = self._prefix(sq, m.start())
+                self._statuses.append(
+                    StatusMention(who, pg or PG(), rank, int(m[1]), int(m[2]), int(m[3]), evidence, loc)
+                )
+                return
+
+    def _dump(self, who: Who, sq: str, loc: Loc) -> None:
+        m = _DUMP.search(sq)
+        if not m:
+            return
+        pg, _ = self._prefix(sq, m.start())
+        self._dumps.append(DumpSignal(who, pg, _int(m[2]), int(m[3]), int(m[4]), loc))
+
+    def _heartbeat(self, who: Who, sq: str, loc: Loc) -> None:
+        stuck = _STUCK.search(sq)
+        if stuck or _HEARTBEAT.search(sq):
+            pg, _ = self._prefix(sq, len(sq))
+            kind = "watchdog_stuck" if stuck else "heartbeat_timeout"
+            self._heartbeats.append(Heartbeat(who, pg, kind, int(stuck[1]) if stuck else None, loc))
+
+    # ------------------------------------------------------------------ desync report
+    def _start_desync(self, who: Who, loc: Loc, sq: str, lineno: int) -> None:
+        self._close_desync()
+        self._dsync = _Desync(who=who, loc=loc, last_line=lineno)
+        self._desync_fields(sq)
+
+    def _desync_line(self, lineno: int, sq: str) -> bool:
+        d = self._dsync
+        assert d is not None
+        if lineno != d.last_line + 1 or not _DESYNC_BODY.match(sq):
+            return False
+        d.last_line = lineno
+        self._desync_fields(sq)
+        return True
+
+    def _desync_fields(self, sq: str) -> None:
+        d = self._dsync
+        assert d is not None
+        if m := _DESYNC_TIMEOUT.search(sq):
+            d.reporting_rank, d.collective, d.index = int(m[1]), m[2], int(m[3])
+        for m in _DESYNC_LAG.finditer(sq):
+            d.lagging.append(Lagging(_ranks(m[1]), finished=int(m[2]), did_not_join=int(m[3])))
+        for m in _DESYNC_UNFINISHED.finditer(sq):
+            d.lagging.append(Lagging(_ranks(m[1]), did_not_finish=int(m[2])))
+        for m in _DESYNC_NEVER.finditer(sq):
+            d.lagging.append(Lagging(_ranks(m[1]), never_joined=True))
+        if m := _DESYNC_SNAP_HEAD.match(sq):
+            d.snap_head = (int(m[1]), m[2])
+        elif d.snap_head and (m := _DESYNC_SNAP_ROW.match(sq)):
+            d.snapshot.append((d.snap_head[0], m[2], m[3], _ranks(m[1])))
+
+    def _close_desync(self) -> None:
+        d = self._dsync
+        if d is None:
+            return
+        self._dsync = None
+        self._desync.append(
+            DesyncReport(d.who, d.reporting_rank, d.collective, d.index, tuple(d.lagging), tuple(d.snapshot), d.loc)
+        )
+
+    # ------------------------------------------------------------------ torchrun summary
+    def _table_line(self, loc: Loc, text: str) -> bool:
+        if text.startswith("Root Cause"):
+            self._close_table()
+            self._table_root = True
+            return True
+        if _ELASTIC_ENTRY.match(text):
+            self._close_table()
+            self._table, self._table_loc = {}, loc
+            return True
+        key = _ELASTIC_KEY.match(text)
+        if key:
+            if self._table is None or key[1] in self._table:
+                self._close_table()
+                self._table, self._table_loc = {}, loc
+            self._table[key[1]] = key[2].strip()
+            return True
+        self._close_table()
+        self._table_root = False
+        return False
+
+    def _close_table(self) -> None:
+        t, loc = self._table, self._table_loc
+        self._table = None
+        if not t or loc is None:
+            return
+        rank = _ELASTIC_INT.match(t.get("rank", ""))
+        code = _ELASTIC_INT.match(t.get("exitcode", ""))
+        sig = _SIGNAL.search(t.get("traceback", ""))
+        self._elastic.append(
+            ElasticFailure(
+                rank=_int(rank[1]) if rank else None,
+                local_rank=_int(rank[2]) if rank else None,
+                exitcode=_int(code[1]) if code else None,
+                pid=_int(code[2]) if code else None,
+                signal=sig[2] if sig else None,
+                host=t.get("host"),
+                time=t.get("time"),
+                root_cause=self._table_root,
+                loc=loc,
+            )
+        )
+
+    # ------------------------------------------------------------------ errors and facts
+    def _error_or_fact(self, who: Who, text: str, loc: Loc) -> None:
+        if "NCCL" in text or "TIMEOUT" in text:
+            for key, pattern in _FACTS:
+                m = pattern.search(text)
+                if m:
+                    self._fact(who, key, m[1].strip(), loc)
+            if _SETTING_LINE.search(text):
+                for m in _SETTING.finditer(text):
+                    self._fact(who, m[1], m[2], loc)
+            warn = _NCCL_WARN.search(text)
+            if warn:
+                msg = warn[1].strip()
+                kind = ErrorKind.CONNECTION if _CONNECTION.search(msg) else ErrorKind.NCCL_WARN
+                self._error(who, kind, msg, loc)
+                return
+        stripped = _PY_PREFIX.sub("", text).strip()
+        m = _PY_ERROR.match(stripped)
+        if m and not _CASCADE.search(stripped):
+            name, msg = m[1], (m[2] or "").strip()
+            if "OutOfMemory" in name or "out of memory" in msg:
+                kind = ErrorKind.OOM
+            elif "CUDA error" in msg:
+                kind = ErrorKind.CUDA
+            elif _CONNECTION.search(msg):
+                kind = ErrorKind.CONNECTION
+            else:
+                kind = ErrorKind.EXCEPTION
+            self._error(who, kind, stripped, loc)
+        elif stripped.startswith("terminate called after throwing") and "c10::" not in stripped:
+            self._error(who, ErrorKind.EXCEPTION, stripped, loc)
+
+    def _error(self, who: Who, kind: ErrorKind, message: str, loc: Loc) -> None:
+        self._errors.append(RankError(who, kind, message[:500], loc))
+
+    def _fact(self, who: Who, key: str, value: str, loc: Loc) -> None:
+        k = (key, value, who.rank)
+        if k not in self._facts:
+            self._facts[k] = Fact(who, key, value[:300], loc)
+
+
+def _field(pattern: re.Pattern[str], text: str) -> int | None:
+    m = pattern.search(text)
+    return int(m[1]) if m else None

@@ -1,0 +1,313 @@
+"""Plain data shared by the parser, the correlator and the renderers.
+
+Everything here is a frozen dataclass so results can cross process boundaries
+(files are parsed in worker processes) and be compared in tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+@dataclass(frozen=True)
+class Loc:
+    """Where a fact was read: the input's display name and its 1-based line."""
+
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class PG:
+    """A process group as PyTorch names it in a log prefix; every part may be missing."""
+
+    id: str | None = None
+    guid: str | None = None
+    desc: str | None = None
+
+    def label(self) -> str:
+        name = self.id if self.id is not None else (f"GUID {self.guid}" if self.guid else "?")
+        return f"PG {name}" + (f" ({self.desc})" if self.desc else "")
+
+
+@dataclass(frozen=True)
+class Who:
+    """Which process printed a line, from the strongest evidence available.
+
+    ``global_rank`` comes from a ``[rankN]:`` prefix, ``path_rank`` from the file
+    name (``rank6.log``, ``attempt_0/6/stderr.log``).
+    """
+
+    global_rank: int | None = None
+    path_rank: int | None = None
+
+    @property
+    def rank(self) -> int | None:
+        return self.global_rank if self.global_rank is not None else self.path_rank
+
+
+@dataclass(frozen=True)
+class WorkMention:
+    """One printing of a ``WorkNCCL(...)`` timeout (watchdog line or a restatement)."""
+
+    who: Who
+    rank: int | None  # the "[Rank N]" of the message (group rank, possibly stale)
+    seq: int | None
+    op_type: str | None
+    numel_in: int | None
+    numel_out: int | None
+    tensor_shape: str | None
+    timeout_ms: int | None
+    ran_for_ms: int | None
+    evidence: str  # watchdog_timeout | thread_terminated | what | blocking_wait | ...
+    loc: Loc
+
+
+@dataclass(frozen=True)
+class StatusMention:
+    """A progress line: the timed-out sequence number and the PG's counters."""
+
+    who: Who
+    pg: PG
+    rank: int | None  # the rank inside "[PG ... Rank N]"
+    seq: int | None
+    last_enqueued: int | None
+    last_completed: int | None
+    evidence: str  # timeout_at | exception_detected | failure_detected
+    loc: Loc
+
+
+@dataclass(frozen=True)
+class DumpSignal:
+    """"Received a dump signal ... from rank R": names the rank that noticed first."""
+
+    who: Who
+    pg: PG | None
+    from_rank: int | None  # None means "this local rank"
+    last_enqueued: int | None
+    last_completed: int | None
+    loc: Loc
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """The heartbeat monitor fired: the watchdog itself was stuck (CUDA/GIL hang)."""
+
+    who: Who
+    pg: PG | None
+    kind: str  # heartbeat_timeout | watchdog_stuck
+    seconds: int | None
+    loc: Loc
+
+
+@dataclass(frozen=True)
+class Lagging:
+    """One culprit line of a desync report."""
+
+    ranks: tuple[int, ...]
+    finished: int | None = None
+    did_not_join: int | None = None
+    did_not_finish: int | None = None
+    never_joined: bool = False
+
+
+@dataclass(frozen=True)
+class DesyncReport:
+    """PyTorch's own TORCH_NCCL_DESYNC_DEBUG verdict, as printed."""
+
+    who: Who
+    reporting_rank: int | None
+    timeout_collective: str | None
+    timeout_index: int | None
+    lagging: tuple[Lagging, ...]
+    snapshot: tuple[tuple[int, str, str, tuple[int, ...]], ...]  # (index, state, op, ranks)
+    loc: Loc
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """TORCH_DISTRIBUTED_DEBUG=DETAIL: two ranks ran different collectives."""
+
+    who: Who
+    rank_a: int
+    fingerprint_a: str
+    rank_b: int
+    fingerprint_b: str
+    loc: Loc
+
+
+class ErrorKind(str, Enum):
+    """What kind of first error a rank printed."""
+
+    OOM = "oom"
+    CUDA = "cuda_error"
+    EXCEPTION = "exception"
+    NCCL_WARN = "nccl_warn"
+    CONNECTION = "connection_closed"
+    KILLED = "killed"
+
+
+@dataclass(frozen=True)
+class RankError:
+    """An error a rank printed itself (not the watchdog's cascade)."""
+
+    who: Who
+    kind: ErrorKind
+    message: str
+    loc: Loc
+
+
+@dataclass(frozen=True)
+class ElasticFailure:
+    """One entry of torchrun's ChildFailedError summary."""
+
+    rank: int | None
+    local_rank: int | None
+    exitcode: int | None
+    pid: int | None
+    signal: str | None
+    host: str | None
+    time: str | None
+    root_cause: bool
+    loc: Loc
+
+
+@dataclass(frozen=True)
+class Fact:
+    """An environment fact printed by NCCL or ProcessGroupNCCL (version, transport, setting)."""
+
+    who: Who
+    key: str
+    value: str
+    loc: Loc
+
+
+@dataclass(frozen=True)
+class InputProblem:
+    """An input that could not be read, or only in part; reported on stderr, never fatal."""
+
+    file: str
+    message: str
+    fatal: bool  # True when nothing at all could be read from this input
+
+
+@dataclass(frozen=True)
+class FileScan:
+    """Everything extracted from one input, in line order."""
+
+    file: str
+    path_rank: int | None
+    lines: int
+    bytes_read: int
+    ranks_seen: tuple[int, ...]
+    works: tuple[WorkMention, ...] = ()
+    statuses: tuple[StatusMention, ...] = ()
+    dump_signals: tuple[DumpSignal, ...] = ()
+    heartbeats: tuple[Heartbeat, ...] = ()
+    desync: tuple[DesyncReport, ...] = ()
+    mismatches: tuple[Mismatch, ...] = ()
+    errors: tuple[RankError, ...] = ()
+    elastic: tuple[ElasticFailure, ...] = ()
+    facts: tuple[Fact, ...] = ()
+    problems: tuple[InputProblem, ...] = ()
+
+
+@dataclass(frozen=True)
+class Record:
+    """One distinct timeout event (rank, PG, SeqNum), merged over all its printings."""
+
+    rank: int | None
+    global_rank: int | None
+    pg: PG | None
+    seq: int | None
+    op_type: str | None
+    numel_in: int | None
+    numel_out: int | None
+    tensor_shape: str | None
+    timeout_ms: int | None
+    ran_for_ms: int | None
+    last_enqueued: int | None
+    last_completed: int | None
+    evidence: tuple[str, ...]
+    occurrences: int
+    loc: Loc
+    path_rank: int | None = None
+    locs: tuple[Loc, ...] = ()
+
+    @property
+    def who(self) -> int | None:
+        """The best rank identity for cross-file correlation."""
+        for r in (self.global_rank, self.path_rank, self.rank):
+            if r is not None:
+                return r
+        return None
+
+
+class Severity(str, Enum):
+    """How much a finding matters."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A conclusion with the lines that support it and what to do about it."""
+
+    severity: Severity
+    code: str
+    message: str
+    evidence: tuple[Loc, ...] = ()
+    fix: str | None = None
+
+
+class VerdictKind(str, Enum):
+    """The verdict classes, in the JSON contract's spelling."""
+
+    LAGGING_RANK = "lagging_rank"
+    COLLECTIVE_MISMATCH = "collective_mismatch"
+    RANK_FAILED_FIRST = "rank_failed_first"
+    ALL_RANKS_STUCK = "all_ranks_stuck"
+    WATCHDOG_STUCK = "watchdog_stuck"
+    NO_FAILURE = "no_failure"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The answer: what went wrong, who caused it, who was only waiting."""
+
+    kind: VerdictKind
+    summary: str
+    culprit_ranks: tuple[int, ...] = ()
+    waiting_ranks: tuple[int, ...] = ()
+    pg: PG | None = None
+    seq: int | None = None
+    findings: tuple[Finding, ...] = ()
+    next_steps: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RankRow:
+    """One rank's state for the report table."""
+
+    rank: int
+    state: str
+    record: Record | None
+    first_error: RankError | None
+    files: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The whole result of ``analyze-log``."""
+
+    scans: tuple[FileScan, ...]
+    records: tuple[Record, ...]
+    verdict: Verdict
+    rows: tuple[RankRow, ...]
+    dtype: str

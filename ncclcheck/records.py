@@ -1,0 +1,124 @@
+"""Merge the printings of a timeout into one record per (rank, PG, SeqNum).
+
+PyTorch prints the same timeout several times (the watchdog line, "watchdog
+thread terminated with exception: ...", ``what(): ...``, a RuntimeError) and the
+PG counters on a separate status line.  Mentions are merged when every identity
+field they both carry agrees; a missing field never blocks a merge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ncclcheck.model import FileScan, Loc, PG, Record, StatusMention, WorkMention
+
+_WORK_FIELDS = ("seq", "op_type", "numel_in", "numel_out", "timeout_ms")
+
+
+@dataclass
+class _Builder:
+    rank: int | None
+    global_rank: int | None
+    path_rank: int | None
+    pg: PG | None
+    seq: int | None
+    op_type: str | None = None
+    numel_in: int | None = None
+    numel_out: int | None = None
+    tensor_shape: str | None = None
+    timeout_ms: int | None = None
+    ran_for_ms: int | None = None
+    last_enqueued: int | None = None
+    last_completed: int | None = None
+    evidence: list[str] = field(default_factory=list)
+    occurrences: int = 0
+    locs: list[Loc] = field(default_factory=list)
+
+    def build(self) -> Record:
+        return Record(
+            rank=self.rank,
+            global_rank=self.global_rank,
+            pg=self.pg,
+            seq=self.seq,
+            op_type=self.op_type,
+            numel_in=self.numel_in,
+            numel_out=self.numel_out,
+            tensor_shape=self.tensor_shape,
+            timeout_ms=self.timeout_ms,
+            ran_for_ms=self.ran_for_ms,
+            last_enqueued=self.last_enqueued,
+            last_completed=self.last_completed,
+            evidence=tuple(self.evidence),
+            occurrences=max(self.occurrences, 1),
+            loc=self.locs[0],
+            path_rank=self.path_rank,
+            locs=tuple(self.locs),
+        )
+
+
+def _agree(a: object, b: object) -> bool:
+    return a is None or b is None or a == b
+
+
+def _same_process(b: _Builder, global_rank: int | None, path_rank: int | None) -> bool:
+    return _agree(b.global_rank, global_rank) and _agree(b.path_rank, path_rank)
+
+
+def _merge_work(builders: list[_Builder], w: WorkMention) -> None:
+    for b in builders:
+        if (
+            _same_process(b, w.who.global_rank, w.who.path_rank)
+            and _agree(b.rank, w.rank)
+            and all(_agree(getattr(b, f), getattr(w, f)) for f in _WORK_FIELDS)
+            and (b.ran_for_ms is None or w.ran_for_ms is None or b.ran_for_ms == w.ran_for_ms)
+        ):
+            break
+    else:
+        b = _Builder(w.rank, w.who.global_rank, w.who.path_rank, None, w.seq)
+        builders.append(b)
+    for name in ("rank", "global_rank", "seq", "op_type", "numel_in", "numel_out", "tensor_shape",
+                 "timeout_ms", "ran_for_ms"):
+        if getattr(b, name) is None:
+            value = w.who.global_rank if name == "global_rank" else getattr(w, name)
+            setattr(b, name, value)
+    if b.path_rank is None:
+        b.path_rank = w.who.path_rank
+    if w.evidence not in b.evidence:
+        b.evidence.append(w.evidence)
+    b.occurrences += 1
+    b.locs.append(w.loc)
+
+
+def _merge_status(builders: list[_Builder], s: StatusMention) -> None:
+    for b in builders:
+        if (
+            b.seq == s.seq
+            and _same_process(b, s.who.global_rank, s.who.path_rank)
+            and (b.global_rank is not None and s.who.global_rank is not None or _agree(b.rank, s.rank))
+            and (b.pg is None or b.pg == s.pg)
+        ):
+            break
+    else:
+        b = _Builder(s.rank, s.who.global_rank, s.who.path_rank, None, s.seq)
+        builders.append(b)
+    b.pg = b.pg or s.pg
+    if b.last_enqueued is None:
+        b.last_enqueued, b.last_completed = s.last_enqueued, s.last_completed
+    if s.evidence not in b.evidence:
+        b.evidence.append(s.evidence)
+    b.locs.append(s.loc)
+
+
+def merge_records(scans: Iterable[FileScan]) -> list[Record]:
+    """Return one record per distinct timeout event, in order of first appearance."""
+    builders: list[_Builder] = []
+    for scan in scans:
+        mentions: list[WorkMention | StatusMention] = [*scan.works, *scan.statuses]
+        mentions.sort(key=lambda m: m.loc.line)
+        for m in mentions:
+            if isinstance(m, WorkMention):
+                _merge_work(builders, m)
+            else:
+                _merge_status(builders, m)
+    return [b.build() for b in builders]

@@ -1,0 +1,50 @@
+"""Scan inputs into :class:`FileScan` results, in parallel when there is a lot to read."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+
+from ncclcheck.logparse import LogParser
+from ncclcheck.model import FileScan, InputProblem
+from ncclcheck.reader import InputError, Source, read_lines
+
+PARALLEL_MIN_BYTES = 64 << 20
+
+
+def scan_source(source: Source) -> FileScan:
+    """Parse one input completely; reading problems end up in ``FileScan.problems``."""
+    parser = LogParser(source.name, source.path_rank)
+    lines = read_lines(source, parser.problem)
+    try:
+        while True:
+            lineno, raw = next(lines)
+            parser.feed(lineno, raw)
+    except StopIteration as stop:
+        count, nbytes = stop.value
+    except InputError as exc:
+        return FileScan(source.name, source.path_rank, 0, 0, (), problems=(InputProblem(source.name, exc.message, True),))
+    return parser.finish(count, nbytes)
+
+
+def scan_all(
+    sources: list[Source],
+    on_done: Callable[[FileScan], None] | None = None,
+    workers: int | None = None,
+) -> Iterator[FileScan]:
+    """Yield one scan per source, in input order; use worker processes for large inputs."""
+    total = sum(s.size() for s in sources)
+    n = workers if workers is not None else min(os.cpu_count() or 1, len(sources))
+    if n <= 1 or total < PARALLEL_MIN_BYTES or any(s.path is None for s in sources):
+        for s in sources:
+            result = scan_source(s)
+            if on_done:
+                on_done(result)
+            yield result
+        return
+    with ProcessPoolExecutor(max_workers=n) as pool:
+        for result in pool.map(scan_source, sources, chunksize=1):
+            if on_done:
+                on_done(result)
+            yield result
