@@ -60,6 +60,7 @@ class Source:
 
     name: str
     path: str | None  # None for stdin
+    explicit: bool = True  # named on the command line (not found by walking a directory)
 
     @property
     def path_rank(self) -> int | None:
@@ -83,11 +84,11 @@ def resolve(args: list[str], on_error: Callable[[InputError], None]) -> list[Sou
     out: list[Source] = []
     seen: set[str] = set()
 
-    def add(path: str) -> None:
+    def add(path: str, explicit: bool = True) -> None:
         key = os.path.realpath(path)
         if key not in seen:
             seen.add(key)
-            out.append(Source(path, path))
+            out.append(Source(path, path, explicit))
 
     for arg in args:
         if arg == "-":
@@ -102,7 +103,7 @@ def resolve(args: list[str], on_error: Callable[[InputError], None]) -> list[Sou
             if not found:
                 on_error(InputError(arg, "directory contains no files"))
             for f in found:
-                add(f)
+                add(f, explicit=False)
         elif os.path.exists(arg):
             add(arg)
         elif _GLOB_CHARS.search(arg):
@@ -116,7 +117,11 @@ def resolve(args: list[str], on_error: Callable[[InputError], None]) -> list[Sou
     return out
 
 
-_MAGIC = ((b"\x1f\x8b", gzip.GzipFile), (b"BZh", bz2.BZ2File), (b"\xfd7zXZ\x00", lzma.LZMAFile))
+_MAGIC: tuple[tuple[bytes, Callable[[BinaryIO], BinaryIO]], ...] = (
+    (b"\x1f\x8b", lambda f: gzip.GzipFile(fileobj=f)),  # type: ignore[return-value]
+    (b"BZh", lambda f: bz2.BZ2File(f)),  # type: ignore[return-value]
+    (b"\xfd7zXZ\x00", lambda f: lzma.LZMAFile(f)),  # type: ignore[return-value]
+)
 _DECOMPRESS_ERRORS = (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile, OSError)
 
 
@@ -136,9 +141,9 @@ def _open(source: Source) -> tuple[BinaryIO, bool]:
             raise InputError(source.name, exc.strerror or str(exc)) from None
         head = raw.read(6)
         raw.seek(0)
-    for magic, cls in _MAGIC:
+    for magic, wrap in _MAGIC:
         if head.startswith(magic):
-            return cls(raw), True  # type: ignore[abstract]
+            return wrap(raw), True
     return raw, False
 
 
@@ -158,19 +163,17 @@ def read_lines(source: Source, on_problem: Callable[[str], None]) -> Iterator[tu
     after_left = 0
     try:
         while True:
-            try:
-                chunk = stream.read(BLOCK)
-            except _DECOMPRESS_ERRORS as exc:
+            chunk, error = _read_block(stream, compressed)
+            if error is not None:
                 kind = "compressed data is truncated or corrupt" if compressed else "read failed"
-                on_problem(f"{kind} after {total} bytes ({exc}); the rest is ignored")
-                chunk = b""
+                on_problem(f"{kind} after {total + len(chunk)} bytes ({error}); the rest is ignored")
             if total == 0:
-                if not chunk:
+                if not chunk and source.explicit:
                     on_problem("empty input")
                 elif b"\x00" in chunk[:8192]:
                     raise InputError(source.name, "binary file (contains NUL bytes), skipped")
             total += len(chunk)
-            eof = not chunk
+            eof = not chunk or error is not None
             if skipping:
                 nl = chunk.find(b"\n")
                 if nl == -1:
@@ -209,6 +212,27 @@ def read_lines(source: Source, on_problem: Callable[[str], None]) -> Iterator[tu
         if source.path is not None:
             stream.close()
     return lineno - 1, total
+
+
+def _read_block(stream: BinaryIO, compressed: bool) -> tuple[bytes, Exception | None]:
+    """Read up to BLOCK bytes; from a damaged archive, keep everything decoded before the damage."""
+    if not compressed:
+        try:
+            return stream.read(BLOCK), None
+        except OSError as exc:
+            return b"", exc
+    parts: list[bytes] = []
+    size = 0
+    try:
+        while size < BLOCK:
+            piece = stream.read1(BLOCK - size)  # type: ignore[attr-defined]
+            if not piece:
+                break
+            parts.append(piece)
+            size += len(piece)
+    except _DECOMPRESS_ERRORS as exc:
+        return b"".join(parts), exc
+    return b"".join(parts), None
 
 
 def _scan(buf: bytes, lineno: int, after_left: int, full_until: int) -> Iterator[tuple[int, bytes]]:

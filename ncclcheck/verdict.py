@@ -40,7 +40,8 @@ from ncclcheck.transfer import (
 )
 
 REAL_FAILURES = {ErrorKind.OOM, ErrorKind.CUDA, ErrorKind.EXCEPTION, ErrorKind.KILLED}
-ABORT_SIGNALS = {"SIGABRT"}
+# Signals that end a rank on its own account; SIGABRT is the watchdog's abort, SIGTERM torchrun's clean-up.
+FATAL_SIGNALS = {"SIGKILL", "SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE"}
 
 FR_ENV = (
     "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_FR_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 "
@@ -82,8 +83,10 @@ class _Facts:
         self.world = self._world()
 
     def _world(self) -> int | None:
-        sizes = [int(f.value) for s in self.scans for f in s.facts if f.key == "world_size"]
-        sizes += [e.rank + 1 for e in self.elastic if e.rank is not None]
+        printed = [int(f.value) for s in self.scans for f in s.facts if f.key == "world_size"]
+        if printed:
+            return max(printed)
+        sizes = [e.rank + 1 for e in self.elastic if e.rank is not None]
         for d in self.desync:
             sizes += [max(r) + 1 for *_, r in d.snapshot if r]
         for r in self.records:
@@ -205,7 +208,7 @@ def _failed_first(facts: _Facts, group: Sequence[Record]) -> tuple[dict[int, Loc
             culprits.setdefault(rank, e.loc)
             why.setdefault(rank, e.message)
     for f in facts.elastic:
-        if f.rank is not None and f.exitcode not in (None, 0) and f.signal not in ABORT_SIGNALS:
+        if f.rank is not None and ((f.exitcode or 0) > 0 or f.signal in FATAL_SIGNALS):
             if f.rank not in culprits:
                 culprits[f.rank] = f.loc
                 why[f.rank] = f"exit code {f.exitcode}" + (f" ({f.signal})" if f.signal else "")
@@ -386,9 +389,9 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     elif facts.elastic:
         kind = VerdictKind.ALL_RANKS_STUCK
         waiting = sorted({f.rank for f in facts.elastic if f.rank is not None})
-        summary = ("Every failed rank in torchrun's summary was killed by SIGABRT, which is what the watchdog does "
-                   "after a collective timeout; the timeout lines themselves are not in these inputs. Give the "
-                   "ranks' own logs to name the collective.")
+        summary = ("Every failed rank in torchrun's summary ended by SIGABRT (the watchdog's abort after a collective "
+                   "timeout) or SIGTERM (torchrun stopping the survivors); the timeout lines themselves are not in "
+                   "these inputs. Give the ranks' own logs to name the collective.")
         findings.append(Finding(Severity.ERROR, "aborted-without-timeout-lines", summary,
                                 tuple(f.loc for f in facts.elastic)[:8]))
     else:

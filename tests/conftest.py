@@ -1,0 +1,40 @@
+"""Shared fixtures and helpers."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from ncclcheck.analyze import analyze
+from ncclcheck.model import Analysis
+from ncclcheck.reader import Source, resolve
+
+DATA = Path(__file__).parent / "data"
+REAL = DATA / "real"
+CONFORMANCE = Path(__file__).resolve().parents[1].parent / "shared" / "conformance"
+
+
+def run(*paths: str | os.PathLike[str]) -> Analysis:
+    """Analyse paths the way the CLI does, failing on unreadable inputs."""
+    errors: list[str] = []
+    sources = resolve([str(p) for p in paths], lambda e: errors.append(str(e)))
+    assert not errors, errors
+    return analyze(sources, workers=1)
+
+
+@pytest.fixture
+def write(tmp_path: Path):
+    """Write a log file from lines and return its path."""
+
+    def _write(name: str, *lines: str, data: bytes | None = None) -> Path:
+        p = tmp_path / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data if data is not None else ("\n".join(lines) + "\n").encode())
+        return p
+
+    return _write
+
+
+__all__ = ["CONFORMANCE", "DATA", "REAL", "Source", "run"]

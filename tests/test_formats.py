@@ -1,0 +1,133 @@
+"""Golden tests for every watchdog format generation and the manglings real logs suffer."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+
+import pytest
+
+from conftest import run
+from ncclcheck.render_json import record_json
+
+V18 = "[E ProcessGroupNCCL.cpp:566] [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800419 milliseconds before timing out."
+V110_SHAPE = "[E ProcessGroupNCCL.cpp:587] [Rank 0] Caught collective operation timeout: WorkNCCL(OpType=BROADCAST, TensorShape=[1024, 4096], Timeout(ms)=1800000) ran for 1800101 milliseconds before timing out."
+V113 = "[E ProcessGroupNCCL.cpp:737] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=77, OpType=ALLGATHER, Timeout(ms)=1800000) ran for 1800935 milliseconds before timing out."
+V113_WAIT = "[E ProcessGroupNCCL.cpp:1200] [Rank 1] Work WorkNCCL(SeqNum=12, OpType=ALLREDUCE, TensorShape=[8], Timeout(ms)=60000) timed out in call to wait()."
+V24 = "[rank5]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 5] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=_REDUCE_SCATTER_BASE, NumelIn=800, NumelOut=100, Timeout(ms)=600000) ran for 600061 milliseconds before timing out."
+STATUS_26 = "[rank5]:[E1206 18:44:12.715588844 ProcessGroupNCCL.cpp:2168] [PG ID 3 PG GUID 7(tp_group) Rank 5]  failure detected by watchdog at work sequence id: 9 PG status: last enqueued work: 10, last completed work: 8"
+
+
+def one(path):
+    recs = [record_json(r) for r in run(path).records]
+    assert len(recs) == 1, recs
+    return recs[0]
+
+
+@pytest.mark.parametrize(
+    ("line", "expect"),
+    [
+        (V18, {"rank": 2, "seq": None, "op_type": "ALLREDUCE", "timeout_ms": 1800000, "ran_for_ms": 1800419,
+               "evidence": ["watchdog_timeout"]}),
+        (V110_SHAPE, {"rank": 0, "op_type": "BROADCAST", "tensor_shape": "[1024,4096]", "evidence": ["blocking_wait"]}),
+        (V113, {"rank": 3, "seq": 77, "op_type": "ALLGATHER", "numel_in": None, "ran_for_ms": 1800935}),
+        (V113_WAIT, {"rank": 1, "seq": 12, "tensor_shape": "[8]", "ran_for_ms": None, "evidence": ["blocking_wait"]}),
+        (V24, {"rank": 5, "global_rank": 5, "seq": 9, "numel_in": 800, "numel_out": 100}),
+    ],
+    ids=["1.8", "1.10-blocking-shape", "1.13", "1.13-wait", "2.4"],
+)
+def test_generations(write, line, expect):
+    """Each generation of the watchdog line yields its fields."""
+    rec = one(write("r.log", line))
+    assert {k: rec[k] for k in expect} == expect
+
+
+def test_status_line_joins_record_and_names_pg(write):
+    """A 2.6+ status line adds the PG and counters to the same record."""
+    rec = one(write("r.log", V24, STATUS_26))
+    assert rec["pg"] == {"id": "3", "guid": "7", "desc": "tp_group"}
+    assert (rec["last_enqueued"], rec["last_completed"]) == (10, 8)
+    assert rec["evidence"] == ["watchdog_timeout", "failure_detected"]
+
+
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        lambda s: s + "\r",  # CRLF
+        lambda s: "\x1b[36m(RayWorkerWrapper pid=42)\x1b[0m " + s,  # ANSI + Ray prefix
+        lambda s: " [36m(RayWorkerVllm pid=5085) [0m " + s,  # ESC-stripped ANSI remnants
+        lambda s: "> " + s,  # markdown quote
+        lambda s: "[default5]:" + s,  # torchrun --tee prefix
+        lambda s: " 45%|████▌     | 90/200 [01:23<02:34,  1.23it/s]" + s,  # tqdm bar without newline
+        lambda s: s[:150] + "\n" + s[150:],  # hard wrap inside a token
+        lambda s: s[:60] + "   \n" + s[60:],  # tmux-style padded wrap
+    ],
+    ids=["crlf", "ansi-ray", "ansi-remnant", "markdown", "tee", "tqdm", "wrap", "tmux-wrap"],
+)
+def test_manglings(write, mangle):
+    """The record survives every mangling seen in real pastes."""
+    rec = one(write("r.log", mangle(V24)))
+    assert (rec["rank"], rec["seq"], rec["numel_in"], rec["timeout_ms"], rec["ran_for_ms"]) == (5, 9, 800, 600000, 600061)
+
+
+@pytest.mark.parametrize(("suffix", "pack"), [(".gz", gzip.compress), (".bz2", bz2.compress), (".xz", lzma.compress)])
+def test_compressed(write, suffix, pack):
+    """Compressed logs are read by content."""
+    rec = one(write("rank5.log" + suffix, data=pack((V24 + "\n").encode())))
+    assert rec["seq"] == 9
+
+
+def test_restatements_count_once(write):
+    """Watchdog line, thread-terminated and what() restatements are one record."""
+    restated = f"[rank5]:[E ProcessGroupNCCL.cpp:1182] [PG 0 Rank 5] Process group watchdog thread terminated with exception: {V24.split('] ', 2)[2]}"
+    what = "  what():  " + restated.split("] ", 2)[2]
+    rec = one(write("r.log", V24, restated, what))
+    assert rec["occurrences"] == 3
+    assert rec["evidence"] == ["watchdog_timeout", "thread_terminated"]
+
+
+def test_path_rank_and_missing_rank(write, tmp_path):
+    """A rank whose file has no timeout line is named, using the rank in the file name."""
+    write("logs/rank0.log", V113.replace("[Rank 3]", "[Rank 0]"))
+    write("logs/rank1.log", "[I ProcessGroupNCCL.cpp:1] nothing wrong here")
+    v = run(tmp_path / "logs").verdict
+    assert (v.kind.value, v.culprit_ranks, v.waiting_ranks) == ("lagging_rank", (1,), (0,))
+
+
+def test_oom_rank_failed_first(write, tmp_path):
+    """An OOM on a rank that never timed out is the root cause; the others are the cascade."""
+    write("job/attempt_0/0/stderr.log", V24.replace("rank5", "rank0").replace("Rank 5", "Rank 0"))
+    write("job/attempt_0/1/stderr.log",
+          "[rank1]: Traceback (most recent call last):",
+          '[rank1]:   File "train.py", line 10, in <module>',
+          "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.")
+    v = run(tmp_path / "job").verdict
+    assert (v.kind.value, v.culprit_ranks, v.waiting_ranks) == ("rank_failed_first", (1,), (0,))
+
+
+def test_all_ranks_stuck(write):
+    """Every rank in the same collective and none missing: transport suspicion."""
+    lines = [V24.replace("rank5", f"rank{r}").replace("Rank 5", f"Rank {r}") for r in range(2)]
+    lines.append("[rank0]:[I ProcessGroupNCCL.cpp:905] [PG ID 0 PG GUID 0 Rank 0] ProcessGroupNCCL initialization options: size: 2, global rank: 0, TIMEOUT(ms): 600000")
+    v = run(write("all.log", *lines)).verdict
+    assert (v.kind.value, v.waiting_ranks) == ("all_ranks_stuck", (0, 1))
+
+
+def test_heartbeat_is_not_a_timeout(write):
+    """A heartbeat-monitor line gives watchdog_stuck and no record."""
+    a = run(write("hb.log", "[rank3]:[F ProcessGroupNCCL.cpp:1306] [PG 0 Rank 3] ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in monitoring enqueued collectives."))
+    assert (a.records, a.verdict.kind.value, a.verdict.culprit_ranks) == ((), "watchdog_stuck", (3,))
+
+
+def test_fingerprint_mismatch(write):
+    """TORCH_DISTRIBUTED_DEBUG=DETAIL mismatch names both ranks."""
+    a = run(write("m.log", "RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running collective: CollectiveFingerPrint(SequenceNumber=5, OpType=BARRIER), but Rank 1 is running collective: CollectiveFingerPrint(SequenceNumber=5, OpType=ALLREDUCE, TensorShape=[10]).Collectives differ in the following aspects: Op type: BARRIERvs ALLREDUCE"))
+    assert (a.verdict.kind.value, a.verdict.culprit_ranks, a.verdict.waiting_ranks) == ("collective_mismatch", (1,), (0,))
+
+
+def test_clean_log(write):
+    """A log with no failure gives no_failure."""
+    a = run(write("ok.log", "host:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4", "epoch 1 done"))
+    assert (a.records, a.verdict.kind.value) == ((), "no_failure")
+    assert [(f.key, f.value) for f in a.scans[0].facts] == [("nccl_version", "2.21.5")]

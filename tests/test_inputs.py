@@ -1,0 +1,101 @@
+"""Bad inputs: one clear line naming the file, the rest still analysed, no traceback."""
+
+from __future__ import annotations
+
+import gzip
+import os
+
+import pytest
+from typer.testing import CliRunner
+
+from ncclcheck import reader
+from ncclcheck.cli import app
+
+GOOD = "[rank0]:[E ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran for 600100 milliseconds before timing out."
+runner = CliRunner()
+
+
+def cli(*args: str):
+    return runner.invoke(app, ["analyze-log", *args], catch_exceptions=False)
+
+
+def test_missing_file_is_reported_and_others_analysed(write):
+    good = write("rank0.log", GOOD)
+    r = cli(str(good), "nope.log", "--quiet")
+    assert r.exit_code == 1
+    assert r.stderr == "ncclcheck: nope.log: no such file or directory\n"
+    assert "lagging_rank" in r.stdout or "all_ranks_stuck" in r.stdout
+
+
+def test_no_readable_input_exits_3(tmp_path):
+    r = cli(str(tmp_path / "missing.log"))
+    assert (r.exit_code, r.stdout) == (3, "")
+    assert r.stderr.endswith("ncclcheck: no readable input\n")
+
+
+def test_empty_directory(tmp_path):
+    r = cli(str(tmp_path))
+    assert r.exit_code == 3
+    assert f"ncclcheck: {tmp_path}: directory contains no files\n" in r.stderr
+
+
+def test_binary_file(write):
+    b = write("core.bin", data=b"\x7fELF\x00\x00\x01" * 100)
+    good = write("rank0.log", GOOD)
+    r = cli(str(b), str(good), "-q")
+    assert r.exit_code == 1
+    assert f"ncclcheck: {b}: binary file (contains NUL bytes), skipped\n" in r.stderr
+
+
+def test_truncated_gzip_keeps_what_was_read(write):
+    data = gzip.compress(((GOOD + "\n") + ("filler line\n" * 50000)).encode())
+    g = write("rank0.log.gz", data=data[: len(data) // 2])
+    r = cli(str(g), "--json")
+    assert r.exit_code == 1
+    assert "compressed data is truncated or corrupt" in r.stderr
+    assert '"seq": 3' in r.stdout
+
+
+def test_empty_file(write):
+    e = write("empty.log", data=b"")
+    r = cli(str(e))
+    assert r.exit_code == 0
+    assert r.stderr == f"ncclcheck: {e}: empty input\n"
+
+
+def test_non_utf8_bytes(write):
+    f = write("rank0.log", data=b"caf\xe9 \xff\xfe\n" + GOOD.encode() + b"\n")
+    r = cli(str(f), "-q")
+    assert r.exit_code == 1
+    assert "not UTF-8" in r.stderr
+
+
+def test_huge_line_without_newline_is_bounded(write, monkeypatch):
+    monkeypatch.setattr(reader, "MAX_LINE", 1 << 16)
+    monkeypatch.setattr(reader, "BLOCK", 1 << 14)
+    f = write("rank0.log", data=b"x" * (1 << 20) + b"\n" + GOOD.encode() + b"\n")
+    r = cli(str(f), "--json")
+    assert r.exit_code == 1
+    assert "line 1 is longer than" in r.stderr
+    assert '"line": 2' in r.stdout
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can read any file")
+def test_permission_denied(write):
+    f = write("secret.log", GOOD)
+    f.chmod(0)
+    r = cli(str(f))
+    assert r.exit_code == 3
+    assert f"ncclcheck: {f}: permission denied\n" in r.stderr
+
+
+def test_stdin():
+    r = runner.invoke(app, ["analyze-log", "-", "--json"], input=GOOD + "\n")
+    assert r.exit_code == 1
+    assert '"file": "<stdin>"' in r.stdout
+
+
+def test_glob(write, tmp_path):
+    write("a/rank0.log", GOOD)
+    r = cli(str(tmp_path / "a" / "*.log"), "-q")
+    assert r.exit_code == 1
