@@ -7,7 +7,6 @@ from enum import IntEnum
 from typing import Annotated, Optional
 
 import typer
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
 
 from ncclcheck import __version__
 from ncclcheck.analyze import analyze
@@ -83,6 +82,8 @@ def analyze_log(
     total = sum(s.size() for s in sources)
     progress = None
     if err_console.is_terminal and total >= 64 << 20:
+        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+
         progress = Progress(TextColumn("reading"), BarColumn(), DownloadColumn(), console=err_console, transient=True)
         task = progress.add_task("read", total=total)
 

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from ncclcheck.model import (
+    PG,
     DesyncReport,
     DumpSignal,
     ElasticFailure,
@@ -28,7 +29,6 @@ from ncclcheck.model import (
     Lagging,
     Loc,
     Mismatch,
-    PG,
     RankError,
     StatusMention,
     Who,
@@ -138,6 +138,14 @@ _FACTS = (
 _SETTING = re.compile(r"\b((?:TORCH_)?NCCL_[A-Z0-9_]+)(?::\s*| set by environment to )([^\s,]+)")
 _SETTING_LINE = re.compile(r"ProcessGroupNCCL (?:environments|initialization options)|set by environment to")
 
+# Cheap gates on the raw line, so that ordinary lines skip the expensive matching.
+_MAY_START = re.compile(r"Rank|WorkNCCL|mismatch|Received")
+_RECORDISH = re.compile(
+    r"WorkNCCL|NCCL work|work sequence|watchdog|Watchdog|Timeout at collective|Received a|Heartbeat|Detected mismatch"
+)
+_FACT_HINT = re.compile(r"NCCL version|Bootstrap|NET/|Using network|TIMEOUT\(ms\)|nranks|set by environment|NCCL WARN")
+_ERROR_HINT = re.compile(r"Error|Exception|Interrupt|terminate called")
+
 MAX_JOIN = 8
 
 
@@ -151,7 +159,7 @@ def clean(raw: bytes) -> str:
     text = raw.decode("utf-8", "replace")
     if "\r" in text:
         text = text.replace("\r", " ")
-    if "[" in text or "\x1b" in text:
+    if "\x1b" in text or "[0m" in text:
         text = _ANSI.sub("", text)
     return text.rstrip()
 
@@ -256,14 +264,14 @@ class LogParser:
                 self._pend = (first, lineno, who, parts)
                 if not _incomplete(squeeze("".join(parts))):
                     self._pend = None
-                    self._logical(first, who, "".join(parts))
+                    self._logical(first, who, "".join(parts), joined=True)
                 return
             self._pend = None
-            self._logical(first, who, "".join(parts))
+            self._logical(first, who, "".join(parts), joined=True)
         who = self._who(text)
         if who.global_rank is not None:
             self._ranks.add(who.global_rank)
-        if _incomplete(squeeze(text)):
+        if _MAY_START.search(text) and _incomplete(squeeze(text)):
             self._pend = (lineno, lineno, who, [text])
             return
         self._logical(lineno, who, text)
@@ -273,7 +281,7 @@ class LogParser:
         if self._pend is not None:
             first, _, who, parts = self._pend
             self._pend = None
-            self._logical(first, who, "".join(parts))
+            self._logical(first, who, "".join(parts), joined=True)
         self._close_desync()
         self._close_table()
         if self._replaced:
@@ -307,7 +315,7 @@ class LogParser:
 
     # ------------------------------------------------------------------ helpers
     def _who(self, text: str) -> Who:
-        ranks = _GLOBAL_RANK.findall(text[:200])
+        ranks = _GLOBAL_RANK.findall(text[:200]) if "[rank" in text else None
         if ranks:
             return Who(global_rank=int(ranks[-1]), path_rank=self.path_rank)
         if self.path_rank is None:
@@ -316,17 +324,20 @@ class LogParser:
                 return Who(path_rank=int(role[1]))
         return Who(path_rank=self.path_rank)
 
-    def _logical(self, lineno: int, who: Who, text: str) -> None:
+    def _logical(self, lineno: int, who: Who, text: str, joined: bool = False) -> None:
         loc = Loc(self.file, lineno)
-        sq = squeeze(text)
         if self._dsync is not None:
-            if self._desync_line(lineno, sq):
+            if self._desync_line(lineno, squeeze(text)):
                 return
             self._close_desync()
-        if (self._table is not None or self._table_root or text.startswith("Root Cause")
-                or _ELASTIC_KEY.match(text) or _ELASTIC_ENTRY.match(text)):
-            if self._table_line(loc, text):
-                return
+        in_table = (self._table is not None or self._table_root or text.startswith("Root Cause")
+                    or _ELASTIC_KEY.match(text) or _ELASTIC_ENTRY.match(text))
+        if in_table and self._table_line(loc, text):
+            return
+        if not (joined or _RECORDISH.search(text)):
+            self._error_or_fact(who, text, loc)
+            return
+        sq = squeeze(text)
         if "WorkNCCL(" in sq:
             self._work(who, sq, loc)
             if "Timeoutatcollective" in sq:
@@ -502,7 +513,7 @@ class LogParser:
 
     # ------------------------------------------------------------------ errors and facts
     def _error_or_fact(self, who: Who, text: str, loc: Loc) -> None:
-        if "NCCL" in text or "TIMEOUT" in text:
+        if _FACT_HINT.search(text):
             for key, pattern in _FACTS:
                 m = pattern.search(text)
                 if m:
@@ -516,6 +527,8 @@ class LogParser:
                 kind = ErrorKind.CONNECTION if _CONNECTION.search(msg) else ErrorKind.NCCL_WARN
                 self._error(who, kind, msg, loc)
                 return
+        if not _ERROR_HINT.search(text):
+            return
         stripped = _PY_PREFIX.sub("", text).strip()
         m = _PY_ERROR.match(stripped)
         if m and not _CASCADE.search(stripped):

@@ -9,7 +9,8 @@ line the parser acts on contains and that NCCL INFO chatter almost never does:
 * ``#`` desync report (``#315``)             * ``<`` interface lists (``eth0:10.0.0.1<0>``), ``<N/A>``
 * ``"`` Python traceback ``File "..."`` lines * ``+`` ``NCCL version 2.21.5+cuda12.4``
 
-Each anchored line is handed over with ``BEFORE`` lines before and ``AFTER`` lines
+An anchored line is kept only if it also names something the parser looks for
+(checked on that one line), and is then handed over with ``BEFORE`` lines before and ``AFTER`` lines
 after it (hard-wrap continuations, desync report bodies, the error line under a
 traceback, torchrun's failure table).  The first ``HEAD`` bytes of every input are
 handed over whole, since that is where NCCL and PyTorch print their settings.
@@ -31,9 +32,14 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 ANCHORS = (b"W", b"w", b"#", b"<", b'"', b"+")
+# An anchored line is taken (with its context) only if it also says one of these; checked on that line alone.
+_WANTED = re.compile(
+    rb"WorkNCCL|[Ww]atchdog|NCCL WARN|NCCL work|work sequence|Timeout at collective|best knowledge|#\d|"
+    rb'File "|NCCL version|Using|<N/A>|error_file|Heartbeat|Received a|Detected mismatch|Error|Exception'
+)
 BEFORE = 8
 AFTER = 16
-HEAD = 256 << 10
+HEAD = 32 << 10
 BLOCK = 8 << 20
 MAX_LINE = 1 << 20
 KEEP_OF_LONG_LINE = 64 << 10
@@ -118,9 +124,9 @@ def resolve(args: list[str], on_error: Callable[[InputError], None]) -> list[Sou
 
 
 _MAGIC: tuple[tuple[bytes, Callable[[BinaryIO], BinaryIO]], ...] = (
-    (b"\x1f\x8b", lambda f: gzip.GzipFile(fileobj=f)),  # type: ignore[return-value]
-    (b"BZh", lambda f: bz2.BZ2File(f)),  # type: ignore[return-value]
-    (b"\xfd7zXZ\x00", lambda f: lzma.LZMAFile(f)),  # type: ignore[return-value]
+    (b"\x1f\x8b", lambda f: gzip.GzipFile(fileobj=f)),  # noqa: SIM115  # type: ignore[return-value]
+    (b"BZh", lambda f: bz2.BZ2File(f)),  # noqa: SIM115  # type: ignore[return-value]
+    (b"\xfd7zXZ\x00", lambda f: lzma.LZMAFile(f)),  # noqa: SIM115  # type: ignore[return-value]
 )
 _DECOMPRESS_ERRORS = (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile, OSError)
 
@@ -132,7 +138,7 @@ def _open(source: Source) -> tuple[BinaryIO, bool]:
         head = raw.peek(6)[:6] if hasattr(raw, "peek") else b""
     else:
         try:
-            raw = open(source.path, "rb")  # noqa: SIM115 - closed by the caller
+            raw = open(source.path, "rb")  # noqa: SIM115 - read_lines closes it
         except PermissionError:
             raise InputError(source.name, "permission denied") from None
         except IsADirectoryError:
@@ -243,8 +249,9 @@ def _scan(buf: bytes, lineno: int, after_left: int, full_until: int) -> Iterator
         i = buf.find(anchor)
         while i != -1:
             s = buf.rfind(b"\n", 0, i) + 1
-            starts.append(s)
             e = buf.find(b"\n", i)
+            if _WANTED.search(buf, s, e):
+                starts.append(s)
             i = buf.find(anchor, e + 1)
     ranges: list[tuple[int, int]] = []
     if after_left or full_until:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ncclcheck.model import FileScan, Loc, PG, Record, StatusMention, WorkMention
+from ncclcheck.model import PG, FileScan, Loc, Record, StatusMention, WorkMention
 
 _WORK_FIELDS = ("seq", "op_type", "numel_in", "numel_out", "timeout_ms")
 

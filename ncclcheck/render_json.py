@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ncclcheck.model import Analysis, Finding, Loc, PG, Record
+from ncclcheck.model import PG, Analysis, Finding, Loc, Record
 
 SCHEMA_VERSION = 1
 

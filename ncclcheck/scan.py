@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 
 from ncclcheck.logparse import LogParser
 from ncclcheck.model import FileScan, InputProblem
@@ -43,6 +42,8 @@ def scan_all(
                 on_done(result)
             yield result
         return
+    from concurrent.futures import ProcessPoolExecutor  # only needed for large inputs
+
     with ProcessPoolExecutor(max_workers=n) as pool:
         for result in pool.map(scan_source, sources, chunksize=1):
             if on_done:

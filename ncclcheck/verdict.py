@@ -15,12 +15,12 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
 from ncclcheck.model import (
+    PG,
     Analysis,
     ErrorKind,
     FileScan,
     Finding,
     Loc,
-    PG,
     RankError,
     RankRow,
     Record,
@@ -208,10 +208,10 @@ def _failed_first(facts: _Facts, group: Sequence[Record]) -> tuple[dict[int, Loc
             culprits.setdefault(rank, e.loc)
             why.setdefault(rank, e.message)
     for f in facts.elastic:
-        if f.rank is not None and ((f.exitcode or 0) > 0 or f.signal in FATAL_SIGNALS):
-            if f.rank not in culprits:
-                culprits[f.rank] = f.loc
-                why[f.rank] = f"exit code {f.exitcode}" + (f" ({f.signal})" if f.signal else "")
+        own_failure = (f.exitcode or 0) > 0 or f.signal in FATAL_SIGNALS
+        if f.rank is not None and own_failure and f.rank not in culprits:
+            culprits[f.rank] = f.loc
+            why[f.rank] = f"exit code {f.exitcode}" + (f" ({f.signal})" if f.signal else "")
     return culprits, why
 
 

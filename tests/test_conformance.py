@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import CONFORMANCE, run
+
 from ncclcheck.render_json import record_json
 
 FIELDS = ("rank", "global_rank", "pg", "seq", "op_type", "numel_in", "numel_out", "tensor_shape",
@@ -22,7 +22,7 @@ def test_records_match(log):
     got = [record_json(r) for r in run(log).records]
     assert len(got) == len(expected["records"])
     alternatives = expected.get("acceptable_alternatives", {})
-    for i, (g, want) in enumerate(zip(got, expected["records"])):
+    for i, (g, want) in enumerate(zip(got, expected["records"], strict=True)):
         for field in FIELDS:
             ok = [want[field], *alternatives.get(f"records[{i}].{field}", [])]
             assert g[field] in ok, (i, field, g[field], want[field])

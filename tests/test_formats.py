@@ -7,8 +7,8 @@ import gzip
 import lzma
 
 import pytest
-
 from conftest import run
+
 from ncclcheck.render_json import record_json
 
 V18 = "[E ProcessGroupNCCL.cpp:566] [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800419 milliseconds before timing out."

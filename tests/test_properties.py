@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from ncclcheck import reader
 from ncclcheck.logparse import LogParser
-from ncclcheck.records import merge_records
 from ncclcheck.reader import Source
+from ncclcheck.records import merge_records
 from ncclcheck.scan import scan_source
 
 LINES = [

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import DATA, REAL, run
+
 from ncclcheck.render_json import analysis_json
 
 SCENARIOS = sorted(p.name for p in REAL.iterdir() if p.is_dir())

@@ -1,0 +1,75 @@
+"""CliRunner checks of stdout, stderr and exit codes."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import REAL
+from typer.testing import CliRunner
+
+from ncclcheck import __version__
+from ncclcheck.cli import app
+
+runner = CliRunner()
+EXAMPLE = str(REAL.parents[2] / "examples" / "incident-8rank")
+
+
+def test_demo_incident_json_contract():
+    """--json is plain JSON with schema_version, records and the verdict; nothing on stderr."""
+    r = runner.invoke(app, ["analyze-log", EXAMPLE, "--json"], catch_exceptions=False)
+    assert (r.exit_code, r.stderr) == (1, "")
+    j = json.loads(r.stdout)
+    assert j["schema_version"] == 1
+    assert len(j["records"]) == 7
+    assert j["verdict"]["kind"] == "lagging_rank"
+    assert j["verdict"]["culprit_ranks"] == [5]
+    assert j["verdict"]["waiting_ranks"] == [0, 1, 2, 3, 4, 6, 7]
+    assert j["verdict"]["seq"] == 2841
+    codes = [f["code"] for f in j["verdict"]["findings"]]
+    assert codes[:2] == ["lagging-rank", "size-not-the-cause"]
+    assert "\x1b[" not in r.stdout
+
+
+def test_quiet_prints_only_the_verdict():
+    r = runner.invoke(app, ["analyze-log", EXAMPLE, "-q"], env={"COLUMNS": "100"}, catch_exceptions=False)
+    assert r.exit_code == 1
+    assert "verdict: lagging_rank" in r.stdout
+    assert "findings" not in r.stdout and "next steps" not in r.stdout
+
+
+def test_full_report_sections():
+    r = runner.invoke(app, ["analyze-log", EXAMPLE], env={"COLUMNS": "120"}, catch_exceptions=False)
+    assert r.exit_code == 1
+    for part in ("verdict: lagging_rank", "ranks (PG 0 (default_pg))", "findings", "size-not-the-cause",
+                 "next steps", "no timeout line"):
+        assert part in r.stdout
+
+
+def test_no_failure_exits_0(tmp_path):
+    p = tmp_path / "ok.log"
+    p.write_text("all good\n")
+    r = runner.invoke(app, ["analyze-log", str(p), "-q"], catch_exceptions=False)
+    assert (r.exit_code, r.stderr) == (0, "")
+    assert "no_failure" in r.stdout
+
+
+def test_bad_dtype_is_usage_error():
+    r = runner.invoke(app, ["analyze-log", EXAMPLE, "--dtype", "complex7"])
+    assert r.exit_code == 2
+    assert "unknown dtype 'complex7'" in r.stderr
+
+
+def test_no_arguments_is_usage_error():
+    r = runner.invoke(app, ["analyze-log"])
+    assert r.exit_code == 2
+
+
+def test_version():
+    r = runner.invoke(app, ["--version"])
+    assert (r.exit_code, r.stdout) == (0, f"ncclcheck {__version__}\n")
+
+
+def test_dtype_changes_the_size_arithmetic():
+    r = runner.invoke(app, ["analyze-log", EXAMPLE, "--json", "--dtype", "bf16"], catch_exceptions=False)
+    size = next(f for f in json.loads(r.stdout)["verdict"]["findings"] if f["code"] == "size-not-the-cause")
+    assert "934.04 MB if bf16" in size["message"]
