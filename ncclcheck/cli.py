@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 from enum import IntEnum
-from typing import Annotated, Optional
+from typing import Annotated, NoReturn, Optional
 
 import typer
 
 from ncclcheck import __version__
 from ncclcheck.analyze import analyze
 from ncclcheck.console import console, err_console
+from ncclcheck.explain import PRESETS, ExplainError, Model, explain, merge, model_from_config, parse_count, size_table
 from ncclcheck.model import FileScan, VerdictKind
 from ncclcheck.reader import InputError, resolve
+from ncclcheck.render_explain import explain_json, explanation_view, sizes_view
 from ncclcheck.render_json import analysis_json
 from ncclcheck.render_report import report
 from ncclcheck.transfer import DTYPE_BYTES
@@ -54,6 +56,12 @@ def warn(message: str) -> None:
     err_console.print(f"ncclcheck: {message}", markup=False, highlight=False, soft_wrap=True)
 
 
+def usage_error(message: str) -> NoReturn:
+    """A bad or conflicting option: one line on stderr, exit code 2."""
+    warn(f"error: {message}")
+    raise typer.Exit(Exit.USAGE)
+
+
 @app.command("analyze-log")
 def analyze_log(
     paths: Annotated[list[str], typer.Argument(metavar="PATH...", show_default=False,
@@ -73,7 +81,7 @@ def analyze_log(
     Example: ncclcheck analyze-log logs/ --json
     """
     if dtype not in DTYPE_BYTES:
-        raise typer.BadParameter(f"unknown dtype {dtype!r}; one of: {', '.join(DTYPE_BYTES)}", param_hint="--dtype")
+        usage_error(f"unknown dtype {dtype!r}; one of: {', '.join(DTYPE_BYTES)}")
 
     def bad(exc: InputError) -> None:
         warn(f"{exc.name}: {exc.message}")
@@ -106,6 +114,90 @@ def analyze_log(
     else:
         console.print(report(result, quiet))
     raise typer.Exit(Exit.OK if result.verdict.kind is VerdictKind.NO_FAILURE else Exit.FOUND)
+
+
+def _count(value: Optional[str], flag: str) -> Optional[int]:
+    if value is None:
+        return None
+    try:
+        return parse_count(value)
+    except ExplainError as exc:
+        usage_error(f"{flag}: {exc}")
+
+
+@app.command("explain")
+def explain_cmd(
+    numel: Annotated[Optional[str], typer.Option(help="Element count to explain: 467019003, 467,019,003 or 4.67e8.")]
+    = None,
+    numel_out: Annotated[Optional[str], typer.Option(help="NumelOut of the same collective.")] = None,
+    op: Annotated[Optional[str], typer.Option(help="OpType: ALLREDUCE, _ALLGATHER_BASE, _REDUCE_SCATTER_BASE, ...")]
+    = None,
+    log: Annotated[Optional[list[str]], typer.Option(help="Take every distinct (OpType, NumelIn, NumelOut) from "
+                                                          "watchdog lines in this log (repeatable).")] = None,
+    model: Annotated[Optional[str], typer.Option(help=f"Preset: {', '.join(PRESETS)}.")] = None,
+    config: Annotated[Optional[str], typer.Option(help="A Hugging Face config.json (text_config for VL models).")]
+    = None,
+    batch: Annotated[Optional[int], typer.Option(min=1, help="Micro-batch size B.")] = None,
+    seq: Annotated[Optional[int], typer.Option(min=1, help="Sequence length S.")] = None,
+    hidden: Annotated[Optional[int], typer.Option(min=1, help="Hidden size H.")] = None,
+    layers: Annotated[Optional[int], typer.Option(min=1, help="Decoder layers L.")] = None,
+    vocab: Annotated[Optional[int], typer.Option(min=1, help="Vocabulary size V.")] = None,
+    heads: Annotated[Optional[int], typer.Option(min=1, help="Attention heads.")] = None,
+    kv_heads: Annotated[Optional[int], typer.Option(min=1, help="Key/value heads (GQA).")] = None,
+    head_dim: Annotated[Optional[int], typer.Option(min=1, help="Head dimension.")] = None,
+    intermediate: Annotated[Optional[int], typer.Option(min=1, help="MLP intermediate size.")] = None,
+    world_size: Annotated[Optional[int], typer.Option(min=1, help="Ranks in the process group.")] = None,
+    tp: Annotated[Optional[int], typer.Option(min=1, help="Tensor-parallel degree.")] = None,
+    dtype: Annotated[str, typer.Option(help="Element type for bytes and times.")] = "float32",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the machine-readable result (schema_version 1).")]
+    = False,
+) -> None:
+    """Say what tensor an element count is, and what it is not: exact matches only.
+
+    Without --numel or --log: the table of what the model's common tensors weigh.
+    Exit codes: 0 done, 2 bad or conflicting input.
+
+    Example: ncclcheck explain --model qwen2.5-7b --batch 8 --seq 2048 --world-size 8 --numel 466119168
+    """
+    if dtype not in DTYPE_BYTES:
+        usage_error(f"unknown dtype {dtype!r}; one of: {', '.join(DTYPE_BYTES)}")
+    if model and config:
+        usage_error("give --model or --config, not both")
+    if numel and log:
+        usage_error("give --numel or --log, not both")
+    if model and model.lower() not in PRESETS:
+        usage_error(f"unknown model {model!r}; one of: {', '.join(PRESETS)}")
+    try:
+        base = PRESETS[model.lower()] if model else (model_from_config(config) if config else Model())
+    except ExplainError as exc:
+        usage_error(str(exc))
+    shape = merge(base, batch=batch, seq=seq, hidden=hidden, layers=layers, vocab=vocab, heads=heads,
+                  kv_heads=kv_heads, head_dim=head_dim, intermediate=intermediate, world_size=world_size, tp=tp)
+    triples: list[tuple[Optional[str], int, Optional[int]]] = []
+    n = _count(numel, "--numel")
+    if n is not None:
+        triples.append((op.upper() if op else None, n, _count(numel_out, "--numel-out")))
+    if log:
+        sources = resolve(list(log), lambda exc: warn(f"{exc.name}: {exc.message}"))
+        result = analyze(sources, dtype, lambda scan: [warn(f"{p.file}: {p.message}") for p in scan.problems])
+        for r in result.records:
+            if r.numel_in and (r.op_type, r.numel_in, r.numel_out) not in triples:
+                triples.append((r.op_type, r.numel_in, r.numel_out))
+        if not triples:
+            warn("no watchdog line with NumelIn found in " + ", ".join(log))
+            raise typer.Exit(Exit.USAGE)
+    explanations = [explain(n_in, shape, n_out, o, dtype) for o, n_in, n_out in triples]
+    sizes = size_table(shape, ("float32", "bfloat16")) if not triples else []
+    if as_json:
+        typer.echo(json.dumps(explain_json(shape, explanations, sizes), indent=2))
+        return
+    if not triples and not sizes:
+        warn("nothing to show: give --numel/--log, or the model shape (--batch --seq --hidden or --model/--config)")
+        raise typer.Exit(Exit.USAGE)
+    for e in explanations:
+        console.print(explanation_view(e))
+    if sizes:
+        console.print(sizes_view(sizes))
 
 
 def main() -> None:
