@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from ncclcheck.transfer import DTYPE_BYTES, FABRICS, human_bytes, human_seconds, transfer_seconds
+from ncclcheck.transfer import DTYPE_BYTES, FABRICS, transfer_seconds
 
 NEAR = 0.05  # near misses within 5% are listed (as "not a match")
 DDP_BUCKET_BYTES = 25 * 2**20
@@ -512,6 +512,3 @@ def size_table(m: Model, dtypes: Iterable[str] = ("float32", "bfloat16")) -> lis
         rows.append(SizeRow(desc, n, b, ar, ag))
     return rows
 
-
-__all__ = ["backward_order", "Candidate", "ExplainError", "Explanation", "Model", "PRESETS", "explain", "factorize", "format_factors",
-           "human_bytes", "human_seconds", "merge", "model_from_config", "parameters", "parse_count", "size_table"]

@@ -52,7 +52,7 @@ def _verdict(c) -> Text:
     if c.exact:
         return Text("match", style="bold green")
     sign = "+" if c.delta > 0 else ""
-    return Text(f"not a match (off by {sign}{c.delta:,}, {sign}{c.delta_pct:.2f}%)", style="yellow")
+    return Text(f"not a match (off by {sign}{c.delta:,}, {c.delta_pct:+.3g}%)", style="yellow")
 
 
 def explanation_view(e: Explanation) -> RenderableType:
