@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from ncclcheck.frdump import Dump
+from ncclcheck.franalysis import FrResult
+
 
 @dataclass(frozen=True)
 class Loc:
@@ -18,7 +21,7 @@ class Loc:
     line: int
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}"
+        return f"{self.file}:{self.line}" if self.line else self.file
 
 
 @dataclass(frozen=True)
@@ -214,6 +217,7 @@ class FileScan:
     elastic: tuple[ElasticFailure, ...] = ()
     facts: tuple[Fact, ...] = ()
     problems: tuple[InputProblem, ...] = ()
+    dump: Dump | None = None  # set when the input is a flight-recorder dump, not a text log
 
 
 @dataclass(frozen=True)
@@ -311,3 +315,4 @@ class Analysis:
     verdict: Verdict
     rows: tuple[RankRow, ...]
     dtype: str
+    flight_recorder: tuple[FrResult, ...] = ()

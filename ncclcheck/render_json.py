@@ -124,4 +124,22 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
             for row in a.rows
         ],
         "events": events,
+        "flight_recorder": {
+            "dumps": [
+                {"file": s.file, "rank": s.dump.rank, "version": s.dump.version, "entries": len(s.dump.entries),
+                 "pg_status": {k: dict(v) for k, v in s.dump.pg_status.items()}}
+                for s in a.scans if s.dump is not None
+            ],
+            "process_groups": [
+                {"pg": r.pg, "desc": r.pg_desc, "kind": r.kind, "seq": r.seq, "culprit_ranks": list(r.culprit_ranks),
+                 "waiting_ranks": list(r.waiting_ranks), "message": r.message, "missing_dumps": list(r.missing_dumps),
+                 "source": "flight_recorder",
+                 "stacks": [{"rank": rank, "what": what,
+                             "frame": None if f is None else {"name": f.name, "file": f.file, "line": f.line}}
+                            for rank, what, f in r.stacks],
+                 "ranks": [{"rank": st.rank, "last_completed": st.last_completed, "last_started": st.last_started,
+                            "last_scheduled": st.last_scheduled} for st in r.states]}
+                for r in a.flight_recorder
+            ],
+        },
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 
+from ncclcheck.frdump import MAX_DUMP_BYTES, DumpError, looks_like_dump, parse_dump
 from ncclcheck.logparse import LogParser
 from ncclcheck.model import FileScan, InputProblem
 from ncclcheck.reader import InputError, Source, read_lines
@@ -12,8 +13,32 @@ from ncclcheck.reader import InputError, Source, read_lines
 PARALLEL_MIN_BYTES = 64 << 20
 
 
+def _dump_scan(source: Source) -> FileScan | None:
+    """Read the input as a flight-recorder dump if its content says it is one."""
+    if source.path is None:
+        return None
+    try:
+        with open(source.path, "rb") as f:
+            head = f.read(4096)
+            if not looks_like_dump(head):
+                return None
+            data = head + f.read(MAX_DUMP_BYTES + 1 - len(head))
+    except OSError:
+        return None  # the text reader reports the problem
+    try:
+        dump = parse_dump(data, source.name)
+    except DumpError as exc:
+        return FileScan(source.name, source.path_rank, 0, len(data), (),
+                        problems=(InputProblem(source.name, str(exc), True),))
+    ranks = (dump.rank,) if dump.rank is not None else ()
+    return FileScan(source.name, dump.rank, 0, len(data), ranks, dump=dump)
+
+
 def scan_source(source: Source) -> FileScan:
     """Parse one input completely; reading problems end up in ``FileScan.problems``."""
+    dumped = _dump_scan(source)
+    if dumped is not None:
+        return dumped
     parser = LogParser(source.name, source.path_rank)
     lines = read_lines(source, parser.problem)
     try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
+from ncclcheck.franalysis import FrResult, analyze_dumps
 from ncclcheck.model import (
     PG,
     Analysis,
@@ -412,9 +413,34 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
         findings.append(Finding(Severity.INFO, "desync-report",
                                 f"PyTorch's desync report (rank {d.reporting_rank}, timed out in {d.timeout_collective} "
                                 f"#{d.timeout_index}): {lag}. Its # counts differ from SeqNum.", (d.loc,)))
+    fr = analyze_dumps([s.dump for s in scans if s.dump is not None])
+    primary = next((r for r in fr if r.kind != "no_failure"), None)
+    if primary is not None:
+        if kind is VerdictKind.NO_FAILURE:
+            kind, summary = _FR_KIND[primary.kind], primary.message
+            culprits, waiting = list(primary.culprit_ranks), list(primary.waiting_ranks)
+            seq, pg = primary.seq, PG(id=primary.pg, desc=primary.pg_desc)
+        findings.append(_fr_finding(primary, scans))
+    for r in fr:
+        if r.missing_dumps:
+            findings.append(Finding(Severity.WARNING, "fr-missing-dumps",
+                                    f"No flight-recorder dump from rank(s) {_fmt_ranks(r.missing_dumps)} of process "
+                                    f"group {r.pg}; the analysis uses the dumps that exist.", ()))
     verdict = Verdict(kind, summary, tuple(culprits), tuple(waiting), pg, seq, tuple(findings),
                       _next_steps(kind, culprits))
-    return Analysis(tuple(scans), tuple(records), verdict, tuple(_rows(facts, group, culprits)), dtype)
+    return Analysis(tuple(scans), tuple(records), verdict, tuple(_rows(facts, group, culprits)), dtype, tuple(fr))
+
+
+_FR_KIND = {"missing_rank": VerdictKind.LAGGING_RANK, "collective_mismatch": VerdictKind.COLLECTIVE_MISMATCH,
+            "all_stuck": VerdictKind.ALL_RANKS_STUCK}
+
+
+def _fr_finding(r: FrResult, scans: Sequence[FileScan]) -> Finding:
+    """The dumps' answer, with the line of user code each rank was at."""
+    stacks = "; ".join(f"rank {rank}: {what}" + (f" from {frame}" if frame else "") for rank, what, frame in r.stacks)
+    files = tuple(Loc(s.file, 0) for s in scans if s.dump is not None)
+    return Finding(Severity.ERROR, "flight-recorder", r.message + (f" Stacks: {stacks}." if stacks else ""), files,
+                   "The frames name the line of code that issued (or skipped) the collective on each rank.")
 
 
 def _rows(facts: _Facts, group: Sequence[Record], culprits: Sequence[int]) -> list[RankRow]:

@@ -1,0 +1,194 @@
+"""Read PyTorch flight-recorder dumps without torch, and without ever running code from them.
+
+A dump (``TORCH_NCCL_DUMP_ON_TIMEOUT=1`` / ``TORCH_FR_*``) is one file per rank,
+``<prefix><rank>``, holding a dict: ``version``, ``pg_config``, ``pg_status`` and
+``entries`` (one per recent collective: ``collective_seq_id``, ``p2p_seq_id``,
+``profiling_name``, ``process_group``, ``input_sizes``/``output_sizes``, dtypes,
+``state`` scheduled/started/completed, ``timeout_ms``, Python ``frames``).  Older
+releases name the sequence number ``seq_id``; PyTorch can also write the same dict
+as JSON.
+
+Pickle is a program, not data: loading one with the standard unpickler can call
+any function.  ``_PlainUnpickler`` refuses every global (so no ``__reduce__`` can
+name ``os.system``) and builds only containers and scalars.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import pickle
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+PICKLE_MAGIC = (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
+MAX_DUMP_BYTES = 256 << 20
+
+
+class DumpError(Exception):
+    """A dump that cannot be used: corrupt, truncated, not a dump, or asking to run code."""
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    """Builds dicts, lists, tuples, strings and numbers; refuses everything that names a global."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise DumpError(f"refuses to load {module}.{name}: a flight-recorder dump holds only plain data, "
+                        "so this file may be malicious and is not read")
+
+    def persistent_load(self, pid: Any) -> Any:
+        raise DumpError("refuses persistent references: not a flight-recorder dump")
+
+
+def looks_like_dump(head: bytes) -> bool:
+    """True for a pickle, or a JSON object that names flight-recorder keys."""
+    if head.startswith(PICKLE_MAGIC):
+        return True
+    text = head.lstrip()[:4096]
+    return text.startswith(b"{") and (b'"entries"' in text or b'"pg_config"' in text or b'"pg_status"' in text)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One Python stack frame recorded with a collective."""
+
+    name: str
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.name} at {self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One collective (or p2p op) as one rank recorded it."""
+
+    pg: str
+    pg_desc: str | None
+    seq: int | None  # collective sequence id (None for p2p)
+    p2p_seq: int | None
+    op: str
+    input_sizes: tuple[tuple[int, ...], ...]
+    output_sizes: tuple[tuple[int, ...], ...]
+    dtypes: tuple[str, ...]
+    state: str
+    timeout_ms: int | None
+    is_p2p: bool
+    frames: tuple[Frame, ...]
+
+    @property
+    def numel_in(self) -> int:
+        return sum(_prod(s) for s in self.input_sizes)
+
+    def signature(self) -> tuple[str, tuple[tuple[int, ...], ...], tuple[str, ...]]:
+        return (self.op, self.input_sizes, self.dtypes)
+
+    def user_frame(self) -> Frame | None:
+        """The first frame outside torch itself: the line of user code that issued the collective."""
+        for f in self.frames:
+            if "/torch/" not in f.file and "\\torch\\" not in f.file:
+                return f
+        return self.frames[0] if self.frames else None
+
+
+@dataclass(frozen=True)
+class Dump:
+    """One rank's dump."""
+
+    file: str
+    rank: int | None
+    version: str | None
+    pg_ranks: Mapping[str, tuple[int, ...]]  # pg name -> global ranks
+    pg_desc: Mapping[str, str]
+    pg_status: Mapping[str, Mapping[str, int]]
+    entries: tuple[Entry, ...]
+
+
+def _prod(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _sizes(v: Any) -> tuple[tuple[int, ...], ...]:
+    if not isinstance(v, (list, tuple)):
+        return ()
+    return tuple(tuple(d for d in s if isinstance(d, int)) for s in v if isinstance(s, (list, tuple)))
+
+
+def _ranks(v: Any) -> tuple[int, ...]:
+    if isinstance(v, str):
+        return tuple(int(x) for x in re.findall(r"-?\d+", v))
+    if isinstance(v, (list, tuple)):
+        return tuple(x for x in v if isinstance(x, int))
+    return ()
+
+
+def _entry(e: Mapping[str, Any]) -> Entry:
+    pg = e.get("process_group")
+    name, desc = (str(pg[0]), str(pg[1]) if len(pg) > 1 else None) if isinstance(pg, (list, tuple)) and pg else (
+        str(e.get("pg_id", "?")), None)
+    seq = _int(e.get("collective_seq_id", e.get("seq_id")))
+    frames = tuple(
+        Frame(str(f.get("name", "?")), str(f.get("filename", "?")), _int(f.get("line")) or 0)
+        for f in e.get("frames") or () if isinstance(f, Mapping)
+    )
+    op = str(e.get("profiling_name", "?"))
+    return Entry(
+        pg=name,
+        pg_desc=desc,
+        seq=seq,
+        p2p_seq=_int(e.get("p2p_seq_id")),
+        op=op.split(":", 1)[1] if op.startswith("nccl:") else op,
+        input_sizes=_sizes(e.get("input_sizes")),
+        output_sizes=_sizes(e.get("output_sizes")),
+        dtypes=tuple(str(d) for d in e.get("input_dtypes") or ()),
+        state=str(e.get("state", "?")),
+        timeout_ms=_int(e.get("timeout_ms")),
+        is_p2p=bool(e.get("is_p2p", False)) or op.startswith(("nccl:send", "nccl:recv")),
+        frames=frames,
+    )
+
+
+def rank_from_name(name: str) -> int | None:
+    """``nccl_trace_rank_3`` -> 3 (PyTorch writes ``<prefix><rank>``)."""
+    m = re.search(r"(\d+)(?:\.(?:pkl|pickle|json))?$", name)
+    return int(m[1]) if m else None
+
+
+def parse_dump(data: bytes, file: str) -> Dump:
+    """Decode a dump's bytes (pickle or JSON) into a :class:`Dump`."""
+    if len(data) > MAX_DUMP_BYTES:
+        raise DumpError(f"larger than {MAX_DUMP_BYTES >> 20} MiB; not read")
+    try:
+        if data.startswith(PICKLE_MAGIC):
+            raw = _PlainUnpickler(io.BytesIO(data)).load()
+        else:
+            raw = json.loads(data.decode("utf-8"))
+    except DumpError:
+        raise
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, UnicodeDecodeError,
+            RecursionError, MemoryError, AttributeError) as exc:
+        raise DumpError(f"corrupt or truncated dump ({type(exc).__name__}: {exc})") from None
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("entries"), list):
+        raise DumpError("not a flight-recorder dump (no 'entries' list)")
+    cfg = raw.get("pg_config") if isinstance(raw.get("pg_config"), Mapping) else {}
+    status = raw.get("pg_status") if isinstance(raw.get("pg_status"), Mapping) else {}
+    return Dump(
+        file=file,
+        rank=_int(raw.get("rank")) if _int(raw.get("rank")) is not None else rank_from_name(file),
+        version=str(raw["version"]) if "version" in raw else None,
+        pg_ranks={str(k): _ranks(v.get("ranks")) for k, v in cfg.items() if isinstance(v, Mapping)},
+        pg_desc={str(k): str(v.get("desc")) for k, v in cfg.items() if isinstance(v, Mapping) and v.get("desc")},
+        pg_status={str(k): {kk: vv for kk, vv in v.items() if isinstance(vv, int)}
+                   for k, v in status.items() if isinstance(v, Mapping)},
+        entries=tuple(_entry(e) for e in raw["entries"] if isinstance(e, Mapping)),
+    )

@@ -1,0 +1,117 @@
+"""Flight-recorder dumps: real ones from 2xH200, hostile and damaged ones, older and JSON variants."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import REAL, run
+from ncclcheck.cli import app
+from ncclcheck.frdump import DumpError, parse_dump
+
+runner = CliRunner()
+
+
+@pytest.mark.parametrize(
+    ("scenario", "kind", "culprits", "seq", "culprit_line"),
+    [
+        ("sleep", "lagging_rank", (1,), 4, 41),  # rank 1's last recorded collective: all_reduce #3 at line 41
+        ("mismatch", "collective_mismatch", (1,), 4, 36),
+        ("uneven", "collective_mismatch", (1,), 5, 44),
+        ("barrier", "collective_mismatch", (0,), 4, 40),
+    ],
+)
+def test_real_dumps_alone(scenario, kind, culprits, seq, culprit_line):
+    """Dumps without any text log give the verdict and the culprit's line of code."""
+    a = run(REAL / scenario / "dumps")
+    v = a.verdict
+    assert (v.kind.value, v.culprit_ranks, v.seq) == (kind, culprits, seq)
+    fr = a.flight_recorder[0]
+    frames = {rank: frame for rank, _, frame in fr.stacks}
+    assert frames[culprits[0]].file.endswith("tools/incident.py")
+    assert frames[culprits[0]].line == culprit_line
+
+
+def test_text_and_dumps_together():
+    """Given both, the text verdict stands and the dumps add their evidence."""
+    a = run(REAL / "barrier")
+    codes = [f.code for f in a.verdict.findings]
+    assert a.verdict.kind.value == "collective_mismatch" and a.verdict.culprit_ranks == (0,)
+    assert "flight-recorder" in codes
+
+
+def _dump(tmp_path, name="nccl_trace_rank_0"):
+    src = REAL / "sleep" / "dumps" / name
+    dst = tmp_path / name
+    shutil.copy(src, dst)
+    return dst
+
+
+class _Evil:
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_malicious_pickle_is_refused_and_never_run(tmp_path):
+    """A dump whose pickle would run a command is refused with a clear error; the command never runs."""
+    marker = tmp_path / "pwned"
+    evil = tmp_path / "nccl_trace_rank_1"
+    evil.write_bytes(pickle.dumps({"version": "2.10", "entries": [_Evil(marker)]}))
+    good = _dump(tmp_path)
+    r = runner.invoke(app, ["analyze-log", str(evil), str(good), "--json"], catch_exceptions=False)
+    assert not marker.exists()
+    assert f"ncclcheck: {evil}: refuses to load posix.system" in r.stderr
+    assert r.stderr.count("\n") == 1
+    assert json.loads(r.stdout)["flight_recorder"]["dumps"][0]["rank"] == 0
+
+
+def test_truncated_dump_is_a_per_file_error(tmp_path):
+    bad = tmp_path / "nccl_trace_rank_1"
+    bad.write_bytes((REAL / "sleep" / "dumps" / "nccl_trace_rank_1").read_bytes()[:700])
+    good = _dump(tmp_path)
+    r = runner.invoke(app, ["analyze-log", str(bad), str(good), "--json"], catch_exceptions=False)
+    assert f"ncclcheck: {bad}: corrupt or truncated dump" in r.stderr
+    j = json.loads(r.stdout)
+    assert [d["rank"] for d in j["flight_recorder"]["dumps"]] == [0]
+
+
+def test_missing_dump_is_reported_not_fatal(tmp_path):
+    a = run(_dump(tmp_path))
+    assert a.flight_recorder[0].missing_dumps == (1,)
+    assert any(f.code == "fr-missing-dumps" for f in a.verdict.findings)
+
+
+def test_json_dump(tmp_path):
+    """PyTorch can write the same dict as JSON; it is read the same way."""
+    for r in (0, 1):
+        data = pickle.loads((REAL / "mismatch" / "dumps" / f"nccl_trace_rank_{r}").read_bytes())
+        (tmp_path / f"nccl_trace_rank_{r}.json").write_text(json.dumps(data))
+    v = run(tmp_path).verdict
+    assert (v.kind.value, v.culprit_ranks, v.seq) == ("collective_mismatch", (1,), 4)
+
+
+def test_older_layout_seq_id_without_status(tmp_path):
+    """Older releases: 'seq_id' instead of 'collective_seq_id', no pg_status, no is_p2p."""
+    def entry(seq, op, state, size):
+        return {"record_id": seq, "pg_id": 0, "process_group": ["0", "default_pg"], "seq_id": seq,
+                "profiling_name": f"nccl:{op}", "input_sizes": [[size]], "output_sizes": [[size]],
+                "input_dtypes": ["Float"], "state": state, "frames": [{"name": "train", "filename": "t.py", "line": seq}]}
+    base = [entry(1, "all_reduce", "completed", 8), entry(2, "all_reduce", "completed", 8)]
+    for r, extra in ((0, [entry(3, "all_reduce", "scheduled", 8)]), (1, [])):
+        (tmp_path / f"trace_{r}").write_bytes(pickle.dumps({"version": "1.5", "entries": base + extra,
+                                                            "pg_config": {"0": {"ranks": [0, 1]}}}, protocol=2))
+    a = run(tmp_path)
+    assert (a.verdict.kind.value, a.verdict.culprit_ranks, a.verdict.seq) == ("lagging_rank", (1,), 3)
+
+
+def test_not_a_dump():
+    with pytest.raises(DumpError, match="not a flight-recorder dump"):
+        parse_dump(pickle.dumps([1, 2, 3]), "x")
