@@ -11,7 +11,7 @@ not counted as missing it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ncclcheck.frdump import Dump, Entry, Frame
@@ -49,6 +49,15 @@ def _describe(e: Entry) -> str:
     return f"{e.op} #{e.seq} [{sizes}] {'/'.join(e.dtypes)} ({e.state})"
 
 
+def _last(entries: dict[int, Entry], status: Mapping[str, int], states: tuple[str, ...], key: str) -> int | None:
+    """The highest sequence id in one of ``states``, from the entries and the PG's own counters."""
+    seqs = [s for s, e in entries.items() if e.state in states]
+    v = status.get(key)
+    if v is not None and v >= 0:
+        seqs.append(v)
+    return max(seqs) if seqs else None
+
+
 def _states(pg: str, dumps: Sequence[Dump]) -> tuple[dict[int, dict[int, Entry]], list[RankState]]:
     by_rank: dict[int, dict[int, Entry]] = {}
     states = []
@@ -58,17 +67,9 @@ def _states(pg: str, dumps: Sequence[Dump]) -> tuple[dict[int, dict[int, Entry]]
         entries = {e.seq: e for e in d.entries if e.pg == pg and not e.is_p2p and e.seq is not None}
         by_rank[d.rank] = entries
         status = d.pg_status.get(pg, {})
-
-        def last(states_ok: tuple[str, ...], key: str) -> int | None:
-            seqs = [s for s, e in entries.items() if e.state in states_ok]
-            v = status.get(key)
-            if v is not None and v >= 0:
-                seqs.append(v)
-            return max(seqs) if seqs else None
-
-        states.append(RankState(d.rank, last(("completed",), "last_completed_collective"),
-                                last(("started", "completed"), "last_started_collective"),
-                                last(("scheduled", "started", "completed"), "last_enqueued_collective"),
+        states.append(RankState(d.rank, _last(entries, status, ("completed",), "last_completed_collective"),
+                                _last(entries, status, ("started", "completed"), "last_started_collective"),
+                                _last(entries, status, ("scheduled", "started", "completed"), "last_enqueued_collective"),
                                 entries[max(entries)] if entries else None))
     return by_rank, sorted(states, key=lambda s: s.rank)
 

@@ -169,10 +169,8 @@ def parse_dump(data: bytes, file: str) -> Dump:
     if len(data) > MAX_DUMP_BYTES:
         raise DumpError(f"larger than {MAX_DUMP_BYTES >> 20} MiB; not read")
     try:
-        if data.startswith(PICKLE_MAGIC):
-            raw = _PlainUnpickler(io.BytesIO(data)).load()
-        else:
-            raw = json.loads(data.decode("utf-8"))
+        is_pickle = data.startswith(PICKLE_MAGIC)
+        raw = _PlainUnpickler(io.BytesIO(data)).load() if is_pickle else json.loads(data.decode("utf-8"))
     except DumpError:
         raise
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, UnicodeDecodeError,

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from ncclcheck.frdump import Dump
 from ncclcheck.franalysis import FrResult
+from ncclcheck.frdump import Dump
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ import pickle
 import shutil
 
 import pytest
+from conftest import REAL, run
 from typer.testing import CliRunner
 
-from conftest import REAL, run
 from ncclcheck.cli import app
 from ncclcheck.frdump import DumpError, parse_dump
 
