@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TORCH_STAMP := $(VENV)/.torch
 
 .PHONY: demo test lint bench clean
 
@@ -12,12 +13,18 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test,lint]'
 	touch $(STAMP)
 
+# The benchmark's tests need torch. Pin the CPU build that installs from a local wheel here: a bare
+# "torch" would pull a multi-GB CUDA build, which CI must never download.
+$(TORCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q torch==2.13.0
+	touch $(TORCH_STAMP)
+
 ## Run analyze-log on the bundled 8-rank incident (exit 1 means "a failure was found", as designed).
 demo: $(STAMP)
 	$(BIN)/ncclcheck analyze-log examples/incident-8rank; test $$? -le 1
 
 ## Run the test suite (conformance set from ../shared/conformance when present).
-test: $(STAMP)
+test: $(STAMP) $(TORCH_STAMP)
 	$(BIN)/python -m pytest -q $(if $(TESTS),-x -k "$(TESTS)")
 
 lint: $(STAMP)

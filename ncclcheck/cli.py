@@ -200,6 +200,26 @@ def explain_cmd(
         console.print(sizes_view(sizes))
 
 
+@app.command("bench", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def bench_cmd(
+    ctx: typer.Context,
+    nproc: Annotated[int, typer.Option("--nproc", min=1, help="Processes (GPUs) on this host.")] = 1,
+) -> None:
+    """Launch `torchrun --nproc-per-node N -m ncclcheck.bench ...` on this host; other options go to the benchmark.
+
+    Example: ncclcheck bench --nproc 2 --size 5e8 --chunks 1e8,1e7,1e6
+    """
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("torch") is None:
+        usage_error("the benchmark needs torch: pip install 'ncclcheck[bench]'")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc), "-m", "ncclcheck.bench",
+           *ctx.args]
+    raise typer.Exit(subprocess.call(cmd))
+
+
 def main() -> None:
     """Console-script entry point."""
     app(prog_name="ncclcheck")

@@ -1,0 +1,87 @@
+"""Bandwidth arithmetic as nccl-tests defines it (doc/PERFORMANCE.md), and the summary of a run.
+
+algbw = S / t with GB/s = 1e9 B/s.  S is the per-rank buffer for all_reduce and
+broadcast, and the whole gathered / scattered array (n x per-rank) for all_gather and
+reduce_scatter.  busbw = algbw x factor: 2(n-1)/n for all_reduce, (n-1)/n for
+all_gather and reduce_scatter, 1 for broadcast.  With one rank busbw is not defined.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+def bus_factor(op: str, world: int) -> float | None:
+    """nccl-tests' bus factor; None with a single rank (no traffic to measure)."""
+    if world <= 1:
+        return None
+    if op == "all_reduce":
+        return 2 * (world - 1) / world
+    if op in ("all_gather", "reduce_scatter"):
+        return (world - 1) / world
+    return 1.0
+
+
+def algbw_bytes(op: str, per_rank_bytes: int, world: int) -> int:
+    """The S of nccl-tests for this op."""
+    return per_rank_bytes * world if op in ("all_gather", "reduce_scatter") else per_rank_bytes
+
+
+@dataclass(frozen=True)
+class ModeResult:
+    """One mode (unchunked or one chunk size), summarised over iterations and ranks."""
+
+    chunk: int | None  # elements per chunk; None = unchunked
+    chunks: int
+    median_s: float
+    min_s: float
+    max_s: float
+    algbw: float  # GB/s
+    busbw: float | None  # GB/s; None with one rank
+    slowdown: float  # median vs unchunked median
+    rank_medians: tuple[float, ...]  # each rank's own median, for the straggler signal
+
+    @property
+    def rank_spread(self) -> float:
+        """(slowest rank - fastest rank) / median: near 0 when ranks agree."""
+        return (max(self.rank_medians) - min(self.rank_medians)) / self.median_s if self.median_s else 0.0
+
+
+def summarise(op: str, per_rank_bytes: int, world: int, chunk: int | None, chunks: int,
+              times_by_rank: Sequence[Sequence[float]], unchunked_median: float | None) -> ModeResult:
+    """Median/min/max over iterations of the slowest rank (a collective ends when its last rank does)."""
+    per_iter = [max(ts) for ts in zip(*times_by_rank, strict=True)]
+    med = statistics.median(per_iter)
+    s = algbw_bytes(op, per_rank_bytes, world)
+    algbw = s / med / 1e9
+    f = bus_factor(op, world)
+    return ModeResult(chunk, chunks, med, min(per_iter), max(per_iter), algbw, algbw * f if f else None,
+                      med / unchunked_median if unchunked_median else 1.0,
+                      tuple(statistics.median(ts) for ts in times_by_rank))
+
+
+WATCHDOG_DEFAULT_S = 600.0  # PyTorch's default NCCL collective timeout
+
+
+def conclusion(results: Sequence[ModeResult], timeout_s: float = WATCHDOG_DEFAULT_S) -> str:
+    """One sentence: what chunking costs, and what the timeout is compared with that."""
+    base = results[0]
+    chunked = list(results[1:])
+    if not chunked:
+        return (f"One transfer takes {_ms(base.median_s)}; against a {timeout_s:g} s timeout the size is never the "
+                "problem.")
+    best = min(chunked, key=lambda r: r.slowdown)
+    worst = max(chunked, key=lambda r: r.slowdown)
+    text = f"Chunks of {best.chunk:.0e} elements cost {best.slowdown:.2f}x the unchunked time"
+    if worst is not best:
+        text += f" and chunks of {worst.chunk:.0e} cost {worst.slowdown:.2f}x"
+    verb = "does not help" if best.slowdown >= 1 else "saves little on"
+    text += (f"; chunking {verb} a transfer that completes in {_ms(base.median_s)} against a {timeout_s:g} s "
+             "timeout.")
+    return text.replace("e+0", "e")
+
+
+def _ms(s: float) -> str:
+    return f"{s * 1e3:.2f} ms" if s < 10 else f"{s:.1f} s"

@@ -1,0 +1,220 @@
+"""The part that needs torch: process group, buffers, timed collectives.
+
+What is timed, per transfer: on GPU, a barrier, then CUDA events recorded on the
+current stream around the whole transfer (one collective, or every chunk's
+collective back to back), then a synchronise; on CPU, a barrier, then
+``time.perf_counter`` around the transfer.  Each rank times itself; a transfer's
+time is that of its slowest rank.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from ncclcheck.bench.config import BenchConfig
+from ncclcheck.bench.metrics import ModeResult, summarise
+
+
+class BenchError(Exception):
+    """The run cannot go on (memory too small, bad combination); shown as one line."""
+
+
+_COMM_FAILURE = ("gloo", "nccl", "timed out", "timeout", "connection", "closed", "reset by peer", "abort", "socket")
+
+
+def is_comm_failure(exc: BaseException) -> bool:
+    """True for the errors a dead or absent peer causes; anything else is a bug and keeps its traceback."""
+    if isinstance(exc, dist.DistError):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and any(k in text for k in _COMM_FAILURE)
+
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+# torch 2.13 renamed the tensor-in/tensor-out collectives; the GPU machines run 2.11.
+_all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+_reduce_scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+
+
+@dataclass(frozen=True)
+class Env:
+    """Where the run happened."""
+
+    rank: int
+    local_rank: int
+    world: int
+    backend: str
+    device: str
+    launched: bool  # False when not started by torchrun (single process)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def setup(cfg: BenchConfig) -> Env:
+    """Join the process group (or make a single-rank one when not launched by torchrun)."""
+    launched = "RANK" in os.environ and "WORLD_SIZE" in os.environ
+    if not launched:
+        os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
+                          MASTER_PORT=str(_free_port()))
+    rank, world, local = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ.get("LOCAL_RANK", 0))
+    cuda = torch.cuda.is_available()
+    backend = cfg.backend if cfg.backend != "auto" else ("nccl" if cuda else "gloo")
+    if backend == "nccl" and not cuda:
+        raise BenchError("--backend nccl needs CUDA GPUs; use --backend gloo on CPU")
+    device = f"cuda:{local}" if backend == "nccl" else "cpu"
+    if backend == "nccl":
+        torch.cuda.set_device(local)
+    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=cfg.timeout),
+                            **({"device_id": torch.device(device)} if backend == "nccl" else {}))
+    return Env(rank, local, world, backend, device, launched)
+
+
+def _sync(env: Env) -> None:
+    if env.backend == "nccl":
+        torch.cuda.synchronize()
+
+
+def _buffers(cfg: BenchConfig, env: Env) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(input, output) for the op; refuses before allocating when the device cannot hold them."""
+    n = cfg.size
+    out_elems = n * env.world if cfg.op == "all_gather" else (n // env.world if cfg.op == "reduce_scatter" else 0)
+    if cfg.op == "reduce_scatter" and n % env.world:
+        raise BenchError(f"--size {n} is not divisible by the world size {env.world} (reduce_scatter)")
+    need = (n + out_elems) * cfg.itemsize
+    if env.backend == "nccl":
+        free, _ = torch.cuda.mem_get_info()
+        if need > free * 0.9:
+            raise BenchError(f"needs {need / 1e9:.2f} GB of GPU memory for the buffers but {free / 1e9:.2f} GB is "
+                             f"free on {env.device}: use a smaller --size")
+    dtype = _DTYPES[cfg.dtype]
+    x = torch.ones(n, dtype=dtype, device=env.device)
+    y = torch.empty(out_elems, dtype=dtype, device=env.device) if out_elems else None
+    return x, y
+
+
+def _views(x: torch.Tensor, y: torch.Tensor | None, chunk: int | None) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
+    """(input, output) pairs for one transfer: the whole buffer, or consecutive chunk views of it (no copies)."""
+    if chunk is None:
+        return [(x, y)]
+    return [(x[s: s + chunk], None) for s in range(0, x.numel(), chunk)]
+
+
+def _one(op: str, inp: torch.Tensor, out: torch.Tensor | None, world: int, scratch: dict[int, torch.Tensor]) -> None:
+    if op == "all_reduce":
+        dist.all_reduce(inp)
+    elif op == "broadcast":
+        dist.broadcast(inp, src=0)
+    elif op == "all_gather":
+        if out is None:
+            out = scratch.setdefault(inp.numel() * world, torch.empty(inp.numel() * world, dtype=inp.dtype,
+                                                                       device=inp.device))
+        _all_gather(out, inp)
+    else:
+        n = inp.numel() // world * world
+        if out is None:
+            out = scratch.setdefault(n // world, torch.empty(n // world, dtype=inp.dtype, device=inp.device))
+        _reduce_scatter(out, inp[:n])
+
+
+def _transfer(cfg: BenchConfig, env: Env, pairs, scratch) -> float:
+    dist.barrier()
+    if env.backend == "nccl":
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        _sync(env)
+        start.record()
+        for inp, out in pairs:
+            _one(cfg.op, inp, out, env.world, scratch)
+            if cfg.sync_per_chunk:
+                torch.cuda.synchronize()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3
+    t0 = time.perf_counter()
+    for inp, out in pairs:
+        _one(cfg.op, inp, out, env.world, scratch)
+    return time.perf_counter() - t0
+
+
+def _check(cfg: BenchConfig, env: Env, x: torch.Tensor, y: torch.Tensor | None) -> bool:
+    """One verified transfer: every rank contributes rank+1, so a sum is n(n+1)/2."""
+    if cfg.op not in ("all_reduce", "broadcast"):
+        return True
+    x.fill_(env.rank + 1)
+    _one(cfg.op, x, y, env.world, {})
+    expected = env.world * (env.world + 1) / 2 if cfg.op == "all_reduce" else 1.0
+    ok = True
+    step = 1 << 24  # compare in pieces: no full-size temporary
+    for i in range(0, x.numel(), step):
+        if not torch.all(x[i:i + step] == expected):
+            ok = False
+            break
+    flag = torch.tensor([1 if ok else 0], dtype=torch.int32, device=x.device)
+    dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+    return bool(flag.item())
+
+
+def _gather_times(mine: list[float], env: Env) -> list[list[float]]:
+    """Every rank's timings, on every rank (a plain tensor all_gather: no pickling)."""
+    local = torch.tensor(mine, dtype=torch.float64, device=env.device)
+    out = torch.empty(env.world * len(mine), dtype=torch.float64, device=env.device)
+    _all_gather(out, local)
+    return out.view(env.world, len(mine)).tolist()
+
+
+def run(cfg: BenchConfig, env: Env) -> dict[str, Any]:
+    """Measure every mode; return (on every rank) the per-mode results and memory figures."""
+    if cfg.exit_early_rank is not None and env.rank == cfg.exit_early_rank:
+        os._exit(0)  # testing aid: a peer that never arrives
+    free_before = torch.cuda.mem_get_info()[0] if env.backend == "nccl" else None
+    if env.backend == "nccl":
+        torch.cuda.reset_peak_memory_stats()
+    x, y = _buffers(cfg, env)
+    scratch: dict[int, torch.Tensor] = {}
+    results: list[ModeResult] = []
+    min_free = free_before
+    for chunk in (None, *cfg.chunks):
+        pairs = _views(x, y, chunk)
+        for _ in range(cfg.warmup):
+            _transfer(cfg, env, pairs, scratch)
+        mine = [_transfer(cfg, env, pairs, scratch) for _ in range(cfg.iters)]
+        if env.backend == "nccl":
+            min_free = min(min_free or 0, torch.cuda.mem_get_info()[0]) if min_free is not None else None
+        gathered = _gather_times(mine, env)
+        results.append(summarise(cfg.op, cfg.nbytes, env.world, chunk, len(pairs), gathered,
+                                 results[0].median_s if results else None))
+    checked = _check(cfg, env, x, y) if cfg.check else None
+    memory = {
+        "torch_peak_allocated_bytes": torch.cuda.max_memory_allocated() if env.backend == "nccl" else None,
+        "device_free_drop_bytes": (free_before - min_free) if free_before is not None and min_free is not None
+        else None,
+    }
+    return {"results": results, "check": checked, "memory": memory}
+
+
+def environment(env: Env) -> dict[str, Any]:
+    """Versions and devices, for the JSON."""
+    nccl = None
+    if env.backend == "nccl":
+        v = torch.cuda.nccl.version()
+        nccl = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+    device = torch.cuda.get_device_name(env.local_rank) if env.backend == "nccl" else "cpu"
+    return {"torch": torch.__version__, "nccl": nccl, "backend": env.backend, "world_size": env.world,
+            "device": device, "hostname": socket.gethostname(), "launched_by_torchrun": env.launched}
+
+
+def teardown() -> None:
+    """Leave the process group cleanly."""
+    if dist.is_initialized():
+        dist.destroy_process_group()

@@ -1,0 +1,139 @@
+"""Benchmark: bandwidth arithmetic (no torch), then real gloo runs on CPU under torchrun (torch needed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REAL
+from ncclcheck.bench.config import ConfigError, parse_args, parse_bytes
+from ncclcheck.bench.metrics import bus_factor, conclusion, summarise
+
+EXAMPLE = REAL.parents[2] / "examples" / "incident-8rank" / "rank0.log"
+
+
+def test_bus_factors_follow_nccl_tests():
+    assert bus_factor("all_reduce", 8) == 2 * 7 / 8
+    assert bus_factor("all_gather", 4) == 3 / 4
+    assert bus_factor("reduce_scatter", 2) == 1 / 2
+    assert bus_factor("broadcast", 8) == 1.0
+    assert bus_factor("all_reduce", 1) is None  # one rank: busbw is not defined, never divide by it
+
+
+def test_summarise_uses_the_slowest_rank_per_iteration():
+    r = summarise("all_reduce", 2_000_000_000, 2, None, 1, [[0.006, 0.007, 0.006], [0.008, 0.006, 0.006]], None)
+    assert (r.median_s, r.min_s, r.max_s) == (0.007, 0.006, 0.008)
+    assert r.algbw == pytest.approx(2e9 / 0.007 / 1e9)
+    assert r.busbw == pytest.approx(r.algbw * 1.0)
+    assert r.rank_medians == (0.006, 0.006)
+
+
+def test_all_gather_size_is_the_whole_array():
+    r = summarise("all_gather", 1_000_000_000, 4, None, 1, [[1.0]] * 4, None)
+    assert r.algbw == pytest.approx(4.0) and r.busbw == pytest.approx(3.0)
+
+
+def test_conclusion():
+    base = summarise("all_reduce", 2_000_000_000, 2, None, 1, [[0.006]], None)
+    c1 = summarise("all_reduce", 2_000_000_000, 2, 10_000_000, 50, [[0.0084]], 0.006)
+    assert conclusion([base, c1]) == ("Chunks of 1e7 elements cost 1.40x the unchunked time; chunking does not help "
+                                      "a transfer that completes in 6.00 ms against a 600 s timeout.")
+
+
+@pytest.mark.parametrize(("text", "n"), [("2GB", 2_000_000_000), ("2GiB", 2**31), ("500000000", 500_000_000)])
+def test_parse_bytes(text, n):
+    assert parse_bytes(text) == n
+
+
+def test_options():
+    cfg = parse_args(["--size", "5e8", "--chunks", "1e8,1e7,1e6"])
+    assert (cfg.size, cfg.chunks, cfg.nbytes) == (500_000_000, (100_000_000, 10_000_000, 1_000_000), 2_000_000_000)
+    assert parse_args(["--bytes", "2GB", "--dtype", "bfloat16"]).size == 1_000_000_000
+    with pytest.raises(ConfigError, match="--size"):
+        parse_args(["--size", "-1"])
+
+
+def test_from_log_replays_the_watchdog_collective():
+    cfg = parse_args(["--from-log", str(EXAMPLE)])
+    assert (cfg.op, cfg.size, cfg.log_op) == ("all_reduce", 467019003, "ALLREDUCE")
+
+
+def test_without_torch_the_bench_says_how_to_install(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.delitem(sys.modules, "ncclcheck.bench.runner", raising=False)
+    from ncclcheck.bench.__main__ import main
+
+    assert main(["--size", "1e3"]) == 2
+    assert "torch is not installed: pip install 'ncclcheck[bench]'" in capsys.readouterr().err
+
+
+def test_core_never_imports_torch():
+    code = ("import sys, ncclcheck.cli, ncclcheck.analyze, ncclcheck.explain;"
+            "from typer.testing import CliRunner;"
+            f"CliRunner().invoke(ncclcheck.cli.app, ['analyze-log', {str(EXAMPLE)!r}]);"
+            "assert 'torch' not in sys.modules, 'torch imported'")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --- real runs: gloo on CPU, 2 ranks -------------------------------------------------------------------------------
+
+torch = pytest.importorskip("torch")
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+
+
+def torchrun(*args: str, timeout: float = 240, **kw) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "torch.distributed.run", *args], capture_output=True, text=True,
+                          timeout=timeout, env=ENV, **kw)
+
+
+def test_gloo_two_ranks_json_and_check(tmp_path):
+    out = tmp_path / "bench.json"
+    r = torchrun("--nproc-per-node", "2", "-m", "ncclcheck.bench", "--size", "1e6", "--chunks", "1e5,1e4",
+                 "--iters", "3", "--warmup", "1", "--check", "--json", "--output", str(out))
+    assert r.returncode == 0, r.stderr[-2000:]
+    j = json.loads(r.stdout)
+    assert j == json.loads(out.read_text())
+    assert (j["schema_version"], j["check"], j["environment"]["backend"], j["environment"]["world_size"]) == (
+        1, True, "gloo", 2)
+    assert [x["mode"] for x in j["results"]] == ["unchunked", "chunks of 1e5", "chunks of 1e4"]
+    assert [x["chunks"] for x in j["results"]] == [1, 10, 100]
+    for x in j["results"]:
+        assert x["busbw_gbps"] == pytest.approx(x["algbw_gbps"] * 2 * 1 / 2)
+        assert x["min_s"] <= x["median_s"] <= x["max_s"]
+    assert j["results"][0]["slowdown_vs_unchunked"] == 1.0
+    assert j["conclusion"].startswith("Chunks of 1e5 elements cost")
+
+
+def test_dead_peer_fails_within_the_timeout():
+    """A peer that leaves before the first collective: the survivor exits non-zero, fast, saying why."""
+    start = time.monotonic()
+    r = torchrun("--nproc-per-node", "2", "-m", "ncclcheck.bench", "--size", "1e5", "--chunks", "", "--iters", "2",
+                 "--timeout", "15", "--exit-early-rank", "1")
+    assert r.returncode != 0
+    assert time.monotonic() - start < 15 + 45
+    assert "ncclcheck.bench: error: rank 0: a collective failed, so a peer died or never arrived" in r.stderr
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_nodes_on_localhost():
+    """Two torchrun 'nodes' (--nnodes 2) meeting on 127.0.0.1: the multi-node path."""
+    port = str(_port())
+    common = ["--nnodes", "2", "--nproc-per-node", "1", "--master-addr", "127.0.0.1", "--master-port", port]
+    bench = ["-m", "ncclcheck.bench", "--size", "1e5", "--chunks", "1e4", "--iters", "2", "--json"]
+    procs = [subprocess.Popen([sys.executable, "-m", "torch.distributed.run", *common, "--node-rank", str(n), *bench],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV) for n in (0, 1)]
+    outs = [p.communicate(timeout=240) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs[0][1][-1500:] + outs[1][1][-1500:]
+    j = json.loads(outs[0][0])
+    assert j["environment"]["world_size"] == 2 and outs[1][0] == ""
