@@ -39,6 +39,11 @@ def test_all_gather_size_is_the_whole_array():
     assert r.algbw == pytest.approx(4.0) and r.busbw == pytest.approx(3.0)
 
 
+def test_reduce_scatter_input_is_already_the_whole_array():
+    r = summarise("reduce_scatter", 2_000_000_000, 2, None, 1, [[1.0]] * 2, None)
+    assert r.algbw == pytest.approx(2.0) and r.busbw == pytest.approx(1.0)
+
+
 def test_conclusion():
     base = summarise("all_reduce", 2_000_000_000, 2, None, 1, [[0.006]], None)
     c1 = summarise("all_reduce", 2_000_000_000, 2, 10_000_000, 50, [[0.0084]], 0.006)

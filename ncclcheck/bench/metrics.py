@@ -1,8 +1,8 @@
 """Bandwidth arithmetic as nccl-tests defines it (doc/PERFORMANCE.md), and the summary of a run.
 
-algbw = S / t with GB/s = 1e9 B/s.  S is the per-rank buffer for all_reduce and
-broadcast, and the whole gathered / scattered array (n x per-rank) for all_gather and
-reduce_scatter.  busbw = algbw x factor: 2(n-1)/n for all_reduce, (n-1)/n for
+algbw = S / t with GB/s = 1e9 B/s.  S is the whole array: each rank's buffer for
+all_reduce and broadcast, the input for reduce_scatter (which is already the whole
+array), and n x the input for all_gather.  busbw = algbw x factor: 2(n-1)/n for all_reduce, (n-1)/n for
 all_gather and reduce_scatter, 1 for broadcast.  With one rank busbw is not defined.
 """
 
@@ -24,9 +24,13 @@ def bus_factor(op: str, world: int) -> float | None:
     return 1.0
 
 
-def algbw_bytes(op: str, per_rank_bytes: int, world: int) -> int:
-    """The S of nccl-tests for this op."""
-    return per_rank_bytes * world if op in ("all_gather", "reduce_scatter") else per_rank_bytes
+def algbw_bytes(op: str, input_bytes: int, world: int) -> int:
+    """The S of nccl-tests for this op, from the bytes of each rank's input buffer.
+
+    all_gather's input is one rank's share, so S = n x input; reduce_scatter's input is
+    already the whole array (S = recvcount x n), as are all_reduce's and broadcast's.
+    """
+    return input_bytes * world if op == "all_gather" else input_bytes
 
 
 @dataclass(frozen=True)
