@@ -10,8 +10,8 @@ import sys
 import time
 
 import pytest
-
 from conftest import REAL
+
 from ncclcheck.bench.config import ConfigError, parse_args, parse_bytes
 from ncclcheck.bench.metrics import bus_factor, conclusion, summarise
 
