@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from enum import IntEnum
+from enum import Enum, IntEnum
 from typing import Annotated, NoReturn, Optional
 
 import typer
@@ -218,6 +218,77 @@ def bench_cmd(
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc), "-m", "ncclcheck.bench",
            *ctx.args]
     raise typer.Exit(subprocess.call(cmd))
+
+
+class ProbeFormat(str, Enum):
+    """Output formats of probe."""
+
+    human = "human"
+    shell = "shell"
+    json = "json"
+
+
+@app.command("probe")
+def probe_cmd(
+    files: Annotated[Optional[list[str]], typer.Argument(metavar="[NODE.json...]", show_default=False,
+                                                         help="With --compare: saved `probe --format json` outputs.")]
+    = None,
+    fmt: Annotated[ProbeFormat, typer.Option("--format", "-f", help="human report, shell export lines, or JSON.")]
+    = ProbeFormat.human,
+    debug: Annotated[bool, typer.Option("--debug", help="Also recommend the variables for the next run of a failing "
+                                                        "job (NCCL_DEBUG, flight recorder, desync debug).")] = False,
+    compare: Annotated[bool, typer.Option("--compare", help="Compare saved probes of several nodes instead.")] = False,
+) -> None:
+    """Inspect this host's network, RDMA, GPUs and NCCL/PyTorch environment; lint it; print what to set.
+
+    Read-only. Exit codes: 0 no error found (or, with --compare, no difference), 1 error-level findings (or
+    differences between nodes), 2 usage error.
+
+    Example: ncclcheck probe --format json > $(hostname).json; ncclcheck probe --compare node*.json
+    """
+    from ncclcheck.envlint import lint, recommend
+    from ncclcheck.hostprobe import collect, this_host
+    from ncclcheck.render_probe import compare as compare_nodes
+    from ncclcheck.render_probe import compare_view, probe_json, report, shell
+
+    if compare:
+        if not files or len(files) < 2:
+            usage_error("--compare needs at least two saved probe JSON files")
+        docs = []
+        for f in files:
+            try:
+                with open(f, encoding="utf-8") as fh:
+                    doc = json.load(fh)
+            except OSError as exc:
+                usage_error(f"{f}: {exc.strerror or exc}")
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                usage_error(f"{f}: not valid JSON ({exc})")
+            if not isinstance(doc, dict) or "probe" not in doc:
+                usage_error(f"{f}: not the output of `ncclcheck probe --format json`")
+            docs.append((doc["probe"].get("hostname") or f, doc))
+        labels = [label for label, _ in docs]
+        if len(set(labels)) < len(labels):
+            labels = list(files)
+            docs = [(f, d) for f, (_, d) in zip(files, docs, strict=True)]
+        diffs = compare_nodes(docs)
+        if fmt is ProbeFormat.json:
+            typer.echo(json.dumps({"schema_version": 1, "nodes": labels,
+                                   "differences": [{"aspect": a, "values": v} for a, v in diffs]}, indent=2))
+        else:
+            console.print(compare_view(diffs, labels))
+        raise typer.Exit(Exit.FOUND if diffs else Exit.OK)
+    if files:
+        usage_error("node files are only read with --compare")
+    p = collect(this_host())
+    findings = lint(p)
+    recs = recommend(p, debug)
+    if fmt is ProbeFormat.json:
+        typer.echo(json.dumps(probe_json(p, findings, recs), indent=2))
+    elif fmt is ProbeFormat.shell:
+        typer.echo(shell(recs), nl=False)
+    else:
+        console.print(report(p, findings, recs))
+    raise typer.Exit(Exit.FOUND if any(f.severity.value == "error" for f in findings) else Exit.OK)
 
 
 def main() -> None:

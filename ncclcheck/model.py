@@ -266,7 +266,7 @@ class Finding:
     severity: Severity
     code: str
     message: str
-    evidence: tuple[Loc, ...] = ()
+    evidence: tuple[Loc | str, ...] = ()  # log lines, or settings and devices for probe findings
     fix: str | None = None
 
 

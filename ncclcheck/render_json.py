@@ -50,7 +50,7 @@ def finding_json(f: Finding) -> dict[str, Any]:
         "severity": f.severity.value,
         "code": f.code,
         "message": f.message,
-        "evidence": [loc_json(e) for e in f.evidence],
+        "evidence": [str(e) for e in f.evidence],
         "fix": f.fix,
     }
 

@@ -1,0 +1,341 @@
+"""Lint a host's NCCL/PyTorch configuration and say what to set instead.
+
+The interface model follows NCCL's own selection (src/misc/socket.cc): with
+NCCL_SOCKET_IFNAME unset it takes interfaces starting with ``ib``, else anything
+not starting with docker/lo/virbr (virbr since 2.28.3), else docker, else lo,
+and only interfaces that are up and running.  A value is a comma list of
+prefixes; ``^`` excludes, ``=`` means exact names, and setting it replaces the
+built-in exclusions entirely.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ncclcheck.hostprobe import Interface, Probe, Setting
+from ncclcheck.model import Finding, Severity
+
+GIB = 1 << 30
+
+KNOWN = {
+    # NCCL (docs/env.rst)
+    "NCCL_SOCKET_IFNAME", "NCCL_SOCKET_FAMILY", "NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD",
+    "NCCL_SOCKET_RETRY_CNT", "NCCL_SOCKET_RETRY_SLEEP_MSEC", "NCCL_IB_DISABLE", "NCCL_IB_HCA", "NCCL_IB_GID_INDEX",
+    "NCCL_IB_ROCE_VERSION_NUM", "NCCL_IB_ADDR_FAMILY", "NCCL_IB_ADDR_RANGE", "NCCL_IB_TIMEOUT", "NCCL_IB_RETRY_CNT",
+    "NCCL_IB_TC", "NCCL_IB_SL", "NCCL_IB_FIFO_TC", "NCCL_IB_QPS_PER_CONNECTION", "NCCL_IB_SPLIT_DATA_ON_QPS",
+    "NCCL_IB_PCI_RELAXED_ORDERING", "NCCL_IB_ADAPTIVE_ROUTING", "NCCL_IB_MERGE_NICS", "NCCL_NET_GDR_LEVEL",
+    "NCCL_NET_GDR_READ", "NCCL_NET_PLUGIN", "NCCL_NET", "NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_P2P_NET_CHUNKSIZE",
+    "NCCL_SHM_DISABLE", "NCCL_NVLS_ENABLE", "NCCL_CROSS_NIC", "NCCL_BUFFSIZE", "NCCL_ALGO", "NCCL_PROTO",
+    "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_DEBUG_TIMESTAMP_FORMAT", "NCCL_DEBUG_TIMESTAMP_LEVELS",
+    "NCCL_TOPO_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_CUMEM_ENABLE", "NCCL_CUMEM_HOST_ENABLE", "NCCL_RAS_ENABLE",
+    "NCCL_RAS_ADDR", "NCCL_RAS_TIMEOUT_FACTOR", "NCCL_CONF_FILE", "NCCL_COMM_ID", "NCCL_MIN_NCHANNELS",
+    "NCCL_MAX_NCHANNELS", "NCCL_MIN_CTAS", "NCCL_MAX_CTAS", "NCCL_LAUNCH_MODE", "NCCL_COLLNET_ENABLE",
+    "NCCL_NVLS_CHUNKSIZE", "NCCL_MNNVL_ENABLE", "NCCL_ENV_PLUGIN", "NCCL_TUNER_PLUGIN", "NCCL_PROFILER_PLUGIN",
+    "NCCL_PXN_DISABLE", "NCCL_GRAPH_FILE", "NCCL_GRAPH_DUMP_FILE", "NCCL_SET_THREAD_NAME", "NCCL_CHECK_POINTERS",
+    "NCCL_WORK_FIFO_DEPTH", "NCCL_IGNORE_CPU_AFFINITY", "NCCL_NCHANNELS_PER_NET_PEER", "NCCL_NET_SHARED_BUFFERS",
+    "NCCL_VERSION",
+    # PyTorch (torch_nccl_environment_variables)
+    "TORCH_NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_BLOCKING_WAIT", "TORCH_NCCL_DESYNC_DEBUG",
+    "TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_NCCL_DUMP_ON_TIMEOUT", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE",
+    "TORCH_NCCL_DEBUG_INFO_PIPE_FILE", "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC", "TORCH_NCCL_ENABLE_MONITORING",
+    "TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC", "TORCH_NCCL_PROPAGATE_ERROR", "TORCH_NCCL_ENABLE_TIMING",
+    "TORCH_NCCL_AVOID_RECORD_STREAMS", "TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK", "TORCH_NCCL_NAN_CHECK",
+    "TORCH_NCCL_USE_COMM_NONBLOCKING", "TORCH_NCCL_CUDA_EVENT_CACHE", "TORCH_NCCL_LOG_CPP_STACK_ON_UNCLEAN_SHUTDOWN",
+    "TORCH_NCCL_HIGH_PRIORITY", "TORCH_NCCL_RETHROW_CUDA_ERRORS", "TORCH_NCCL_DUMP_ON_TIMEOUT_PERIOD",
+    "TORCH_FR_BUFFER_SIZE", "TORCH_FR_DUMP_TEMP_FILE", "TORCH_FR_CPP_STACK", "TORCH_FR_DUMP_ON_TIMEOUT",
+}
+DEPRECATED = {
+    "NCCL_ASYNC_ERROR_HANDLING": "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+    "NCCL_BLOCKING_WAIT": "TORCH_NCCL_BLOCKING_WAIT",
+    "NCCL_DESYNC_DEBUG": "TORCH_NCCL_DESYNC_DEBUG",
+    "NCCL_ENABLE_TIMING": "TORCH_NCCL_ENABLE_TIMING",
+    "TORCH_NCCL_TRACE_BUFFER_SIZE": "TORCH_FR_BUFFER_SIZE",
+    "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": "TORCH_FR_DUMP_TEMP_FILE",
+    "NCCL_IB_GDR_LEVEL": "NCCL_NET_GDR_LEVEL",
+}
+DEBUG_ONLY = ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE", "NCCL_IB_DISABLE", "NCCL_NET_GDR_LEVEL",
+              "NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_NVLS_ENABLE", "NCCL_CROSS_NIC", "NCCL_NET")
+INTEGER = ("NCCL_IB_DISABLE", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_IB_TIMEOUT", "NCCL_IB_RETRY_CNT",
+           "NCCL_IB_GID_INDEX", "NCCL_IB_TC", "NCCL_IB_SL", "NCCL_BUFFSIZE", "NCCL_NVLS_ENABLE", "NCCL_CROSS_NIC",
+           "NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS",
+           "NCCL_CUMEM_ENABLE", "NCCL_RAS_ENABLE", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_BLOCKING_WAIT",
+           "TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_DUMP_ON_TIMEOUT",
+           "TORCH_NCCL_DESYNC_DEBUG", "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC", "TORCH_NCCL_ENABLE_MONITORING")
+TIMEOUT_HELP = ("No environment variable sets the collective timeout: it is init_process_group(timeout=...) "
+                "(default 10 min for NCCL since PyTorch 2.2), per new_group(timeout=...) for sub-groups, "
+                "TrainingArguments(ddp_timeout=...) in Hugging Face (seconds), DEEPSPEED_TIMEOUT for DeepSpeed "
+                "(minutes), DDPStrategy(timeout=...) in Lightning.")
+
+
+def _ev(s: Setting) -> str:
+    return f"{s.name}={s.value} ({s.source})"
+
+
+@dataclass(frozen=True)
+class IfSpec:
+    """A parsed NCCL_SOCKET_IFNAME value."""
+
+    exclude: bool
+    exact: bool
+    items: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, value: str) -> IfSpec:
+        v = value.strip()
+        exclude = v.startswith("^")
+        v = v[1:] if exclude else v
+        exact = v.startswith("=")
+        v = v[1:] if exact else v
+        return cls(exclude, exact, tuple(x for x in v.split(",") if x))
+
+    def hits(self, name: str) -> bool:
+        hit = any(name == it if self.exact else name.startswith(it) for it in self.items)
+        return hit != self.exclude
+
+
+def _usable(i: Interface) -> bool:
+    return i.running and bool(i.usable_addresses)
+
+
+def nccl_pick(ifaces: Sequence[Interface], ifname: str | None) -> tuple[list[Interface], str]:
+    """The interfaces NCCL would use (bootstrap takes the first) and the rule that chose them."""
+    if ifname and len(ifname) > 1:
+        spec = IfSpec.parse(ifname)
+        return [i for i in ifaces if _usable(i) and spec.hits(i.name)], f"NCCL_SOCKET_IFNAME={ifname}"
+    for rule in ("ib", "^docker,lo,virbr", "docker", "lo", "virbr"):
+        spec = IfSpec.parse(rule)
+        picks = [i for i in ifaces if _usable(i) and spec.hits(i.name)]
+        if picks:
+            return picks, f"NCCL's default order (rule '{rule}')"
+    return [], "NCCL's default order"
+
+
+def _routable(i: Interface) -> bool:
+    return any(not a.link_local for a in i.usable_addresses)
+
+
+def lint(p: Probe) -> list[Finding]:
+    """Every finding, most severe first."""
+    out: list[Finding] = []
+    out += _names(p)
+    out += _interfaces(p)
+    out += _rdma(p)
+    out += _limits(p)
+    out += _flight_recorder(p)
+    order = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+    return sorted(out, key=lambda f: order[f.severity])
+
+
+def _names(p: Probe) -> list[Finding]:
+    out = []
+    for s in p.settings:
+        if s.name == "NCCL_TIMEOUT" or (s.name.endswith("_TIMEOUT") and s.name.startswith(("NCCL_", "TORCH_NCCL_"))
+                                        and s.name not in KNOWN):
+            out.append(Finding(Severity.ERROR, "timeout-not-read",
+                               f"{s.name} is read by no NCCL or PyTorch release: it changes nothing. {TIMEOUT_HELP}",
+                               (_ev(s),), "Remove it and set the timeout where it is read (see above)."))
+        elif s.name in DEPRECATED:
+            out.append(Finding(Severity.WARNING, "deprecated-name",
+                               f"{s.name} is a deprecated alias of {DEPRECATED[s.name]}.", (_ev(s),),
+                               f"Use {DEPRECATED[s.name]}={s.value}."))
+        elif s.name.startswith(("NCCL_", "TORCH_NCCL_", "TORCH_FR_")) and s.name not in KNOWN:
+            near = difflib.get_close_matches(s.name, sorted(KNOWN | set(DEPRECATED)), n=1, cutoff=0.75)
+            out.append(Finding(Severity.WARNING, "unknown-name",
+                               f"{s.name} is not a variable NCCL or PyTorch reads" +
+                               (f"; did you mean {near[0]}?" if near else "."), (_ev(s),),
+                               f"Rename it to {near[0]}." if near else "Remove it."))
+        if s.name in INTEGER and not _is_int(s.value):
+            out.append(Finding(Severity.WARNING, "invalid-integer",
+                               f"{s.name}={s.value!r} is not an integer: NCCL silently falls back to its default "
+                               "(PyTorch may refuse to start).", (_ev(s),), f"Give {s.name} an integer value."))
+        if s.name in DEBUG_ONLY:
+            out.append(Finding(Severity.WARNING, "debug-variable",
+                               f"{s.name} is one of NCCL's debugging variables: NCCL's documentation says keeping "
+                               "them set may cause sub-optimal behaviour, crashes or hangs.", (_ev(s),),
+                               f"Unset {s.name} unless it is a deliberate, documented workaround."))
+        if s.name == "DEEPSPEED_TIMEOUT":
+            out.append(Finding(Severity.INFO, "deepspeed-timeout-minutes",
+                               f"DEEPSPEED_TIMEOUT={s.value} is in minutes (default 30), not seconds.", (_ev(s),)))
+    return out
+
+
+def _is_int(v: str) -> bool:
+    try:
+        int(v, 0)
+    except ValueError:
+        return False
+    return True
+
+
+def _interfaces(p: Probe) -> list[Finding]:
+    out = []
+    ifname = p.setting("NCCL_SOCKET_IFNAME")
+    by_name = {i.name: i for i in p.interfaces}
+    if ifname and len(ifname.value) > 1:
+        spec = IfSpec.parse(ifname.value)
+        matched = [i for i in p.interfaces if spec.hits(i.name)]
+        if not matched:
+            out.append(Finding(Severity.ERROR, "ifname-no-match",
+                               f"NCCL_SOCKET_IFNAME={ifname.value} matches no interface on this host "
+                               f"({', '.join(by_name) or 'none found'}): NCCL will fail to initialise.",
+                               (_ev(ifname),), "Set it to an interface that exists here, e.g. the one below."))
+        for i in matched:
+            if not spec.exclude and not i.running:
+                out.append(Finding(Severity.ERROR, "ifname-down", f"NCCL_SOCKET_IFNAME matches {i.name}, which is "
+                                   "not up and running: NCCL skips it.", (_ev(ifname),)))
+            elif not spec.exclude and i.virtual:
+                out.append(Finding(Severity.WARNING, "ifname-virtual",
+                                   f"NCCL_SOCKET_IFNAME matches {i.name}, a {i.kind} interface that other nodes "
+                                   "usually cannot reach.", (_ev(ifname),)))
+        if not spec.exclude and not spec.exact:
+            for item in spec.items:
+                hits = [i.name for i in p.interfaces if i.name.startswith(item)]
+                if len(hits) > 1:
+                    out.append(Finding(Severity.WARNING, "ifname-prefix",
+                                       f"NCCL_SOCKET_IFNAME={ifname.value} is a prefix list: '{item}' matches "
+                                       f"{', '.join(hits)}, and NCCL's socket transport uses every match.",
+                                       (_ev(ifname),), f"Name one exactly: NCCL_SOCKET_IFNAME=={hits[0]}."))
+        if spec.exclude:
+            dropped = [d for d in ("lo", "docker") if not any(it.startswith(d) or d.startswith(it) for it in spec.items)]
+            if dropped:
+                out.append(Finding(Severity.WARNING, "ifname-exclude-drops-defaults",
+                                   f"NCCL_SOCKET_IFNAME={ifname.value} replaces NCCL's built-in exclusions, so "
+                                   f"{' and '.join(dropped)} can now be picked.", (_ev(ifname),),
+                                   f"Add them: NCCL_SOCKET_IFNAME={ifname.value},{','.join(dropped)}."))
+        if not p.setting("GLOO_SOCKET_IFNAME"):
+            out.append(Finding(Severity.INFO, "gloo-ifname-missing",
+                               "NCCL_SOCKET_IFNAME is set but GLOO_SOCKET_IFNAME is not: gloo (CPU) process groups, "
+                               "which many frameworks create, still pick their own interface.", (_ev(ifname),),
+                               "Set GLOO_SOCKET_IFNAME to the same interface."))
+    else:
+        picks, rule = nccl_pick(p.interfaces, None)
+        if picks and (picks[0].virtual or picks[0].kind == "wifi" or not _routable(picks[0])):
+            i = picks[0]
+            why = "has only link-local addresses" if not _routable(i) else f"is a {i.kind} interface"
+            out.append(Finding(Severity.WARNING, "default-pick-virtual",
+                               f"With NCCL_SOCKET_IFNAME unset, NCCL would bootstrap over {i.name} ({rule}), which "
+                               f"{why}: other nodes may not reach it.", (f"interface {i.name}",),
+                               "Set NCCL_SOCKET_IFNAME to the interface on the cluster network (below)."))
+        elif picks and any(x.virtual for x in picks[1:]):
+            extra = [x.name for x in picks[1:] if x.virtual]
+            out.append(Finding(Severity.WARNING, "default-extra-virtual",
+                               f"With NCCL_SOCKET_IFNAME unset, NCCL bootstraps over {picks[0].name} but its socket "
+                               f"transport would also use {', '.join(extra)} ({rule}), which other nodes cannot reach.",
+                               tuple(f"interface {x}" for x in extra),
+                               f"Set NCCL_SOCKET_IFNAME=={picks[0].name}."))
+    return out
+
+
+def _rdma(p: Probe) -> list[Finding]:
+    out = []
+    active = [r for r in p.rdma if r.active]
+    ib_disable, net = p.setting("NCCL_IB_DISABLE"), p.setting("NCCL_NET")
+    if active and ib_disable and ib_disable.value.strip() not in ("", "0"):
+        out.append(Finding(Severity.WARNING, "rdma-disabled",
+                           f"{len(active)} active RDMA port(s) ({', '.join(r.hca for r in active)}) but "
+                           "NCCL_IB_DISABLE is set: inter-node traffic goes over TCP sockets.", (_ev(ib_disable),),
+                           "Unset NCCL_IB_DISABLE."))
+    if active and net and net.value.lower() == "socket":
+        out.append(Finding(Severity.WARNING, "rdma-disabled",
+                           "Active RDMA ports but NCCL_NET=Socket forces TCP sockets.", (_ev(net),),
+                           "Unset NCCL_NET."))
+    if p.rdma and not p.uverbs:
+        out.append(Finding(Severity.WARNING, "rdma-no-uverbs",
+                           "RDMA devices exist in /sys/class/infiniband but /dev/infiniband/uverbs* does not: NCCL "
+                           "cannot use them (a container started without the devices).",
+                           tuple(f"device {r.hca}" for r in p.rdma[:4]),
+                           "Pass the devices into the container (e.g. --device=/dev/infiniband) or the RDMA plugin."))
+    if p.rdma and not p.libibverbs:
+        out.append(Finding(Severity.WARNING, "rdma-no-libibverbs",
+                           "RDMA devices exist but libibverbs cannot be loaded: NCCL will print 'NET/IB : No device "
+                           "found' and fall back to sockets.", (), "Install rdma-core / libibverbs1."))
+    roce = [r for r in active if (r.link_layer or "").lower() == "ethernet"]
+    gid = p.setting("NCCL_IB_GID_INDEX")
+    if roce and gid:
+        v2 = sorted({g for r in roce for g in r.roce_v2_gids})
+        out.append(Finding(Severity.INFO, "roce-gid-index",
+                           f"RoCE ports and NCCL_IB_GID_INDEX={gid.value}: NCCL 2.21 and later pick the GID themselves "
+                           "and their documentation says not to set it; for older NCCL it must be a RoCE v2 index"
+                           + (f" ({', '.join(map(str, v2))} here)." if v2 else "."), (_ev(gid),)))
+    if active and p.memlock is not None and p.memlock != -1:
+        out.append(Finding(Severity.WARNING, "memlock-limited",
+                           f"RDMA needs to pin memory, but the memlock limit is {p.memlock >> 10} KiB, not unlimited.",
+                           ("ulimit -l",), "Run with ulimit -l unlimited (docker: --ulimit memlock=-1)."))
+    return out
+
+
+def _limits(p: Probe) -> list[Finding]:
+    if p.shm_bytes is not None and p.shm_bytes < GIB:
+        return [Finding(Severity.WARNING, "shm-small",
+                        f"/dev/shm is {p.shm_bytes / 2**20:.0f} MiB: NCCL's shared-memory transport and data loaders "
+                        "need more (containers default to 64 MiB).", ("/dev/shm",),
+                        "Give the container more: docker --shm-size=16g (or --ipc=host).")]
+    return []
+
+
+def _flight_recorder(p: Probe) -> list[Finding]:
+    out = []
+    dump = p.setting("TORCH_NCCL_DUMP_ON_TIMEOUT") or p.setting("TORCH_FR_DUMP_ON_TIMEOUT")
+    buf = [s for s in (p.setting("TORCH_NCCL_TRACE_BUFFER_SIZE"), p.setting("TORCH_FR_BUFFER_SIZE")) if s]
+    if dump and dump.value.strip() not in ("0", "") and not any(_is_int(s.value) and int(s.value, 0) > 0 for s in buf):
+        out.append(Finding(Severity.WARNING, "dump-without-buffer",
+                           f"{dump.name}=1 but no trace buffer is set: the dump on timeout will be empty.", (_ev(dump),),
+                           "Also set TORCH_FR_BUFFER_SIZE=2000 (and TORCH_NCCL_TRACE_BUFFER_SIZE=2000 for torch < 2.8)."))
+    aeh = p.setting("TORCH_NCCL_ASYNC_ERROR_HANDLING") or p.setting("NCCL_ASYNC_ERROR_HANDLING")
+    if dump and aeh and aeh.value.strip() == "1":
+        out.append(Finding(Severity.WARNING, "error-handling-vs-dump",
+                           f"{aeh.name}=1 tears the process down as soon as the watchdog sees the error, which can cut "
+                           "the flight-recorder dump short.", (_ev(aeh), _ev(dump)),
+                           "Leave TORCH_NCCL_ASYNC_ERROR_HANDLING at its default (3)."))
+    return out
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """One variable to set, and why."""
+
+    name: str
+    value: str
+    reason: str
+
+
+def chosen_interface(p: Probe) -> Interface | None:
+    """The interface the cluster traffic should use: MASTER_ADDR's subnet, else the default route's."""
+    by = {i.name: i for i in p.interfaces}
+    for name in (p.master_addr_iface, p.default_route):
+        i = by.get(name or "")
+        if i is not None and i.running and i.kind != "loopback" and _routable(i):
+            return i
+    picks, _ = nccl_pick(p.interfaces, None)
+    return next((i for i in picks if not i.virtual and _routable(i)), None)
+
+
+def recommend(p: Probe, debug: bool = False) -> list[Recommendation]:
+    """A ready block for production, plus (with ``debug``) one for the next run of a failing job."""
+    out = []
+    i = chosen_interface(p)
+    if i is not None:
+        why = ("holds MASTER_ADDR's subnet" if i.name == p.master_addr_iface else "carries the default route")
+        out.append(Recommendation("NCCL_SOCKET_IFNAME", f"={i.name}",
+                                  f"{i.name} {why}; '=' means exactly this name, not a prefix"))
+        out.append(Recommendation("GLOO_SOCKET_IFNAME", i.name, "gloo (CPU) groups use the same network"))
+    active = [r for r in p.rdma if r.active]
+    if active and p.uverbs:
+        out.append(Recommendation("NCCL_IB_HCA", "=" + ",".join(r.hca for r in active),
+                                  f"the {len(active)} active RDMA port(s), exact names"))
+    if debug:
+        out += [
+            Recommendation("NCCL_DEBUG", "INFO", "NCCL logs its version, interfaces and transports"),
+            Recommendation("NCCL_DEBUG_SUBSYS", "INIT,NET,ENV", "limit INFO to set-up and network"),
+            Recommendation("NCCL_DEBUG_FILE", "/tmp/nccl.%h.%p.log", "one file per host and process"),
+            Recommendation("TORCH_CPP_LOG_LEVEL", "INFO", "PyTorch prints its NCCL settings and PG set-up"),
+            Recommendation("TORCH_FR_BUFFER_SIZE", "2000", "flight recorder: keep the last 2000 collectives"),
+            Recommendation("TORCH_NCCL_TRACE_BUFFER_SIZE", "2000", "the same for torch < 2.8"),
+            Recommendation("TORCH_NCCL_DUMP_ON_TIMEOUT", "1", "write every rank's record when a collective times out"),
+            Recommendation("TORCH_FR_DUMP_TEMP_FILE", "/tmp/nccl_trace_rank_", "where the dumps go (+ rank)"),
+            Recommendation("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "/tmp/nccl_trace_rank_", "the same for torch < 2.8"),
+            Recommendation("TORCH_NCCL_DESYNC_DEBUG", "1", "PyTorch names the ranks that did not join"),
+        ]
+    return out
