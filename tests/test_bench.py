@@ -79,9 +79,15 @@ def test_without_torch_the_bench_says_how_to_install(monkeypatch, capsys):
 
 
 def test_core_never_imports_torch():
-    code = ("import sys, ncclcheck.cli, ncclcheck.analyze, ncclcheck.explain;"
+    """analyze-log (text logs and flight-recorder dumps), explain and probe run without importing torch."""
+    dumps = str(REAL / "barrier" / "dumps")
+    code = ("import sys, ncclcheck.cli;"
             "from typer.testing import CliRunner;"
-            f"CliRunner().invoke(ncclcheck.cli.app, ['analyze-log', {str(EXAMPLE)!r}]);"
+            "app = ncclcheck.cli.app;"
+            f"r = CliRunner().invoke(app, ['analyze-log', {str(EXAMPLE)!r}, {dumps!r}, '--json']);"
+            "assert r.exit_code == 1 and '\"flight_recorder\"' in r.stdout, r.output;"
+            "CliRunner().invoke(app, ['explain', '--numel', '5']);"
+            "CliRunner().invoke(app, ['probe', '--format', 'json']);"
             "assert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
 
