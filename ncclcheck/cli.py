@@ -11,10 +11,8 @@ import typer
 from ncclcheck import __version__
 from ncclcheck.analyze import analyze
 from ncclcheck.console import console, err_console
-from ncclcheck.explain import PRESETS, ExplainError, Model, explain, merge, model_from_config, parse_count, size_table
 from ncclcheck.model import FileScan, VerdictKind
 from ncclcheck.reader import InputError, resolve
-from ncclcheck.render_explain import explain_json, explanation_view, sizes_view
 from ncclcheck.render_json import analysis_json
 from ncclcheck.render_report import report
 from ncclcheck.transfer import DTYPE_BYTES
@@ -117,6 +115,8 @@ def analyze_log(
 
 
 def _count(value: Optional[str], flag: str) -> Optional[int]:
+    from ncclcheck.explain import ExplainError, parse_count
+
     if value is None:
         return None
     try:
@@ -134,7 +134,8 @@ def explain_cmd(
     = None,
     log: Annotated[Optional[list[str]], typer.Option(help="Take every distinct (OpType, NumelIn, NumelOut) from "
                                                           "watchdog lines in this log (repeatable).")] = None,
-    model: Annotated[Optional[str], typer.Option(help=f"Preset: {', '.join(PRESETS)}.")] = None,
+    model: Annotated[Optional[str], typer.Option(help="Preset: qwen2.5-7b, qwen2.5-vl-7b, llama-3-8b, llama-3-70b, "
+                                                      "mistral-7b.")] = None,
     config: Annotated[Optional[str], typer.Option(help="A Hugging Face config.json (text_config for VL models).")]
     = None,
     batch: Annotated[Optional[int], typer.Option(min=1, help="Micro-batch size B.")] = None,
@@ -159,6 +160,9 @@ def explain_cmd(
 
     Example: ncclcheck explain --model qwen2.5-7b --batch 8 --seq 2048 --world-size 8 --numel 466119168
     """
+    from ncclcheck.explain import PRESETS, ExplainError, Model, explain, merge, model_from_config, size_table
+    from ncclcheck.render_explain import explain_json, explanation_view, sizes_view
+
     if dtype not in DTYPE_BYTES:
         usage_error(f"unknown dtype {dtype!r}; one of: {', '.join(DTYPE_BYTES)}")
     if model and config:

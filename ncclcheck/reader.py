@@ -259,12 +259,24 @@ def _read_block(stream: BinaryIO) -> tuple[bytes, Exception | None]:
     return b"".join(parts), None
 
 
+def _useful_lt(buf: bytearray, i: int) -> bool:
+    """'<' matters in ``<N/A>``, interface lists (``10.0.0.1<0>``) and ``<module>``, not in progress bars (``11<1:25``).
+
+    NOTE: checked on the bytes that follow, before any line bounds or regex: every tqdm line has one.
+    """
+    nxt = bytes(buf[i + 1: i + 7])
+    return nxt.startswith((b"N/A>", b"module")) or (nxt[:1].isdigit() and b">" in nxt[1:4])
+
+
 def _scan(buf: bytearray, size: int, lineno: int, after_left: int, full_until: int) -> Iterator[tuple[int, bytes]]:
     """Yield the selected lines of ``buf[:size]`` (whole lines; ``buf[size - 1]`` is a newline)."""
     starts: list[int] = []
     for anchor in ANCHORS:
         i = buf.find(anchor, 0, size)
         while i != -1:
+            if anchor == b"<" and not _useful_lt(buf, i):
+                i = buf.find(anchor, i + 1, size)
+                continue
             s = buf.rfind(b"\n", 0, i) + 1
             e = buf.find(b"\n", i, size)
             if _WANTED.search(buf, s, e):
