@@ -92,6 +92,17 @@ def test_core_never_imports_torch():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_only_communication_failures_count_as_a_lost_peer():
+    """A dead peer's errors are reported as such; any other RuntimeError is a bug and must keep its traceback."""
+    pytest.importorskip("torch")
+    from ncclcheck.bench.runner import is_comm_failure
+
+    assert is_comm_failure(RuntimeError("[gloo/transport/tcp/pair.cc:537] Read error: Connection reset by peer"))
+    assert is_comm_failure(RuntimeError("NCCL communicator was aborted on rank 0"))
+    assert not is_comm_failure(RuntimeError("Numpy is not available"))
+    assert not is_comm_failure(ValueError("gloo"))
+
+
 # --- real runs: gloo on CPU, 2 ranks -------------------------------------------------------------------------------
 
 torch = pytest.importorskip("torch")

@@ -46,8 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     except runner.BenchError as exc:
         _say(f"error: rank {env.rank}: {exc}")
         return 2
-    except RuntimeError as exc:  # includes DistBackendError
-
+    except RuntimeError as exc:
+        if not runner.is_comm_failure(exc):
+            raise  # a bug, not a lost peer: keep the traceback
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         first = re.sub(r"[^\x00-\u2fff]", "", first).strip()  # torch decorates some messages with emoji
         _say(f"error: rank {env.rank}: a collective failed, so a peer died or never arrived "
