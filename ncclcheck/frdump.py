@@ -88,10 +88,15 @@ class Entry:
 
     def user_frame(self) -> Frame | None:
         """The first frame outside torch itself: the line of user code that issued the collective."""
-        for f in self.frames:
-            if "/torch/" not in f.file and "\\torch\\" not in f.file:
-                return f
-        return self.frames[0] if self.frames else None
+        return user_frame(self.frames)
+
+
+def user_frame(frames: tuple[Frame, ...]) -> Frame | None:
+    """The first frame outside torch itself (the line of user code), else the innermost one."""
+    for f in frames:
+        if "/torch/" not in f.file and "\\torch\\" not in f.file:
+            return f
+    return frames[0] if frames else None
 
 
 @dataclass(frozen=True)

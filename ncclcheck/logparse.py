@@ -16,8 +16,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ncclcheck.frdump import Frame
 from ncclcheck.model import (
     PG,
+    CollectiveStack,
     DesyncReport,
     DumpSignal,
     ElasticFailure,
@@ -146,6 +148,9 @@ _RECORDISH = re.compile(
 _FACT_HINT = re.compile(r"NCCL version|Bootstrap|NET/|Using network|TIMEOUT\(ms\)|nranks|set by environment|NCCL WARN")
 _ERROR_HINT = re.compile(r"Error|Exception|Interrupt|terminate called")
 
+_FRAME = re.compile(r"^#(\d+) (\S+) from (.+):(\d+)$")
+STACK_HEADER = "Stack trace of the failed collective:"
+
 MAX_JOIN = 8
 
 
@@ -246,6 +251,8 @@ class LogParser:
         # pending logical line: (first line number, last line number, who, text parts)
         self._pend: tuple[int, int, Who, list[str]] | None = None
         self._dsync: _Desync | None = None
+        self._stack: tuple[Who, Loc, list[Frame], int] | None = None
+        self._stacks: list[CollectiveStack] = []
         self._table: dict[str, str] | None = None
         self._table_loc: Loc | None = None
         self._table_root = False
@@ -284,6 +291,7 @@ class LogParser:
             self._logical(first, who, "".join(parts), joined=True)
         self._close_desync()
         self._close_table()
+        self._close_stack()
         if self._replaced:
             self._problems.append(
                 InputProblem(self.file, "contains bytes that are not UTF-8 (shown as U+FFFD)", fatal=False)
@@ -306,6 +314,7 @@ class LogParser:
             errors=tuple(self._errors),
             elastic=tuple(self._elastic),
             facts=tuple(self._facts.values()),
+            stacks=tuple(self._stacks),
             problems=tuple(self._problems),
         )
 
@@ -326,6 +335,17 @@ class LogParser:
 
     def _logical(self, lineno: int, who: Who, text: str, joined: bool = False) -> None:
         loc = Loc(self.file, lineno)
+        if self._stack is not None:
+            frame = _FRAME.match(_PY_PREFIX.sub("", text).strip())
+            if frame and lineno == self._stack[3] + 1:
+                who0, loc0, frames, _ = self._stack
+                frames.append(Frame(frame[2], frame[3], int(frame[4])))
+                self._stack = (who0, loc0, frames, lineno)
+                return
+            self._close_stack()
+        if text.rstrip().endswith(STACK_HEADER):
+            self._stack = (who, loc, [], lineno)
+            return
         if self._dsync is not None:
             if self._desync_line(lineno, squeeze(text)):
                 return
@@ -467,6 +487,13 @@ class LogParser:
         self._desync.append(
             DesyncReport(d.who, d.reporting_rank, d.collective, d.index, tuple(d.lagging), tuple(d.snapshot), d.loc)
         )
+
+    def _close_stack(self) -> None:
+        if self._stack is not None:
+            who, loc, frames, _ = self._stack
+            if frames:
+                self._stacks.append(CollectiveStack(who, tuple(frames), loc))
+        self._stack = None
 
     # ------------------------------------------------------------------ torchrun summary
     def _table_line(self, loc: Loc, text: str) -> bool:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from ncclcheck.franalysis import FrResult
-from ncclcheck.frdump import Dump
+from ncclcheck.frdump import Dump, Frame
 
 
 @dataclass(frozen=True)
@@ -132,6 +132,15 @@ class DesyncReport:
 
 
 @dataclass(frozen=True)
+class CollectiveStack:
+    """PyTorch 2.6+: "Stack trace of the failed collective:" and its frames (innermost first)."""
+
+    who: Who
+    frames: tuple[Frame, ...]
+    loc: Loc
+
+
+@dataclass(frozen=True)
 class Mismatch:
     """TORCH_DISTRIBUTED_DEBUG=DETAIL: two ranks ran different collectives."""
 
@@ -216,6 +225,7 @@ class FileScan:
     errors: tuple[RankError, ...] = ()
     elastic: tuple[ElasticFailure, ...] = ()
     facts: tuple[Fact, ...] = ()
+    stacks: tuple[CollectiveStack, ...] = ()
     problems: tuple[InputProblem, ...] = ()
     dump: Dump | None = None  # set when the input is a flight-recorder dump, not a text log
 

@@ -91,6 +91,11 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
              "host": f.host, "time": f.time, "root_cause": f.root_cause, "at": loc_json(f.loc)}
             for s in a.scans for f in s.elastic
         ],
+        "stacks": [
+            {"rank": st.who.rank, "frames": [{"name": f.name, "file": f.file, "line": f.line} for f in st.frames],
+             "at": loc_json(st.loc)}
+            for s in a.scans for st in s.stacks
+        ],
         "facts": [
             {"rank": f.who.rank, "key": f.key, "value": f.value, "at": loc_json(f.loc)}
             for s in a.scans for f in s.facts

@@ -15,6 +15,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
 from ncclcheck.franalysis import FrResult, analyze_dumps
+from ncclcheck.frdump import user_frame
 from ncclcheck.model import (
     PG,
     Analysis,
@@ -348,10 +349,10 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
             waiting = waiting_all
             if silent:
                 where = f"SeqNum {seq}" + (f", {pg.label()}" if pg else "")
+                limit = f"{human_seconds(hung.timeout_ms / 1000)} " if hung.timeout_ms else ""
                 summary = (f"Rank {_fmt_ranks(silent)} never joined {_sig(hung)} ({where}); rank(s) "
-                           f"{_fmt_ranks(waiting)} waited in it until the "
-                           f"{human_seconds((hung.timeout_ms or 0) / 1000)} timeout. Rank {_fmt_ranks(silent)} is the "
-                           "likely culprit.")
+                           f"{_fmt_ranks(waiting)} waited in it until the {limit}timeout. Rank {_fmt_ranks(silent)} "
+                           "is the likely culprit.")
             else:
                 summary = (f"Rank(s) {_fmt_ranks(waiting)} timed out in {_sig(hung)} (SeqNum {seq}); rank(s) "
                            f"{_fmt_ranks(absent)} printed nothing in these inputs: either they never reached it "
@@ -413,6 +414,13 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
         findings.append(Finding(Severity.INFO, "desync-report",
                                 f"PyTorch's desync report (rank {d.reporting_rank}, timed out in {d.timeout_collective} "
                                 f"#{d.timeout_index}): {lag}. Its # counts differ from SeqNum.", (d.loc,)))
+    stacks = {st.who.rank: st for s in scans for st in s.stacks if st.who.rank is not None}
+    if stacks:
+        where = "; ".join(f"rank {r}: {st.frames[0].name} from {user_frame(st.frames)}" for r, st in
+                          sorted(stacks.items()))
+        findings.append(Finding(Severity.INFO, "collective-stack",
+                                f"Where each rank issued its failed collective (PyTorch's stack trace): {where}.",
+                                tuple(st.loc for _, st in sorted(stacks.items()))[:8]))
     fr = analyze_dumps([s.dump for s in scans if s.dump is not None])
     primary = next((r for r in fr if r.kind != "no_failure"), None)
     if primary is not None:

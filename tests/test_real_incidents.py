@@ -51,3 +51,12 @@ def test_real_verdicts_name_the_right_rank(scenario, kind, culprits):
     """The rank the scenario made misbehave is the one named (independent of the golden files)."""
     v = run(REAL / scenario / "attempt_0").verdict
     assert (v.kind.value, list(v.culprit_ranks)) == (kind, culprits)
+
+
+@pytest.mark.parametrize("layout", ["attempt_0", "console.log"])
+def test_stack_of_the_failed_collective(layout):
+    """PyTorch 2.6+ prints each rank's Python stack: the finding names the line of user code per rank."""
+    a = run(REAL / "barrier" / layout)
+    stack = next(f for f in a.verdict.findings if f.code == "collective-stack")
+    assert stack.message.endswith("rank 0: barrier from main at /work/main/tools/incident.py:40; "
+                                  "rank 1: all_reduce from main at /work/main/tools/incident.py:41.")
