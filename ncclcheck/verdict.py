@@ -145,8 +145,10 @@ def _size_finding(rec: Record, dtype: str, world: int | None) -> Finding | None:
             f" Even on 10 GbE that is {ratio} shorter than the {human_seconds(timeout)} timeout:"
             " the size cannot explain the timeout. A rank never arrived, or the transport hung."
         )
+        explain = f"ncclcheck explain --numel {rec.numel_in or rec.numel_out} --model ... (or --config config.json)"
         return Finding(Severity.INFO, "size-not-the-cause", msg, (rec.loc,),
-                       "Do not raise the timeout or shrink the tensor; find the rank that did not join.")
+                       f"Do not raise the timeout or shrink the tensor; find the rank that did not join. "
+                       f"What tensor it is: {explain}.")
     return Finding(Severity.WARNING, "size-plausible", msg + " On a slow network the size alone comes close to the timeout.",
                    (rec.loc,), "Check which fabric NCCL used (NCCL_DEBUG=INFO: 'Using network ...').")
 
