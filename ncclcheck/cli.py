@@ -54,6 +54,11 @@ def warn(message: str) -> None:
     err_console.print(f"ncclcheck: {message}", markup=False, highlight=False, soft_wrap=True)
 
 
+def _check_dtype(dtype: str) -> None:
+    if dtype not in DTYPE_BYTES:
+        usage_error(f"unknown dtype {dtype!r}; one of: {', '.join(DTYPE_BYTES)}")
+
+
 def usage_error(message: str) -> NoReturn:
     """A bad or conflicting option: one line on stderr, exit code 2."""
     warn(f"error: {message}")
@@ -78,8 +83,7 @@ def analyze_log(
 
     Example: ncclcheck analyze-log logs/ --json
     """
-    if dtype not in DTYPE_BYTES:
-        usage_error(f"unknown dtype {dtype!r}; one of: {', '.join(DTYPE_BYTES)}")
+    _check_dtype(dtype)
 
     def bad(exc: InputError) -> None:
         warn(f"{exc.name}: {exc.message}")
@@ -163,8 +167,7 @@ def explain_cmd(
     from ncclcheck.explain import PRESETS, ExplainError, Model, explain, merge, model_from_config, size_table
     from ncclcheck.render_explain import explain_json, explanation_view, sizes_view
 
-    if dtype not in DTYPE_BYTES:
-        usage_error(f"unknown dtype {dtype!r}; one of: {', '.join(DTYPE_BYTES)}")
+    _check_dtype(dtype)
     if model and config:
         usage_error("give --model or --config, not both")
     if numel and log:

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ncclcheck.frdump import Dump, Entry, Frame
+from ncclcheck.frdump import Dump, Entry, Frame, numel
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def analyze_pg(pg: str, dumps: Sequence[Dump]) -> FrResult:
         if len(sigs) > 1:
             top, n = sigs.most_common(1)[0]
             if list(sigs.values()).count(n) > 1:  # a tie: the side in the smaller collective left a loop early
-                top = max(sigs, key=lambda s: sum(_numel(sz) for sz in s[1]))
+                top = max(sigs, key=lambda s: sum(numel(sz) for sz in s[1]))
             culprit = [r for r, e in present.items() if e.signature() != top]
             waiting = [r for r, e in present.items() if e.signature() == top]
             where = "; ".join(f"rank {r}: {_describe(e)}" for r, e in sorted(present.items()))
@@ -125,12 +125,6 @@ def analyze_pg(pg: str, dumps: Sequence[Dump]) -> FrResult:
                       "that dumped agree on every collective they recorded.", [])
     return result("no_failure", None, [], [], f"Flight recorder, {pg}: the ranks' records agree.", [])
 
-
-def _numel(shape: tuple[int, ...]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def analyze_dumps(dumps: Sequence[Dump]) -> list[FrResult]:

@@ -81,7 +81,7 @@ class Entry:
 
     @property
     def numel_in(self) -> int:
-        return sum(_prod(s) for s in self.input_sizes)
+        return sum(numel(s) for s in self.input_sizes)
 
     def signature(self) -> tuple[str, tuple[tuple[int, ...], ...], tuple[str, ...]]:
         return (self.op, self.input_sizes, self.dtypes)
@@ -112,7 +112,8 @@ class Dump:
     entries: tuple[Entry, ...]
 
 
-def _prod(shape: tuple[int, ...]) -> int:
+def numel(shape: tuple[int, ...]) -> int:
+    """Elements in a tensor of this shape."""
     n = 1
     for d in shape:
         n *= d

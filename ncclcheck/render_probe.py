@@ -14,11 +14,11 @@ from rich.text import Text
 
 from ncclcheck.envlint import Recommendation, nccl_pick
 from ncclcheck.hostprobe import Probe
-from ncclcheck.model import Finding, Severity
+from ncclcheck.model import Finding
 from ncclcheck.render_json import finding_json
+from ncclcheck.render_report import finding_lines
 
 SCHEMA_VERSION = 1
-_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 
 def probe_json(p: Probe, findings: Sequence[Finding], recs: Sequence[Recommendation]) -> dict[str, Any]:
@@ -98,16 +98,7 @@ def report(p: Probe, findings: Sequence[Finding], recs: Sequence[Recommendation]
     if p.versions:
         parts.append(Text("packages: " + ", ".join(f"{k} {v}" for k, v in p.versions.items())))
     parts.append(Text("findings", style="bold underline") if findings else Text("findings: none", style="green"))
-    for f in findings:
-        line = Text()
-        line.append(f"{f.severity.value:<8}", style=_STYLE[f.severity])
-        line.append(f"{f.code}: ", style="bold")
-        line.append(f.message)
-        if f.evidence:
-            line.append("\n        evidence: " + ", ".join(map(str, f.evidence)), style="dim")
-        if f.fix:
-            line.append("\n        fix: " + f.fix)
-        parts.append(line)
+    parts += finding_lines(findings)
     if recs:
         parts.append(Text("set", style="bold underline"))
         for r in recs:

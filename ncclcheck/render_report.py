@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ncclcheck.model import Analysis, Severity, VerdictKind
+from ncclcheck.model import Analysis, Finding, Severity, VerdictKind
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
@@ -58,6 +60,22 @@ def rank_table(a: Analysis) -> Table | None:
     return t
 
 
+def finding_lines(findings: Sequence[Finding], max_evidence: int | None = None) -> list[Text]:
+    """One block per finding: severity, code, message, then its evidence and fix (shared by every report)."""
+    out = []
+    for f in findings:
+        line = Text()
+        line.append(f"{f.severity.value:<8}", style=_STYLE[f.severity])
+        line.append(f"{f.code}: ", style="bold")
+        line.append(f.message)
+        if f.evidence:
+            line.append("\n        evidence: " + ", ".join(map(str, f.evidence[:max_evidence])), style="dim")
+        if f.fix:
+            line.append("\n        fix: " + f.fix)
+        out.append(line)
+    return out
+
+
 def report(a: Analysis, quiet: bool = False) -> RenderableType:
     """The full report, or only the verdict with ``quiet``."""
     parts: list[RenderableType] = [verdict_panel(a)]
@@ -68,16 +86,7 @@ def report(a: Analysis, quiet: bool = False) -> RenderableType:
         parts.append(table)
     if a.verdict.findings:
         parts.append(Text("findings", style="bold underline"))
-        for f in a.verdict.findings:
-            line = Text()
-            line.append(f"{f.severity.value:<8}", style=_STYLE[f.severity])
-            line.append(f"{f.code}: ", style="bold")
-            line.append(f.message)
-            if f.evidence:
-                line.append("\n        evidence: " + ", ".join(str(e) for e in f.evidence[:6]), style="dim")
-            if f.fix:
-                line.append("\n        fix: " + f.fix)
-            parts.append(line)
+        parts += finding_lines(a.verdict.findings, max_evidence=6)
     if a.verdict.next_steps:
         parts.append(Text("next steps", style="bold underline"))
         for i, step in enumerate(a.verdict.next_steps, 1):

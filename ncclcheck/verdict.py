@@ -23,6 +23,7 @@ from ncclcheck.model import (
     FileScan,
     Finding,
     Loc,
+    Mismatch,
     RankError,
     RankRow,
     Record,
@@ -259,6 +260,11 @@ def _mismatch(group: Sequence[Record]) -> tuple[list[int], list[int], str] | Non
     return None
 
 
+def _fingerprint_mismatch(m: Mismatch) -> tuple[list[int], list[int], str]:
+    """TORCH_DISTRIBUTED_DEBUG=DETAIL's report: PyTorch names its own rank first, the other as differing."""
+    return [m.rank_b], [m.rank_a], f"Rank {m.rank_a} ran {m.fingerprint_a} but rank {m.rank_b} ran {m.fingerprint_b}."
+
+
 def _missing(facts: _Facts, group: Sequence[Record], seq: int | None) -> tuple[list[int], list[int], list[Loc]]:
     """(silent ranks seen in the inputs, ranks absent from the inputs, evidence) for this SeqNum."""
     timed_out = {r.who for r in group if r.who is not None}
@@ -340,10 +346,8 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                 culprits, waiting, summary = mismatch
                 evidence = tuple(r.loc for r in group)
             else:
-                m = facts.mismatches[0]
-                culprits, waiting = [m.rank_b], [m.rank_a]
-                summary = f"Rank {m.rank_a} ran {m.fingerprint_a} but rank {m.rank_b} ran {m.fingerprint_b}."
-                evidence = (m.loc,)
+                culprits, waiting, summary = _fingerprint_mismatch(facts.mismatches[0])
+                evidence = (facts.mismatches[0].loc,)
             findings.append(Finding(Severity.ERROR, "collective-mismatch", summary, evidence[:8]))
         elif silent or absent:
             kind = VerdictKind.LAGGING_RANK
@@ -381,10 +385,8 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
         pg = hb.pg
     elif facts.mismatches:
         kind = VerdictKind.COLLECTIVE_MISMATCH
-        m = facts.mismatches[0]
-        culprits, waiting = [m.rank_b], [m.rank_a]
-        summary = f"Rank {m.rank_a} ran {m.fingerprint_a} but rank {m.rank_b} ran {m.fingerprint_b}."
-        findings.append(Finding(Severity.ERROR, "collective-mismatch", summary, (m.loc,)))
+        culprits, waiting, summary = _fingerprint_mismatch(facts.mismatches[0])
+        findings.append(Finding(Severity.ERROR, "collective-mismatch", summary, (facts.mismatches[0].loc,)))
     elif failed:
         kind = VerdictKind.RANK_FAILED_FIRST
         culprits = sorted(failed)
