@@ -9,12 +9,13 @@ from typing import Annotated, NoReturn, Optional
 import typer
 
 from ncclcheck import __version__
-from ncclcheck.analyze import analyze
 from ncclcheck.console import console, err_console
-from ncclcheck.model import FileScan, VerdictKind
-from ncclcheck.reader import InputError, resolve
-from ncclcheck.render_json import analysis_json
-from ncclcheck.render_report import report
+from ncclcheck.evidence.reader import InputError, resolve
+from ncclcheck.evidence.types import FileScan
+from ncclcheck.job.analyze import analyze
+from ncclcheck.job.model import VerdictKind
+from ncclcheck.render.json_out import analysis_json
+from ncclcheck.render.report import report
 from ncclcheck.transfer import DTYPE_BYTES
 
 
@@ -119,7 +120,7 @@ def analyze_log(
 
 
 def _count(value: Optional[str], flag: str) -> Optional[int]:
-    from ncclcheck.explain import ExplainError, parse_count
+    from ncclcheck.explain.core import ExplainError, parse_count
 
     if value is None:
         return None
@@ -164,8 +165,8 @@ def explain_cmd(
 
     Example: ncclcheck explain --model qwen2.5-7b --batch 8 --seq 2048 --world-size 8 --numel 466119168
     """
-    from ncclcheck.explain import PRESETS, ExplainError, Model, explain, merge, model_from_config, size_table
-    from ncclcheck.render_explain import explain_json, explanation_view, sizes_view
+    from ncclcheck.explain.core import PRESETS, ExplainError, Model, explain, merge, model_from_config, size_table
+    from ncclcheck.render.explain import explain_json, explanation_view, sizes_view
 
     _check_dtype(dtype)
     if model and config:
@@ -253,10 +254,10 @@ def probe_cmd(
 
     Example: ncclcheck probe --format json > $(hostname).json; ncclcheck probe --compare node*.json
     """
-    from ncclcheck.envlint import lint, recommend
-    from ncclcheck.hostprobe import collect, this_host
-    from ncclcheck.render_probe import compare as compare_nodes
-    from ncclcheck.render_probe import compare_view, probe_json, report, shell
+    from ncclcheck.probe.host import collect, this_host
+    from ncclcheck.probe.lint import lint, recommend
+    from ncclcheck.render.probe import compare as compare_nodes
+    from ncclcheck.render.probe import compare_view, probe_json, report, shell
 
     if compare:
         if not files or len(files) < 2:

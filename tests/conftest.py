@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ncclcheck.analyze import analyze
-from ncclcheck.model import Analysis
-from ncclcheck.reader import Source, resolve
+from ncclcheck.evidence.reader import Source, resolve
+from ncclcheck.job.analyze import analyze
+from ncclcheck.job.model import Analysis
 
 DATA = Path(__file__).parent / "data"
 REAL = DATA / "real"

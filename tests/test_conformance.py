@@ -7,7 +7,7 @@ import json
 import pytest
 from conftest import CONFORMANCE, run
 
-from ncclcheck.render_json import record_json
+from ncclcheck.render.json_out import record_json
 
 FIELDS = ("rank", "global_rank", "pg", "seq", "op_type", "numel_in", "numel_out", "tensor_shape",
           "timeout_ms", "ran_for_ms", "last_enqueued", "last_completed")

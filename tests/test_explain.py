@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from ncclcheck.cli import app
-from ncclcheck.explain import (
+from ncclcheck.explain.core import (
     PRESETS,
     ExplainError,
     Model,

@@ -9,7 +9,7 @@ import lzma
 import pytest
 from conftest import run
 
-from ncclcheck.render_json import record_json
+from ncclcheck.render.json_out import record_json
 
 V18 = "[E ProcessGroupNCCL.cpp:566] [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800419 milliseconds before timing out."
 V110_SHAPE = "[E ProcessGroupNCCL.cpp:587] [Rank 0] Caught collective operation timeout: WorkNCCL(OpType=BROADCAST, TensorShape=[1024, 4096], Timeout(ms)=1800000) ran for 1800101 milliseconds before timing out."

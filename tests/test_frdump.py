@@ -12,7 +12,7 @@ from conftest import REAL, run
 from typer.testing import CliRunner
 
 from ncclcheck.cli import app
-from ncclcheck.frdump import DumpError, parse_dump
+from ncclcheck.evidence.frdump import DumpError, parse_dump
 
 runner = CliRunner()
 

@@ -8,8 +8,8 @@ import os
 import pytest
 from typer.testing import CliRunner
 
-from ncclcheck import reader
 from ncclcheck.cli import app
+from ncclcheck.evidence import reader
 
 GOOD = "[rank0]:[E ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran for 600100 milliseconds before timing out."
 runner = CliRunner()

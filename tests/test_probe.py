@@ -14,9 +14,9 @@ from conftest import DATA
 from typer.testing import CliRunner
 
 from ncclcheck.cli import app
-from ncclcheck.envlint import lint, nccl_pick, recommend
-from ncclcheck.hostprobe import Address, CmdResult, Host, collect
-from ncclcheck.render_probe import compare, probe_json, shell
+from ncclcheck.probe.host import Address, CmdResult, Host, collect
+from ncclcheck.probe.lint import lint, nccl_pick, recommend
+from ncclcheck.render.probe import compare, probe_json, shell
 
 runner = CliRunner()
 SMI_QUERY = ("nvidia-smi", "--query-gpu=index,name,pci.bus_id,driver_version,memory.total", "--format=csv,noheader")

@@ -8,11 +8,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ncclcheck import reader
-from ncclcheck.logparse import LogParser
-from ncclcheck.reader import Source
-from ncclcheck.records import merge_records
-from ncclcheck.scan import scan_source
+from ncclcheck.evidence import reader
+from ncclcheck.evidence.logparse import LogParser
+from ncclcheck.evidence.reader import Source
+from ncclcheck.evidence.scan import scan_source
+from ncclcheck.job.records import merge_records
 
 LINES = [
     "[rank{r}]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={s}, OpType=ALLREDUCE, NumelIn={n}, NumelOut={n}, Timeout(ms)=600000) ran for 600061 milliseconds before timing out.",

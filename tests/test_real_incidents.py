@@ -11,7 +11,7 @@ import json
 import pytest
 from conftest import DATA, REAL, run
 
-from ncclcheck.render_json import analysis_json
+from ncclcheck.render.json_out import analysis_json
 
 SCENARIOS = sorted(p.name for p in REAL.iterdir() if p.is_dir())
 

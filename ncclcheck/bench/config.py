@@ -6,7 +6,7 @@ import argparse
 import re
 from dataclasses import dataclass
 
-from ncclcheck.explain import ExplainError, parse_count
+from ncclcheck.explain.core import ExplainError, parse_count
 
 DTYPES = {"float32": 4, "bfloat16": 2, "float16": 2}
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast")
@@ -98,8 +98,8 @@ def parse_args(argv: list[str] | None) -> BenchConfig:
     a = parser().parse_args(argv)
     op, log_op = a.op, None
     if a.from_log:
-        from ncclcheck.analyze import analyze
-        from ncclcheck.reader import resolve
+        from ncclcheck.evidence.reader import resolve
+        from ncclcheck.job.analyze import analyze
 
         errors: list[str] = []
         records = analyze(resolve([a.from_log], lambda e: errors.append(str(e))), workers=1).records

@@ -9,7 +9,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ncclcheck.model import Analysis, Finding, Severity, VerdictKind
+from ncclcheck.findings import Finding, Severity
+from ncclcheck.job.model import Analysis, VerdictKind
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 

@@ -1,4 +1,4 @@
-"""Plain data shared by the parser, the correlator and the renderers.
+"""Typed evidence read from the inputs: what each log line or dump said, and where.
 
 Everything here is a frozen dataclass so results can cross process boundaries
 (files are parsed in worker processes) and be compared in tests.
@@ -6,11 +6,10 @@ Everything here is a frozen dataclass so results can cross process boundaries
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 
-from ncclcheck.franalysis import FrResult
-from ncclcheck.frdump import Dump, Frame
+from ncclcheck.evidence.frdump import Dump, Frame
 
 
 @dataclass(frozen=True)
@@ -228,101 +227,3 @@ class FileScan:
     stacks: tuple[CollectiveStack, ...] = ()
     problems: tuple[InputProblem, ...] = ()
     dump: Dump | None = None  # set when the input is a flight-recorder dump, not a text log
-
-
-@dataclass(frozen=True)
-class Record:
-    """One distinct timeout event (rank, PG, SeqNum), merged over all its printings."""
-
-    rank: int | None
-    global_rank: int | None
-    pg: PG | None
-    seq: int | None
-    op_type: str | None
-    numel_in: int | None
-    numel_out: int | None
-    tensor_shape: str | None
-    timeout_ms: int | None
-    ran_for_ms: int | None
-    last_enqueued: int | None
-    last_completed: int | None
-    evidence: tuple[str, ...]
-    occurrences: int
-    loc: Loc
-    path_rank: int | None = None
-    locs: tuple[Loc, ...] = ()
-
-    @property
-    def who(self) -> int | None:
-        """The best rank identity for cross-file correlation."""
-        for r in (self.global_rank, self.path_rank, self.rank):
-            if r is not None:
-                return r
-        return None
-
-
-class Severity(str, Enum):
-    """How much a finding matters."""
-
-    ERROR = "error"
-    WARNING = "warning"
-    INFO = "info"
-
-
-@dataclass(frozen=True)
-class Finding:
-    """A conclusion with the lines that support it and what to do about it."""
-
-    severity: Severity
-    code: str
-    message: str
-    evidence: tuple[Loc | str, ...] = ()  # log lines, or settings and devices for probe findings
-    fix: str | None = None
-
-
-class VerdictKind(str, Enum):
-    """The verdict classes, in the JSON contract's spelling."""
-
-    LAGGING_RANK = "lagging_rank"
-    COLLECTIVE_MISMATCH = "collective_mismatch"
-    RANK_FAILED_FIRST = "rank_failed_first"
-    ALL_RANKS_STUCK = "all_ranks_stuck"
-    WATCHDOG_STUCK = "watchdog_stuck"
-    NO_FAILURE = "no_failure"
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The answer: what went wrong, who caused it, who was only waiting."""
-
-    kind: VerdictKind
-    summary: str
-    culprit_ranks: tuple[int, ...] = ()
-    waiting_ranks: tuple[int, ...] = ()
-    pg: PG | None = None
-    seq: int | None = None
-    findings: tuple[Finding, ...] = ()
-    next_steps: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class RankRow:
-    """One rank's state for the report table."""
-
-    rank: int
-    state: str
-    record: Record | None
-    first_error: RankError | None
-    files: tuple[str, ...] = field(default=())
-
-
-@dataclass(frozen=True)
-class Analysis:
-    """The whole result of ``analyze-log``."""
-
-    scans: tuple[FileScan, ...]
-    records: tuple[Record, ...]
-    verdict: Verdict
-    rows: tuple[RankRow, ...]
-    dtype: str
-    flight_recorder: tuple[FrResult, ...] = ()

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ncclcheck.model import PG, Analysis, Finding, Loc, Record
+from ncclcheck.evidence.types import PG, Loc
+from ncclcheck.findings import Finding
+from ncclcheck.job.model import Analysis, Record
 
 SCHEMA_VERSION = 1
 

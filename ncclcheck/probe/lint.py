@@ -14,8 +14,8 @@ import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ncclcheck.hostprobe import Interface, Probe, Setting
-from ncclcheck.model import Finding, Severity
+from ncclcheck.findings import Finding, Severity
+from ncclcheck.probe.host import Interface, Probe, Setting
 
 GIB = 1 << 30
 

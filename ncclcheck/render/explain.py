@@ -10,7 +10,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ncclcheck.explain import Explanation, Model, SizeRow, format_factors
+from ncclcheck.explain.core import Explanation, Model, SizeRow, format_factors
 from ncclcheck.transfer import human_bytes, human_seconds
 
 SCHEMA_VERSION = 1

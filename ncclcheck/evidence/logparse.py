@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ncclcheck.frdump import Frame
-from ncclcheck.model import (
+from ncclcheck.evidence.frdump import Frame
+from ncclcheck.evidence.types import (
     PG,
     CollectiveStack,
     DesyncReport,

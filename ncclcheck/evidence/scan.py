@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 
-from ncclcheck.frdump import MAX_DUMP_BYTES, DumpError, looks_like_dump, parse_dump
-from ncclcheck.logparse import LogParser
-from ncclcheck.model import FileScan, InputProblem
-from ncclcheck.reader import InputError, Source, read_lines
+from ncclcheck.evidence.frdump import MAX_DUMP_BYTES, DumpError, looks_like_dump, parse_dump
+from ncclcheck.evidence.logparse import LogParser
+from ncclcheck.evidence.reader import InputError, Source, read_lines
+from ncclcheck.evidence.types import FileScan, InputProblem
 
 PARALLEL_MIN_BYTES = 64 << 20
 

@@ -14,23 +14,11 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
-from ncclcheck.franalysis import FrResult, analyze_dumps
-from ncclcheck.frdump import user_frame
-from ncclcheck.model import (
-    PG,
-    Analysis,
-    ErrorKind,
-    FileScan,
-    Finding,
-    Loc,
-    Mismatch,
-    RankError,
-    RankRow,
-    Record,
-    Severity,
-    Verdict,
-    VerdictKind,
-)
+from ncclcheck.evidence.frdump import user_frame
+from ncclcheck.evidence.types import PG, ErrorKind, FileScan, Loc, Mismatch, RankError
+from ncclcheck.findings import Finding, Severity
+from ncclcheck.job.franalysis import FrResult, analyze_dumps
+from ncclcheck.job.model import Analysis, RankRow, Record, Verdict, VerdictKind
 from ncclcheck.transfer import (
     DTYPE_BYTES,
     FABRICS,

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ncclcheck.model import Analysis, FileScan
-from ncclcheck.reader import Source
-from ncclcheck.records import merge_records
-from ncclcheck.scan import scan_all
-from ncclcheck.verdict import decide
+from ncclcheck.evidence.reader import Source
+from ncclcheck.evidence.scan import scan_all
+from ncclcheck.evidence.types import FileScan
+from ncclcheck.job.model import Analysis
+from ncclcheck.job.records import merge_records
+from ncclcheck.job.verdict import decide
 
 
 def analyze(

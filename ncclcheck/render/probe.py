@@ -12,11 +12,11 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ncclcheck.envlint import Recommendation, nccl_pick
-from ncclcheck.hostprobe import Probe
-from ncclcheck.model import Finding
-from ncclcheck.render_json import finding_json
-from ncclcheck.render_report import finding_lines
+from ncclcheck.findings import Finding
+from ncclcheck.probe.host import Probe
+from ncclcheck.probe.lint import Recommendation, nccl_pick
+from ncclcheck.render.json_out import finding_json
+from ncclcheck.render.report import finding_lines
 
 SCHEMA_VERSION = 1
 

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ncclcheck.frdump import Dump, Entry, Frame, numel
+from ncclcheck.evidence.frdump import Dump, Entry, Frame, numel
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ncclcheck.model import PG, FileScan, Loc, Record, StatusMention, WorkMention
+from ncclcheck.evidence.types import PG, FileScan, Loc, StatusMention, WorkMention
+from ncclcheck.job.model import Record
 
 _WORK_FIELDS = ("seq", "op_type", "numel_in", "numel_out", "timeout_ms")
 

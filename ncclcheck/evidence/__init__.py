@@ -1,0 +1,1 @@
+"""Evidence: inputs found and read, text logs parsed, flight-recorder dumps decoded."""

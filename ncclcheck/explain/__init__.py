@@ -1,0 +1,1 @@
+"""Element-count arithmetic: what tensor a NumelIn is under each layout."""

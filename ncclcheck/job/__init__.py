@@ -1,0 +1,1 @@
+"""The job model every verdict reasons over, built from evidence."""

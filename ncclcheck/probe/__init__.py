@@ -1,0 +1,1 @@
+"""Host probe: collectors, lint rules and recommendations."""

@@ -1,0 +1,1 @@
+"""Renderers: text reports and JSON for every command."""
