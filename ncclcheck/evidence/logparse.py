@@ -23,9 +23,11 @@ from ncclcheck.evidence.types import (
     DesyncReport,
     DumpSignal,
     ElasticFailure,
+    Ending,
     ErrorKind,
     Fact,
     FileScan,
+    GroupInit,
     Heartbeat,
     InputProblem,
     Lagging,
@@ -59,7 +61,7 @@ _F_IN = re.compile(r"NumelIn=(\d+)")
 _F_OUT = re.compile(r"NumelOut=(\d+)")
 _F_TIMEOUT = re.compile(r"Timeout\(ms\)=(\d+)")
 _F_RANFOR = re.compile(r"ranfor(\d+)milliseconds")
-_MSG_RANK = re.compile(r"\[(?:PG[^\[\]]*?)?Rank(-?\d+)\](?=(?:Watchdogcaught|Work|Caught))")
+_MSG_RANK = re.compile(r"\[(?:PG[^\[\]]*?)?Rank(-?\d+)\](?=(?:Watchdogcaught|Work|Caught|CollectiveWork))")
 _WORK_DONE = re.compile(r"beforetimingout|timedoutin(?:blockingwait|calltowait)|\)\Z")
 
 # --- status lines ------------------------------------------------------------------
@@ -137,6 +139,11 @@ _FACTS = (
     ("world_size", re.compile(r"initialization options:.*?\bsize: (\d+)")),
     ("world_size", re.compile(r"NCCL INFO comm 0x[0-9a-f]+ rank \d+ nranks (\d+) ")),
 )
+_GROUP_INIT = re.compile(
+    r"initialization options:\s*size:\s*(\d+),\s*global rank:\s*(\d+)(?:,\s*TIMEOUT\(ms\):\s*(\d+))?"
+)
+_TERMINATING = re.compile(r"Terminating the process after attempting to dump debug info, due to ([^.]*)")
+_ASYNC = re.compile(r"raised the following async exception:\s*(.*)")
 _SETTING = re.compile(r"\b((?:TORCH_)?NCCL_[A-Z0-9_]+)(?::\s*| set by environment to )([^\s,]+)")
 _SETTING_LINE = re.compile(r"ProcessGroupNCCL (?:environments|initialization options)|set by environment to")
 
@@ -145,7 +152,10 @@ _MAY_START = re.compile(r"Rank|WorkNCCL|mismatch|Received")
 _RECORDISH = re.compile(
     r"WorkNCCL|NCCL work|work sequence|watchdog|Watchdog|Timeout at collective|Received a|Heartbeat|Detected mismatch"
 )
-_FACT_HINT = re.compile(r"NCCL version|Bootstrap|NET/|Using network|TIMEOUT\(ms\)|nranks|set by environment|NCCL WARN")
+_FACT_HINT = re.compile(
+    r"initialization options|Terminating the process|NCCL version|Bootstrap|NET/|Using network|TIMEOUT\(ms\)|nranks"
+    r"|set by environment|NCCL WARN"
+)
 _ERROR_HINT = re.compile(r"Error|Exception|Interrupt|terminate called")
 
 _FRAME = re.compile(r"^#(\d+) (\S+) from (.+):(\d+)$")
@@ -253,6 +263,8 @@ class LogParser:
         self._dsync: _Desync | None = None
         self._stack: tuple[Who, Loc, list[Frame], int] | None = None
         self._stacks: list[CollectiveStack] = []
+        self._inits: list[GroupInit] = []
+        self._endings: list[Ending] = []
         self._table: dict[str, str] | None = None
         self._table_loc: Loc | None = None
         self._table_root = False
@@ -315,6 +327,8 @@ class LogParser:
             elastic=tuple(self._elastic),
             facts=tuple(self._facts.values()),
             stacks=tuple(self._stacks),
+            group_inits=tuple(self._inits),
+            endings=tuple(self._endings),
             problems=tuple(self._problems),
         )
 
@@ -359,7 +373,7 @@ class LogParser:
             return
         sq = squeeze(text)
         if "WorkNCCL(" in sq:
-            self._work(who, sq, loc)
+            self._work(who, sq, loc, text)
             if "Timeoutatcollective" in sq:
                 self._start_desync(who, loc, sq, lineno)
             return
@@ -382,12 +396,17 @@ class LogParser:
             return
         self._error_or_fact(who, text, loc)
 
-    def _work(self, who: Who, sq: str, loc: Loc) -> None:
+    def _work(self, who: Who, sq: str, loc: Loc, text: str) -> None:
         start = sq.find("WorkNCCL(")
         nxt = sq.find("WorkNCCL(", start + 1)
         body = sq[start: nxt if nxt != -1 else len(sq)]
         head = sq[:start]
-        if "threadterminatedwithexception" in head:
+        error = None
+        if "raisedthefollowingasyncexception" in body:
+            evidence = "async_exception"
+            m = _ASYNC.search(text)
+            error = m[1].strip()[:500] if m else None
+        elif "threadterminatedwithexception" in head:
             evidence = "thread_terminated"
         elif "what():" in head:
             evidence = "what"
@@ -414,6 +433,7 @@ class LogParser:
                 ran_for_ms=_field(_F_RANFOR, body),
                 evidence=evidence,
                 loc=loc,
+                error=error,
             )
         )
 
@@ -541,6 +561,12 @@ class LogParser:
     # ------------------------------------------------------------------ errors and facts
     def _error_or_fact(self, who: Who, text: str, loc: Loc) -> None:
         if _FACT_HINT.search(text):
+            if m := _GROUP_INIT.search(text):
+                pg, grank = self._prefix(squeeze(text), len(squeeze(text)))
+                self._inits.append(GroupInit(who, pg or PG(), grank, int(m[1]), int(m[2]), _int(m[3]), loc))
+            if m := _TERMINATING.search(text):
+                self._endings.append(Ending(who, "terminating", m[1].strip(), loc))
+                return
             for key, pattern in _FACTS:
                 m = pattern.search(text)
                 if m:

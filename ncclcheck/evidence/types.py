@@ -65,8 +65,9 @@ class WorkMention:
     tensor_shape: str | None
     timeout_ms: int | None
     ran_for_ms: int | None
-    evidence: str  # watchdog_timeout | thread_terminated | what | blocking_wait | ...
+    evidence: str  # watchdog_timeout | thread_terminated | what | blocking_wait | async_exception | ...
     loc: Loc
+    error: str | None = None  # async_exception: the NCCL error raised on this work (not a timeout)
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,59 @@ class Fact:
 
 
 @dataclass(frozen=True)
+class GroupInit:
+    """ProcessGroupNCCL's initialization line: this process is ``group_rank`` of ``size`` in ``pg``.
+
+    Printed once per process group and process (``TORCH_CPP_LOG_LEVEL=INFO``); the
+    one source in a text log that ties a group rank to a global rank and sizes the group.
+    """
+
+    who: Who
+    pg: PG
+    group_rank: int | None
+    size: int | None
+    global_rank: int | None
+    timeout_ms: int | None
+    loc: Loc
+
+
+@dataclass(frozen=True)
+class Ending:
+    """A line that says how a process ended or is about to (abort after the dump, exit by signal)."""
+
+    who: Who
+    kind: str  # terminating | signal
+    detail: str
+    loc: Loc
+
+
+@dataclass(frozen=True)
+class LiveThread:
+    """One thread of a live process: its name and frames, innermost first."""
+
+    name: str
+    frames: tuple[Frame, ...]
+
+
+@dataclass(frozen=True)
+class LiveStack:
+    """One rank's Python stacks taken while the job ran (``ncclcheck snapshot``).
+
+    ``collective`` names the torch.distributed call the main thread is inside (all_reduce,
+    barrier, recv, ...), or is None when the rank is in its own code; ``gpu_util`` is the
+    utilisation in percent of the GPU the process uses, when known.
+    """
+
+    global_rank: int
+    pid: int
+    host: str | None
+    threads: tuple[LiveThread, ...]
+    collective: str | None
+    gpu_util: int | None
+    loc: Loc
+
+
+@dataclass(frozen=True)
 class InputProblem:
     """An input that could not be read, or only in part; reported on stderr, never fatal."""
 
@@ -225,5 +279,8 @@ class FileScan:
     elastic: tuple[ElasticFailure, ...] = ()
     facts: tuple[Fact, ...] = ()
     stacks: tuple[CollectiveStack, ...] = ()
+    group_inits: tuple[GroupInit, ...] = ()
+    endings: tuple[Ending, ...] = ()
+    live: tuple[LiveStack, ...] = ()
     problems: tuple[InputProblem, ...] = ()
     dump: Dump | None = None  # set when the input is a flight-recorder dump, not a text log

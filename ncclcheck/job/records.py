@@ -115,7 +115,8 @@ def merge_records(scans: Iterable[FileScan]) -> list[Record]:
     """Return one record per distinct timeout event, in order of first appearance."""
     builders: list[_Builder] = []
     for scan in scans:
-        mentions: list[WorkMention | StatusMention] = [*scan.works, *scan.statuses]
+        works = [w for w in scan.works if w.evidence != "async_exception"]  # errors, not timeouts
+        mentions: list[WorkMention | StatusMention] = [*works, *scan.statuses]
         mentions.sort(key=lambda m: m.loc.line)
         for m in mentions:
             if isinstance(m, WorkMention):
