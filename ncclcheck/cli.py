@@ -11,7 +11,7 @@ import typer
 from ncclcheck import __version__
 from ncclcheck.console import console, err_console
 from ncclcheck.evidence.reader import InputError, resolve
-from ncclcheck.evidence.types import FileScan
+from ncclcheck.evidence.types import FileScan, InputProblem
 from ncclcheck.job.analyze import analyze
 from ncclcheck.job.model import VerdictKind
 from ncclcheck.render.json_out import analysis_json
@@ -71,7 +71,7 @@ def analyze_log(
     paths: Annotated[list[str], typer.Argument(metavar="PATH...", show_default=False,
                                                help="Log files, directories (recursive), globs, or - for stdin. "
                                                     "Plain text, .gz, .bz2 or .xz.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the machine-readable result (schema_version 1).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the machine-readable result (schema_version 2).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict.")] = False,
     dtype: Annotated[str, typer.Option(help="Element type assumed for size arithmetic (the log does not say).")]
     = "float32",
@@ -86,8 +86,11 @@ def analyze_log(
     """
     _check_dtype(dtype)
 
+    unreadable: list[InputProblem] = []
+
     def bad(exc: InputError) -> None:
         warn(f"{exc.name}: {exc.message}")
+        unreadable.append(InputProblem(exc.name, exc.message, fatal=True))
 
     sources = resolve(paths, bad)
     total = sum(s.size() for s in sources)
@@ -106,16 +109,16 @@ def analyze_log(
 
     if progress is not None:
         with progress:
-            result = analyze(sources, dtype, done, jobs)
+            result = analyze(sources, dtype, done, jobs, unreadable)
     else:
-        result = analyze(sources, dtype, done, jobs)
+        result = analyze(sources, dtype, done, jobs, unreadable)
     if not result.scans:
         warn("no readable input")
         raise typer.Exit(Exit.NO_INPUT)
     if as_json:
         typer.echo(json.dumps(analysis_json(result), indent=2))
     else:
-        console.print(report(result, quiet))
+        console.print(report(result, quiet), crop=False)
     raise typer.Exit(Exit.OK if result.verdict.kind is VerdictKind.NO_FAILURE else Exit.FOUND)
 
 
@@ -155,7 +158,7 @@ def explain_cmd(
     world_size: Annotated[Optional[int], typer.Option(min=1, help="Ranks in the process group.")] = None,
     tp: Annotated[Optional[int], typer.Option(min=1, help="Tensor-parallel degree.")] = None,
     dtype: Annotated[str, typer.Option(help="Element type for bytes and times.")] = "float32",
-    as_json: Annotated[bool, typer.Option("--json", help="Print the machine-readable result (schema_version 1).")]
+    as_json: Annotated[bool, typer.Option("--json", help="Print the machine-readable result (schema_version 2).")]
     = False,
 ) -> None:
     """Say what tensor an element count is, and what it is not: exact matches only.

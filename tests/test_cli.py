@@ -19,7 +19,7 @@ def test_demo_incident_json_contract():
     r = runner.invoke(app, ["analyze-log", EXAMPLE, "--json"], catch_exceptions=False)
     assert (r.exit_code, r.stderr) == (1, "")
     j = json.loads(r.stdout)
-    assert j["schema_version"] == 1
+    assert j["schema_version"] == 2
     assert len(j["records"]) == 7
     assert j["verdict"]["kind"] == "lagging_rank"
     assert j["verdict"]["culprit_ranks"] == [5]
@@ -27,6 +27,9 @@ def test_demo_incident_json_contract():
     assert j["verdict"]["seq"] == 2841
     codes = [f["code"] for f in j["verdict"]["findings"]]
     assert codes[:2] == ["lagging-rank", "size-not-the-cause"]
+    assert j["verdict"]["chain"][0].startswith("ranks 0-4, 6-7 wait in PG 0 (default) #2841")
+    assert j["job"]["world_size"] == 8 and j["job"]["roots"] == [5]
+    assert j["problems"] == []
     assert "\x1b[" not in r.stdout
 
 
@@ -40,8 +43,8 @@ def test_quiet_prints_only_the_verdict():
 def test_full_report_sections():
     r = runner.invoke(app, ["analyze-log", EXAMPLE], env={"COLUMNS": "120"}, catch_exceptions=False)
     assert r.exit_code == 1
-    for part in ("verdict: lagging_rank", "ranks (PG 0 (default_pg))", "findings", "size-not-the-cause",
-                 "next steps", "no timeout line"):
+    for part in ("verdict: lagging_rank", "who waits for whom", "ranks, folded by state", "findings",
+                 "size-not-the-cause", "next steps", "silent, culprit", "0-4, 6-7"):
         assert part in r.stdout
 
 

@@ -31,18 +31,20 @@ def test_real_dumps_alone(scenario, kind, culprits, seq, culprit_line):
     a = run(REAL / scenario / "dumps")
     v = a.verdict
     assert (v.kind.value, v.culprit_ranks, v.seq) == (kind, culprits, seq)
-    fr = a.flight_recorder[0]
-    frames = {rank: frame for rank, _, frame in fr.stacks}
-    assert frames[culprits[0]].file.endswith("tools/incident.py")
-    assert frames[culprits[0]].line == culprit_line
+    works = [w for p in a.job.rank(culprits[0]).positions for w in p.works]
+    at_seq = [w for w in works if w.seq == seq and not w.p2p]
+    frame = (at_seq or sorted(works, key=lambda w: w.order))[-1].frame
+    assert frame.file.endswith("tools/incident.py")
+    assert frame.line == culprit_line
 
 
 def test_text_and_dumps_together():
-    """Given both, the text verdict stands and the dumps add their evidence."""
+    """Given both, the verdict stands and the dumps add exact members and frames to the job model."""
     a = run(REAL / "barrier")
-    codes = [f.code for f in a.verdict.findings]
     assert a.verdict.kind.value == "collective_mismatch" and a.verdict.culprit_ranks == (0,)
-    assert "flight-recorder" in codes
+    default = next(g for g in a.job.groups if g.id.guid == "0")
+    assert (default.members, default.source.value) == ((0, 1), "pg_config")
+    assert {p.source for s in a.job.ranks for p in s.positions} == {"dump"}
 
 
 def _dump(tmp_path, name="nccl_trace_rank_0"):
@@ -84,9 +86,11 @@ def test_truncated_dump_is_a_per_file_error(tmp_path):
 
 
 def test_missing_dump_is_reported_not_fatal(tmp_path):
+    """One rank's dump of a two-rank group: rank 1 is unknown and named as missing, not blamed."""
     a = run(_dump(tmp_path))
-    assert a.flight_recorder[0].missing_dumps == (1,)
-    assert any(f.code == "fr-missing-dumps" for f in a.verdict.findings)
+    assert any(f.code == "fr-missing-dumps" and "rank 1" in f.message for f in a.verdict.findings)
+    assert a.job.rank(1).ending.kind.value == "unknown"
+    assert a.verdict.unknown_ranks == (1,)
 
 
 def test_json_dump(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import os
 
 import pytest
@@ -24,7 +25,14 @@ def test_missing_file_is_reported_and_others_analysed(write):
     r = cli(str(good), "nope.log", "--quiet")
     assert r.exit_code == 1
     assert r.stderr == "ncclcheck: nope.log: no such file or directory\n"
-    assert "lagging_rank" in r.stdout or "all_ranks_stuck" in r.stdout
+    assert "incomplete_evidence" in r.stdout  # one rank's log alone cannot name the culprit
+
+
+def test_missing_file_is_in_the_json_too(write):
+    good = write("rank0.log", GOOD)
+    r = cli(str(good), "nope.log", "--json")
+    assert json.loads(r.stdout)["problems"] == [{"file": "nope.log", "message": "no such file or directory",
+                                                 "fatal": True}]
 
 
 def test_no_readable_input_exits_3(tmp_path):

@@ -39,6 +39,10 @@ BAD_STEP = 3
 
 def mesh_groups(rank: int) -> tuple[dist.ProcessGroup, dist.ProcessGroup]:
     """This rank's (tp, dp) groups of the 2 x 2 mesh."""
+    if os.environ.get("TORCH_DISTRIBUTED_DEBUG") == "DETAIL":  # its wrapper cannot split: every rank makes every group
+        tps = [dist.new_group(r, timeout=TIMEOUT, group_desc="tp") for r in ([0, 1], [2, 3])]
+        dps = [dist.new_group(r, timeout=TIMEOUT, group_desc="dp") for r in ([0, 2], [1, 3])]
+        return tps[rank // 2], dps[rank % 2]
     tp = dist.split_group(split_ranks=[[0, 1], [2, 3]], timeout=TIMEOUT, group_desc="tp")
     dp = dist.split_group(split_ranks=[[0, 2], [1, 3]], timeout=TIMEOUT, group_desc="dp")
     assert tp is not None and dp is not None

@@ -78,6 +78,9 @@ class Entry:
     timeout_ms: int | None
     is_p2p: bool
     frames: tuple[Frame, ...]
+    pg_id: str | None = None  # the rank-local PG ID that pg_status is keyed by
+    record_id: int | None = None  # issue order across all of this rank's groups
+    peer: int | None = None  # p2p: the peer's rank in this group ("nccl:send 2->3", "nccl:recv 2<-1")
 
     @property
     def numel_in(self) -> int:
@@ -148,12 +151,13 @@ def _entry(e: Mapping[str, Any]) -> Entry:
         for f in e.get("frames") or () if isinstance(f, Mapping)
     )
     op = str(e.get("profiling_name", "?"))
+    peer = re.search(r"(?:->|<-)\s*(\d+)\s*$", op)
     return Entry(
         pg=name,
         pg_desc=desc,
         seq=seq,
         p2p_seq=_int(e.get("p2p_seq_id")),
-        op=op.split(":", 1)[1] if op.startswith("nccl:") else op,
+        op=(op.split(":", 1)[1] if op.startswith("nccl:") else op).split(" ", 1)[0],
         input_sizes=_sizes(e.get("input_sizes")),
         output_sizes=_sizes(e.get("output_sizes")),
         dtypes=tuple(str(d) for d in e.get("input_dtypes") or ()),
@@ -161,6 +165,9 @@ def _entry(e: Mapping[str, Any]) -> Entry:
         timeout_ms=_int(e.get("timeout_ms")),
         is_p2p=bool(e.get("is_p2p", False)) or op.startswith(("nccl:send", "nccl:recv")),
         frames=frames,
+        pg_id=str(e["pg_id"]) if _int(e.get("pg_id")) is not None else None,
+        record_id=_int(e.get("record_id")),
+        peer=int(peer[1]) if peer else None,
     )
 
 

@@ -60,6 +60,7 @@ _F_SHAPE = re.compile(r"TensorShape=(\[[^\]]*\])")
 _F_IN = re.compile(r"NumelIn=(\d+)")
 _F_OUT = re.compile(r"NumelOut=(\d+)")
 _F_TIMEOUT = re.compile(r"Timeout\(ms\)=(\d+)")
+_GLOG_CLOCK = re.compile(r"\[[EWIF]\d{4} (\d\d):(\d\d):(\d\d(?:\.\d+)?)")
 _F_RANFOR = re.compile(r"ranfor(\d+)milliseconds")
 _MSG_RANK = re.compile(r"\[(?:PG[^\[\]]*?)?Rank(-?\d+)\](?=(?:Watchdogcaught|Work|Caught|CollectiveWork))")
 _WORK_DONE = re.compile(r"beforetimingout|timedoutin(?:blockingwait|calltowait)|\)\Z")
@@ -67,7 +68,7 @@ _WORK_DONE = re.compile(r"beforetimingout|timedoutin(?:blockingwait|calltowait)|
 # --- status lines ------------------------------------------------------------------
 _PG_PREFIX = re.compile(r"\[(PG[^\[\]]*?)Rank(-?\d+)\]")
 _PG_INNER = re.compile(
-    r"^PG(?:ID(?P<id>\d+)PGGUID(?P<guid>\d+)|GUID(?P<guid2>\d+)|(?P<uid>\d+))?(?:\((?P<desc>[^)]*)\))?$"
+    r"^PG(?:ID(?P<id>\d+)PGGUID(?P<guid>[^()]+?)|GUID(?P<guid2>[^()]+?)|(?P<uid>\d+))?(?:\((?P<desc>[^)]*)\))?$"
 )
 _STATUS = (
     (
@@ -434,6 +435,7 @@ class LogParser:
                 evidence=evidence,
                 loc=loc,
                 error=error,
+                clock_s=_clock(text),
             )
         )
 
@@ -605,6 +607,12 @@ class LogParser:
         k = (key, value, who.rank)
         if k not in self._facts:
             self._facts[k] = Fact(who, key, value[:300], loc)
+
+
+def _clock(text: str) -> float | None:
+    """Seconds since midnight from a c10 log header (``[E1122 11:18:45.006097316 ...``)."""
+    m = _GLOG_CLOCK.search(text, 0, 300)
+    return int(m[1]) * 3600 + int(m[2]) * 60 + float(m[3]) if m else None
 
 
 def _field(pattern: re.Pattern[str], text: str) -> int | None:

@@ -68,6 +68,7 @@ class WorkMention:
     evidence: str  # watchdog_timeout | thread_terminated | what | blocking_wait | async_exception | ...
     loc: Loc
     error: str | None = None  # async_exception: the NCCL error raised on this work (not a timeout)
+    clock_s: float | None = None  # time of day of the glog header, in seconds (no date: compare within a job only)
 
 
 @dataclass(frozen=True)

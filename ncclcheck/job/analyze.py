@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from ncclcheck.evidence.reader import Source
 from ncclcheck.evidence.scan import scan_all
-from ncclcheck.evidence.types import FileScan
+from ncclcheck.evidence.types import FileScan, InputProblem
 from ncclcheck.job.model import Analysis
 from ncclcheck.job.records import merge_records
 from ncclcheck.job.verdict import decide
@@ -17,8 +18,14 @@ def analyze(
     dtype: str = "float32",
     on_done: Callable[[FileScan], None] | None = None,
     workers: int | None = None,
+    problems: Sequence[InputProblem] = (),
 ) -> Analysis:
-    """Scan every source, merge the timeout records and decide the verdict."""
+    """Scan every source, merge the timeout records and decide the verdict.
+
+    ``problems`` are inputs that could not even be opened (found while resolving paths); they are
+    reported with the problems found while reading, so that the result names every input.
+    """
     scans = list(scan_all(list(sources), on_done, workers))
     readable = [s for s in scans if not any(p.fatal for p in s.problems)]
-    return decide(readable, merge_records(readable), dtype)
+    a = decide(readable, merge_records(readable), dtype)
+    return replace(a, problems=(*problems, *(p for s in scans for p in s.problems)))

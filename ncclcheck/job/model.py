@@ -1,13 +1,21 @@
-"""The result of analyze-log: merged timeout records, the verdict and the per-rank table."""
+"""The one job model every verdict reasons over.
+
+A job is global ranks and process groups.  A group is keyed by its ID *and* GUID (two
+groups of a mesh can share an ID), with its members when some source tells them.  Each
+rank has a position in each group it was seen in (last enqueued / started / completed, the
+work it is stuck in) and an ending (timed out, NCCL error, exception, killed, exited,
+still running, silent, or unknown when no input came from it).  The wait-for graph links a
+rank stuck in a group to the members it waits for; its sinks are the roots.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
 
-from ncclcheck.evidence.types import PG, FileScan, Loc, RankError
+from ncclcheck.evidence.frdump import Frame
+from ncclcheck.evidence.types import PG, FileScan, InputProblem, LiveStack, Loc, RankError
 from ncclcheck.findings import Finding
-from ncclcheck.job.franalysis import FrResult
 
 
 @dataclass(frozen=True)
@@ -31,6 +39,7 @@ class Record:
     loc: Loc
     path_rank: int | None = None
     locs: tuple[Loc, ...] = ()
+    started_s: float | None = None  # when the work started, time of day (header clock minus ran-for)
 
     @property
     def who(self) -> int | None:
@@ -41,40 +50,205 @@ class Record:
         return None
 
 
+@dataclass(frozen=True)
+class GroupId:
+    """A process group's identity: ID and GUID (either may be unknown) and its description."""
+
+    id: str | None = None
+    guid: str | None = None
+    desc: str | None = None
+
+    @property
+    def key(self) -> tuple[str | None, str | None]:
+        return (self.id, self.guid)
+
+    def label(self) -> str:
+        """``PG 2 (dp, GUID 1f107ed8)``: short enough to read, precise enough to tell groups apart."""
+        name = f"PG {self.id}" if self.id is not None else "PG ?"
+        extra = [d for d in (self.desc,) if d and d != "default_pg"]
+        if self.desc == "default_pg":
+            extra.append("default")
+        if self.guid and self.guid != self.id:
+            extra.append(f"GUID {self.guid[:8]}" if len(self.guid) > 12 else f"GUID {self.guid}")
+        return name + (f" ({', '.join(extra)})" if extra else "")
+
+    def to_pg(self) -> PG:
+        return PG(self.id, self.guid, self.desc)
+
+
+class MemberSource(str, Enum):
+    """Where a group's membership came from, strongest first."""
+
+    PG_CONFIG = "pg_config"  # flight-recorder dumps list every member
+    INIT_LINES = "init_lines"  # every member printed its "initialization options" line
+    DEFAULT_GROUP = "default_group"  # the world group holds every rank
+    PARTIAL = "partial"  # some members are known (status or init lines), others are not
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Group:
+    """A process group and who is in it."""
+
+    id: GroupId
+    members: tuple[int, ...]  # global ranks known to be members
+    size: int | None
+    source: MemberSource
+
+    @property
+    def exact(self) -> bool:
+        return self.source in (MemberSource.PG_CONFIG, MemberSource.INIT_LINES, MemberSource.DEFAULT_GROUP)
+
+
+@dataclass(frozen=True)
+class Work:
+    """One collective or p2p operation as one rank issued it; ``op`` in the WorkNCCL spelling (ALLREDUCE)."""
+
+    group: GroupId
+    seq: int | None
+    op: str | None
+    numel_in: int | None = None
+    numel_out: int | None = None
+    sizes: tuple[tuple[int, ...], ...] = ()
+    dtypes: tuple[str, ...] = ()
+    p2p: bool = False
+    peer: int | None = None  # global rank of the p2p peer
+    state: str = "scheduled"  # scheduled | started | completed | timed_out | failed
+    frame: Frame | None = None
+    timeout_ms: int | None = None
+    ran_for_ms: int | None = None
+    order: float = 0  # issue order on its rank (dump record id; start time or line in logs): the earliest stuck work
+    loc: Loc | None = None
+
+    def signature(self) -> tuple[object, ...]:
+        """What every member must agree on at one sequence number."""
+        return (self.op, self.sizes or (self.numel_in,), self.dtypes)
+
+    def describe(self) -> str:
+        what = (self.op or "?").lower()
+        if self.numel_in is not None:
+            what += f" of {self.numel_in:,} element{'' if self.numel_in == 1 else 's'}"
+        return what
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where one rank is in one group."""
+
+    rank: int
+    group: GroupId
+    group_rank: int | None
+    last_enqueued: int | None
+    last_started: int | None
+    last_completed: int | None
+    stuck: Work | None  # the work of this group this rank timed out in, or that is still pending
+    works: tuple[Work, ...] = ()  # every recorded work of this group (dumps), by sequence
+    source: str = "logs"
+
+
+class EndKind(str, Enum):
+    """How a rank ended, in the JSON contract's spelling."""
+
+    TIMED_OUT = "timed_out"
+    NCCL_ERROR = "nccl_error"
+    EXCEPTION = "exception"
+    KILLED = "killed"
+    EXITED = "exited"
+    ABORTED = "aborted"  # ended by the watchdog's abort or the launcher after another rank's failure
+    RUNNING = "running"
+    SILENT = "silent"  # its input says nothing of a failure
+    UNKNOWN = "unknown"  # no input from this rank
+
+
+@dataclass(frozen=True)
+class Ending:
+    """A rank's ending, with the line that shows it."""
+
+    kind: EndKind
+    detail: str = ""
+    loc: Loc | None = None
+
+
+@dataclass(frozen=True)
+class RankState:
+    """Everything the inputs say about one global rank."""
+
+    rank: int
+    ending: Ending
+    positions: tuple[Position, ...]
+    stuck: Work | None  # the earliest work it is stuck in, over all its groups
+    first_error: RankError | None
+    files: tuple[str, ...]
+    live: LiveStack | None = None
+
+    @property
+    def present(self) -> bool:
+        return self.ending.kind is not EndKind.UNKNOWN
+
+
+class EdgeReason(str, Enum):
+    """Why a stuck rank waits for another."""
+
+    NOT_REACHED = "not_reached"  # the target never issued this sequence number in this group
+    BLOCKED_ELSEWHERE = "blocked_elsewhere"  # the target issued it but is itself stuck in earlier work
+    DIFFERENT_COLLECTIVE = "different_collective"  # the target issued another collective at this number
+    P2P_PEER = "p2p_peer"  # a send or receive waits for its one peer
+    UNKNOWN = "unknown"  # the target's position in this group is not in the inputs
+
+
+@dataclass(frozen=True)
+class Edge:
+    """``waiter`` is stuck in ``work`` and waits for ``target`` (None: members the inputs do not name)."""
+
+    waiter: int
+    work: Work
+    target: int | None
+    reason: EdgeReason
+    detail: str
+
+
+@dataclass(frozen=True)
+class Job:
+    """The whole job as the inputs describe it."""
+
+    world: int | None
+    ranks: tuple[RankState, ...]
+    groups: tuple[Group, ...]
+    edges: tuple[Edge, ...]
+    roots: tuple[int, ...]
+    records: tuple[Record, ...] = ()
+
+    def rank(self, r: int) -> RankState | None:
+        return next((s for s in self.ranks if s.rank == r), None)
+
+
 class VerdictKind(str, Enum):
     """The verdict classes, in the JSON contract's spelling."""
 
     LAGGING_RANK = "lagging_rank"
     COLLECTIVE_MISMATCH = "collective_mismatch"
     RANK_FAILED_FIRST = "rank_failed_first"
+    NCCL_ERROR = "nccl_error"
     ALL_RANKS_STUCK = "all_ranks_stuck"
     WATCHDOG_STUCK = "watchdog_stuck"
+    INCOMPLETE = "incomplete_evidence"
     NO_FAILURE = "no_failure"
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """The answer: what went wrong, who caused it, who was only waiting."""
+    """The answer: what went wrong, who caused it, who was only waiting, and the chain between them."""
 
     kind: VerdictKind
     summary: str
     culprit_ranks: tuple[int, ...] = ()
     waiting_ranks: tuple[int, ...] = ()
+    unknown_ranks: tuple[int, ...] = ()
     pg: PG | None = None
     seq: int | None = None
+    chain: tuple[str, ...] = ()
     findings: tuple[Finding, ...] = ()
     next_steps: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class RankRow:
-    """One rank's state for the report table."""
-
-    rank: int
-    state: str
-    record: Record | None
-    first_error: RankError | None
-    files: tuple[str, ...] = field(default=())
 
 
 @dataclass(frozen=True)
@@ -83,8 +257,7 @@ class Analysis:
 
     scans: tuple[FileScan, ...]
     records: tuple[Record, ...]
+    job: Job
     verdict: Verdict
-    rows: tuple[RankRow, ...]
     dtype: str
-    flight_recorder: tuple[FrResult, ...] = ()
-
+    problems: tuple[InputProblem, ...] = field(default=())  # every input that could not be read, or only in part

@@ -35,6 +35,7 @@ class _Builder:
     evidence: list[str] = field(default_factory=list)
     occurrences: int = 0
     locs: list[Loc] = field(default_factory=list)
+    started_s: float | None = None
 
     def build(self) -> Record:
         return Record(
@@ -55,6 +56,7 @@ class _Builder:
             loc=self.locs[0],
             path_rank=self.path_rank,
             locs=tuple(self.locs),
+            started_s=self.started_s,
         )
 
 
@@ -85,6 +87,8 @@ def _merge_work(builders: list[_Builder], w: WorkMention) -> None:
             setattr(b, name, value)
     if b.path_rank is None:
         b.path_rank = w.who.path_rank
+    if b.started_s is None and w.clock_s is not None and w.ran_for_ms is not None:
+        b.started_s = w.clock_s - w.ran_for_ms / 1000
     if w.evidence not in b.evidence:
         b.evidence.append(w.evidence)
     b.occurrences += 1
@@ -92,15 +96,22 @@ def _merge_work(builders: list[_Builder], w: WorkMention) -> None:
 
 
 def _merge_status(builders: list[_Builder], s: StatusMention) -> None:
-    for b in builders:
-        if (
+    def fits(b: _Builder, same_group_rank: bool) -> bool:
+        return (
             b.seq == s.seq
             and _same_process(b, s.who.global_rank, s.who.path_rank)
-            and (b.global_rank is not None and s.who.global_rank is not None or _agree(b.rank, s.rank))
+            and (_agree(b.rank, s.rank) if same_group_rank or b.global_rank is None or s.who.global_rank is None
+                 else True)
             and (b.pg is None or b.pg == s.pg)
-        ):
-            break
-    else:
+        )
+
+    # One process times out in several groups at once: the group rank tells their lines apart;
+    # only where it disagrees everywhere (a stale "[Rank N]") does the process identity alone decide.
+    # The status line follows its own watchdog line: of the candidates, take the nearest one above it.
+    near = [b for b in builders if fits(b, True)] or [b for b in builders if fits(b, False)]
+    above = [b for b in near if b.locs and b.locs[-1].file == s.loc.file and b.locs[-1].line <= s.loc.line]
+    b = max(above, key=lambda b: b.locs[-1].line) if above else (near[0] if near else None)
+    if b is None:
         b = _Builder(s.rank, s.who.global_rank, s.who.path_rank, None, s.seq)
         builders.append(b)
     b.pg = b.pg or s.pg

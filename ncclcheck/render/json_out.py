@@ -1,6 +1,8 @@
-"""The ``--json`` contract of ``analyze-log``: stable, versioned, no markup.
+"""The ``--json`` contract of ``analyze-log``: stable, versioned, complete, no markup.
 
-Record field names follow the conformance files in ``../shared/conformance``.
+Record field names follow the conformance files in ``../shared/conformance``.  Version 2 adds the
+job model (groups with members, each rank's ending and positions, the wait-for edges and roots),
+the verdict's chain and unknown ranks, and every input problem.
 """
 
 from __future__ import annotations
@@ -9,9 +11,9 @@ from typing import Any
 
 from ncclcheck.evidence.types import PG, Loc
 from ncclcheck.findings import Finding
-from ncclcheck.job.model import Analysis, Record
+from ncclcheck.job.model import Analysis, Edge, Group, GroupId, Position, RankState, Record, Work
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def pg_json(pg: PG | None) -> dict[str, Any] | None:
@@ -57,9 +59,56 @@ def finding_json(f: Finding) -> dict[str, Any]:
     }
 
 
+def group_json(g: GroupId) -> dict[str, Any]:
+    """A group's identity."""
+    return {"id": g.id, "guid": g.guid, "desc": g.desc}
+
+
+def work_json(w: Work | None) -> dict[str, Any] | None:
+    """One work as a rank issued it."""
+    if w is None:
+        return None
+    return {
+        "group": group_json(w.group), "seq": w.seq, "op": w.op, "numel_in": w.numel_in, "numel_out": w.numel_out,
+        "sizes": [list(s) for s in w.sizes], "dtypes": list(w.dtypes), "p2p": w.p2p, "peer": w.peer,
+        "state": w.state, "timeout_ms": w.timeout_ms, "ran_for_ms": w.ran_for_ms,
+        "frame": None if w.frame is None else {"name": w.frame.name, "file": w.frame.file, "line": w.frame.line},
+        "at": None if w.loc is None else loc_json(w.loc),
+    }
+
+
+def _position(p: Position) -> dict[str, Any]:
+    return {"group": group_json(p.group), "group_rank": p.group_rank, "last_enqueued": p.last_enqueued,
+            "last_started": p.last_started, "last_completed": p.last_completed, "stuck": work_json(p.stuck),
+            "source": p.source}
+
+
+def _rank(s: RankState) -> dict[str, Any]:
+    e = s.first_error
+    return {
+        "rank": s.rank,
+        "ending": {"kind": s.ending.kind.value, "detail": s.ending.detail,
+                   "at": None if s.ending.loc is None else loc_json(s.ending.loc)},
+        "stuck": work_json(s.stuck),
+        "positions": [_position(p) for p in s.positions],
+        "first_error": None if e is None else {"kind": e.kind.value, "message": e.message, "at": loc_json(e.loc)},
+        "files": list(s.files),
+    }
+
+
+def _group(g: Group) -> dict[str, Any]:
+    return {**group_json(g.id), "members": list(g.members), "size": g.size, "members_source": g.source.value}
+
+
+def _edge(e: Edge) -> dict[str, Any]:
+    return {"waiter": e.waiter, "target": e.target, "reason": e.reason.value, "detail": e.detail,
+            "work": work_json(e.work)}
+
+
 def analysis_json(a: Analysis) -> dict[str, Any]:
     """The whole result."""
     v = a.verdict
+    job = a.job
     events: dict[str, list[dict[str, Any]]] = {
         "dump_signals": [
             {"global_rank": d.who.global_rank, "pg": pg_json(d.pg), "from_rank": d.from_rank,
@@ -88,6 +137,16 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
             {"rank": e.who.rank, "kind": e.kind.value, "message": e.message, "at": loc_json(e.loc)}
             for s in a.scans for e in s.errors
         ],
+        "nccl_errors": [
+            {"rank": w.who.rank, "group_rank": w.rank, "seq": w.seq, "op_type": w.op_type, "error": w.error,
+             "at": loc_json(w.loc)}
+            for s in a.scans for w in s.works if w.evidence == "async_exception"
+        ],
+        "group_inits": [
+            {"global_rank": g.global_rank, "pg": pg_json(g.pg), "group_rank": g.group_rank, "size": g.size,
+             "timeout_ms": g.timeout_ms, "at": loc_json(g.loc)}
+            for s in a.scans for g in s.group_inits
+        ],
         "elastic_failures": [
             {"rank": f.rank, "local_rank": f.local_rank, "exitcode": f.exitcode, "pid": f.pid, "signal": f.signal,
              "host": f.host, "time": f.time, "root_cause": f.root_cause, "at": loc_json(f.loc)}
@@ -107,9 +166,10 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "inputs": [
             {"file": s.file, "path_rank": s.path_rank, "lines": s.lines, "bytes": s.bytes_read,
-             "ranks_seen": list(s.ranks_seen)}
+             "ranks_seen": list(s.ranks_seen), "kind": "dump" if s.dump is not None else "live" if s.live else "log"}
             for s in a.scans
         ],
+        "problems": [{"file": p.file, "message": p.message, "fatal": p.fatal} for p in a.problems],
         "dtype_assumed": a.dtype,
         "records": [record_json(r) for r in a.records],
         "verdict": {
@@ -117,36 +177,27 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
             "summary": v.summary,
             "culprit_ranks": list(v.culprit_ranks),
             "waiting_ranks": list(v.waiting_ranks),
+            "unknown_ranks": list(v.unknown_ranks),
             "pg": pg_json(v.pg),
             "seq": v.seq,
+            "chain": list(v.chain),
             "findings": [finding_json(f) for f in v.findings],
             "next_steps": list(v.next_steps),
         },
-        "ranks": [
-            {"rank": row.rank, "state": row.state,
-             "record": None if row.record is None else f"{row.record.loc}",
-             "first_error": None if row.first_error is None else
-             {"kind": row.first_error.kind.value, "message": row.first_error.message,
-              "at": loc_json(row.first_error.loc)}}
-            for row in a.rows
-        ],
+        "job": {
+            "world_size": job.world,
+            "groups": [_group(g) for g in job.groups],
+            "ranks": [_rank(s) for s in job.ranks],
+            "edges": [_edge(e) for e in job.edges],
+            "roots": [r for r in job.roots if r >= 0],
+            "trail_leaves_inputs": any(r < 0 for r in job.roots),
+        },
         "events": events,
         "flight_recorder": {
             "dumps": [
                 {"file": s.file, "rank": s.dump.rank, "version": s.dump.version, "entries": len(s.dump.entries),
                  "pg_status": {k: dict(v) for k, v in s.dump.pg_status.items()}}
                 for s in a.scans if s.dump is not None
-            ],
-            "process_groups": [
-                {"pg": r.pg, "desc": r.pg_desc, "kind": r.kind, "seq": r.seq, "culprit_ranks": list(r.culprit_ranks),
-                 "waiting_ranks": list(r.waiting_ranks), "message": r.message, "missing_dumps": list(r.missing_dumps),
-                 "source": "flight_recorder",
-                 "stacks": [{"rank": rank, "what": what,
-                             "frame": None if f is None else {"name": f.name, "file": f.file, "line": f.line}}
-                            for rank, what, f in r.stacks],
-                 "ranks": [{"rank": st.rank, "last_completed": st.last_completed, "last_started": st.last_started,
-                            "last_scheduled": st.last_scheduled} for st in r.states]}
-                for r in a.flight_recorder
             ],
         },
     }

@@ -1,4 +1,8 @@
-"""The human report of ``analyze-log``: verdict first, then the ranks, findings and next steps."""
+"""The human report of ``analyze-log``: verdict, chain, ranks folded by state, findings, next steps.
+
+Ranks with the same state print as one row with their rank ranges, so a job of thousands of
+ranks with one straggler reads in a few lines; ``--json`` keeps every rank.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +14,12 @@ from rich.table import Table
 from rich.text import Text
 
 from ncclcheck.findings import Finding, Severity
-from ncclcheck.job.model import Analysis, VerdictKind
+from ncclcheck.job.model import Analysis, EndKind, RankState, VerdictKind
+from ncclcheck.ranks import ranges
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+MAX_ROWS = 12
+MAX_CHAIN = 10
 
 
 def _n(v: int | None) -> str:
@@ -24,41 +31,49 @@ def verdict_panel(a: Analysis) -> Panel:
     v = a.verdict
     ok = v.kind is VerdictKind.NO_FAILURE
     body = Text(v.summary)
-    if v.culprit_ranks:
-        body.append("\nculprit rank(s): ", style="bold")
-        body.append(", ".join(map(str, v.culprit_ranks)))
-    if v.waiting_ranks:
-        body.append("\nwaiting rank(s): ", style="bold")
-        body.append(", ".join(map(str, v.waiting_ranks)))
-    return Panel(body, title=f"verdict: {v.kind.value}", title_align="left",
-                 border_style="green" if ok else "red")
+    for label, ranks in (("culprit", v.culprit_ranks), ("waiting", v.waiting_ranks), ("unknown", v.unknown_ranks)):
+        if ranks:
+            body.append(f"\n{label} rank(s): ", style="bold")
+            body.append(ranges(ranks))
+    return Panel(body, title=f"verdict: {v.kind.value}", title_align="left", border_style="green" if ok else "red")
 
 
-def rank_table(a: Analysis) -> Table | None:
-    """One row per rank seen: state, the collective, counters and first error."""
-    if not a.rows:
-        return None
-    pg = a.verdict.pg.label() if a.verdict.pg else "process group"
-    t = Table(title=f"ranks ({pg})", title_justify="left")
-    t.add_column("rank", justify="right", no_wrap=True)
-    t.add_column("state")
-    t.add_column("SeqNum", justify="right", no_wrap=True)
-    t.add_column("op", overflow="fold")
-    t.add_column("NumelIn/Out", justify="right", overflow="fold")
-    t.add_column("timeout/ran (s)", justify="right", overflow="fold")
-    t.add_column("enq/done", justify="right", overflow="fold")
-    t.add_column("first error", overflow="fold")
-    for row in a.rows:
-        r = row.record
-        err = "" if row.first_error is None else f"{row.first_error.kind.value}: {row.first_error.message[:50]}"
-        if r is None:
-            t.add_row(str(row.rank), row.state, "", "", "", "", "", err)
-            continue
-        numel = f"{_n(r.numel_in)}/{_n(r.numel_out)}" if r.numel_in is not None or r.numel_out is not None else ""
-        secs = "/".join("" if v is None else f"{v / 1000:g}" for v in (r.timeout_ms, r.ran_for_ms))
-        counters = "" if r.last_enqueued is None else f"{r.last_enqueued}/{r.last_completed}"
-        t.add_row(str(row.rank), row.state, _n(r.seq), r.op_type or "", numel, secs, counters, err)
-    return t
+def _state_key(s: RankState, culprits: set[int]) -> tuple:
+    w = s.stuck
+    where = None if w is None else (w.group.label(), w.seq, w.op, w.numel_in, w.numel_out, w.timeout_ms)
+    p = next((p for p in s.positions if w is not None and p.group == w.group), None)
+    counters = None if p is None else (p.last_enqueued, p.last_completed)
+    return (s.rank in culprits, s.ending.kind.value, where, counters)
+
+
+def rank_table(a: Analysis) -> tuple[Table | None, int]:
+    """Ranks folded by identical state; returns the table and how many states did not fit."""
+    job = a.job
+    if not job.ranks:
+        return None, 0
+    culprits = set(a.verdict.culprit_ranks)
+    rows: dict[tuple, list[RankState]] = {}
+    for s in job.ranks:
+        rows.setdefault(_state_key(s, culprits), []).append(s)
+    order = sorted(rows, key=lambda k: (not k[0], k[1] == EndKind.UNKNOWN.value, min(r.rank for r in rows[k])))
+    t = Table(title="ranks, folded by state", title_justify="left")
+    t.add_column("ranks", overflow="fold")
+    t.add_column("state", overflow="fold")
+    t.add_column("stuck in", overflow="fold")
+    t.add_column("NumelIn", justify="right", no_wrap=True)
+    t.add_column("enq/done", justify="right", no_wrap=True)
+    t.add_column("evidence", overflow="fold")
+    for key in order[:MAX_ROWS]:
+        states = rows[key]
+        s = states[0]
+        w = s.stuck
+        state = s.ending.kind.value.replace("_", " ") + (", culprit" if key[0] else "")
+        stuck = "" if w is None else f"{w.group.label()} #{w.seq} {w.op or '?'}"
+        counters = "" if key[3] is None or key[3][0] is None else f"{key[3][0]}/{key[3][1]}"
+        loc = s.ending.loc or (w.loc if w is not None else None)
+        evidence = "" if loc is None else str(loc) + (f" (+{len(states) - 1})" if len(states) > 1 else "")
+        t.add_row(ranges(r.rank for r in states), state, stuck, _n(w.numel_in if w else None), counters, evidence)
+    return t, max(0, len(order) - MAX_ROWS)
 
 
 def finding_lines(findings: Sequence[Finding], max_evidence: int | None = None) -> list[Text]:
@@ -82,14 +97,32 @@ def report(a: Analysis, quiet: bool = False) -> RenderableType:
     parts: list[RenderableType] = [verdict_panel(a)]
     if quiet:
         return Group(*parts)
-    table = rank_table(a)
+    if a.verdict.chain:
+        parts.append(Text("who waits for whom", style="bold underline"))
+        chain = list(a.verdict.chain)
+        if len(chain) > MAX_CHAIN:
+            chain = chain[: MAX_CHAIN - 1] + [f"... {len(chain) - MAX_CHAIN + 1} more lines in --json"]
+        parts += [Text(f"  {line}") for line in chain]
+    table, hidden = rank_table(a)
     if table is not None:
         parts.append(table)
-    if a.verdict.findings:
+        if hidden:
+            parts.append(Text(f"... {hidden} more states in --json", style="dim"))
+    findings = [f for f in a.verdict.findings if f.code != a.verdict.kind.value.replace("_", "-")]
+    if findings:
         parts.append(Text("findings", style="bold underline"))
-        parts += finding_lines(a.verdict.findings, max_evidence=6)
+        parts += finding_lines(findings, max_evidence=6)
     if a.verdict.next_steps:
         parts.append(Text("next steps", style="bold underline"))
         for i, step in enumerate(a.verdict.next_steps, 1):
-            parts.append(Text(f"{i}. {step}"))
+            parts += step_lines(i, step)
     return Group(*parts)
+
+
+def step_lines(i: int, step: str) -> list[Text]:
+    """A numbered step; a command in it (``export ...``) goes on its own line, never wrapped, so it pastes whole."""
+    cut = step.find("export ")
+    if cut < 0:
+        return [Text(f"{i}. {step}")]
+    return [Text(f"{i}. {step[:cut].rstrip()}"),
+            Text(f"   {step[cut:]}", no_wrap=True, overflow="ignore")]

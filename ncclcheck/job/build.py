@@ -1,0 +1,427 @@
+"""Build the job model from evidence: every text log, dump and live stack into one :class:`Job`.
+
+What each source contributes:
+
+* timeout records (watchdog and status lines): a rank's stuck work in one group, with the
+  group's counters; ``[rankN]:`` prefixes and log paths give the global rank, ``[Rank N]`` the
+  rank inside the group (kept apart);
+* dump-signal lines: a rank's counters in a group even where it printed no timeout;
+* ``initialization options`` lines: group rank, group size and global rank of each member;
+* flight-recorder dumps: exact members (``pg_config``), every recorded work per group with its
+  sizes, state, Python frame and p2p peer, and the issue order across groups;
+* errors, async NCCL errors, torchrun's failure table and live stacks: how each rank ended.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ncclcheck.evidence.frdump import Dump, Entry, numel
+from ncclcheck.evidence.types import PG, ErrorKind, FileScan, LiveStack, RankError, WorkMention
+from ncclcheck.job.graph import wait_for
+from ncclcheck.job.model import (
+    Ending,
+    EndKind,
+    Group,
+    GroupId,
+    Job,
+    MemberSource,
+    Position,
+    RankState,
+    Record,
+    Work,
+)
+from ncclcheck.transfer import GATHER_SCATTER_OPS
+
+REAL_FAILURES = {ErrorKind.OOM, ErrorKind.CUDA, ErrorKind.EXCEPTION}
+# Signals that end a rank on its own account; SIGABRT is the watchdog's abort, SIGTERM torchrun's clean-up.
+FATAL_SIGNALS = {"SIGKILL", "SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE"}
+_DEFAULT_KEY = ("guid", "0")
+# Status lines alone ("failure detected by watchdog") follow errors as well as timeouts.
+_NOT_TIMEOUT = {"failure_detected", "exception_detected"}
+
+
+def _is_default(pg: PG | GroupId | None) -> bool:
+    return pg is not None and (pg.desc == "default_pg" or pg.guid == "0" or (pg.guid is None and pg.id == "0"))
+
+
+def group_key(pg: PG | GroupId | None) -> tuple[str, str]:
+    """Groups are told apart by GUID where one is known (IDs repeat across a mesh), else by ID."""
+    if pg is None:
+        return ("unknown", "")
+    if _is_default(pg):
+        return _DEFAULT_KEY
+    if pg.guid is not None:
+        return ("guid", pg.guid)
+    if pg.id is not None:
+        return ("id", pg.id)
+    return ("unknown", "")
+
+
+@dataclass
+class _GroupB:
+    id: str | None = None
+    guid: str | None = None
+    desc: str | None = None
+    members: dict[int, int | None] = field(default_factory=dict)  # global -> group rank
+    exact: tuple[int, ...] | None = None
+    size: int | None = None
+
+    def absorb(self, pg: PG | GroupId | None) -> None:
+        if pg is None:
+            return
+        self.id = self.id if self.id is not None else pg.id
+        self.guid = self.guid if self.guid is not None else pg.guid
+        self.desc = self.desc or pg.desc or None
+
+    def gid(self) -> GroupId:
+        return GroupId(self.id, self.guid, self.desc)
+
+
+@dataclass
+class _PosB:
+    group_rank: int | None = None
+    enq: int | None = None
+    started: int | None = None
+    done: int | None = None
+    stuck: Work | None = None
+    works: list[Work] = field(default_factory=list)
+    source: str = "logs"
+
+
+def _hi(a: int | None, b: int | None) -> int | None:
+    vals = [v for v in (a, b) if v is not None and v >= 0]
+    return max(vals) if vals else (a if a is not None else b)
+
+
+class _Builder:
+    def __init__(self, scans: Sequence[FileScan], records: Sequence[Record]) -> None:
+        self.scans = scans
+        self.records = records
+        self.groups: dict[tuple[str, str], _GroupB] = {}
+        self.pos: dict[tuple[int, tuple[str, str]], _PosB] = {}
+        self.files: dict[int, set[str]] = defaultdict(set)
+        self.seen: set[int] = set()
+        self.async_errors: dict[tuple[int, int | None], WorkMention] = {}
+
+    def group(self, pg: PG | GroupId | None) -> tuple[str, str]:
+        key = group_key(pg)
+        g = self.groups.setdefault(key, _GroupB())
+        g.absorb(pg)
+        if key == _DEFAULT_KEY:
+            g.id, g.guid, g.desc = g.id or "0", g.guid or "0", g.desc or "default_pg"
+        return key
+
+    def at(self, rank: int, key: tuple[str, str]) -> _PosB:
+        return self.pos.setdefault((rank, key), _PosB())
+
+    def member(self, key: tuple[str, str], rank: int, group_rank: int | None) -> None:
+        g = self.groups[key]
+        if g.members.get(rank) is None:
+            g.members[rank] = group_rank
+
+    # ------------------------------------------------------------------ text evidence
+    def from_records(self) -> None:
+        self.async_errors = {}
+        for s in self.scans:
+            for w in s.works:
+                rank = w.who.rank if w.who.rank is not None else w.rank
+                if w.evidence == "async_exception" and rank is not None:
+                    self.async_errors.setdefault((rank, w.seq), w)
+        keyed = {self.group(r.pg) for r in self.records if r.pg is not None}
+        only = next(iter(keyed)) if len(keyed) == 1 else None
+        for rec in self.records:
+            rank = self._record_rank(rec)
+            if rank is None:
+                continue
+            pg = rec.pg
+            key = self.group(pg) if pg is not None else (only if only is not None else self.group(None))
+            self.member(key, rank, rec.rank)
+            p = self.at(rank, key)
+            p.group_rank = p.group_rank if p.group_rank is not None else rec.rank
+            p.enq, p.done = _hi(p.enq, rec.last_enqueued), _hi(p.done, rec.last_completed)
+            if rec.seq is not None:
+                p.enq = _hi(p.enq, rec.seq)
+            timed_out = bool(set(rec.evidence) - _NOT_TIMEOUT)
+            err = self.async_errors.get((rank, rec.seq))
+            op = rec.op_type or (err.op_type if err else None)
+            numel = rec.numel_in if rec.numel_in is not None else (err.numel_in if err else None)
+            order = rec.started_s * 1000 if rec.started_s is not None else rec.loc.line
+            work = Work(self.groups[key].gid(), rec.seq, op, numel, rec.numel_out,
+                        p2p=(op or "") in ("SEND", "RECV"), state="timed_out" if timed_out else "failed",
+                        timeout_ms=rec.timeout_ms, ran_for_ms=rec.ran_for_ms, order=order, loc=rec.loc)
+            if not timed_out:
+                continue  # an error on this work, not a wait: the rank's ending says what failed
+            if p.stuck is None or (work.seq is not None and (p.stuck.seq is None or work.seq < p.stuck.seq)):
+                p.stuck = work
+
+    @staticmethod
+    def _record_rank(rec: Record) -> int | None:
+        """The global rank; the message's group rank stands in only where the group is the world."""
+        if rec.global_rank is not None:
+            return rec.global_rank
+        if rec.path_rank is not None:
+            return rec.path_rank
+        if rec.pg is None or _is_default(rec.pg):
+            return rec.rank
+        return None
+
+    def from_text(self) -> None:
+        for s in self.scans:
+            for r in s.ranks_seen:
+                self.seen.add(r)
+                self.files[r].add(s.file)
+            for d in s.dump_signals:
+                rank = d.who.rank
+                if rank is None or d.pg is None:
+                    continue
+                key = self.group(d.pg)
+                p = self.at(rank, key)
+                p.enq, p.done = _hi(p.enq, d.last_enqueued), _hi(p.done, d.last_completed)
+                self.member(key, rank, None)
+            for gi in s.group_inits:
+                rank = gi.global_rank if gi.global_rank is not None else gi.who.rank
+                if rank is None:
+                    continue
+                key = self.group(gi.pg)
+                self.member(key, rank, gi.group_rank)
+                g = self.groups[key]
+                g.size = g.size or gi.size
+            for st in s.statuses:
+                if st.who.global_rank is not None and st.pg is not None and st.pg != PG():
+                    self.member(self.group(st.pg), st.who.global_rank, st.rank)
+            for w in s.works:
+                if w.evidence != "async_exception":
+                    continue
+                rank = w.who.rank if w.who.rank is not None else w.rank
+                if rank is None:
+                    continue
+                self.seen.add(rank)
+                self.files[rank].add(s.file)
+
+    # ------------------------------------------------------------------ dumps
+    def from_dumps(self) -> None:
+        for s in self.scans:
+            if s.dump is not None and s.dump.rank is not None:
+                self._dump(s.dump, s.file)
+
+    def _dump(self, d: Dump, file: str) -> None:
+        rank = d.rank
+        assert rank is not None
+        self.seen.add(rank)
+        self.files[rank].add(file)
+        descs = {e.pg: e.pg_desc for e in d.entries if e.pg_desc}
+        ids = {e.pg: e.pg_id for e in d.entries if e.pg_id is not None}
+        for name, ranks in d.pg_ranks.items():
+            gid = GroupId(ids.get(name) or ("0" if name == "0" else None), name, descs.get(name) or d.pg_desc.get(name))
+            key = self.group(gid)
+            g = self.groups[key]
+            if ranks:
+                g.exact = tuple(sorted(ranks))
+                g.size = len(ranks)
+                for i, r in enumerate(ranks):
+                    self.member(key, r, i)
+        by_pg: dict[str, list[Entry]] = defaultdict(list)
+        for e in d.entries:
+            by_pg[e.pg].append(e)
+        for name, entries in by_pg.items():
+            gid = GroupId(ids.get(name) or ("0" if name == "0" else None), name, descs.get(name))
+            key = self.group(gid)
+            members = self.groups[key].exact
+            p = self.at(rank, key)
+            p.source = "dump"
+            status = d.pg_status.get(ids.get(name) or name, {})
+            coll = [e for e in entries if not e.is_p2p and e.seq is not None]
+            works = [self._work(self.groups[key].gid(), e, members) for e in sorted(entries, key=_order)]
+            p.works = works
+            for e in coll:
+                p.enq = _hi(p.enq, e.seq)
+                if e.state in ("started", "completed"):
+                    p.started = _hi(p.started, e.seq)
+                if e.state == "completed":
+                    p.done = _hi(p.done, e.seq)
+            p.enq = _hi(p.enq, status.get("last_enqueued_collective"))
+            p.started = _hi(p.started, status.get("last_started_collective"))
+            p.done = _hi(p.done, status.get("last_completed_collective"))
+            pending = [w for w in works if w.state != "completed"]
+            if pending:
+                first = pending[0]
+                old = p.stuck
+                if old is not None and old.seq == first.seq and not first.p2p:
+                    first = Work(first.group, first.seq, first.op, first.numel_in, first.numel_out, first.sizes,
+                                 first.dtypes, first.p2p, first.peer, "timed_out", first.frame,
+                                 old.timeout_ms or first.timeout_ms, old.ran_for_ms, first.order, old.loc)
+                p.stuck = first
+
+    @staticmethod
+    def _work(gid: GroupId, e: Entry, members: tuple[int, ...] | None) -> Work:
+        peer = None
+        if e.peer is not None:
+            peer = members[e.peer] if members and e.peer < len(members) else e.peer if gid.guid == "0" else None
+        return Work(gid, e.p2p_seq if e.is_p2p else e.seq, op_name(e.op), e.numel_in,
+                    sum(numel(s) for s in e.output_sizes) if e.output_sizes else None, e.input_sizes, e.dtypes,
+                    e.is_p2p, peer, e.state, e.user_frame(), e.timeout_ms, None, e.record_id or 0, None)
+
+    # ------------------------------------------------------------------ the whole job
+    def world(self) -> int | None:
+        sizes: list[int] = []
+        d = self.groups.get(_DEFAULT_KEY)
+        if d is not None and d.size:
+            sizes.append(d.size)
+        for s in self.scans:
+            sizes += [int(f.value) for f in s.facts if f.key == "world_size"]
+            sizes += [e.rank + 1 for e in s.elastic if e.rank is not None]
+            for ds in s.desync:
+                sizes += [max(r) + 1 for *_, r in ds.snapshot if r]
+        for g in self.groups.values():
+            if g.exact:
+                sizes.append(max(g.exact) + 1)
+        for r in self.records:
+            small, big = sorted((r.numel_in or 0, r.numel_out or 0))
+            if small and big > small and big % small == 0 and r.op_type in GATHER_SCATTER_OPS and _is_default(r.pg):
+                sizes.append(big // small)
+        return max(sizes) if sizes else None
+
+    def job(self) -> Job:
+        self.from_records()
+        self.from_text()
+        self.from_dumps()
+        world = self.world()
+        live = {ls.global_rank: ls for s in self.scans for ls in s.live}
+        for r in live:
+            self.seen.add(r)
+        groups = self._groups(world)
+        gid_of = {k: g.id for k, g in zip(self.groups, groups, strict=True)}
+        positions: dict[int, list[Position]] = defaultdict(list)
+        for (rank, key), p in sorted(self.pos.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+            gid = gid_of[key]
+            stuck = p.stuck if p.stuck is None else _regroup(p.stuck, gid)
+            positions[rank].append(Position(rank, gid, p.group_rank, p.enq, p.started, p.done, stuck,
+                                            tuple(_regroup(w, gid) for w in p.works), p.source))
+        ranks = set(self.seen) | set(positions)
+        if world:
+            ranks |= set(range(world))
+        for g in groups:
+            ranks |= set(g.members)
+        states = [self._rank_state(r, positions.get(r, []), live.get(r)) for r in sorted(ranks)]
+        edges, roots = wait_for(states, groups)
+        return Job(world, tuple(states), tuple(groups), tuple(edges), tuple(roots), tuple(self.records))
+
+    def _groups(self, world: int | None) -> list[Group]:
+        out = []
+        for key, g in self.groups.items():
+            members = tuple(sorted(g.members))
+            if g.exact:
+                out.append(Group(g.gid(), g.exact, len(g.exact), MemberSource.PG_CONFIG))
+            elif key == _DEFAULT_KEY and (world or g.size):
+                n = g.size or world or 0
+                out.append(Group(g.gid(), tuple(range(n)), n, MemberSource.DEFAULT_GROUP))
+            elif g.size and len(members) >= g.size:
+                out.append(Group(g.gid(), members, g.size, MemberSource.INIT_LINES))
+            elif key == ("unknown", "") and world:
+                out.append(Group(g.gid(), tuple(range(world)), world, MemberSource.DEFAULT_GROUP))
+            else:
+                out.append(Group(g.gid(), members, g.size, MemberSource.PARTIAL if members else MemberSource.UNKNOWN))
+        return out
+
+    def _rank_state(self, rank: int, positions: list[Position], live: LiveStack | None) -> RankState:
+        stuck_works = [p.stuck for p in positions if p.stuck is not None]
+        stuck = min(stuck_works, key=_stuck_order) if stuck_works else None
+        first_error = self._first_error(rank)
+        return RankState(rank, self._ending(rank, positions, first_error, live), tuple(positions), stuck,
+                         first_error, tuple(sorted(self.files.get(rank, ()))), live)
+
+    def _first_error(self, rank: int) -> RankError | None:
+        for s in self.scans:
+            for e in s.errors:
+                if e.who.rank == rank:
+                    return e
+        return None
+
+    def _ending(self, rank: int, positions: list[Position], err: RankError | None, live: LiveStack | None) -> Ending:
+        elastic = [f for s in self.scans for f in s.elastic if f.rank == rank]
+        for f in elastic:
+            if f.signal in FATAL_SIGNALS:
+                return Ending(EndKind.KILLED, f"killed by {f.signal} (exit code {f.exitcode}), no traceback", f.loc)
+        timeouts = [p.stuck for p in positions if p.stuck is not None and p.stuck.state == "timed_out"]
+        first_timeout = min((w.loc.line for w in timeouts if w.loc is not None), default=None)
+        if err is not None and err.kind in REAL_FAILURES:
+            before = first_timeout is None or not any(
+                w.loc is not None and w.loc.file == err.loc.file and w.loc.line < err.loc.line for w in timeouts)
+            if before:
+                return Ending(EndKind.EXCEPTION, err.message, err.loc)
+        for s in self.scans:
+            for w in s.works:
+                if w.evidence == "async_exception" and (w.who.rank == rank or (w.who.rank is None and w.rank == rank)):
+                    op = f"{w.op_type} #{w.seq}" if w.op_type else "a collective"
+                    return Ending(EndKind.NCCL_ERROR, f"NCCL error in {op}: {_first_sentence(w.error)}", w.loc)
+        if err is not None and err.kind is ErrorKind.CONNECTION and not timeouts:
+            return Ending(EndKind.NCCL_ERROR, err.message, err.loc)
+        if timeouts:
+            w = min(timeouts, key=_stuck_order)
+            return Ending(EndKind.TIMED_OUT, f"timed out in {w.describe()} #{w.seq}", w.loc)
+        exited = self._exited(rank)
+        if exited is not None:
+            return exited
+        for f in elastic:
+            if f.signal or (f.exitcode or 0) != 0:
+                how = f"{f.signal} (exit code {f.exitcode})" if f.signal else f"exit code {f.exitcode}"
+                if f.signal in ("SIGABRT", "SIGTERM"):
+                    who = "the watchdog's abort" if f.signal == "SIGABRT" else "the launcher stopping it"
+                    return Ending(EndKind.ABORTED, f"ended by {how}: {who}, after a failure", f.loc)
+                return Ending(EndKind.EXCEPTION, f"exited with {how}", f.loc)
+        if live is not None:
+            where = f"in {live.collective}" if live.collective else "in host code"
+            return Ending(EndKind.RUNNING, f"still running, {where}", live.loc)
+        if rank in self.seen:
+            return Ending(EndKind.SILENT, "its input shows no timeout, error or exit")
+        return Ending(EndKind.UNKNOWN, "no input from this rank")
+
+    def _exited(self, rank: int) -> Ending | None:
+        """A rank missing from a torchrun failure table that lists its other ranks exited with status 0."""
+        for s in self.scans:
+            listed = {f.rank for f in s.elastic if f.rank is not None}
+            if listed and rank not in listed and rank in self.seen:
+                lo, hi = min(listed | {rank}), max(listed | {rank})
+                if len(listed) == hi - lo and all(r in listed or r == rank for r in range(lo, hi + 1)):
+                    return Ending(EndKind.EXITED, "not in torchrun's failure table, which lists the ranks around "
+                                  "it: it exited with status 0 while the others still needed it", s.elastic[0].loc)
+        return None
+
+
+def _first_sentence(text: str | None) -> str:
+    if not text:
+        return "async exception"
+    cut = text.split(", NCCL version")[0]
+    return cut if len(cut) <= 160 else cut[:157] + "..."
+
+
+def op_name(op: str) -> str:
+    """A dump's ``all_reduce`` / ``_all_gather_base`` in the log's spelling: ``ALLREDUCE`` / ``_ALLGATHER_BASE``."""
+    up = op.upper()
+    for a, b in (("ALL_REDUCE", "ALLREDUCE"), ("ALL_GATHER", "ALLGATHER"), ("ALL_TO_ALL", "ALLTOALL")):
+        up = up.replace(a, b)
+    return up
+
+
+def _order(e: Entry) -> int:
+    return e.record_id if e.record_id is not None else (e.seq or e.p2p_seq or 0)
+
+
+def _stuck_order(w: Work) -> int:
+    """Dumps order works across groups (record id); logs by the line where the timeout was printed."""
+    return w.order
+
+
+def _regroup(w: Work, gid: GroupId) -> Work:
+    if w.group == gid:
+        return w
+    return Work(gid, w.seq, w.op, w.numel_in, w.numel_out, w.sizes, w.dtypes, w.p2p, w.peer, w.state, w.frame,
+                w.timeout_ms, w.ran_for_ms, w.order, w.loc)
+
+
+def build_job(scans: Sequence[FileScan], records: Sequence[Record]) -> Job:
+    """Every source into one job: ranks, groups, positions, endings and the wait-for graph."""
+    return _Builder(scans, records).job()

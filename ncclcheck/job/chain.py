@@ -1,0 +1,98 @@
+"""The chain of who waits for whom, as lines a person reads from the waiters to the root.
+
+Edges are folded twice so that thousands of ranks read like a few lines: one waiter's edges of
+one reason become a target set, and waiters with the same work, reason and targets become one
+rank set ("ranks 0-516, 518-1023 wait in PG 0 #120 for rank 517").
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from ncclcheck.job.model import Edge, EdgeReason, EndKind, GroupId, Job, RankState
+from ncclcheck.ranks import rank_phrase
+
+_MANY = {
+    EdgeReason.NOT_REACHED: "they never issued it",
+    EdgeReason.UNKNOWN: "the inputs hold nothing from them",
+    EdgeReason.BLOCKED_ELSEWHERE: "each of them is stuck in earlier work of another group",
+    EdgeReason.DIFFERENT_COLLECTIVE: "they issued other collectives at that number",
+    EdgeReason.P2P_PEER: "they never posted the matching operation",
+}
+
+
+def _distances(job: Job, roots: Sequence[int]) -> dict[int, int]:
+    """Hops from each waiter to a root, following the edges backwards."""
+    into: dict[int | None, list[int]] = defaultdict(list)
+    for e in job.edges:
+        into[e.target].append(e.waiter)
+    dist: dict[int, int] = {r: 0 for r in roots}
+    frontier = list(roots) + ([] if roots else [None])  # type: ignore[list-item]
+    while frontier:
+        nxt = []
+        for t in frontier:
+            for w in into.get(t, ()):
+                if w not in dist:
+                    dist[w] = dist.get(t, 0) + 1 if t is not None else 1
+                    nxt.append(w)
+        frontier = nxt
+    return dist
+
+
+def root_words(s: RankState) -> str:
+    """What a rank that waits for no one did instead, in words."""
+    e = s.ending
+    if e.kind is EndKind.SILENT:
+        return ("printed no timeout, error or exit: it never arrived (busy in host code, slow, hung, or it exited "
+                "without an error)")
+    if e.kind is EndKind.ABORTED and s.stuck is None:
+        by = "the launcher stopped it (SIGTERM)" if "SIGTERM" in e.detail else "it was aborted (SIGABRT)"
+        return f"printed no timeout or error: it never arrived, and was still running when {by}"
+    if e.kind is EndKind.UNKNOWN:
+        return ("left nothing in these inputs (no log, no dump): a rank that exited, crashed or was killed writes "
+                "no dump; its own log says which")
+    if e.kind is EndKind.RUNNING and s.live is not None:
+        frame = next((f for t in s.live.threads[:1] for f in t.frames if "/torch/" not in f.file), None)
+        return f"is {e.detail}" + (f" at {frame.file}:{frame.line} ({frame.name})" if frame else "")
+    return e.detail
+
+
+def chain_lines(job: Job, roots: Sequence[int], limit: int | None = None) -> tuple[str, ...]:
+    """From the farthest waiters to the root(s), then what the roots did."""
+    per_waiter: dict[tuple[int, GroupId, int | None, EdgeReason], list[Edge]] = defaultdict(list)
+    for e in job.edges:
+        per_waiter[(e.waiter, e.work.group, e.work.seq, e.reason)].append(e)
+    folded: dict[tuple[GroupId, int | None, EdgeReason, tuple[int | None, ...]], list[int]] = defaultdict(list)
+    sample: dict[tuple[GroupId, int | None, EdgeReason, tuple[int | None, ...]], Edge] = {}
+    for (waiter, group, seq, reason), edges in per_waiter.items():
+        targets = tuple(sorted({e.target for e in edges}, key=lambda t: -1 if t is None else t))
+        key = (group, seq, reason, targets)
+        folded[key].append(waiter)
+        sample.setdefault(key, edges[0])
+    dist = _distances(job, roots)
+    order = sorted(folded, key=lambda k: (-max(dist.get(w, 0) for w in folded[k]), min(folded[k])))
+    lines = []
+    for key in order:
+        group, seq, reason, targets = key
+        waiters = folded[key]
+        e = sample[key]
+        named = [t for t in targets if t is not None]
+        whom = "members not named in these inputs" if not named else rank_phrase(named, job.world, waiters)
+        why = e.detail if len(targets) == 1 else _MANY[reason]
+        verb = "waits" if len(waiters) == 1 else "wait"
+        lines.append(f"{rank_phrase(waiters, job.world)} {verb} in {group.label()} #{seq} ({e.work.describe()}) "
+                     f"for {whom}: {why}.")
+    waiters = {e.waiter for e in job.edges}
+    for r in roots:
+        s = job.rank(r)
+        if s is None or s.ending.kind is EndKind.UNKNOWN or r in waiters or s.stuck is not None:
+            continue
+        lines.append(f"rank {r} {root_words(s)}; it waits for no one: it is the root.")
+    waiting = sorted(waiters - set(roots))
+    if waiting and roots:
+        lines.append(f"{rank_phrase(waiting, job.world).capitalize()} {'is' if len(waiting) == 1 else 'are'} only "
+                     "waiting.")
+    if limit is not None and len(lines) > limit:
+        lines = lines[: limit - 1] + [f"... {len(lines) - limit + 1} more lines in --json."]
+    return tuple(lines)

@@ -1,0 +1,229 @@
+"""Findings attached to a verdict: size arithmetic, counters, detectors, stacks, and next steps."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ncclcheck.evidence.frdump import user_frame
+from ncclcheck.evidence.types import ErrorKind, FileScan, Mismatch
+from ncclcheck.findings import Finding, Severity
+from ncclcheck.job.model import Group, Job, Record, VerdictKind, Work
+from ncclcheck.ranks import ranges, rank_phrase
+from ncclcheck.transfer import DTYPE_BYTES, FABRICS, collective_bytes, human_bytes, human_seconds, transfer_seconds
+
+FR_ENV = (
+    "TORCH_FR_BUFFER_SIZE=2000 TORCH_FR_DUMP_ON_TIMEOUT=1 TORCH_FR_DUMP_TEMP_FILE=/tmp/nccl_trace_rank_ "
+    "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 TORCH_NCCL_DEBUG_INFO_TEMP_FILE=/tmp/nccl_trace_rank_"
+)
+FR_EXPORT = f"export {FR_ENV}"
+
+
+def size_finding(w: Work, dtype: str, group: Group | None) -> Finding | None:
+    """Is the size the cause? Almost never: the arithmetic on four fabrics says so."""
+    item = DTYPE_BYTES.get(dtype, 4)
+    nbytes = collective_bytes(w.op, w.numel_in, w.numel_out, item)
+    if not nbytes:
+        return None
+    n = group.size if group is not None and group.size and group.size > 1 else None
+    times = [(f.name, transfer_seconds(nbytes, w.op, n, f)) for f in FABRICS]
+    slowest = max(t for _, t in times)
+    if slowest <= 0:
+        return None
+    timeout = (w.timeout_ms or 600_000) / 1000
+    table = "; ".join(f"{name} {human_seconds(t)}" for name, t in times)
+    ranks = f"{n} ranks" if n else "any number of ranks (upper bound)"
+    count = max(c for c in (w.numel_in, w.numel_out) if c is not None)
+    msg = (f"{w.op or 'The collective'} of {count:,} elements is {human_bytes(nbytes)} if {dtype} (an assumption: "
+           f"the log does not print the dtype). With the bus factor for {ranks} it takes: {table}.")
+    loc = (w.loc,) if w.loc is not None else ()
+    if slowest * 10 < timeout:
+        ratio = timeout / slowest
+        times_shorter = f"{ratio:,.0f}x" if ratio < 1e6 else "over a million times"
+        msg += (f" Even on 10 GbE that is {times_shorter} shorter than the {human_seconds(timeout)} timeout: the size "
+                "cannot explain the timeout. A rank never arrived, or the transport hung.")
+        explain = f"ncclcheck explain --numel {w.numel_in or w.numel_out} --model ... (or --config config.json)"
+        return Finding(Severity.INFO, "size-not-the-cause", msg, loc,
+                       f"Do not raise the timeout or shrink the tensor; find the rank that did not join. What tensor it "
+                       f"is: {explain}.")
+    return Finding(Severity.WARNING, "size-plausible", msg + " On a slow network the size alone comes close to the "
+                   "timeout.", loc, "Check which fabric NCCL used (NCCL_DEBUG=INFO: 'Using network ...').")
+
+
+def counter_findings(records: Sequence[Record]) -> list[Finding]:
+    """What the watchdog's own numbers say: a late watchdog, garbage counters, a first collective."""
+    out: list[Finding] = []
+    for r in records:
+        if r.ran_for_ms and r.timeout_ms and r.ran_for_ms > r.timeout_ms * 1.05:
+            late = (r.ran_for_ms - r.timeout_ms) / 1000
+            out.append(Finding(Severity.INFO, "watchdog-late",
+                               f"Rank {r.who}'s watchdog reported {human_seconds(late)} after the timeout expired: that "
+                               "process was itself stalled (busy GIL, blocked CUDA call) while waiting.", (r.loc,)))
+            break
+    for r in records:
+        if r.last_completed is not None and r.last_enqueued is not None and r.last_completed > r.last_enqueued:
+            out.append(Finding(Severity.INFO, "garbage-counter",
+                               f"Rank {r.who} printed last completed work {r.last_completed}, above last enqueued "
+                               f"{r.last_enqueued}: an uninitialised counter, ignored.", (r.loc,)))
+            break
+    never = [r for r in records if r.last_completed == -1]
+    if never:
+        out.append(Finding(
+            Severity.WARNING, "first-collective",
+            f"Nothing ever completed on this process group (last completed work -1 on "
+            f"{rank_phrase(r.who for r in never if r.who is not None)}): the hang is on its first collective, which "
+            "points at communicator set-up: interfaces, firewall, a rank that never created the group.",
+            tuple(r.loc for r in never)[:8], "Run `ncclcheck probe` on every node and compare the results."))
+    return out
+
+
+def detector_findings(scans: Sequence[FileScan]) -> list[Finding]:
+    """Who noticed first, NCCL's own warnings, the transport it used."""
+    out: list[Finding] = []
+    for s in scans:
+        d = next((d for d in s.dump_signals if d.from_rank is not None), None)
+        if d is not None:
+            out.append(Finding(Severity.INFO, "first-detector",
+                               f"Rank {d.from_rank} was the first to detect the timeout (dump signal received by rank "
+                               f"{d.who.rank}).", (d.loc,)))
+            break
+    warns = [e for s in scans for e in s.errors if e.kind in (ErrorKind.NCCL_WARN, ErrorKind.CONNECTION)]
+    for e in warns[:3]:
+        out.append(Finding(Severity.WARNING, "nccl-warn", f"Rank {e.who.rank}: {e.message}", (e.loc,)))
+    nets = sorted({f.value for s in scans for f in s.facts if f.key == "network"})
+    if nets:
+        loc = next(f.loc for s in scans for f in s.facts if f.key == "network")
+        out.append(Finding(Severity.INFO, "transport", f"NCCL used network transport: {', '.join(nets)}.", (loc,)))
+    return out
+
+
+def report_findings(scans: Sequence[FileScan]) -> list[Finding]:
+    """PyTorch's own desync report and the stack of each rank's failed collective."""
+    out: list[Finding] = []
+    for s in scans:
+        for d in s.desync:
+            lag = "; ".join(
+                f"{rank_phrase(x.ranks)} "
+                + ("never joined any collective" if x.never_joined else
+                   f"finished #{x.finished} but did not join #{x.did_not_join}" if x.did_not_join is not None else
+                   f"joined but did not finish #{x.did_not_finish}")
+                for x in d.lagging) or "no lagging rank named"
+            out.append(Finding(Severity.INFO, "desync-report",
+                               f"PyTorch's desync report (rank {d.reporting_rank}, timed out in {d.timeout_collective} "
+                               f"#{d.timeout_index}): {lag}. Its # counts differ from SeqNum.", (d.loc,)))
+    stacks = {st.who.rank: st for s in scans for st in s.stacks if st.who.rank is not None}
+    if stacks:
+        where = "; ".join(f"rank {r}: {st.frames[0].name} from {user_frame(st.frames)}" for r, st in
+                          sorted(stacks.items()))
+        out.append(Finding(Severity.INFO, "collective-stack",
+                           f"Where each rank issued its failed collective (PyTorch's stack trace): {where}.",
+                           tuple(st.loc for _, st in sorted(stacks.items()))[:8]))
+    return out
+
+
+def membership_findings(job: Job) -> list[Finding]:
+    """Say where the inputs do not tell who is in a group, or which dumps are missing."""
+    out: list[Finding] = []
+    stuck_groups = {s.stuck.group for s in job.ranks if s.stuck is not None}
+    for g in job.groups:
+        if g.id in stuck_groups and not g.exact:
+            known = f" (known: {ranges(g.members)})" if g.members else ""
+            out.append(Finding(
+                Severity.WARNING, "members-unknown",
+                f"The members of {g.id.label()} are not in these inputs{known}: who its waiters wait for is partly "
+                "inferred.", (), "Flight-recorder dumps (pg_config) or TORCH_CPP_LOG_LEVEL=INFO ('initialization "
+                "options' lines) name every member."))
+    dumped = {s.rank for s in job.ranks for p in s.positions if p.source == "dump"}
+    if dumped:
+        expected = {m for g in job.groups if g.exact for m in g.members}
+        missing = sorted(expected - dumped)
+        if missing:
+            out.append(Finding(Severity.WARNING, "fr-missing-dumps",
+                               f"No flight-recorder dump from {rank_phrase(missing)} (the dumps' pg_config lists them): "
+                               "their positions come from text logs, or are unknown.", (),
+                               "Collect every rank's dump file (TORCH_FR_DUMP_TEMP_FILE prefix followed by the rank)."))
+    return out
+
+
+_FP_FIELD = re.compile(r"(OpType|TensorShape|TensorDtypes|SequenceNumber)=(\[[^\]]*\]|[^,)]*)")
+
+
+def fingerprint(text: str) -> str:
+    """``CollectiveFingerPrint(...)`` as op, shape and dtype (and sequence number when printed)."""
+    fields = {k: v for k, v in _FP_FIELD.findall(text)}
+    if not fields:
+        return text[:120]
+    parts = [fields.get("OpType", "?"), f"shape {fields['TensorShape']}" if "TensorShape" in fields else "",
+             fields.get("TensorDtypes", ""), f"seq {fields['SequenceNumber']}" if "SequenceNumber" in fields else ""]
+    return " ".join(p for p in parts if p)
+
+
+def mismatch_summary(ms: Sequence[Mismatch]) -> tuple[list[int], list[int], str]:
+    """TORCH_DISTRIBUTED_DEBUG=DETAIL's reports: each rank's collective, and who differs from the majority."""
+    ran: dict[int, str] = {}
+    for m in ms:
+        ran.setdefault(m.rank_a, fingerprint(m.fingerprint_a))
+        ran.setdefault(m.rank_b, fingerprint(m.fingerprint_b))
+    counts: dict[str, int] = {}
+    for fp in ran.values():
+        counts[fp] = counts.get(fp, 0) + 1
+    top = max(counts, key=lambda k: counts[k])
+    reporters = {m.rank_a for m in ms}
+    if list(counts.values()).count(counts[top]) > 1:  # a tie: PyTorch names its own rank first, the other differs
+        culprit = sorted({m.rank_b for m in ms} - reporters) or sorted({m.rank_b for m in ms})
+    else:
+        culprit = sorted(r for r, fp in ran.items() if fp != top)
+    waiting = sorted(r for r in ran if r not in culprit)
+    by_fp: dict[str, list[int]] = {}
+    for r, fp in ran.items():
+        by_fp.setdefault(fp, []).append(r)
+    where = "; ".join(f"{rank_phrase(rs)}: {fp}" for fp, rs in by_fp.items())
+    return culprit, waiting, f"TORCH_DISTRIBUTED_DEBUG=DETAIL found ranks running different collectives: {where}."
+
+
+def next_steps(kind: VerdictKind, culprits: Sequence[int], killed: bool = False,
+               missing: Sequence[int] = ()) -> tuple[str, ...]:
+    """What to do, by verdict kind."""
+    who = rank_phrase(culprits) if culprits else "the culprit rank"
+    record_next = f"Next time, capture flight-recorder dumps of every rank: {FR_EXPORT}"
+    if kind is VerdictKind.INCOMPLETE:
+        return (f"Collect the logs (or flight-recorder dumps) of {rank_phrase(missing)} and run again with all of "
+                "them: the culprit is among the ranks whose input is missing.",
+                "With torchrun: `--log-dir DIR --redirects 3 --tee 3` keeps one file per rank (DIR/attempt_0/<rank>/).",
+                record_next)
+    if kind is VerdictKind.RANK_FAILED_FIRST:
+        steps = [f"Fix the first error on {who}; the other ranks' timeouts are only its cascade.",
+                 "Raising the timeout will not help: the failed rank will never arrive."]
+        if killed:
+            steps.insert(0, "A kill by SIGKILL with no traceback is most often the kernel's OOM killer: on that host "
+                            "run `dmesg -T | grep -i -E 'killed process|out of memory'` (or check the container's "
+                            "memory limit and the job scheduler's log).")
+        return (*steps, record_next)
+    if kind is VerdictKind.NCCL_ERROR:
+        return ("An NCCL error is not a timeout: a peer went away or the network failed. Find the rank that died "
+                "first (its log ends early, or the launcher reports its exit) and the host's kernel log (`dmesg -T`).",
+                "Re-run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and run `ncclcheck probe` on every node.",
+                record_next)
+    if kind is VerdictKind.COLLECTIVE_MISMATCH:
+        return ("Make every rank issue the same collectives in the same order: look for collectives inside "
+                "rank-dependent branches (if rank == 0, early exits, uneven batches per rank, eval/logging/"
+                "checkpoint code).",
+                "Reproduce with TORCH_DISTRIBUTED_DEBUG=DETAIL: the mismatch becomes an immediate error that names "
+                "both collectives.", record_next)
+    if kind is VerdictKind.LAGGING_RANK:
+        return (f"Look at what {who} was doing instead of joining: while it hangs, `py-spy dump --pid <pid>` on "
+                "that rank (or `ncclcheck snapshot` on its node) shows its Python stack.",
+                "Typical causes: rank-0-only work (saving, evaluation, preprocessing), a slow data loader, "
+                "uneven data, a crash whose log is missing.", record_next,
+                "Raise the timeout only if the straggler is doing legitimate long work, and only around that phase.")
+    if kind is VerdictKind.ALL_RANKS_STUCK:
+        return ("Every rank waits in the same collective: suspect the transport. Run NCCL's own test on the same "
+                "GPUs (all_reduce_perf from nccl-tests) or `torchrun -m ncclcheck.bench`.",
+                "Re-run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET NCCL_DEBUG_FILE=/tmp/nccl.%h.%p.log and check "
+                "the interfaces NCCL picked; run `ncclcheck probe` on every node.",
+                "Try NCCL_P2P_DISABLE=1 or NCCL_IB_DISABLE=1 once, only to bisect a hardware path.", record_next)
+    if kind is VerdictKind.WATCHDOG_STUCK:
+        return ("The watchdog thread itself stopped making progress: a CUDA call or the GIL is blocked. Dump the "
+                "stacks of the stuck process (`py-spy dump --native --pid <pid>`).",
+                "Check `nvidia-smi` and `dmesg` for Xid errors on that host.")
+    return ()

@@ -1,0 +1,206 @@
+"""The wait-for graph: who each stuck rank waits for, across groups, down to the root(s).
+
+A rank stuck in work #s of group G waits for every member of G that has not reached #s, that
+issued a different collective at #s, or that reached it but is itself stuck in earlier work of
+another group.  A send or receive waits for its one peer.  Following edges across groups ends
+in ranks that wait for no one: dead, killed, exited, busy in host code, or silent.  Those are
+the roots; every other rank on the way is only waiting.  Where a group's members or a rank's
+input are missing, the edge points at "unknown" rather than at a guess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from ncclcheck.job.model import Edge, EdgeReason, EndKind, Group, Position, RankState, Work
+from ncclcheck.ranks import ranges
+
+_ENDED = {EndKind.EXCEPTION, EndKind.KILLED, EndKind.EXITED, EndKind.NCCL_ERROR, EndKind.ABORTED}
+
+
+def _same_work(a: Work, b: Work) -> bool:
+    return a.group == b.group and a.seq == b.seq and a.p2p == b.p2p
+
+
+def _differs(a: Work, b: Work) -> bool:
+    """Two ranks' works at one sequence number that cannot be the same collective."""
+    if a.op and b.op and a.op != b.op:
+        return True
+    if a.sizes and b.sizes:
+        return a.sizes != b.sizes or (bool(a.dtypes and b.dtypes) and a.dtypes != b.dtypes)
+    return a.numel_in is not None and b.numel_in is not None and a.numel_in != b.numel_in and a.op not in (
+        "ALLGATHER", "GATHER", "SCATTER", "ALLTOALL", "ALLTOALL_BASE", "REDUCE_SCATTER", "COALESCED")
+
+
+def _at(p: Position, seq: int | None) -> Work | None:
+    return next((w for w in p.works if not w.p2p and w.seq == seq), None)
+
+
+class _Graph:
+    def __init__(self, states: Sequence[RankState], groups: Sequence[Group]) -> None:
+        self.by_rank = {s.rank: s for s in states}
+        self.groups = {g.id: g for g in groups}
+        self.pos = {(s.rank, p.group): p for s in states for p in s.positions}
+        self.edges: list[tuple[int, Work, int | None, EdgeReason, str]] = []
+
+    def add(self, waiter: int, w: Work, target: int | None, reason: EdgeReason, detail: str) -> None:
+        self.edges.append((waiter, w, target, reason, detail))
+
+    def collective(self, s: RankState, w: Work) -> None:
+        g = self.groups.get(w.group)
+        members = [m for m in (g.members if g else ()) if m != s.rank]
+        before = len(self.edges)
+        for m in members:
+            self._member(s.rank, w, m)
+        known_all = g is not None and g.exact
+        # Members that completed this very number did something else with it: the waiter is the odd one out.
+        passed = any((p := self.pos.get((m, w.group))) is not None and p.last_completed is not None
+                     and w.seq is not None and p.last_completed >= w.seq for m in members)
+        if not known_all and not passed and len(self.edges) == before:
+            named = f" (known members: {ranges(g.members)})" if g and g.members else ""
+            self.add(s.rank, w, None, EdgeReason.UNKNOWN, f"its membership is not in these inputs{named}")
+
+    def _member(self, waiter: int, w: Work, m: int) -> None:
+        st = self.by_rank.get(m)
+        if st is None or st.ending.kind is EndKind.UNKNOWN:
+            self.add(waiter, w, m, EdgeReason.UNKNOWN, f"no input from rank {m}")
+            return
+        p = self.pos.get((m, w.group))
+        if p is None:
+            if st.stuck is not None:
+                self.add(waiter, w, m, EdgeReason.BLOCKED_ELSEWHERE,
+                         f"rank {m} is stuck in {_where(st.stuck)}")
+            elif st.ending.kind in _ENDED:
+                self.add(waiter, w, m, EdgeReason.NOT_REACHED, f"rank {m} {st.ending.detail}")
+            else:
+                self.add(waiter, w, m, EdgeReason.NOT_REACHED,
+                         f"rank {m} reported no work in {w.group.label()}: it never waited there")
+            return
+        mine = _at(p, w.seq)
+        if mine is None and p.stuck is not None and p.stuck.seq == w.seq and not p.stuck.p2p:
+            mine = p.stuck
+        if mine is not None and _differs(w, mine):
+            self.add(waiter, w, m, EdgeReason.DIFFERENT_COLLECTIVE,
+                     f"rank {m} issued {mine.describe()} as #{w.seq}, not {w.describe()}")
+            return
+        if mine is None and w.seq is not None and p.last_enqueued is not None and p.last_enqueued < w.seq:
+            self.add(waiter, w, m, EdgeReason.NOT_REACHED,
+                     f"rank {m} never issued #{w.seq} in {w.group.label()} (its last was #{p.last_enqueued})")
+            return
+        if st.stuck is not None and not _same_work(st.stuck, w):
+            if p.last_completed is not None and w.seq is not None and p.last_completed >= w.seq:
+                return  # it finished this work; it waits elsewhere, not on the waiter's account
+            self.add(waiter, w, m, EdgeReason.BLOCKED_ELSEWHERE, f"rank {m} is stuck in {_where(st.stuck)}")
+
+    def p2p(self, s: RankState, w: Work) -> None:
+        peer = w.peer
+        if peer is None:
+            g = self.groups.get(w.group)
+            self.add(s.rank, w, None, EdgeReason.UNKNOWN,
+                     f"its peer is not named in these inputs{'' if g is None else ' (' + g.id.label() + ')'}")
+            return
+        st = self.by_rank.get(peer)
+        if st is None or st.ending.kind is EndKind.UNKNOWN:
+            self.add(s.rank, w, peer, EdgeReason.UNKNOWN, f"no input from rank {peer}")
+            return
+        theirs = st.stuck
+        if theirs is not None and theirs.p2p and theirs.peer == s.rank:
+            return  # both sides posted: they wait together
+        if theirs is not None:
+            self.add(s.rank, w, peer, EdgeReason.BLOCKED_ELSEWHERE, f"rank {peer} is stuck in {_where(theirs)}")
+            return
+        verb = "send" if (w.op or "").upper().startswith("RECV") else "receive"
+        detail = f"rank {peer} never posted the matching {verb}"
+        if st.ending.kind in _ENDED:
+            detail += f": it {st.ending.detail}"
+        self.add(s.rank, w, peer, EdgeReason.P2P_PEER, detail)
+
+
+def _where(w: Work) -> str:
+    peer = f" with rank {w.peer}" if w.p2p and w.peer is not None else ""
+    return f"{w.describe()} #{w.seq}{peer} of {w.group.label()}"
+
+
+def _sccs(nodes: Iterable[int], out: dict[int, set[int]]) -> list[set[int]]:
+    """Strongly connected components (iterative Tarjan): mismatch cycles are one component."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    stack: list[int] = []
+    on: set[int] = set()
+    comps: list[set[int]] = []
+    counter = 0
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(out.get(root, ()))))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            nxt = next(it, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on.add(nxt)
+                    work.append((nxt, iter(sorted(out.get(nxt, ())))))
+                elif nxt in on:
+                    low[v] = min(low[v], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = set()
+                while True:
+                    x = stack.pop()
+                    on.discard(x)
+                    comp.add(x)
+                    if x == v:
+                        break
+                comps.append(comp)
+    return comps
+
+
+UNKNOWN_NODE = -1
+
+
+def roots_of(edges: Sequence[tuple[int, int | None]], stuck: Iterable[int]) -> list[set[int]]:
+    """The sink components reachable from the stuck ranks; ``UNKNOWN_NODE`` stands for unnamed members."""
+    out: dict[int, set[int]] = {}
+    for a, b in edges:
+        out.setdefault(a, set()).add(UNKNOWN_NODE if b is None else b)
+    reach: set[int] = set()
+    todo = [r for r in stuck if r in out]
+    while todo:
+        v = todo.pop()
+        if v in reach:
+            continue
+        reach.add(v)
+        todo.extend(out.get(v, ()))
+    comps = _sccs(sorted(reach), out)
+    sinks = []
+    for c in comps:
+        if all(t in c for v in c for t in out.get(v, ())):
+            sinks.append(c)
+    return sinks
+
+
+def wait_for(states: Sequence[RankState], groups: Sequence[Group]) -> tuple[list[Edge], list[int]]:
+    """(edges, roots) of the job; roots are ranks, ``UNKNOWN_NODE`` where the trail leaves the inputs."""
+    g = _Graph(states, groups)
+    for s in states:
+        if s.stuck is None:
+            continue
+        if s.stuck.p2p:
+            g.p2p(s, s.stuck)
+        else:
+            g.collective(s, s.stuck)
+    edges = [Edge(a, w, b, reason, detail) for a, w, b, reason, detail in g.edges]
+    sinks = roots_of([(e.waiter, e.target) for e in edges], [s.rank for s in states if s.stuck is not None])
+    roots = sorted({r for c in sinks for r in c})
+    return edges, roots
+
