@@ -6,28 +6,58 @@ from collections.abc import Iterable
 
 
 def ranges(ranks: Iterable[int]) -> str:
-    """``[0, 1, 2, 5, 7, 8]`` -> ``0-2, 5, 7-8``; empty -> ``none``."""
+    """``[0, 1, 2, 5, 7, 8]`` -> ``0-2, 5, 7-8``; strided runs too: ``0-504 by 8``; empty -> ``none``.
+
+    Data-parallel groups of a mesh are every n-th rank; printed one by one, 512 of them fill a screen.
+    """
     rs = sorted(set(ranks))
     if not rs:
         return "none"
     out: list[str] = []
-    start = prev = rs[0]
-    for r in rs[1:] + [None]:  # type: ignore[list-item]
-        if r is not None and r == prev + 1:
-            prev = r
-            continue
-        out.append(str(start) if start == prev else f"{start}-{prev}")
-        if r is not None:
-            start = prev = r
+    i = 0
+    while i < len(rs):
+        j = i + 1
+        if j < len(rs):
+            step = rs[j] - rs[i]
+            while j + 1 < len(rs) and rs[j + 1] - rs[j] == step:
+                j += 1
+            run = j - i + 1
+            if step == 1 and run >= 2:
+                out.append(f"{rs[i]}-{rs[j]}")
+                i = j + 1
+                continue
+            if step > 1 and run >= 4:
+                out.append(f"{rs[i]}-{rs[j]} by {step}")
+                i = j + 1
+                continue
+        out.append(str(rs[i]))
+        i += 1
     return ", ".join(out)
 
 
+def compact(ranks: Iterable[int], world: int | None = None) -> str:
+    """The ranges, or with the world size known ``all but <the rest>`` when that is shorter."""
+    rs = sorted(set(ranks))
+    direct = ranges(rs)
+    if world and len(rs) > world // 2 and rs and rs[-1] < world:
+        alt = f"all but {ranges(set(range(world)) - set(rs))}"
+        if len(alt) < len(direct):
+            return alt
+    return direct
+
+
 def rank_phrase(ranks: Iterable[int], world: int | None = None, exclude: Iterable[int] = ()) -> str:
-    """``rank 3``, ``ranks 0-2, 5``, or ``all 1023 other ranks`` when the set is everyone but ``exclude``."""
+    """``rank 3``, ``ranks 0-2, 5``, ``all 1023 other ranks``, or ``3577 ranks: all but 5-509 by 8, 512-519``.
+
+    With the world size known, a set of most ranks prints as its complement when that is shorter.
+    """
     rs = sorted(set(ranks))
     others = set(exclude)
     if world and others and len(rs) > 2 and set(rs) == set(range(world)) - others:
         return f"all {len(rs)} other ranks"
     if world and len(rs) == world and len(rs) > 2:
         return f"all {world} ranks"
-    return ("rank " if len(rs) == 1 else "ranks ") + ranges(rs)
+    text = compact(rs, world)
+    if text.startswith("all but"):
+        return f"{len(rs)} ranks: {text}"
+    return ("rank " if len(rs) == 1 else "ranks ") + text

@@ -8,6 +8,7 @@ line the parser acts on contains and that NCCL INFO chatter almost never does:
 * ``W`` WorkNCCL, Watchdog, NCCL WARN        * ``w`` every "... work: N" status line, watchdog
 * ``#`` desync report (``#315``)             * ``<`` interface lists (``eth0:10.0.0.1<0>``), ``<N/A>``
 * ``"`` Python traceback ``File "..."`` lines * ``+`` ``NCCL version 2.21.5+cuda12.4``
+* ``z`` ProcessGroupNCCL's "initialization options: size: N, global rank: R" (group membership)
 
 An anchored line is kept only if it also names something the parser looks for
 (checked on that one line), and is then handed over with ``BEFORE`` lines before and ``AFTER`` lines
@@ -31,11 +32,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-ANCHORS = (b"W", b"w", b"#", b"<", b'"', b"+")
+ANCHORS = (b"W", b"w", b"#", b"<", b'"', b"+", b"z")
 # An anchored line is taken (with its context) only if it also says one of these; checked on that line alone.
 _WANTED = re.compile(
     rb"WorkNCCL|[Ww]atchdog|NCCL WARN|NCCL work|work sequence|Timeout at collective|best knowledge|#\d|"
-    rb'File "|NCCL version|Using|<N/A>|error_file|Heartbeat|Received a|Detected mismatch|Error|Exception'
+    rb'File "|NCCL version|Using|<N/A>|error_file|Heartbeat|Received a|Detected mismatch|Error|Exception|'
+    rb"initialization options"
 )
 BEFORE = 8
 AFTER = 16

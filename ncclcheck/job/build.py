@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ncclcheck.evidence.frdump import Dump, Entry, numel
-from ncclcheck.evidence.types import PG, ErrorKind, FileScan, LiveStack, RankError, WorkMention
+from ncclcheck.evidence.types import PG, ElasticFailure, ErrorKind, FileScan, LiveStack, RankError, WorkMention
 from ncclcheck.job.graph import wait_for
 from ncclcheck.job.model import (
     Ending,
@@ -138,9 +138,9 @@ class _Builder:
                 continue
             pg = rec.pg
             key = self.group(pg) if pg is not None else (only if only is not None else self.group(None))
-            self.member(key, rank, rec.rank)
+            self.member(key, rank, rec.group_rank)
             p = self.at(rank, key)
-            p.group_rank = p.group_rank if p.group_rank is not None else rec.rank
+            p.group_rank = p.group_rank if p.group_rank is not None else rec.group_rank
             p.enq, p.done = _hi(p.enq, rec.last_enqueued), _hi(p.done, rec.last_completed)
             if rec.seq is not None:
                 p.enq = _hi(p.enq, rec.seq)
@@ -285,6 +285,7 @@ class _Builder:
         return max(sizes) if sizes else None
 
     def job(self) -> Job:
+        self._index()
         self.from_records()
         self.from_text()
         self.from_dumps()
@@ -333,15 +334,32 @@ class _Builder:
         return RankState(rank, self._ending(rank, positions, first_error, live), tuple(positions), stuck,
                          first_error, tuple(sorted(self.files.get(rank, ()))), live)
 
-    def _first_error(self, rank: int) -> RankError | None:
+    def _index(self) -> None:
+        """Per-rank lookups of errors, NCCL errors and launcher entries, built once."""
+        self.errors: dict[int, RankError] = {}
+        self.nccl_errors: dict[int, WorkMention] = {}
+        self.elastic: dict[int, list[ElasticFailure]] = defaultdict(list)
+        self.tables: list[tuple[set[int], ElasticFailure]] = []
         for s in self.scans:
             for e in s.errors:
-                if e.who.rank == rank:
-                    return e
-        return None
+                if e.who.rank is not None:
+                    self.errors.setdefault(e.who.rank, e)
+            for w in s.works:
+                rank = w.who.rank if w.who.rank is not None else w.rank
+                if w.evidence == "async_exception" and rank is not None:
+                    self.nccl_errors.setdefault(rank, w)
+            for f in s.elastic:
+                if f.rank is not None:
+                    self.elastic[f.rank].append(f)
+            listed = {f.rank for f in s.elastic if f.rank is not None}
+            if listed:
+                self.tables.append((listed, s.elastic[0]))
+
+    def _first_error(self, rank: int) -> RankError | None:
+        return self.errors.get(rank)
 
     def _ending(self, rank: int, positions: list[Position], err: RankError | None, live: LiveStack | None) -> Ending:
-        elastic = [f for s in self.scans for f in s.elastic if f.rank == rank]
+        elastic = self.elastic.get(rank, [])
         for f in elastic:
             if f.signal in FATAL_SIGNALS:
                 return Ending(EndKind.KILLED, f"killed by {f.signal} (exit code {f.exitcode}), no traceback", f.loc)
@@ -352,16 +370,15 @@ class _Builder:
                 w.loc is not None and w.loc.file == err.loc.file and w.loc.line < err.loc.line for w in timeouts)
             if before:
                 return Ending(EndKind.EXCEPTION, err.message, err.loc)
-        for s in self.scans:
-            for w in s.works:
-                if w.evidence == "async_exception" and (w.who.rank == rank or (w.who.rank is None and w.rank == rank)):
-                    op = f"{w.op_type} #{w.seq}" if w.op_type else "a collective"
-                    return Ending(EndKind.NCCL_ERROR, f"NCCL error in {op}: {_first_sentence(w.error)}", w.loc)
+        w = self.nccl_errors.get(rank)
+        if w is not None:
+            op = f"{w.op_type} #{w.seq}" if w.op_type else "a collective"
+            return Ending(EndKind.NCCL_ERROR, f"NCCL error in {op}: {_first_sentence(w.error)}", w.loc)
         if err is not None and err.kind is ErrorKind.CONNECTION and not timeouts:
             return Ending(EndKind.NCCL_ERROR, err.message, err.loc)
         if timeouts:
-            w = min(timeouts, key=_stuck_order)
-            return Ending(EndKind.TIMED_OUT, f"timed out in {w.describe()} #{w.seq}", w.loc)
+            first = min(timeouts, key=_stuck_order)
+            return Ending(EndKind.TIMED_OUT, f"timed out in {first.describe()} #{first.seq}", first.loc)
         exited = self._exited(rank)
         if exited is not None:
             return exited
@@ -375,19 +392,23 @@ class _Builder:
         if live is not None:
             where = f"in {live.collective}" if live.collective else "in host code"
             return Ending(EndKind.RUNNING, f"still running, {where}", live.loc)
+        pending = [p.stuck for p in positions if p.stuck is not None]
+        if pending:
+            first = min(pending, key=_stuck_order)
+            return Ending(EndKind.WAITING, f"its dump shows it waiting in {first.describe()} #{first.seq} "
+                          f"({first.state}); no timeout line in these inputs")
         if rank in self.seen:
             return Ending(EndKind.SILENT, "its input shows no timeout, error or exit")
         return Ending(EndKind.UNKNOWN, "no input from this rank")
 
     def _exited(self, rank: int) -> Ending | None:
         """A rank missing from a torchrun failure table that lists its other ranks exited with status 0."""
-        for s in self.scans:
-            listed = {f.rank for f in s.elastic if f.rank is not None}
-            if listed and rank not in listed and rank in self.seen:
+        for listed, first in self.tables:
+            if rank not in listed and rank in self.seen:
                 lo, hi = min(listed | {rank}), max(listed | {rank})
                 if len(listed) == hi - lo and all(r in listed or r == rank for r in range(lo, hi + 1)):
-                    return Ending(EndKind.EXITED, "not in torchrun's failure table, which lists the ranks around "
-                                  "it: it exited with status 0 while the others still needed it", s.elastic[0].loc)
+                    return Ending(EndKind.EXITED, "exited with status 0 while the others still needed it (torchrun's "
+                                  "failure table lists the ranks around it, not this one)", first.loc)
         return None
 
 

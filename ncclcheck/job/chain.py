@@ -44,8 +44,7 @@ def root_words(s: RankState) -> str:
     """What a rank that waits for no one did instead, in words."""
     e = s.ending
     if e.kind is EndKind.SILENT:
-        return ("printed no timeout, error or exit: it never arrived (busy in host code, slow, hung, or it exited "
-                "without an error)")
+        return "printed no timeout, error or exit: it never arrived"
     if e.kind is EndKind.ABORTED and s.stuck is None:
         by = "the launcher stopped it (SIGTERM)" if "SIGTERM" in e.detail else "it was aborted (SIGABRT)"
         return f"printed no timeout or error: it never arrived, and was still running when {by}"
@@ -71,18 +70,40 @@ def chain_lines(job: Job, roots: Sequence[int], limit: int | None = None) -> tup
         folded[key].append(waiter)
         sample.setdefault(key, edges[0])
     dist = _distances(job, roots)
-    order = sorted(folded, key=lambda k: (-max(dist.get(w, 0) for w in folded[k]), min(folded[k])))
-    lines = []
-    for key in order:
+    # Second fold: the same wait in many sibling groups (every data-parallel group of a mesh waiting for
+    # its member in the straggler's tensor-parallel group) reads as one line.
+    siblings: dict[tuple, list[tuple]] = defaultdict(list)
+    for key in folded:
         group, seq, reason, targets = key
-        waiters = folded[key]
         e = sample[key]
-        named = [t for t in targets if t is not None]
-        whom = "members not named in these inputs" if not named else rank_phrase(named, job.world, waiters)
-        why = e.detail if len(targets) == 1 else _MANY[reason]
+        target = job.rank(targets[0]) if len(targets) == 1 and targets[0] is not None else None
+        there = None if target is None or target.stuck is None else (target.stuck.group, target.stuck.seq)
+        siblings[(group.id, group.desc, seq, reason, e.work.describe(), there, target is None)].append(key)
+    lines = []
+    order = sorted(siblings, key=lambda k2: (-max(dist.get(w, 0) for key in siblings[k2] for w in folded[key]),
+                                             min(w for key in siblings[k2] for w in folded[key])))
+    for k2 in order:
+        keys = siblings[k2]
+        e = sample[keys[0]]
+        waiters = sorted(w for key in keys for w in folded[key])
         verb = "waits" if len(waiters) == 1 else "wait"
-        lines.append(f"{rank_phrase(waiters, job.world)} {verb} in {group.label()} #{seq} ({e.work.describe()}) "
-                     f"for {whom}: {why}.")
+        if len(keys) == 1:
+            group, seq, reason, targets = keys[0]
+            named = [t for t in targets if t is not None]
+            whom = "members not named in these inputs" if not named else rank_phrase(named, job.world, waiters)
+            why = e.detail if len(targets) == 1 else _MANY[reason]
+            lines.append(f"{rank_phrase(waiters, job.world)} {verb} in {group.label()} #{e.work.seq} "
+                         f"({e.work.describe()}) for {whom}: {why}.")
+            continue
+        targets = sorted({t for key in keys for t in key[3] if t is not None})
+        first = job.rank(targets[0]) if targets else None
+        why = (f"each is stuck in {first.stuck.describe()} #{first.stuck.seq} of {first.stuck.group.label()}"
+               if first is not None and first.stuck is not None and e.reason is EdgeReason.BLOCKED_ELSEWHERE
+               else "their membership is not in these inputs" if not targets else _MANY[e.reason])
+        whom = f"its member among {rank_phrase(targets)}" if targets else "members not named in these inputs"
+        label = f"PG {e.work.group.id}" + (f" ({e.work.group.desc})" if e.work.group.desc else "")
+        lines.append(f"{rank_phrase(waiters, job.world)} {verb} in {len(keys)} groups {label} #{e.work.seq} "
+                     f"({e.work.describe()}), each for {whom}: {why}.")
     waiters = {e.waiter for e in job.edges}
     for r in roots:
         s = job.rank(r)
@@ -91,7 +112,7 @@ def chain_lines(job: Job, roots: Sequence[int], limit: int | None = None) -> tup
         lines.append(f"rank {r} {root_words(s)}; it waits for no one: it is the root.")
     waiting = sorted(waiters - set(roots))
     if waiting and roots:
-        lines.append(f"{rank_phrase(waiting, job.world).capitalize()} {'is' if len(waiting) == 1 else 'are'} only "
+        lines.append(f"{rank_phrase(waiting, job.world, roots).capitalize()} {'is' if len(waiting) == 1 else 'are'} only "
                      "waiting.")
     if limit is not None and len(lines) > limit:
         lines = lines[: limit - 1] + [f"... {len(lines) - limit + 1} more lines in --json."]

@@ -31,21 +31,20 @@ def size_finding(w: Work, dtype: str, group: Group | None) -> Finding | None:
     if slowest <= 0:
         return None
     timeout = (w.timeout_ms or 600_000) / 1000
-    table = "; ".join(f"{name} {human_seconds(t)}" for name, t in times)
+    table = ", ".join(f"{human_seconds(t)} on {name}" for name, t in times)
     ranks = f"{n} ranks" if n else "any number of ranks (upper bound)"
     count = max(c for c in (w.numel_in, w.numel_out) if c is not None)
-    msg = (f"{w.op or 'The collective'} of {count:,} elements is {human_bytes(nbytes)} if {dtype} (an assumption: "
-           f"the log does not print the dtype). With the bus factor for {ranks} it takes: {table}.")
+    msg = (f"{w.op or 'The collective'} of {count:,} elements is {human_bytes(nbytes)} ({dtype} assumed: the log "
+           f"does not print the dtype) and takes {table} (bus factor for {ranks}).")
     loc = (w.loc,) if w.loc is not None else ()
     if slowest * 10 < timeout:
         ratio = timeout / slowest
         times_shorter = f"{ratio:,.0f}x" if ratio < 1e6 else "over a million times"
-        msg += (f" Even on 10 GbE that is {times_shorter} shorter than the {human_seconds(timeout)} timeout: the size "
-                "cannot explain the timeout. A rank never arrived, or the transport hung.")
-        explain = f"ncclcheck explain --numel {w.numel_in or w.numel_out} --model ... (or --config config.json)"
+        msg += (f" Even on the slowest that is {times_shorter} shorter than the {human_seconds(timeout)} timeout: the "
+                "size cannot explain it. A rank never arrived, or the transport hung.")
+        explain = f"ncclcheck explain --numel {w.numel_in or w.numel_out} --config config.json"
         return Finding(Severity.INFO, "size-not-the-cause", msg, loc,
-                       f"Do not raise the timeout or shrink the tensor; find the rank that did not join. What tensor it "
-                       f"is: {explain}.")
+                       f"Do not raise the timeout or shrink the tensor. What tensor it is: {explain}")
     return Finding(Severity.WARNING, "size-plausible", msg + " On a slow network the size alone comes close to the "
                    "timeout.", loc, "Check which fabric NCCL used (NCCL_DEBUG=INFO: 'Using network ...').")
 
@@ -211,10 +210,9 @@ def next_steps(kind: VerdictKind, culprits: Sequence[int], killed: bool = False,
                 "Reproduce with TORCH_DISTRIBUTED_DEBUG=DETAIL: the mismatch becomes an immediate error that names "
                 "both collectives.", record_next)
     if kind is VerdictKind.LAGGING_RANK:
-        return (f"Look at what {who} was doing instead of joining: while it hangs, `py-spy dump --pid <pid>` on "
-                "that rank (or `ncclcheck snapshot` on its node) shows its Python stack.",
-                "Typical causes: rank-0-only work (saving, evaluation, preprocessing), a slow data loader, "
-                "uneven data, a crash whose log is missing.", record_next,
+        return (f"Look at what {who} was doing instead of joining (rank-0-only saving or evaluation, a slow data "
+                "loader, uneven data, a crash whose log is missing): while it hangs, `ncclcheck snapshot` on its node "
+                "or `py-spy dump --pid <pid>` shows its Python stack.", record_next,
                 "Raise the timeout only if the straggler is doing legitimate long work, and only around that phase.")
     if kind is VerdictKind.ALL_RANKS_STUCK:
         return ("Every rank waits in the same collective: suspect the transport. Run NCCL's own test on the same "

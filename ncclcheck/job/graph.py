@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ncclcheck.job.model import Edge, EdgeReason, EndKind, Group, Position, RankState, Work
-from ncclcheck.ranks import ranges
+from ncclcheck.ranks import rank_phrase
 
-_ENDED = {EndKind.EXCEPTION, EndKind.KILLED, EndKind.EXITED, EndKind.NCCL_ERROR, EndKind.ABORTED}
+_ENDED = {EndKind.EXCEPTION, EndKind.KILLED, EndKind.EXITED, EndKind.NCCL_ERROR}
 
 
 def _same_work(a: Work, b: Work) -> bool:
@@ -42,23 +42,37 @@ class _Graph:
         self.groups = {g.id: g for g in groups}
         self.pos = {(s.rank, p.group): p for s in states for p in s.positions}
         self.edges: list[tuple[int, Work, int | None, EdgeReason, str]] = []
+        self.cache: dict[tuple, tuple[list[tuple[int, EdgeReason, str]], bool]] = {}
 
     def add(self, waiter: int, w: Work, target: int | None, reason: EdgeReason, detail: str) -> None:
         self.edges.append((waiter, w, target, reason, detail))
 
     def collective(self, s: RankState, w: Work) -> None:
+        key = (w.group, w.seq, w.signature())
+        if key not in self.cache:
+            self.cache[key] = self._members(w)
+        found, passed = self.cache[key]
+        mine = [(m, reason, detail) for m, reason, detail in found if m != s.rank]
+        for m, reason, detail in mine:
+            self.add(s.rank, w, m, reason, detail)
         g = self.groups.get(w.group)
-        members = [m for m in (g.members if g else ()) if m != s.rank]
-        before = len(self.edges)
+        if not (g is not None and g.exact) and not passed and not mine:
+            named = f" (known members: {rank_phrase(g.members)})" if g and g.members else ""
+            self.add(s.rank, w, None, EdgeReason.UNKNOWN, f"its membership is not in these inputs{named}")
+
+    def _members(self, w: Work) -> tuple[list[tuple[int, EdgeReason, str]], bool]:
+        """What every member of the group says about work ``w``: evaluated once for all its waiters."""
+        g = self.groups.get(w.group)
+        members = g.members if g else ()
+        start = len(self.edges)
         for m in members:
-            self._member(s.rank, w, m)
-        known_all = g is not None and g.exact
+            self._member(-1, w, m)
+        found = [(target, reason, detail) for _, _, target, reason, detail in self.edges[start:]]
+        del self.edges[start:]
         # Members that completed this very number did something else with it: the waiter is the odd one out.
         passed = any((p := self.pos.get((m, w.group))) is not None and p.last_completed is not None
                      and w.seq is not None and p.last_completed >= w.seq for m in members)
-        if not known_all and not passed and len(self.edges) == before:
-            named = f" (known members: {ranges(g.members)})" if g and g.members else ""
-            self.add(s.rank, w, None, EdgeReason.UNKNOWN, f"its membership is not in these inputs{named}")
+        return [(m, r, d) for m, r, d in found if m is not None], passed
 
     def _member(self, waiter: int, w: Work, m: int) -> None:
         st = self.by_rank.get(m)
@@ -73,8 +87,7 @@ class _Graph:
             elif st.ending.kind in _ENDED:
                 self.add(waiter, w, m, EdgeReason.NOT_REACHED, f"rank {m} {st.ending.detail}")
             else:
-                self.add(waiter, w, m, EdgeReason.NOT_REACHED,
-                         f"rank {m} reported no work in {w.group.label()}: it never waited there")
+                self.add(waiter, w, m, EdgeReason.NOT_REACHED, f"rank {m} never reported waiting there")
             return
         mine = _at(p, w.seq)
         if mine is None and p.stuck is not None and p.stuck.seq == w.seq and not p.stuck.p2p:
@@ -85,7 +98,7 @@ class _Graph:
             return
         if mine is None and w.seq is not None and p.last_enqueued is not None and p.last_enqueued < w.seq:
             self.add(waiter, w, m, EdgeReason.NOT_REACHED,
-                     f"rank {m} never issued #{w.seq} in {w.group.label()} (its last was #{p.last_enqueued})")
+                     f"rank {m} never issued #{w.seq} there (its last was #{p.last_enqueued})")
             return
         if st.stuck is not None and not _same_work(st.stuck, w):
             if p.last_completed is not None and w.seq is not None and p.last_completed >= w.seq:

@@ -40,6 +40,7 @@ class Record:
     path_rank: int | None = None
     locs: tuple[Loc, ...] = ()
     started_s: float | None = None  # when the work started, time of day (header clock minus ran-for)
+    group_rank: int | None = None  # from the status line's PG prefix; the watchdog's "[Rank N]" can be stale
 
     @property
     def who(self) -> int | None:
@@ -150,6 +151,7 @@ class EndKind(str, Enum):
     """How a rank ended, in the JSON contract's spelling."""
 
     TIMED_OUT = "timed_out"
+    WAITING = "waiting"  # a dump or snapshot shows it inside a collective; no timeout line in the inputs
     NCCL_ERROR = "nccl_error"
     EXCEPTION = "exception"
     KILLED = "killed"

@@ -36,6 +36,8 @@ class _Builder:
     occurrences: int = 0
     locs: list[Loc] = field(default_factory=list)
     started_s: float | None = None
+    group_rank: int | None = None
+    idx: int = 0
 
     def build(self) -> Record:
         return Record(
@@ -57,6 +59,7 @@ class _Builder:
             path_rank=self.path_rank,
             locs=tuple(self.locs),
             started_s=self.started_s,
+            group_rank=self.group_rank if self.group_rank is not None else self.rank,
         )
 
 
@@ -68,8 +71,38 @@ def _same_process(b: _Builder, global_rank: int | None, path_rank: int | None) -
     return _agree(b.global_rank, global_rank) and _agree(b.path_rank, path_rank)
 
 
-def _merge_work(builders: list[_Builder], w: WorkMention) -> None:
-    for b in builders:
+class _Pool:
+    """Builders indexed by global rank, so that a job of thousands of ranks merges in linear time."""
+
+    def __init__(self) -> None:
+        self.all: list[_Builder] = []
+        self.by_rank: dict[int, list[_Builder]] = {}
+        self.unranked: list[_Builder] = []
+
+    def candidates(self, global_rank: int | None) -> list[_Builder]:
+        """Builders a mention of this process may merge into, in creation order."""
+        if global_rank is None:
+            return self.all
+        ranked = self.by_rank.get(global_rank, [])
+        if not self.unranked:
+            return ranked
+        return sorted(ranked + self.unranked, key=lambda b: b.idx)
+
+    def add(self, b: _Builder) -> _Builder:
+        b.idx = len(self.all)
+        self.all.append(b)
+        (self.by_rank.setdefault(b.global_rank, []) if b.global_rank is not None else self.unranked).append(b)
+        return b
+
+    def ranked(self, b: _Builder, global_rank: int) -> None:
+        """``b`` learnt its global rank: index it there."""
+        self.unranked.remove(b)
+        b.global_rank = global_rank
+        self.by_rank.setdefault(global_rank, []).append(b)
+
+
+def _merge_work(pool: _Pool, w: WorkMention) -> None:
+    for b in pool.candidates(w.who.global_rank):
         if (
             _same_process(b, w.who.global_rank, w.who.path_rank)
             and _agree(b.rank, w.rank)
@@ -78,13 +111,13 @@ def _merge_work(builders: list[_Builder], w: WorkMention) -> None:
         ):
             break
     else:
-        b = _Builder(w.rank, w.who.global_rank, w.who.path_rank, None, w.seq)
-        builders.append(b)
-    for name in ("rank", "global_rank", "seq", "op_type", "numel_in", "numel_out", "tensor_shape",
+        b = pool.add(_Builder(w.rank, w.who.global_rank, w.who.path_rank, None, w.seq))
+    if b.global_rank is None and w.who.global_rank is not None:
+        pool.ranked(b, w.who.global_rank)
+    for name in ("rank", "seq", "op_type", "numel_in", "numel_out", "tensor_shape",
                  "timeout_ms", "ran_for_ms"):
         if getattr(b, name) is None:
-            value = w.who.global_rank if name == "global_rank" else getattr(w, name)
-            setattr(b, name, value)
+            setattr(b, name, getattr(w, name))
     if b.path_rank is None:
         b.path_rank = w.who.path_rank
     if b.started_s is None and w.clock_s is not None and w.ran_for_ms is not None:
@@ -95,7 +128,7 @@ def _merge_work(builders: list[_Builder], w: WorkMention) -> None:
     b.locs.append(w.loc)
 
 
-def _merge_status(builders: list[_Builder], s: StatusMention) -> None:
+def _merge_status(pool: _Pool, s: StatusMention) -> None:
     def fits(b: _Builder, same_group_rank: bool) -> bool:
         return (
             b.seq == s.seq
@@ -108,13 +141,15 @@ def _merge_status(builders: list[_Builder], s: StatusMention) -> None:
     # One process times out in several groups at once: the group rank tells their lines apart;
     # only where it disagrees everywhere (a stale "[Rank N]") does the process identity alone decide.
     # The status line follows its own watchdog line: of the candidates, take the nearest one above it.
+    builders = pool.candidates(s.who.global_rank)
     near = [b for b in builders if fits(b, True)] or [b for b in builders if fits(b, False)]
     above = [b for b in near if b.locs and b.locs[-1].file == s.loc.file and b.locs[-1].line <= s.loc.line]
     b = max(above, key=lambda b: b.locs[-1].line) if above else (near[0] if near else None)
     if b is None:
-        b = _Builder(s.rank, s.who.global_rank, s.who.path_rank, None, s.seq)
-        builders.append(b)
+        b = pool.add(_Builder(s.rank, s.who.global_rank, s.who.path_rank, None, s.seq))
     b.pg = b.pg or s.pg
+    if b.group_rank is None:
+        b.group_rank = s.rank
     if b.last_enqueued is None:
         b.last_enqueued, b.last_completed = s.last_enqueued, s.last_completed
     if s.evidence not in b.evidence:
@@ -124,14 +159,14 @@ def _merge_status(builders: list[_Builder], s: StatusMention) -> None:
 
 def merge_records(scans: Iterable[FileScan]) -> list[Record]:
     """Return one record per distinct timeout event, in order of first appearance."""
-    builders: list[_Builder] = []
+    pool = _Pool()
     for scan in scans:
         works = [w for w in scan.works if w.evidence != "async_exception"]  # errors, not timeouts
         mentions: list[WorkMention | StatusMention] = [*works, *scan.statuses]
         mentions.sort(key=lambda m: m.loc.line)
         for m in mentions:
             if isinstance(m, WorkMention):
-                _merge_work(builders, m)
+                _merge_work(pool, m)
             else:
-                _merge_status(builders, m)
-    return [b.build() for b in builders]
+                _merge_status(pool, m)
+    return [b.build() for b in pool.all]

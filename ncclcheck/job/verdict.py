@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ncclcheck.evidence.types import FileScan
 from ncclcheck.findings import Finding, Severity
@@ -124,114 +125,127 @@ def _last_frame(s: RankState) -> str:
     return f"; its last recorded work was {w.describe()} #{w.seq} ({w.state}) from {w.frame}"
 
 
+@dataclass(frozen=True)
+class _Roots:
+    """Where the wait-for graph ends: ranks it names, ranks it names by elimination, ranks without input."""
+
+    named: list[int]
+    inferred: list[int]
+    absent: list[int]
+    leaves_inputs: bool
+
+    @property
+    def culprits(self) -> list[int]:
+        return self.named or self.inferred
+
+
+def _roots(job: Job) -> _Roots:
+    by_rank = {s.rank: s for s in job.ranks}
+    unknown = [s.rank for s in job.ranks if s.ending.kind is EndKind.UNKNOWN]
+    ranks = [r for r in job.roots if r != UNKNOWN_NODE]
+    absent = [r for r in ranks if by_rank[r].ending.kind is EndKind.UNKNOWN]
+    named = [r for r in ranks if r not in absent]
+    leaves = UNKNOWN_NODE in job.roots
+    if len(absent) == 1 and not named and unknown == absent and not leaves:
+        named = absent  # every other rank is accounted for: the one without input is the one waited for
+    inferred = _inferred_roots(job) if leaves and not named and not absent else []
+    return _Roots(named, inferred, absent, leaves)
+
+
+def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind, list[int], str]:
+    """Some ranks are stuck: the roots' endings name the kind."""
+    by_rank = {s.rank: s for s in job.ranks}
+    waiting = sorted(s.rank for s in job.ranks if s.stuck is not None)
+    culprits = roots.culprits
+    where = f"{_sig(primary)} (#{primary.seq}, {primary.group.label()})"
+    failed = [r for r in culprits if by_rank[r].ending.kind in _FAILED]
+    if failed:
+        detail = "; ".join(f"rank {r}: {by_rank[r].ending.detail}" for r in failed)
+        return (VerdictKind.RANK_FAILED_FIRST, failed,
+                f"{rank_phrase(failed).capitalize()} failed first ({detail}); "
+                f"{rank_phrase(waiting, job.world, failed)} then waited in {where} for it.")
+    mism = _mismatch_culprits(job, roots.named)
+    if mism is not None:
+        return VerdictKind.COLLECTIVE_MISMATCH, mism[0], mism[1]
+    errs = [r for r in culprits if by_rank[r].ending.kind is EndKind.NCCL_ERROR]
+    if errs:
+        return (VerdictKind.NCCL_ERROR, errs,
+                "; ".join(f"rank {r}: {by_rank[r].ending.detail}" for r in errs) + ".")
+    if culprits:
+        lines = "; ".join(f"rank {r} {root_words(by_rank[r])}{_last_frame(by_rank[r])}" for r in culprits[:4])
+        one = len(culprits) == 1
+        how = ("" if not roots.inferred else
+               f" {'It is' if one else 'They are'} named by elimination: the only {'rank' if one else 'ranks'} in "
+               "these inputs that waited nowhere, while the groups that lead there have members the inputs do not "
+               "name.")
+        limit = f" until the {human_seconds(primary.timeout_ms / 1000)} timeout" if primary.timeout_ms else ""
+        return (VerdictKind.LAGGING_RANK, culprits,
+                f"{rank_phrase(waiting, job.world, culprits).capitalize()} waited{limit}; the trail of who waits for "
+                f"whom ends at {rank_phrase(culprits)}: {lines}.{how}")
+    unknown = [s.rank for s in job.ranks if s.ending.kind is EndKind.UNKNOWN]
+    if roots.leaves_inputs or roots.absent or unknown:
+        ran = f" for {human_seconds(primary.ran_for_ms / 1000)}" if primary.ran_for_ms else ""
+        done = [p.last_completed for s in job.ranks if s.stuck is not None for p in s.positions
+                if p.group == primary.group and p.last_completed is not None]
+        after = f" after completing #{max(done)}" if done else ""
+        return (VerdictKind.INCOMPLETE, [],
+                f"{rank_phrase(waiting, job.world).capitalize()} waited{ran} in {where}{after}; the ranks waited for "
+                f"are not in these inputs ({_missing(roots.absent or unknown)}). They are unknown, not guilty: the "
+                "culprit is among them.")
+    return (VerdictKind.ALL_RANKS_STUCK, [],
+            f"All {len(waiting)} ranks of {primary.group.label()} are waiting in the same collective, {_sig(primary)} "
+            f"(#{primary.seq}), and none is missing: suspect the transport (network, NVLink/PCIe P2P, NCCL itself).")
+
+
+def _quiet_verdict(scans: Sequence[FileScan], job: Job) -> tuple[VerdictKind, list[int], list[int], str]:
+    """No rank is stuck in a collective: a stuck watchdog, a DETAIL mismatch, a failure, an NCCL error, or nothing."""
+    by_rank = {s.rank: s for s in job.ranks}
+    heartbeats = [h for s in scans for h in s.heartbeats]
+    mismatches = [m for s in scans for m in s.mismatches]
+    failed = [s.rank for s in job.ranks if s.ending.kind in _FAILED]
+    nccl_err = [s.rank for s in job.ranks if s.ending.kind is EndKind.NCCL_ERROR]
+    if heartbeats:
+        hung = sorted({h.who.rank for h in heartbeats if h.who.rank is not None})
+        return (VerdictKind.WATCHDOG_STUCK, hung, [],
+                f"The heartbeat monitor fired on {rank_phrase(hung)}: the NCCL watchdog thread was stuck, not a "
+                "collective timeout. A CUDA call or the GIL is blocked in that process.")
+    if mismatches:
+        culprits, waiting, summary = mismatch_summary(mismatches)
+        return VerdictKind.COLLECTIVE_MISMATCH, culprits, waiting, summary
+    if failed:
+        return (VerdictKind.RANK_FAILED_FIRST, failed, nccl_err,
+                "; ".join(f"Rank {r} failed: {by_rank[r].ending.detail}" for r in failed) + ".")
+    if nccl_err:
+        quiet = [s.rank for s in job.ranks if s.ending.kind is EndKind.SILENT]
+        stops = "its log stops" if len(quiet) == 1 else "their logs stop"
+        tail = (f" {rank_phrase(quiet).capitalize()} printed no error: {stops}, as a rank that died would." if quiet
+                else " No rank in these inputs stopped without an error: suspect the network.")
+        return (VerdictKind.NCCL_ERROR, quiet, nccl_err,
+                "; ".join(f"Rank {r}: {by_rank[r].ending.detail}" for r in nccl_err[:3]) + "." + tail)
+    elastic = sorted({f.rank for s in scans for f in s.elastic if f.rank is not None})
+    if elastic:
+        return (VerdictKind.ALL_RANKS_STUCK, [], elastic,
+                "Every failed rank in torchrun's summary ended by SIGABRT (the watchdog's abort after a collective "
+                "timeout) or SIGTERM (torchrun stopping the survivors); the timeout lines themselves are not in these "
+                "inputs. Give the ranks' own logs to name the collective.")
+    return (VerdictKind.NO_FAILURE, [], [],
+            "No collective timeout, NCCL error, desync, heartbeat failure or rank failure found in these inputs.")
+
+
 def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "float32") -> Analysis:
     """Build the job model and decide the verdict, the chain and the findings."""
     job = build_job(scans, records)
-    mismatches = [m for s in scans for m in s.mismatches]
-    heartbeats = [h for s in scans for h in s.heartbeats]
-    stuck = [s for s in job.ranks if s.stuck is not None]
-    by_rank = {s.rank: s for s in job.ranks}
-    unknown = [s.rank for s in job.ranks if s.ending.kind is EndKind.UNKNOWN]
-    real_roots = [r for r in job.roots if r != UNKNOWN_NODE]
-    absent_roots = [r for r in real_roots if by_rank[r].ending.kind is EndKind.UNKNOWN]
-    real_roots = [r for r in real_roots if r not in absent_roots]
-    if len(absent_roots) == 1 and not real_roots and unknown == absent_roots and UNKNOWN_NODE not in job.roots:
-        real_roots = absent_roots  # every other rank is accounted for: the one without input is the one waited for
-    inferred: list[int] = []
-    if UNKNOWN_NODE in job.roots and not real_roots and not absent_roots:
-        inferred = _inferred_roots(job)
-    culprits = real_roots or inferred
-    failed = [s.rank for s in job.ranks if s.ending.kind in _FAILED]
-    nccl_err = [s.rank for s in job.ranks if s.ending.kind is EndKind.NCCL_ERROR]
-    findings: list[Finding] = []
     primary = _primary(job)
-    waiting = sorted(s.rank for s in stuck)
-    pg = primary.group.to_pg() if primary else None
-    seq = primary.seq if primary else None
-    killed = False
-
-    if stuck:
-        root_failed = [r for r in culprits if r in failed]
-        mism = None if root_failed else _mismatch_culprits(job, real_roots)
-        if root_failed:
-            kind = VerdictKind.RANK_FAILED_FIRST
-            culprits = root_failed
-            killed = any(by_rank[r].ending.kind is EndKind.KILLED for r in culprits)
-            detail = "; ".join(f"rank {r}: {by_rank[r].ending.detail}" for r in culprits)
-            summary = (f"{rank_phrase(culprits).capitalize()} failed first ({detail}); {rank_phrase(waiting)} then "
-                       f"waited in {_sig(primary)} (#{seq}, {primary.group.label()}) for it." if primary else detail)
-        elif mism is not None:
-            kind = VerdictKind.COLLECTIVE_MISMATCH
-            culprits, summary = mism
-        elif [r for r in culprits if r in nccl_err]:
-            kind = VerdictKind.NCCL_ERROR
-            culprits = [r for r in culprits if r in nccl_err]
-            summary = "; ".join(f"rank {r}: {by_rank[r].ending.detail}" for r in culprits) + "."
-        elif culprits:
-            kind = VerdictKind.LAGGING_RANK
-            lines = "; ".join(f"rank {r} {root_words(by_rank[r])}{_last_frame(by_rank[r])}" for r in culprits[:4])
-            how = ("" if not inferred else
-                   f" {'It is' if len(culprits) == 1 else 'They are'} named by elimination: the only "
-                   f"{'rank' if len(culprits) == 1 else 'ranks'} in these inputs that waited nowhere, while the "
-                   "groups that lead there have members the inputs do not name.")
-            limit = f" until the {human_seconds(primary.timeout_ms / 1000)} timeout" if primary and primary.timeout_ms \
-                else ""
-            summary = (f"{rank_phrase(waiting).capitalize()} waited{limit}; the trail of who waits for whom ends at "
-                       f"{rank_phrase(culprits)}: {lines}.{how}")
-        elif UNKNOWN_NODE in job.roots or absent_roots or unknown:
-            kind = VerdictKind.INCOMPLETE
-            w = primary
-            assert w is not None
-            ran = f" for {human_seconds(w.ran_for_ms / 1000)}" if w.ran_for_ms else ""
-            done = [p.last_completed for s in stuck for p in s.positions if p.group == w.group
-                    and p.last_completed is not None]
-            summary = (f"{rank_phrase(waiting).capitalize()} waited{ran} in {_sig(w)} (#{w.seq}, {w.group.label()})"
-                       + (f" after completing #{max(done)}" if done else "")
-                       + f"; the ranks waited for are not in these inputs ({_missing(absent_roots or unknown)}). "
-                       "They are unknown, not guilty: the culprit is among them.")
-        else:
-            kind = VerdictKind.ALL_RANKS_STUCK
-            summary = (f"All {len(waiting)} ranks of {primary.group.label() if primary else 'the group'} are waiting "
-                       f"in the same collective, {_sig(primary) if primary else '?'} (#{seq}), and none is missing: "
-                       "suspect the transport (network, NVLink/PCIe P2P, NCCL itself).")
-        waiting = sorted(set(waiting) - set(culprits))
-        if primary is not None:
-            g = next((g for g in job.groups if g.id == primary.group), None)
-            size = size_finding(primary, dtype, g)
-            if size is not None:
-                findings.append(size)
-    elif heartbeats:
-        kind = VerdictKind.WATCHDOG_STUCK
-        culprits = sorted({h.who.rank for h in heartbeats if h.who.rank is not None})
-        summary = (f"The heartbeat monitor fired on {rank_phrase(culprits)}: the NCCL watchdog thread was stuck, not a "
-                   "collective timeout. A CUDA call or the GIL is blocked in that process.")
-        pg = heartbeats[0].pg
-    elif mismatches:
-        kind = VerdictKind.COLLECTIVE_MISMATCH
-        culprits, waiting, summary = mismatch_summary(mismatches)
-    elif failed:
-        kind = VerdictKind.RANK_FAILED_FIRST
-        culprits = failed
-        killed = any(by_rank[r].ending.kind is EndKind.KILLED for r in culprits)
-        summary = "; ".join(f"Rank {r} failed: {by_rank[r].ending.detail}" for r in culprits) + "."
-        waiting = sorted(s.rank for s in job.ranks if s.ending.kind is EndKind.NCCL_ERROR)
-    elif nccl_err:
-        kind = VerdictKind.NCCL_ERROR
-        quiet = [s.rank for s in job.ranks if s.ending.kind is EndKind.SILENT]
-        culprits = quiet
-        waiting = nccl_err
-        summary = ("; ".join(f"Rank {r}: {by_rank[r].ending.detail}" for r in nccl_err[:3]) + "."
-                   + (f" {rank_phrase(quiet).capitalize()} printed no error: its log stops, as a rank that died would."
-                      if quiet else " No rank in these inputs stopped without an error: suspect the network."))
-    elif any(f for s in scans for f in s.elastic):
-        kind = VerdictKind.ALL_RANKS_STUCK
-        waiting = sorted({f.rank for s in scans for f in s.elastic if f.rank is not None})
-        summary = ("Every failed rank in torchrun's summary ended by SIGABRT (the watchdog's abort after a collective "
-                   "timeout) or SIGTERM (torchrun stopping the survivors); the timeout lines themselves are not in "
-                   "these inputs. Give the ranks' own logs to name the collective.")
+    findings: list[Finding] = []
+    if primary is not None:
+        kind, culprits, summary = _stuck_verdict(job, _roots(job), primary)
+        waiting = sorted(s.rank for s in job.ranks if s.stuck is not None and s.rank not in culprits)
+        group = next((g for g in job.groups if g.id == primary.group), None)
+        size = size_finding(primary, dtype, group)
+        if size is not None:
+            findings.append(size)
     else:
-        kind = VerdictKind.NO_FAILURE
-        summary = "No collective timeout, NCCL error, desync, heartbeat failure or rank failure found in these inputs."
+        kind, culprits, waiting, summary = _quiet_verdict(scans, job)
     if kind is not VerdictKind.NO_FAILURE:
         findings.insert(0, Finding(Severity.ERROR, kind.value.replace("_", "-"), summary, _evidence(job, culprits)))
     findings += counter_findings(records)
@@ -243,26 +257,20 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
         findings.append(Finding(Severity.INFO, "root-cause-caveat",
                                 f"torchrun's 'Root Cause' names rank {elastic_root.rank}: that is only the first process "
                                 "to exit, not necessarily the rank that hung.", (elastic_root.loc,)))
-    if kind is VerdictKind.NO_FAILURE:
-        culprits, waiting = [], []
-    chain = chain_lines(job, culprits)
-    verdict = Verdict(kind, summary, tuple(culprits), tuple(waiting),
-                      tuple(unknown) if kind is not VerdictKind.NO_FAILURE else (), pg, seq,
-                      chain if kind is not VerdictKind.NO_FAILURE else (), tuple(findings),
+    found = kind is not VerdictKind.NO_FAILURE
+    killed = any(s.ending.kind is EndKind.KILLED for s in job.ranks if s.rank in culprits)
+    # A rank the others wait for can be named even without its own input; what it did stays unknown.
+    unknown = [s.rank for s in job.ranks if s.ending.kind is EndKind.UNKNOWN] if found else []
+    pg = primary.group.to_pg() if primary is not None else None
+    verdict = Verdict(kind, summary, tuple(culprits), tuple(waiting), tuple(unknown), pg,
+                      primary.seq if primary is not None else None,
+                      chain_lines(job, culprits) if found else (), tuple(findings),
                       next_steps(kind, culprits, killed, unknown))
     return Analysis(tuple(scans), tuple(records), job, verdict, dtype)
 
 
 def _evidence(job: Job, culprits: Sequence[int]) -> tuple:
-    locs = []
-    for s in job.ranks:
-        if s.rank in culprits and s.ending.loc is not None:
-            locs.append(s.ending.loc)
-    for s in job.ranks:
-        if s.stuck is not None and s.stuck.loc is not None:
-            locs.append(s.stuck.loc)
-    seen = []
-    for loc in locs:
-        if loc not in seen:
-            seen.append(loc)
-    return tuple(seen[:8])
+    """The culprits' endings first, then the waiters' stuck works: at most eight lines."""
+    locs = [s.ending.loc for s in job.ranks if s.rank in culprits and s.ending.loc is not None]
+    locs += [s.stuck.loc for s in job.ranks if s.stuck is not None and s.stuck.loc is not None]
+    return tuple(dict.fromkeys(locs))[:8]

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.model import Analysis, EndKind, RankState, VerdictKind
-from ncclcheck.ranks import ranges
+from ncclcheck.ranks import compact
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 MAX_ROWS = 12
@@ -31,19 +31,35 @@ def verdict_panel(a: Analysis) -> Panel:
     v = a.verdict
     ok = v.kind is VerdictKind.NO_FAILURE
     body = Text(v.summary)
-    for label, ranks in (("culprit", v.culprit_ranks), ("waiting", v.waiting_ranks), ("unknown", v.unknown_ranks)):
+    for label, ranks in (("culprit", v.culprit_ranks), ("unknown", v.unknown_ranks)):
         if ranks:
             body.append(f"\n{label} rank(s): ", style="bold")
-            body.append(ranges(ranks))
+            body.append(compact(ranks, a.job.world))
     return Panel(body, title=f"verdict: {v.kind.value}", title_align="left", border_style="green" if ok else "red")
 
 
 def _state_key(s: RankState, culprits: set[int]) -> tuple:
+    """Ranks in the same state share a row; sibling groups (same ID and description) share one too."""
     w = s.stuck
-    where = None if w is None else (w.group.label(), w.seq, w.op, w.numel_in, w.numel_out, w.timeout_ms)
+    where = None if w is None else (w.group.id, w.group.desc, w.seq, w.op, w.numel_in, w.numel_out)
     p = next((p for p in s.positions if w is not None and p.group == w.group), None)
     counters = None if p is None else (p.last_enqueued, p.last_completed)
     return (s.rank in culprits, s.ending.kind.value, where, counters)
+
+
+def short_names(files: Sequence[str]) -> dict[str, str]:
+    """Each input by the fewest trailing path parts that still tell it apart (``0/stderr.log``, ``console.log``)."""
+    parts = {f: f.replace("\\", "/").split("/") for f in files}
+    out = {}
+    for f, p in parts.items():
+        for n in range(1, len(p) + 1):
+            tail = p[-n:]
+            if all(q[-n:] != tail for g, q in parts.items() if g != f):
+                out[f] = "/".join(tail)
+                break
+        else:
+            out[f] = f
+    return out
 
 
 def rank_table(a: Analysis) -> tuple[Table | None, int]:
@@ -52,6 +68,7 @@ def rank_table(a: Analysis) -> tuple[Table | None, int]:
     if not job.ranks:
         return None, 0
     culprits = set(a.verdict.culprit_ranks)
+    names = short_names([s.file for s in a.scans])
     rows: dict[tuple, list[RankState]] = {}
     for s in job.ranks:
         rows.setdefault(_state_key(s, culprits), []).append(s)
@@ -68,11 +85,17 @@ def rank_table(a: Analysis) -> tuple[Table | None, int]:
         s = states[0]
         w = s.stuck
         state = s.ending.kind.value.replace("_", " ") + (", culprit" if key[0] else "")
-        stuck = "" if w is None else f"{w.group.label()} #{w.seq} {w.op or '?'}"
+        stuck = ""
+        if w is not None:
+            groups = {x.stuck.group for x in states if x.stuck is not None}
+            stuck = (f"{w.group.label()} #{w.seq} {w.op or '?'}" if len(groups) == 1 else
+                     f"PG {w.group.id}{f' ({w.group.desc})' if w.group.desc else ''} #{w.seq} {w.op or '?'}, "
+                     f"{len(groups)} groups")
         counters = "" if key[3] is None or key[3][0] is None else f"{key[3][0]}/{key[3][1]}"
         loc = s.ending.loc or (w.loc if w is not None else None)
-        evidence = "" if loc is None else str(loc) + (f" (+{len(states) - 1})" if len(states) > 1 else "")
-        t.add_row(ranges(r.rank for r in states), state, stuck, _n(w.numel_in if w else None), counters, evidence)
+        evidence = "" if loc is None else f"{names.get(loc.file, loc.file)}:{loc.line}" if loc.line else loc.file
+        t.add_row(compact((r.rank for r in states), job.world), state, stuck, _n(w.numel_in if w else None),
+                  counters, evidence)
     return t, max(0, len(order) - MAX_ROWS)
 
 

@@ -1,0 +1,202 @@
+"""The job model on real 4-GPU incidents (torch 2.11, NCCL 2.28.9, 4 x H200; tools/incident_groups.py).
+
+The 4 ranks form a 2 x 2 mesh (tp {0,1} {2,3}, dp {0,2} {1,3}; the two dp groups share PG ID 2 and differ
+in their GUID), or a 4-stage pipeline.  Each incident is read four ways: torchrun's console (``--tee``),
+its per-rank log directory, the flight-recorder dumps alone, and everything together.  The expected
+verdict, chain, groups and edges are in tests/data/expected4/ (reviewed by hand); the table below states
+the ground truth of each scenario independently of those files.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import time
+
+import pytest
+from conftest import DATA, run
+from typer.testing import CliRunner
+
+from ncclcheck.cli import app
+from ncclcheck.job.model import EdgeReason, EndKind
+from ncclcheck.ranks import compact, ranges, rank_phrase
+
+REAL4 = DATA / "real4"
+EXPECTED4 = DATA / "expected4"
+LAYOUTS = ("console.log", "attempt_0", "dumps", "")
+CASES = [(s.name, layout) for s in sorted(REAL4.iterdir()) for layout in LAYOUTS
+         if layout == "" or (s / layout).exists()]
+
+
+def golden(a) -> dict:
+    v = a.verdict
+    return {
+        "verdict": {"kind": v.kind.value, "culprit_ranks": list(v.culprit_ranks), "waiting_ranks": list(v.waiting_ranks),
+                    "unknown_ranks": list(v.unknown_ranks), "pg": None if v.pg is None else [v.pg.id, v.pg.guid],
+                    "seq": v.seq, "chain": list(v.chain)},
+        "roots": list(a.job.roots),
+        "groups": [[g.id.id, g.id.guid, g.id.desc, list(g.members), g.source.value] for g in a.job.groups],
+        "endings": {str(s.rank): s.ending.kind.value for s in a.job.ranks},
+        "edges": sorted([e.waiter, e.target, e.reason.value, e.work.group.guid, e.work.seq] for e in a.job.edges),
+    }
+
+
+@pytest.mark.parametrize(("scenario", "layout"), CASES)
+def test_real_incident_golden(scenario, layout, monkeypatch):
+    """Verdict, chain, groups, endings and edges equal the reviewed golden JSON exactly."""
+    monkeypatch.chdir(REAL4)
+    got = golden(run(f"{scenario}/{layout}" if layout else scenario))
+    expected = json.loads((EXPECTED4 / f"{scenario}.{layout or 'all'}.json").read_text())
+    assert got == expected
+
+
+# (scenario, layout) -> (verdict kind, culprit ranks): what the scenario did, stated by hand.
+TRUTH = {
+    ("tp_straggler", ""): ("lagging_rank", [3]),
+    ("tp_straggler", "console.log"): ("lagging_rank", [3]),
+    ("tp_straggler", "attempt_0"): ("lagging_rank", [3]),
+    ("tp_straggler", "dumps"): ("lagging_rank", [3]),
+    ("tp_straggler_info", "console.log"): ("lagging_rank", [3]),
+    ("pp_recv", "dumps"): ("lagging_rank", [1]),
+    ("pp_recv", ""): ("lagging_rank", [1]),
+    ("clean_exit", ""): ("rank_failed_first", [1]),
+    ("clean_exit", "dumps"): ("lagging_rank", [1]),
+    ("exception", ""): ("rank_failed_first", [1]),
+    ("killed", ""): ("rank_failed_first", [2]),
+    ("net_killed", ""): ("rank_failed_first", [2]),
+    ("detail", ""): ("collective_mismatch", [2]),
+    ("uneven_ddp", ""): ("collective_mismatch", [3]),
+    ("uneven_ddp", "attempt_0"): ("collective_mismatch", [3]),
+    ("uneven_fsdp", ""): ("collective_mismatch", [3]),
+}
+
+
+@pytest.mark.parametrize(("scenario", "layout"), sorted(TRUTH))
+def test_real_incident_names_the_rank_that_misbehaved(scenario, layout):
+    a = run(REAL4 / scenario / layout)
+    assert (a.verdict.kind.value, list(a.verdict.culprit_ranks)) == TRUTH[(scenario, layout)]
+
+
+def test_the_chain_crosses_groups():
+    """Rank 0 waits in dp for rank 2, which is itself stuck in tp waiting for rank 3: the root."""
+    a = run(REAL4 / "tp_straggler" / "dumps")
+    edges = {(e.waiter, e.target): e for e in a.job.edges}
+    assert edges[(0, 2)].reason is EdgeReason.BLOCKED_ELSEWHERE and edges[(0, 2)].work.group.desc == "dp"
+    assert edges[(2, 3)].reason is EdgeReason.NOT_REACHED and edges[(2, 3)].work.group.desc == "tp"
+    assert edges[(1, 3)].reason is EdgeReason.NOT_REACHED
+    assert a.job.roots == (3,)
+    assert a.verdict.chain[-1] == "All 3 other ranks are only waiting."
+
+
+def test_groups_that_share_an_id_stay_apart():
+    """Both dp groups print PG ID 2; their GUIDs tell them apart, and the dumps give their members."""
+    a = run(REAL4 / "tp_straggler" / "dumps")
+    dp = sorted((g.members, g.id.guid) for g in a.job.groups if g.id.id == "2")
+    assert [m for m, _ in dp] == [(0, 2), (1, 3)]
+    assert dp[0][1] != dp[1][1]
+
+
+def test_global_and_group_ranks_are_kept_apart():
+    """Rank 2 is rank 0 of its tp group and rank 1 of its dp group; it timed out in both."""
+    a = run(REAL4 / "tp_straggler" / "console.log")
+    s = a.job.rank(2)
+    assert s.ending.kind is EndKind.TIMED_OUT
+    assert sorted((p.group.id, p.group_rank) for p in s.positions if p.stuck) == [("1", 0), ("2", 1)]
+    # The two timeouts started within a millisecond of each other; the dump's issue order settles it: tp first.
+    assert run(REAL4 / "tp_straggler" / "dumps").job.rank(2).stuck.numel_in == 4096
+
+
+def test_p2p_waits_for_its_one_peer():
+    a = run(REAL4 / "pp_recv" / "dumps")
+    edges = {(e.waiter, e.target): e.reason for e in a.job.edges}
+    assert edges == {(2, 1): EdgeReason.P2P_PEER, (3, 2): EdgeReason.BLOCKED_ELSEWHERE}
+
+
+def test_nccl_error_is_not_a_timeout():
+    """Ranks that saw 'remote process exited' have an NCCL error, never a timeout; the killed rank is the root."""
+    a = run(REAL4 / "net_killed")
+    assert {s.rank: s.ending.kind for s in a.job.ranks if s.rank in (0, 3)} == {0: EndKind.NCCL_ERROR,
+                                                                              3: EndKind.NCCL_ERROR}
+    assert "waited until" not in a.verdict.summary and "timed out" not in a.verdict.summary
+    assert a.job.rank(2).ending.kind is EndKind.KILLED
+    assert any("dmesg" in step for step in a.verdict.next_steps)
+
+
+def test_detail_mismatch_is_summarised():
+    a = run(REAL4 / "detail" / "console.log")
+    assert a.verdict.summary == ("TORCH_DISTRIBUTED_DEBUG=DETAIL found ranks running different collectives: "
+                                 "ranks 0-1, 3: ALLREDUCE shape [8] Float seq 3; rank 2: ALLREDUCE shape [16] Float "
+                                 "seq 3.")
+
+
+def test_one_log_of_four_names_no_culprit(tmp_path):
+    """One rank's log: what it establishes, and which ranks are unknown rather than guilty."""
+    log = REAL4 / "tp_straggler" / "attempt_0" / "1" / "stderr.log"
+    a = run(log)
+    v = a.verdict
+    assert (v.kind.value, v.culprit_ranks, v.waiting_ranks) == ("incomplete_evidence", (), (1,))
+    assert "waited for 15.1 s in ALLREDUCE NumelIn=1,048,576 (#4" in v.summary
+    assert "after completing #3" in v.summary
+    assert any(f.code == "size-not-the-cause" for f in v.findings)
+    assert "Collect the logs" in v.next_steps[0]
+
+
+def test_one_log_of_the_eight_rank_example():
+    """The usage line's case: rank6.log alone names ranks 0-5 and 7 unknown, not culprits."""
+    a = run(DATA.parent.parent / "examples" / "incident-8rank" / "rank6.log")
+    v = a.verdict
+    assert (v.kind.value, v.culprit_ranks, v.unknown_ranks) == ("incomplete_evidence", (), (0, 1, 2, 3, 4, 5, 7))
+    assert v.next_steps[0].startswith("Collect the logs (or flight-recorder dumps) of ranks 0-5, 7")
+
+
+def test_missing_dumps_are_named_not_blamed(tmp_path):
+    """Dumps of ranks 0-2 only: every waiter waits for rank 3, which left nothing; it is named, and said so."""
+    for r in (0, 1, 2):
+        (tmp_path / f"nccl_trace_rank_{r}").write_bytes((REAL4 / "tp_straggler" / "dumps" /
+                                                         f"nccl_trace_rank_{r}").read_bytes())
+    a = run(tmp_path)
+    assert a.verdict.culprit_ranks == (3,)
+    assert "left nothing in these inputs" in a.verdict.summary
+    assert any(f.code == "fr-missing-dumps" and "rank 3" in f.message for f in a.verdict.findings)
+
+
+def test_a_4096_rank_job_fits_on_one_screen(tmp_path):
+    """One straggler in a 8 x 512 mesh: at most 40 lines at 120 columns; the JSON keeps every rank."""
+    spec = importlib.util.spec_from_file_location("synth_job", DATA.parent.parent / "tools" / "synth_job.py")
+    synth = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(synth)
+    log = tmp_path / "console.log"
+    synth.write(str(log), tp=8, dp=512, straggler=517, step=40)
+    runner = CliRunner()
+    r = runner.invoke(app, ["analyze-log", str(log)], env={"COLUMNS": "120"}, catch_exceptions=False)
+    assert r.exit_code == 1
+    assert len(r.stdout.splitlines()) <= 40, r.stdout
+    assert "culprit rank(s): 517" in r.stdout
+    r = runner.invoke(app, ["analyze-log", str(log), "--json"], catch_exceptions=False)
+    j = json.loads(r.stdout)
+    assert j["verdict"]["culprit_ranks"] == [517] and len(j["verdict"]["waiting_ranks"]) == 4095
+    assert len(j["job"]["ranks"]) == 4096 and j["job"]["roots"] == [517]
+
+
+def test_rank_sets_print_as_ranges():
+    assert ranges([0, 1, 2, 5, 7, 8]) == "0-2, 5, 7-8"
+    assert ranges(list(range(0, 512, 8)) + list(range(520, 4096, 8))) == "0-504 by 8, 520-4088 by 8"
+    assert ranges([]) == "none"
+    assert compact(set(range(4096)) - {517}, 4096) == "all but 517"
+    assert rank_phrase(set(range(1024)) - {517}, 1024, [517]) == "all 1023 other ranks"
+    assert rank_phrase([3]) == "rank 3"
+
+
+def test_mixed_collectives_in_one_console_do_not_crash(write):
+    """A combined log whose ranks ran different collectives, one of them in a one-rank group: no traceback."""
+    p = write("mixed.log",
+              "[rank0]:[E1122 10:00:00.0 ProcessGroupNCCL.cpp:1] [Rank 0] Watchdog caught collective operation "
+              "timeout: WorkNCCL(SeqNum=3, OpType=_ALLGATHER_BASE, NumelIn=8, NumelOut=8, Timeout(ms)=1000) ran for "
+              "1001 milliseconds before timing out.",
+              "[rank1]:[E1122 10:00:00.0 ProcessGroupNCCL.cpp:1] [Rank 1] Watchdog caught collective operation "
+              "timeout: WorkNCCL(SeqNum=3, OpType=BROADCAST, NumelIn=0, NumelOut=0, Timeout(ms)=1000) ran for "
+              "1001 milliseconds before timing out.")
+    t = time.perf_counter()
+    a = run(p)
+    assert time.perf_counter() - t < 30
+    assert a.verdict.kind.value == "collective_mismatch"
