@@ -295,7 +295,7 @@ def probe_cmd(
             typer.echo(json.dumps({"schema_version": 1, "nodes": labels,
                                    "differences": [{"aspect": a, "values": v} for a, v in diffs]}, indent=2))
         else:
-            console.print(compare_view(diffs, labels))
+            console.print(compare_view(diffs, labels), crop=False)
         raise typer.Exit(Exit.FOUND if diffs else Exit.OK)
     if files:
         usage_error("node files are only read with --compare")
@@ -307,7 +307,7 @@ def probe_cmd(
     elif fmt is ProbeFormat.shell:
         typer.echo(shell(recs), nl=False)
     else:
-        console.print(report(p, findings, recs))
+        console.print(report(p, findings, recs), crop=False)
     raise typer.Exit(Exit.FOUND if any(f.severity.value == "error" for f in findings) else Exit.OK)
 
 
