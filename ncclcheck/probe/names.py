@@ -96,14 +96,14 @@ NCCL_OLDER = frozenset({
     "NCCL_CREATE_THREAD_CONTEXT", "NCCL_SHM_USE_CUDA_MEMCPY", "NCCL_SHM_MEMCPY_MODE", "NCCL_WORK_FIFO_DEPTH",
 })
 
-# Name -> the release whose documentation says it stopped being read.
+# Name -> the release that dropped it, per the documentation; none is in the 2.30.7 library.
 NCCL_REMOVED = {
     "NCCL_IB_CUDA_SUPPORT": "2.4.0 (use NCCL_NET_GDR_LEVEL)",
     "NCCL_SINGLE_RING_THRESHOLD": "2.3",
     "NCCL_LL_THRESHOLD": "2.5 (NCCL_PROTO selects protocols)",
     "NCCL_TREE_THRESHOLD": "2.5 (NCCL_ALGO selects algorithms)",
     "NCCL_CHECKS_DISABLE": "2.2.12",
-    "NCCL_RINGS": "2.5",
+    "NCCL_RINGS": "an earlier release (last documented for 2.4; absent from the 2.30.7 library)",
 }
 
 TORCH = frozenset({
