@@ -5,8 +5,8 @@ Coverage and provenance (re-derive with the commands in the comments when a rele
 * ``NCCL_RELEASE``: every ``NCCL_*`` string in ``libnccl.so.2`` of the nvidia-nccl-cu13 2.30.7 wheel
   (``strings libnccl.so.2 | grep -E '^NCCL_[A-Z0-9_]+$'``), which holds every ``NCCL_PARAM(Name, "SUFFIX", ...)``
   (the macro pastes ``"NCCL_" "SUFFIX"`` into one literal) and every ``ncclGetEnv("NCCL_...")``; minus the enum
-  and constant names the same binary prints (debug subsystems such as ``NCCL_INIT``, log levels, parameter types,
-  GIN/net-device kinds).
+  and constant names the same binary holds (debug subsystems such as ``NCCL_INIT``, log levels, parameter types,
+  GIN/net-device kinds, ``NCCL_IB_SL_DEFAULT``/``NCCL_IB_TC_DEFAULT``, which are #define'd defaults).
 * ``NCCL_DOCUMENTED``: the section titles of NCCL's ``docs/userguide/source/env.rst`` (documentation up to 2.32),
   for names read through NCCL's newer parameter registry or added after 2.30.7.
 * ``NCCL_OLDER``: ``NCCL_PARAM`` names of 2.2x releases that 2.30 no longer reads (``src/misc/param.cc``-era
@@ -49,8 +49,8 @@ NCCL_RELEASE = frozenset({
     "NCCL_IB_RESILIENCY_PORT_RECOVERY_ALIVE_MSG_SEQUENCE_SIZE", "NCCL_IB_RESILIENCY_PORT_RECOVERY_ALIVE_MSG_TIMEOUT",
     "NCCL_IB_RESILIENCY_PORT_RECOVERY_ATTEMPTS_MAX", "NCCL_IB_RESILIENCY_PORT_RECOVERY_START_DELAY",
     "NCCL_IB_RETRY_CNT", "NCCL_IB_RETURN_ASYNC_EVENTS", "NCCL_IB_ROCE_VERSION_NUM", "NCCL_IB_ROUTABLE_FLID_GID_INDEX",
-    "NCCL_IB_SL", "NCCL_IB_SL_DEFAULT", "NCCL_IB_SPLIT_DATA_ON_QPS", "NCCL_IB_SUBNET_AWARE_ROUTING",
-    "NCCL_IB_SUBNET_PREFIX_LEN", "NCCL_IB_TC", "NCCL_IB_TC_DEFAULT", "NCCL_IB_TIMEOUT", "NCCL_IB_USE_INLINE",
+    "NCCL_IB_SL", "NCCL_IB_SPLIT_DATA_ON_QPS", "NCCL_IB_SUBNET_AWARE_ROUTING",
+    "NCCL_IB_SUBNET_PREFIX_LEN", "NCCL_IB_TC", "NCCL_IB_TIMEOUT", "NCCL_IB_USE_INLINE",
     "NCCL_IB_WARN_RAIL_LOCAL", "NCCL_IGNORE_COLLNET_MISMATCH", "NCCL_IGNORE_CPU_AFFINITY", "NCCL_IGNORE_DISABLED_P2P",
     "NCCL_IGNORE_NET_MISMATCH", "NCCL_IPC_COLLECTIVE", "NCCL_IPC_SENDRECV", "NCCL_L1_SHARED_MEMORY_CARVEOUT",
     "NCCL_LAUNCH_MODE", "NCCL_LAUNCH_ORDER_IMPLICIT", "NCCL_LAUNCH_RACE_FATAL", "NCCL_LEGACY_CUDA_REGISTER",
