@@ -1,6 +1,6 @@
 """Every NCCL and PyTorch environment variable name the probe accepts, taken from the sources.
 
-Coverage and provenance (re-derive with the commands in the comments when a release adds names):
+Coverage and provenance (re-derive the same way when a release adds names):
 
 * ``NCCL_RELEASE``: every ``NCCL_*`` string in ``libnccl.so.2`` of the nvidia-nccl-cu13 2.30.7 wheel
   (``strings libnccl.so.2 | grep -E '^NCCL_[A-Z0-9_]+$'``), which holds every ``NCCL_PARAM(Name, "SUFFIX", ...)``
@@ -9,8 +9,9 @@ Coverage and provenance (re-derive with the commands in the comments when a rele
   GIN/net-device kinds, ``NCCL_IB_SL_DEFAULT``/``NCCL_IB_TC_DEFAULT``, which are #define'd defaults).
 * ``NCCL_DOCUMENTED``: the section titles of NCCL's ``docs/userguide/source/env.rst`` (documentation up to 2.32),
   for names read through NCCL's newer parameter registry or added after 2.30.7.
-* ``NCCL_OLDER``: ``NCCL_PARAM`` names of 2.2x releases that 2.30 no longer reads (``src/misc/param.cc``-era
-  registry: CREATE_THREAD_CONTEXT, SHM_USE_CUDA_MEMCPY, SHM_MEMCPY_MODE; WORK_FIFO_DEPTH of 2.12 to 2.18).
+* ``NCCL_OLDER``: ``NCCL_PARAM`` names of earlier releases that 2.30.7 no longer holds (CREATE_THREAD_CONTEXT,
+  SHM_USE_CUDA_MEMCPY, SHM_MEMCPY_MODE from a 2.2x-era parameter registry; WORK_FIFO_DEPTH from an older
+  ``src/init.cc``, before WORK_FIFO_BYTES).
 * ``NCCL_REMOVED``: names older documentation lists as removed; setting them changes nothing today.
 * ``TORCH``: PyTorch's c10d reads (``getCvarInt/Bool/String`` name lists in ``ProcessGroupNCCL.hpp`` and
   ``FlightRecorder.hpp``, PyTorch 2.2 to 2.15), plus the strings of the torch 2.13 CPU wheel's ``libtorch_cpu.so``.
