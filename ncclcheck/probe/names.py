@@ -14,7 +14,8 @@ Coverage and provenance (re-derive the same way when a release adds names):
   ``src/init.cc``, before WORK_FIFO_BYTES).
 * ``NCCL_REMOVED``: names older documentation lists as removed; setting them changes nothing today.
 * ``TORCH``: PyTorch's c10d reads (``getCvarInt/Bool/String`` name lists in ``ProcessGroupNCCL.hpp`` and
-  ``FlightRecorder.hpp``, PyTorch 2.2 to 2.15), plus the strings of the torch 2.13 CPU wheel's ``libtorch_cpu.so``.
+  ``FlightRecorder.hpp``, from PyTorch 2.2, which introduced the ``TORCH_NCCL_`` names, to the newest c10d sources
+  read, which add ``TORCH_FR_*``), plus the ``TORCH_*`` strings of the torch 2.13 CPU wheel's ``libtorch_cpu.so``.
 * ``ALIASES``: an old name and the name that replaced it (PyTorch's lists put the new name first; NCCL renamed
   the ring counts to channels in 2.5 and ``NCCL_IB_GDR_LEVEL`` in 2.4).
 """
