@@ -1,5 +1,9 @@
 # ncclcheck developer tasks. Each target installs what it needs into .venv.
 PYTHON ?= python3
+# Where pip finds torch for the benchmark's tests. Empty: pip's own configuration decides (here, a local CPU
+# wheel). From plain PyPI, torch==2.13.0 is the CUDA build (several GB with its CUDA libraries); to get the CPU
+# build instead: make test TORCH_INDEX=https://download.pytorch.org/whl/cpu
+TORCH_INDEX ?=
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -13,10 +17,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test,lint]'
 	touch $(STAMP)
 
-# The benchmark's tests need torch. Pin the CPU build that installs from a local wheel here: a bare
-# "torch" would pull a multi-GB CUDA build, which CI must never download.
+# The benchmark's tests need torch.
 $(TORCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	touch $(TORCH_STAMP)
 
 ## Run analyze-log on the bundled 8-rank incident (exit 1 means "a failure was found", as designed).
@@ -30,8 +33,10 @@ test: $(STAMP) $(TORCH_STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check ncclcheck tests tools
 
-## Speed benchmark: analyze-log vs grep -c -F WorkNCCL on ~1 GiB of generated logs.
+## Benchmarks: start-up (ncclcheck --help vs a minimal Typer app), then analyze-log vs grep -c -F WorkNCCL
+## on ~1 GiB of generated logs.
 bench: $(STAMP)
+	$(BIN)/python tools/bench_startup.py
 	$(BIN)/python tools/bench_analyze.py --mib $(or $(MIB),1024)
 
 clean:

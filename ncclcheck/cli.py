@@ -1,4 +1,8 @@
-"""Command-line wiring only: options in, core functions called, renderers out, exit codes."""
+"""Command-line wiring only: options in, core functions called, renderers out, exit codes.
+
+Start-up matters (``--help`` and shell completion run this module): at import time it loads Typer and nothing
+else of its own; each command imports the core and the renderers it needs when it runs.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +13,6 @@ from typing import Annotated, NoReturn, Optional
 import typer
 
 from ncclcheck import __version__
-from ncclcheck.console import console, err_console
-from ncclcheck.evidence.reader import InputError, resolve
-from ncclcheck.evidence.types import FileScan, InputProblem
-from ncclcheck.job.analyze import analyze
-from ncclcheck.job.model import VerdictKind
-from ncclcheck.render.json_out import analysis_json
-from ncclcheck.render.report import report
-from ncclcheck.transfer import DTYPE_BYTES
 
 
 class Exit(IntEnum):
@@ -29,22 +25,22 @@ class Exit(IntEnum):
 
 
 app = typer.Typer(
-    add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
     help="Diagnose NCCL collective timeouts: which collective hung, which rank caused it, what to change.",
 )
 
 
 def _version(value: bool) -> None:
     if value:
-        console.print(f"ncclcheck {__version__}", highlight=False)
+        typer.echo(f"ncclcheck {__version__}")
         raise typer.Exit()
 
 
 @app.callback()
 def _root(
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+    version: Annotated[bool, typer.Option("--version", "-V", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
 ) -> None:
     """Diagnose NCCL collective timeouts."""
@@ -52,10 +48,14 @@ def _root(
 
 def warn(message: str) -> None:
     """One line on stderr, never markup-interpreted."""
+    from ncclcheck.console import err_console
+
     err_console.print(f"ncclcheck: {message}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _check_dtype(dtype: str) -> None:
+    from ncclcheck.transfer import DTYPE_BYTES
+
     if dtype not in DTYPE_BYTES:
         usage_error(f"unknown dtype {dtype!r}; one of: {', '.join(DTYPE_BYTES)}")
 
@@ -84,6 +84,14 @@ def analyze_log(
 
     Example: ncclcheck analyze-log logs/ --json
     """
+    from ncclcheck.console import console, err_console
+    from ncclcheck.evidence.reader import InputError, resolve
+    from ncclcheck.evidence.types import FileScan, InputProblem
+    from ncclcheck.job.analyze import analyze
+    from ncclcheck.job.model import VerdictKind
+    from ncclcheck.render.json_out import analysis_json
+    from ncclcheck.render.report import report
+
     _check_dtype(dtype)
 
     unreadable: list[InputProblem] = []
@@ -168,7 +176,10 @@ def explain_cmd(
 
     Example: ncclcheck explain --model qwen2.5-7b --batch 8 --seq 2048 --world-size 8 --numel 466119168
     """
+    from ncclcheck.console import console
+    from ncclcheck.evidence.reader import resolve
     from ncclcheck.explain.core import PRESETS, ExplainError, Model, explain, merge, model_from_config, size_table
+    from ncclcheck.job.analyze import analyze
     from ncclcheck.render.explain import explain_json, explanation_view, sizes_view
 
     _check_dtype(dtype)
@@ -199,12 +210,12 @@ def explain_cmd(
             raise typer.Exit(Exit.USAGE)
     explanations = [explain(n_in, shape, n_out, o, dtype) for o, n_in, n_out in triples]
     sizes = size_table(shape, ("float32", "bfloat16")) if not triples else []
-    if as_json:
-        typer.echo(json.dumps(explain_json(shape, explanations, sizes), indent=2))
-        return
     if not triples and not sizes:
         warn("nothing to show: give --numel/--log, or the model shape (--batch --seq --hidden or --model/--config)")
         raise typer.Exit(Exit.USAGE)
+    if as_json:
+        typer.echo(json.dumps(explain_json(shape, explanations, sizes), indent=2))
+        return
     for e in explanations:
         console.print(explanation_view(e))
     if sizes:
@@ -257,6 +268,7 @@ def probe_cmd(
 
     Example: ncclcheck probe --format json > $(hostname).json; ncclcheck probe --compare node*.json
     """
+    from ncclcheck.console import console
     from ncclcheck.probe.host import collect, this_host
     from ncclcheck.probe.lint import lint, recommend
     from ncclcheck.render.probe import compare as compare_nodes
@@ -286,7 +298,7 @@ def probe_cmd(
             typer.echo(json.dumps({"schema_version": 1, "nodes": labels,
                                    "differences": [{"aspect": a, "values": v} for a, v in diffs]}, indent=2))
         else:
-            console.print(compare_view(diffs, labels))
+            console.print(compare_view(diffs, labels), crop=False)
         raise typer.Exit(Exit.FOUND if diffs else Exit.OK)
     if files:
         usage_error("node files are only read with --compare")
@@ -298,7 +310,7 @@ def probe_cmd(
     elif fmt is ProbeFormat.shell:
         typer.echo(shell(recs), nl=False)
     else:
-        console.print(report(p, findings, recs))
+        console.print(report(p, findings, recs), crop=False)
     raise typer.Exit(Exit.FOUND if any(f.severity.value == "error" for f in findings) else Exit.OK)
 
 

@@ -68,21 +68,35 @@ def transfer_seconds(nbytes: int, op: str | None, world: int | None, fabric: Fab
 
 def human_bytes(n: float) -> str:
     """Decimal units, as nccl-tests reports bandwidth (1 GB = 1e9 B)."""
-    for unit in ("B", "kB", "MB", "GB", "TB"):
-        if abs(n) < 1000 or unit == "TB":
+    for unit in ("B", "kB", "MB", "GB", "TB", "PB"):
+        if abs(n) < 1000 or unit == "PB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
         n /= 1000
-    return f"{n:.2f} TB"
+    raise AssertionError("unreachable")
+
+
+# (seconds in the unit, its symbol, the largest value shown in it)
+_DURATION_UNITS = ((1e-6, "µs", 1e3), (1e-3, "ms", 1e3), (1.0, "s", 60), (60.0, "min", 60), (3600.0, "h", 48),
+                   (86400.0, "days", 365))
+YEAR = 365.25 * 86400
 
 
 def human_seconds(s: float) -> str:
-    """Short human duration."""
+    """A duration as people say it: three significant digits in the largest unit it fills (``1.88 s``,
+    ``297 ms``, ``10 min``, ``3.5 days``); beyond a thousand years, just that."""
+    if s != s or s < 0:
+        return "?"
     if s < 1e-6:
         return "<1 µs"
-    if s < 1e-3:
-        return f"{s * 1e6:.0f} µs"
-    if s < 1:
-        return f"{s * 1e3:.1f} ms"
-    if s < 120:
-        return f"{s:.1f} s"
-    return f"{s / 60:.1f} min"
+    for size, unit, limit in _DURATION_UNITS:
+        shown = _sig3(s / size)
+        if float(shown) < limit:  # 59.97 s shows as "60 s": say 1 min instead
+            return f"{shown} {unit}"
+    years = _sig3(s / YEAR)
+    return ("1 year" if years == "1" else f"{years} years") if float(years) < 1000 else "over 1,000 years"
+
+
+def _sig3(v: float) -> str:
+    """Three significant digits, no exponent (``1.88``, ``29.7``, ``297``)."""
+    digits = 0 if v >= 99.95 else 1 if v >= 9.995 else 2
+    return f"{v:.{digits}f}".rstrip("0").rstrip(".") if digits else f"{v:.0f}"

@@ -48,13 +48,29 @@ class Address:
     netmask: str | None
 
     @property
-    def network(self) -> str | None:
-        if not self.netmask:
-            return None
+    def prefixlen(self) -> int | None:
+        """The netmask as a prefix length (psutil gives IPv6 masks as addresses, which ipaddress does not parse)."""
         try:
-            return str(ipaddress.ip_interface(f"{self.address.split('%')[0]}/{self.netmask}").network)
+            mask = int(ipaddress.ip_address(self.netmask or ""))
         except ValueError:
             return None
+        bits = 32 if self.family == "ipv4" else 128
+        ones = bin(mask).count("1")
+        return ones if mask == ((1 << ones) - 1) << (bits - ones) else None
+
+    @property
+    def network(self) -> str | None:
+        if self.prefixlen is None:
+            return None
+        try:
+            return str(ipaddress.ip_interface(f"{self.address.split('%')[0]}/{self.prefixlen}").network)
+        except ValueError:
+            return None
+
+    @property
+    def cidr(self) -> str:
+        """The address with its prefix length (``10.0.0.5/24``), as ``ip addr`` prints it; bare if unknown."""
+        return self.address if self.prefixlen is None else f"{self.address}/{self.prefixlen}"
 
     @property
     def link_local(self) -> bool:

@@ -16,45 +16,10 @@ from dataclasses import dataclass
 
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.probe.host import Interface, Probe, Setting
+from ncclcheck.probe.names import ALIASES, CURRENT, NCCL_REMOVED
 
 GIB = 1 << 30
 
-KNOWN = {
-    # NCCL (docs/env.rst)
-    "NCCL_SOCKET_IFNAME", "NCCL_SOCKET_FAMILY", "NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD",
-    "NCCL_SOCKET_RETRY_CNT", "NCCL_SOCKET_RETRY_SLEEP_MSEC", "NCCL_IB_DISABLE", "NCCL_IB_HCA", "NCCL_IB_GID_INDEX",
-    "NCCL_IB_ROCE_VERSION_NUM", "NCCL_IB_ADDR_FAMILY", "NCCL_IB_ADDR_RANGE", "NCCL_IB_TIMEOUT", "NCCL_IB_RETRY_CNT",
-    "NCCL_IB_TC", "NCCL_IB_SL", "NCCL_IB_FIFO_TC", "NCCL_IB_QPS_PER_CONNECTION", "NCCL_IB_SPLIT_DATA_ON_QPS",
-    "NCCL_IB_PCI_RELAXED_ORDERING", "NCCL_IB_ADAPTIVE_ROUTING", "NCCL_IB_MERGE_NICS", "NCCL_NET_GDR_LEVEL",
-    "NCCL_NET_GDR_READ", "NCCL_NET_PLUGIN", "NCCL_NET", "NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_P2P_NET_CHUNKSIZE",
-    "NCCL_SHM_DISABLE", "NCCL_NVLS_ENABLE", "NCCL_CROSS_NIC", "NCCL_BUFFSIZE", "NCCL_ALGO", "NCCL_PROTO",
-    "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_DEBUG_TIMESTAMP_FORMAT", "NCCL_DEBUG_TIMESTAMP_LEVELS",
-    "NCCL_TOPO_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_CUMEM_ENABLE", "NCCL_CUMEM_HOST_ENABLE", "NCCL_RAS_ENABLE",
-    "NCCL_RAS_ADDR", "NCCL_RAS_TIMEOUT_FACTOR", "NCCL_CONF_FILE", "NCCL_COMM_ID", "NCCL_MIN_NCHANNELS",
-    "NCCL_MAX_NCHANNELS", "NCCL_MIN_CTAS", "NCCL_MAX_CTAS", "NCCL_LAUNCH_MODE", "NCCL_COLLNET_ENABLE",
-    "NCCL_NVLS_CHUNKSIZE", "NCCL_MNNVL_ENABLE", "NCCL_ENV_PLUGIN", "NCCL_TUNER_PLUGIN", "NCCL_PROFILER_PLUGIN",
-    "NCCL_PXN_DISABLE", "NCCL_GRAPH_FILE", "NCCL_GRAPH_DUMP_FILE", "NCCL_SET_THREAD_NAME", "NCCL_CHECK_POINTERS",
-    "NCCL_WORK_FIFO_DEPTH", "NCCL_IGNORE_CPU_AFFINITY", "NCCL_NCHANNELS_PER_NET_PEER", "NCCL_NET_SHARED_BUFFERS",
-    "NCCL_VERSION",
-    # PyTorch (torch_nccl_environment_variables)
-    "TORCH_NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_BLOCKING_WAIT", "TORCH_NCCL_DESYNC_DEBUG",
-    "TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_NCCL_DUMP_ON_TIMEOUT", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE",
-    "TORCH_NCCL_DEBUG_INFO_PIPE_FILE", "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC", "TORCH_NCCL_ENABLE_MONITORING",
-    "TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC", "TORCH_NCCL_PROPAGATE_ERROR", "TORCH_NCCL_ENABLE_TIMING",
-    "TORCH_NCCL_AVOID_RECORD_STREAMS", "TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK", "TORCH_NCCL_NAN_CHECK",
-    "TORCH_NCCL_USE_COMM_NONBLOCKING", "TORCH_NCCL_CUDA_EVENT_CACHE", "TORCH_NCCL_LOG_CPP_STACK_ON_UNCLEAN_SHUTDOWN",
-    "TORCH_NCCL_HIGH_PRIORITY", "TORCH_NCCL_RETHROW_CUDA_ERRORS", "TORCH_NCCL_DUMP_ON_TIMEOUT_PERIOD",
-    "TORCH_FR_BUFFER_SIZE", "TORCH_FR_DUMP_TEMP_FILE", "TORCH_FR_CPP_STACK", "TORCH_FR_DUMP_ON_TIMEOUT",
-}
-DEPRECATED = {
-    "NCCL_ASYNC_ERROR_HANDLING": "TORCH_NCCL_ASYNC_ERROR_HANDLING",
-    "NCCL_BLOCKING_WAIT": "TORCH_NCCL_BLOCKING_WAIT",
-    "NCCL_DESYNC_DEBUG": "TORCH_NCCL_DESYNC_DEBUG",
-    "NCCL_ENABLE_TIMING": "TORCH_NCCL_ENABLE_TIMING",
-    "TORCH_NCCL_TRACE_BUFFER_SIZE": "TORCH_FR_BUFFER_SIZE",
-    "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": "TORCH_FR_DUMP_TEMP_FILE",
-    "NCCL_IB_GDR_LEVEL": "NCCL_NET_GDR_LEVEL",
-}
 DEBUG_ONLY = ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE", "NCCL_IB_DISABLE", "NCCL_NET_GDR_LEVEL",
               "NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_NVLS_ENABLE", "NCCL_CROSS_NIC", "NCCL_NET")
 INTEGER = ("NCCL_IB_DISABLE", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_IB_TIMEOUT", "NCCL_IB_RETRY_CNT",
@@ -132,16 +97,22 @@ def _names(p: Probe) -> list[Finding]:
     out = []
     for s in p.settings:
         if s.name == "NCCL_TIMEOUT" or (s.name.endswith("_TIMEOUT") and s.name.startswith(("NCCL_", "TORCH_NCCL_"))
-                                        and s.name not in KNOWN):
+                                        and s.name not in CURRENT and s.name not in ALIASES):
             out.append(Finding(Severity.ERROR, "timeout-not-read",
                                f"{s.name} is read by no NCCL or PyTorch release: it changes nothing. {TIMEOUT_HELP}",
                                (_ev(s),), "Remove it and set the timeout where it is read (see above)."))
-        elif s.name in DEPRECATED:
+        elif s.name in ALIASES:
             out.append(Finding(Severity.WARNING, "deprecated-name",
-                               f"{s.name} is a deprecated alias of {DEPRECATED[s.name]}.", (_ev(s),),
-                               f"Use {DEPRECATED[s.name]}={s.value}."))
-        elif s.name.startswith(("NCCL_", "TORCH_NCCL_", "TORCH_FR_")) and s.name not in KNOWN:
-            near = difflib.get_close_matches(s.name, sorted(KNOWN | set(DEPRECATED)), n=1, cutoff=0.75)
+                               f"{s.name} is the old name of {ALIASES[s.name]}" +
+                               ("; PyTorch releases from before the rename read only the old one."
+                                if ALIASES[s.name].startswith("TORCH_") else "."), (_ev(s),),
+                               f"Use {ALIASES[s.name]}={s.value}."))
+        elif s.name in NCCL_REMOVED:
+            out.append(Finding(Severity.WARNING, "removed-name",
+                               f"{s.name} is no longer read: NCCL dropped it in {NCCL_REMOVED[s.name]}.", (_ev(s),),
+                               "Remove it."))
+        elif s.name.startswith(("NCCL_", "TORCH_NCCL_", "TORCH_FR_")) and s.name not in CURRENT:
+            near = difflib.get_close_matches(s.name, sorted(CURRENT), n=1, cutoff=0.75)
             out.append(Finding(Severity.WARNING, "unknown-name",
                                f"{s.name} is not a variable NCCL or PyTorch reads" +
                                (f"; did you mean {near[0]}?" if near else "."), (_ev(s),),

@@ -9,9 +9,9 @@ from dataclasses import asdict
 from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
+from ncclcheck.console import fit_table, unbroken, whole
 from ncclcheck.findings import Finding
 from ncclcheck.probe.host import Probe
 from ncclcheck.probe.lint import Recommendation, nccl_pick
@@ -47,62 +47,55 @@ def _mib(n: int | None) -> str:
 
 
 def report(p: Probe, findings: Sequence[Finding], recs: Sequence[Recommendation]) -> RenderableType:
-    """The human report, section by section; a section absent here says so."""
+    """The human report, section by section; a section absent here says so.
+
+    Print it with ``crop=False``: values and ``export`` lines are never wrapped or cut, whatever the width.
+    """
     parts: list[RenderableType] = [Text(f"host {p.hostname} ({p.system}, Python {p.python})", style="bold")]
     picks, rule = nccl_pick(p.interfaces, p.value("NCCL_SOCKET_IFNAME"))
     if p.interfaces:
-        t = Table(title="network interfaces", title_justify="left")
-        for col in ("name", "kind", "state", "MTU", "speed", "addresses", "NCCL"):
-            t.add_column(col, overflow="fold")
+        rows = []
         for i in p.interfaces:
             state = "running" if i.running else ("up, no carrier" if i.up else "down")
-            marks = []
-            if i.name == p.default_route:
-                marks.append("default route")
-            if i.name == p.master_addr_iface:
-                marks.append("MASTER_ADDR")
-            t.add_row(i.name, i.kind, state + (f" ({', '.join(marks)})" if marks else ""), str(i.mtu or ""),
-                      f"{i.speed_mbps} Mb/s" if i.speed_mbps else "",
-                      " ".join(f"{a.address}/{a.netmask}" if a.netmask else a.address for a in i.addresses),
-                      "uses" if i in picks else "")
-        parts.append(t)
-        parts.append(Text(f"NCCL would use: {', '.join(i.name for i in picks) or 'nothing'} ({rule})"))
+            marks = [m for m, hit in (("default route", i.name == p.default_route),
+                                      ("MASTER_ADDR", i.name == p.master_addr_iface)) if hit]
+            rows.append((i.name, i.kind, "\n".join([state, *marks]), str(i.mtu or ""),
+                         f"{i.speed_mbps:,} Mb/s" if i.speed_mbps else "", "\n".join(a.cidr for a in i.addresses),
+                         "uses" if i in picks else ""))
+        parts.append(fit_table("network interfaces", ("name", "kind", "state", "MTU", "speed", "addresses", "NCCL"),
+                               rows))
+        parts.append(unbroken(Text(f"NCCL would use: {', '.join(i.name for i in picks) or 'nothing'} ({rule})")))
     else:
         parts.append(Text("network interfaces: not available here"))
     if p.rdma:
-        t = Table(title="RDMA", title_justify="left")
-        for col in ("port", "state", "rate", "link layer", "RoCE v2 GIDs"):
-            t.add_column(col)
-        for r in p.rdma:
-            t.add_row(r.hca, r.state or "?", r.rate or "?", r.link_layer or "?", ",".join(map(str, r.roce_v2_gids)))
-        parts.append(t)
-        parts.append(Text(f"uverbs devices: {', '.join(p.uverbs) or 'none'}; libibverbs loads: "
-                          f"{'yes' if p.libibverbs else 'no'}"))
+        rows = [(r.hca, r.state or "?", r.rate or "?", r.link_layer or "?", ",".join(map(str, r.roce_v2_gids)))
+                for r in p.rdma]
+        parts.append(fit_table("RDMA", ("port", "state", "rate", "link layer", "RoCE v2 GIDs"), rows))
+        parts.append(unbroken(Text(f"uverbs devices: {', '.join(p.uverbs) or 'none'}; libibverbs loads: "
+                                   f"{'yes' if p.libibverbs else 'no'}")))
     else:
         parts.append(Text("RDMA: no devices in /sys/class/infiniband"))
     if p.gpus:
-        parts.append(Text("GPUs: " + "; ".join(f"{g.index}: {g.name} {g.memory} driver {g.driver}" for g in p.gpus)))
+        parts.append(unbroken(Text("GPUs: " + "; ".join(f"{g.index}: {g.name} {g.memory} driver {g.driver}"
+                                                        for g in p.gpus))))
         if p.topology:
-            parts.append(Text("topology: " + ", ".join(f"{a}-{b} {link}" for a, b, link in p.topology)))
+            parts.append(unbroken(Text("topology: " + ", ".join(f"{a}-{b} {link}" for a, b, link in p.topology))))
     else:
         parts.append(Text("GPUs: " + ("none listed by nvidia-smi" if p.nvidia_smi else "nvidia-smi not available")))
-    parts.append(Text(f"limits: /dev/shm {_mib(p.shm_bytes)}, memlock {_mib(p.memlock)}, local ports "
-                      f"{'-'.join(map(str, p.port_range)) if p.port_range else '?'}"))
+    parts.append(unbroken(Text(f"limits: /dev/shm {_mib(p.shm_bytes)}, memlock {_mib(p.memlock)}, local ports "
+                               f"{'-'.join(map(str, p.port_range)) if p.port_range else '?'}")))
     if p.settings:
-        t = Table(title="configuration in force", title_justify="left")
-        for col in ("variable", "value", "from"):
-            t.add_column(col, overflow="fold")
-        for s in p.settings:
-            t.add_row(s.name, s.value, s.source)
-        parts.append(t)
+        parts.append(fit_table("configuration in force", ("variable", "value", "from"),
+                               [(s.name, s.value, s.source) for s in p.settings]))
     if p.versions:
-        parts.append(Text("packages: " + ", ".join(f"{k} {v}" for k, v in p.versions.items())))
+        parts.append(unbroken(Text("packages: " + ", ".join(f"{k} {v}" for k, v in p.versions.items()))))
     parts.append(Text("findings", style="bold underline") if findings else Text("findings: none", style="green"))
-    parts += finding_lines(findings)
+    parts += [unbroken(line) for line in finding_lines(findings)]
     if recs:
-        parts.append(Text("set", style="bold underline"))
+        parts.append(whole("set (each line's reason above it)", style="bold underline"))
         for r in recs:
-            parts.append(Text(f"export {r.name}={shlex.quote(r.value)}    # {r.reason}"))
+            parts.append(whole(f"# {r.reason}", style="dim"))
+            parts.append(whole(f"export {r.name}={shlex.quote(r.value)}"))
     return Group(*parts)
 
 
@@ -146,13 +139,8 @@ def compare(nodes: Sequence[tuple[str, Mapping[str, Any]]]) -> list[tuple[str, d
 
 
 def compare_view(diffs: Sequence[tuple[str, dict[str, str]]], labels: Sequence[str]) -> RenderableType:
-    """The differing aspects as a table."""
+    """The differing aspects as a table (stacked per aspect where the terminal is too narrow)."""
     if not diffs:
         return Text(f"no differences between {', '.join(labels)}", style="green")
-    t = Table(title="differences between nodes", title_justify="left")
-    t.add_column("aspect", overflow="fold")
-    for label in labels:
-        t.add_column(label, overflow="fold")
-    for aspect, vals in diffs:
-        t.add_row(aspect, *(vals[label] for label in labels))
-    return t
+    return fit_table("differences between nodes", ("aspect", *labels),
+                     [(aspect, *(vals[label] for label in labels)) for aspect, vals in diffs])

@@ -1,0 +1,78 @@
+"""CLI conventions: short flags, shell completion, help on every parameter, lazy imports, usage exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import click
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from ncclcheck import __version__
+from ncclcheck.cli import app
+
+runner = CliRunner()
+
+
+def test_importing_the_cli_loads_no_core_module():
+    """`ncclcheck --help` pays only for Typer: the commands import what they need when they run."""
+    code = ("import sys, ncclcheck.cli; "
+            "print(sorted(m for m in sys.modules if m.startswith(('ncclcheck.', 'torch', 'rich', 'psutil'))"
+            " and m != 'ncclcheck.cli'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out.replace("'", '"')) == []
+
+
+@pytest.mark.parametrize("args", [["-h"], ["--help"], ["analyze-log", "-h"], ["probe", "-h"], ["explain", "-h"]])
+def test_short_and_long_help(args):
+    r = runner.invoke(app, args, env={"COLUMNS": "100"})
+    assert r.exit_code == 0 and "Usage:" in r.stdout
+
+
+@pytest.mark.parametrize("flag", ["-V", "--version"])
+def test_version_flags(flag):
+    r = runner.invoke(app, [flag])
+    assert (r.exit_code, r.stdout) == (0, f"ncclcheck {__version__}\n")
+
+
+def test_completion_options_are_offered():
+    r = runner.invoke(app, ["--help"], env={"COLUMNS": "120"})
+    assert "--install-completion" in r.stdout and "--show-completion" in r.stdout
+
+
+def test_show_completion_prints_a_script():
+    """The script for an explicitly named shell, from a real process (completion reads the program name)."""
+    r = subprocess.run([sys.executable, "-m", "ncclcheck", "--show-completion", "bash"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0 and "complete" in r.stdout and "_NCCLCHECK_COMPLETE" in r.stdout.upper()
+
+
+def _params():
+    group = typer.main.get_command(app)
+    assert isinstance(group, click.Group)
+    for name, cmd in group.commands.items():
+        for p in cmd.params:
+            if p.name not in ("help",):
+                yield name, p
+
+
+@pytest.mark.parametrize(("command", "param"), list(_params()), ids=lambda x: getattr(x, "name", x))
+def test_every_parameter_has_help(command, param):
+    assert getattr(param, "help", None), f"{command}: {param.name} has no help text"
+
+
+def test_analyze_log_path_help_names_every_input_kind():
+    r = runner.invoke(app, ["analyze-log", "--help"], env={"COLUMNS": "200"})
+    text = " ".join(r.stdout.split())
+    for kind in ("files", "directories", "globs", "- for stdin"):
+        assert kind in text, kind
+
+
+def test_explain_json_without_input_is_a_usage_error_like_text_mode():
+    text = runner.invoke(app, ["explain"])
+    as_json = runner.invoke(app, ["explain", "--json"])
+    assert text.exit_code == as_json.exit_code == 2
+    assert as_json.stdout == "" and "nothing to show" in as_json.stderr
