@@ -10,9 +10,9 @@ from collections.abc import Sequence
 
 from rich.console import Group, RenderableType
 from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
+from ncclcheck.console import Fit, fit_table
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.model import Analysis, EndKind, RankState, VerdictKind
 from ncclcheck.ranks import compact
@@ -62,8 +62,8 @@ def short_names(files: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def rank_table(a: Analysis) -> tuple[Table | None, int]:
-    """Ranks folded by identical state; returns the table and how many states did not fit."""
+def rank_table(a: Analysis) -> tuple[Fit | None, int]:
+    """Ranks folded by identical state, whole at any width; returns it and how many states did not fit."""
     job = a.job
     if not job.ranks:
         return None, 0
@@ -73,13 +73,7 @@ def rank_table(a: Analysis) -> tuple[Table | None, int]:
     for s in job.ranks:
         rows.setdefault(_state_key(s, culprits), []).append(s)
     order = sorted(rows, key=lambda k: (not k[0], k[1] == EndKind.UNKNOWN.value, min(r.rank for r in rows[k])))
-    t = Table(title="ranks, folded by state", title_justify="left")
-    t.add_column("ranks", overflow="fold")
-    t.add_column("state", overflow="fold")
-    t.add_column("stuck in", overflow="fold")
-    t.add_column("NumelIn", justify="right", no_wrap=True)
-    t.add_column("enq/done", justify="right", no_wrap=True)
-    t.add_column("evidence", overflow="fold")
+    cells = []
     for key in order[:MAX_ROWS]:
         states = rows[key]
         s = states[0]
@@ -94,9 +88,10 @@ def rank_table(a: Analysis) -> tuple[Table | None, int]:
         counters = "" if key[3] is None or key[3][0] is None else f"{key[3][0]}/{key[3][1]}"
         loc = s.ending.loc or (w.loc if w is not None else None)
         evidence = "" if loc is None else f"{names.get(loc.file, loc.file)}:{loc.line}" if loc.line else loc.file
-        t.add_row(compact((r.rank for r in states), job.world), state, stuck, _n(w.numel_in if w else None),
-                  counters, evidence)
-    return t, max(0, len(order) - MAX_ROWS)
+        cells.append([compact((r.rank for r in states), job.world), state, stuck, _n(w.numel_in if w else None),
+                      counters, evidence])
+    headers = ["ranks", "state", "stuck in", "NumelIn", "enq/done", "evidence"]
+    return fit_table("ranks, folded by state", headers, cells), max(0, len(order) - MAX_ROWS)
 
 
 def finding_lines(findings: Sequence[Finding], max_evidence: int | None = None) -> list[Text]:
