@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ncclcheck.evidence.frdump import Dump, Entry, numel
-from ncclcheck.evidence.types import PG, ElasticFailure, ErrorKind, FileScan, LiveStack, RankError, WorkMention
+from ncclcheck.evidence.types import PG, ElasticFailure, ErrorKind, FileScan, LiveStack, Loc, RankError, WorkMention
 from ncclcheck.job.graph import wait_for
 from ncclcheck.job.model import (
     Ending,
@@ -395,8 +395,9 @@ class _Builder:
         pending = [p.stuck for p in positions if p.stuck is not None]
         if pending:
             first = min(pending, key=_stuck_order)
+            files = sorted(self.files.get(rank, ()))
             return Ending(EndKind.WAITING, f"its dump shows it waiting in {first.describe()} #{first.seq} "
-                          f"({first.state}); no timeout line in these inputs")
+                          f"({first.state}); no timeout line in these inputs", Loc(files[0], 0) if files else None)
         if rank in self.seen:
             return Ending(EndKind.SILENT, "its input shows no timeout, error or exit")
         return Ending(EndKind.UNKNOWN, "no input from this rank")

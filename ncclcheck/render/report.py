@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.panel import Panel
 from rich.text import Text
 
@@ -62,7 +62,7 @@ def short_names(files: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def rank_table(a: Analysis) -> tuple[Fit | None, int]:
+def rank_table(a: Analysis) -> tuple[_FirstThatFits | None, int]:
     """Ranks folded by identical state, whole at any width; returns it and how many states did not fit."""
     job = a.job
     if not job.ranks:
@@ -91,7 +91,25 @@ def rank_table(a: Analysis) -> tuple[Fit | None, int]:
         cells.append([compact((r.rank for r in states), job.world), state, stuck, _n(w.numel_in if w else None),
                       counters, evidence])
     headers = ["ranks", "state", "stuck in", "NumelIn", "enq/done", "evidence"]
-    return fit_table("ranks, folded by state", headers, cells), max(0, len(order) - MAX_ROWS)
+    title = "ranks, folded by state"
+    full = fit_table(title, headers, cells)
+    narrow = fit_table(title, headers[:-1], [c[:-1] for c in cells])  # evidence is also in the findings and JSON
+    return _FirstThatFits(full, narrow), max(0, len(order) - MAX_ROWS)
+
+
+class _FirstThatFits:
+    """The full table where it fits, else without its evidence column, else the full rows stacked."""
+
+    def __init__(self, full: Fit, narrow: Fit) -> None:
+        self.full, self.narrow = full, narrow
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if self.full.width() <= options.max_width:
+            yield self.full.table
+        elif self.narrow.width() <= options.max_width:
+            yield self.narrow.table
+        else:
+            yield self.full.stacked()
 
 
 def finding_lines(findings: Sequence[Finding], max_evidence: int | None = None) -> list[Text]:
