@@ -14,7 +14,7 @@ import json
 import time
 
 import pytest
-from conftest import DATA, run
+from conftest import DATA, REAL, run
 from typer.testing import CliRunner
 
 from ncclcheck.cli import app
@@ -200,3 +200,29 @@ def test_mixed_collectives_in_one_console_do_not_crash(write):
     a = run(p)
     assert time.perf_counter() - t < 30
     assert a.verdict.kind.value == "collective_mismatch"
+
+
+def test_a_restart_appending_to_the_same_log_is_a_separate_run(tmp_path):
+    """Two runs in one file: the last is analysed, the earlier mentioned, never a mismatch of a rank with itself."""
+    first = (REAL / "sleep" / "attempt_0" / "0" / "stderr.log").read_text()
+    second = (first.replace("SeqNum=4", "SeqNum=7").replace("sequence id: 4", "sequence id: 7")
+              .replace("enqueued work: 4", "enqueued work: 7").replace("completed work: 3", "completed work: 6"))
+    log = tmp_path / "rank0.log"
+    log.write_text(first + second)
+    a = run(log, REAL / "sleep" / "attempt_0" / "1" / "stderr.log")
+    assert (a.verdict.kind.value, a.verdict.culprit_ranks, a.verdict.seq) == ("lagging_rank", (1,), 7)
+    note = next(f for f in a.verdict.findings if f.code == "earlier-runs")
+    # No start marker (init lines need TORCH_CPP_LOG_LEVEL=INFO): the run starts after the first run's last evidence.
+    assert "the last run, from line 28, is analysed" in note.message
+    assert "rank 0 ALLREDUCE #4" in note.message
+
+
+def test_torchrun_attempts_are_separate_runs(tmp_path):
+    """attempt_0 and attempt_1 of one log directory: the latest attempt is the incident."""
+    import shutil
+
+    shutil.copytree(REAL / "sleep" / "attempt_0", tmp_path / "run" / "attempt_0")
+    shutil.copytree(REAL4 / "uneven_ddp" / "attempt_0", tmp_path / "run" / "attempt_1")
+    a = run(tmp_path / "run")
+    assert (a.verdict.kind.value, a.verdict.culprit_ranks) == ("collective_mismatch", (3,))
+    assert any(f.code == "earlier-runs" and "2 file(s)" in f.message for f in a.verdict.findings)

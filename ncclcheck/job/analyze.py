@@ -10,6 +10,7 @@ from ncclcheck.evidence.scan import scan_all
 from ncclcheck.evidence.types import FileScan, InputProblem
 from ncclcheck.job.model import Analysis
 from ncclcheck.job.records import merge_records
+from ncclcheck.job.runs import find_restart, last_run, latest_attempts
 from ncclcheck.job.verdict import decide
 
 
@@ -26,6 +27,12 @@ def analyze(
     reported with the problems found while reading, so that the result names every input.
     """
     scans = list(scan_all(list(sources), on_done, workers))
-    readable = [s for s in scans if not any(p.fatal for p in s.problems)]
-    a = decide(readable, merge_records(readable), dtype)
+    readable, earlier_attempts = latest_attempts([s for s in scans if not any(p.fatal for p in s.problems)])
+    records = merge_records(readable)
+    restarts = [r for r in (find_restart(s, records) for s in readable) if r is not None]
+    if restarts:
+        cut = {r.file: r.line for r in restarts}
+        readable = [last_run(s, cut[s.file]) if s.file in cut else s for s in readable]
+        records = merge_records(readable)
+    a = decide(readable, records, dtype, restarts, earlier_attempts)
     return replace(a, problems=(*problems, *(p for s in scans for p in s.problems)))

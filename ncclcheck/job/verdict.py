@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ncclcheck.evidence.types import FileScan
+from ncclcheck.evidence.types import FileScan, Loc
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.build import build_job
 from ncclcheck.job.chain import chain_lines, root_words
@@ -43,6 +43,7 @@ from ncclcheck.job.model import (
     VerdictKind,
     Work,
 )
+from ncclcheck.job.runs import Restart
 from ncclcheck.ranks import rank_phrase
 from ncclcheck.transfer import human_seconds
 
@@ -232,8 +233,9 @@ def _quiet_verdict(scans: Sequence[FileScan], job: Job) -> tuple[VerdictKind, li
             "No collective timeout, NCCL error, desync, heartbeat failure or rank failure found in these inputs.")
 
 
-def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "float32") -> Analysis:
-    """Build the job model and decide the verdict, the chain and the findings."""
+def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "float32",
+           restarts: Sequence[Restart] = (), earlier_attempts: Sequence[str] = ()) -> Analysis:
+    """Build the job model and decide the verdict, the chain and the findings (of the last run of each file)."""
     job = build_job(scans, records)
     primary = _primary(job)
     findings: list[Finding] = []
@@ -252,6 +254,18 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     findings += detector_findings(scans)
     findings += membership_findings(job)
     findings += report_findings(scans)
+    for r in restarts:
+        earlier = "; ".join(f"rank {x.who} {x.op_type or '?'} #{x.seq}" for x in r.earlier[:4])
+        findings.append(Finding(Severity.INFO, "earlier-runs",
+                                f"{r.file} holds more than one run of the job (a restart appending to the same file): "
+                                f"the last run, from line {r.line}, is analysed; the earlier run timed out too "
+                                f"({earlier}). Analyse it separately if it matters.",
+                                tuple(x.loc for x in r.earlier[:4])))
+    if earlier_attempts:
+        findings.append(Finding(Severity.INFO, "earlier-runs",
+                                f"{len(earlier_attempts)} file(s) of earlier torchrun attempts were set aside: each "
+                                "attempt is a separate run, and the latest one is analysed. Give an earlier attempt's "
+                                "directory on its own to analyse it.", tuple(Loc(f, 0) for f in earlier_attempts[:4])))
     elastic_root = next((f for s in scans for f in s.elastic if f.root_cause), None)
     if elastic_root is not None:
         findings.append(Finding(Severity.INFO, "root-cause-caveat",

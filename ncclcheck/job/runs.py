@@ -1,0 +1,85 @@
+"""Several runs of one job in the inputs: a restart appending to the same file, or torchrun's attempts.
+
+A process times out at most once per process group and run (the watchdog then takes it down), so
+two distinct timeouts of the same rank in the same group within one file mean the job ran again.
+torchrun restarts write ``<log-dir>/<run id>/attempt_<N>/<rank>/``. Runs are separate incidents: the
+last one is analysed, and the earlier ones are mentioned.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
+
+from ncclcheck.evidence.types import FileScan
+from ncclcheck.job.model import Record
+
+
+@dataclass(frozen=True)
+class Restart:
+    """Where the last run of a file begins, and what the earlier runs' timeouts were."""
+
+    file: str
+    line: int
+    earlier: tuple[Record, ...]
+
+
+def _same_event(a: Record, b: Record) -> bool:
+    return (a.seq, a.op_type, a.numel_in, a.ran_for_ms) == (b.seq, b.op_type, b.numel_in, b.ran_for_ms)
+
+
+def _repeats(first: Record, later: Record) -> bool:
+    """Without a group printed, only the same collective again at the same or an earlier number is a new run."""
+    return ((first.op_type, first.numel_in) == (later.op_type, later.numel_in) and first.seq is not None
+            and later.seq is not None and later.seq <= first.seq)
+
+
+def find_restart(scan: FileScan, records: Sequence[Record]) -> Restart | None:
+    """The first line of the last run in ``scan``, when its records show the job ran more than once."""
+    mine = sorted((r for r in records if r.loc.file == scan.file), key=lambda r: r.loc.line)
+    seen: dict[tuple, Record] = {}
+    boundary: Record | None = None
+    for r in mine:
+        grouped = r.pg is not None and (r.pg.id is not None or r.pg.guid is not None)
+        key = (r.who, r.pg.id, r.pg.guid) if grouped and r.pg is not None else (r.who, None, None)
+        first = seen.get(key)
+        if first is not None and not _same_event(first, r) and (key[1] is not None or key[2] is not None
+                                                                 or _repeats(first, r)):
+            boundary = r
+        seen[key] = r
+    if boundary is None:
+        return None
+    before = [r for r in mine if r.loc.line < boundary.loc.line]
+    last_before = max(loc.line for r in before for loc in (r.locs or (r.loc,)) if loc.line < boundary.loc.line)
+    starts = [g.loc.line for g in scan.group_inits if last_before < g.loc.line < boundary.loc.line]
+    starts += [f.loc.line for f in scan.facts if f.key == "nccl_version" and last_before < f.loc.line < boundary.loc.line]
+    line = min(starts) if starts else last_before + 1
+    return Restart(scan.file, line, tuple(r for r in before))
+
+
+def last_run(scan: FileScan, line: int) -> FileScan:
+    """``scan`` without the evidence printed before ``line``."""
+    changes = {}
+    for f in fields(scan):
+        value = getattr(scan, f.name)
+        if isinstance(value, tuple) and value and hasattr(value[0], "loc") and f.name != "problems":
+            changes[f.name] = tuple(v for v in value if v.loc.line >= line)
+    return replace(scan, **changes)
+
+
+_ATTEMPT = re.compile(r"^(.*)attempt_(\d+)[/\\]")
+
+
+def latest_attempts(scans: Sequence[FileScan]) -> tuple[list[FileScan], list[str]]:
+    """Only the highest ``attempt_N`` of each torchrun log directory; the files of earlier attempts."""
+    best: dict[str, int] = {}
+    for s in scans:
+        m = _ATTEMPT.match(s.file)
+        if m:
+            best[m[1]] = max(best.get(m[1], -1), int(m[2]))
+    keep, dropped = [], []
+    for s in scans:
+        m = _ATTEMPT.match(s.file)
+        (dropped if m and int(m[2]) < best[m[1]] else keep).append(s)
+    return keep, [s.file for s in dropped]
