@@ -15,11 +15,14 @@ import time
 
 import pytest
 from conftest import DATA, REAL, run
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from ncclcheck.cli import app
 from ncclcheck.job.model import EdgeReason, EndKind
 from ncclcheck.ranks import compact, ranges, rank_phrase
+from ncclcheck.render.json_out import analysis_json
 
 REAL4 = DATA / "real4"
 EXPECTED4 = DATA / "expected4"
@@ -226,3 +229,56 @@ def test_torchrun_attempts_are_separate_runs(tmp_path):
     a = run(tmp_path / "run")
     assert (a.verdict.kind.value, a.verdict.culprit_ranks) == ("collective_mismatch", (3,))
     assert any(f.code == "earlier-runs" and "2 file(s)" in f.message for f in a.verdict.findings)
+
+
+_OPS = ("ALLREDUCE", "_ALLGATHER_BASE", "_REDUCE_SCATTER_BASE", "BROADCAST", "SEND", "RECV", "ALLTOALL_BASE")
+
+
+@st.composite
+def _job_lines(draw):
+    """Watchdog, status, async-error and init lines of random ranks, groups, numbers and sizes."""
+    lines = []
+    for _ in range(draw(st.integers(1, 12))):
+        g = draw(st.integers(0, 5))
+        pg = draw(st.sampled_from([f"[PG ID {g} PG GUID {g}{'(default_pg)' if g == 0 else ''}", f"[PG ID {g} PG GUID "
+                                   f"{'ab' * g}", f"[PG {g}"]))
+        r, gr = draw(st.integers(0, 9)), draw(st.integers(-1, 9))
+        seq, numel = draw(st.integers(-1, 50)), draw(st.integers(0, 2**40))
+        op = draw(st.sampled_from(_OPS))
+        kind = draw(st.sampled_from(["timeout", "status", "async", "init", "signal"]))
+        prefix = draw(st.sampled_from([f"[rank{r}]:", ""]))
+        if kind == "timeout":
+            lines.append(f"{prefix}[E1122 10:00:{seq % 60:02d}.0 X.cpp:1] [Rank {gr}] Watchdog caught collective "
+                         f"operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn={numel}, NumelOut="
+                         f"{draw(st.integers(0, 2**40))}, Timeout(ms)={draw(st.integers(0, 10**7))}) ran for "
+                         f"{draw(st.integers(0, 10**7))} milliseconds before timing out.")
+        elif kind == "status":
+            lines.append(f"{prefix}[E1122 10:00:00.0 X.cpp:1] {pg} Rank {gr}]  failure detected by watchdog at work "
+                         f"sequence id: {seq} PG status: last enqueued work: {draw(st.integers(-1, 60))}, last "
+                         f"completed work: {draw(st.integers(-1, 60))}")
+        elif kind == "async":
+            lines.append(f"{prefix}[E1122 10:00:00.0 X.cpp:1] [Rank {gr}] Collective WorkNCCL(SeqNum={seq}, OpType="
+                         f"{op}, NumelIn={numel}, NumelOut={numel}, Timeout(ms)=600000) raised the following async "
+                         "exception: NCCL error: remote process exited or there was a network error")
+        elif kind == "init":
+            lines.append(f"{prefix}[I1122 10:00:00.0 X.cpp:1] {pg} Rank {gr}] ProcessGroupNCCL initialization "
+                         f"options: size: {draw(st.integers(0, 12))}, global rank: {r}, TIMEOUT(ms): 600000")
+        else:
+            lines.append(f"{prefix}[E1122 10:00:00.0 X.cpp:1] {pg} Rank {gr}] Received a dump signal due to a "
+                         f"collective timeout from  rank {draw(st.integers(0, 9))} and we will try our best to dump "
+                         f"the debug info. Last enqueued NCCL work: {seq}, last completed NCCL work: "
+                         f"{draw(st.integers(-1, 60))}.")
+    return lines
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=_job_lines())
+def test_any_mix_of_evidence_gives_a_verdict_and_never_a_traceback(tmp_path, lines):
+    """Whatever ranks, groups and numbers the lines carry, the model builds, and culprits are ranks it knows."""
+    p = tmp_path / "mixed.log"
+    p.write_text("\n".join(lines) + "\n")
+    a = run(p)
+    known = {s.rank for s in a.job.ranks}
+    assert set(a.verdict.culprit_ranks) <= known and set(a.verdict.waiting_ranks) <= known
+    assert not set(a.verdict.culprit_ranks) & set(a.verdict.waiting_ranks)
+    json.dumps(analysis_json(a))
