@@ -62,7 +62,7 @@ def _other_mismatches(other: dict, scans) -> list[str]:
     if "dump_events" in other:
         events = [{"global_rank": e.who.rank, "kind": e.kind, "include_stack": e.include_stack,
                    "only_active": e.only_active}
-                  for scan in scans for e in getattr(scan, "dump_events", ())]
+                  for scan in scans for e in scan.dump_events]
         if events != other["dump_events"]:
             out.append(f"dump events {events} != {other['dump_events']}")
     return out

@@ -68,6 +68,7 @@ class WorkMention:
     evidence: str  # watchdog_timeout | thread_terminated | what | blocking_wait | async_exception | ...
     loc: Loc
     error: str | None = None  # async_exception: the NCCL error raised on this work (not a timeout)
+    comm: str | None = None  # nccl2_timeout: the communicator's name from "[name=...]" (the group's name)
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,25 @@ class DumpSignal:
     last_enqueued: int | None
     last_completed: int | None
     loc: Loc
+
+
+@dataclass(frozen=True)
+class DumpEvent:
+    """A step of the flight-recorder dump a rank logged, other than the dump-signal line itself.
+
+    ``kind`` is ``first_pg`` (this process group noticed the timeout first on this rank),
+    ``store_signal`` (another rank's signal arrived through the TCPStore), ``pipe_signal``
+    (someone wrote to the debug pipe: a manual dump, not a failure), ``preparing`` (the dump
+    starts; ``include_stack``/``only_active`` as printed), ``finished`` or ``wait_timeout``
+    (the dump did not finish in time).
+    """
+
+    who: Who
+    pg: PG | None
+    kind: str
+    loc: Loc
+    include_stack: bool | None = None
+    only_active: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -161,6 +181,7 @@ class ErrorKind(str, Enum):
     NCCL_WARN = "nccl_warn"
     CONNECTION = "connection_closed"
     KILLED = "killed"
+    NCCL_ERROR = "nccl_error"  # "NCCL error: ..." raised by NCCL itself (not a socket/remote failure)
 
 
 @dataclass(frozen=True)
@@ -220,7 +241,7 @@ class Ending:
     """A line that says how a process ended or is about to (abort after the dump, exit by signal)."""
 
     who: Who
-    kind: str  # terminating | signal
+    kind: str  # terminating | signal | aborting (nccl2: "Aborting process due to timeout|error")
     detail: str
     loc: Loc
 
@@ -282,5 +303,6 @@ class FileScan:
     group_inits: tuple[GroupInit, ...] = ()
     endings: tuple[Ending, ...] = ()
     live: tuple[LiveStack, ...] = ()
+    dump_events: tuple[DumpEvent, ...] = ()
     problems: tuple[InputProblem, ...] = ()
     dump: Dump | None = None  # set when the input is a flight-recorder dump, not a text log
