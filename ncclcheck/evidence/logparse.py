@@ -675,7 +675,9 @@ class LogParser:
             return False
         message = "NCCL error: " + m[1].strip()
         key = (who.rank, message[:200])
-        if key not in self._nccl_errors:
+        # Without a rank, a text some rank already printed is that rank's restatement (what(): ...).
+        restated = who.rank is None and any(k[1] == key[1] for k in self._nccl_errors)
+        if key not in self._nccl_errors and not restated:
             self._nccl_errors.add(key)
             kind = ErrorKind.CONNECTION if _CONNECTION.search(message) else ErrorKind.NCCL_ERROR
             self._error(who, kind, message, loc)
