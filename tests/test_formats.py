@@ -7,7 +7,7 @@ import gzip
 import lzma
 
 import pytest
-from conftest import run
+from conftest import REAL, run
 
 from ncclcheck.render.json_out import record_json
 
@@ -250,3 +250,17 @@ def test_prefix_that_lost_its_bracket(write):
     """A paste that starts one character late ("rank7]:[E...") still names global rank 7."""
     rec = one(write("r.log", V24.replace("[rank5]:", "rank7]:")))
     assert (rec["rank"], rec["global_rank"]) == (5, 7)
+
+
+def test_real_2_11_dump_steps_with_paths():
+    """torch 2.11's own INFO output: who broadcast the signal, who heard it, and where each dump was written."""
+    a = run(REAL / "sleep-info" / "console.log")
+    events = [(e.kind, e.who.global_rank, e.detail) for s in a.scans for e in s.dump_events]
+    assert ("broadcast", 0, "exception_dump") in events
+    assert ("store_signal", 1, None) in events
+    assert ("first_pg", 0, None) in events
+    for r in (0, 1):
+        path = f"/tmp/inc/sleep-info/dumps/nccl_trace_rank_{r}"
+        assert [k for k, g, _ in events if g == r and k in ("preparing", "writing", "written", "dumped", "finished")] == [
+            "preparing", "writing", "written", "dumped", "finished"]
+        assert ("written", r, path) in events and ("writing", r, path) in events

@@ -156,6 +156,10 @@ _DUMP_EVENTS = (
     ("pipe_signal", re.compile(r"Dump signal received through pipe")),
     ("preparing", re.compile(
         r"preparing to dump debug info\.?(?:\s*Include stack trace:\s*(\d))?(?:,\s*only active collectives:\s*(\d))?")),
+    ("broadcast", re.compile(r"Broadcasting signal (\w+) to other ranks via TCPStore")),
+    ("writing", re.compile(r"dumping nccl trace to (\S+)")),
+    ("written", re.compile(r"Finished writing Flight Recorder debug info to (\S+)")),
+    ("dumped", re.compile(r"Flight Recorder trace successfully dumped")),
     ("finished", re.compile(r"Finished flight recorder successfully")),
     ("wait_timeout", re.compile(r"timed out after waiting for \d+\s*ms flight recorder dumps? to finish"
                                 r"|[Ff]light recorder dump did not finish within")),
@@ -495,11 +499,13 @@ class LogParser:
             if m:
                 sq = squeeze(text[: m.start()])
                 pg, _ = self._prefix(sq, len(sq))
-                stack = active = None
+                stack = active = detail = None
                 if kind == "preparing":
                     stack = m[1] == "1" if m[1] else None
                     active = m[2] == "1" if m[2] else None
-                self._dump_events.append(DumpEvent(who, pg, kind, loc, stack, active))
+                elif m.groups():
+                    detail = m[1]
+                self._dump_events.append(DumpEvent(who, pg, kind, loc, stack, active, detail))
                 return True
         return False
 

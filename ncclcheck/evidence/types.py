@@ -102,10 +102,13 @@ class DumpEvent:
     """A step of the flight-recorder dump a rank logged, other than the dump-signal line itself.
 
     ``kind`` is ``first_pg`` (this process group noticed the timeout first on this rank),
-    ``store_signal`` (another rank's signal arrived through the TCPStore), ``pipe_signal``
-    (someone wrote to the debug pipe: a manual dump, not a failure), ``preparing`` (the dump
-    starts; ``include_stack``/``only_active`` as printed), ``finished`` or ``wait_timeout``
-    (the dump did not finish in time).
+    ``store_signal`` (another rank's signal arrived through the TCPStore), ``broadcast`` (this
+    rank asks the others to dump; ``detail`` names the signal, e.g. ``exception_dump``),
+    ``pipe_signal`` (someone wrote to the debug pipe: a manual dump, not a failure),
+    ``preparing`` (the dump starts; ``include_stack``/``only_active`` as printed), ``writing``
+    and ``written`` (``detail``: the dump file's path), ``dumped`` (this group's trace is out),
+    ``finished`` (the monitor's dump is complete) or ``wait_timeout`` (the dump did not finish
+    in time).
     """
 
     who: Who
@@ -114,6 +117,7 @@ class DumpEvent:
     loc: Loc
     include_stack: bool | None = None
     only_active: bool | None = None
+    detail: str | None = None
 
 
 @dataclass(frozen=True)
