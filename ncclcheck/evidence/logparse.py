@@ -365,7 +365,7 @@ class LogParser:
 
     # ------------------------------------------------------------------ helpers
     def _who(self, text: str) -> Who:
-        ranks = _GLOBAL_RANK.findall(text[:200]) if "rank" in text[:200] else None
+        ranks = _GLOBAL_RANK.findall(text, 0, 200) if text.find("rank", 0, 200) != -1 else None
         if ranks:
             return Who(global_rank=int(ranks[-1]), path_rank=self.path_rank)
         if self.path_rank is None:
