@@ -64,7 +64,8 @@ _F_OUT = re.compile(r"NumelOut=(\d+)")
 _F_TIMEOUT = re.compile(r"Timeout\(ms\)=(\d+)")
 _F_RANFOR = re.compile(r"ranfor(\d+)milliseconds")
 _MSG_RANK = re.compile(r"\[(?:PG[^\[\]]*?)?Rank(-?\d+)\](?=(?:Watchdogcaught|Work|Caught|CollectiveWork))")
-_WORK_DONE = re.compile(r"beforetimingout|timedoutin(?:blockingwait|calltowait)|\)\Z")
+# Where a WorkNCCL printing ends; an async exception's message runs to the end of its first line.
+_WORK_DONE = re.compile(r"beforetimingout|timedoutin(?:blockingwait|calltowait)|\)\Z|raisedthefollowingasyncexception:.")
 
 # --- status lines ------------------------------------------------------------------
 _PG_PREFIX = re.compile(r"\[(PG[^\[\]]*?)Rank(-?\d+)\]")
@@ -124,7 +125,7 @@ _CASCADE = re.compile(
     r"Watchdog caught|communicator was aborted|watchdog thread terminated|Some NCCL operations have failed"
     r"|ChildFailedError|Detected mismatch between collectives|DistBackendError.*(?:watchdog|Watchdog)"
 )
-_CONNECTION = re.compile(r"Connection (?:closed|reset|refused)|remote process exited|Broken pipe", re.I)
+_CONNECTION = re.compile(r"Connection (?:closed|reset|refused)|remote process exit|ncclRemoteError|Broken pipe", re.I)
 _ELASTIC_KEY = re.compile(r"^\s+(time|host|rank|exitcode|error_file|traceback)\s*:\s?(.*)$")
 _ELASTIC_ENTRY = re.compile(r"^\s*\[(\d+)\]:\s*$")
 _ELASTIC_INT = re.compile(r"(-?\d+)(?:\s*\((?:local_rank|pid):\s*(\d+)\))?")
@@ -151,6 +152,7 @@ _NCCL_ERROR = re.compile(r"NCCL error(?: in: \S+,)?:?\s*(.*)")
 
 # --- flight-recorder dump steps (2.4+) and the nccl2 backend ([TC] lines) ----------------
 _DUMP_EVENTS = (
+    ("pipe_opened", re.compile(r"Pipe file (\S+) has been opened")),
     ("first_pg", re.compile(r"First PG on this rank to signal dumping")),
     ("store_signal", re.compile(r"Observed flight recorder dump signal from another rank")),
     ("pipe_signal", re.compile(r"Dump signal received through pipe")),
@@ -480,8 +482,11 @@ class LogParser:
             m = pattern.search(sq)
             if m:
                 pg, rank = self._prefix(sq, m.start())
+                seq = int(m[1])
+                error = next((w.error for w in reversed(self._works) if w.evidence == "async_exception"
+                              and w.seq == seq and w.who == who), None)
                 self._statuses.append(
-                    StatusMention(who, pg or PG(), rank, int(m[1]), int(m[2]), int(m[3]), evidence, loc)
+                    StatusMention(who, pg or PG(), rank, seq, int(m[2]), int(m[3]), evidence, loc, error)
                 )
                 return
 
@@ -656,6 +661,11 @@ class LogParser:
             return
         stripped = _PY_PREFIX.sub("", text).strip()
         m = _PY_ERROR.match(stripped)
+        if m and m[1].startswith("nccl"):
+            # "ncclRemoteError: A call failed ..." is the result code under an "NCCL error: ..." line.
+            if not any(k[0] == who.rank for k in self._nccl_errors):
+                self._nccl_error(who, "NCCL error: " + stripped, loc)
+            return
         if m and not _CASCADE.search(stripped):
             name, msg = m[1], (m[2] or "").strip()
             if "OutOfMemory" in name or "out of memory" in msg:

@@ -83,6 +83,9 @@ class StatusMention:
     last_completed: int | None
     evidence: str  # timeout_at | exception_detected | failure_detected
     loc: Loc
+    # Set when this line reports an NCCL error raised on that same work in this process (the
+    # "raised the following async exception" line before it): an error's status, not a timeout's.
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,7 @@ class DumpEvent:
     ``kind`` is ``first_pg`` (this process group noticed the timeout first on this rank),
     ``store_signal`` (another rank's signal arrived through the TCPStore), ``broadcast`` (this
     rank asks the others to dump; ``detail`` names the signal, e.g. ``exception_dump``),
+    ``pipe_opened`` (``detail``: the FIFO to write to for a dump of the live job),
     ``pipe_signal`` (someone wrote to the debug pipe: a manual dump, not a failure),
     ``preparing`` (the dump starts; ``include_stack``/``only_active`` as printed), ``writing``
     and ``written`` (``detail``: the dump file's path), ``dumped`` (this group's trace is out),
