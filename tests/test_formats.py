@@ -198,6 +198,8 @@ def test_dump_steps_are_dump_events(write):
         pre + "First PG on this rank to signal dumping.",
         pre + "Dump signal received through pipe, triggering FR dump.",
         pre + "timed out after waiting for 60000ms flight recorder dumps to finish.",
+        "[rank1]:[I1122 12:00:02.000000004 FlightRecorder.cpp:40] Finished writing Flight Recorder debug info to "
+        "/root/.cache/torch/comm_lib_trace_rank_1",
         "[rank1]:[I1122 12:00:03.000000004 ProcessGroupNCCL.cpp:1300] [PG ID 0 PG GUID 0 Rank 1] ProcessGroupNCCL "
         "preparing to dump debug info. Include stack trace: 0",
     ))
@@ -209,6 +211,7 @@ def test_dump_steps_are_dump_events(write):
         ("first_pg", 1, "default_pg", None, None),
         ("pipe_signal", 1, "default_pg", None, None),
         ("wait_timeout", 1, "default_pg", None, None),
+        ("written", 1, None, None, None),
         ("preparing", 1, None, False, None),
     ]
     assert [(d.from_rank, d.last_enqueued, d.last_completed) for d in s.dump_signals] == [(0, 6, 5)]

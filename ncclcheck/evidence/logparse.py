@@ -166,7 +166,7 @@ _DUMP_EVENTS = (
     ("wait_timeout", re.compile(r"timed out after waiting for \d+\s*ms flight recorder dumps? to finish"
                                 r"|[Ff]light recorder dump did not finish within")),
 )
-_DUMP_HINT = re.compile(r"[Dd]ump|flight recorder")
+_DUMP_HINT = re.compile(r"[Dd]ump|[Ff]light [Rr]ecorder")
 _TC = re.compile(r"\[TC\](?:\[rank=(-?\d+)\])?(?:\[name=([^\]]*)\])?\s*(.*)")
 _TC_TIMEOUT = re.compile(r"Operation timed out after (\d+) ms")
 _TC_ABORT = re.compile(r"Aborting process due to (timeout|error)(.*)")
