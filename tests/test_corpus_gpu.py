@@ -5,6 +5,8 @@
 * default-path: rank 1 skips an all_reduce; rank 0 times out, signals the dump through the TCPStore; both ranks
   dump to ``~/.cache/torch/comm_lib_trace_rank_<rank>`` (the 2.11 default).
 * live-p2p: flight-recorder dumps taken from Python on a live job after send/recv; the debug-pipe lines.
+* pipe-subgroup (second run): rank 0 writes to its debug pipe (a dump of the live job), then a sub-group ("tp")
+  all_reduce times out; live dumps as JSON; pipe-subgroup-launcher: the same without torchrun.
 * probe-torch-2.11.txt: torch 2.11 has no ``nccl2`` backend (``is_backend_available('nccl2')`` is False, no
   ``[TC]``/``TORCH_DIST_USE_NCCL2`` literal in its libraries); nccl2 lines are tested from the source text instead.
 """
@@ -87,3 +89,45 @@ def test_debug_pipe_is_announced():
     pipes = [(e.who.rank, e.detail.rsplit("/", 1)[1]) for s in a.scans for e in s.dump_events
              if e.kind == "pipe_opened"]
     assert pipes == [(0, "pipe_0.pipe"), (1, "pipe_1.pipe")]  # ranks from the --tee "[defaultN]:" prefix
+
+
+def test_pipe_dump_then_subgroup_timeout():
+    """Second run: a write to rank 0's debug pipe dumps the live job; then a sub-group ("tp") all_reduce times out."""
+    g = G / "pipe-subgroup"
+    a = run(g / "console.log", g / "torch-cache")
+    (r,) = a.records
+    assert (r.rank, r.global_rank, r.seq, r.op_type, r.numel_in, r.timeout_ms, r.ran_for_ms) == (
+        0, 0, 2, "ALLREDUCE", 15, 8000, 8016)
+    assert (r.pg.id, r.pg.guid, r.pg.desc, r.last_enqueued, r.last_completed) == ("1", "1", "tp", 2, 1)
+    assert a.verdict.culprit_ranks == (1,)
+    (text,) = [s for s in a.scans if s.file.endswith("console.log")]
+    kinds = [(e.kind, e.who.global_rank, e.pg.id if e.pg else None) for e in text.dump_events]
+    pipe = kinds.index(("pipe_signal", 0, "0"))
+    assert kinds[pipe + 1] == ("preparing", 0, "0")
+    assert kinds.index(("broadcast", 0, "1")) > pipe and ("first_pg", 0, "1") in kinds  # the timed-out group signals
+    # PG 0's monitor prints the dump signal, with PG 0's counters, for the timeout in PG 1.
+    assert [(d.who.global_rank, d.from_rank, d.pg.id, d.last_enqueued) for d in text.dump_signals] == [
+        (0, None, "0", 4), (1, 0, "0", 4)]
+    (d0,) = [s.dump for s in a.scans if s.dump and s.dump.rank == 0]
+    assert [(e.op, e.pg, e.seq, e.state) for e in d0.entries if e.pg == "1"] == [
+        ("all_reduce", "1", 1, "completed"), ("all_reduce", "1", 2, "scheduled")]
+
+
+def test_real_json_dumps_read_like_pickles():
+    """torch 2.11's _dump_nccl_trace_json output: same entries, peers and groups as the pickle."""
+    a = run(G / "pipe-subgroup" / "live")
+    dumps = sorted((s.dump for s in a.scans if s.dump), key=lambda d: d.rank)
+    assert [(d.rank, d.version, d.comm_lib_version) for d in dumps] == [(0, "2.10", "2.28.9"), (1, "2.10", "2.28.9")]
+    assert [[(e.op, e.peer) for e in d.entries if e.is_p2p] for d in dumps] == [[("send 0->1", 1)], [("recv 1<-0", 0)]]
+    assert dumps[0].entries[0].thread_name == "python3"
+    assert a.verdict.kind.value == "no_failure"  # a live job's dumps: everything completed
+
+
+def test_launcher_files_of_the_second_run():
+    """The same run without torchrun (one file per rank, no prefixes): the same record and dump steps."""
+    a = run(G / "pipe-subgroup-launcher")
+    (r,) = a.records
+    assert (r.rank, r.path_rank, r.seq, r.pg.desc, r.ran_for_ms) == (0, 0, 2, "tp", 8026)
+    by_rank = {s.path_rank: [e.kind for e in s.dump_events] for s in a.scans}
+    assert by_rank[1][:3] == ["pipe_opened", "store_signal", "preparing"]
+    assert "pipe_signal" in by_rank[0]
