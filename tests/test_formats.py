@@ -7,7 +7,7 @@ import gzip
 import lzma
 
 import pytest
-from conftest import run
+from conftest import REAL, run
 
 from ncclcheck.render.json_out import record_json
 
@@ -131,3 +131,139 @@ def test_clean_log(write):
     a = run(write("ok.log", "host:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4", "epoch 1 done"))
     assert (a.records, a.verdict.kind.value) == ((), "no_failure")
     assert [(f.key, f.value) for f in a.scans[0].facts] == [("nccl_version", "2.21.5")]
+
+
+# --- PyTorch 2.8-2.13 and the nccl2 backend (line shapes from ProcessGroupNCCL.cpp and nccl2/*.cpp) -------------
+P = "[PG ID 0 PG GUID 0(default_pg) Rank 0] "
+ASYNC_28 = ("[rank0]:[E1122 12:00:01.000000001 ProcessGroupNCCL.cpp:2061] [Rank 0] Collective WorkNCCL(SeqNum=5, "
+            "OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=30000) raised the following async "
+            "exception: NCCL error: remote process exited or there was a network error, NCCL version 2.28.9")
+TERMINATED_28 = ("[rank0]:[E1122 12:00:01.000000002 ProcessGroupNCCL.cpp:2113] " + P + "Process group watchdog thread "
+                 "terminated with exception: NCCL error: remote process exited or there was a network error, "
+                 "NCCL version 2.28.9")
+WHAT_28 = ("  what():  " + P + "Process group watchdog thread terminated with exception: NCCL error: remote process "
+           "exited or there was a network error, NCCL version 2.28.9")
+
+
+def scan_of(path):
+    a = run(path)
+    assert len(a.scans) == 1
+    return a, a.scans[0]
+
+
+def test_async_exception_is_an_error_event_not_a_timeout(write):
+    """2.8+: an NCCL error raised on a work names the work but makes no timeout record; the error counts once."""
+    a, s = scan_of(write("r.log", ASYNC_28, TERMINATED_28, WHAT_28))
+    assert a.records == ()
+    (w,) = s.works
+    assert (w.evidence, w.seq, w.op_type, w.timeout_ms) == ("async_exception", 5, "ALLREDUCE", 30000)
+    assert w.error.startswith("NCCL error: remote process exited")
+    assert [(e.kind.value, e.who.global_rank) for e in s.errors] == [("connection_closed", 0)]
+
+
+def test_older_nccl_error_spelling_is_an_nccl_error(write):
+    """"NCCL error in: <file>:<line>, <reason>" (2.0 and before) is an NCCL error event of its own kind."""
+    _, s = scan_of(write("r.log", "RuntimeError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/"
+                         "ProcessGroupNCCL.cpp:1287, invalid usage, NCCL version 2.17.1"))
+    assert [(e.kind.value, e.message) for e in s.errors] == [
+        ("nccl_error", "NCCL error: invalid usage, NCCL version 2.17.1")]
+
+
+def test_watchdog_class_frames_keep_one_record(write):
+    """2.8+ frames name c10d::ProcessGroupNCCL::Watchdog::run(); the restated timeout is still one record."""
+    rec = one(write(
+        "r.log",
+        "terminate called after throwing an instance of 'c10::DistBackendError'",
+        "  what():  " + P.replace("Rank 0", "Rank 1") + "Process group watchdog thread terminated with exception: "
+        "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=BROADCAST, NumelIn=4, "
+        "NumelOut=4, Timeout(ms)=10000) ran for 10042 milliseconds before timing out.",
+        "Exception raised from run at /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:2098 (most recent "
+        "call first):",
+        "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x9d (0x7f in /x/torch/lib/libc10.so)",
+        "frame #1: c10d::ProcessGroupNCCL::Watchdog::run() + 0x1a4 (0x7f in /x/torch/lib/libtorch_cuda.so)",
+    ))
+    assert (rec["rank"], rec["seq"], rec["op_type"], rec["ran_for_ms"], rec["evidence"]) == (
+        1, 7, "BROADCAST", 10042, ["thread_terminated"])
+
+
+def test_dump_steps_are_dump_events(write):
+    """Each flight-recorder dump step is an event with its PG; the dump-signal line stays a DumpSignal."""
+    pre = "[rank1]:[E1122 12:00:02.000000003 ProcessGroupNCCL.cpp:1900] " + P.replace("Rank 0", "Rank 1")
+    _, s = scan_of(write(
+        "r.log",
+        pre + "Observed flight recorder dump signal from another rank via TCPStore.",
+        pre + "Received a dump signal due to a collective timeout from  rank 0 and we will try our best to dump the "
+        "debug info. Last enqueued NCCL work: 6, last completed NCCL work: 5.This is most likely caused by ...",
+        pre + "ProcessGroupNCCL preparing to dump debug info. Include stack trace: 1, only active collectives: 0",
+        pre + "First PG on this rank to signal dumping.",
+        pre + "Dump signal received through pipe, triggering FR dump.",
+        pre + "timed out after waiting for 60000ms flight recorder dumps to finish.",
+        "[rank1]:[I1122 12:00:02.000000004 FlightRecorder.cpp:40] Finished writing Flight Recorder debug info to "
+        "/root/.cache/torch/comm_lib_trace_rank_1",
+        "[rank1]:[I1122 12:00:03.000000004 ProcessGroupNCCL.cpp:1300] [PG ID 0 PG GUID 0 Rank 1] ProcessGroupNCCL "
+        "preparing to dump debug info. Include stack trace: 0",
+    ))
+    kinds = [(e.kind, e.who.global_rank, e.pg.desc if e.pg else None, e.include_stack, e.only_active)
+             for e in s.dump_events]
+    assert kinds == [
+        ("store_signal", 1, "default_pg", None, None),
+        ("preparing", 1, "default_pg", True, False),
+        ("first_pg", 1, "default_pg", None, None),
+        ("pipe_signal", 1, "default_pg", None, None),
+        ("wait_timeout", 1, "default_pg", None, None),
+        ("written", 1, None, None, None),
+        ("preparing", 1, None, False, None),
+    ]
+    assert [(d.from_rank, d.last_enqueued, d.last_completed) for d in s.dump_signals] == [(0, 6, 5)]
+
+
+def test_terminating_line_with_its_prefix_twice(write):
+    """The FATAL line prints the PG prefix twice; the reason is read once."""
+    _, s = scan_of(write("r.log", "[rank1]:[F1122 12:00:09.000000005 ProcessGroupNCCL.cpp:1700] " + P + P +
+                         "Terminating the process after attempting to dump debug info, due to collective timeout or "
+                         "exception."))
+    assert [(e.kind, e.detail, e.who.global_rank) for e in s.endings] == [
+        ("terminating", "collective timeout or exception", 1)]
+
+
+NCCL2_TIMEOUT = "[rank1]:[E1122 12:00:10.000000006 WorkNCCL.cpp:231] [TC][rank=1][name=0] Operation timed out after 10007 ms"
+NCCL2_ABORT = "[rank1]:[E1122 12:00:11.000000007 ProcessGroupNCCL.cpp:612] [TC][rank=1][name=0] Aborting process due to timeout"
+
+
+def test_nccl2_timeout_is_a_record_without_seqnum(write):
+    """nccl2 prints no WorkNCCL line: "[TC][rank=R][name=PG] Operation timed out after N ms" is the record."""
+    a, s = scan_of(write("r.log", NCCL2_TIMEOUT, NCCL2_ABORT))
+    (rec,) = [record_json(r) for r in a.records]
+    assert (rec["rank"], rec["global_rank"], rec["seq"], rec["op_type"], rec["ran_for_ms"], rec["evidence"]) == (
+        1, 1, None, None, 10007, ["nccl2_timeout"])
+    assert s.works[0].comm == "0"
+    assert [(e.kind, e.detail) for e in s.endings] == [("aborting", "timeout")]
+
+
+def test_nccl2_async_error_abort_is_an_error(write):
+    """"Aborting process due to error ... nccl hit async error: X" is an ending and an error event, not a timeout."""
+    a, s = scan_of(write("r.log", "[TC][rank=0][name=default_pg] Aborting process due to error on rank 0 - nccl hit "
+                         "async error: remote process exited or there was a network error"))
+    assert a.records == ()
+    assert [e.kind for e in s.endings] == ["aborting"]
+    assert [e.kind.value for e in s.errors] == ["connection_closed"]
+
+
+def test_prefix_that_lost_its_bracket(write):
+    """A paste that starts one character late ("rank7]:[E...") still names global rank 7."""
+    rec = one(write("r.log", V24.replace("[rank5]:", "rank7]:")))
+    assert (rec["rank"], rec["global_rank"]) == (5, 7)
+
+
+def test_real_2_11_dump_steps_with_paths():
+    """torch 2.11's own INFO output: who broadcast the signal, who heard it, and where each dump was written."""
+    a = run(REAL / "sleep-info" / "console.log")
+    events = [(e.kind, e.who.global_rank, e.detail) for s in a.scans for e in s.dump_events]
+    assert ("broadcast", 0, "exception_dump") in events
+    assert ("store_signal", 1, None) in events
+    assert ("first_pg", 0, None) in events
+    for r in (0, 1):
+        path = f"/tmp/inc/sleep-info/dumps/nccl_trace_rank_{r}"
+        assert [k for k, g, _ in events if g == r and k in ("preparing", "writing", "written", "dumped", "finished")] == [
+            "preparing", "writing", "written", "dumped", "finished"]
+        assert ("written", r, path) in events and ("writing", r, path) in events

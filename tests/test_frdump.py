@@ -119,3 +119,37 @@ def test_older_layout_seq_id_without_status(tmp_path):
 def test_not_a_dump():
     with pytest.raises(DumpError, match="not a flight-recorder dump"):
         parse_dump(pickle.dumps([1, 2, 3]), "x")
+
+
+def _entry_210(seq, p2p_seq, name, state, size, **extra):
+    """One entry as format 2.10 writes it (torch 2.9+), thread and timing fields included."""
+    return {"frames": [{"name": "step", "filename": "/work/train.py", "line": 10 + p2p_seq + seq}],
+            "record_id": seq + p2p_seq, "pg_id": 0, "process_group": ["0", "default_pg"], "thread_name": "python",
+            "thread_id": "139652544545088", "collective_seq_id": seq, "p2p_seq_id": p2p_seq, "op_id": seq + p2p_seq,
+            "profiling_name": name, "time_created_ns": 1795324193322036629, "input_sizes": [[size]],
+            "input_dtypes": ["Float"], "output_sizes": [[size]], "output_dtypes": ["Float"], "state": state,
+            "time_discovered_started_ns": None, "time_discovered_completed_ns": None, "retired": False,
+            "timeout_ms": 10000, "is_p2p": name.startswith(("nccl:send", "nccl:recv")), **extra}
+
+
+def test_format_2_10_fields_and_p2p_peers(tmp_path):
+    """2.10: comm_lib_version, thread id/name, duration; send/recv entries name their peer (a group rank)."""
+    dump = {"version": "2.10", "comm_lib_version": "2.28.9",
+            "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1]"}},
+            "pg_status": {"0": {"last_enqueued_collective": "2", "last_started_collective": -1,
+                                "last_completed_collective": 1}},
+            "entries": [_entry_210(1, 0, "nccl:all_reduce", "completed", 8, duration_ms=0.25),
+                        _entry_210(0, 1, "nccl:send 0->1", "completed", 7),
+                        _entry_210(0, 2, "nccl:recv 0<-1", "completed", 7),
+                        _entry_210(2, 2, "nccl:all_reduce", "scheduled", 8)]}
+    path = tmp_path / "comm_lib_trace_rank_0"
+    path.write_text(json.dumps(dump))
+    d = parse_dump(path.read_bytes(), path.name)
+    assert (d.rank, d.version, d.comm_lib_version) == (0, "2.10", "2.28.9")
+    assert d.pg_status["0"] == {"last_enqueued_collective": 2, "last_started_collective": -1,
+                                "last_completed_collective": 1}
+    first, send, recv, _ = d.entries
+    assert (first.thread_id, first.thread_name, first.duration_ms, first.peer) == (
+        "139652544545088", "python", 0.25, None)
+    assert (send.is_p2p, send.peer, send.p2p_seq, send.seq) == (True, 1, 1, 0)
+    assert (recv.peer, recv.p2p_seq) == (1, 2)

@@ -6,7 +6,12 @@ A dump (``TORCH_NCCL_DUMP_ON_TIMEOUT=1`` / ``TORCH_FR_*``) is one file per rank,
 ``profiling_name``, ``process_group``, ``input_sizes``/``output_sizes``, dtypes,
 ``state`` scheduled/started/completed, ``timeout_ms``, Python ``frames``).  Older
 releases name the sequence number ``seq_id``; PyTorch can also write the same dict
-as JSON.
+as JSON.  Format 2.10 (torch 2.9+) adds ``comm_lib_version`` and, per entry,
+``thread_id``/``thread_name`` (the thread that issued the op) and ``duration_ms`` (when
+timing is on).  torch 2.10+ writes ``~/.cache/torch/comm_lib_trace_rank_<rank>`` by
+default (``/tmp/nccl_trace_rank_<rank>`` before); the file name ends in the global rank.
+Point-to-point entries name their peer in ``profiling_name``: ``nccl:send 0->1`` is
+group rank 0 sending to 1, ``nccl:recv 1<-0`` is 1 receiving from 0.
 
 Pickle is a program, not data: loading one with the standard unpickler can call
 any function.  ``_PlainUnpickler`` refuses every global (so no ``__reduce__`` can
@@ -80,7 +85,11 @@ class Entry:
     frames: tuple[Frame, ...]
     pg_id: str | None = None  # the rank-local PG ID that pg_status is keyed by
     record_id: int | None = None  # issue order across all of this rank's groups
-    peer: int | None = None  # p2p: the peer's rank in this group ("nccl:send 2->3", "nccl:recv 2<-1")
+    peer: int | None = None  # send/recv: the other side's rank in this group ("nccl:send 0->1" -> 1)
+    thread_id: str | None = None  # 2.10+: the thread that issued the op
+    thread_name: str | None = None
+    duration_ms: float | None = None  # 2.10+: GPU time of a completed op, when collective timing is on
+    time_created_ns: int | None = None
 
     @property
     def numel_in(self) -> int:
@@ -113,6 +122,7 @@ class Dump:
     pg_desc: Mapping[str, str]
     pg_status: Mapping[str, Mapping[str, int]]
     entries: tuple[Entry, ...]
+    comm_lib_version: str | None = None  # NCCL version, "2.28.9" (2.10+ "comm_lib_version", older "nccl_version")
 
 
 def numel(shape: tuple[int, ...]) -> int:
@@ -124,7 +134,32 @@ def numel(shape: tuple[int, ...]) -> int:
 
 
 def _int(v: Any) -> int | None:
+    """An integer, also when a JSON dump spells it as a string ("139652544545088")."""
+    if isinstance(v, str) and re.fullmatch(r"-?\d+", v):
+        return int(v)
     return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _float(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+        return None
+    try:
+        return float(v)
+    except ValueError:
+        return None
+
+
+def _str(v: Any) -> str | None:
+    return None if v is None else str(v)
+
+
+_P2P_NAME = re.compile(r"^(?:nccl:)?(send|recv)\s+(-?\d+)\s*(?:->|<-)\s*(-?\d+)")
+
+
+def p2p_peer(profiling_name: str) -> int | None:
+    """The other side of a send/recv: ``nccl:send 0->1`` -> 1, ``nccl:recv 1<-0`` -> 0 (group ranks)."""
+    m = _P2P_NAME.match(profiling_name)
+    return int(m[3]) if m else None
 
 
 def _sizes(v: Any) -> tuple[tuple[int, ...], ...]:
@@ -151,7 +186,6 @@ def _entry(e: Mapping[str, Any]) -> Entry:
         for f in e.get("frames") or () if isinstance(f, Mapping)
     )
     op = str(e.get("profiling_name", "?"))
-    peer = re.search(r"(?:->|<-)\s*(\d+)\s*$", op)
     return Entry(
         pg=name,
         pg_desc=desc,
@@ -167,12 +201,16 @@ def _entry(e: Mapping[str, Any]) -> Entry:
         frames=frames,
         pg_id=str(e["pg_id"]) if _int(e.get("pg_id")) is not None else None,
         record_id=_int(e.get("record_id")),
-        peer=int(peer[1]) if peer else None,
+        peer=p2p_peer(op),
+        thread_id=_str(e.get("thread_id")),
+        thread_name=_str(e.get("thread_name")),
+        duration_ms=_float(e.get("duration_ms")),
+        time_created_ns=_int(e.get("time_created_ns")),
     )
 
 
 def rank_from_name(name: str) -> int | None:
-    """``nccl_trace_rank_3`` -> 3 (PyTorch writes ``<prefix><rank>``)."""
+    """``nccl_trace_rank_3``, ``comm_lib_trace_rank_3`` -> 3 (PyTorch writes ``<prefix><rank>``)."""
     m = re.search(r"(\d+)(?:\.(?:pkl|pickle|json))?$", name)
     return int(m[1]) if m else None
 
@@ -199,7 +237,8 @@ def parse_dump(data: bytes, file: str) -> Dump:
         version=str(raw["version"]) if "version" in raw else None,
         pg_ranks={str(k): _ranks(v.get("ranks")) for k, v in cfg.items() if isinstance(v, Mapping)},
         pg_desc={str(k): str(v.get("desc")) for k, v in cfg.items() if isinstance(v, Mapping) and v.get("desc")},
-        pg_status={str(k): {kk: vv for kk, vv in v.items() if isinstance(vv, int)}
+        pg_status={str(k): {kk: n for kk, vv in v.items() if (n := _int(vv)) is not None}
                    for k, v in status.items() if isinstance(v, Mapping)},
         entries=tuple(_entry(e) for e in raw["entries"] if isinstance(e, Mapping)),
+        comm_lib_version=_str(raw.get("comm_lib_version", raw.get("nccl_version"))),
     )

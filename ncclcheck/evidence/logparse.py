@@ -21,6 +21,7 @@ from ncclcheck.evidence.types import (
     PG,
     CollectiveStack,
     DesyncReport,
+    DumpEvent,
     DumpSignal,
     ElasticFailure,
     Ending,
@@ -41,11 +42,12 @@ from ncclcheck.evidence.types import (
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b|\[[0-9]{1,3}(?:;[0-9]{1,3})*m")
 _WS = re.compile(r"\s+")
-_GLOBAL_RANK = re.compile(r"\[rank(\d+)\]:")
+# "[rank3]:" as torchrun prints it; also with its "[" lost at the start of a paste, or "[rank3[]:" mangled.
+_GLOBAL_RANK = re.compile(r"(?:\[|^\s*)rank(\d+)\[?\]:")
 _ROLE_RANK = re.compile(r"\[[A-Za-z_]+?(\d+)\]:")
 # A line that begins a new log record; a hard-wrap continuation never looks like this.
 _HEADER = re.compile(
-    r"\[rank\d+\]:|\[[EWIF]\d{0,4}[ \d:.]*\S*\.(?:cpp|cc|h|hpp|py):\d+\]|^\S+:\d+:\d+ \[\d+\] |"
+    r"(?:\[|^)rank\d+\[?\]:|\[[EWIF]\d{0,4}[ \d:.]*\S*\.(?:cpp|cc|h|hpp|py):\d+\]|^\S+:\d+:\d+ \[\d+\] |"
     r"^(?:Traceback|Exception raised from|frame #)|^[EWIF]\d{4} "
 )
 _PY_PREFIX = re.compile(
@@ -63,7 +65,8 @@ _F_TIMEOUT = re.compile(r"Timeout\(ms\)=(\d+)")
 _GLOG_CLOCK = re.compile(r"\[[EWIF]\d{4} (\d\d):(\d\d):(\d\d(?:\.\d+)?)")
 _F_RANFOR = re.compile(r"ranfor(\d+)milliseconds")
 _MSG_RANK = re.compile(r"\[(?:PG[^\[\]]*?)?Rank(-?\d+)\](?=(?:Watchdogcaught|Work|Caught|CollectiveWork))")
-_WORK_DONE = re.compile(r"beforetimingout|timedoutin(?:blockingwait|calltowait)|\)\Z")
+# Where a WorkNCCL printing ends; an async exception's message runs to the end of its first line.
+_WORK_DONE = re.compile(r"beforetimingout|timedoutin(?:blockingwait|calltowait)|\)\Z|raisedthefollowingasyncexception:.")
 
 # --- status lines ------------------------------------------------------------------
 _PG_PREFIX = re.compile(r"\[(PG[^\[\]]*?)Rank(-?\d+)\]")
@@ -123,7 +126,7 @@ _CASCADE = re.compile(
     r"Watchdog caught|communicator was aborted|watchdog thread terminated|Some NCCL operations have failed"
     r"|ChildFailedError|Detected mismatch between collectives|DistBackendError.*(?:watchdog|Watchdog)"
 )
-_CONNECTION = re.compile(r"Connection (?:closed|reset|refused)|remote process exited|Broken pipe", re.I)
+_CONNECTION = re.compile(r"Connection (?:closed|reset|refused)|remote process exit|ncclRemoteError|Broken pipe", re.I)
 _ELASTIC_KEY = re.compile(r"^\s+(time|host|rank|exitcode|error_file|traceback)\s*:\s?(.*)$")
 _ELASTIC_ENTRY = re.compile(r"^\s*\[(\d+)\]:\s*$")
 _ELASTIC_INT = re.compile(r"(-?\d+)(?:\s*\((?:local_rank|pid):\s*(\d+)\))?")
@@ -145,6 +148,29 @@ _GROUP_INIT = re.compile(
 )
 _TERMINATING = re.compile(r"Terminating the process after attempting to dump debug info, due to ([^.]*)")
 _ASYNC = re.compile(r"raised the following async exception:\s*(.*)")
+# "NCCL error: <reason>, NCCL version ..." or the older "NCCL error in: <file>:<line>, <reason>, NCCL version ...".
+_NCCL_ERROR = re.compile(r"NCCL error(?: in: \S+,)?:?\s*(.*)")
+
+# --- flight-recorder dump steps (2.4+) and the nccl2 backend ([TC] lines) ----------------
+_DUMP_EVENTS = (
+    ("pipe_opened", re.compile(r"Pipe file (\S+) has been opened")),
+    ("first_pg", re.compile(r"First PG on this rank to signal dumping")),
+    ("store_signal", re.compile(r"Observed flight recorder dump signal from another rank")),
+    ("pipe_signal", re.compile(r"Dump signal received through pipe")),
+    ("preparing", re.compile(
+        r"preparing to dump debug info\.?(?:\s*Include stack trace:\s*(\d))?(?:,\s*only active collectives:\s*(\d))?")),
+    ("broadcast", re.compile(r"Broadcasting signal (\w+) to other ranks via TCPStore")),
+    ("writing", re.compile(r"dumping nccl trace to (\S+)")),
+    ("written", re.compile(r"Finished writing Flight Recorder debug info to (\S+)")),
+    ("dumped", re.compile(r"Flight Recorder trace successfully dumped")),
+    ("finished", re.compile(r"Finished flight recorder successfully")),
+    ("wait_timeout", re.compile(r"timed out after waiting for \d+\s*ms flight recorder dumps? to finish"
+                                r"|[Ff]light recorder dump did not finish within")),
+)
+_DUMP_HINT = re.compile(r"[Dd]ump|[Ff]light [Rr]ecorder")
+_TC = re.compile(r"\[TC\](?:\[rank=(-?\d+)\])?(?:\[name=([^\]]*)\])?\s*(.*)")
+_TC_TIMEOUT = re.compile(r"Operation timed out after (\d+) ms")
+_TC_ABORT = re.compile(r"Aborting process due to (timeout|error)(.*)")
 _SETTING = re.compile(r"\b((?:TORCH_)?NCCL_[A-Z0-9_]+)(?::\s*| set by environment to )([^\s,]+)")
 _SETTING_LINE = re.compile(r"ProcessGroupNCCL (?:environments|initialization options)|set by environment to")
 
@@ -266,6 +292,8 @@ class LogParser:
         self._stacks: list[CollectiveStack] = []
         self._inits: list[GroupInit] = []
         self._endings: list[Ending] = []
+        self._dump_events: list[DumpEvent] = []
+        self._nccl_errors: set[tuple[int | None, str]] = set()
         self._table: dict[str, str] | None = None
         self._table_loc: Loc | None = None
         self._table_root = False
@@ -330,6 +358,7 @@ class LogParser:
             stacks=tuple(self._stacks),
             group_inits=tuple(self._inits),
             endings=tuple(self._endings),
+            dump_events=tuple(self._dump_events),
             problems=tuple(self._problems),
         )
 
@@ -339,7 +368,7 @@ class LogParser:
 
     # ------------------------------------------------------------------ helpers
     def _who(self, text: str) -> Who:
-        ranks = _GLOBAL_RANK.findall(text[:200]) if "[rank" in text else None
+        ranks = _GLOBAL_RANK.findall(text, 0, 200) if text.find("rank", 0, 200) != -1 else None
         if ranks:
             return Who(global_rank=int(ranks[-1]), path_rank=self.path_rank)
         if self.path_rank is None:
@@ -368,6 +397,10 @@ class LogParser:
         in_table = (self._table is not None or self._table_root or text.startswith("Root Cause")
                     or _ELASTIC_KEY.match(text) or _ELASTIC_ENTRY.match(text))
         if in_table and self._table_line(loc, text):
+            return
+        if "[TC]" in text and self._nccl2(who, text, loc):
+            return
+        if _DUMP_HINT.search(text) and self._dump_event(who, text, loc):
             return
         if not (joined or _RECORDISH.search(text)):
             self._error_or_fact(who, text, loc)
@@ -451,8 +484,11 @@ class LogParser:
             m = pattern.search(sq)
             if m:
                 pg, rank = self._prefix(sq, m.start())
+                seq = int(m[1])
+                error = next((w.error for w in reversed(self._works) if w.evidence == "async_exception"
+                              and w.seq == seq and w.who == who), None)
                 self._statuses.append(
-                    StatusMention(who, pg or PG(), rank, int(m[1]), int(m[2]), int(m[3]), evidence, loc)
+                    StatusMention(who, pg or PG(), rank, seq, int(m[2]), int(m[3]), evidence, loc, error)
                 )
                 return
 
@@ -462,6 +498,45 @@ class LogParser:
             return
         pg, _ = self._prefix(sq, m.start())
         self._dumps.append(DumpSignal(who, pg, _int(m[2]), int(m[3]), int(m[4]), loc))
+
+    def _dump_event(self, who: Who, text: str, loc: Loc) -> bool:
+        """A flight-recorder dump step ("First PG on this rank to signal dumping", ...); True if it was one."""
+        for kind, pattern in _DUMP_EVENTS:
+            m = pattern.search(text)
+            if m:
+                sq = squeeze(text[: m.start()])
+                pg, _ = self._prefix(sq, len(sq))
+                stack = active = detail = None
+                if kind == "preparing":
+                    stack = m[1] == "1" if m[1] else None
+                    active = m[2] == "1" if m[2] else None
+                elif m.groups():
+                    detail = m[1]
+                self._dump_events.append(DumpEvent(who, pg, kind, loc, stack, active, detail))
+                return True
+        return False
+
+    def _nccl2(self, who: Who, text: str, loc: Loc) -> bool:
+        """A line of the nccl2 backend ("[TC][rank=R][name=PG] ..."); True if it was one we read."""
+        m = _TC.search(text)
+        if not m:
+            return False
+        rank, comm, msg = _int(m[1]), m[2], m[3]
+        if t := _TC_TIMEOUT.search(msg):
+            self._works.append(WorkMention(
+                who=who, rank=rank, seq=None, op_type=None, numel_in=None, numel_out=None, tensor_shape=None,
+                timeout_ms=None, ran_for_ms=int(t[1]), evidence="nccl2_timeout", loc=loc, comm=comm))
+            return True
+        if a := _TC_ABORT.search(msg):
+            detail = a[1] + a[2].rstrip(".")
+            self._endings.append(Ending(who, "aborting", detail.strip(), loc))
+            if a[1] == "error":
+                kind = ErrorKind.CONNECTION if _CONNECTION.search(a[2]) else ErrorKind.NCCL_ERROR
+                self._error(who, kind, msg.strip(), loc)
+            return True
+        if _DUMP_HINT.search(msg):
+            return self._dump_event(who, msg, loc)
+        return False
 
     def _heartbeat(self, who: Who, sq: str, loc: Loc) -> None:
         stuck = _STUCK.search(sq)
@@ -582,10 +657,17 @@ class LogParser:
                 kind = ErrorKind.CONNECTION if _CONNECTION.search(msg) else ErrorKind.NCCL_WARN
                 self._error(who, kind, msg, loc)
                 return
+        if "NCCL error" in text and self._nccl_error(who, text, loc):
+            return
         if not _ERROR_HINT.search(text):
             return
         stripped = _PY_PREFIX.sub("", text).strip()
         m = _PY_ERROR.match(stripped)
+        if m and m[1].startswith("nccl"):
+            # "ncclRemoteError: A call failed ..." is the result code under an "NCCL error: ..." line.
+            if not any(k[0] == who.rank for k in self._nccl_errors):
+                self._nccl_error(who, "NCCL error: " + stripped, loc)
+            return
         if m and not _CASCADE.search(stripped):
             name, msg = m[1], (m[2] or "").strip()
             if "OutOfMemory" in name or "out of memory" in msg:
@@ -599,6 +681,25 @@ class LogParser:
             self._error(who, kind, stripped, loc)
         elif stripped.startswith("terminate called after throwing") and "c10::" not in stripped:
             self._error(who, ErrorKind.EXCEPTION, stripped, loc)
+
+    def _nccl_error(self, who: Who, text: str, loc: Loc) -> bool:
+        """An "NCCL error: <reason>" raised on this rank (not on a named work); each text counted once per rank.
+
+        The same error is printed by the watchdog, by ``what():`` and by the Python exception;
+        it is one event. Remote exits and closed sockets are connection failures.
+        """
+        m = _NCCL_ERROR.search(text)
+        if not m or "WorkNCCL(" in text:
+            return False
+        message = "NCCL error: " + m[1].strip()
+        key = (who.rank, message[:200])
+        # Without a rank, a text some rank already printed is that rank's restatement (what(): ...).
+        restated = who.rank is None and any(k[1] == key[1] for k in self._nccl_errors)
+        if key not in self._nccl_errors and not restated:
+            self._nccl_errors.add(key)
+            kind = ErrorKind.CONNECTION if _CONNECTION.search(message) else ErrorKind.NCCL_ERROR
+            self._error(who, kind, message, loc)
+        return True
 
     def _error(self, who: Who, kind: ErrorKind, message: str, loc: Loc) -> None:
         self._errors.append(RankError(who, kind, message[:500], loc))

@@ -69,6 +69,7 @@ class WorkMention:
     loc: Loc
     error: str | None = None  # async_exception: the NCCL error raised on this work (not a timeout)
     clock_s: float | None = None  # time of day of the glog header, in seconds (no date: compare within a job only)
+    comm: str | None = None  # nccl2_timeout: the communicator's name from "[name=...]" (the group's name)
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,9 @@ class StatusMention:
     last_completed: int | None
     evidence: str  # timeout_at | exception_detected | failure_detected
     loc: Loc
+    # Set when this line reports an NCCL error raised on that same work in this process (the
+    # "raised the following async exception" line before it): an error's status, not a timeout's.
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,30 @@ class DumpSignal:
     last_enqueued: int | None
     last_completed: int | None
     loc: Loc
+
+
+@dataclass(frozen=True)
+class DumpEvent:
+    """A step of the flight-recorder dump a rank logged, other than the dump-signal line itself.
+
+    ``kind`` is ``first_pg`` (this process group noticed the timeout first on this rank),
+    ``store_signal`` (another rank's signal arrived through the TCPStore), ``broadcast`` (this
+    rank asks the others to dump; ``detail`` names the signal, e.g. ``exception_dump``),
+    ``pipe_opened`` (``detail``: the FIFO to write to for a dump of the live job),
+    ``pipe_signal`` (someone wrote to the debug pipe: a manual dump, not a failure),
+    ``preparing`` (the dump starts; ``include_stack``/``only_active`` as printed), ``writing``
+    and ``written`` (``detail``: the dump file's path), ``dumped`` (this group's trace is out),
+    ``finished`` (the monitor's dump is complete) or ``wait_timeout`` (the dump did not finish
+    in time).
+    """
+
+    who: Who
+    pg: PG | None
+    kind: str
+    loc: Loc
+    include_stack: bool | None = None
+    only_active: bool | None = None
+    detail: str | None = None
 
 
 @dataclass(frozen=True)
@@ -162,6 +190,7 @@ class ErrorKind(str, Enum):
     NCCL_WARN = "nccl_warn"
     CONNECTION = "connection_closed"
     KILLED = "killed"
+    NCCL_ERROR = "nccl_error"  # "NCCL error: ..." raised by NCCL itself (not a socket/remote failure)
 
 
 @dataclass(frozen=True)
@@ -221,7 +250,7 @@ class Ending:
     """A line that says how a process ended or is about to (abort after the dump, exit by signal)."""
 
     who: Who
-    kind: str  # terminating | signal
+    kind: str  # terminating | signal | aborting (nccl2: "Aborting process due to timeout|error")
     detail: str
     loc: Loc
 
@@ -283,5 +312,6 @@ class FileScan:
     group_inits: tuple[GroupInit, ...] = ()
     endings: tuple[Ending, ...] = ()
     live: tuple[LiveStack, ...] = ()
+    dump_events: tuple[DumpEvent, ...] = ()
     problems: tuple[InputProblem, ...] = ()
     dump: Dump | None = None  # set when the input is a flight-recorder dump, not a text log

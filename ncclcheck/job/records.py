@@ -161,8 +161,10 @@ def merge_records(scans: Iterable[FileScan]) -> list[Record]:
     """Return one record per distinct timeout event, in order of first appearance."""
     pool = _Pool()
     for scan in scans:
-        works = [w for w in scan.works if w.evidence != "async_exception"]  # errors, not timeouts
-        mentions: list[WorkMention | StatusMention] = [*works, *scan.statuses]
+        # An async NCCL error on a work, and the status line that restates it, are an error, not a timeout.
+        works = [w for w in scan.works if w.evidence != "async_exception"]
+        statuses = [st for st in scan.statuses if st.error is None]
+        mentions: list[WorkMention | StatusMention] = [*works, *statuses]
         mentions.sort(key=lambda m: m.loc.line)
         for m in mentions:
             if isinstance(m, WorkMention):
