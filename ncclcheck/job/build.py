@@ -181,6 +181,13 @@ class _Builder:
                 p = self.at(rank, key)
                 p.enq, p.done = _hi(p.enq, d.last_enqueued), _hi(p.done, d.last_completed)
                 self.member(key, rank, None)
+                pending = d.last_enqueued is not None and d.last_completed is not None and \
+                    d.last_enqueued > d.last_completed
+                if d.from_rank is None and pending and p.stuck is None:
+                    # "from this local rank": this process's own watchdog timed out; its WorkNCCL line is missing.
+                    assert d.last_completed is not None
+                    p.stuck = Work(self.groups[key].gid(), d.last_completed + 1, None, state="timed_out",
+                                   order=d.loc.line, loc=d.loc)
             for gi in s.group_inits:
                 rank = gi.global_rank if gi.global_rank is not None else gi.who.rank
                 if rank is None:
