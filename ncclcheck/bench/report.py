@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rich import box
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -27,31 +28,37 @@ class Column:
     keep: int = 0
 
 
-def fitted(title: str, columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int) -> RenderableType:
-    """A table whose cells are never cut: drop the least needed columns until it fits, else one block per row."""
-    shown = list(range(len(columns)))
-
-    def need(cols: list[int]) -> int:
-        widths = [max([len(w) for w in columns[c].header.split()] + [len(r[c]) for r in rows]) for c in cols]
-        return sum(widths) + 3 * len(cols) + 1  # one space of padding each side, one rule between columns
-
-    droppable = sorted((c for c in shown if columns[c].keep), key=lambda c: -columns[c].keep)
-    while need(shown) > width and droppable:
-        shown.remove(droppable.pop(0))
-    if need(shown) > width:  # even the essential columns do not fit: stack each row
-        key_w = max(len(c.header) for c in columns)
-        lines = [Text(title, style="bold")]
-        for r in rows:
-            lines.append(Text(""))
-            lines.extend(Text(f"{columns[c].header:<{key_w}}  {r[c]}") for c in range(len(columns)))
-        return Group(*lines)
-    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+def _table(columns: Sequence[Column], rows: Sequence[Sequence[str]], shown: Sequence[int]) -> Table:
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for c in shown:
         t.add_column(columns[c].header, justify="right" if columns[c].right else "left", no_wrap=False,
                      min_width=max(len(r[c]) for r in rows) if rows else None)
     for r in rows:
         t.add_row(*(r[c] for c in shown))
     return t
+
+
+def _width(table: Table) -> int:
+    """The columns a table takes when given all the room it wants."""
+    con = Console(width=10_000, file=io.StringIO(), color_system=None)
+    con.print(table)
+    return max(len(line.rstrip()) for line in con.file.getvalue().splitlines())
+
+
+def fitted(title: str, columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int) -> RenderableType:
+    """A table whose cells are never cut: drop the least needed columns until it fits, else one block per row."""
+    shown = list(range(len(columns)))
+    droppable = sorted((c for c in shown if columns[c].keep), key=lambda c: -columns[c].keep)
+    while _width(_table(columns, rows, shown)) > width and droppable:
+        shown.remove(droppable.pop(0))
+    if _width(_table(columns, rows, shown)) > width:  # even the essential columns do not fit: stack each row
+        key_w = max(len(c.header) for c in columns)
+        lines = [Text(title, style="bold")]
+        for r in rows:
+            lines.append(Text(""))
+            lines.extend(Text(f"{columns[c].header:<{key_w}}  {r[c]}") for c in range(len(columns)))
+        return Group(*lines)
+    return Group(Text(title, style="bold"), _table(columns, rows, shown))
 
 
 def bars(labels: Sequence[str], values: Sequence[float], unit: str, width: int) -> list[Text]:
