@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import io
+import json
 import re
 import struct
 import subprocess
 import sys
 import zlib
+from pathlib import Path
 
 import pytest
 from conftest import REAL
@@ -15,6 +17,8 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from ncclcheck.bench import fmt
+from ncclcheck.bench.compare import PerfRow, match, parse_all_reduce_perf, points_from_json
+from ncclcheck.bench.compare import main as compare_main
 from ncclcheck.bench.config import ConfigError, parse_args, parse_bytes, parse_sweep, sweep_sizes
 from ncclcheck.bench.metrics import below_threshold, bus_factor, conclusion, summarise, sweep_point
 from ncclcheck.bench.page import sweep_page
@@ -203,7 +207,8 @@ def test_sweep_report_never_cuts_a_number(width):
     for p in pts:
         assert fmt.duration(p.time_s) in text and fmt.gbps(p.busbw) in text
     assert "PASS: busbw at 2 GiB is 339.6 GB/s, at or above --min-busbw 300 GB/s" in " ".join(text.split())
-    assert ("536,870,912" in text) == (width >= 80)  # the count column goes first when narrow
+    assert ("algbw" in text) == (width >= 80)  # algbw (= busbw with 2 ranks) goes first when narrow
+    assert "536,870,912" in text
 
 
 def test_sweep_report_stacks_rows_when_even_the_essentials_do_not_fit():
@@ -283,3 +288,40 @@ def test_ncclcheck_bench_refuses_bad_options_before_launching():
     assert r.exit_code == 2
     assert r.stderr == "ncclcheck: error: --sweep measures all_reduce; leave out --op and --from-log\n"
 
+
+
+# --- compare with nccl-tests (real all_reduce_perf output from the 2xH200 run in docs/data) --------------------------
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "data"
+
+
+def test_parse_all_reduce_perf_reads_every_data_row():
+    rows = parse_all_reduce_perf((DOCS / "nccl-tests-h200x2-run1.txt").read_text())
+    assert [r.size for r in rows] == sweep_sizes(8, 2 * 2**30, 4, 4)
+    assert rows[0] == PerfRow(8, 2, 15.68, 0.00, 17.54, 0.00)
+    assert rows[-1] == PerfRow(2147483648, 536870912, 6451.4, 332.87, 6423.9, 334.30)
+    # the header of newer versions (with a root column and #wrong N/A) parses the same way
+    newer = ("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+             "busbw #wrong\n     8388608       2097152     float     sum      -1    49.70  168.79  168.79    N/A    "
+             "48.86  171.70  171.70    N/A\n# Avg bus bandwidth    : 170.2\n")
+    assert parse_all_reduce_perf(newer) == [PerfRow(8388608, 2097152, 49.70, 168.79, 48.86, 171.70)]
+
+
+def test_compare_matches_sizes_and_reports_ratios(capsys):
+    sweep, perf = DOCS / "sweep-h200x2-auto-run1.json", DOCS / "nccl-tests-h200x2-run1.txt"
+    ms = match(points_from_json(json.loads(sweep.read_text())), parse_all_reduce_perf(perf.read_text()))
+    assert len(ms) == 15
+    last = ms[-1]
+    assert (last.size, last.ref_time_s) == (2**31, pytest.approx(6423.9e-6))
+    assert last.busbw_ratio == pytest.approx(last.ref_time_s / last.time_s)
+    assert compare_main([str(sweep), str(perf)]) == 0
+    out = capsys.readouterr().out
+    assert "2 GiB" in out and "100.2%" in out
+
+
+def test_compare_refuses_unrelated_inputs(tmp_path, capsys):
+    empty = tmp_path / "perf.txt"
+    empty.write_text("# nothing measured\n")
+    assert compare_main([str(DOCS / "sweep-h200x2-auto-run1.json"), str(empty)]) == 2
+    assert "no size in common" in capsys.readouterr().err
+    assert compare_main([str(empty), str(empty)]) == 2

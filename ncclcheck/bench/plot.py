@@ -29,7 +29,7 @@ _GLYPHS = {
     "U": "111111111111 0E", "V": "11111111110A 04", "W": "111111151515 0A", "X": "11110A040A11 11",
     "Y": "1111110A0404 04", "Z": "1F0102040810 1F",
     "a": "00000E010F11 0F", "b": "101016191111 1E", "c": "00000E101011 0E", "d": "01010D131111 0F",
-    "e": "00000E111F10 0E", "f": "0609081C0808 08", "g": "000F11110F01 0E", "h": "101016191111 11",
+    "e": "00000E111F10 0E", "f": "0609081C0808 08", "g": "00000F110F01 0E", "h": "101016191111 11",
     "i": "04000C040404 0E", "j": "020006020212 0C", "k": "101012141814 12", "l": "0C0404040404 0E",
     "m": "00001A151511 11", "n": "000016191111 11", "o": "00000E111111 0E", "p": "00001E111E10 10",
     "q": "00000D130F01 01", "r": "000016191010 10", "s": "00000E100E01 1E", "t": "08081C080809 06",
@@ -63,22 +63,35 @@ class Layout:
     title: str
     ylabel: str
     xlabel: str
+    ref_xs: tuple[float, ...] = ()
+    ref_ys: tuple[float, ...] = ()
+    labels: tuple[str, str] = ("ncclcheck.bench", "reference")
 
 
-def _nice_step(top: float) -> float:
-    raw = top / 5
-    mag = 10 ** math.floor(math.log10(raw))
-    return next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+def _nice_step(top: float) -> tuple[float, int]:
+    """A round tick step (1, 2, 2.5 or 5 x 10^e) giving about five ticks up to ``top``, and its decimals."""
+    e = math.floor(math.log10(top / 5))
+    m = next(m for m in (1, 2, 2.5, 5, 10) if m * 10**e >= top / 5)
+    if m == 10:
+        m, e = 1, e + 1
+    return m * 10**e, max(0, -e) + (1 if m == 2.5 else 0)
 
 
-def layout(points: Sequence[SweepPoint], env: dict[str, Any], width: int = 960, height: int = 560) -> Layout:
-    """Axes, ticks and the curve's pixel coordinates for these points."""
+Reference = tuple[str, Sequence[tuple[int, float]]]  # a label and (size, busbw) pairs, e.g. nccl-tests'
+
+
+def layout(points: Sequence[SweepPoint], env: dict[str, Any], reference: Reference | None = None,
+           width: int = 960, height: int = 560) -> Layout:
+    """Axes, ticks and the curves' pixel coordinates for these points (and a reference curve, if given)."""
     one_rank = points[0].busbw is None
     values = [p.algbw if one_rank else (p.busbw or 0.0) for p in points]
-    step = _nice_step(max(max(values), 1e-9) * 1.05)
-    ymax = step * math.ceil(max(max(values), 1e-9) * 1.05 / step)
+    ref = list(reference[1]) if reference else []
+    top = max(max(values + [v for _, v in ref]), 1e-9) * 1.05
+    step, digits = _nice_step(top)
+    ymax = step * math.ceil(top / step)
     left, right, top, bottom = 96, width - 32, 64, height - 72
-    lo, hi = math.log2(points[0].size), math.log2(points[-1].size)
+    sizes = [p.size for p in points] + [sz for sz, _ in ref]
+    lo, hi = math.log2(min(sizes)), math.log2(max(sizes))
     span = (hi - lo) or 1.0
 
     def x(size: float) -> float:
@@ -87,7 +100,6 @@ def layout(points: Sequence[SweepPoint], env: dict[str, Any], width: int = 960, 
     def y(v: float) -> float:
         return bottom - v / ymax * (bottom - top)
 
-    digits = 0 if step >= 1 else max(0, -math.floor(math.log10(step))) + (1 if step * 10 % 10 else 0)
     yticks = tuple((y(i * step), f"{i * step:.{digits}f}") for i in range(round(ymax / step) + 1))
     every = max(1, math.ceil(len(points) / 9))
     xticks = tuple((x(p.size), fmt.size(p.size)) for p in points[::every])
@@ -97,7 +109,9 @@ def layout(points: Sequence[SweepPoint], env: dict[str, Any], width: int = 960, 
     return Layout(width, height, left, right, top, bottom, ymax, tuple(x(p.size) for p in points),
                   tuple(y(v) for v in values), yticks, xticks,
                   f"all_reduce {'algbw' if one_rank else 'busbw'} by message size: {who}",
-                  "algbw (GB/s)" if one_rank else "busbw (GB/s)", "message size per rank (bytes, log scale)")
+                  "algbw (GB/s)" if one_rank else "busbw (GB/s)", "message size per rank (bytes, log scale)",
+                  tuple(x(sz) for sz, _ in ref), tuple(y(v) for _, v in ref),
+                  ("ncclcheck.bench", reference[0] if reference else ""))
 
 
 class _Canvas:
@@ -147,12 +161,12 @@ def text_width(s: str) -> int:
     return len(s) * ADVANCE
 
 
-GRID, AXIS, CURVE = (225, 225, 225), (60, 60, 60), (31, 119, 180)
+GRID, AXIS, CURVE, REF = (225, 225, 225), (60, 60, 60), (31, 119, 180), (230, 110, 0)
 
 
-def busbw_png(points: Sequence[SweepPoint], env: dict[str, Any]) -> bytes:
-    """The curve as PNG bytes."""
-    lay = layout(points, env)
+def busbw_png(points: Sequence[SweepPoint], env: dict[str, Any], reference: Reference | None = None) -> bytes:
+    """The curve as PNG bytes; with ``reference``, a second curve and a legend."""
+    lay = layout(points, env, reference)
     c = _Canvas(lay.width, lay.height)
     for ty, label in lay.yticks:
         c.line(lay.left, ty, lay.right, ty, GRID)
@@ -162,10 +176,22 @@ def busbw_png(points: Sequence[SweepPoint], env: dict[str, Any]) -> bytes:
         c.text(round(tx - text_width(label) / 2), lay.bottom + 12, label, AXIS)
     c.line(lay.left, lay.top, lay.left, lay.bottom, AXIS, 2)
     c.line(lay.left, lay.bottom, lay.right, lay.bottom, AXIS, 2)
-    for (x0, y0), (x1, y1) in pairwise(zip(lay.xs, lay.ys, strict=True)):
-        c.line(x0, y0, x1, y1, CURVE, 3)
-    for px, py in zip(lay.xs, lay.ys, strict=True):
-        c.rect(round(px) - 4, round(py) - 4, round(px) + 4, round(py) + 4, CURVE)
+    curves = [(lay.xs, lay.ys, CURVE, 4)]
+    if lay.ref_xs:
+        curves.insert(0, (lay.ref_xs, lay.ref_ys, REF, 6))
+    for xs, ys, rgb, r in curves:
+        for (x0, y0), (x1, y1) in pairwise(zip(xs, ys, strict=True)):
+            c.line(x0, y0, x1, y1, rgb, 3)
+        for px, py in zip(xs, ys, strict=True):
+            c.rect(round(px) - r, round(py) - r, round(px) + r, round(py) + r, rgb)
+            if r > 4:  # hollow markers for the reference, so both curves show where they overlap
+                c.rect(round(px) - r + 2, round(py) - r + 2, round(px) + r - 2, round(py) + r - 2, (255, 255, 255))
+    if lay.ref_xs:
+        lx = lay.left + 24  # top left: bandwidth curves rise to the right, so this corner stays empty
+        for i, (label, rgb) in enumerate(zip(lay.labels, (CURVE, REF), strict=True)):
+            ly = lay.top + 16 + 22 * i
+            c.rect(lx, ly + 4, lx + 24, ly + 8, rgb)
+            c.text(lx + 32, ly, label, AXIS)
     c.text(lay.left, 16, lay.title[: (lay.width - lay.left) // ADVANCE])
     c.text(lay.left - 72, lay.top - 26, lay.ylabel, AXIS)
     c.text(round((lay.left + lay.right - text_width(lay.xlabel)) / 2), lay.height - 30, lay.xlabel, AXIS)
@@ -178,7 +204,7 @@ def _esc(s: str) -> str:
 
 def busbw_svg(points: Sequence[SweepPoint], env: dict[str, Any]) -> str:
     """The same curve as an inline SVG element, each point with a tooltip."""
-    lay = layout(points, env)
+    lay = layout(points, env, None)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {lay.width} {lay.height}" role="img" '
            f'aria-label="{_esc(lay.title)}" font-family="sans-serif" font-size="14">']
     for ty, label in lay.yticks:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rich import box
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -28,30 +27,32 @@ class Column:
     keep: int = 0
 
 
+def _widths(columns: Sequence[Column], rows: Sequence[Sequence[str]], shown: Sequence[int]) -> list[int]:
+    """Each shown column as narrow as its longest cell or header word (headers wrap at spaces)."""
+    return [max([len(w) for w in columns[c].header.split()] + [len(r[c]) for r in rows]) for c in shown]
+
+
 def _table(columns: Sequence[Column], rows: Sequence[Sequence[str]], shown: Sequence[int]) -> Table:
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for c in shown:
-        t.add_column(columns[c].header, justify="right" if columns[c].right else "left", no_wrap=False,
-                     min_width=max(len(r[c]) for r in rows) if rows else None)
+    for c, w in zip(shown, _widths(columns, rows, shown), strict=True):
+        t.add_column(columns[c].header, justify="right" if columns[c].right else "left", width=w)
     for r in rows:
         t.add_row(*(r[c] for c in shown))
     return t
 
 
-def _width(table: Table) -> int:
-    """The columns a table takes when given all the room it wants."""
-    con = Console(width=10_000, file=io.StringIO(), color_system=None)
-    con.print(table)
-    return max(len(line.rstrip()) for line in con.file.getvalue().splitlines())
+def _fits(columns: Sequence[Column], rows: Sequence[Sequence[str]], shown: Sequence[int], width: int) -> bool:
+    """One space of edge each side and three between columns (padding, rule, padding): SIMPLE_HEAD, pad_edge off."""
+    return sum(_widths(columns, rows, shown)) + 3 * len(shown) - 1 <= width
 
 
 def fitted(title: str, columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int) -> RenderableType:
     """A table whose cells are never cut: drop the least needed columns until it fits, else one block per row."""
     shown = list(range(len(columns)))
     droppable = sorted((c for c in shown if columns[c].keep), key=lambda c: -columns[c].keep)
-    while _width(_table(columns, rows, shown)) > width and droppable:
+    while not _fits(columns, rows, shown, width) and droppable:
         shown.remove(droppable.pop(0))
-    if _width(_table(columns, rows, shown)) > width:  # even the essential columns do not fit: stack each row
+    if not _fits(columns, rows, shown, width):  # even the essential columns do not fit: stack each row
         key_w = max(len(c.header) for c in columns)
         lines = [Text(title, style="bold")]
         for r in rows:
