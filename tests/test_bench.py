@@ -145,6 +145,8 @@ def test_sweep_options():
     for argv, message in ((["--min-busbw", "300"], "--min-busbw needs --sweep"),
                           (["--plot", "x.png"], "--plot needs --sweep"),
                           (["--sweep", "8:1K", "--op", "broadcast"], "--sweep measures all_reduce"),
+                          (["--sweep", "8:1K", "--size", "1e6"], "leave out --size, --bytes and --chunks"),
+                          (["--sweep", "8:1K", "--chunks", ""], "leave out --size, --bytes and --chunks"),
                           (["--sweep", "8:1K", "--min-busbw", "0"], "--min-busbw must be a positive"),
                           (["--sweep", "1:1K", "--dtype", "float32"], "MIN must hold one float32 element"),
                           (["--bogus"], "unrecognized arguments: --bogus")):

@@ -125,10 +125,10 @@ def parser(prog: str = "torchrun --nproc-per-node N -m ncclcheck.bench") -> argp
                "ncclcheck bench passes the benchmark's own code through.",
     )
     size = p.add_mutually_exclusive_group()
-    size.add_argument("--size", default="5e8", help="elements per rank: 5e8, 500000000 (default 5e8)")
+    size.add_argument("--size", help="elements per rank: 5e8, 500000000 (default 5e8)")
     size.add_argument("--bytes", help="bytes per rank instead: 2GB (1e9 B) or 2GiB (2^30 B)")
     p.add_argument("--dtype", choices=list(DTYPES), default="float32")
-    p.add_argument("--chunks", default="1e8,1e7,1e6", help="chunk sizes in elements, comma-separated ('' for none)")
+    p.add_argument("--chunks", help="chunk sizes in elements, comma-separated ('' for none; default 1e8,1e7,1e6)")
     p.add_argument("--sweep", metavar="MIN:MAX[:FACTOR]",
                    help="size sweep in bytes, like nccl-tests -b/-e/-f: 8:2G:4 (K/M/G are binary; factor 2 if left out)")
     p.add_argument("--graph", choices=("auto", "on", "off"), default="auto",
@@ -167,6 +167,8 @@ def parse_args(argv: list[str] | None) -> BenchConfig:
                 raise ConfigError(f"{flag} needs --sweep MIN:MAX[:FACTOR]")
     elif a.op != "all_reduce" or a.from_log:
         raise ConfigError("--sweep measures all_reduce; leave out --op and --from-log")
+    elif a.size is not None or a.bytes is not None or a.chunks is not None:
+        raise ConfigError("--sweep sets the sizes itself; leave out --size, --bytes and --chunks")
     if a.min_busbw is not None and not a.min_busbw > 0:
         raise ConfigError("--min-busbw must be a positive number of GB/s")
     iters = a.iters if a.iters is not None else (20 if sweep else 10)
@@ -188,8 +190,9 @@ def parse_args(argv: list[str] | None) -> BenchConfig:
     elif a.bytes:
         size = parse_bytes(a.bytes) // DTYPES[a.dtype]
     else:
-        size = _count(a.size, "--size")
-    chunks = tuple(sorted({_count(c, "--chunks") for c in a.chunks.split(",") if c.strip()}, reverse=True))
+        size = _count(a.size if a.size is not None else "5e8", "--size")
+    chunk_list = a.chunks if a.chunks is not None else "1e8,1e7,1e6"
+    chunks = tuple(sorted({_count(c, "--chunks") for c in chunk_list.split(",") if c.strip()}, reverse=True))
     if size <= 0:
         raise ConfigError("--size: must be at least one element")
     if sweep:
