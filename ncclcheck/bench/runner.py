@@ -1,10 +1,12 @@
 """The part that needs torch: process group, buffers, timed collectives.
 
-What is timed, per transfer: on GPU, a barrier, then CUDA events recorded on the
-current stream around the whole transfer (one collective, or every chunk's
-collective back to back), then a synchronise; on CPU, a barrier, then
-``time.perf_counter`` around the transfer.  Each rank times itself; a transfer's
-time is that of its slowest rank.
+Default mode, per transfer: on GPU, a barrier, then CUDA events recorded on the current stream around the whole
+transfer (one collective, or every chunk's collective back to back), then a synchronise; on CPU, a barrier, then
+``time.perf_counter`` around the transfer.  Each rank times itself; a transfer's time is that of its slowest rank.
+
+Sweep, per size: as nccl-tests' all_reduce_perf, a barrier, then a host clock around ``--iters`` back-to-back
+all_reduces (or one replay of a CUDA graph holding them) and one synchronise; the median of three such blocks,
+averaged over ranks.
 """
 
 from __future__ import annotations
