@@ -29,8 +29,11 @@ def sweep_page(cfg: BenchConfig, env: dict[str, Any], points: Sequence[SweepPoin
     verdict = ""
     if cfg.min_busbw is not None:
         low = below_threshold(points, cfg.min_busbw)
+        last = points[-1]
+        got = last.busbw if last.busbw is not None else last.algbw
         verdict = (f"<p class={'bad' if low else 'ok'}>{'FAIL' if low else 'PASS'}: busbw at "
-                   f"{e(fmt.size(points[-1].size))} against --min-busbw {cfg.min_busbw:g} GB/s</p>")
+                   f"{e(fmt.size(last.size))} is {fmt.gbps(got)} GB/s, {'below' if low else 'at or above'} "
+                   f"--min-busbw {cfg.min_busbw:g} GB/s</p>")
     facts = ", ".join(f"{k} {e(str(v))}" for k, v in env.items() if v not in (None, ""))
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>ncclcheck all_reduce sweep</title>
