@@ -28,7 +28,7 @@ demo: $(STAMP)
 
 ## Run the test suite (conformance set from ../shared/conformance when present).
 test: $(STAMP) $(TORCH_STAMP)
-	$(BIN)/python -m pytest -q $(if $(TESTS),-x -k "$(TESTS)")
+	NCCLCHECK_REQUIRE_TORCH=1 $(BIN)/python -m pytest -q $(if $(TESTS),-x -k "$(TESTS)")
 
 lint: $(STAMP)
 	$(BIN)/ruff check ncclcheck tests tools

@@ -222,24 +222,49 @@ def explain_cmd(
         console.print(sizes_view(sizes))
 
 
-@app.command("bench", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@app.command("bench", add_help_option=False,
+             context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def bench_cmd(
     ctx: typer.Context,
     nproc: Annotated[int, typer.Option("--nproc", min=1, help="Processes (GPUs) on this host.")] = 1,
 ) -> None:
-    """Launch `torchrun --nproc-per-node N -m ncclcheck.bench ...` on this host; other options go to the benchmark.
+    """Launch the all_reduce benchmark under torchrun on this host (`ncclcheck bench --help` lists its options).
 
-    Example: ncclcheck bench --nproc 2 --size 5e8 --chunks 1e8,1e7,1e6
+    Example: ncclcheck bench --nproc 2 --sweep 8:2G:4 --min-busbw 300
     """
     import importlib.util
+    import os
     import subprocess
     import sys
+    import tempfile
 
+    from ncclcheck.bench.__main__ import STATUS_ENV
+    from ncclcheck.bench.config import ConfigError, parse_args, parser
+
+    if {"--help", "-h"} & set(ctx.args):
+        typer.echo(parser(prog="ncclcheck bench [--nproc N]").format_help().rstrip())
+        typer.echo("\nlauncher option:\n  --nproc N             processes (GPUs) on this host (default 1); "
+                   "runs torchrun --nproc-per-node N -m ncclcheck.bench ...")
+        raise typer.Exit(Exit.OK)
+    try:
+        parse_args(ctx.args)  # bad options: exit 2 here, before torchrun would turn them into its own exit 1
+    except ConfigError as exc:
+        usage_error(str(exc))
+    except SystemExit as exc:  # argparse has printed its message
+        raise typer.Exit(Exit.USAGE if exc.code else Exit.OK) from None
     if importlib.util.find_spec("torch") is None:
         usage_error("the benchmark needs torch: pip install 'ncclcheck[bench]'")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc), "-m", "ncclcheck.bench",
            *ctx.args]
-    raise typer.Exit(subprocess.call(cmd))
+    with tempfile.TemporaryDirectory() as tmp:
+        status = os.path.join(tmp, "status")
+        rc = subprocess.call(cmd, env={**os.environ, STATUS_ENV: status})
+        try:  # rank 0's own exit code (torchrun reports any failure as 1)
+            with open(status, encoding="utf-8") as f:
+                rc = int(f.read())
+        except (OSError, ValueError):
+            pass
+    raise typer.Exit(rc)
 
 
 class ProbeFormat(str, Enum):

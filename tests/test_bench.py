@@ -1,19 +1,30 @@
-"""Benchmark: bandwidth arithmetic (no torch), then real gloo runs on CPU under torchrun (torch needed)."""
+"""Benchmark without torch: bandwidth arithmetic, options, the sweep's table, plot and page, the CLI wiring."""
 
 from __future__ import annotations
 
+import io
 import json
-import os
-import socket
+import re
+import struct
 import subprocess
 import sys
-import time
+import zlib
+from pathlib import Path
 
 import pytest
 from conftest import REAL
+from rich.console import Console
+from typer.testing import CliRunner
 
-from ncclcheck.bench.config import ConfigError, parse_args, parse_bytes
-from ncclcheck.bench.metrics import bus_factor, conclusion, summarise
+from ncclcheck.bench import fmt
+from ncclcheck.bench.compare import PerfRow, match, parse_all_reduce_perf, points_from_json
+from ncclcheck.bench.compare import main as compare_main
+from ncclcheck.bench.config import ConfigError, parse_args, parse_bytes, parse_sweep, sweep_sizes
+from ncclcheck.bench.metrics import below_threshold, bus_factor, conclusion, summarise, sweep_point
+from ncclcheck.bench.page import sweep_page
+from ncclcheck.bench.plot import busbw_png
+from ncclcheck.bench.report import report, sweep_report
+from ncclcheck.cli import app
 
 EXAMPLE = REAL.parents[2] / "examples" / "incident-8rank" / "rank0.log"
 
@@ -48,7 +59,10 @@ def test_conclusion():
     base = summarise("all_reduce", 2_000_000_000, 2, None, 1, [[0.006]], None)
     c1 = summarise("all_reduce", 2_000_000_000, 2, 10_000_000, 50, [[0.0084]], 0.006)
     assert conclusion([base, c1]) == ("Chunks of 1e7 elements cost 1.40x the unchunked time; chunking does not help "
-                                      "a transfer that completes in 6.00 ms against a 600 s timeout.")
+                                      "a transfer that completes in 6.00 ms against PyTorch's default NCCL watchdog "
+                                      "timeout (10 min, Timeout(ms)=600000).")
+    assert conclusion([base], timeout_s=1800) == ("One transfer takes 6.00 ms; against a watchdog timeout of 30.0 min "
+                                                  "the size is never the problem.")
 
 
 @pytest.mark.parametrize(("text", "n"), [("2GB", 2_000_000_000), ("2GiB", 2**31), ("500000000", 500_000_000)])
@@ -92,70 +106,224 @@ def test_core_never_imports_torch():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_only_communication_failures_count_as_a_lost_peer():
-    """A dead peer's errors are reported as such; any other RuntimeError is a bug and must keep its traceback."""
-    pytest.importorskip("torch")
-    from ncclcheck.bench.runner import is_comm_failure
+# --- sweep: options, arithmetic, output (no torch) ------------------------------------------------------------------
 
-    assert is_comm_failure(RuntimeError("[gloo/transport/tcp/pair.cc:537] Read error: Connection reset by peer"))
-    assert is_comm_failure(RuntimeError("NCCL communicator was aborted on rank 0"))
-    assert not is_comm_failure(RuntimeError("Numpy is not available"))
-    assert not is_comm_failure(ValueError("gloo"))
-
-
-# --- real runs: gloo on CPU, 2 ranks -------------------------------------------------------------------------------
-
-torch = pytest.importorskip("torch")
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+@pytest.mark.parametrize(("text", "want"), [
+    ("8:2G:4", (8, 2 * 2**30, 4)),  # nccl-tests: K/M/G are binary
+    ("8:2G", (8, 2 * 2**30, 2)),
+    ("1K:64M:8", (1024, 64 * 2**20, 8)),
+    ("1KiB:2GB", (1024, 2_000_000_000, 2)),  # GiB binary, GB decimal (as --bytes)
+    ("4:2e9:10", (4, 2_000_000_000, 10)),
+])
+def test_parse_sweep(text, want):
+    assert parse_sweep(text) == want
 
 
-def torchrun(*args: str, timeout: float = 240, **kw) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "torch.distributed.run", *args], capture_output=True, text=True,
-                          timeout=timeout, env=ENV, **kw)
+@pytest.mark.parametrize(("text", "message"), [
+    ("8", "is not MIN:MAX or MIN:MAX:FACTOR"),
+    ("8:2G:1", "the factor must be at least 2"),
+    ("8:2G:x", "the factor 'x' is not a whole number"),
+    ("2G:8", "need 1 <= MIN <= MAX"),
+    ("8:2Q", "'2Q' is not a size such as 8, 64K, 2G or 2GB"),
+])
+def test_parse_sweep_refuses(text, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        parse_sweep(text)
 
 
-def test_gloo_two_ranks_json_and_check(tmp_path):
-    out = tmp_path / "bench.json"
-    r = torchrun("--nproc-per-node", "2", "-m", "ncclcheck.bench", "--size", "1e6", "--chunks", "1e5,1e4",
-                 "--iters", "3", "--warmup", "1", "--check", "--json", "--output", str(out))
-    assert r.returncode == 0, r.stderr[-2000:]
-    j = json.loads(r.stdout)
-    assert j == json.loads(out.read_text())
-    assert (j["schema_version"], j["check"], j["environment"]["backend"], j["environment"]["world_size"]) == (
-        1, True, "gloo", 2)
-    assert [x["mode"] for x in j["results"]] == ["unchunked", "chunks of 1e5", "chunks of 1e4"]
-    assert [x["chunks"] for x in j["results"]] == [1, 10, 100]
-    for x in j["results"]:
-        assert x["busbw_gbps"] == pytest.approx(x["algbw_gbps"] * 2 * 1 / 2)
-        assert x["min_s"] <= x["median_s"] <= x["max_s"]
-    assert j["results"][0]["slowdown_vs_unchunked"] == 1.0
-    assert j["conclusion"].startswith("Chunks of 1e5 elements cost")
+def test_sweep_sizes_are_whole_elements():
+    sizes = sweep_sizes(8, 2 * 2**30, 4, 4)
+    assert (sizes[0], sizes[-1], len(sizes)) == (8, 2**31, 15)  # as nccl-tests -b 8 -e 2G -f 4
+    assert sweep_sizes(1, 16, 2, 4) == [4, 8, 16]  # 1 and 2 bytes hold no float32
+    assert sweep_sizes(6, 48, 2, 4) == [4, 12, 24, 48]
 
 
-def test_dead_peer_fails_within_the_timeout():
-    """A peer that leaves before the first collective: the survivor exits non-zero, fast, saying why."""
-    start = time.monotonic()
-    r = torchrun("--nproc-per-node", "2", "-m", "ncclcheck.bench", "--size", "1e5", "--chunks", "", "--iters", "2",
-                 "--timeout", "15", "--exit-early-rank", "1")
-    assert r.returncode != 0
-    assert time.monotonic() - start < 15 + 45
-    assert "ncclcheck.bench: error: rank 0: a collective failed, so a peer died or never arrived" in r.stderr
+def test_sweep_options():
+    cfg = parse_args(["--sweep", "8:2G:4"])
+    assert (cfg.sweep, cfg.iters, cfg.warmup, cfg.graph, cfg.chunks) == ((8, 2**31, 4), 20, 5, "auto", ())
+    assert (parse_args([]).iters, parse_args([]).warmup) == (10, 3)
+    for argv, message in ((["--min-busbw", "300"], "--min-busbw needs --sweep"),
+                          (["--plot", "x.png"], "--plot needs --sweep"),
+                          (["--sweep", "8:1K", "--op", "broadcast"], "--sweep measures all_reduce"),
+                          (["--sweep", "8:1K", "--size", "1e6"], "leave out --size, --bytes and --chunks"),
+                          (["--sweep", "8:1K", "--chunks", ""], "leave out --size, --bytes and --chunks"),
+                          (["--sweep", "8:1K", "--min-busbw", "0"], "--min-busbw must be a positive"),
+                          (["--sweep", "1:1K", "--dtype", "float32"], "MIN must hold one float32 element"),
+                          (["--bogus"], "unrecognized arguments: --bogus")):
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            parse_args(argv)
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def test_sweep_point_follows_nccl_tests():
+    p = sweep_point(2**31, 2**29, 2, [0.0060, 0.0064], graph=False, correct=None)
+    assert p.time_s == pytest.approx(0.0062)  # the mean over ranks, as all_reduce_perf's default (-a 1)
+    assert p.algbw == pytest.approx(2**31 / 0.0062 / 1e9)
+    assert p.busbw == pytest.approx(p.algbw * 2 * 1 / 2)
+    p4 = sweep_point(2**31, 2**29, 4, [0.01] * 4, graph=False, correct=None)
+    assert p4.busbw == pytest.approx(p4.algbw * 1.5)
+    assert sweep_point(8, 2, 1, [1e-5], graph=True, correct=True).busbw is None
 
 
-def test_two_nodes_on_localhost():
-    """Two torchrun 'nodes' (--nnodes 2) meeting on 127.0.0.1: the multi-node path."""
-    port = str(_port())
-    common = ["--nnodes", "2", "--nproc-per-node", "1", "--master-addr", "127.0.0.1", "--master-port", port]
-    bench = ["-m", "ncclcheck.bench", "--size", "1e5", "--chunks", "1e4", "--iters", "2", "--json"]
-    procs = [subprocess.Popen([sys.executable, "-m", "torch.distributed.run", *common, "--node-rank", str(n), *bench],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV) for n in (0, 1)]
-    outs = [p.communicate(timeout=240) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], outs[0][1][-1500:] + outs[1][1][-1500:]
-    j = json.loads(outs[0][0])
-    assert j["environment"]["world_size"] == 2 and outs[1][0] == ""
+def test_below_threshold_reads_the_largest_size():
+    pts = [sweep_point(s, s // 4, 2, [s / 300e9], False, None) for s in (2**20, 2**30)]  # busbw 300 GB/s
+    assert not below_threshold(pts, None)
+    assert not below_threshold(pts, 299.0)
+    assert below_threshold(pts, 301.0)
+    one = [sweep_point(2**20, 2**18, 1, [2**20 / 5e9], False, None)]  # one rank: algbw 5 GB/s
+    assert below_threshold(one, 6.0) and not below_threshold(one, 4.0)
+
+
+@pytest.mark.parametrize(("seconds", "text"), [
+    (8.3123e-6, "8.31 µs"), (123.4e-6, "123 µs"), (1.8797, "1.88 s"), (0.0017234, "1.72 ms"), (65, "65.0 s"),
+    (437256155.8 * 60, "303650 days"), (5400, "90.0 min"), (3 * 3600, "3.00 h"),
+])
+def test_durations_read_naturally(seconds, text):
+    assert fmt.duration(seconds) == text
+
+
+@pytest.mark.parametrize(("n", "text"), [(8, "8 B"), (65536, "64 KiB"), (2**31, "2 GiB"), (3 * 2**19, "1.5 MiB")])
+def test_sizes_read_naturally(n, text):
+    assert fmt.size(n) == text
+
+
+ENV_INFO = {"world_size": 2, "backend": "nccl", "device": "NVIDIA H200", "nccl": "2.28.9"}
+
+
+def _points(world: int = 2, check: bool | None = True):
+    sizes = sweep_sizes(8, 2 * 2**30, 4, 4)
+    return [sweep_point(s, s // 4, world, [8e-6 + s / 340e9] * world, s <= 2**20, check) for s in sizes]
+
+
+def _render(renderable, width: int) -> str:
+    con = Console(width=width, file=io.StringIO(), color_system=None, legacy_windows=False)
+    con.print(renderable)
+    return con.file.getvalue()
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_sweep_report_never_cuts_a_number(width):
+    cfg = parse_args(["--sweep", "8:2G:4", "--check", "--min-busbw", "300"])
+    pts = _points()
+    text = _render(sweep_report(cfg, ENV_INFO, pts, width=width), width)
+    assert "…" not in text and max(map(len, text.splitlines())) <= width
+    for p in pts:
+        assert fmt.duration(p.time_s) in text and fmt.gbps(p.busbw) in text
+    assert "PASS: busbw at 2 GiB is 339.6 GB/s, at or above --min-busbw 300 GB/s" in " ".join(text.split())
+    assert ("algbw" in text) == (width >= 80)  # algbw (= busbw with 2 ranks) goes first when narrow
+    assert "536,870,912" in text
+
+
+def test_sweep_report_stacks_rows_when_even_the_essentials_do_not_fit():
+    cfg = parse_args(["--sweep", "8:2G:4"])
+    text = _render(sweep_report(cfg, ENV_INFO, _points(check=None), width=24), 24)
+    assert "…" not in text
+    assert "busbw GB/s  339.6" in text and "time        6.32 ms" in text
+
+
+@pytest.mark.parametrize("width", [60, 80])
+def test_default_report_never_cuts_a_number(width):
+    cfg = parse_args(["--size", "5e8"])
+    base = summarise("all_reduce", 2_000_000_000, 2, None, 1, [[0.00595, 0.00601], [0.00598, 0.00602]], None)
+    chunks = [summarise("all_reduce", 2_000_000_000, 2, c, 2_000_000_000 // 4 // c, [[t], [t]], base.median_s)
+              for c, t in ((100_000_000, 0.0066), (10_000_000, 0.0081), (1_000_000, 0.018))]
+    run = {"results": [base, *chunks], "check": True, "memory": {"torch_peak_allocated_bytes": None}}
+    text = _render(report(cfg, ENV_INFO, run, width=width), width)
+    assert "…" not in text and max(map(len, text.splitlines())) <= width
+    for r in (base, *chunks):
+        assert fmt.duration(r.median_s) in text and f"{r.busbw:.1f}" in text and f"{r.slowdown:.2f}x" in text
+    assert "chunks of 1e6" in text and "PyTorch's default NCCL watchdog timeout (10 min" in " ".join(text.split())
+
+
+def _png_pixels(data: bytes) -> tuple[int, int, bytes]:
+    """Decode our own PNG (8-bit RGB, filter 0), checking every chunk's CRC."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, size = 8, b"", (0, 0)
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        assert struct.unpack(">I", data[pos + 8 + n:pos + 12 + n])[0] == zlib.crc32(kind + body)
+        if kind == b"IHDR":
+            size = struct.unpack(">II", body[:8])
+            assert body[8:10] == b"\x08\x02"
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    w, h = size
+    raw = zlib.decompress(idat)
+    assert len(raw) == h * (1 + 3 * w)
+    return w, h, b"".join(raw[r * (1 + 3 * w) + 1:(r + 1) * (1 + 3 * w)] for r in range(h))
+
+
+def test_png_plot_is_a_real_curve():
+    w, h, px = _png_pixels(busbw_png(_points(), ENV_INFO))
+    assert (w, h) == (960, 560)
+    curve = bytes((31, 119, 180))
+
+    def column_has_curve(x: int) -> list[int]:
+        return [y for y in range(h) if px[(y * w + x) * 3:(y * w + x) * 3 + 3] == curve]
+
+    left, right = column_has_curve(100), column_has_curve(925)
+    assert left and right
+    assert min(right) < min(left) - 300  # high bandwidth at 2 GiB, near zero at 8 B: the curve rises
+    assert px.count(b"\x00\x00\x00") > 500  # the title's text is drawn
+
+
+def test_html_page_is_self_contained():
+    cfg = parse_args(["--sweep", "8:2G:4", "--check", "--min-busbw", "400"])
+    page = sweep_page(cfg, ENV_INFO, _points())
+    assert page.startswith("<!doctype html>") and "<svg" in page and page.count("<tr><td>") == 15
+    assert not re.search(r"<script|<link|<img|@import|url\(|src=", page)
+    assert re.findall(r"https?://[^\s\"]+", page) == ["http://www.w3.org/2000/svg"]  # a namespace, not a fetch
+    assert "FAIL: busbw at 2 GiB is 339.6 GB/s, below --min-busbw 400 GB/s" in page
+
+
+def test_ncclcheck_bench_help_lists_the_benchmark_options():
+    r = CliRunner().invoke(app, ["bench", "--help"])
+    assert r.exit_code == 0
+    for opt in ("--sweep MIN:MAX[:FACTOR]", "--min-busbw GB/S", "--plot FILE.png", "--html FILE.html", "--graph",
+                "--size SIZE", "--chunks CHUNKS", "--check", "--nproc N", "3 busbw below --min-busbw"):
+        assert opt in r.stdout
+
+
+def test_ncclcheck_bench_refuses_bad_options_before_launching():
+    r = CliRunner().invoke(app, ["bench", "--nproc", "2", "--sweep", "8:2G", "--op", "broadcast"])
+    assert r.exit_code == 2
+    assert r.stderr == "ncclcheck: error: --sweep measures all_reduce; leave out --op and --from-log\n"
+
+
+
+# --- compare with nccl-tests (real all_reduce_perf output from the 2xH200 run in docs/data) --------------------------
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "data"
+
+
+def test_parse_all_reduce_perf_reads_every_data_row():
+    rows = parse_all_reduce_perf((DOCS / "nccl-tests-h200x2-run1.txt").read_text())
+    assert [r.size for r in rows] == sweep_sizes(8, 2 * 2**30, 4, 4)
+    assert rows[0] == PerfRow(8, 2, 15.68, 0.00, 17.54, 0.00)
+    assert rows[-1] == PerfRow(2147483648, 536870912, 6451.4, 332.87, 6423.9, 334.30)
+    # the header of newer versions (with a root column and #wrong N/A) parses the same way
+    newer = ("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+             "busbw #wrong\n     8388608       2097152     float     sum      -1    49.70  168.79  168.79    N/A    "
+             "48.86  171.70  171.70    N/A\n# Avg bus bandwidth    : 170.2\n")
+    assert parse_all_reduce_perf(newer) == [PerfRow(8388608, 2097152, 49.70, 168.79, 48.86, 171.70)]
+
+
+def test_compare_matches_sizes_and_reports_ratios(capsys):
+    sweep, perf = DOCS / "sweep-h200x2-auto-run1.json", DOCS / "nccl-tests-h200x2-run1.txt"
+    ms = match(points_from_json(json.loads(sweep.read_text())), parse_all_reduce_perf(perf.read_text()))
+    assert len(ms) == 15
+    last = ms[-1]
+    assert (last.size, last.ref_time_s) == (2**31, pytest.approx(6423.9e-6))
+    assert last.busbw_ratio == pytest.approx(last.ref_time_s / last.time_s)
+    assert compare_main([str(sweep), str(perf)]) == 0
+    out = capsys.readouterr().out
+    assert "2 GiB" in out and "100.2%" in out
+
+
+def test_compare_refuses_unrelated_inputs(tmp_path, capsys):
+    empty = tmp_path / "perf.txt"
+    empty.write_text("# nothing measured\n")
+    assert compare_main([str(DOCS / "sweep-h200x2-auto-run1.json"), str(empty)]) == 2
+    assert "no size in common" in capsys.readouterr().err
+    assert compare_main([str(empty), str(empty)]) == 2

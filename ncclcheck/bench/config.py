@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import re
 from dataclasses import dataclass
+from typing import NoReturn
 
 from ncclcheck.explain.core import ExplainError, parse_count
 
@@ -37,6 +38,11 @@ class BenchConfig:
     from_log: str | None = None
     log_op: str | None = None  # the OpType taken from --from-log
     exit_early_rank: int | None = None  # testing aid: this rank leaves before the first collective
+    sweep: tuple[int, int, int] | None = None  # (min bytes, max bytes, factor): the size-sweep mode
+    graph: str = "auto"  # auto | on | off: CUDA-graph replay in the sweep
+    min_busbw: float | None = None  # GB/s at the largest swept size; below it the exit code is 3
+    plot: str | None = None  # PNG of the busbw curve
+    html: str | None = None  # self-contained HTML page of the curve and table
 
     @property
     def itemsize(self) -> int:
@@ -55,6 +61,45 @@ def parse_bytes(text: str) -> int:
     return int(float(m[1]) * _UNITS[m[2] or ""])
 
 
+_SWEEP_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, **_UNITS}
+
+
+def parse_sweep_size(text: str) -> int:
+    """One end of ``--sweep``: bytes, with nccl-tests' binary ``K/M/G`` (``2G`` = 2^30 x 2); ``2GB`` is 2e9."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([kmgt]?i?b?)\s*", text.lower())
+    if not m or m[2] not in _SWEEP_UNITS:
+        raise ConfigError(f"--sweep: {text!r} is not a size such as 8, 64K, 2G or 2GB")
+    return int(float(m[1]) * _SWEEP_UNITS[m[2]])
+
+
+def parse_sweep(text: str) -> tuple[int, int, int]:
+    """``MIN:MAX[:FACTOR]`` as nccl-tests' ``-b MIN -e MAX -f FACTOR`` (factor 2 when left out)."""
+    parts = text.split(":")
+    if len(parts) not in (2, 3):
+        raise ConfigError(f"--sweep: {text!r} is not MIN:MAX or MIN:MAX:FACTOR (for example 8:2G:4)")
+    lo, hi = parse_sweep_size(parts[0]), parse_sweep_size(parts[1])
+    try:
+        factor = int(parts[2]) if len(parts) == 3 else 2
+    except ValueError:
+        raise ConfigError(f"--sweep: the factor {parts[2]!r} is not a whole number") from None
+    if factor < 2:
+        raise ConfigError("--sweep: the factor must be at least 2")
+    if lo < 1 or hi < lo:
+        raise ConfigError(f"--sweep: need 1 <= MIN <= MAX, got {lo} and {hi} bytes")
+    return lo, hi, factor
+
+
+def sweep_sizes(lo: int, hi: int, factor: int, itemsize: int) -> list[int]:
+    """The byte sizes of a sweep, each a whole number of elements (as nccl-tests: count = size / type size)."""
+    sizes, s = [], lo
+    while s <= hi:
+        b = s // itemsize * itemsize
+        if b and (not sizes or b != sizes[-1]):
+            sizes.append(b)
+        s *= factor
+    return sizes
+
+
 def _count(text: str, flag: str) -> int:
     try:
         return parse_count(text)
@@ -62,26 +107,45 @@ def _count(text: str, flag: str) -> int:
         raise ConfigError(f"{flag}: {exc}") from None
 
 
-def parser() -> argparse.ArgumentParser:
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a bad option as one :class:`ConfigError` line instead of usage text and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ConfigError(message)
+
+
+def parser(prog: str = "torchrun --nproc-per-node N -m ncclcheck.bench") -> argparse.ArgumentParser:
     """The command line of ``python -m ncclcheck.bench``."""
-    p = argparse.ArgumentParser(
-        prog="torchrun --nproc-per-node N -m ncclcheck.bench",
-        description="all_reduce benchmark: unchunked vs chunked, nccl-tests-compatible algbw/busbw.",
+    p = _Parser(
+        prog=prog,
+        description="all_reduce benchmark: unchunked vs chunked (default), or a size sweep (--sweep) with "
+                    "nccl-tests' algbw/busbw.",
+        epilog="exit codes: 0 done, 1 run failed (peer lost, wrong values), 2 bad options, no torch or not enough "
+               "memory, 3 busbw below --min-busbw. Under torchrun, any non-zero code becomes torchrun's 1; "
+               "ncclcheck bench passes the benchmark's own code through.",
     )
     size = p.add_mutually_exclusive_group()
-    size.add_argument("--size", default="5e8", help="elements per rank: 5e8, 500000000 (default 5e8)")
+    size.add_argument("--size", help="elements per rank: 5e8, 500000000 (default 5e8)")
     size.add_argument("--bytes", help="bytes per rank instead: 2GB (1e9 B) or 2GiB (2^30 B)")
     p.add_argument("--dtype", choices=list(DTYPES), default="float32")
-    p.add_argument("--chunks", default="1e8,1e7,1e6", help="chunk sizes in elements, comma-separated ('' for none)")
-    p.add_argument("--iters", type=int, default=10, help="timed transfers per mode (default 10)")
-    p.add_argument("--warmup", type=int, default=3, help="untimed transfers per mode (default 3)")
+    p.add_argument("--chunks", help="chunk sizes in elements, comma-separated ('' for none; default 1e8,1e7,1e6)")
+    p.add_argument("--sweep", metavar="MIN:MAX[:FACTOR]",
+                   help="size sweep in bytes, like nccl-tests -b/-e/-f: 8:2G:4 (K/M/G are binary; factor 2 if left out)")
+    p.add_argument("--graph", choices=("auto", "on", "off"), default="auto",
+                   help="sweep: time CUDA-graph replays of the --iters collectives (auto: sizes up to 1 MiB, on GPU)")
+    p.add_argument("--min-busbw", type=float, metavar="GB/S",
+                   help="sweep: exit 3 when busbw at the largest size is below this (fleet acceptance)")
+    p.add_argument("--plot", metavar="FILE.png", help="sweep: write the busbw curve as a PNG")
+    p.add_argument("--html", metavar="FILE.html", help="sweep: write the curve and table as one self-contained page")
+    p.add_argument("--iters", type=int, default=None, help="timed transfers per mode or size (default 10; sweep 20)")
+    p.add_argument("--warmup", type=int, default=None, help="untimed transfers per mode or size (default 3; sweep 5)")
     p.add_argument("--op", choices=OPS, default="all_reduce")
     p.add_argument("--backend", choices=("auto", "nccl", "gloo"), default="auto",
                    help="auto: nccl with CUDA, gloo on CPU")
     p.add_argument("--timeout", type=float, default=120.0, help="process-group timeout in seconds (default 120)")
     p.add_argument("--sync-per-chunk", action="store_true",
                    help="synchronise after every chunk (what changes the watchdog's view)")
-    p.add_argument("--check", action="store_true", help="verify the reduced values")
+    p.add_argument("--check", action="store_true", help="verify the reduced values (in a sweep: at every size)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.add_argument("--output", help="also write the JSON result to this file")
     p.add_argument("--from-log", help="replay the OpType and NumelIn of the watchdog line in this log")
@@ -96,6 +160,19 @@ _LOG_OPS = {"ALLREDUCE": "all_reduce", "_ALLGATHER_BASE": "all_gather", "ALLGATH
 def parse_args(argv: list[str] | None) -> BenchConfig:
     """Validate the command line into a config (raises :class:`ConfigError`)."""
     a = parser().parse_args(argv)
+    sweep = parse_sweep(a.sweep) if a.sweep else None
+    if not sweep:
+        for flag, value in (("--min-busbw", a.min_busbw), ("--plot", a.plot), ("--html", a.html)):
+            if value is not None:
+                raise ConfigError(f"{flag} needs --sweep MIN:MAX[:FACTOR]")
+    elif a.op != "all_reduce" or a.from_log:
+        raise ConfigError("--sweep measures all_reduce; leave out --op and --from-log")
+    elif a.size is not None or a.bytes is not None or a.chunks is not None:
+        raise ConfigError("--sweep sets the sizes itself; leave out --size, --bytes and --chunks")
+    if a.min_busbw is not None and not a.min_busbw > 0:
+        raise ConfigError("--min-busbw must be a positive number of GB/s")
+    iters = a.iters if a.iters is not None else (20 if sweep else 10)
+    warmup = a.warmup if a.warmup is not None else (5 if sweep else 3)
     op, log_op = a.op, None
     if a.from_log:
         from ncclcheck.evidence.reader import resolve
@@ -113,15 +190,21 @@ def parse_args(argv: list[str] | None) -> BenchConfig:
     elif a.bytes:
         size = parse_bytes(a.bytes) // DTYPES[a.dtype]
     else:
-        size = _count(a.size, "--size")
-    chunks = tuple(sorted({_count(c, "--chunks") for c in a.chunks.split(",") if c.strip()}, reverse=True))
+        size = _count(a.size if a.size is not None else "5e8", "--size")
+    chunk_list = a.chunks if a.chunks is not None else "1e8,1e7,1e6"
+    chunks = tuple(sorted({_count(c, "--chunks") for c in chunk_list.split(",") if c.strip()}, reverse=True))
     if size <= 0:
         raise ConfigError("--size: must be at least one element")
-    if a.iters < 1 or a.warmup < 0:
+    if sweep:
+        size = sweep[1] // DTYPES[a.dtype]
+        if sweep[0] < DTYPES[a.dtype]:
+            raise ConfigError(f"--sweep: MIN must hold one {a.dtype} element ({DTYPES[a.dtype]} bytes)")
+    if iters < 1 or warmup < 0:
         raise ConfigError("--iters must be >= 1 and --warmup >= 0")
     if a.timeout <= 0:
         raise ConfigError("--timeout must be positive")
-    return BenchConfig(size=size, dtype=a.dtype, chunks=tuple(c for c in chunks if c < size), iters=a.iters,
-                       warmup=a.warmup, op=op, backend=a.backend, timeout=a.timeout,
+    return BenchConfig(size=size, dtype=a.dtype, chunks=() if sweep else tuple(c for c in chunks if c < size),
+                       iters=iters, warmup=warmup, op=op, backend=a.backend, timeout=a.timeout,
                        sync_per_chunk=a.sync_per_chunk, check=a.check, json=a.json, output=a.output,
-                       from_log=a.from_log, log_op=log_op, exit_early_rank=a.exit_early_rank)
+                       from_log=a.from_log, log_op=log_op, exit_early_rank=a.exit_early_rank, sweep=sweep,
+                       graph=a.graph, min_busbw=a.min_busbw, plot=a.plot, html=a.html)

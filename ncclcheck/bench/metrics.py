@@ -12,6 +12,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ncclcheck.bench.fmt import duration
+
 
 def bus_factor(op: str, world: int) -> float | None:
     """nccl-tests' bus factor; None with a single rank (no traffic to measure)."""
@@ -66,26 +68,52 @@ def summarise(op: str, per_rank_bytes: int, world: int, chunk: int | None, chunk
                       tuple(statistics.median(ts) for ts in times_by_rank))
 
 
-WATCHDOG_DEFAULT_S = 600.0  # PyTorch's default NCCL collective timeout
+WATCHDOG_DEFAULT_S = 600.0  # PyTorch's default NCCL collective timeout (ProcessGroupNCCL, 10 minutes)
 
 
 def conclusion(results: Sequence[ModeResult], timeout_s: float = WATCHDOG_DEFAULT_S) -> str:
-    """One sentence: what chunking costs, and what the timeout is compared with that."""
+    """One sentence: what chunking costs, and what PyTorch's watchdog timeout is compared with that."""
     base = results[0]
+    whose = (f"PyTorch's default NCCL watchdog timeout ({timeout_s / 60:g} min, Timeout(ms)={timeout_s * 1000:.0f})"
+             if timeout_s == WATCHDOG_DEFAULT_S else f"a watchdog timeout of {duration(timeout_s)}")
     chunked = list(results[1:])
     if not chunked:
-        return (f"One transfer takes {_ms(base.median_s)}; against a {timeout_s:g} s timeout the size is never the "
-                "problem.")
+        return f"One transfer takes {duration(base.median_s)}; against {whose} the size is never the problem."
     best = min(chunked, key=lambda r: r.slowdown)
     worst = max(chunked, key=lambda r: r.slowdown)
     text = f"Chunks of {best.chunk:.0e} elements cost {best.slowdown:.2f}x the unchunked time"
     if worst is not best:
         text += f" and chunks of {worst.chunk:.0e} cost {worst.slowdown:.2f}x"
     verb = "does not help" if best.slowdown >= 1 else "saves little on"
-    text += (f"; chunking {verb} a transfer that completes in {_ms(base.median_s)} against a {timeout_s:g} s "
-             "timeout.")
+    text += f"; chunking {verb} a transfer that completes in {duration(base.median_s)} against {whose}."
     return text.replace("e+0", "e")
 
 
-def _ms(s: float) -> str:
-    return f"{s * 1e3:.2f} ms" if s < 10 else f"{s:.1f} s"
+@dataclass(frozen=True)
+class SweepPoint:
+    """One size of a sweep, in nccl-tests' columns (time is the mean over ranks, as all_reduce_perf's default)."""
+
+    size: int  # bytes per rank
+    count: int  # elements per rank
+    time_s: float
+    algbw: float  # GB/s
+    busbw: float | None  # GB/s; None with one rank
+    graph: bool  # timed as CUDA-graph replays
+    correct: bool | None  # --check at this size; None when not checked
+
+
+def sweep_point(size: int, count: int, world: int, rank_times: Sequence[float], graph: bool,
+                correct: bool | None) -> SweepPoint:
+    """algbw = size / time and busbw = algbw x 2(n-1)/n, from each rank's time per all_reduce."""
+    t = statistics.fmean(rank_times)
+    algbw = size / t / 1e9
+    f = bus_factor("all_reduce", world)
+    return SweepPoint(size, count, t, algbw, algbw * f if f else None, graph, correct)
+
+
+def below_threshold(points: Sequence[SweepPoint], min_busbw: float | None) -> bool:
+    """True when --min-busbw is given and the largest size's busbw (algbw with one rank) is below it."""
+    if min_busbw is None or not points:
+        return False
+    last = points[-1]
+    return (last.busbw if last.busbw is not None else last.algbw) < min_busbw

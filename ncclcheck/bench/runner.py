@@ -1,10 +1,12 @@
 """The part that needs torch: process group, buffers, timed collectives.
 
-What is timed, per transfer: on GPU, a barrier, then CUDA events recorded on the
-current stream around the whole transfer (one collective, or every chunk's
-collective back to back), then a synchronise; on CPU, a barrier, then
-``time.perf_counter`` around the transfer.  Each rank times itself; a transfer's
-time is that of its slowest rank.
+Default mode, per transfer: on GPU, a barrier, then CUDA events recorded on the current stream around the whole
+transfer (one collective, or every chunk's collective back to back), then a synchronise; on CPU, a barrier, then
+``time.perf_counter`` around the transfer.  Each rank times itself; a transfer's time is that of its slowest rank.
+
+Sweep, per size: as nccl-tests' all_reduce_perf, a barrier, then a host clock around ``--iters`` back-to-back
+all_reduces (or one replay of a CUDA graph holding them) and one synchronise; the median of three such blocks,
+averaged over ranks.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import datetime
 import os
 import socket
+import statistics
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -19,8 +22,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ncclcheck.bench.config import BenchConfig
-from ncclcheck.bench.metrics import ModeResult, summarise
+from ncclcheck.bench.config import BenchConfig, sweep_sizes
+from ncclcheck.bench.metrics import ModeResult, summarise, sweep_point
 
 
 class BenchError(Exception):
@@ -92,16 +95,26 @@ def _buffers(cfg: BenchConfig, env: Env) -> tuple[torch.Tensor, torch.Tensor | N
     out_elems = n * env.world if cfg.op == "all_gather" else (n // env.world if cfg.op == "reduce_scatter" else 0)
     if cfg.op == "reduce_scatter" and n % env.world:
         raise BenchError(f"--size {n} is not divisible by the world size {env.world} (reduce_scatter)")
-    need = (n + out_elems) * cfg.itemsize
-    if env.backend == "nccl":
-        free, _ = torch.cuda.mem_get_info()
-        if need > free * 0.9:
-            raise BenchError(f"needs {need / 1e9:.2f} GB of GPU memory for the buffers but {free / 1e9:.2f} GB is "
-                             f"free on {env.device}: use a smaller --size")
+    _fits((n + out_elems) * cfg.itemsize, env)
     dtype = _DTYPES[cfg.dtype]
     x = torch.ones(n, dtype=dtype, device=env.device)
     y = torch.empty(out_elems, dtype=dtype, device=env.device) if out_elems else None
     return x, y
+
+
+def _fits(need: int, env: Env) -> None:
+    """Refuse, before allocating, buffers the device (GPU memory, or host memory with gloo) cannot hold."""
+    if env.backend == "nccl":
+        free, where = torch.cuda.mem_get_info()[0], f"GPU memory free on {env.device}"
+    else:
+        import psutil
+
+        # every rank on this host allocates its own buffers
+        free = psutil.virtual_memory().available // max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+        where = "host memory available to this rank"
+    if need > free * 0.9:
+        raise BenchError(f"needs {need / 1e9:.2f} GB for the buffers but {free / 1e9:.2f} GB is {where}: "
+                         "use a smaller size")
 
 
 def _views(x: torch.Tensor, y: torch.Tensor | None, chunk: int | None) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
@@ -201,6 +214,103 @@ def run(cfg: BenchConfig, env: Env) -> dict[str, Any]:
         else None,
     }
     return {"results": results, "check": checked, "memory": memory}
+
+
+GRAPH_AUTO_MAX_BYTES = 1 << 20  # --graph auto: CUDA graphs up to 1 MiB, where PyTorch's per-call cost dominates
+
+
+def _use_graph(cfg: BenchConfig, env: Env, nbytes: int) -> bool:
+    if env.backend != "nccl":
+        return False
+    return cfg.graph == "on" or (cfg.graph == "auto" and nbytes <= GRAPH_AUTO_MAX_BYTES)
+
+
+def _timed_block(env: Env, launch) -> float:
+    """Seconds for one block of back-to-back collectives: barrier, host clock, enqueue, synchronise.
+
+    As nccl-tests' all_reduce_perf: a host timer around an asynchronous pipeline, not per-op events.
+    """
+    dist.barrier()
+    _sync(env)
+    t0 = time.perf_counter()
+    launch()
+    _sync(env)
+    return time.perf_counter() - t0
+
+
+def _sweep_size(cfg: BenchConfig, env: Env, buf: torch.Tensor, nbytes: int, repeats: int) -> tuple[float, bool]:
+    """This rank's time per all_reduce at one size (median of ``repeats`` blocks of ``--iters``), and graph or not.
+
+    Each iteration uses the next slice of the whole buffer (nccl-tests shifts its offsets the same way), so small
+    sizes are not served from a warm cache.
+    """
+    count = nbytes // cfg.itemsize
+    steps = max(1, buf.numel() // count)
+    views = [buf.narrow(0, (i % steps) * count, count) for i in range(cfg.iters)]
+    for v in views[: max(1, cfg.warmup)]:
+        dist.all_reduce(v)
+    _sync(env)
+    if _use_graph(cfg, env, nbytes):
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+                for v in views:
+                    dist.all_reduce(v)
+        except RuntimeError as exc:
+            raise BenchError(f"CUDA-graph capture of all_reduce failed ({str(exc).strip().splitlines()[0][:200]}); "
+                             "run again with --graph off") from None
+        graph.replay()  # one untimed replay: the first launch uploads the graph
+        _sync(env)
+        times = [_timed_block(env, graph.replay) for _ in range(repeats)]
+        del graph
+        return statistics.median(times) / cfg.iters, True
+
+    def eager() -> None:
+        for v in views:
+            dist.all_reduce(v)
+
+    times = [_timed_block(env, eager) for _ in range(repeats)]
+    return statistics.median(times) / cfg.iters, False
+
+
+def _check_slice(env: Env, x: torch.Tensor) -> bool:
+    """One verified all_reduce of this slice: every rank contributes rank+1; all ranks agree on the verdict."""
+    x.fill_(env.rank + 1)
+    dist.all_reduce(x)
+    ok = bool(torch.all(x == env.world * (env.world + 1) / 2))
+    x.zero_()
+    flag = torch.tensor([1 if ok else 0], dtype=torch.int32, device=x.device)
+    dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+    return bool(flag.item())
+
+
+SWEEP_REPEATS = 3
+
+
+def run_sweep(cfg: BenchConfig, env: Env) -> dict[str, Any]:
+    """One all_reduce measurement per size of ``--sweep``; every rank returns the same points."""
+    if cfg.exit_early_rank is not None and env.rank == cfg.exit_early_rank:
+        os._exit(0)  # testing aid: a peer that never arrives
+    if cfg.sweep is None:
+        raise BenchError("no --sweep given")
+    if cfg.graph == "on" and env.backend != "nccl":
+        raise BenchError("--graph on needs CUDA GPUs (the nccl backend); on CPU leave it out")
+    sizes = sweep_sizes(*cfg.sweep, cfg.itemsize)
+    _fits(sizes[-1], env)
+    # zeros stay zeros however often they are summed: no overflow to inf over thousands of iterations
+    buf = torch.zeros(sizes[-1] // cfg.itemsize, dtype=_DTYPES[cfg.dtype], device=env.device)
+    mine: list[float] = []
+    graphs: list[bool] = []
+    checks: list[bool | None] = []
+    for nbytes in sizes:
+        t, g = _sweep_size(cfg, env, buf, nbytes, SWEEP_REPEATS)
+        mine.append(t)
+        graphs.append(g)
+        checks.append(_check_slice(env, buf.narrow(0, 0, nbytes // cfg.itemsize)) if cfg.check else None)
+    gathered = _gather_times(mine, env)
+    points = [sweep_point(nbytes, nbytes // cfg.itemsize, env.world, [row[i] for row in gathered], graphs[i],
+                          checks[i]) for i, nbytes in enumerate(sizes)]
+    return {"points": points}
 
 
 def environment(env: Env) -> dict[str, Any]:

@@ -1,0 +1,159 @@
+"""The benchmark for real: gloo on CPU under torchrun, 2 ranks (needs torch).
+
+Skipped, with the reason, where torch is not installed. ``make test`` installs the CPU build of torch and sets
+NCCLCHECK_REQUIRE_TORCH=1, so there a missing torch fails the run instead of skipping these tests quietly.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+import pytest
+
+if importlib.util.find_spec("torch") is None:
+    if os.environ.get("NCCLCHECK_REQUIRE_TORCH"):
+        raise RuntimeError("NCCLCHECK_REQUIRE_TORCH is set but torch is not installed: the benchmark's runs cannot be "
+                           "tested (make test installs the CPU build of torch)")
+    pytest.skip("torch is not installed: the benchmark's torchrun tests need it (pip install 'ncclcheck[bench]', "
+                "or make test, which installs the CPU build)", allow_module_level=True)
+
+def test_only_communication_failures_count_as_a_lost_peer():
+    """A dead peer's errors are reported as such; any other RuntimeError is a bug and must keep its traceback."""
+    from ncclcheck.bench.runner import is_comm_failure
+
+    assert is_comm_failure(RuntimeError("[gloo/transport/tcp/pair.cc:537] Read error: Connection reset by peer"))
+    assert is_comm_failure(RuntimeError("NCCL communicator was aborted on rank 0"))
+    assert not is_comm_failure(RuntimeError("Numpy is not available"))
+    assert not is_comm_failure(ValueError("gloo"))
+
+
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+
+
+def torchrun(*args: str, timeout: float = 240, **kw) -> subprocess.CompletedProcess[str]:
+    kw.setdefault("env", ENV)
+    return subprocess.run([sys.executable, "-m", "torch.distributed.run", *args], capture_output=True, text=True,
+                          timeout=timeout, **kw)
+
+
+def test_gloo_two_ranks_json_and_check(tmp_path):
+    out = tmp_path / "bench.json"
+    r = torchrun("--nproc-per-node", "2", "-m", "ncclcheck.bench", "--size", "1e6", "--chunks", "1e5,1e4",
+                 "--iters", "3", "--warmup", "1", "--check", "--json", "--output", str(out))
+    assert r.returncode == 0, r.stderr[-2000:]
+    j = json.loads(r.stdout)
+    assert j == json.loads(out.read_text())
+    assert (j["schema_version"], j["check"], j["environment"]["backend"], j["environment"]["world_size"]) == (
+        1, True, "gloo", 2)
+    assert [x["mode"] for x in j["results"]] == ["unchunked", "chunks of 1e5", "chunks of 1e4"]
+    assert [x["chunks"] for x in j["results"]] == [1, 10, 100]
+    for x in j["results"]:
+        assert x["busbw_gbps"] == pytest.approx(x["algbw_gbps"] * 2 * 1 / 2)
+        assert x["min_s"] <= x["median_s"] <= x["max_s"]
+    assert j["results"][0]["slowdown_vs_unchunked"] == 1.0
+    assert j["conclusion"].startswith("Chunks of 1e5 elements cost")
+
+
+def test_dead_peer_fails_within_the_timeout():
+    """A peer that leaves before the first collective: the survivor exits non-zero, fast, saying why."""
+    start = time.monotonic()
+    r = torchrun("--nproc-per-node", "2", "-m", "ncclcheck.bench", "--size", "1e5", "--chunks", "", "--iters", "2",
+                 "--timeout", "15", "--exit-early-rank", "1")
+    assert r.returncode != 0
+    assert time.monotonic() - start < 15 + 45
+    assert "ncclcheck.bench: error: rank 0: a collective failed, so a peer died or never arrived" in r.stderr
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_nodes_on_localhost():
+    """Two torchrun 'nodes' (--nnodes 2) meeting on 127.0.0.1: the multi-node path."""
+    port = str(_port())
+    common = ["--nnodes", "2", "--nproc-per-node", "1", "--master-addr", "127.0.0.1", "--master-port", port]
+    bench = ["-m", "ncclcheck.bench", "--size", "1e5", "--chunks", "1e4", "--iters", "2", "--json"]
+    procs = [subprocess.Popen([sys.executable, "-m", "torch.distributed.run", *common, "--node-rank", str(n), *bench],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV) for n in (0, 1)]
+    outs = [p.communicate(timeout=240) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs[0][1][-1500:] + outs[1][1][-1500:]
+    j = json.loads(outs[0][0])
+    assert j["environment"]["world_size"] == 2 and outs[1][0] == ""
+
+
+# --- sweep ---------------------------------------------------------------------------------------------------------
+
+SWEEP = ["--sweep", "8:64K:8", "--iters", "3", "--warmup", "1"]
+
+
+def test_sweep_two_ranks_json_plot_page_and_check(tmp_path):
+    png, page, out = tmp_path / "busbw.png", tmp_path / "sweep.html", tmp_path / "sweep.json"
+    r = torchrun("--nproc-per-node", "2", "-m", "ncclcheck.bench", *SWEEP, "--check", "--json", "--plot", str(png),
+                 "--html", str(page), "--output", str(out))
+    assert r.returncode == 0, r.stderr[-2000:]
+    j = json.loads(r.stdout)
+    assert j == json.loads(out.read_text())
+    assert j["config"]["sweep"] == {"min_bytes": 8, "max_bytes": 65536, "factor": 8}
+    assert [p["size_bytes"] for p in j["sweep"]] == [8, 64, 512, 4096, 32768]
+    assert [p["count"] for p in j["sweep"]] == [2, 16, 128, 1024, 8192]
+    for p in j["sweep"]:
+        assert p["algbw_gbps"] == pytest.approx(p["size_bytes"] / (p["time_us"] * 1e-6) / 1e9)
+        assert p["busbw_gbps"] == pytest.approx(p["algbw_gbps"] * 2 * (2 - 1) / 2)
+        assert (p["check"], p["cuda_graph"]) == (True, False)  # gloo: no CUDA graphs
+    assert j["check"] is True and j["below_min_busbw"] is None
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert struct.unpack(">II", png.read_bytes()[16:24]) == (960, 560)
+    html = page.read_text()
+    assert html.count("<tr><td>") == 5 and "<svg" in html
+
+
+def test_sweep_table_fits_eighty_columns():
+    r = torchrun("--nproc-per-node", "2", "-m", "ncclcheck.bench", *SWEEP, env={**ENV, "COLUMNS": "80"})
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = r.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    assert "…" not in r.stdout
+    assert any(line.split()[:2] == ["32", "KiB"] for line in lines)
+
+
+def test_min_busbw_exit_code_through_ncclcheck_bench():
+    """Below --min-busbw: the benchmark exits 3; torchrun would say 1, ncclcheck bench passes the 3 through."""
+    r = subprocess.run([sys.executable, "-c", "from ncclcheck.cli import main; main()", "bench", "--nproc", "2",
+                        *SWEEP, "--min-busbw", "1e6"], capture_output=True, text=True, timeout=240, env=ENV)
+    assert r.returncode == 3, r.stderr[-2000:]
+    assert "FAIL: busbw at 32 KiB is" in r.stdout and "below --min-busbw 1e+06 GB/s" in r.stdout
+
+
+def test_bad_option_exits_two_through_ncclcheck_bench():
+    r = subprocess.run([sys.executable, "-c", "from ncclcheck.cli import main; main()", "bench", "--nproc", "2",
+                        "--sweep", "8:2G:1"], capture_output=True, text=True, timeout=60, env=ENV)
+    assert (r.returncode, r.stderr.strip()) == (2, "ncclcheck: error: --sweep: the factor must be at least 2")
+
+
+def bench_alone(*args: str) -> subprocess.CompletedProcess[str]:
+    """One process, not under torchrun (world size 1)."""
+    return subprocess.run([sys.executable, "-m", "ncclcheck.bench", *args], capture_output=True, text=True,
+                          timeout=120, env={k: v for k, v in ENV.items() if k not in ("RANK", "WORLD_SIZE")})
+
+
+def test_too_large_for_host_memory_is_refused_before_allocating():
+    r = bench_alone("--size", "1e13", "--chunks", "")
+    assert r.returncode == 2
+    assert "error: rank 0: needs 40000.00 GB for the buffers but" in r.stderr
+    assert "host memory available to this rank: use a smaller size" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_graph_on_needs_gpus():
+    r = bench_alone(*SWEEP, "--graph", "on")
+    assert r.returncode == 2
+    assert "--graph on needs CUDA GPUs (the nccl backend)" in r.stderr
