@@ -2,47 +2,77 @@
 
 A 1 GiB NCCL_DEBUG=INFO log is mostly lines the parser would throw away, and a
 Python loop over every line runs at ~0.3 GB/s.  Instead each block is searched
-with ``bytes.find`` for single *anchor bytes* (memchr speed, ~10 GB/s) that every
-line the parser acts on contains and that NCCL INFO chatter almost never does:
+with ``bytes.find`` for single *anchor bytes* (memchr speed) that the words the
+parser acts on contain, and each hit is checked *where it stands*: the ``W`` of
+``[W1122`` or ``Warning`` is dismissed with one anchored match, and the scan
+moves on to the next hit.  A hit that starts one of the words in ``TRIGGERS``
+takes its line if the line also names something in ``_WANTED``:
 
-* ``W`` WorkNCCL, Watchdog, NCCL WARN        * ``w`` every "... work: N" status line, watchdog
-* ``#`` desync report (``#315``)             * ``<`` interface lists (``eth0:10.0.0.1<0>``), ``<N/A>``
-* ``"`` Python traceback ``File "..."`` lines * ``+`` ``NCCL version 2.21.5+cuda12.4``
+* ``W``  WorkNCCL, Watchdog, NCCL WARN      * ``w``  watchdog, work (every "... NCCL work: N" line)
+* ``#``  ``#315``, ``#0`` (desync, frames)   * ``<``  ``<N/A>``, ``<module>``, ``eth0:10.0.0.1<0>``
+* ``"``  ``File "...``                       * ``+``  ``NCCL version 2.21.5+cuda12.4``
+* ``z``  ProcessGroupNCCL initialization     * ``q``  ``CollectiveFingerPrint(SequenceNumber=``
+* ``H``  Heartbeat monitor
 
-An anchored line is kept only if it also names something the parser looks for
-(checked on that one line), and is then handed over with ``BEFORE`` lines before and ``AFTER`` lines
-after it (hard-wrap continuations, desync report bodies, the error line under a
-traceback, torchrun's failure table).  The first ``HEAD`` bytes of every input are
-handed over whole, since that is where NCCL and PyTorch print their settings.
-Newlines are still counted everywhere so that evidence keeps exact line numbers.
+An anchor must be a byte that chatter rarely holds: ``F`` or ``T`` would stop at every ``INFO`` or
+``COMPLETE``, and each stop costs a Python-level match.
+
+A taken line is handed over with ``BEFORE`` lines before and ``AFTER`` lines after it
+(hard-wrap continuations, desync report bodies, the error line under a traceback,
+torchrun's failure table).  The first ``HEAD`` bytes of every input are handed over
+whole, since that is where NCCL and PyTorch print their settings.  Newlines are
+still counted everywhere so that evidence keeps exact line numbers.
+
+A physical line longer than ``MAX_LINE`` (a progress bar redrawn with ``\\r`` for
+hours) is read in pieces split at its carriage returns, so a record at its end is
+still found while memory stays bounded.
 """
 
 from __future__ import annotations
 
 import bz2
+import errno
 import glob
 import gzip
+import io
 import lzma
 import os
 import re
+import stat
 import sys
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-ANCHORS = (b"W", b"w", b"#", b"<", b'"', b"+")
-# An anchored line is taken (with its context) only if it also says one of these; checked on that line alone.
+# Anchor byte -> (what must stand at a hit, how many bytes of it come before the anchor byte).
+TRIGGERS: dict[bytes, tuple[re.Pattern[bytes], int]] = {
+    b"W": (re.compile(rb"W(?:orkNCCL|atchdog|ARN)"), 0),
+    b"w": (re.compile(rb"w(?:atchdog|ork)"), 0),
+    b"#": (re.compile(rb"#\d"), 0),
+    b"<": (re.compile(rb"<(?:N/A>|module>|\d{1,3}>)"), 0),
+    b'"': (re.compile(rb'File "'), 5),
+    b"+": (re.compile(rb"\+cuda"), 0),
+    b"z": (re.compile(rb"initialization options"), 9),
+    b"q": (re.compile(rb"SequenceNumber="), 2),
+    b"H": (re.compile(rb"Heartbeat"), 0),
+}
+# Misses of one anchor closer together than this (on average) hand the rest of the block to the regex engine,
+# which skips them in C: each miss costs ~0.4 us in the Python loop, the regex ~1.5 ns per byte.
+DENSE_GAP = 256
+ANCHORS = tuple(TRIGGERS)
+# A triggered line is taken (with its context) only if it also says one of these; checked on that line alone.
 _WANTED = re.compile(
     rb"WorkNCCL|[Ww]atchdog|NCCL WARN|NCCL work|work sequence|Timeout at collective|best knowledge|#\d|"
-    rb'File "|NCCL version|Using|<N/A>|error_file|Heartbeat|Received a|Detected mismatch|Error|Exception'
+    rb'File "|NCCL version|Using|<N/A>|error_file|Heartbeat|Received a|Detected mismatch|Error|Exception|'
+    rb"initialization options|Terminating the process"
 )
 BEFORE = 8
 AFTER = 16
 HEAD = 16 << 10
 BLOCK = 8 << 20
 MAX_LINE = 1 << 20
-KEEP_OF_LONG_LINE = 64 << 10
+NOT_A_TTY_HINT = "pipe a log into it (kubectl logs POD | ncclcheck analyze-log -) or name files"
 
 _PATH_RANK = (
     re.compile(r"attempt_\d+[/\\](\d+)[/\\](?:stdout|stderr|error)\.(?:log|txt|json)"),
@@ -68,6 +98,7 @@ class Source:
     name: str
     path: str | None  # None for stdin
     explicit: bool = True  # named on the command line (not found by walking a directory)
+    stream: bool = False  # a pipe, FIFO or device: read once, front to back, in this process
 
     @property
     def path_rank(self) -> int | None:
@@ -82,46 +113,199 @@ class Source:
         return int(m[1]) if m else None
 
     def size(self) -> int:
-        """Bytes on disk (0 for stdin)."""
-        return os.path.getsize(self.path) if self.path else 0
+        """Bytes on disk (0 for streams, and for a file that vanished since it was found)."""
+        if self.path is None or self.stream:
+            return 0
+        try:
+            return os.stat(self.path).st_size
+        except OSError:
+            return 0
+
+
+def stdin_is_terminal() -> bool:
+    """True when standard input is a terminal, where reading would wait for typing."""
+    return sys.stdin is None or sys.stdin.isatty()
+
+
+def _kind(path: str) -> tuple[str, str | None]:
+    """What a path is: ``(kind, None)``, or ``("", problem)`` when it cannot be read."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "", "symbolic link loop"
+        if exc.errno == errno.ENOENT and os.path.islink(path):
+            return "", f"broken symbolic link (to {os.readlink(path)})"
+        if exc.errno == errno.EACCES:
+            return "", "permission denied"
+        return "", (exc.strerror or str(exc)).lower() if exc.errno != errno.ENOENT else "no such file or directory"
+    if stat.S_ISDIR(mode):
+        return "dir", None
+    if stat.S_ISREG(mode):
+        return "file", None
+    if stat.S_ISFIFO(mode):
+        return "FIFO (named pipe)", None
+    if stat.S_ISCHR(mode):
+        return "character device", None
+    if stat.S_ISSOCK(mode):
+        return "socket", None
+    if stat.S_ISBLK(mode):
+        return "block device", None
+    return "special file", None
 
 
 def resolve(args: list[str], on_error: Callable[[InputError], None]) -> list[Source]:
-    """Expand files, directories (recursively), globs and ``-`` into sources, in a stable order."""
+    """Expand files, directories (recursively), globs and ``-`` into sources, in a stable order.
+
+    Inside directories only regular files are read: FIFOs (PyTorch's dump pipes sit next to the dumps),
+    sockets, devices, broken links and link loops are skipped with one error each.  Named on the
+    command line, a FIFO or character device (``<(cmd)``, ``/dev/stdin``) is read as a stream.
+    """
     out: list[Source] = []
     seen: set[str] = set()
 
-    def add(path: str, explicit: bool = True) -> None:
+    def add(path: str, explicit: bool, stream: bool = False) -> None:
         key = os.path.realpath(path)
-        if key not in seen:
+        if stream or key not in seen:
             seen.add(key)
-            out.append(Source(path, path, explicit))
+            out.append(Source(path, path, explicit, stream))
+
+    def found(path: str, explicit: bool) -> None:
+        kind, problem = _kind(path)
+        if problem:
+            on_error(InputError(path, problem if explicit else f"{problem}, skipped"))
+        elif kind == "file":
+            add(path, explicit)
+        elif explicit and kind in ("FIFO (named pipe)", "character device"):
+            if kind == "character device" and _is_tty(path):
+                on_error(InputError(path, f"is a terminal; {NOT_A_TTY_HINT}"))
+            else:
+                add(path, explicit, stream=True)
+        elif explicit:
+            on_error(InputError(path, f"is a {kind}, not a log"))
+        else:
+            on_error(InputError(path, f"is a {kind}, skipped"))
 
     for arg in args:
         if arg == "-":
-            out.append(Source("<stdin>", None))
-        elif os.path.isdir(arg):
-            found = sorted(
-                os.path.join(root, f)
-                for root, dirs, files in os.walk(arg)
-                for f in files
-                if not f.startswith(".")
-            )
-            if not found:
+            if stdin_is_terminal():
+                on_error(InputError("<stdin>", f"standard input is a terminal; {NOT_A_TTY_HINT}"))
+            else:
+                out.append(Source("<stdin>", None, True, True))
+            continue
+        kind, problem = _kind(arg)
+        if kind == "dir":
+            before = len(out)
+            for f in _walk(arg, on_error):
+                found(f, explicit=False)
+            if len(out) == before:
                 on_error(InputError(arg, "directory contains no files"))
-            for f in found:
-                add(f, explicit=False)
-        elif os.path.exists(arg):
-            add(arg)
-        elif _GLOB_CHARS.search(arg):
-            matches = sorted(p for p in glob.glob(arg, recursive=True) if os.path.isfile(p))
+        elif kind or problem != "no such file or directory" or not _GLOB_CHARS.search(arg):
+            found(arg, explicit=True)
+        else:
+            matches = sorted(p for p in glob.glob(arg, recursive=True) if not os.path.isdir(p))
             if not matches:
                 on_error(InputError(arg, "no file matches this pattern"))
             for f in matches:
-                add(f)
-        else:
-            on_error(InputError(arg, "no such file or directory"))
+                found(f, explicit=False)
     return out
+
+
+def _walk(top: str, on_error: Callable[[InputError], None]) -> list[str]:
+    """Every non-hidden entry under ``top`` that is not a directory, following directory links once each."""
+    visited = {os.path.realpath(top)}
+    entries: list[str] = []
+
+    def failed(exc: OSError) -> None:
+        on_error(InputError(exc.filename or top, f"{(exc.strerror or str(exc)).lower()}, skipped"))
+
+    for root, dirs, files in os.walk(top, onerror=failed, followlinks=True):
+        keep = []
+        for d in dirs:
+            real = os.path.realpath(os.path.join(root, d))
+            if real not in visited:  # a link back up the tree, or a second link to one directory
+                visited.add(real)
+                keep.append(d)
+        dirs[:] = keep
+        entries.extend(os.path.join(root, f) for f in files if not f.startswith("."))
+    return sorted(entries)
+
+
+def _is_tty(path: str) -> bool:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError:
+        return False
+    try:
+        return os.isatty(fd)
+    finally:
+        os.close(fd)
+
+
+class _Prefixed(io.RawIOBase):
+    """A stream whose first bytes were already read (to sniff the format) and are given back first."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        super().__init__()
+        self._head = memoryview(head)
+        self._rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        if self._head:
+            n = min(len(b), len(self._head))
+            b[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        return self._rest.readinto(b)  # type: ignore[attr-defined]
+
+
+def open_source(source: Source, head_size: int = 4096) -> tuple[BinaryIO, bytes]:
+    """Open an input once and read its first bytes; the stream returned starts at the beginning again.
+
+    Streams cannot be reopened or rewound, so whatever sniffs the format (dump, compression)
+    must look at these bytes rather than at the input itself.
+    """
+    if source.path is None:
+        raw: BinaryIO = sys.stdin.buffer
+    else:
+        try:
+            raw = open(source.path, "rb")  # noqa: SIM115 - the caller closes it
+        except PermissionError:
+            raise InputError(source.name, "permission denied") from None
+        except IsADirectoryError:
+            raise InputError(source.name, "is a directory") from None
+        except OSError as exc:
+            raise InputError(source.name, exc.strerror or str(exc)) from None
+    try:
+        head = _read_full(raw, head_size)
+    except OSError as exc:
+        _close(source, raw)
+        raise InputError(source.name, f"read failed ({exc.strerror or exc})") from None
+    if not source.stream:
+        raw.seek(0)
+        return raw, head
+    return io.BufferedReader(_Prefixed(head, raw), 1 << 16), head  # type: ignore[return-value]
+
+
+def _read_full(stream: BinaryIO, n: int) -> bytes:
+    """Read ``n`` bytes, or up to end of input (a pipe may deliver them in several pieces)."""
+    parts: list[bytes] = []
+    size = 0
+    while size < n:
+        piece = stream.read(n - size)
+        if not piece:
+            break
+        parts.append(piece)
+        size += len(piece)
+    return b"".join(parts)
+
+
+def _close(source: Source, stream: BinaryIO) -> None:
+    if source.path is not None:
+        stream.close()
 
 
 _MAGIC: tuple[tuple[bytes, Callable[[BinaryIO], BinaryIO]], ...] = (
@@ -132,46 +316,34 @@ _MAGIC: tuple[tuple[bytes, Callable[[BinaryIO], BinaryIO]], ...] = (
 _DECOMPRESS_ERRORS = (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile, OSError)
 
 
-def _open(source: Source) -> tuple[BinaryIO, bool]:
-    """Open a source, transparently decompressing gzip, bzip2 and xz by content."""
-    if source.path is None:
-        raw: BinaryIO = sys.stdin.buffer
-        head = raw.peek(6)[:6] if hasattr(raw, "peek") else b""
-    else:
-        try:
-            raw = open(source.path, "rb")  # noqa: SIM115 - read_lines closes it
-        except PermissionError:
-            raise InputError(source.name, "permission denied") from None
-        except IsADirectoryError:
-            raise InputError(source.name, "is a directory") from None
-        except OSError as exc:
-            raise InputError(source.name, exc.strerror or str(exc)) from None
-        head = raw.read(6)
-        raw.seek(0)
-    for magic, wrap in _MAGIC:
-        if head.startswith(magic):
-            return wrap(raw), True
-    return raw, False
-
-
-def read_lines(source: Source, on_problem: Callable[[str], None]) -> Iterator[tuple[int, bytes]]:
+def read_lines(
+    source: Source,
+    on_problem: Callable[[str], None],
+    opened: tuple[BinaryIO, bytes] | None = None,
+) -> Iterator[tuple[int, bytes]]:
     """Yield ``(line number, line)`` for the lines the parser should see.
 
     Returns (via ``StopIteration.value``) ``(lines, bytes_read)``.  Problems that
     stop reading part-way (truncated archives) are reported through ``on_problem``
-    and end the iteration; what was read before them still counts.
+    and end the iteration; what was read before them still counts.  ``opened`` is
+    the result of :func:`open_source` when the caller has already sniffed the input.
 
     NOTE: blocks are read into one reused buffer (``readinto``): allocating a fresh
     8 MiB object per read costs more in page faults than the whole anchor search.
     """
-    stream, compressed = _open(source)
+    raw, head = opened if opened is not None else open_source(source)
+    stream, compressed = raw, False
+    for magic, wrap in _MAGIC:
+        if head.startswith(magic):
+            stream, compressed = wrap(raw), True
+            break
     buf = _FREE.pop() if _FREE and len(_FREE[-1]) == BLOCK + MAX_LINE + 1 else bytearray(BLOCK + MAX_LINE + 1)
     view = memoryview(buf)
     held = 0  # bytes of an unfinished line kept at the front of ``buf``
     lineno = 1  # number of the next line to start
     total = 0  # bytes read from the (decompressed) stream
     consumed = 0  # stream offset of buf[0]
-    skipping = False  # inside an over-long line, dropping bytes until its end
+    long_line = False  # inside a line longer than MAX_LINE, part of which was already read in pieces
     after_left = 0
     try:
         while True:
@@ -179,55 +351,63 @@ def read_lines(source: Source, on_problem: Callable[[str], None]) -> Iterator[tu
             if error is not None:
                 kind = "compressed data is truncated or corrupt" if compressed else "read failed"
                 on_problem(f"{kind} after {total + n} bytes ({error}); the rest is ignored")
-            if total == 0:
-                if n == 0 and source.explicit:
-                    on_problem("empty input")
-                elif buf.find(b"\x00", 0, min(n, 8192)) != -1:
-                    raise InputError(source.name, "binary file (contains NUL bytes), skipped")
+            if total == 0 and n and buf.find(b"\x00", 0, min(n, 8192)) != -1:
+                raise InputError(source.name, "binary file (contains NUL bytes), skipped")
             total += n
             eof = n == 0 or error is not None
             end = held + n
-            if skipping:
+            if long_line:
                 nl = buf.find(b"\n", 0, end)
-                if nl == -1:
-                    consumed += end
-                    held = 0
-                    if eof:
-                        break
+                if nl == -1 and not eof:
+                    if end > MAX_LINE:
+                        cut = _piece_end(buf, end)
+                        yield from _pieces(buf, cut, lineno, max(0, HEAD - consumed))
+                        buf[: end - cut] = buf[cut:end]
+                        consumed += cut
+                        held = end - cut
+                    else:
+                        held = end
                     continue
-                buf[: end - nl - 1] = buf[nl + 1: end]
-                consumed += nl + 1
-                end -= nl + 1
-                skipping = False
+                last = end if nl == -1 else nl
+                yield from _pieces(buf, last, lineno, max(0, HEAD - consumed))
+                long_line = False
                 lineno += 1
+                rest = min(last + 1, end)
+                buf[: end - rest] = buf[rest:end]
+                consumed += rest
+                end -= rest
+                if eof and end == 0:
+                    break
             if eof:
                 if end == 0:
                     break
                 if buf[end - 1] != 0x0A:
                     buf[end] = 0x0A
                     end += 1
-                cut = end - 1
-            else:
-                cut = buf.rfind(b"\n", 0, end)
-                if cut == -1:
-                    held = end
-                    if held > MAX_LINE:
-                        on_problem(f"line {lineno} is longer than {MAX_LINE >> 20} MiB; only its start is read")
-                        yield lineno, bytes(buf[:KEEP_OF_LONG_LINE])
-                        consumed += held
-                        held, skipping = 0, True
-                    continue
-            lineno, after_left = yield from _scan(buf, cut + 1, lineno, after_left, max(0, HEAD - consumed))
-            held = end - cut - 1
-            buf[:held] = buf[cut + 1: end]
-            consumed += cut + 1
-            if eof:
+                lineno, _ = yield from _scan(buf, end, lineno, after_left, max(0, HEAD - consumed), on_problem)
                 break
+            cut = buf.rfind(b"\n", 0, end)
+            if cut != -1:
+                lineno, after_left = yield from _scan(buf, cut + 1, lineno, after_left, max(0, HEAD - consumed),
+                                                      on_problem)
+                buf[: end - cut - 1] = buf[cut + 1: end]
+                consumed += cut + 1
+                end -= cut + 1
+            held = end
+            if held > MAX_LINE:
+                on_problem(_long_line(lineno))
+                long_line = True
+                piece = _piece_end(buf, end)
+                yield from _pieces(buf, piece, lineno, max(0, HEAD - consumed))
+                buf[: end - piece] = buf[piece:end]
+                consumed += piece
+                held = end - piece
     finally:
         view.release()
         _FREE.append(buf)
-        if source.path is not None:
-            stream.close()
+        _close(source, raw)
+    if total == 0 and source.explicit:
+        on_problem("empty input (no log lines)")
     return lineno - 1, total
 
 
@@ -259,29 +439,88 @@ def _read_block(stream: BinaryIO) -> tuple[bytes, Exception | None]:
     return b"".join(parts), None
 
 
-def _useful_lt(buf: bytearray, i: int) -> bool:
-    """'<' matters in ``<N/A>``, interface lists (``10.0.0.1<0>``) and ``<module>``, not in progress bars (``11<1:25``).
+def _long_line(lineno: int) -> str:
+    limit = f"{MAX_LINE >> 20} MiB" if MAX_LINE >= 1 << 20 else f"{MAX_LINE >> 10} KiB"
+    return f"line {lineno} is longer than {limit}; it is read in pieces split at its carriage returns"
 
-    NOTE: checked on the bytes that follow, before any line bounds or regex: every tqdm line has one.
+
+def _piece_end(buf: bytearray, end: int) -> int:
+    """Where to cut a partly read over-long line: after its last carriage return, else its last space, else anywhere.
+
+    Only the second half is searched, so that every cut frees at least half of the buffer.
     """
-    nxt = bytes(buf[i + 1: i + 7])
-    return nxt.startswith((b"N/A>", b"module")) or (nxt[:1].isdigit() and b">" in nxt[1:4])
+    for sep in (b"\r", b" "):
+        cut = buf.rfind(sep, end // 2, end) + 1
+        if cut:
+            return cut
+    return end
 
 
-def _scan(buf: bytearray, size: int, lineno: int, after_left: int, full_until: int) -> Iterator[tuple[int, bytes]]:
-    """Yield the selected lines of ``buf[:size]`` (whole lines; ``buf[size - 1]`` is a newline)."""
+def _pieces(buf: bytearray, size: int, lineno: int, full_until: int) -> Iterator[tuple[int, bytes]]:
+    """The selected pieces of part of one over-long physical line, each numbered as that line.
+
+    Carriage returns split it (a redrawn progress bar is many short pieces); a run without one is
+    cut every MAX_LINE bytes.
+    """
+    text = bytes(buf[:size]).replace(b"\r", b"\n")
+    if b"\n" not in text and len(text) > MAX_LINE:
+        text = b"\n".join(text[i: i + MAX_LINE] for i in range(0, len(text), MAX_LINE))
+    part = bytearray(text)
+    part += b"\n"
+    for _, line in _scan(part, len(part), 1, 0, full_until, None):
+        yield lineno, line
+
+
+def _triggered(buf: bytearray, size: int) -> list[int]:
+    """Start offsets of the lines in ``buf[:size]`` that hold a trigger and a wanted word."""
     starts: list[int] = []
-    for anchor in ANCHORS:
-        i = buf.find(anchor, 0, size)
+    for anchor, (trigger, back) in TRIGGERS.items():
+        match = trigger.match
+        i = first = buf.find(anchor, 0, size)
+        misses = 0
         while i != -1:
-            if anchor == b"<" and not _useful_lt(buf, i):
+            if i < back or not match(buf, i - back):
+                misses += 1
+                if misses & 1023 == 0 and i - first < misses * DENSE_GAP:
+                    _searched(buf, size, trigger, back, i + 1, starts)
+                    break
                 i = buf.find(anchor, i + 1, size)
                 continue
-            s = buf.rfind(b"\n", 0, i) + 1
-            e = buf.find(b"\n", i, size)
-            if _WANTED.search(buf, s, e):
-                starts.append(s)
-            i = buf.find(anchor, e + 1, size)
+            i = _take(buf, size, i, starts)
+            if i != -1:
+                i = buf.find(anchor, i, size)
+    return starts
+
+
+def _take(buf: bytearray, size: int, i: int, starts: list[int]) -> int:
+    """Keep the line around a trigger at ``i`` if it names something wanted; return where its next line starts."""
+    s = buf.rfind(b"\n", 0, i) + 1
+    e = buf.find(b"\n", i, size)
+    if _WANTED.search(buf, s, e):
+        starts.append(s)
+    return e + 1 if e + 1 < size else -1
+
+
+def _searched(buf: bytearray, size: int, trigger: re.Pattern[bytes], back: int, pos: int, starts: list[int]) -> None:
+    """The rest of a block where an anchor byte is everywhere (ASCII progress bars): let ``re`` find the triggers."""
+    search = trigger.search
+    m = search(buf, max(0, pos - back), size)
+    while m:
+        nxt = _take(buf, size, m.start() + back, starts)
+        if nxt == -1:
+            return
+        m = search(buf, nxt, size)
+
+
+def _scan(
+    buf: bytearray,
+    size: int,
+    lineno: int,
+    after_left: int,
+    full_until: int,
+    on_problem: Callable[[str], None] | None,
+) -> Iterator[tuple[int, bytes]]:
+    """Yield the selected lines of ``buf[:size]`` (whole lines; ``buf[size - 1]`` is a newline)."""
     ranges: list[tuple[int, int]] = []
     if after_left or full_until:
         end = 0
@@ -291,7 +530,7 @@ def _scan(buf: bytearray, size: int, lineno: int, after_left: int, full_until: i
             n += 1
         ranges.append((0, end))
         after_left = max(0, after_left - n)
-    for s in sorted(set(starts)):
+    for s in sorted(set(_triggered(buf, size))):
         a = s
         for _ in range(BEFORE):
             if a == 0:
@@ -313,7 +552,12 @@ def _scan(buf: bytearray, size: int, lineno: int, after_left: int, full_until: i
     for a, b in ranges:
         lineno += buf.count(b"\n", pos, a)
         for line in bytes(buf[a: b - 1]).split(b"\n"):
-            yield lineno, line
+            if on_problem is not None and len(line) > MAX_LINE:
+                on_problem(_long_line(lineno))
+                piece = bytearray(line)
+                yield from _pieces(piece, len(piece), lineno, 0)
+            else:
+                yield lineno, line
             lineno += 1
         pos = b
     lineno += buf.count(b"\n", pos, size)
