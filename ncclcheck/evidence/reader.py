@@ -19,8 +19,9 @@ An anchor must be a byte that chatter rarely holds: ``F`` or ``T`` would stop at
 
 A taken line is handed over with ``BEFORE`` lines before and ``AFTER`` lines after it
 (hard-wrap continuations, desync report bodies, the error line under a traceback,
-torchrun's failure table).  The first ``HEAD`` bytes of every input are handed over
-whole, since that is where NCCL and PyTorch print their settings.  Newlines are
+torchrun's failure table).  In the first ``HEAD`` bytes of every input, where NCCL
+and PyTorch print their settings, lines naming a setting or an error are handed over
+as well.  Newlines are
 still counted everywhere so that evidence keeps exact line numbers.
 
 A physical line longer than ``MAX_LINE`` (a progress bar redrawn with ``\\r`` for
@@ -67,9 +68,16 @@ _WANTED = re.compile(
     rb'File "|NCCL version|Using|<N/A>|error_file|Heartbeat|Received a|Detected mismatch|Error|Exception|'
     rb"initialization options|Terminating the process"
 )
+# In the first HEAD bytes of an input, where NCCL and PyTorch print their settings, lines naming these are
+# handed over too, whether triggered or not (``nranks``, ``NET/IB : No device found`` hold no anchor byte).
+_HEAD_WANTED = re.compile(
+    rb"NCCL version|Bootstrap|NET/|Using network|TIMEOUT\(ms\)|nranks|set by environment|NCCL WARN|environments|"
+    rb"initialization options|Error|Exception|Interrupt|terminate called"
+)
 BEFORE = 8
 AFTER = 16
 HEAD = 16 << 10
+FULL = False  # hand over every line: the reference the tests hold the selection to
 BLOCK = 8 << 20
 MAX_LINE = 1 << 20
 NOT_A_TTY_HINT = "pipe a log into it (kubectl logs POD | ncclcheck analyze-log -) or name files"
@@ -521,16 +529,19 @@ def _scan(
     on_problem: Callable[[str], None] | None,
 ) -> Iterator[tuple[int, bytes]]:
     """Yield the selected lines of ``buf[:size]`` (whole lines; ``buf[size - 1]`` is a newline)."""
-    ranges: list[tuple[int, int]] = []
-    if after_left or full_until:
+    spans: list[tuple[int, int]] = [(0, size)] if FULL else []
+    if after_left and not FULL:
         end = 0
         n = 0
-        while end < size and (n < after_left or end < full_until):
+        while end < size and n < after_left:
             end = buf.find(b"\n", end, size) + 1
             n += 1
-        ranges.append((0, end))
-        after_left = max(0, after_left - n)
-    for s in sorted(set(_triggered(buf, size))):
+        spans.append((0, end))
+        after_left -= n
+    if full_until and not FULL:
+        for m in _HEAD_WANTED.finditer(buf, 0, min(size, full_until)):
+            spans.append((buf.rfind(b"\n", 0, m.start()) + 1, buf.find(b"\n", m.start(), size) + 1))
+    for s in set(_triggered(buf, size)):
         a = s
         for _ in range(BEFORE):
             if a == 0:
@@ -543,6 +554,9 @@ def _scan(
             n += 1
         if n <= AFTER:
             after_left = max(after_left, AFTER + 1 - n)
+        spans.append((a, b))
+    ranges: list[tuple[int, int]] = []
+    for a, b in sorted(spans):
         if ranges and a <= ranges[-1][1]:
             if b > ranges[-1][1]:
                 ranges[-1] = (ranges[-1][0], b)
