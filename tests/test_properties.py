@@ -39,6 +39,26 @@ FIELDS = ("rank", "global_rank", "pg", "seq", "op_type", "numel_in", "numel_out"
           "last_enqueued", "last_completed")
 
 
+# The reader's search strategies, each forced early so that short texts exercise it:
+# plain anchor bytes, the regex engine for dense misses, StringZilla's whole-word search.
+STRATEGIES = {
+    "python": {"ENGINE": "python"},
+    "python-dense": {"ENGINE": "python", "DENSE_AFTER": 1, "DENSE_GAP": 1 << 30},
+    **({"stringzilla": {"ENGINE": "stringzilla", "WORD_SEARCH_AFTER": 1}} if reader._sz is not None else {}),
+}
+
+
+@pytest.fixture(params=list(STRATEGIES))
+def strategy(request):
+    """Run the test under one of the reader's search strategies."""
+    old = {k: getattr(reader, k) for k in STRATEGIES[request.param]}
+    for k, v in STRATEGIES[request.param].items():
+        setattr(reader, k, v)
+    yield request.param
+    for k, v in old.items():
+        setattr(reader, k, v)
+
+
 def records_of(*texts: str, fields: tuple[str, ...] = FIELDS):
     with tempfile.TemporaryDirectory() as d:
         scans = []
@@ -76,9 +96,9 @@ def test_split_at_any_line_boundary(lines, data):
     assert whole == split
 
 
-@settings(max_examples=100, deadline=None)
-@given(st.lists(line, min_size=1, max_size=200))
-def test_anchored_scan_equals_full_scan(lines):
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(line, min_size=1, max_size=200))
+def test_anchored_scan_equals_full_scan(strategy, lines):
     """Handing the parser only anchored lines (plus context) finds the same records as every line."""
     text = "\n".join(lines) + "\n"
     old = reader.HEAD
@@ -106,9 +126,10 @@ def _sized(max_line: int, block: int):
     return Sized()
 
 
-@settings(max_examples=100, deadline=None)
-@given(st.lists(line, min_size=1, max_size=30), st.integers(0, 6000), st.sampled_from(["\r", "\r\n", "\n"]))
-def test_records_found_whatever_the_line_length(lines, junk, sep):
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(line, min_size=1, max_size=30), junk=st.integers(0, 6000),
+       sep=st.sampled_from(["\r", "\r\n", "\n"]))
+def test_records_found_whatever_the_line_length(strategy, lines, junk, sep):
     """A progress bar of any length before the records (on their physical line or not) hides none of them.
 
     (Not compared: the ``[rankN]:`` prefix, which the parser looks for only near the start of a physical line.)
@@ -139,7 +160,7 @@ def _scan_both(path: Path, head: int):
 
 
 @pytest.mark.parametrize("path", _real_inputs(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_anchored_scan_equals_full_scan_on_real_logs(path):
+def test_anchored_scan_equals_full_scan_on_real_logs(strategy, path):
     """On every real log kept here, the fast path yields every event a line-by-line parse yields.
 
     With no head at all, start-up facts are the exception: NCCL prints some with no trigger (``nranks``),
@@ -149,3 +170,11 @@ def test_anchored_scan_equals_full_scan_on_real_logs(path):
     assert dataclasses.replace(fast, facts=()) == dataclasses.replace(full, facts=())
     if path.stat().st_size <= reader.HEAD:
         assert _scan_both(path, reader.HEAD)[0] == full
+
+
+def test_words_are_the_triggers_they_replace():
+    """StringZilla's whole-word search looks for exactly what the anchor byte's check accepts."""
+    for anchor, words in reader.WORDS.items():
+        trigger, back = reader.TRIGGERS[anchor]
+        for word in words:
+            assert word[back: back + 1] == anchor and trigger.fullmatch(word), word
