@@ -307,6 +307,13 @@ def test_folder_of_empty_files_is_no_input(tmp_path):
     assert (r.returncode, r.stderr) == (3, "ncclcheck: no log lines: every input was empty\n")
 
 
+def test_empty_file_matched_by_a_glob_is_reported(logs):
+    (logs / "rank1.log").write_bytes(b"")
+    r = ncclcheck(str(logs / "*.log"), "--json")
+    assert r.returncode == 1
+    assert r.stderr == f"ncclcheck: {logs / 'rank1.log'}: empty input (no log lines)\n"
+
+
 def test_empty_input_beside_a_good_one(tmp_path, logs):
     empty = tmp_path / "rank1.log"
     empty.write_bytes(b"")

@@ -152,7 +152,7 @@ class Source:
 
 def stdin_is_terminal() -> bool:
     """True when standard input is a terminal, where reading would wait for typing."""
-    return sys.stdin is None or sys.stdin.isatty()
+    return sys.stdin is not None and sys.stdin.isatty()
 
 
 def _kind(path: str) -> tuple[str, str | None]:
@@ -198,25 +198,28 @@ def resolve(args: list[str], on_error: Callable[[InputError], None]) -> list[Sou
             seen.add(key)
             out.append(Source(path, path, explicit, stream))
 
-    def found(path: str, explicit: bool) -> None:
+    def found(path: str, explicit: bool, matched: bool) -> None:
+        """Add one path; ``matched``: found by walking a directory or by a glob, not named itself."""
         kind, problem = _kind(path)
         if problem:
-            on_error(InputError(path, problem if explicit else f"{problem}, skipped"))
+            on_error(InputError(path, f"{problem}, skipped" if matched else problem))
         elif kind == "file":
             add(path, explicit)
-        elif explicit and kind in ("FIFO (named pipe)", "character device"):
+        elif matched:
+            on_error(InputError(path, f"is a {kind}, skipped"))
+        elif kind in ("FIFO (named pipe)", "character device"):
             if kind == "character device" and _is_tty(path):
                 on_error(InputError(path, f"is a terminal; {NOT_A_TTY_HINT}"))
             else:
                 add(path, explicit, stream=True)
-        elif explicit:
-            on_error(InputError(path, f"is a {kind}, not a log"))
         else:
-            on_error(InputError(path, f"is a {kind}, skipped"))
+            on_error(InputError(path, f"is a {kind}, not a log"))
 
     for arg in args:
         if arg == "-":
-            if stdin_is_terminal():
+            if sys.stdin is None:
+                on_error(InputError("<stdin>", "standard input is closed"))
+            elif stdin_is_terminal():
                 on_error(InputError("<stdin>", f"standard input is a terminal; {NOT_A_TTY_HINT}"))
             else:
                 out.append(Source("<stdin>", None, True, True))
@@ -225,17 +228,17 @@ def resolve(args: list[str], on_error: Callable[[InputError], None]) -> list[Sou
         if kind == "dir":
             before = len(out)
             for f in _walk(arg, on_error):
-                found(f, explicit=False)
+                found(f, explicit=False, matched=True)
             if len(out) == before:
                 on_error(InputError(arg, "directory contains no files"))
         elif kind or problem != "no such file or directory" or not _GLOB_CHARS.search(arg):
-            found(arg, explicit=True)
+            found(arg, explicit=True, matched=False)
         else:
             matches = sorted(p for p in glob.glob(arg, recursive=True) if not os.path.isdir(p))
             if not matches:
                 on_error(InputError(arg, "no file matches this pattern"))
             for f in matches:
-                found(f, explicit=False)
+                found(f, explicit=True, matched=True)
     return out
 
 
