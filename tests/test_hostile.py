@@ -266,6 +266,17 @@ def test_record_after_a_long_line_that_fits_one_block(tmp_path):
     assert "line 1 is longer than 1 MiB; it is read in pieces split at its carriage returns" in r.stderr
 
 
+def test_huge_line_in_a_compressed_log(tmp_path):
+    import gzip
+
+    f = tmp_path / "rank0.log.gz"
+    f.write_bytes(gzip.compress(b"start\n" + progress_line(5 << 20) + b"\r" + GOOD.encode() + b"end\n", 1))
+    r = ncclcheck(str(f), "--json", timeout=60)
+    no_traceback(r)
+    assert seqs(r) == [56731]
+    assert json.loads(r.stdout)["inputs"][0]["lines"] == 3
+
+
 def test_huge_line_through_a_pipe(tmp_path):
     f = tmp_path / "rank0.log"
     f.write_bytes(progress_line(20 << 20) + b"\r" + GOOD.encode())

@@ -452,18 +452,18 @@ def _read_into(stream: BinaryIO, compressed: bool, out: memoryview) -> tuple[int
             return stream.readinto(out) or 0, None  # type: ignore[attr-defined]
         except OSError as exc:
             return 0, exc
-    chunk, error = _read_block(stream)
+    chunk, error = _read_block(stream, len(out))
     out[: len(chunk)] = chunk
     return len(chunk), error
 
 
-def _read_block(stream: BinaryIO) -> tuple[bytes, Exception | None]:
-    """Decompress up to BLOCK bytes; from a damaged archive, keep everything decoded before the damage."""
+def _read_block(stream: BinaryIO, limit: int) -> tuple[bytes, Exception | None]:
+    """Decompress up to ``limit`` bytes; from a damaged archive, keep everything decoded before the damage."""
     parts: list[bytes] = []
     size = 0
     try:
-        while size < BLOCK:
-            piece = stream.read1(BLOCK - size)  # type: ignore[attr-defined]
+        while size < limit:
+            piece = stream.read1(limit - size)  # type: ignore[attr-defined]
             if not piece:
                 break
             parts.append(piece)
