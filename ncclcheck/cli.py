@@ -21,7 +21,7 @@ class Exit(IntEnum):
     OK = 0  # nothing wrong found
     FOUND = 1  # a collective failure (or lint error) was found
     USAGE = 2  # bad command line (also Typer/Click's own code)
-    NO_INPUT = 3  # no readable input at all
+    NO_INPUT = 3  # no readable input at all, or every input was empty
 
 
 app = typer.Typer(
@@ -80,7 +80,7 @@ def analyze_log(
 ) -> None:
     """Read every rank's logs and say which collective hung, which rank caused it, and why.
 
-    Exit codes: 0 nothing wrong found, 1 a collective failure found, 2 usage error, 3 no readable input.
+    Exit codes: 0 nothing wrong found, 1 a collective failure found, 2 usage error, 3 no readable or non-empty input.
 
     Example: ncclcheck analyze-log logs/ --json
     """
@@ -120,8 +120,8 @@ def analyze_log(
             result = analyze(sources, dtype, done, jobs, unreadable)
     else:
         result = analyze(sources, dtype, done, jobs, unreadable)
-    if not result.scans:
-        warn("no readable input")
+    if not any(s.bytes_read for s in result.scans):
+        warn("no log lines: every input was empty" if result.scans else "no readable input")
         raise typer.Exit(Exit.NO_INPUT)
     if as_json:
         typer.echo(json.dumps(analysis_json(result), indent=2))

@@ -65,10 +65,11 @@ def test_truncated_gzip_keeps_what_was_read(write):
 
 
 def test_empty_file(write):
+    """No lines is not "nothing wrong found": exit 3, saying so."""
     e = write("empty.log", data=b"")
     r = cli(str(e))
-    assert r.exit_code == 0
-    assert r.stderr == f"ncclcheck: {e}: empty input\n"
+    assert (r.exit_code, r.stdout) == (3, "")
+    assert r.stderr == f"ncclcheck: {e}: empty input (no log lines)\nncclcheck: no log lines: every input was empty\n"
 
 
 def test_non_utf8_bytes(write):
@@ -84,7 +85,7 @@ def test_huge_line_without_newline_is_bounded(write, monkeypatch):
     f = write("rank0.log", data=b"x" * (1 << 20) + b"\n" + GOOD.encode() + b"\n")
     r = cli(str(f), "--json")
     assert r.exit_code == 1
-    assert "line 1 is longer than" in r.stderr
+    assert f"ncclcheck: {f}: line 1 is longer than 64 KiB; it is read in pieces split at its carriage returns\n" in r.stderr
     assert '"line": 2' in r.stdout
 
 

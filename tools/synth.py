@@ -4,9 +4,15 @@ Each rank's log looks like torchrun + torch 2.5 with NCCL_DEBUG=INFO: NCCL init 
 per-collective NCCL INFO lines (NCCL_DEBUG_SUBSYS=COLL), training progress, then the
 watchdog timeout on every rank except the straggler, which is stuck writing a checkpoint.
 
+A second corpus, ``chatty``, is the shape of a job whose log is mostly NCCL INFO chatter with frequent
+c10 warnings: 55% channel lines, 25% communicator-init lines, 17% training progress, 3% ``[W…] Warning:``
+lines, then the watchdog timeout on every rank but one.  Its warnings put an anchor byte (``W``) on
+every 33rd line, which is what makes it hard for the reader.
+
 Usage:
   python tools/synth.py example DIR             # 8 ranks, small, for `make demo`
   python tools/synth.py corpus DIR --mib 1024   # many ranks, ~1 GiB, for `make bench`
+  python tools/synth.py chatty DIR --mib 512    # NCCL INFO chatter and glog warnings, for `make bench`
 """
 
 from __future__ import annotations
@@ -102,9 +108,46 @@ def write_rank(path: str, rank: int, world: int, noise_lines: int, straggler: in
                 f.write(line + "\n")
 
 
+def _chatty_rank(rank: int, world: int, size: int, rng: random.Random) -> Iterator[str]:
+    host, pid = f"node{rank // 8:03d}", 5200 + rank
+    p = f"[rank{rank}]:{host}:{pid}:{pid + 77} [{rank % 8}]"
+    written = 0
+    while written < size:
+        r = rng.random()
+        if r < 0.55:
+            line = f"{p} NCCL INFO Channel {rng.randrange(32):02d}/32 : {rank} -> {(rank + 1) % world} via P2P/IPC/read"
+        elif r < 0.80:
+            line = (f"{p} NCCL INFO comm 0x{rng.getrandbits(44):x} rank {rank} nranks {world} cudaDev {rank % 8} "
+                    f"busId {rng.randrange(0x10, 0xff):x}000 - Init COMPLETE")
+        elif r < 0.97:
+            line = (f"step {rng.randrange(200000)} | loss {rng.random() * 4:.4f} | lr 2.0e-05 | "
+                    f"grad_norm {rng.random() * 2:.3f} | tokens/s {rng.randrange(900, 95000)}")
+        else:
+            line = (f"[rank{rank}]:[W1122 03:{rng.randrange(60):02d}:{rng.randrange(60):02d}.{rng.getrandbits(29):09d} "
+                    f"ProcessGroupNCCL.cpp:4712] Warning: an expected condition was seen on rank {rank}")
+        written += len(line) + 1
+        yield line
+    if rank != 5:
+        yield (f"[rank{rank}]:[E1122 04:10:00.000000000 ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught "
+               f"collective operation timeout: WorkNCCL(SeqNum={SEQ}, OpType=ALLREDUCE, NumelIn={NUMEL}, "
+               f"NumelOut={NUMEL}, Timeout(ms)=600000) ran for 600042 milliseconds before timing out.")
+        yield (f"[rank{rank}]:[E1122 04:10:00.000000100 ProcessGroupNCCL.cpp:2168] [PG ID 0 PG GUID 0(default_pg) "
+               f"Rank {rank}]  failure detected by watchdog at work sequence id: {SEQ} PG status: last enqueued "
+               f"work: {SEQ}, last completed work: {SEQ - 1}")
+
+
+def write_chatty(directory: str, mib: int, ranks: int) -> None:
+    """Write the chatty corpus: one file per rank, rank 5 the one that never times out."""
+    rng = random.Random(11)
+    for r in range(ranks):
+        with open(os.path.join(directory, f"rank{r}.log"), "w", encoding="utf-8") as f:
+            for line in _chatty_rank(r, ranks, (mib << 20) // ranks, rng):
+                f.write(line + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("kind", choices=("example", "corpus"))
+    ap.add_argument("kind", choices=("example", "corpus", "chatty"))
     ap.add_argument("dir")
     ap.add_argument("--mib", type=int, default=1024, help="corpus size in MiB")
     ap.add_argument("--ranks", type=int, default=64)
@@ -113,6 +156,9 @@ def main() -> None:
     if args.kind == "example":
         for r in range(8):
             write_rank(os.path.join(args.dir, f"rank{r}.log"), r, 8, 120, straggler=5)
+        return
+    if args.kind == "chatty":
+        write_chatty(args.dir, args.mib, args.ranks)
         return
     per_rank = (args.mib << 20) // args.ranks // 175  # ~175 bytes per noise line
     for r in range(args.ranks):

@@ -4,27 +4,26 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from typing import BinaryIO
 
 from ncclcheck.evidence.frdump import MAX_DUMP_BYTES, DumpError, looks_like_dump, parse_dump
 from ncclcheck.evidence.logparse import LogParser
-from ncclcheck.evidence.reader import InputError, Source, read_lines
+from ncclcheck.evidence.reader import InputError, Source, open_source, read_lines
 from ncclcheck.evidence.types import FileScan, InputProblem
 
 PARALLEL_MIN_BYTES = 64 << 20
 
 
-def _dump_scan(source: Source) -> FileScan | None:
-    """Read the input as a flight-recorder dump if its content says it is one."""
-    if source.path is None:
-        return None
+def _dump_scan(source: Source, stream: BinaryIO) -> FileScan:
+    """Read a flight-recorder dump to the end, bounded."""
     try:
-        with open(source.path, "rb") as f:
-            head = f.read(4096)
-            if not looks_like_dump(head):
-                return None
-            data = head + f.read(MAX_DUMP_BYTES + 1 - len(head))
-    except OSError:
-        return None  # the text reader reports the problem
+        data = stream.read(MAX_DUMP_BYTES + 1)
+    except OSError as exc:
+        return FileScan(source.name, source.path_rank, 0, 0, (),
+                        problems=(InputProblem(source.name, f"read failed ({exc.strerror or exc})", True),))
+    finally:
+        if source.path is not None:
+            stream.close()
     try:
         dump = parse_dump(data, source.name)
     except DumpError as exc:
@@ -35,13 +34,16 @@ def _dump_scan(source: Source) -> FileScan | None:
 
 
 def scan_source(source: Source) -> FileScan:
-    """Parse one input completely; reading problems end up in ``FileScan.problems``."""
-    dumped = _dump_scan(source)
-    if dumped is not None:
-        return dumped
+    """Parse one input completely; reading problems end up in ``FileScan.problems``.
+
+    The input is opened once and sniffed from its first bytes: a pipe cannot be read twice.
+    """
     parser = LogParser(source.name, source.path_rank)
-    lines = read_lines(source, parser.problem)
     try:
+        stream, head = open_source(source)
+        if looks_like_dump(head):
+            return _dump_scan(source, stream)
+        lines = read_lines(source, parser.problem, (stream, head))
         while True:
             lineno, raw = next(lines)
             parser.feed(lineno, raw)
@@ -57,10 +59,13 @@ def scan_all(
     on_done: Callable[[FileScan], None] | None = None,
     workers: int | None = None,
 ) -> Iterator[FileScan]:
-    """Yield one scan per source, in input order; use worker processes for large inputs."""
+    """Yield one scan per source, in input order; use worker processes for large inputs.
+
+    Streams (pipes, FIFOs, stdin) are always read in this process: a worker could not reopen them.
+    """
     total = sum(s.size() for s in sources)
     n = workers if workers is not None else min(os.cpu_count() or 1, len(sources))
-    if n <= 1 or total < PARALLEL_MIN_BYTES or any(s.path is None for s in sources):
+    if n <= 1 or total < PARALLEL_MIN_BYTES:
         for s in sources:
             result = scan_source(s)
             if on_done:
@@ -70,7 +75,9 @@ def scan_all(
     from concurrent.futures import ProcessPoolExecutor  # only needed for large inputs
 
     with ProcessPoolExecutor(max_workers=n) as pool:
-        for result in pool.map(scan_source, sources, chunksize=1):
+        futures = {i: pool.submit(scan_source, s) for i, s in enumerate(sources) if not s.stream}
+        for i, s in enumerate(sources):
+            result = futures[i].result() if i in futures else scan_source(s)
             if on_done:
                 on_done(result)
             yield result
