@@ -155,6 +155,7 @@ _JS = """
   function all(open){document.querySelectorAll('.tl details').forEach(function(d){d.open=open;});}
   document.getElementById('openall').addEventListener('click',function(){all(true);});
   document.getElementById('closeall').addEventListener('click',function(){all(false);});
+  var m=/^#rank-([0-9]+)$/.exec(location.hash);if(m){box.value=m[1];find();}
 })();
 """
 
