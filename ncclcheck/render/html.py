@@ -48,7 +48,7 @@ _CSS = """
 *{box-sizing:border-box}
 body{margin:0;background:var(--bg);color:var(--ink);font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,
 "Helvetica Neue",Arial,sans-serif}
-main{max-width:1180px;margin:0 auto;padding:20px 24px 48px}
+main{max-width:1240px;margin:0 auto;padding:20px 24px 48px}
 header{display:flex;flex-wrap:wrap;align-items:baseline;gap:8px 20px;margin-bottom:14px}
 header h1{font-size:18px;margin:0;font-weight:650}
 header .meta{color:var(--mute);font-size:13px}
@@ -133,6 +133,8 @@ margin-right:6px}
 .fix{margin-top:4px;color:#2d4a2d}
 .fix:before{content:"fix: ";font-weight:600}
 ol.steps li{margin:4px 0}
+pre.cmd{font:12px/1.5 var(--mono);background:#f3f5f9;border:1px solid var(--line);border-radius:5px;padding:6px 10px;
+margin:6px 0;white-space:pre;overflow-x:auto}
 ol.evidence{font-family:var(--mono);font-size:12.5px;margin:0;padding-left:3.2em}
 ol.evidence li:target{background:#fff4c2}
 .inputs{font-family:var(--mono);font-size:12px;color:var(--mute);columns:2 380px;margin:0;padding-left:1.2em}
@@ -313,7 +315,7 @@ def _waits_words(targets: Sequence[int | None], world: int | None) -> str:
     parts = [rank_phrase(named, world)] if named else []
     if None in targets:
         parts.append("members not named in the inputs")
-    return "waits for " + " and ".join(parts) if parts else ""
+    return " and ".join(parts)
 
 
 def _role(s: RankState, culprits: set[int], waiting: set[int]) -> str:
@@ -324,10 +326,11 @@ def _role(s: RankState, culprits: set[int], waiting: set[int]) -> str:
     return "waiting" if s.rank in waiting else ""
 
 
-def _timeline(a: Analysis, ev: _Evidence) -> str:
+def _timeline(a: Analysis, ev: _Evidence) -> tuple[str, str]:
+    """The timeline's markup and the grid its rows share (as wide as the longest rank set needs)."""
     job, v = a.job, a.verdict
     if not job.ranks:
-        return '<p class="meta">No rank is named in these inputs.</p>'
+        return '<p class="meta">No rank is named in these inputs.</p>', ""
     lanes = _lanes(job)
     culprits, waiting = set(v.culprit_ranks), set(v.waiting_ranks)
     targets = _targets(job)
@@ -380,7 +383,8 @@ def _timeline(a: Analysis, ev: _Evidence) -> str:
             row += [_cell_html(c, grp, sample) for c in lane_cells]
             row.append("<div></div>")
         waits = sorted({t for s in members for t in targets.get(s.rank, ())}, key=lambda x: -1 if x is None else x)
-        row.append(f'<div class="waits">{_e(_waits_words(waits, job.world))}</div></summary>')
+        words = _waits_words(waits, job.world) or ("no one (the root)" if role == "culprit" else "")
+        row.append(f'<div class="waits">{_e(words)}</div></summary>')
         row.append(_members(members, targets, job.world, ev))
         row.append("</details>")
         body.append("".join(row))
@@ -393,7 +397,11 @@ def _timeline(a: Analysis, ev: _Evidence) -> str:
     sources = sorted({p.source for s in job.ranks for p in s.positions})
     src = {"dump": "flight-recorder dumps", "logs": "log counters"}
     note = " and ".join(src.get(x, x) for x in sources) or "no position in any group"
-    return (f'<div class="legend">{legend}</div>{tools}<div class="tl">'
+    labels = [rank_phrase([s.rank for s in rows[k]], job.world) + (f" ({len(rows[k]):,})" if len(rows[k]) > 1 else "")
+              for k in order]
+    # Rank sets print in a 12.5px monospace face: about half a rem a character, and room for the marker.
+    css = _grid_css([len(ln.cols) for ln in lanes], min(19.0, max(6.0, 0.5 * max(map(len, labels)) + 1.5)))
+    return css, (f'<div class="legend">{legend}</div>{tools}<div class="tl">'
             + "".join(lane_hd) + "".join(num_hd) + "".join(body)
             + f'</div><p class="meta">{len(job.ranks):,} ranks in {len(order)} rows (ranks in the same state share '
             f"a row; click a row for its ranks). States from {note}. Hover a cell for the work.</p>")
@@ -416,7 +424,7 @@ def _members(members: Sequence[RankState], targets: dict[int, tuple[int | None, 
         if s.ending.detail:
             text += f" ({s.ending.detail})"
         if waits:
-            text += f"; {waits}"
+            text += f"; waits for {waits}"
         items.append(f'<li id="rank-{s.rank}">{_e(text)}{ev.ref([s.ending.loc])}'
                      + (f' <span class="mono">{_e(files)}</span>' if files else "") + "</li>")
     return f'<ul class="members">{"".join(items)}</ul>'
@@ -480,12 +488,19 @@ def _verdict(a: Analysis, ev: _Evidence) -> str:
             + (f'<dl class="facts">{dl}</dl>' if dl else "") + "</section>")
 
 
+def _prose(text: str) -> str:
+    """Escaped text whose `commands` become code, and whose ``export ...`` block sits on its own unwrapped line."""
+    head, sep, cmd = text.partition(": export ")
+    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", _e(head))
+    return out + (f':<pre class="cmd">export {_e(cmd)}</pre>' if sep else "")
+
+
 def _findings(findings: Sequence[Finding], ev: _Evidence) -> str:
     if not findings:
         return '<p class="meta">None.</p>'
     items = []
     for f in findings:
-        fix = f'<div class="fix">{_e(f.fix)}</div>' if f.fix else ""
+        fix = f'<div class="fix">{_prose(f.fix)}</div>' if f.fix else ""
         items.append(f'<li><span class="sev {f.severity.value}">{f.severity.value}</span><span class="code">'
                      f"{_e(f.code)}</span>{_e(f.message)}{ev.ref(f.evidence)}{fix}</li>")
     return f'<ul class="findings">{"".join(items)}</ul>'
@@ -501,9 +516,9 @@ def _inputs(a: Analysis) -> str:
     return out
 
 
-def _grid_css(lanes_cols: Sequence[int]) -> str:
-    cols = " ".join(f"repeat({n},minmax(2.6rem,1fr)) .6rem" for n in lanes_cols)
-    rule = f".tl .hd,.tl summary{{grid-template-columns:17rem 8.5rem {cols} minmax(10rem,1.4fr)}}\n"
+def _grid_css(lanes_cols: Sequence[int], who_rem: float) -> str:
+    cols = " ".join(f"repeat({n},minmax(2.3rem,1fr)) .6rem" for n in lanes_cols)
+    rule = f".tl .hd,.tl summary{{grid-template-columns:{who_rem:g}rem 8rem {cols} minmax(8rem,1.4fr)}}\n"
     start = 3
     for i, n in enumerate(lanes_cols):
         rule += f".tl .span-{i}{{grid-column:{start}/span {n}}}\n"
@@ -516,11 +531,12 @@ def report_html(a: Analysis) -> str:
     ev = _Evidence()
     verdict = _verdict(a, ev)
     chain = _chain(a, ev)
-    timeline = _timeline(a, ev)
-    findings = _findings(a.verdict.findings, ev)
-    steps = "".join(f"<li>{_e(s)}</li>" for s in a.verdict.next_steps)
+    grid, timeline = _timeline(a, ev)
+    verdict_code = a.verdict.kind.value.replace("_", "-")
+    findings = _findings([f for f in a.verdict.findings if f.code != verdict_code], ev)  # that one is the verdict
+    steps = "".join(f"<li>{_prose(s)}</li>" for s in a.verdict.next_steps)
     job = a.job
-    css = _CSS + _grid_css([len(ln.cols) for ln in _lanes(job)])
+    css = _CSS + grid
     world = f"{job.world:,} ranks" if job.world else f"{len(job.ranks):,} ranks seen"
     present = sum(1 for s in job.ranks if s.present)
     meta = (f"{world} &middot; {present:,} with input &middot; {len(job.groups):,} process groups &middot; "
