@@ -249,12 +249,15 @@ def _position(s: RankState, lane: _Lane) -> Position | None:
     return next((p for p in mine if p.stuck is not None), mine[0] if mine else None)
 
 
-def _cells(s: RankState, lane: _Lane, groups: Sequence[Group]) -> list[Slot | None]:
+def _members_of(lane: _Lane, groups: Sequence[Group]) -> set[int]:
+    return {r for g in groups if _lane_key(g.id, lane.p2p) == _lane_key(lane.gid, lane.p2p) for r in g.members}
+
+
+def _cells(s: RankState, lane: _Lane, members: set[int]) -> list[Slot | None]:
     """The lane's columns for one rank; None where the rank is not a member of those groups."""
     p = _position(s, lane)
     if p is None:
-        member = s.ending.kind is EndKind.UNKNOWN or any(
-            _lane_key(g.id, lane.p2p) == _lane_key(lane.gid, lane.p2p) and s.rank in g.members for g in groups)
+        member = s.ending.kind is EndKind.UNKNOWN or s.rank in members
         return [Slot(c, "unknown", None) if member else None for c in lane.cols]
     if lane.p2p:
         slots: list[Slot | None] = list(p2p_slots(p, len(lane.cols)))
@@ -334,7 +337,8 @@ def _timeline(a: Analysis, ev: _Evidence) -> tuple[str, str]:
     lanes = _lanes(job)
     culprits, waiting = set(v.culprit_ranks), set(v.waiting_ranks)
     targets = _targets(job)
-    cells = {s.rank: [_cells(s, ln, job.groups) for ln in lanes] for s in job.ranks}
+    members = [_members_of(ln, job.groups) for ln in lanes]
+    cells = {s.rank: [_cells(s, ln, m) for ln, m in zip(lanes, members, strict=True)] for s in job.ranks}
 
     def fold(with_targets: bool) -> dict[tuple, list[RankState]]:
         rows: dict[tuple, list[RankState]] = {}
@@ -448,16 +452,22 @@ def _chain(a: Analysis, ev: _Evidence) -> str:
     return f'<ol class="chain">{"".join(items)}</ol>'
 
 
+def _by_work(edges: Sequence[Edge]) -> dict[tuple[GroupId, int | None], list[Edge]]:
+    out: dict[tuple[GroupId, int | None], list[Edge]] = defaultdict(list)
+    for e in edges:
+        out[(e.work.group, e.work.seq)].append(e)
+    return out
+
+
 def _chain_evidence(line: str, edges: Sequence[Edge], job: Job, roots: set[int]) -> list[Loc | None]:
     """The lines behind one chain line: the stuck works of the waiters it names, or the root's ending."""
     head = line.split(" wait", 1)[0]
     named = set(map(int, re.findall(r"\d+", head)))
     matches = []
-    for e in edges:
-        g = e.work.group
-        where = (f"{g.label()} #{e.work.seq} ", f"groups {GroupId(g.id, None, g.desc).label()} #{e.work.seq} ")
+    for (g, seq), group_edges in _by_work(edges).items():
+        where = (f"{g.label()} #{seq} ", f"groups {GroupId(g.id, None, g.desc).label()} #{seq} ")
         if any(w in line for w in where):
-            matches.append(e)
+            matches += group_edges
     locs: list[Loc | None] = [e.work.loc for e in ([e for e in matches if e.waiter in named] or matches)]
     for r in sorted(roots):
         s = job.rank(r)

@@ -104,7 +104,8 @@ def trace_json(a: Analysis) -> dict[str, Any]:
     """The whole trace: ``{"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}``."""
     job, v = a.job, a.verdict
     tids = {g.id: i for i, g in enumerate(job.groups)}
-    culprits = set(v.culprit_ranks)
+    culprits, waiting = set(v.culprit_ranks), set(v.waiting_ranks)
+    labels = {g.id: g.id.label() for g in job.groups}
     items: list[tuple[RankState, Position, Slot, Hashable]] = []
     chains: list[list[Hashable]] = []
     for s in job.ranks:
@@ -124,7 +125,7 @@ def trace_json(a: Analysis) -> dict[str, Any]:
     end = (max(level.values(), default=0) + 2) * UNIT_US
     events: list[dict[str, Any]] = []
     for s in job.ranks:
-        role = "culprit" if s.rank in culprits else "waiting" if s.rank in v.waiting_ranks else s.ending.kind.value
+        role = "culprit" if s.rank in culprits else "waiting" if s.rank in waiting else s.ending.kind.value
         events += [
             {"name": "process_name", "ph": "M", "pid": s.rank, "tid": 0, "args": {"name": f"rank {s.rank}"}},
             {"name": "process_labels", "ph": "M", "pid": s.rank, "tid": 0, "args": {"labels": role}},
@@ -135,7 +136,8 @@ def trace_json(a: Analysis) -> dict[str, Any]:
     slices: dict[tuple[int, int], list[dict[str, Any]]] = defaultdict(list)
     for s, p, sl, n in items:
         tid = 2 * tids[p.group] + (2 if sl.p2p else 1)
-        label = p.group.label() + (" p2p" if sl.p2p else "")
+        label = labels.get(p.group) or p.group.label()
+        label += " p2p" if sl.p2p else ""
         threads[(s.rank, tid)] = label
         op = (sl.work.op if sl.work is not None and sl.work.op else "collective").lower()
         name = f"{op} #{sl.seq}" if not sl.p2p else f"{op} {'' if sl.work is None else sl.work.peer}".rstrip()
