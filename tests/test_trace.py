@@ -118,3 +118,23 @@ def test_mismatched_orders_still_give_a_valid_trace():
     """uneven_ddp: ranks disagree on what #17 is; the layout must not loop or overlap."""
     slices = validate(trace_json(run(REAL4 / "uneven_ddp")))
     assert {e["pid"] for e in slices} == {0, 1, 2, 3}
+
+
+INCIDENTS = sorted(p for base in (DATA / "real", REAL4) for p in base.iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize("incident", INCIDENTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_real_incident_gives_a_valid_trace_and_page(incident):
+    """Both renderers on every real incident: a valid trace, a well-formed page that names the verdict."""
+    from test_report_html import parse
+
+    from ncclcheck.render.html import report_html
+
+    a = run(incident)
+    slices = validate(trace_json(a))
+    assert {e["args"]["state"] for e in slices} <= {"completed", "started", "scheduled", "stuck", "failed"}
+    html = report_html(a)
+    parse(html)
+    assert f'<span class="kind">{a.verdict.kind.value}</span>' in html
+    if a.verdict.culprit_ranks:
+        assert '<details class="culprit">' in html
