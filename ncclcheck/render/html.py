@@ -249,15 +249,17 @@ def _position(s: RankState, lane: _Lane) -> Position | None:
     return next((p for p in mine if p.stuck is not None), mine[0] if mine else None)
 
 
-def _members_of(lane: _Lane, groups: Sequence[Group]) -> set[int]:
-    return {r for g in groups if _lane_key(g.id, lane.p2p) == _lane_key(lane.gid, lane.p2p) for r in g.members}
+def _members_of(lane: _Lane, groups: Sequence[Group]) -> set[int] | None:
+    """Every member of the lane's groups; None where the inputs do not name all members of one of them."""
+    mine = [g for g in groups if _lane_key(g.id, lane.p2p) == _lane_key(lane.gid, lane.p2p)]
+    return {r for g in mine for r in g.members} if all(g.exact for g in mine) else None
 
 
-def _cells(s: RankState, lane: _Lane, members: set[int]) -> list[Slot | None]:
-    """The lane's columns for one rank; None where the rank is not a member of those groups."""
+def _cells(s: RankState, lane: _Lane, members: set[int] | None) -> list[Slot | None]:
+    """The lane's columns for one rank; None where the rank is known not to be a member of those groups."""
     p = _position(s, lane)
     if p is None:
-        member = s.ending.kind is EndKind.UNKNOWN or s.rank in members
+        member = members is None or s.rank in members or s.ending.kind is EndKind.UNKNOWN
         return [Slot(c, "unknown", None) if member else None for c in lane.cols]
     if lane.p2p:
         slots: list[Slot | None] = list(p2p_slots(p, len(lane.cols)))
