@@ -77,6 +77,12 @@ def analyze_log(
     = "float32",
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1,
                                                 help="Worker processes for large inputs (default: CPU count).")] = None,
+    html: Annotated[Optional[str], typer.Option("--html", metavar="FILE",
+                                                help="Also write the incident report as one self-contained HTML page.")]
+    = None,
+    trace: Annotated[Optional[str], typer.Option("--trace", metavar="FILE",
+                                                 help="Also write the timeline as a Chrome trace (Perfetto, "
+                                                      "chrome://tracing).")] = None,
 ) -> None:
     """Read every rank's logs and say which collective hung, which rank caused it, and why.
 
@@ -93,6 +99,9 @@ def analyze_log(
     from ncclcheck.render.report import report
 
     _check_dtype(dtype)
+    for out in (html, trace):
+        if out is not None:
+            _check_writable(out)
 
     unreadable: list[InputProblem] = []
 
@@ -123,11 +132,55 @@ def analyze_log(
     if not any(s.bytes_read for s in result.scans):
         warn("no log lines: every input was empty" if result.scans else "no readable input")
         raise typer.Exit(Exit.NO_INPUT)
+    if html is not None:
+        from ncclcheck.render.html import report_html
+
+        _write(html, report_html(result))
+    if trace is not None:
+        from ncclcheck.render.trace import trace_json
+
+        _write(trace, json.dumps(trace_json(result)))
     if as_json:
         typer.echo(json.dumps(analysis_json(result), indent=2))
     else:
         console.print(report(result, quiet), crop=False)
     raise typer.Exit(Exit.OK if result.verdict.kind is VerdictKind.NO_FAILURE else Exit.FOUND)
+
+
+def _check_writable(path: str) -> None:
+    """Fail on an output file that cannot be written before spending minutes on the analysis."""
+    import os
+
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        usage_error(f"{path}: is a directory")
+    if not os.path.isdir(folder):
+        usage_error(f"{path}: no such directory: {folder}")
+    if not os.access(folder, os.W_OK | os.X_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        usage_error(f"{path}: not writable")
+
+
+def _write(path: str, text: str) -> None:
+    """Write a whole file or nothing: a temporary file beside it, renamed over it."""
+    import os
+    import tempfile
+
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".ncclcheck-", dir=folder)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            mask = os.umask(0)
+            os.umask(mask)
+            os.chmod(tmp, 0o666 & ~mask)  # as open() would have made it, not mkstemp's 0600
+            os.replace(tmp, path)
+        except OSError:
+            os.unlink(tmp)
+            raise
+    except OSError as exc:
+        usage_error(f"{path}: cannot write ({exc.strerror or exc})")
+    warn(f"wrote {path}")
 
 
 def _count(value: Optional[str], flag: str) -> Optional[int]:
