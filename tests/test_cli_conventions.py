@@ -44,9 +44,11 @@ def test_completion_options_are_offered():
 
 
 def test_show_completion_prints_a_script():
-    """The script for an explicitly named shell, from a real process (completion reads the program name)."""
-    r = subprocess.run([sys.executable, "-m", "ncclcheck", "--show-completion", "bash"], capture_output=True,
-                       text=True, timeout=60)
+    """The script for the running shell, from a real process (completion reads the program name)."""
+    # The shell is detected from the process tree (make and CI run tests under sh): run it from bash.
+    # ("; exit $?" keeps bash as the parent: a lone command would be exec'd in its place.)
+    r = subprocess.run(["bash", "-c", f"'{sys.executable}' -m ncclcheck --show-completion; exit $?"],
+                       capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "complete" in r.stdout and "_NCCLCHECK_COMPLETE" in r.stdout.upper()
 
 
