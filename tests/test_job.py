@@ -282,3 +282,24 @@ def test_any_mix_of_evidence_gives_a_verdict_and_never_a_traceback(tmp_path, lin
     assert set(a.verdict.culprit_ranks) <= known and set(a.verdict.waiting_ranks) <= known
     assert not set(a.verdict.culprit_ranks) & set(a.verdict.waiting_ranks)
     json.dumps(analysis_json(a))
+
+
+def test_live_stacks_name_the_rank_in_host_code():
+    """A snapshot: ranks 0-1 inside all_reduce, rank 2 sleeping in its own code: rank 2 is the root, with its line."""
+    from ncclcheck.evidence.frdump import Frame
+    from ncclcheck.evidence.types import FileScan, LiveStack, LiveThread, Loc
+    from ncclcheck.job.records import merge_records
+    from ncclcheck.job.verdict import decide
+
+    def stack(rank, frames, collective):
+        thread = LiveThread("MainThread", tuple(Frame(*f) for f in frames))
+        live = LiveStack(rank, 1000 + rank, "node1", (thread,), collective, 0 if collective is None else 100,
+                         Loc(f"snapshot/rank{rank}.json", 0))
+        return FileScan(f"snapshot/rank{rank}.json", rank, 0, 0, (rank,), live=(live,))
+
+    waiting = [("all_reduce", "/x/torch/distributed/distributed_c10d.py", 2800), ("step", "train.py", 52)]
+    scans = [stack(0, waiting, "all_reduce"), stack(1, waiting, "all_reduce"),
+             stack(2, [("sleep", "<built-in>", 0), ("load_batch", "train.py", 47)], None)]
+    a = decide(scans, merge_records(scans))
+    assert (a.verdict.kind.value, a.verdict.culprit_ranks, a.verdict.waiting_ranks) == ("lagging_rank", (2,), (0, 1))
+    assert "rank 2 is still running, in host code at train.py:47 (load_batch), inside sleep" in a.verdict.summary

@@ -271,6 +271,18 @@ class _Builder:
                     sum(numel(s) for s in e.output_sizes) if e.output_sizes else None, e.input_sizes, e.dtypes,
                     e.is_p2p, peer, e.state, e.user_frame(), e.timeout_ms, None, e.record_id or 0, None)
 
+    def _live_position(self, rank: int, ls: LiveStack) -> None:
+        """A rank whose Python stack is inside a collective waits in it, in a group the stack does not name.
+
+        With the dumps of the same moment, the dump's position is exact and this adds nothing.
+        """
+        if ls.collective is None or any(r == rank and p.stuck is not None for (r, _), p in self.pos.items()):
+            return
+        frame = next((f for t in ls.threads[:1] for f in t.frames if "/torch/" not in f.file), None)
+        key = self.group(None)
+        self.at(rank, key).stuck = Work(self.groups[key].gid(), None, op_name(ls.collective), state="scheduled",
+                                        frame=frame, order=0, loc=ls.loc)
+
     # ------------------------------------------------------------------ the whole job
     def world(self) -> int | None:
         sizes: list[int] = []
@@ -298,8 +310,10 @@ class _Builder:
         self.from_dumps()
         world = self.world()
         live = {ls.global_rank: ls for s in self.scans for ls in s.live}
-        for r in live:
+        for r, ls in live.items():
             self.seen.add(r)
+            self.files[r].add(ls.loc.file)
+            self._live_position(r, ls)
         groups = self._groups(world)
         gid_of = {k: g.id for k, g in zip(self.groups, groups, strict=True)}
         positions: dict[int, list[Position]] = defaultdict(list)

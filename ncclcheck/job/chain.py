@@ -7,11 +7,15 @@ rank set ("ranks 0-516, 518-1023 wait in PG 0 #120 for rank 517").
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 
 from ncclcheck.job.model import Edge, EdgeReason, EndKind, GroupId, Job, RankState
 from ncclcheck.ranks import rank_phrase
+
+# Frames that are not the job's own code: the interpreter, the standard library, installed packages, torch.
+_LIBRARY = re.compile(r"^<|/torch/|site-packages|dist-packages|/lib/python\d")
 
 _MANY = {
     EdgeReason.NOT_REACHED: "they never issued it",
@@ -52,8 +56,12 @@ def root_words(s: RankState) -> str:
         return ("left nothing in these inputs (no log, no dump): a rank that exited, crashed or was killed writes "
                 "no dump; its own log says which")
     if e.kind is EndKind.RUNNING and s.live is not None:
-        frame = next((f for t in s.live.threads[:1] for f in t.frames if "/torch/" not in f.file), None)
-        return f"is {e.detail}" + (f" at {frame.file}:{frame.line} ({frame.name})" if frame else "")
+        frames = s.live.threads[0].frames if s.live.threads else ()
+        mine = next((f for f in frames if not _LIBRARY.search(f.file)), None)
+        if mine is None:
+            return f"is {e.detail}"
+        inner = f", inside {frames[0].name}" if frames and frames[0] is not mine else ""
+        return f"is {e.detail} at {mine.file}:{mine.line} ({mine.name}){inner}"
     return e.detail
 
 
