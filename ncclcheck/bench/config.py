@@ -6,7 +6,7 @@ import argparse
 import re
 from dataclasses import dataclass
 
-from ncclcheck.explain.core import ExplainError, parse_count
+from ncclcheck.explain.counts import ExplainError, parse_count
 
 DTYPES = {"float32": 4, "bfloat16": 2, "float16": 2}
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast")

@@ -1,0 +1,54 @@
+"""DistributedDataParallel: gradient buckets, all-reduced.
+
+With find_unused_parameters=False (the default) or static_graph, the first iteration puts every gradient in one
+bucket; after it DDP rebuilds the buckets in the order gradients became ready, closing a bucket once it reaches its
+cap (1 MiB for the first, bucket_cap_mb = 25 MiB after). With find_unused_parameters=True the first iteration
+already uses the caps, over the parameters in reverse registration order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ncclcheck.explain.layouts import Setting, Shape
+from ncclcheck.explain.ops import ALLREDUCE
+from ncclcheck.explain.params import Param, backward_order, describe
+
+FIRST_BUCKET_BYTES = 2**20
+BUCKET_BYTES = 25 * 2**20
+
+
+def buckets(order: Sequence[Param], itemsize: int, first: int = FIRST_BUCKET_BYTES,
+            cap: int = BUCKET_BYTES) -> list[list[Param]]:
+    """DDP's rule: add tensors in order; close the bucket once its bytes reach the cap."""
+    out: list[list[Param]] = []
+    cur: list[Param] = []
+    size, limit = 0, first
+    for p in order:
+        cur.append(p)
+        size += p.numel * itemsize
+        if size >= limit:
+            out.append(cur)
+            cur, size, limit = [], 0, cap
+    if cur:
+        out.append(cur)
+    return out
+
+
+def shapes(s: Setting) -> list[Shape]:
+    params = list(s.params)
+    if not params:
+        return []
+    total = sum(p.numel for p in params)
+    out = [Shape("ddp_bucket", ALLREDUCE, total, None,
+                 f"DDP bucket of the first iteration: all {len(params)} gradients in one bucket "
+                 "(find_unused_parameters=False or static_graph; rebuilt after it)", 0, tuple(p.name for p in params))]
+    for label, order in (("rebuilt in gradient-ready order", backward_order(params)),
+                         ("first iteration with find_unused_parameters=True, reverse registration order",
+                          list(reversed(params)))):
+        found = buckets(order, s.itemsize)
+        for k, b in enumerate(found):
+            out.append(Shape("ddp_bucket", ALLREDUCE, sum(p.numel for p in b), None,
+                             f"DDP bucket {k + 1} of {len(found)} ({label}; 1 MiB first, 25 MiB after): "
+                             f"{describe(params, b)}", 0, tuple(p.name for p in b)))
+    return out
