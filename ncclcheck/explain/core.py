@@ -119,7 +119,7 @@ def _merge(cands: list[tuple[Shape, str]]) -> list[tuple[Shape, str, list[str], 
     thing, named by the most structural description; other descriptions and repeats are kept as notes."""
     best: dict[tuple, tuple[Shape, str, list[str], list[str]]] = {}
     repeats: dict[tuple, set[tuple[str, ...]]] = {}
-    for s, verdict in sorted(cands, key=lambda c: c[0].tier):
+    for s, verdict in sorted(cands, key=lambda c: (c[0].tier, _kind_rank(c[0].kind))):
         ident = generic(s.params) if s.params else (s.description,)
         key = (s.numel_in, _expected_out(s), ident)
         if key not in best:
@@ -198,6 +198,10 @@ def _advice(n: int, exact: Sequence[Candidate], family: str | None) -> list[str]
     return out
 
 
+def _kind_rank(kind: str) -> int:
+    return _KIND_ORDER.index(kind) if kind in _KIND_ORDER else len(_KIND_ORDER)
+
+
 _KIND_ORDER = ("scalar", "tp_activation", "fsdp2_unit", "fsdp_unit", "zero3_gather", "zero_partition", "ddp_bucket",
                "zero_bucket", "zero3_bucket", "tp_shard", "activation", "expert_tokens", "layer", "parameter", "model",
                "gradient_run", "gather_run")
@@ -255,8 +259,7 @@ def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = Non
     def rank(item: tuple[Shape, str, list[str], list[str]]) -> tuple:
         s, verdict, _, _ = item
         owner = ops.KIND_STRATEGY.get(s.kind)
-        return (s.tier, verdict != MATCH, 0 if strategy and owner else 1,
-                _KIND_ORDER.index(s.kind) if s.kind in _KIND_ORDER else len(_KIND_ORDER))
+        return (s.tier, verdict != MATCH, 0 if strategy and owner else 1, _kind_rank(s.kind))
 
     def cand(item: tuple[Shape, str, list[str], list[str]], is_exact: bool) -> Candidate:
         s, verdict, also, kinds = item

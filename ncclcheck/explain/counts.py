@@ -23,9 +23,12 @@ def parse_count(text: str) -> int:
         raise ExplainError(f"{text[:24]!r}...: too long to be an element count")
     if s.startswith("-") and len(s) > 1:
         raise ExplainError(f"{text!r}: an element count must be positive")
-    m = re.fullmatch(r"[+]?(\d*)(?:\.(\d*))?(?:[eE]([+]?\d+))?", s)
+    m = re.fullmatch(r"[+]?(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?", s)
     if not s or not m or not (m[1] or m[2]):
         raise ExplainError(f"{text!r} is not a number of elements")
+    if m[3] and len(m[3].lstrip("+-").lstrip("0")) > 4:  # |exponent| >= 10^4: no count can need it
+        raise ExplainError(f"{text!r}: " + ("more elements than any tensor can have (at most 2^63 - 1)"
+                                            if not m[3].startswith("-") else "not a whole number of elements"))
     whole, frac, exp = m[1] or "", m[2] or "", int(m[3] or 0)
     digits = (whole + frac).lstrip("0")
     scale = exp - len(frac)
@@ -33,6 +36,8 @@ def parse_count(text: str) -> int:
         raise ExplainError(f"{text!r}: more elements than any tensor can have (at most 2^63 - 1)")
     value = int(digits or "0")
     if scale < 0:
+        if -scale > len(digits):  # a nonzero mantissa divided by more than its digits: a fraction
+            raise ExplainError(f"{text!r} is not a whole number of elements")
         value, rem = divmod(value, 10**-scale)
         if rem:
             raise ExplainError(f"{text!r} is not a whole number of elements")

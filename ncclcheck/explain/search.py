@@ -44,22 +44,22 @@ def search(s: Setting, family: str | None, n: int, lo: int, hi: int) -> RunSearc
     if not params:
         return RunSearch((), 0, 0)
     w = s.world
-    orders: list[tuple[str, str, str, list[list[Param]], list[int], int]] = []
+    orders: list[tuple[str, str, str, list[list[Param]], list[int]]] = []
     if family in (None, ALLREDUCE):
         for label, order in (("gradient-ready order", backward_order(params)),
                              ("reverse registration order", list(reversed(params)))):
-            orders.append(("gradient_run", ALLREDUCE, label, [[p] for p in order], [p.numel for p in order], 0))
+            orders.append(("gradient_run", ALLREDUCE, label, [[p] for p in order], [p.numel for p in order]))
     if w and family in (None, REDUCESCATTER):
         order = backward_order(params)
         orders.append(("gradient_run", REDUCESCATTER, "gradient-ready order, each padded to a multiple of the world",
-                       [[p] for p in order], [ceil_div(p.numel, w) * w for p in order], 0))
+                       [[p] for p in order], [ceil_div(p.numel, w) * w for p in order]))
     if w and family in (None, ALLGATHER):
         mods = modules(params)
         orders.append(("gather_run", ALLGATHER, "ZeRO-3 prefetch of consecutive modules in forward order",
-                       [ps for _, ps in mods], [sum(ceil_div(p.numel, w) for p in ps) for _, ps in mods], 0))
+                       [ps for _, ps in mods], [sum(ceil_div(p.numel, w) for p in ps) for _, ps in mods]))
     hits: list[Shape] = []
     searched = in_window = 0
-    for kind, fam, label, groups, sizes, _ in orders:
+    for kind, fam, label, groups, sizes in orders:
         found, near = _runs(sizes, n, lo, hi)
         searched += len(sizes) * (len(sizes) + 1) // 2
         in_window += near
