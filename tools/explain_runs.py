@@ -314,7 +314,8 @@ def collect(src, dst):
     os.makedirs(dst, exist_ok=True)
     runs: dict[str, list] = {}
     for path in sorted(glob.glob(os.path.join(src, "*.rank*.json"))):
-        runs.setdefault(os.path.basename(path).split(".rank")[0], []).append(json.load(open(path)))
+        with open(path) as f:
+            runs.setdefault(os.path.basename(path).split(".rank")[0], []).append(json.load(f))
     for key, recs in runs.items():
         recs.sort(key=lambda r: r["rank"])
         base = recs[0]
@@ -337,6 +338,42 @@ def collect(src, dst):
             f.write("\n")
 
 
+def param_fixtures(dst):
+    """Configs and parameter lists of more families, built on CPU: the check of explain's parameter layouts."""
+    import transformers as tf
+
+    os.makedirs(dst, exist_ok=True)
+    small = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
+             "num_key_value_heads": 2, "vocab_size": 1000}
+    models = {
+        "mixtral": tf.MixtralConfig(**small, num_local_experts=4, num_experts_per_tok=2),
+        "qwen3_moe": tf.Qwen3MoeConfig(**{**small, "head_dim": 16}, moe_intermediate_size=32, num_experts=4,
+                                       num_experts_per_tok=2, mlp_only_layers=[1]),
+        "qwen3": tf.Qwen3Config(**{**small, "head_dim": 24}),
+        "mistral": tf.MistralConfig(**small),
+        "deepseek_v3": tf.DeepseekV3Config(**{**small, "num_key_value_heads": 4}, moe_intermediate_size=32,
+                                           first_k_dense_replace=1, n_routed_experts=4, n_shared_experts=2,
+                                           num_experts_per_tok=2, n_group=1, topk_group=1, q_lora_rank=48,
+                                           kv_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16),
+        "deepseek_v3_no_q_lora": tf.DeepseekV3Config(**{**small, "num_key_value_heads": 4}, moe_intermediate_size=32,
+                                                     first_k_dense_replace=1, n_routed_experts=4, n_shared_experts=1,
+                                                     num_experts_per_tok=2, n_group=1, topk_group=1, q_lora_rank=None,
+                                                     kv_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=16,
+                                                     v_head_dim=16),
+        "qwen2_classifier": tf.Qwen2Config(**small, num_labels=3, architectures=["Qwen2ForSequenceClassification"]),
+    }
+    for name, cfg in models.items():
+        if name.endswith("classifier"):
+            model = tf.Qwen2ForSequenceClassification(cfg)
+        else:
+            model = tf.AutoModelForCausalLM.from_config(cfg)
+        params = [[n, list(p.shape), str(p.dtype).removeprefix("torch.")] for n, p in model.named_parameters()]
+        with open(os.path.join(dst, f"{name}.json"), "w") as f:
+            json.dump({"class": type(model).__name__, "transformers": tf.__version__, "config": cfg.to_dict(),
+                       "params": params}, f, indent=1)
+            f.write("\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--strategy", choices=sorted(WORLD_MODELS))
@@ -344,9 +381,12 @@ def main():
     ap.add_argument("--out", default="explain-runs")
     ap.add_argument("--device", choices=("auto", "cpu"), default="auto")
     ap.add_argument("--collect", nargs=2, metavar=("SRC", "DST"))
+    ap.add_argument("--params", metavar="DST", help="write parameter-layout fixtures of more families (CPU)")
     args = ap.parse_args()
     if args.collect:
         collect(*args.collect)
+    elif args.params:
+        param_fixtures(args.params)
     elif args.strategy:
         main_run(args)
     else:

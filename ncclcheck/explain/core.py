@@ -116,7 +116,7 @@ _INDEX = re.compile(r"\.(layers|blocks)\.\d+\.")
 
 def _merge(cands: list[tuple[Shape, str]]) -> list[tuple[Shape, str, list[str], list[str]]]:
     """One candidate per distinct tensor: the same parameters (identical blocks alike) with the same counts are one
-    thing, named by the most structural description; other descriptions and repeats are kept as notes."""
+    thing, named by the most structural description; each other kind that forms it adds one note."""
     best: dict[tuple, tuple[Shape, str, list[str], list[str]]] = {}
     repeats: dict[tuple, set[tuple[str, ...]]] = {}
     for s, verdict in sorted(cands, key=lambda c: (c[0].tier, _kind_rank(c[0].kind))):
@@ -127,16 +127,16 @@ def _merge(cands: list[tuple[Shape, str]]) -> list[tuple[Shape, str, list[str], 
             repeats[key] = {s.params}
             continue
         kept = best[key]
+        repeats[key].add(s.params)
         if s.kind not in kept[3]:
             kept[3].append(s.kind)
-        if s.params and s.params not in repeats[key]:
-            repeats[key].add(s.params)
-        elif s.description not in kept[2] and s.description != kept[0].description:
+            kept[2].append(s.description)
+        elif not s.params and s.description != kept[0].description and s.description not in kept[2]:
             kept[2].append(s.description)
     out = []
     for key, (s, verdict, also, kinds) in best.items():
         if len(repeats[key]) > 1:
-            also.insert(0, f"the same count for {len(repeats[key])} identical units")
+            also.insert(0, f"the same count for each of {len(repeats[key])} identical units")
         out.append((s, verdict, also, kinds))
     return out
 

@@ -11,6 +11,7 @@ from dataclasses import asdict
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -72,13 +73,13 @@ def _verdict(c: Candidate) -> Text:
     return Text(f"not a match (off by {sign}{c.delta:,}, {c.delta_pct:+.3g}%)", style="yellow")
 
 
-def _candidate(i: int, c: Candidate) -> Text:
-    counts = f"{c.numel:,}" + (f" in, {c.numel_out:,} out" if c.numel_out is not None else "")
-    t = Text(f"  {i}. ")
-    t.append(f"{c.kind}: ", style="bold")
-    t.append_text(_verdict(c))
-    t.append(f"\n     {counts} elements\n     {c.description}")
-    return t
+def _candidate(i: int, c: Candidate) -> RenderableType:
+    counts = f"NumelIn {c.numel:,}" + (f", NumelOut {c.numel_out:,}" if c.numel_out is not None else "")
+    head = Text(f"{i}. ")
+    head.append(f"{c.kind}: ", style="bold")
+    head.append_text(_verdict(c))
+    body = Padding(Text(f"{counts}\n{c.description}"), (0, 0, 0, 3), expand=False)
+    return Padding(Group(head, body), (0, 0, 0, 2), expand=False)
 
 
 def explanation_view(e: Explanation) -> RenderableType:
@@ -86,7 +87,7 @@ def explanation_view(e: Explanation) -> RenderableType:
     head = f"NumelIn = {e.numel:,}" + (f", NumelOut = {e.numel_out:,}" if e.numel_out is not None else "")
     head += f" ({e.op})" if e.op else ""
     parts: list[RenderableType] = [Text(head, style="bold"), Text(f"factors: {format_factors(e.factors)}")]
-    parts += [Text(f"  - {f}") for f in e.facts[1:]]
+    parts += [Padding(Text(f"- {f}"), (0, 0, 0, 2), expand=False) for f in e.facts[1:]]
     if e.matches:
         parts.append(Text("exact matches, most structural first:", style="bold"))
         parts += [_candidate(i, c) for i, c in enumerate(e.matches, 1)]
