@@ -174,7 +174,7 @@ def explain_cmd(
     Example: ncclcheck explain --model qwen2.5-7b --world-size 8 --op _ALLGATHER_BASE --numel 29132224
     """
     from ncclcheck.explain.core import explain, size_table
-    from ncclcheck.explain.counts import ExplainError
+    from ncclcheck.explain.counts import MAX_NUMEL, ExplainError
     from ncclcheck.explain.models import PRESETS, Model, merge, model_from_config
     from ncclcheck.explain.ops import STRATEGIES
     from ncclcheck.render.explain import explain_json, explanation_view, sizes_view
@@ -205,8 +205,13 @@ def explain_cmd(
         sources = resolve(list(log), lambda exc: warn(f"{exc.name}: {exc.message}"))
         result = analyze(sources, dtype, lambda scan: [warn(f"{p.file}: {p.message}") for p in scan.problems])
         for r in result.records:
-            if r.numel_in and (r.op_type, r.numel_in, r.numel_out) not in triples:
-                triples.append((r.op_type, r.numel_in, r.numel_out))
+            if not r.numel_in or (r.op_type, r.numel_in, r.numel_out) in triples:
+                continue
+            if max(r.numel_in, r.numel_out or 0) > MAX_NUMEL:
+                warn(f"{r.loc}: NumelIn={r.numel_in} is more than any tensor can have (at most "
+                     "2^63 - 1): a corrupted line, skipped")
+                continue
+            triples.append((r.op_type, r.numel_in, r.numel_out))
         if not triples:
             usage_error("no watchdog line with NumelIn found in " + ", ".join(log))
     strat = strategy.lower() if strategy else None

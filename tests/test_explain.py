@@ -277,3 +277,15 @@ def test_cli_explanation_keeps_every_digit(columns):
     assert r.exit_code == 0 and "…" not in r.stdout
     assert "466,119,168" in r.stdout and "3 × 303,463" in r.stdout
     assert all(len(line) <= int(columns) for line in r.stdout.splitlines())
+
+
+def test_cli_log_skips_counts_no_tensor_can_have(tmp_path):
+    line = ("[rank0]:[E1122 00:31:17.418552033 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=2841, OpType=ALLREDUCE, NumelIn={n}, NumelOut={n}, "
+            "Timeout(ms)=600000) ran for 600031 milliseconds before timing out.\n")
+    p = tmp_path / "rank0.log"
+    p.write_text(line.format(n=18446744073709551557) + line.format(n=466119168).replace("2841", "2842"))
+    r = runner.invoke(app, ["explain", "--log", str(p), "--json"], catch_exceptions=False)
+    assert r.exit_code == 0
+    assert [x["numel"] for x in json.loads(r.stdout)["explanations"]] == [466119168]
+    assert "NumelIn=18446744073709551557 is more than any tensor can have" in r.stderr
