@@ -18,6 +18,7 @@ import pytest
 from ncclcheck.explain.core import COINCIDENCE, explain, generic
 from ncclcheck.explain.models import merge, model_from_dict
 from ncclcheck.explain.params import parameters
+from ncclcheck.transfer import DTYPE_BYTES
 
 RUNS = sorted((Path(__file__).parent / "data" / "explain" / "runs").glob("*.json"))
 PARAMS = sorted((Path(__file__).parent / "data" / "explain" / "params").glob("*.json"))
@@ -33,7 +34,7 @@ POSSIBLE = {
     "all_gather": {"fsdp_unit", "fsdp2_unit", "zero3_gather", "zero_partition", "tp_activation", "activation",
                    "scalar", "gather_run", "parameter"},
     "reduce_scatter": {"fsdp_unit", "fsdp2_unit", "zero3_bucket", "tp_activation", "activation", "gradient_run"},
-    "broadcast": {"model", "parameter", "scalar", "activation"},
+    "broadcast": {"model", "parameter", "scalar", "activation", "buffers", "metadata"},
     "scatter": {"tp_shard"},
 }
 
@@ -65,8 +66,8 @@ def collectives(fx: dict) -> list[tuple[str, int, int, str]]:
     """The distinct (op, NumelIn, NumelOut, dtype) of a run."""
     out = []
     for c in fx["collectives"] or []:
-        key = (c["op"], _numel(c["in"]), _numel(c["out"]), DTYPES.get(c["in_dtypes"][0], c["in_dtypes"][0])
-               if c["in_dtypes"] else "float32")
+        dtype = DTYPES.get(c["in_dtypes"][0], c["in_dtypes"][0]) if c["in_dtypes"] else "float32"
+        key = (c["op"], _numel(c["in"]), _numel(c["out"]), dtype if dtype in DTYPE_BYTES else "uint8")
         if key not in out:
             out.append(key)
     return out
@@ -76,12 +77,22 @@ def truth(fx: dict, op: str, n_in: int, n_out: int) -> tuple[set[str], frozenset
     """The kind (and parameters) the recorded layout says this collective is; None when the layout does not say."""
     fam, ws, layout = _family(op), fx["world_size"], fx["layout"]
     shapes = {name: shape for name, shape, _ in fx["params"]}
-    if n_in == 1 and fam == "all_reduce":
+    if n_in == 1 and fam == "all_reduce" or (fam, n_in, n_out) == ("all_gather", 1, ws):
         return {"scalar"}, None
     if fx["strategy"] == "ddp" and fam == "all_reduce":
         for call in layout["bucket_calls"]:
             if call["numel"] == n_in:
                 return {"ddp_bucket"}, frozenset(generic(call["params"]))
+    if fx["strategy"] == "ddp" and fam == "broadcast":
+        total = sum(math.prod(s) for s in shapes.values())
+        bufs = sum(math.prod(s) for _, s, _ in fx.get("buffers") or [])
+        rebuilt = 1 + max(call["index"] for call in layout["bucket_calls"])
+        if n_in == total + bufs:
+            return {"model"}, None
+        if n_in == bufs:
+            return {"buffers"}, None
+        if n_in in (2 * sum(len(s) for s in shapes.values()), len(shapes) + 1, rebuilt):
+            return {"metadata"}, None
     if fx["strategy"] == "fsdp1":
         for u in layout["flat_params"]:
             if (fam, n_in, n_out) in (("all_gather", u["sharded"], u["padded"]),
@@ -94,6 +105,16 @@ def truth(fx: dict, op: str, n_in: int, n_out: int) -> tuple[set[str], frozenset
                 return {"fsdp2_unit"}, _strip(u["params"])
     if fx["strategy"] == "tp" and fam == "all_reduce" and n_in == fx["batch"] * fx["seq"] * fx["config"]["hidden_size"]:
         return {"tp_activation"}, None
+    if fx["strategy"] == "tp" and fam == "scatter":
+        shards = set()
+        for name, shape in shapes.items():
+            style = next((v for k, v in layout["plan"].items() if f".{k}." in name), None)
+            if style == "colwise":
+                shards.add(-(-shape[0] // ws) * math.prod(shape[1:]))
+            elif style == "rowwise" and len(shape) == 2:
+                shards.add(shape[0] * -(-shape[1] // ws))
+        if n_in in shards:
+            return {"tp_shard"}, None
     return None
 
 

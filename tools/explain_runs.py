@@ -196,6 +196,7 @@ def run_one(strategy, name, cfg, out_dir, rank, world, device):
     model = build(name, cfg).to(device)
     names = {id(p): n for n, p in model.named_parameters()}
     params = [[n, list(p.shape), str(p.dtype).removeprefix("torch.")] for n, p in model.named_parameters()]
+    bufs = [[n, list(b.shape), str(b.dtype).removeprefix("torch.")] for n, b in model.named_buffers()]
     layout: dict = {}
     before = flight_recorder()
     seen = {e["record_id"] for e in before} if isinstance(before, list) else set()
@@ -264,7 +265,8 @@ def run_one(strategy, name, cfg, out_dir, rank, world, device):
     after = flight_recorder()
     colls = [e for e in after if e["record_id"] not in seen] if isinstance(after, list) else after
     record = {"strategy": strategy, "model": name, "rank": rank, "world_size": world, "batch": BATCH, "seq": SEQ,
-              "class": type(model).__name__, "config": cfg.to_dict(), "params": params, "layout": layout,
+              "class": type(model).__name__, "config": cfg.to_dict(), "params": params, "buffers": bufs,
+              "layout": layout,
               "losses": losses, "collectives": colls, "torch": torch.__version__,
               "transformers": __import__("transformers").__version__,
               "backend": dist.get_backend()}
@@ -329,8 +331,9 @@ def collect(src, dst):
                     for c in sorted(colls, key=lambda c: c["record_id"])]
 
         per_rank = [cut(r["collectives"]) for r in recs]
-        fixture = {k: base[k] for k in ("strategy", "model", "world_size", "batch", "seq", "class", "config", "params",
-                                        "layout", "losses", "torch", "transformers", "backend")}
+        fixture = {k: base.get(k) for k in ("strategy", "model", "world_size", "batch", "seq", "class", "config",
+                                            "params", "buffers", "layout", "losses", "torch", "transformers",
+                                            "backend")}
         fixture["collectives"] = per_rank[0]
         fixture["ranks_agree"] = all(p == per_rank[0] for p in per_rank)
         with open(os.path.join(dst, f"{key}.json"), "w") as f:

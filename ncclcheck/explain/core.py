@@ -203,8 +203,8 @@ def _kind_rank(kind: str) -> int:
 
 
 _KIND_ORDER = ("scalar", "tp_activation", "fsdp2_unit", "fsdp_unit", "zero3_gather", "zero_partition", "ddp_bucket",
-               "zero_bucket", "zero3_bucket", "tp_shard", "activation", "expert_tokens", "layer", "parameter", "model",
-               "gradient_run", "gather_run")
+               "zero_bucket", "zero3_bucket", "tp_shard", "metadata", "buffers", "activation", "expert_tokens", "layer",
+               "parameter", "model", "gradient_run", "gather_run")
 
 
 def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = None, dtype: str = "float32",

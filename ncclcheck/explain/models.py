@@ -19,6 +19,7 @@ class Vision:
     hidden: int
     intermediate: int
     out_hidden: int
+    heads: int = 16
     patch: int = 14
     temporal_patch: int = 2
     merge: int = 2
@@ -184,7 +185,7 @@ def model_from_dict(cfg: dict, source: str) -> Model:
     vc = cfg.get("vision_config")
     if isinstance(vc, dict) and model_type.startswith("qwen2_5_vl"):
         vision = Vision(depth=num("depth", vc) or 0, hidden=num("hidden_size", vc) or 0,
-                        intermediate=num("intermediate_size", vc) or 0,
+                        intermediate=num("intermediate_size", vc) or 0, heads=num("num_heads", vc) or 16,
                         out_hidden=num("out_hidden_size", vc) or num("hidden_size") or 0,
                         patch=num("patch_size", vc) or 14, temporal_patch=num("temporal_patch_size", vc) or 2,
                         merge=num("spatial_merge_size", vc) or 2,

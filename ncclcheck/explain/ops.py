@@ -26,7 +26,7 @@ KIND_STRATEGY = {
     "ddp_bucket": "ddp", "zero_bucket": "zero1/2", "zero_partition": "zero1/2", "zero3_gather": "zero3",
     "zero3_bucket": "zero3", "fsdp_unit": "fsdp", "fsdp2_unit": "fsdp2", "tp_activation": "tp", "tp_shard": "tp",
     "activation": None, "parameter": None, "layer": None, "model": None, "scalar": None, "expert_tokens": None,
-    "gradient_run": None, "gather_run": "zero3",
+    "gradient_run": None, "gather_run": "zero3", "buffers": "ddp", "metadata": "ddp",
 }
 
 CARRIES = {
@@ -35,7 +35,7 @@ CARRIES = {
     ALLGATHER: {"fsdp_unit", "fsdp2_unit", "zero3_gather", "zero_partition", "tp_activation", "activation", "scalar",
                 "gather_run", "parameter"},
     REDUCESCATTER: {"fsdp_unit", "fsdp2_unit", "zero3_bucket", "tp_activation", "activation", "gradient_run"},
-    BROADCAST: {"model", "parameter", "scalar", "activation"},
+    BROADCAST: {"model", "parameter", "scalar", "activation", "buffers", "metadata"},
     SCATTER: {"tp_shard"},
     ALLTOALL: {"expert_tokens", "activation"},
     P2P: {"activation"},

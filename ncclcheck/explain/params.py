@@ -118,6 +118,24 @@ def parameters(m: Model) -> list[Param]:
     return out
 
 
+def buffers(m: Model) -> list[Param]:
+    """The rotary-embedding buffers (inv_freq and original_inv_freq, half the rotary dimension each): DDP
+    broadcasts them with the parameters at start and before every forward."""
+    if not parameters(m):
+        return []
+    out: list[Param] = []
+    if m.vision and m.vision.heads:
+        half = m.vision.hidden // m.vision.heads // 4
+        out += [Param("model.visual.rotary_pos_emb.inv_freq", (half,)),
+                Param("model.visual.rotary_pos_emb.original_inv_freq", (half,))]
+    rope = m.qk_rope_dim if m.kv_lora_rank else (m.head_dim or (m.hidden // m.heads if m.hidden and m.heads else 0))
+    base = "model.language_model." if m.vision else "model."
+    if rope:
+        out += [Param(base + "rotary_emb.inv_freq", (rope // 2,)),
+                Param(base + "rotary_emb.original_inv_freq", (rope // 2,))]
+    return out
+
+
 _BLOCK = re.compile(r"^(.*\.(?:layers|blocks)\.\d+)\.")
 
 

@@ -34,11 +34,13 @@ def shapes(s: Setting) -> list[Shape]:
     if tp and tp > 1:
         seen: set[tuple[str, int]] = set()
         for p in s.params:
-            if len(p.shape) != 2:
+            if len(p.shape) not in (1, 2) or "norm" in p.name:
                 continue
             rowwise = p.name.endswith(_ROWWISE)
+            if rowwise and len(p.shape) == 1:
+                continue  # a row-parallel bias is replicated (broadcast whole)
             dim = 1 if rowwise else 0
-            shard = ceil_div(p.shape[dim], tp) * (p.shape[1 - dim])
+            shard = ceil_div(p.shape[dim], tp) * (p.shape[1 - dim] if len(p.shape) == 2 else 1)
             generic = _generic(p.name)
             if (generic, shard) in seen:
                 continue
