@@ -39,6 +39,17 @@ def test_parse_count_rejects(text, message):
 
 
 @given(st.integers(1, 2**63 - 1))
+def test_parse_count_reads_every_spelling(n):
+    assert parse_count(f"{n:,}") == parse_count(f"{n:_}") == parse_count(f" +{n} ") == n
+
+
+@given(st.integers(2**63, 10**40))
+def test_parse_count_refuses_every_count_above_int64(n):
+    with pytest.raises(ExplainError, match="more elements than any tensor can have|too long"):
+        parse_count(str(n))
+
+
+@given(st.integers(1, 2**63 - 1))
 def test_factorisation_multiplies_back(n):
     f = factorize(n)
     assert math.prod(f) == n and f == sorted(f)

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from ncclcheck.explain import coincidence, ops
 from ncclcheck.explain.counts import factorize, format_factors
-from ncclcheck.explain.layouts import Setting, Shape, shapes
+from ncclcheck.explain.layouts import shapes
+from ncclcheck.explain.layouts.base import Setting, Shape
 from ncclcheck.explain.layouts.generic import activations
 from ncclcheck.explain.models import Model
 from ncclcheck.explain.params import parameters

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ncclcheck.explain.layouts import Setting, Shape
+from ncclcheck.explain.layouts.base import Setting, Shape
 from ncclcheck.explain.ops import ALLREDUCE, BROADCAST
 from ncclcheck.explain.params import Param, backward_order, buffers, describe
 

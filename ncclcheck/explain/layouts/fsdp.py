@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from ncclcheck.explain.layouts import Setting, Shape, ceil_div
+from ncclcheck.explain.layouts.base import Setting, Shape, ceil_div
 from ncclcheck.explain.ops import ALLGATHER, REDUCESCATTER
 from ncclcheck.explain.params import Param, describe, units
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ncclcheck.explain.layouts import Setting, Shape
+from ncclcheck.explain.layouts.base import Setting, Shape
 from ncclcheck.explain.ops import ALLGATHER, ALLREDUCE, ALLTOALL, BROADCAST, P2P
 from ncclcheck.explain.params import block_of
 

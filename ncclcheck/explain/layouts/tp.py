@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ncclcheck.explain.layouts import Setting, Shape, ceil_div
+from ncclcheck.explain.layouts.base import Setting, Shape, ceil_div
 from ncclcheck.explain.ops import ALLGATHER, ALLREDUCE, REDUCESCATTER, SCATTER
 
 _ROWWISE = ("o_proj.weight", "down_proj.weight", "attn.proj.weight")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ncclcheck.explain.layouts import Setting, Shape, ceil_div
+from ncclcheck.explain.layouts.base import Setting, Shape, ceil_div
 from ncclcheck.explain.ops import ALLGATHER, ALLREDUCE, REDUCESCATTER
 from ncclcheck.explain.params import Param, backward_order, describe, modules
 
