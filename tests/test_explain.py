@@ -115,6 +115,10 @@ def test_reduce_scatter_of_the_embedding_gradient():
     assert "NumelIn = 8 × NumelOut: a reduce-scatter over 8 ranks, NumelIn is the whole (padded) tensor" in e.facts
     assert {k for c in e.matches for k in c.kinds} <= {"fsdp_unit", "fsdp2_unit", "zero3_bucket", "gradient_run",
                                                        "tp_activation", "activation"}
+    assert [c.params for c in e.matches] == [("lm_head.weight",), ("model.embed_tokens.weight",)]
+    assert e.ruled_out == ("ddp_bucket, model, parameter, zero_bucket would have this NumelIn, but not as a "
+                           "reduce_scatter: a reduce-scatter moves gradient shards (FSDP, ZeRO-3); DDP and ZeRO-1/2 "
+                           "buckets are all-reduced and parameters are gathered",)
 
 
 def test_world_from_the_op_beats_the_flag():

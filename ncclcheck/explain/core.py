@@ -253,9 +253,9 @@ def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = Non
     ruled = sorted({s.kind for s in everything if s.numel_in == n and s not in allowed})
     ruled_out = []
     if ruled:
-        why = ops.WHY_NOT.get(fam or "", "")
-        ruled_out.append(f"{', '.join(ruled)} would have this NumelIn, but "
-                         + (f"{why}" if why and fam else "not under the op or strategy given"))
+        why = ops.WHY_NOT.get(fam or "")
+        reason = f"not as a {fam}: {why}" if why and fam else "not under the op or strategy given"
+        ruled_out.append(f"{', '.join(ruled)} would have this NumelIn, but {reason}")
 
     def rank(item: tuple[Shape, str, list[str], list[str]]) -> tuple:
         s, verdict, _, _ = item

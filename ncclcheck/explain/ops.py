@@ -43,11 +43,11 @@ CARRIES = {
 }
 
 WHY_NOT = {
-    ALLGATHER: "gradient buckets and whole-layer gradients (an all-gather moves parameters or activations, never "
-               "gradients)",
-    REDUCESCATTER: "parameter gathers and DDP buckets (a reduce-scatter moves gradient shards; DDP only all-reduces)",
-    ALLREDUCE: "FSDP and ZeRO-3 units (those move as all-gather and reduce-scatter, never as all-reduce)",
-    BROADCAST: "gradient buckets and sharded units (a broadcast copies one rank's tensor)",
+    ALLGATHER: "an all-gather moves parameter shards or activations, never gradients",
+    REDUCESCATTER: "a reduce-scatter moves gradient shards (FSDP, ZeRO-3); DDP and ZeRO-1/2 buckets are all-reduced "
+                   "and parameters are gathered",
+    ALLREDUCE: "FSDP and ZeRO-3 units move as all-gather and reduce-scatter, never as all-reduce",
+    BROADCAST: "a broadcast copies one rank's tensor: no gradient bucket or sharded unit",
 }
 
 STRATEGIES = ("ddp", "zero1", "zero2", "zero3", "fsdp", "fsdp2", "tp")
