@@ -175,7 +175,7 @@ def _solve(n: int, m: Model) -> list[Shape]:
     return []
 
 
-def _advice(n: int, exact: Sequence[Candidate], family: str | None) -> list[str]:
+def _advice(n: int, exact: Sequence[Candidate], family: str | None, m: Model, world: int | None) -> list[str]:
     kinds = {c.kind for c in exact if c.verdict == MATCH}
     out = []
     if any("output_hidden_states" in c.description or "output_attentions" in c.description for c in exact):
@@ -193,9 +193,12 @@ def _advice(n: int, exact: Sequence[Candidate], family: str | None) -> list[str]
         if n <= DEEPSPEED_BUCKET_ELEMENTS and family in (None, ops.ALLREDUCE):
             extra = (" It is at most 5e8 elements, so it is consistent with a DeepSpeed gradient bucket of a "
                      "non-default size (which holds whatever tensors fit, odd-sized ones included).")
-        out.append("No structural match with the shapes given: nothing here explains the number." + extra +
-                   " Give the model (--model / --config), the op (--op, --numel-out), the world size and the batch "
-                   "shape to test more candidates.")
+        missing = [what for what, known in (("the model (--model / --config)", parameters(m)),
+                                            ("the op (--op, --numel-out)", family),
+                                            ("the world size", world), ("the batch shape (--batch --seq)",
+                                                                        m.batch and m.seq)) if not known]
+        more = f" Give {', '.join(missing)} to test more candidates." if missing else ""
+        out.append("No structural match with the shapes given: nothing here explains the number." + extra + more)
     return out
 
 
@@ -282,7 +285,7 @@ def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = Non
         facts.append("the model shape is incomplete (hidden size, layers, heads and MLP width are all needed): "
                      "parameters and layouts not considered")
     return Explanation(n, numel_out, op, fam, world, strategy, tuple(factors), tuple(facts), tuple(ranked),
-                       tuple(ruled_out), searched, chance, tuple(_advice(n, ranked, fam)), transfer, dtype)
+                       tuple(ruled_out), searched, chance, tuple(_advice(n, ranked, fam, m, world)), transfer, dtype)
 
 
 DEFAULT_GATHER_WORLD = 8
