@@ -198,7 +198,7 @@ def explain_cmd(
     triples: list[tuple[Optional[str], int, Optional[int]]] = []
     n = _count(numel, "--numel")
     if n is not None:
-        triples.append((op.upper() if op else None, n, _count(numel_out, "--numel-out")))
+        triples.append((op, n, _count(numel_out, "--numel-out")))
     elif numel_out is not None:
         usage_error("--numel-out needs --numel")
     if log:

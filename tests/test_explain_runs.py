@@ -115,6 +115,8 @@ def truth(fx: dict, op: str, n_in: int, n_out: int) -> tuple[set[str], frozenset
                 shards.add(shape[0] * -(-shape[1] // ws))
         if n_in in shards:
             return {"tp_shard"}, None
+    if fx["strategy"] == "tp" and fam == "broadcast" and n_in in {math.prod(s) for s in shapes.values()}:
+        return {"parameter"}, None  # a replicated parameter distributed from rank 0
     return None
 
 

@@ -278,6 +278,10 @@ def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = Non
     op_for_time = op or {ops.ALLGATHER: "_ALLGATHER_BASE", ops.REDUCESCATTER: "_REDUCE_SCATTER_BASE"}.get(fam or "")
     transfer = tuple((f.name, transfer_seconds(nbytes, op_for_time or "ALLREDUCE", world, f)) for f in FABRICS)
     facts = _facts(n, factors, m) + relation
+    if fam is not None:
+        facts.append(f"the op ({fam}) carries {ops.MEANS[fam]}")
+    if strategy:
+        facts.append(f"--strategy {strategy}: other strategies' layouts are left out")
     if fam is None:
         facts.append("op not given: every kind of collective considered (give --op, or --numel-out, to rule out "
                      "what the op cannot carry)")

@@ -42,6 +42,17 @@ CARRIES = {
     REDUCE: {"zero_bucket", "parameter", "gradient_run", "scalar"},
 }
 
+MEANS = {
+    ALLREDUCE: "gradient buckets (DDP, ZeRO-1/2), tensor-parallel activations, metrics and barriers",
+    ALLGATHER: "parameter gathers (FSDP1, FSDP2, ZeRO) or gathered activations",
+    REDUCESCATTER: "gradient shards (FSDP1, FSDP2, ZeRO-3) or sequence-parallel activations",
+    BROADCAST: "a copy from one rank: initial parameter sync, DDP's buffers and bookkeeping, flags",
+    SCATTER: "tensor-parallel parameter shards handed out from one rank",
+    ALLTOALL: "MoE token dispatch (expert parallelism)",
+    P2P: "pipeline-parallel activations",
+    REDUCE: "ZeRO-1/2 gradient slices reduced to their owner",
+}
+
 WHY_NOT = {
     ALLGATHER: "an all-gather moves parameter shards or activations, never gradients",
     REDUCESCATTER: "a reduce-scatter moves gradient shards (FSDP, ZeRO-3); DDP and ZeRO-1/2 buckets are all-reduced "
