@@ -282,7 +282,9 @@ def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = Non
         facts.append(f"the op ({fam}) carries {ops.MEANS[fam]}")
     if strategy:
         facts.append(f"--strategy {strategy}: other strategies' layouts are left out")
-    if fam is None:
+    if fam is None and op:
+        facts.append(f"op {op} is not one explain knows: every kind of collective considered")
+    elif fam is None:
         facts.append("op not given: every kind of collective considered (give --op, or --numel-out, to rule out "
                      "what the op cannot carry)")
     if not params and (m.hidden or m.layers):
