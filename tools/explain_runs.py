@@ -334,7 +334,7 @@ def collect(src, dst):
         per_rank = [cut(r["collectives"]) for r in recs]
 
         def same(c):  # a scatter's output list exists on its root only
-            return [{k: v for k, v in e.items() if not (k == "out" and e["op"].endswith(":scatter"))}
+            return [{k: v for k, v in e.items() if not (k.startswith("out") and e["op"].endswith(":scatter"))}
                     for e in c or []]
         fixture = {k: base.get(k) for k in ("strategy", "model", "world_size", "batch", "seq", "class", "config",
                                             "params", "buffers", "layout", "losses", "torch", "transformers",

@@ -82,13 +82,18 @@ def _world(n: int, numel_out: int | None, family: str | None, m: Model) -> tuple
     facts: list[str] = []
     if numel_out is None or numel_out == n:
         return m.world_size, facts
+    if numel_out == 0:
+        facts.append("NumelOut = 0: this rank's output list is empty, as on every rank but the root of a scatter")
+        return m.world_size, facts
     big, small = max(n, numel_out), min(n, numel_out)
     ratio, rem = divmod(big, small)
     if rem:
         facts.append(f"NumelOut / NumelIn = {numel_out / n:.4g}: not a whole number of ranks (an uneven or "
                      "coalesced collective)")
         return m.world_size, facts
-    if numel_out > n:
+    if numel_out > n and family == ops.SCATTER:
+        facts.append(f"NumelOut = {ratio} × NumelIn: the root's list of {ratio} shards, NumelIn is one of them")
+    elif numel_out > n:
         facts.append(f"NumelOut = {ratio} × NumelIn: an all-gather over {ratio} ranks, NumelIn is one rank's shard")
         if family not in (None, ops.ALLGATHER):
             facts.append(f"but the op is a {family}, whose NumelOut is not larger than NumelIn")
@@ -217,6 +222,7 @@ def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = Non
     factors = factorize(n)
     fam = ops.family(op)
     world, relation = _world(n, numel_out, fam, m)
+    given_out, numel_out = numel_out, numel_out or None  # 0 (a scatter's non-root rank) says nothing
     if fam is None and numel_out is not None and numel_out != n:
         fam = ops.ALLGATHER if numel_out > n else ops.REDUCESCATTER
     params = tuple(parameters(m))
@@ -274,7 +280,7 @@ def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = Non
     ranked = [cand(c, True) for c in sorted(_merge(exact), key=rank)]
     ranked += [cand(c, False) for c in sorted(_merge(near), key=lambda c: abs(c[0].numel_in - n))]
     searched = len(allowed) + (runs.searched if runs else 0)
-    nbytes = max(n, numel_out or 0) * DTYPE_BYTES[dtype]
+    nbytes = max(n, numel_out or 0) * DTYPE_BYTES[dtype]  # nccl-tests' size: the larger buffer
     op_for_time = op or {ops.ALLGATHER: "_ALLGATHER_BASE", ops.REDUCESCATTER: "_REDUCE_SCATTER_BASE"}.get(fam or "")
     transfer = tuple((f.name, transfer_seconds(nbytes, op_for_time or "ALLREDUCE", world, f)) for f in FABRICS)
     facts = _facts(n, factors, m) + relation
@@ -290,7 +296,7 @@ def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = Non
     if not params and (m.hidden or m.layers):
         facts.append("the model shape is incomplete (hidden size, layers, heads and MLP width are all needed): "
                      "parameters and layouts not considered")
-    return Explanation(n, numel_out, op, fam, world, strategy, tuple(factors), tuple(facts), tuple(ranked),
+    return Explanation(n, given_out, op, fam, world, strategy, tuple(factors), tuple(facts), tuple(ranked),
                        tuple(ruled_out), searched, chance, tuple(_advice(n, ranked, fam, m, world)), transfer, dtype)
 
 

@@ -46,7 +46,7 @@ def shapes(s: Setting) -> list[Shape]:
                 continue
             seen.add((generic, shard))
             how = "row-wise (dim 1)" if rowwise else "column-wise (dim 0)"
-            out.append(Shape("tp_shard", SCATTER, shard, None,
+            out.append(Shape("tp_shard", SCATTER, shard, shard * tp,
                              f"tensor-parallel shard of {generic} {list(p.shape)}, {how} over {tp}", 0, (p.name,)))
     return out
 
