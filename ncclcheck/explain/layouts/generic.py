@@ -9,7 +9,8 @@ from ncclcheck.explain.ops import ALLGATHER, ALLREDUCE, ALLTOALL, BROADCAST, P2P
 from ncclcheck.explain.params import block_of
 
 
-def _activations(s: Setting) -> list[tuple[str, int]]:
+def activations(s: Setting) -> list[tuple[str, int]]:
+    """The common activation tensors the shape allows (the size table lists them too)."""
     m = s.model
     out: list[tuple[str, int]] = []
     b, sq, h = m.batch, m.seq, m.hidden
@@ -28,15 +29,10 @@ def _activations(s: Setting) -> list[tuple[str, int]]:
     return out
 
 
-def activations(s: Setting) -> list[tuple[str, int]]:
-    """The common activation tensors the shape allows, for the size table too."""
-    return _activations(s)
-
-
 def shapes(s: Setting) -> list[Shape]:
     m, w = s.model, s.world
     out: list[Shape] = []
-    for desc, n in _activations(s):
+    for desc, n in activations(s):
         out += [Shape("activation", ALLREDUCE, n, None, desc, 1), Shape("activation", BROADCAST, n, None, desc, 1),
                 Shape("activation", P2P, n, None, f"{desc} (pipeline stage hand-off)", 1)]
         if w and w > 1:
