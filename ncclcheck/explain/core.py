@@ -286,6 +286,9 @@ def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = Non
     facts = _facts(n, factors, m) + relation
     if fam is not None:
         facts.append(f"the op ({fam}) carries {ops.MEANS[fam]}")
+    if fam == ops.REDUCE:
+        facts.append("ZeRO-1/2 (reduce_scatter: true) reduces the slices of a bucket that fall in each rank's "
+                     "partition; those slices depend on partition boundaries and are not modelled here")
     if strategy:
         facts.append(f"--strategy {strategy}: other strategies' layouts are left out")
     if fam is None and op:
