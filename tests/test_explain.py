@@ -304,3 +304,21 @@ def test_cli_log_skips_counts_no_tensor_can_have(tmp_path):
     assert r.exit_code == 0
     assert [x["numel"] for x in json.loads(r.stdout)["explanations"]] == [466119168]
     assert "NumelIn=18446744073709551557 is more than any tensor can have" in r.stderr
+
+
+OPS = [None, "ALLREDUCE", "_ALLGATHER_BASE", "_REDUCE_SCATTER_BASE", "BROADCAST", "nccl:scatter", "ALLTOALL", "SEND",
+       "REDUCE", "COALESCED"]
+
+
+@given(st.integers(1, 2**63 - 1), st.sampled_from(OPS), st.one_of(st.none(), st.integers(0, 2**40)),
+       st.sampled_from(list(PRESETS)), st.one_of(st.none(), st.integers(1, 64)),
+       st.one_of(st.none(), st.integers(1, 16)), st.sampled_from([None, "ddp", "zero3", "fsdp2", "tp"]))
+def test_exact_means_exact(n, op, out, preset, world, batch, strategy):
+    """Whatever the count, op and model: every match predicts exactly NumelIn (and NumelOut where given)."""
+    m = merge(PRESETS[preset], world_size=world, batch=batch, seq=batch and 128, layers=2)
+    e = explain(n, m, out, op, strategy=strategy)
+    for c in e.matches:
+        assert c.numel == n
+        if out and c.numel_out is not None:
+            assert c.numel_out == out
+    assert 0 <= e.chance <= 1 and e.searched >= 0
