@@ -132,6 +132,8 @@ def test_strategy_restricts_layouts():
     assert set(both.matches[0].kinds) >= {"fsdp_unit", "fsdp2_unit"}
     zero3 = explain(layer // 8, QWEN, layer, "_ALLGATHER_BASE", strategy="zero3")
     assert all(c.kind in ("zero3_gather", "gather_run", "scalar", "activation", "parameter") for c in zero3.matches)
+    assert "fsdp2_unit, fsdp_unit would have this NumelIn, but belong to another strategy than --strategy zero3" \
+        in zero3.ruled_out
 
 
 def test_small_run_is_flagged_as_coincidence():

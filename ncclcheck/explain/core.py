@@ -223,7 +223,8 @@ def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = Non
     fam = ops.family(op)
     world, relation = _world(n, numel_out, fam, m)
     given_out, numel_out = numel_out, numel_out or None  # 0 (a scatter's non-root rank) says nothing
-    if fam is None and numel_out is not None and numel_out != n:
+    inferred = fam is None and numel_out is not None and numel_out != n
+    if inferred:
         fam = ops.ALLGATHER if numel_out > n else ops.REDUCESCATTER
     params = tuple(parameters(m))
     setting = Setting(m, params, world, DTYPE_BYTES[dtype])
@@ -259,12 +260,17 @@ def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = Non
                 continue
             verdict = COINCIDENCE if explained or run_chance >= coincidence.LIKELY else MATCH
             exact.append((r, verdict))
-    ruled = sorted({s.kind for s in everything if s.numel_in == n and s not in allowed})
+    hits = [s for s in everything if s.numel_in == n]
+    by_op = sorted({s.kind for s in hits if fam is not None and s.family != fam})
+    by_strategy = sorted({s.kind for s in hits if (fam is None or s.family == fam)
+                          and not ops.strategy_allows(s.kind, strategy)} - set(by_op))
     ruled_out = []
-    if ruled:
+    if by_op:
         why = ops.WHY_NOT.get(fam or "")
-        reason = f"not as a {fam}: {why}" if why and fam else "not under the op or strategy given"
-        ruled_out.append(f"{', '.join(ruled)} would have this NumelIn, but {reason}")
+        ruled_out.append(f"{', '.join(by_op)} would have this NumelIn, but not as a {fam}" + (f": {why}" if why else ""))
+    if by_strategy:
+        ruled_out.append(f"{', '.join(by_strategy)} would have this NumelIn, but belong to another strategy than "
+                         f"--strategy {strategy}")
 
     def rank(item: tuple[Shape, str, list[str], list[str]]) -> tuple:
         s, verdict, _, _ = item
@@ -284,6 +290,8 @@ def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = Non
     op_for_time = op or {ops.ALLGATHER: "_ALLGATHER_BASE", ops.REDUCESCATTER: "_REDUCE_SCATTER_BASE"}.get(fam or "")
     transfer = tuple((f.name, transfer_seconds(nbytes, op_for_time or "ALLREDUCE", world, f)) for f in FABRICS)
     facts = _facts(n, factors, m) + relation
+    if inferred:
+        facts.append(f"op not given: NumelOut and NumelIn make it an {fam}")
     if fam is not None:
         facts.append(f"the op ({fam}) carries {ops.MEANS[fam]}")
     if fam == ops.REDUCE:

@@ -97,7 +97,7 @@ def explanation_view(e: Explanation) -> RenderableType:
     if near:
         parts.append(Text("near misses (not matches):", style="bold"))
         parts += [_candidate(i, c) for i, c in enumerate(near, 1)]
-    parts += [Text(f"ruled out by the op: {r}") for r in e.ruled_out]
+    parts += [Text(f"ruled out: {r}") for r in e.ruled_out]
     flagged = sum(1 for c in e.matches if c.verdict == COINCIDENCE)
     parts.append(Text(f"searched {e.searched:,} candidate sums; an unrelated count of this size would equal one of "
                       f"them with probability about {e.chance:.2g}" + (f"; {flagged} match(es) flagged as likely "
