@@ -184,7 +184,7 @@ def _write(path: str, text: str) -> None:
 
 
 def _count(value: Optional[str], flag: str) -> Optional[int]:
-    from ncclcheck.explain.core import ExplainError, parse_count
+    from ncclcheck.explain.counts import ExplainError, parse_count
 
     if value is None:
         return None
@@ -199,13 +199,18 @@ def explain_cmd(
     numel: Annotated[Optional[str], typer.Option(help="Element count to explain: 467019003, 467,019,003 or 4.67e8.")]
     = None,
     numel_out: Annotated[Optional[str], typer.Option(help="NumelOut of the same collective.")] = None,
-    op: Annotated[Optional[str], typer.Option(help="OpType: ALLREDUCE, _ALLGATHER_BASE, _REDUCE_SCATTER_BASE, ...")]
-    = None,
+    op: Annotated[Optional[str], typer.Option(help="OpType (ALLREDUCE, _ALLGATHER_BASE, _REDUCE_SCATTER_BASE, ...) or "
+                                                   "a flight-recorder name (nccl:all_reduce).")] = None,
     log: Annotated[Optional[list[str]], typer.Option(help="Take every distinct (OpType, NumelIn, NumelOut) from "
                                                           "watchdog lines in this log (repeatable).")] = None,
-    model: Annotated[Optional[str], typer.Option(help="Preset: qwen2.5-7b, qwen2.5-vl-7b, llama-3-8b, llama-3-70b, "
-                                                      "mistral-7b.")] = None,
-    config: Annotated[Optional[str], typer.Option(help="A Hugging Face config.json (text_config for VL models).")]
+    model: Annotated[Optional[str], typer.Option(help="Preset: qwen2.5-7b, qwen2.5-vl-7b, qwen3-8b, qwen3-30b-a3b, "
+                                                      "llama-3-8b, llama-3-70b, mistral-7b, mixtral-8x7b, "
+                                                      "deepseek-v3.")] = None,
+    config: Annotated[Optional[str], typer.Option(help="A Hugging Face config.json (or its folder); text_config and "
+                                                       "vision_config of VL models are read.")] = None,
+    strategy: Annotated[Optional[str], typer.Option("--strategy", "--parallel",
+                                                    help="Only this strategy's layouts: ddp, zero1, zero2, zero3, "
+                                                         "fsdp, fsdp2, tp (default: whatever the op allows).")]
     = None,
     batch: Annotated[Optional[int], typer.Option(min=1, help="Micro-batch size B.")] = None,
     seq: Annotated[Optional[int], typer.Option(min=1, help="Sequence length S.")] = None,
@@ -216,22 +221,28 @@ def explain_cmd(
     kv_heads: Annotated[Optional[int], typer.Option(min=1, help="Key/value heads (GQA).")] = None,
     head_dim: Annotated[Optional[int], typer.Option(min=1, help="Head dimension.")] = None,
     intermediate: Annotated[Optional[int], typer.Option(min=1, help="MLP intermediate size.")] = None,
+    num_labels: Annotated[Optional[int], typer.Option(min=1, help="A classification head of this many labels "
+                                                                  "replaces the LM head.")] = None,
+    head_bias: Annotated[bool, typer.Option("--head-bias", help="The classification head has a bias.")] = False,
     world_size: Annotated[Optional[int], typer.Option(min=1, help="Ranks in the process group.")] = None,
     tp: Annotated[Optional[int], typer.Option(min=1, help="Tensor-parallel degree.")] = None,
     dtype: Annotated[str, typer.Option(help="Element type for bytes and times.")] = "float32",
     as_json: Annotated[bool, typer.Option("--json", help="Print the machine-readable result (schema_version 2).")]
     = False,
 ) -> None:
-    """Say what tensor an element count is, and what it is not: exact matches only.
+    """Say what tensor an element count is, and what it is not: exact, op-aware matches only.
 
     Without --numel or --log: the table of what the model's common tensors weigh.
-    Exit codes: 0 done, 2 bad or conflicting input.
+    Exit codes: 0 done, 2 bad or conflicting input, or nothing to explain.
 
-    Example: ncclcheck explain --model qwen2.5-7b --batch 8 --seq 2048 --world-size 8 --numel 466119168
+    Example: ncclcheck explain --model qwen2.5-7b --world-size 8 --op _ALLGATHER_BASE --numel 29132224
     """
     from ncclcheck.console import console
     from ncclcheck.evidence.reader import resolve
-    from ncclcheck.explain.core import PRESETS, ExplainError, Model, explain, merge, model_from_config, size_table
+    from ncclcheck.explain.core import explain, size_table
+    from ncclcheck.explain.counts import MAX_NUMEL, ExplainError
+    from ncclcheck.explain.models import PRESETS, Model, merge, model_from_config
+    from ncclcheck.explain.ops import STRATEGIES
     from ncclcheck.job.analyze import analyze
     from ncclcheck.render.explain import explain_json, explanation_view, sizes_view
 
@@ -242,37 +253,47 @@ def explain_cmd(
         usage_error("give --numel or --log, not both")
     if model and model.lower() not in PRESETS:
         usage_error(f"unknown model {model!r}; one of: {', '.join(PRESETS)}")
+    if strategy and strategy.lower() not in STRATEGIES:
+        usage_error(f"unknown strategy {strategy!r}; one of: {', '.join(STRATEGIES)}")
     try:
         base = PRESETS[model.lower()] if model else (model_from_config(config) if config else Model())
     except ExplainError as exc:
         usage_error(str(exc))
     shape = merge(base, batch=batch, seq=seq, hidden=hidden, layers=layers, vocab=vocab, heads=heads,
-                  kv_heads=kv_heads, head_dim=head_dim, intermediate=intermediate, world_size=world_size, tp=tp)
+                  kv_heads=kv_heads, head_dim=head_dim, intermediate=intermediate, world_size=world_size, tp=tp,
+                  num_labels=num_labels, head_bias=head_bias or None)
     triples: list[tuple[Optional[str], int, Optional[int]]] = []
     n = _count(numel, "--numel")
     if n is not None:
-        triples.append((op.upper() if op else None, n, _count(numel_out, "--numel-out")))
+        triples.append((op, n, _count(numel_out, "--numel-out")))
+    elif numel_out is not None:
+        usage_error("--numel-out needs --numel")
     if log:
         sources = resolve(list(log), lambda exc: warn(f"{exc.name}: {exc.message}"))
         result = analyze(sources, dtype, lambda scan: [warn(f"{p.file}: {p.message}") for p in scan.problems])
         for r in result.records:
-            if r.numel_in and (r.op_type, r.numel_in, r.numel_out) not in triples:
-                triples.append((r.op_type, r.numel_in, r.numel_out))
+            if not r.numel_in or (r.op_type, r.numel_in, r.numel_out) in triples:
+                continue
+            if max(r.numel_in, r.numel_out or 0) > MAX_NUMEL:
+                warn(f"{r.loc}: NumelIn={r.numel_in} is more than any tensor can have (at most "
+                     "2^63 - 1): a corrupted line, skipped")
+                continue
+            triples.append((r.op_type, r.numel_in, r.numel_out))
         if not triples:
-            warn("no watchdog line with NumelIn found in " + ", ".join(log))
-            raise typer.Exit(Exit.USAGE)
-    explanations = [explain(n_in, shape, n_out, o, dtype) for o, n_in, n_out in triples]
-    sizes = size_table(shape, ("float32", "bfloat16")) if not triples else []
+            usage_error("no watchdog line with NumelIn found in " + ", ".join(log))
+    strat = strategy.lower() if strategy else None
+    explanations = [explain(n_in, shape, n_out, o, dtype, strat) for o, n_in, n_out in triples]
+    gather_world, sizes = size_table(shape, ("float32", "bfloat16")) if not triples else (None, [])
     if not triples and not sizes:
-        warn("nothing to show: give --numel/--log, or the model shape (--batch --seq --hidden or --model/--config)")
-        raise typer.Exit(Exit.USAGE)
+        usage_error("nothing to show: give --numel/--log, or the model shape (--batch --seq --hidden or "
+                    "--model/--config)")
     if as_json:
-        typer.echo(json.dumps(explain_json(shape, explanations, sizes), indent=2))
+        typer.echo(json.dumps(explain_json(shape, explanations, sizes, gather_world), indent=2))
         return
     for e in explanations:
         console.print(explanation_view(e))
     if sizes:
-        console.print(sizes_view(sizes))
+        console.print(sizes_view(sizes, gather_world, shape.world_size is not None))
 
 
 @app.command("bench", add_help_option=False,

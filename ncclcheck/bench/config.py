@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import NoReturn
 
-from ncclcheck.explain.core import ExplainError, parse_count
+from ncclcheck.explain.counts import ExplainError, parse_count
 
 DTYPES = {"float32": 4, "bfloat16": 2, "float16": 2}
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast")

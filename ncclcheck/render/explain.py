@@ -1,4 +1,8 @@
-"""Rendering for ``explain``: rich tables for people, a versioned JSON object for scripts."""
+"""Rendering for ``explain``: text that keeps every digit at any width, and a versioned JSON object for scripts.
+
+Candidates print as stacked lines (a number never shares a narrow column); the size table prints as a table when
+it fits the width whole and row by row otherwise.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,23 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ncclcheck.explain.core import Explanation, Model, SizeRow, format_factors
+from ncclcheck.explain.core import COINCIDENCE, MATCH, Candidate, Explanation, SizeRow
+from ncclcheck.explain.counts import format_factors
+from ncclcheck.explain.models import Model
 from ncclcheck.transfer import human_bytes, human_seconds
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+
+def _candidate_json(c: Candidate) -> dict[str, Any]:
+    return {"kind": c.kind, "kinds": list(c.kinds), "strategy": c.strategy, "description": c.description,
+            "numel": c.numel, "numel_out": c.numel_out, "exact": c.exact, "verdict": c.verdict, "delta": c.delta,
+            "tier": c.tier, "params": list(c.params)}
 
 
 def explanation_json(e: Explanation) -> dict[str, Any]:
@@ -22,76 +35,130 @@ def explanation_json(e: Explanation) -> dict[str, Any]:
         "numel": e.numel,
         "numel_out": e.numel_out,
         "op": e.op,
+        "op_family": e.family,
+        "world_size": e.world,
+        "strategy": e.strategy,
         "factorization": list(e.factors),
         "facts": list(e.facts),
-        "candidates": [
-            {"kind": c.kind, "description": c.description, "numel": c.numel, "exact": c.exact, "delta": c.delta}
-            for c in e.candidates
-        ],
+        "candidates": [_candidate_json(c) for c in e.candidates],
+        "ruled_out": list(e.ruled_out),
+        "searched": e.searched,
+        "coincidence_chance": e.chance,
         "advice": list(e.advice),
         "dtype_assumed": e.dtype,
         "transfer_seconds": {name: t for name, t in e.transfer},
     }
 
 
-def explain_json(model: Model, explanations: Sequence[Explanation], sizes: Sequence[SizeRow]) -> dict[str, Any]:
+def explain_json(model: Model, explanations: Sequence[Explanation], sizes: Sequence[SizeRow],
+                 gather_world: int | None) -> dict[str, Any]:
     """The whole ``--json`` object."""
     return {
         "schema_version": SCHEMA_VERSION,
         "model": asdict(model),
         "explanations": [explanation_json(e) for e in explanations],
         "sizes": [
-            {"description": r.description, "numel": r.numel, "bytes": r.bytes_by_dtype,
+            {"description": r.description, "numel": r.numel, "bytes": dict(r.bytes_by_dtype),
              "allreduce_seconds": dict(r.allreduce), "allgather_seconds": dict(r.allgather)}
             for r in sizes
         ],
+        "allgather_world_size": gather_world if sizes else None,
     }
 
 
-def _verdict(c) -> Text:
+def _verdict(c: Candidate) -> Text:
     if c.exact:
-        return Text("match", style="bold green")
+        return Text(c.verdict, style="bold green" if c.verdict == MATCH else "yellow")
     sign = "+" if c.delta > 0 else ""
     return Text(f"not a match (off by {sign}{c.delta:,}, {c.delta_pct:+.3g}%)", style="yellow")
 
 
+def _candidate(i: int, c: Candidate) -> RenderableType:
+    counts = f"NumelIn {c.numel:,}" + (f", NumelOut {c.numel_out:,}" if c.numel_out is not None else "")
+    head = Text(f"{i}. ")
+    head.append(f"{c.kind}: ", style="bold")
+    head.append_text(_verdict(c))
+    body = Padding(Text(f"{counts}\n{c.description}"), (0, 0, 0, 3), expand=False)
+    return Padding(Group(head, body), (0, 0, 0, 2), expand=False)
+
+
 def explanation_view(e: Explanation) -> RenderableType:
-    """Factorisation, facts, candidates, timing and advice for one count."""
+    """Factorisation, facts, candidates, chance, timing and advice for one count."""
     head = f"NumelIn = {e.numel:,}" + (f", NumelOut = {e.numel_out:,}" if e.numel_out is not None else "")
     head += f" ({e.op})" if e.op else ""
     parts: list[RenderableType] = [Text(head, style="bold"), Text(f"factors: {format_factors(e.factors)}")]
-    parts += [Text(f"  - {f}") for f in e.facts[1:]]
-    if e.candidates:
-        t = Table(title="candidates", title_justify="left")
-        t.add_column("kind")
-        t.add_column("tensor", overflow="fold")
-        t.add_column("elements", justify="right")
-        t.add_column("verdict")
-        for c in e.candidates:
-            t.add_row(c.kind, c.description, f"{c.numel:,}", _verdict(c))
-        parts.append(t)
-    if not e.matches:
+    parts += [Padding(Text(f"- {f}"), (0, 0, 0, 2), expand=False) for f in e.facts[1:]]
+    if e.matches:
+        parts.append(Text("exact matches, most structural first:", style="bold"))
+        parts += [_candidate(i, c) for i, c in enumerate(e.matches, 1)]
+    else:
         parts.append(Text("No exact match.", style="bold yellow"))
+    near = [c for c in e.candidates if not c.exact]
+    if near:
+        parts.append(Text("near misses (not matches):", style="bold"))
+        parts += [_candidate(i, c) for i, c in enumerate(near, 1)]
+    parts += [Text(f"ruled out: {r}") for r in e.ruled_out]
+    flagged = sum(1 for c in e.matches if c.verdict == COINCIDENCE)
+    parts.append(Text(f"searched {e.searched:,} candidate sums; an unrelated count of this size would equal one of "
+                      f"them with probability about {e.chance:.2g}" + (f"; {flagged} match(es) flagged as likely "
+                                                                       "coincidence" if flagged else "")))
     times = "; ".join(f"{name} {human_seconds(s)}" for name, s in e.transfer)
-    parts.append(Text(f"one {e.op or 'ALLREDUCE'} of it ({e.dtype} assumed): {times}"))
+    ranks = f" over {e.world} ranks" if e.world else ""
+    parts.append(Text(f"one {e.op or 'ALLREDUCE'} of it{ranks} ({e.dtype} assumed): {times}"))
     parts += [Text(f"advice: {a}") for a in e.advice]
     return Group(*parts)
 
 
-def sizes_view(rows: Sequence[SizeRow]) -> RenderableType:
-    """The table of common tensors, their bytes and collective times."""
-    t = Table(title="what the common tensors weigh (time for one collective, bus bandwidth per fabric)",
-              title_justify="left")
-    t.add_column("tensor", overflow="fold")
-    t.add_column("elements", justify="right")
-    dtypes = list(rows[0].bytes_by_dtype) if rows else []
-    for d in dtypes:
-        t.add_column(d, justify="right")
+class _Fit:
+    """A table when every number fits its column whole at this width, else the same cells row by row."""
+
+    def __init__(self, table: Table, needed: int, rows: Sequence[Text]) -> None:
+        self.table, self.needed, self.rows = table, needed, rows
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if self.needed <= options.max_width:
+            yield self.table
+        else:
+            yield from self.rows
+
+
+_DESCRIPTION_MIN = 16
+
+
+def _needed(cells: Sequence[Sequence[str]], headers: Sequence[str]) -> int:
+    """Width of the table with every numeric column unbroken (rows: description first); borders and padding
+    are 3 cells per column and 1."""
+    widths = [_DESCRIPTION_MIN]
+    for k in range(1, len(headers)):
+        words = max((len(w) for w in headers[k].split()), default=0)
+        widths.append(max([words] + [len(row[k]) for row in cells]))
+    return sum(widths) + 3 * len(widths) + 1
+
+
+def sizes_view(rows: Sequence[SizeRow], gather_world: int, world_given: bool) -> RenderableType:
+    """The table of common tensors, their bytes and collective times (one definition of all_gather, stated)."""
+    assumed = "" if world_given else ", assumed: give --world-size"
+    title = (f"what the common tensors weigh; times for one collective at each fabric's bus bandwidth. all_gather: "
+             f"each of {gather_world} ranks contributes this tensor, {gather_world}× it is gathered{assumed}")
+    dtypes = [d for d, _ in rows[0].bytes_by_dtype] if rows else []
     fabrics = [name for name, _ in rows[0].allreduce] if rows else []
-    for name in fabrics:
-        t.add_column(f"all_reduce / all_gather, {name}", justify="right", overflow="fold")
+    headers = ["tensor", "elements", *dtypes, *(f"{name}: all_reduce / all_gather" for name in fabrics)]
+    stacked: list[Text] = [Text(title, style="italic")]
+    cells = []
     for r in rows:
-        t.add_row(r.description, f"{r.numel:,}", *(human_bytes(r.bytes_by_dtype[d]) for d in dtypes),
-                  *(f"{human_seconds(a)} / {human_seconds(g)}" for (_, a), (_, g) in zip(r.allreduce, r.allgather,
-                                                                                      strict=True)))
-    return t
+        b = dict(r.bytes_by_dtype)
+        pairs = list(zip(r.allreduce, r.allgather, strict=True))
+        cells.append([r.description, f"{r.numel:,}", *(human_bytes(b[d]) for d in dtypes),
+                      *(f"{human_seconds(a)} / {human_seconds(g)}" for (_, a), (_, g) in pairs)])
+        block = Text(f"{r.description}\n", style="bold")
+        block.append(f"  {r.numel:,} elements; " + ", ".join(f"{d} {human_bytes(b[d])}" for d in dtypes))
+        for (name, a), (_, g) in pairs:
+            block.append(f"\n  {name}: all_reduce {human_seconds(a)}, all_gather {human_seconds(g)}")
+        stacked.append(block)
+    t = Table(title=title, title_justify="left")
+    t.add_column(headers[0], overflow="fold", min_width=_DESCRIPTION_MIN)
+    for k, h in enumerate(headers[1:], 1):
+        t.add_column(h, justify="right", min_width=max(len(row[k]) for row in cells) if cells else None)
+    for row in cells:
+        t.add_row(*row)
+    return _Fit(t, _needed(cells, headers), stacked)

@@ -1,0 +1,206 @@
+"""A model's parameters as transformers registers them (names, shapes, order), and the units frameworks wrap.
+
+The order matters: FSDP flattens and DDP buckets parameters in it. Shapes matter: FSDP2 pads dim 0 and tensor
+parallelism splits one dimension. The layouts follow transformers 5 (fused expert tensors in MoE blocks); the tests
+compare them with models that transformers built.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ncclcheck.explain.models import Model, Vision
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter tensor in registration order."""
+
+    name: str
+    shape: tuple[int, ...]
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+
+def _attention(m: Model, p: str) -> list[Param]:
+    h = m.hidden or 0
+    if m.kv_lora_rank and m.qk_rope_dim and m.qk_nope_dim and m.v_head_dim and m.heads:
+        qk = m.qk_nope_dim + m.qk_rope_dim
+        out = []
+        if m.q_lora_rank:
+            out += [Param(p + "q_a_proj.weight", (m.q_lora_rank, h)), Param(p + "q_a_layernorm.weight", (m.q_lora_rank,)),
+                    Param(p + "q_b_proj.weight", (m.heads * qk, m.q_lora_rank))]
+        else:
+            out.append(Param(p + "q_proj.weight", (m.heads * qk, h)))
+        return out + [Param(p + "kv_a_proj_with_mqa.weight", (m.kv_lora_rank + m.qk_rope_dim, h)),
+                      Param(p + "kv_a_layernorm.weight", (m.kv_lora_rank,)),
+                      Param(p + "kv_b_proj.weight", (m.heads * (m.qk_nope_dim + m.v_head_dim), m.kv_lora_rank)),
+                      Param(p + "o_proj.weight", (h, m.heads * m.v_head_dim))]
+    q, kv = m.q_dim or h, m.kv_dim or h
+    out = []
+    for name, rows in (("q_proj", q), ("k_proj", kv), ("v_proj", kv)):
+        out.append(Param(p + f"{name}.weight", (rows, h)))
+        if m.qkv_bias:
+            out.append(Param(p + f"{name}.bias", (rows,)))
+    out.append(Param(p + "o_proj.weight", (h, q)))
+    if m.qk_norm:
+        hd = m.head_dim or (h // m.heads if m.heads else h)
+        out += [Param(p + "q_norm.weight", (hd,)), Param(p + "k_norm.weight", (hd,))]
+    return out
+
+
+def _dense_mlp(p: str, h: int, i: int) -> list[Param]:
+    return [Param(p + "gate_proj.weight", (i, h)), Param(p + "up_proj.weight", (i, h)),
+            Param(p + "down_proj.weight", (h, i))]
+
+
+def _moe(m: Model, p: str) -> list[Param]:
+    h, e, i = m.hidden or 0, m.experts or 0, m.moe_intermediate or m.intermediate or 0
+    gate = [Param(p + "gate.weight", (e, h))]
+    experts = [Param(p + "experts.gate_up_proj", (e, 2 * i, h)), Param(p + "experts.down_proj", (e, h, i))]
+    style = m.moe_style
+    if style == "mixtral":
+        return gate + experts
+    if style == "qwen2_moe":
+        shared = _dense_mlp(p + "shared_expert.", h, m.shared_intermediate) if m.shared_intermediate else []
+        tail = [Param(p + "shared_expert_gate.weight", (1, h))] if m.shared_intermediate else []
+        return gate + experts + shared + tail
+    shared = _dense_mlp(p + "shared_experts.", h, m.shared_intermediate) if m.shared_intermediate else []
+    return experts + gate + shared
+
+
+def _vision(v: Vision) -> list[Param]:
+    p, h, i = "model.visual.", v.hidden, v.intermediate
+    out = [Param(p + "patch_embed.proj.weight", (h, v.in_chans, v.temporal_patch, v.patch, v.patch))]
+    for n in range(v.depth):
+        b = f"{p}blocks.{n}."
+        out += [Param(b + "norm1.weight", (h,)), Param(b + "norm2.weight", (h,)),
+                Param(b + "attn.qkv.weight", (3 * h, h)), Param(b + "attn.qkv.bias", (3 * h,)),
+                Param(b + "attn.proj.weight", (h, h)), Param(b + "attn.proj.bias", (h,))]
+        for name in ("gate_proj", "up_proj"):
+            out += [Param(b + f"mlp.{name}.weight", (i, h)), Param(b + f"mlp.{name}.bias", (i,))]
+        out += [Param(b + "mlp.down_proj.weight", (h, i)), Param(b + "mlp.down_proj.bias", (h,))]
+    merged = h * v.merge**2
+    return out + [Param(p + "merger.ln_q.weight", (h,)), Param(p + "merger.mlp.0.weight", (merged, merged)),
+                  Param(p + "merger.mlp.0.bias", (merged,)), Param(p + "merger.mlp.2.weight", (v.out_hidden, merged)),
+                  Param(p + "merger.mlp.2.bias", (v.out_hidden,))]
+
+
+def parameters(m: Model) -> list[Param]:
+    """The model's parameters in registration order; empty when the shape is not known well enough."""
+    if not (m.hidden and m.layers and (m.intermediate or m.experts) and m.q_dim and m.kv_dim):
+        return []
+    h = m.hidden
+    out = _vision(m.vision) if m.vision else []
+    base = "model.language_model." if m.vision else "model."
+    if m.vocab:
+        out.append(Param(base + "embed_tokens.weight", (m.vocab, h)))
+    for n in range(m.layers):
+        p = f"{base}layers.{n}."
+        out += _attention(m, p + "self_attn.")
+        if m.is_sparse(n):
+            out += _moe(m, p + "mlp.")
+        else:
+            out += _dense_mlp(p + "mlp.", h, m.intermediate or 0)
+        out += [Param(p + "input_layernorm.weight", (h,)), Param(p + "post_attention_layernorm.weight", (h,))]
+    out.append(Param(base + "norm.weight", (h,)))
+    if m.num_labels:
+        out.append(Param("score.weight", (m.num_labels, h)))
+        if m.head_bias:
+            out.append(Param("score.bias", (m.num_labels,)))
+    elif m.vocab and not m.tie_word_embeddings:
+        out.append(Param("lm_head.weight", (m.vocab, h)))
+    return out
+
+
+def buffers(m: Model) -> list[Param]:
+    """The rotary-embedding buffers (inv_freq and original_inv_freq, half the rotary dimension each): DDP
+    broadcasts them with the parameters at start and before every forward."""
+    if not parameters(m):
+        return []
+    out: list[Param] = []
+    if m.vision and m.vision.heads:
+        half = m.vision.hidden // m.vision.heads // 4
+        out += [Param("model.visual.rotary_pos_emb.inv_freq", (half,)),
+                Param("model.visual.rotary_pos_emb.original_inv_freq", (half,))]
+    rope = m.qk_rope_dim if m.kv_lora_rank else (m.head_dim or (m.hidden // m.heads if m.hidden and m.heads else 0))
+    base = "model.language_model." if m.vision else "model."
+    if rope:
+        out += [Param(base + "rotary_emb.inv_freq", (rope // 2,)),
+                Param(base + "rotary_emb.original_inv_freq", (rope // 2,))]
+    return out
+
+
+_BLOCK = re.compile(r"^(.*\.(?:layers|blocks)\.\d+)\.")
+
+
+def block_of(name: str) -> str | None:
+    """The repeated block (``model.layers.3``, ``model.visual.blocks.0``) a parameter belongs to, if any."""
+    mt = _BLOCK.match(name)
+    return mt[1] if mt else None
+
+
+def units(params: Sequence[Param]) -> list[tuple[str, list[Param]]]:
+    """The units FSDP wraps when every repeated block is wrapped: each block, then the root holding the rest."""
+    blocks: dict[str, list[Param]] = {}
+    root: list[Param] = []
+    for p in params:
+        b = block_of(p.name)
+        (blocks.setdefault(b, []) if b else root).append(p)
+    return [*blocks.items(), ("", root)]
+
+
+def modules(params: Sequence[Param]) -> list[tuple[str, list[Param]]]:
+    """Parameters grouped by the module that holds them directly (what ZeRO-3 gathers per fetch)."""
+    out: dict[str, list[Param]] = {}
+    for p in params:
+        out.setdefault(p.name.rpartition(".")[0], []).append(p)
+    return list(out.items())
+
+
+_BACKWARD_IN_LAYER = ("mlp", "post_attention_layernorm", "self_attn.o_proj", "self_attn", "input_layernorm")
+
+
+def backward_order(params: Sequence[Param]) -> list[Param]:
+    """The order gradients become ready: the head first, blocks last to first (MLP before attention), embeddings
+    last; the vision tower, which feeds the embeddings, after the language model."""
+    def key(item: tuple[int, Param]) -> tuple[int, int, int, int]:
+        i, p = item
+        b = block_of(p.name)
+        vision = p.name.startswith("model.visual.")
+        if b is None:
+            if p.name.endswith("embed_tokens.weight"):
+                return (2, 0, 0, 0)
+            if vision:
+                return (3, 0 if "merger" in p.name else 2, 0, -i)
+            return (0, 0, 0, -i)  # head and final norm
+        n = int(b.rpartition(".")[2])
+        rest = p.name[len(b) + 1:]
+        where = next((k for k, part in enumerate(_BACKWARD_IN_LAYER) if rest.startswith(part)), len(_BACKWARD_IN_LAYER))
+        return (3 if vision else 1, 1, -n, where * 10**6 - i)
+    return [p for _, p in sorted(enumerate(params), key=key)]
+
+
+def describe(params: Sequence[Param], members: Sequence[Param]) -> str:
+    """Name a set of parameters by the whole blocks it holds and what is left over."""
+    names = {p.name for p in members}
+    by_block: dict[str, int] = {}
+    for p in params:
+        b = block_of(p.name)
+        if b:
+            by_block[b] = by_block.get(b, 0) + 1
+    whole = [b for b, count in by_block.items() if sum(1 for p in members if block_of(p.name) == b) == count]
+    extra = [p.name for p in members if block_of(p.name) not in whole]
+    parts = []
+    if whole:
+        idx = ", ".join(b.rpartition(".")[2] for b in whole)
+        kind = "vision block" if "visual" in whole[0] else "decoder layer"
+        parts.append(f"{len(whole)} whole {kind}{'s' if len(whole) > 1 else ''} ({idx})")
+    if extra:
+        parts.append(" + ".join(extra[:3]) + (f" + {len(extra) - 3} more" if len(extra) > 3 else ""))
+    return f"{len(names)} tensor{'s' if len(names) > 1 else ''}: " + " + ".join(parts)
