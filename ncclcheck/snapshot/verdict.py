@@ -1,0 +1,212 @@
+"""Which rank is where, who waits for whom: the verdict of one snapshot.
+
+Self-contained on purpose: it reads only FileScans (live stacks and dumps), so the job
+model that analyze-log builds can replace it without touching the collectors.
+
+A rank is *waiting* when its main thread is inside a torch.distributed call, or when its
+flight-recorder dump holds a collective that has not completed (with NCCL a rank blocks
+later, e.g. in ``.item()``, while the collective runs on the GPU).  A rank is *in host
+code* otherwise.  When some ranks wait and others are in host code, the latter are the
+root; ranks of the job not seen here are unknown, never guilty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ncclcheck.evidence.frdump import Dump, Entry, Frame, user_frame
+from ncclcheck.evidence.types import FileScan, LiveStack
+
+HOST_CODE = "rank_in_host_code"
+MISMATCH = "collective_mismatch"
+ALL_WAITING = "all_ranks_waiting"
+ELSEWHERE = "waiting_on_other_nodes"
+NO_HANG = "no_hang"
+UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where one rank is."""
+
+    rank: int
+    state: str  # waiting | host_code | unknown
+    collective: str | None
+    seq: int | None
+    pg: str | None
+    where: Frame | None  # the user-code line: of the collective call when waiting, else of the main thread
+    host_where: Frame | None  # the main thread's user-code line, from the stack
+    gpu_util: int | None
+    evidence: str  # stack | dump | stack+dump | none
+    native: str | None = None  # with --native: the C function the main thread's Python code is in (time_sleep)
+
+
+@dataclass(frozen=True)
+class StackGroup:
+    """Ranks whose main threads show the same stack."""
+
+    ranks: tuple[int, ...]
+    collective: str | None
+    frames: tuple[Frame, ...]  # innermost first
+    threads: int  # threads per rank (the most among the group)
+
+
+@dataclass(frozen=True)
+class SnapshotVerdict:
+    """The answer."""
+
+    kind: str
+    summary: str
+    root_ranks: tuple[int, ...]
+    waiting_ranks: tuple[int, ...]
+    unknown_ranks: tuple[int, ...]  # ranks of the job seen nowhere here (other nodes, unreadable)
+    positions: tuple[Position, ...]
+    groups: tuple[StackGroup, ...]
+
+
+def ranks_text(ranks: Iterable[int]) -> str:
+    """0,1,2,3,5 -> '0-3,5' (any scale)."""
+    rs = sorted(set(ranks))
+    out, i = [], 0
+    while i < len(rs):
+        j = i
+        while j + 1 < len(rs) and rs[j + 1] == rs[j] + 1:
+            j += 1
+        out.append(str(rs[i]) if i == j else f"{rs[i]}-{rs[j]}" if j > i + 1 else f"{rs[i]},{rs[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+def _who(ranks: Sequence[int]) -> str:
+    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {ranks_text(ranks)}"
+
+
+def code_frame(frames: Sequence[Frame]) -> Frame | None:
+    """The innermost Python frame outside torch (native frames from --native are skipped)."""
+    py = tuple(f for f in frames if f.file.endswith(".py"))
+    return user_frame(py) if py else user_frame(tuple(frames))
+
+
+def native_call(frames: Sequence[Frame]) -> str | None:
+    """The native frame just inside the innermost Python frame, when the stack has native frames."""
+    for inner, outer in zip(frames, frames[1:], strict=False):
+        if outer.file.endswith(".py") and not inner.file.endswith(".py"):
+            return inner.name
+    return None
+
+
+def pending(d: Dump) -> Entry | None:
+    """The first collective in the dump that has not completed."""
+    return next((e for e in d.entries if e.state != "completed" and not e.is_p2p), None) or next(
+        (e for e in d.entries if e.state != "completed"), None)
+
+
+def _short(f: Frame | None) -> str:
+    return "?" if f is None else f"{f.file.replace(chr(92), '/').rsplit('/', 1)[-1]}:{f.line}"
+
+
+def position(rank: int, stack: LiveStack | None, dump: Dump | None) -> Position:
+    """One rank's position from its stack and its dump, either of which may be missing."""
+    main = stack.threads[0].frames if stack and stack.threads else ()
+    host = code_frame(main) if main else None
+    util = stack.gpu_util if stack else None
+    entry = pending(dump) if dump else None
+    evidence = "+".join(x for x, v in (("stack", main), ("dump", dump)) if v) or "none"
+    if stack and stack.collective:
+        return Position(rank, "waiting", stack.collective, entry.seq if entry else None, entry.pg if entry else None,
+                        host, host, util, evidence)
+    if entry is not None:
+        return Position(rank, "waiting", entry.op, entry.seq, entry.pg, entry.user_frame() or host, host, util,
+                        evidence)
+    if main:
+        return Position(rank, "host_code", None, None, None, host, host, util, evidence, native_call(main))
+    return Position(rank, "unknown", None, None, None, None, None, util, evidence)
+
+
+def _gpu(util: int | None) -> str:
+    return "" if util is None else ", GPU idle" if util == 0 else f", GPU {util}% busy"
+
+
+def _what(p: Position) -> str:
+    return f"{p.collective}" + (f" #{p.seq}" if p.seq is not None else "")
+
+
+def decide(scans: Sequence[FileScan], world_size: int | None = None,
+           source: Callable[[Frame], str | None] | None = None) -> SnapshotVerdict:
+    """The verdict over every rank the scans hold (live stacks and dumps)."""
+    stacks: dict[int, LiveStack] = {}
+    dumps: dict[int, Dump] = {}
+    for s in scans:
+        for st in s.live:
+            stacks[st.global_rank] = st
+        if s.dump is not None:
+            r = s.dump.rank if s.dump.rank is not None else s.path_rank
+            if r is not None:
+                dumps[r] = s.dump
+    ranks = sorted(set(stacks) | set(dumps))
+    positions = tuple(position(r, stacks.get(r), dumps.get(r)) for r in ranks)
+    size = world_size or max(
+        (len(d.pg_ranks.get(e.pg, ())) for d in dumps.values() for e in d.entries), default=0) or None
+    unknown = tuple(r for r in range(size or 0) if r not in stacks and r not in dumps)
+    unknown += tuple(p.rank for p in positions if p.state == "unknown")
+    groups = _groups(stacks, positions)
+    waiting = [p for p in positions if p.state == "waiting"]
+    host = [p for p in positions if p.state == "host_code"]
+
+    def said(p: Position) -> str:
+        text = source(p.where) if source and p.where else None
+        return _short(p.where) + (f" `{text}`" if text else "")
+
+    def verdict(kind: str, summary: str, root: Sequence[int] = (), wait: Sequence[int] = ()) -> SnapshotVerdict:
+        return SnapshotVerdict(kind, summary, tuple(sorted(root)), tuple(sorted(wait)), tuple(sorted(set(unknown))),
+                               positions, groups)
+
+    if not positions or all(p.state == "unknown" for p in positions):
+        return verdict(UNKNOWN, "No rank's stack or dump could be read: nothing to decide.")
+    by_what: dict[tuple[str | None, int | None], list[Position]] = {}
+    for p in waiting:
+        by_what.setdefault((p.collective, p.seq), []).append(p)
+    wait_text = "; ".join(
+        f"{_who([p.rank for p in ps])} wait{'s' if len(ps) == 1 else ''} in {_what(ps[0])} ({said(ps[0])})"
+        for _, ps in sorted(by_what.items(), key=lambda kv: -len(kv[1])))
+    if waiting and host:
+        at: dict[tuple[Frame | None, bool], list[Position]] = {}
+        for p in host:
+            at.setdefault((p.where, p.gpu_util == 0), []).append(p)
+        host_text = "; ".join(f"{_who([p.rank for p in ps])} {'is' if len(ps) == 1 else 'are'} in host code at "
+                              f"{said(ps[0])}{f' (in {ps[0].native})' if ps[0].native else ''}{_gpu(ps[0].gpu_util)}"
+                              for ps in at.values())
+        return verdict(HOST_CODE, f"{host_text}; {wait_text}.", [p.rank for p in host], [p.rank for p in waiting])
+    if len(by_what) > 1:
+        biggest = max(len(ps) for ps in by_what.values())
+        minority = [p.rank for ps in by_what.values() if len(ps) < biggest for p in ps]
+        return verdict(MISMATCH, f"The ranks wait in different collectives: {wait_text}.", minority,
+                       [p.rank for p in waiting if p.rank not in minority])
+    if waiting and unknown:
+        return verdict(ELSEWHERE, f"{wait_text}; every rank seen here waits, so the rank holding them up is among "
+                                  f"the ranks not seen here ({ranks_text(unknown)}): take a snapshot on their "
+                                  "nodes too.", (), [p.rank for p in waiting])
+    if waiting:
+        return verdict(ALL_WAITING, f"{wait_text}: every rank is inside the same collective, so no rank's own code "
+                                    "holds it up; suspect the network, NCCL or a GPU.", (), [p.rank for p in waiting])
+    busy = [p.rank for p in host if p.gpu_util]
+    tail = (f" {_who(busy)} show{'s' if len(busy) == 1 else ''} a busy GPU: with NCCL a collective can be running "
+            "while the host waits in a later call; a flight-recorder dump would tell." if busy else "")
+    return verdict(NO_HANG, f"No rank is inside a torch.distributed call: {_who([p.rank for p in host])} "
+                            f"{'is' if len(host) == 1 else 'are'} in host code.{tail}")
+
+
+def _groups(stacks: Mapping[int, LiveStack], positions: Sequence[Position]) -> tuple[StackGroup, ...]:
+    groups: dict[tuple, list[int]] = {}
+    threads: dict[tuple, int] = {}
+    for p in positions:
+        st = stacks.get(p.rank)
+        frames = st.threads[0].frames if st and st.threads else ()
+        key = (p.collective if frames else None, frames)
+        if not frames:
+            continue
+        groups.setdefault(key, []).append(p.rank)
+        threads[key] = max(threads.get(key, 0), len(st.threads) if st else 0)
+    out = [StackGroup(tuple(sorted(rs)), key[0], key[1], threads[key]) for key, rs in groups.items()]
+    return tuple(sorted(out, key=lambda g: (-len(g.ranks), g.ranks)))
