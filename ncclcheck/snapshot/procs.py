@@ -127,8 +127,8 @@ def find_jobs(procs: Iterable[ProcInfo], exclude: Sequence[int] = (), unreadable
     notes = []
     chosen: dict[tuple[str, ...], list[RankProc]] = {}
     for (key, rank), ps in sorted(claims.items()):
-        pids = {p.pid for p in ps}
         pythons = [p for p in ps if _is_python(p)] or ps
+        pids = {p.pid for p in pythons}
         outer = [p for p in pythons if not _has_ancestor(p.pid, pids, tree)]
         outer.sort(key=lambda p: p.pid)
         if len(outer) > 1:

@@ -93,8 +93,9 @@ def take(exe: str, pid: int, native: bool, timeout: float) -> tuple[LiveThread, 
     except OSError as exc:
         raise StackError(f"py-spy could not start: {exc.strerror or exc}") from None
     if p.returncode != 0:
-        said = " ".join((p.stderr or p.stdout).split())[:300] or f"exit code {p.returncode}"
-        raise StackError(f"py-spy failed: {said}", ptrace=any(m in said.lower() for m in PTRACE_MARKERS))
+        text = p.stderr or p.stdout
+        said = next((ln.strip() for ln in text.splitlines() if ln.strip()), f"exit code {p.returncode}")[:300]
+        raise StackError(f"py-spy failed: {said}", ptrace=any(m in text.lower() for m in PTRACE_MARKERS))
     return parse(p.stdout, pid)
 
 

@@ -40,6 +40,7 @@ class Position:
     gpu_util: int | None
     evidence: str  # stack | dump | stack+dump | none
     native: str | None = None  # with --native: the C function the main thread's Python code is in (time_sleep)
+    detail: str | None = None  # what a dump says of a rank without a stack
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,11 @@ def position(rank: int, stack: LiveStack | None, dump: Dump | None) -> Position:
                         evidence)
     if main:
         return Position(rank, "host_code", None, None, None, host, host, util, evidence, native_call(main))
+    if dump is not None:
+        last = dump.entries[-1] if dump.entries else None
+        detail = (f"no stack; its dump's last collective, {last.op} #{last.seq}, completed" if last
+                  else "no stack; its dump records no collective")
+        return Position(rank, "host_code", None, None, None, None, None, util, evidence, None, detail)
     return Position(rank, "unknown", None, None, None, None, None, util, evidence)
 
 
@@ -155,6 +161,8 @@ def decide(scans: Sequence[FileScan], world_size: int | None = None,
     host = [p for p in positions if p.state == "host_code"]
 
     def said(p: Position) -> str:
+        if p.where is None and p.detail:
+            return f"an unknown line ({p.detail})"
         text = source(p.where) if source and p.where else None
         return _short(p.where) + (f" `{text}`" if text else "")
 
