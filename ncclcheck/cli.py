@@ -340,17 +340,19 @@ def snapshot_cmd(
     d = procs.find_jobs(found, procs.ancestors(os.getpid(), parents), denied, parents)
     for note in d.notes:
         warn(note)
-    job = procs.pick(d, pid, parents)
-    if job is None:
-        if pid is None and len(d.jobs) > 1:
-            for j in d.jobs:
-                warn(f"pid {j.ranks[0].pid}: {j.label}, ranks {verdict.ranks_text(r.rank for r in j.ranks)}")
-            usage_error(f"{len(d.jobs)} jobs run here; pick one with --pid")
+    jobs = procs.candidates(d, pid, parents)
+    if len(jobs) > 1:
+        for j in jobs:
+            warn(f"pid {j.ranks[0].pid}: {j.label}, ranks {verdict.ranks_text(r.rank for r in j.ranks)}")
+        usage_error(f"{len(jobs)} jobs run " + (f"below pid {pid}" if pid is not None else "here")
+                    + "; pick one with --pid RANK_PID")
+    if not jobs:
         where = f" holding pid {pid}" if pid is not None else ""
         hidden = f" ({d.unreadable} processes could not be read: run as the job's user or root)" if d.unreadable else ""
         warn(f"no job{where} found on this node: no process has RANK and WORLD_SIZE or LOCAL_RANK in its "
              f"environment{hidden}")
         raise typer.Exit(Exit.NO_INPUT)
+    job = jobs[0]
     warn(f"{job.label}: ranks {verdict.ranks_text(r.rank for r in job.ranks)} here "
          f"(pids {', '.join(str(r.pid) for r in job.ranks)})")
     exe = pyspy.find_py_spy()

@@ -74,15 +74,14 @@ def test_two_processes_claiming_one_rank_are_reported():
                        "(pids 103, 104); using 103",)
 
 
-def test_pick_by_rank_pid_launcher_pid_or_the_only_job():
+def test_candidates_by_rank_pid_launcher_pid_or_all():
     d = procs.find_jobs(PROCS, exclude=[500], parents=PARENTS)
-    assert procs.pick(d, 102, PARENTS) is d.jobs[0]
-    assert procs.pick(d, 100, PARENTS) is d.jobs[0]  # torchrun's own pid
-    assert procs.pick(d, 299, PARENTS) is d.jobs[2]
-    assert procs.pick(d, None, PARENTS) is None  # three jobs: the caller must choose
-    assert procs.pick(d, 4242, PARENTS) is None
-    one = procs.find_jobs(PROCS[:4], parents=PARENTS)
-    assert procs.pick(one, None) is one.jobs[0]
+    assert procs.candidates(d, 102, PARENTS) == (d.jobs[0],)
+    assert procs.candidates(d, 100, PARENTS) == (d.jobs[0],)  # torchrun's own pid
+    assert procs.candidates(d, 299, PARENTS) == (d.jobs[2],)
+    assert procs.candidates(d, None, PARENTS) == d.jobs  # the caller must choose
+    assert procs.candidates(d, 1, PARENTS) == d.jobs  # init is above every job: no choice made
+    assert procs.candidates(d, 4242, PARENTS) == ()
 
 
 # ---------------------------------------------------------------- py-spy
@@ -409,5 +408,5 @@ def test_cli_several_jobs_need_pid(monkeypatch):
     assert r.stderr.splitlines() == [
         "ncclcheck: pid 101: torchelastic run abc, MASTER_ADDR:PORT 127.0.0.1:29500, ranks 0-2",
         "ncclcheck: pid 200: MASTER_ADDR:PORT h:29501, ranks 0",
-        "ncclcheck: error: 2 jobs run here; pick one with --pid",
+        "ncclcheck: error: 2 jobs run here; pick one with --pid RANK_PID",
     ]

@@ -152,20 +152,17 @@ def _has_ancestor(pid: int, among: set[int], parents: Mapping[int, int]) -> bool
     return any(a in among for a in ancestors(pid, parents)[1:])
 
 
-def pick(d: Discovery, pid: int | None, parents: Mapping[int, int] | None = None) -> Job | None:
-    """The job that holds ``pid`` as a rank or as a launcher above its ranks; the only job when ``pid`` is None.
+def candidates(d: Discovery, pid: int | None, parents: Mapping[int, int] | None = None) -> tuple[Job, ...]:
+    """The jobs ``pid`` selects: the one it is a rank of, else those it runs above (a launcher); all when None.
 
     ``parents`` maps pid -> parent pid, to recognise a launcher pid.
     """
     if pid is None:
-        return d.jobs[0] if len(d.jobs) == 1 else None
+        return d.jobs
     for j in d.jobs:
         if pid in j.rank_pids():
-            return j
-    for j in d.jobs:
-        if any(pid in ancestors(r.pid, parents or {}) for r in j.ranks):
-            return j
-    return None
+            return (j,)
+    return tuple(j for j in d.jobs if any(pid in ancestors(r.pid, parents or {})[1:] for r in j.ranks))
 
 
 def scan() -> tuple[list[ProcInfo], int, dict[int, int]]:
