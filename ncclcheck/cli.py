@@ -373,7 +373,7 @@ def snapshot_cmd(
     if as_json:
         typer.echo(json.dumps(snapshot_json(snap, result), indent=2))
     else:
-        console.print(snapshot_report(snap, result, quiet, all_threads))
+        console.print(snapshot_report(snap, result, quiet, all_threads), crop=False)  # frames and exports: one line
     if result.kind == verdict.UNKNOWN:
         raise typer.Exit(Exit.NO_INPUT)
     raise typer.Exit(Exit.OK if result.kind == verdict.NO_HANG else Exit.FOUND)

@@ -288,6 +288,13 @@ def test_verdict_all_waiting_elsewhere_mismatch_no_hang_unknown():
     assert verdict.decide([empty], 1).kind == verdict.UNKNOWN
 
 
+def test_native_address_frames_do_not_split_groups():
+    inner = Frame("pthread_cond_wait", "/lib/libc.so.6", 0)
+    a = _stack(0, Frame("0x7f2448ea3f16", "/lib/libc.so.6", 0), inner, MAIN)
+    b = _stack(1, Frame("0x7f78ec8a3f16", "/lib/libc.so.6", 0), inner, MAIN)
+    assert [(g.ranks, g.frames) for g in verdict.decide([a, b], 2).groups] == [((0, 1), (inner, MAIN))]
+
+
 def test_ranks_text():
     assert [verdict.ranks_text(r) for r in ([0, 1, 2, 3, 5], [0, 2], [7], range(64), [])] == [
         "0-3,5", "0,2", "7", "0-63", ""]

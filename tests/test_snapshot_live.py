@@ -94,7 +94,7 @@ def test_verdict_names_the_sleeping_rank_and_groups_the_waiting(job: Job, tmp_pa
     assert [(g["ranks"], g["collective"]) for g in v["groups"]] == [([0, 2], "all_reduce"), ([1], None)]
     assert v["summary"] == (f"rank 1 is in host code at hang_job.py:{SLEEP} `time.sleep(3600)  # SLEEP`; ranks 0,2 "
                             f"wait in all_reduce (hang_job.py:{WAIT} `dist.all_reduce(t)  # WAIT`).")
-    assert [(x["rank"], x["pid"]) for x in j["ranks"]] == list(zip((0, 1, 2), sorted(job.ranks), strict=True))
+    assert ([x["rank"] for x in j["ranks"]], sorted(x["pid"] for x in j["ranks"])) == ([0, 1, 2], sorted(job.ranks))
     notes = {x["rank"]: x["dump_note"] for x in j["ranks"]}
     assert all(n.endswith("pipe does not exist: the NCCL process group has not started, or this PyTorch reads "
                           "another name") or "trace buffer is off" in n for n in notes.values())

@@ -73,9 +73,14 @@ def rank_table(s: Snapshot, v: SnapshotVerdict) -> Table:
 
 
 def _frame_lines(frames: Sequence[Frame], s: Snapshot, indent: str = "    ") -> list[Text]:
+    """One unwrapped line per frame; native frames that are bare addresses are left out, long C++ names cut."""
     out = []
     for f in frames:
-        line = Text(f"{indent}{f.name}  ", style="bold" if f.file.endswith(".py") and "/torch/" not in f.file else "")
+        if f.name.startswith("0x"):
+            continue
+        name = f.name if len(f.name) <= 100 else f.name[:97] + "..."
+        line = Text(f"{indent}{name}  ", style="bold" if f.file.endswith(".py") and "/torch/" not in f.file else "",
+                    no_wrap=True, overflow="ignore")
         line.append(f"{f.file}:{f.line}" if f.line else f.file, style="dim")
         src = s.sources.get((f.file, f.line))
         if src:

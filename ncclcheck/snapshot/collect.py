@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ncclcheck.evidence.frdump import Frame
-from ncclcheck.evidence.types import LiveStack, LiveThread, Loc
+from ncclcheck.evidence.types import LiveThread
 from ncclcheck.findings import Finding
 from ncclcheck.snapshot import dumppipe, gpu, pyspy
 from ncclcheck.snapshot.procs import Job, RankProc
@@ -52,9 +52,6 @@ class Snapshot:
     problems: tuple[str, ...] = ()
     py_spy: str | None = None
     native: bool = False
-
-    def stack(self, r: RankResult, label: str) -> LiveStack:
-        return LiveStack(r.proc.rank, r.proc.pid, self.host, r.threads, r.collective, r.gpu_util, Loc(label, 0))
 
 
 def take(job: Job, py_spy: str | None, native: bool = False, timeout: float = 5.0, dump_wait: float = 5.0,

@@ -210,7 +210,8 @@ def _groups(stacks: Mapping[int, LiveStack], positions: Sequence[Position]) -> t
     threads: dict[tuple, int] = {}
     for p in positions:
         st = stacks.get(p.rank)
-        frames = st.threads[0].frames if st and st.threads else ()
+        # native frames that are bare addresses differ between processes running the same code
+        frames = tuple(f for f in st.threads[0].frames if not f.name.startswith("0x")) if st and st.threads else ()
         key = (p.collective if frames else None, frames)
         if not frames:
             continue
