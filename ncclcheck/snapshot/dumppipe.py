@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ncclcheck.evidence.frdump import Dump, DumpError, parse_dump
+from ncclcheck.evidence.frdump import MAX_DUMP_BYTES, Dump, DumpError, parse_dump
 from ncclcheck.snapshot.procs import RankProc
 
 PIPE_VARS = ("TORCH_NCCL_DEBUG_INFO_PIPE_FILE", "TORCH_FR_DEBUG_INFO_PIPE_FILE")
@@ -128,6 +128,10 @@ def collect(plans: Sequence[PipePlan], since: float, deadline: float, poll: floa
                     continue
                 if st.st_mtime < since - 1.0 or st.st_size == 0:
                     continue
+                if st.st_size > MAX_DUMP_BYTES:
+                    why[rank] = f"{path}: larger than {MAX_DUMP_BYTES >> 20} MiB; not read"
+                    del waiting[rank]
+                    break
                 try:
                     with open(path, "rb") as f:
                         data = f.read()
