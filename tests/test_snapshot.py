@@ -264,6 +264,12 @@ def test_verdict_from_nccl_stacks_and_real_dumps():
     assert (p0.state, p0.seq, p0.pg, p0.host_where, p0.evidence) == ("waiting", 4, "0", sync, "stack+dump")
 
 
+def test_a_rank_without_dump_joins_its_numbered_twins():
+    v = verdict.decide([_stack(0, Frame("main", "/w/train.py", 53)), _dump(0), _waiting(2), _stack(1, MAIN)], 3)
+    assert v.kind == verdict.HOST_CODE
+    assert v.summary.endswith("ranks 0,2 wait in all_reduce #4 (incident.py:41).")
+
+
 def test_verdict_dumps_alone():
     v = verdict.decide([_dump(0), _dump(1)])
     assert (v.kind, v.root_ranks, v.waiting_ranks) == (verdict.HOST_CODE, (1,), (0,))

@@ -175,6 +175,10 @@ def decide(scans: Sequence[FileScan], world_size: int | None = None,
     by_what: dict[tuple[str | None, int | None], list[Position]] = {}
     for p in waiting:
         by_what.setdefault((p.collective, p.seq), []).append(p)
+    for op, seq in list(by_what):  # a rank seen without its dump joins the one numbered twin
+        twins = [k for k in by_what if k[0] == op and k[1] is not None]
+        if seq is None and len(twins) == 1:
+            by_what[twins[0]] += by_what.pop((op, seq))
     wait_text = "; ".join(
         f"{_who([p.rank for p in ps])} wait{'s' if len(ps) == 1 else ''} in {_what(ps[0])} ({said(ps[0])})"
         for _, ps in sorted(by_what.items(), key=lambda kv: -len(kv[1])))
