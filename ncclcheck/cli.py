@@ -307,7 +307,7 @@ def snapshot_cmd(
                                                           "moment to unwind them).")] = False,
     timeout: Annotated[float, typer.Option(min=0.5, help="Seconds py-spy may take per rank.")] = 5.0,
     dump_wait: Annotated[float, typer.Option(min=0, help="Seconds to wait for flight-recorder dumps after "
-                                                         "writing to the dump pipes.")] = 5.0,
+                                                         "writing to the dump pipes.")] = 8.0,
     no_dumps: Annotated[bool, typer.Option("--no-dumps", help="Do not write to the ranks' dump pipes.")] = False,
     out: Annotated[Optional[str], typer.Option("--out", "-o", help="Also write everything to this archive "
                                                                    "(snapshot-<host>.tar.gz) for analyze-log.")]

@@ -191,14 +191,15 @@ def test_trigger_writes_to_the_pipe_and_collects_the_new_dump(tmp_path: Path):
     assert dumppipe.trigger(plan) == f"nothing reads {plan.pipe}: the rank's monitor thread is not running"
     reader = os.open(tmp_path / "pipe_0.pipe", os.O_RDONLY | os.O_NONBLOCK)  # as PyTorch opens it
     try:
-        since = time.time()
+        before = dumppipe.stamps([plan])
+        assert before == {plan.dumps[0]: None}
         assert dumppipe.trigger(plan) is None
         assert os.read(reader, 16) == b"1"
     finally:
         os.close(reader)
     data = (SLEEP_DUMPS / "nccl_trace_rank_0").read_bytes()
     (tmp_path / "trace_rank_0").write_bytes(data)  # what the rank writes when asked
-    got, why = dumppipe.collect([plan], since, since + 2)
+    got, why = dumppipe.collect([plan], before, time.time() + 2)
     assert why == {} and [(c.rank, c.data == data, len(c.dump.entries)) for c in got] == [(0, True, 4)]
 
 
@@ -207,10 +208,13 @@ def test_old_dump_files_are_not_taken_for_new_ones(tmp_path: Path):
            "TORCH_FR_DUMP_TEMP_FILE": f"{tmp_path}/trace_rank_"}
     plan = dumppipe.plan(_rank(tmp_path, env))
     old = tmp_path / "trace_rank_0"
-    old.write_bytes((SLEEP_DUMPS / "nccl_trace_rank_0").read_bytes())
-    os.utime(old, (time.time() - 600, time.time() - 600))
-    got, why = dumppipe.collect([plan], time.time(), time.time() + 0.3, poll=0.05)
+    old.write_bytes((SLEEP_DUMPS / "nccl_trace_rank_0").read_bytes())  # a dump from a moment ago
+    before = dumppipe.stamps([plan])
+    got, why = dumppipe.collect([plan], before, time.time() + 0.3, poll=0.05)
     assert got == [] and why[0].startswith("no new dump appeared in time at ")
+    os.utime(old, ns=(before[plan.dumps[0]] + 1000, before[plan.dumps[0]] + 1000))  # the rank rewrote it
+    got, why = dumppipe.collect([plan], before, time.time() + 0.3, poll=0.05)
+    assert [c.rank for c in got] == [0] and why == {}
 
 
 def test_not_a_pipe(tmp_path: Path):
@@ -249,7 +253,8 @@ def test_verdict_host_code_root_and_grouped_waiters():
     assert v.summary == ("rank 3 is in host code at train.py:47 `time.sleep(600)`, GPU idle; ranks 0-2 wait in "
                          "all_reduce (train.py:52).")
     assert (v.root_ranks, v.waiting_ranks, v.unknown_ranks) == ((3,), (0, 1, 2), ())
-    assert [(g.ranks, g.collective) for g in v.groups] == [((0, 1, 2), "all_reduce"), ((3,), None)]
+    assert [(g.ranks, g.state, g.collective) for g in v.groups] == [((0, 1, 2), "waiting", "all_reduce"),
+                                                                     ((3,), "host_code", None)]
 
 
 def test_verdict_from_nccl_stacks_and_real_dumps():
@@ -268,6 +273,25 @@ def test_a_rank_without_dump_joins_its_numbered_twins():
     v = verdict.decide([_stack(0, Frame("main", "/w/train.py", 53)), _dump(0), _waiting(2), _stack(1, MAIN)], 3)
     assert v.kind == verdict.HOST_CODE
     assert v.summary.endswith("ranks 0,2 wait in all_reduce #4 (incident.py:41).")
+
+
+SYNC = (Frame("synchronize", "/py/torch/cuda/__init__.py", 1162), Frame("main", "/w/train.py", 53))
+
+
+def test_verdict_nccl_without_dumps_host_waits_on_the_gpu():
+    """Real layout of the 4xH200 run without dumps: ranks 0-2 in torch.cuda.synchronize, GPU 100 %; rank 3 asleep."""
+    scans = [_stack(r, *SYNC, util=100) for r in (0, 1, 2)] + [_stack(3, MAIN, util=0)]
+    v = verdict.decide(scans, 4)
+    assert (v.kind, v.root_ranks, v.waiting_ranks) == (verdict.HOST_CODE, (3,), (0, 1, 2))
+    assert v.summary == ("rank 3 is in host code at train.py:47, GPU idle; ranks 0-2 wait on the GPU in "
+                         "torch.cuda.synchronize (train.py:53), GPU 100% busy: with NCCL, likely inside a collective "
+                         "that rank 3 has not joined (a flight-recorder dump would tell).")
+    assert [(g.ranks, g.state) for g in v.groups] == [((0, 1, 2), "gpu_wait"), ((3,), "host_code")]
+    native = (Frame("cuCtxSynchronize_v2", "/lib/libcuda.so", 0), Frame("main", "/w/train.py", 53))
+    assert verdict.cuda_wait(native) == "cuCtxSynchronize_v2"
+    assert verdict.cuda_wait((Frame("cudaMemcpyAsync", "/lib/libcudart.so", 0), MAIN)) is None
+    calm = verdict.decide([_stack(r, *SYNC, util=100) for r in (0, 1)], 2)
+    assert calm.kind == verdict.NO_HANG and "normal work, or a collective every rank has joined" in calm.summary
 
 
 def test_verdict_dumps_alone():

@@ -31,8 +31,8 @@ def verdict_json(v: SnapshotVerdict) -> dict[str, Any]:
         "positions": [{"rank": p.rank, "state": p.state, "collective": p.collective, "seq": p.seq, "pg": p.pg,
                        "where": _frame(p.where), "host_where": _frame(p.host_where), "native": p.native,
                        "gpu_util": p.gpu_util, "evidence": p.evidence} for p in v.positions],
-        "groups": [{"ranks": list(g.ranks), "collective": g.collective, "threads": g.threads,
-                    "frames": [_frame(f) for f in g.frames]} for g in v.groups],
+        "groups": [{"ranks": list(g.ranks), "state": g.state, "collective": g.collective, "pending": g.pending,
+                    "threads": g.threads, "frames": [_frame(f) for f in g.frames]} for g in v.groups],
     }
 
 
@@ -52,7 +52,7 @@ def _at(f: Frame | None) -> str:
 def _state(p: Position) -> str:
     if p.state == "waiting":
         return f"waits in {p.collective}" + (f" #{p.seq}" if p.seq is not None else "")
-    return {"host_code": "host code", "unknown": "unknown"}.get(p.state, p.state)
+    return {"host_code": "host code", "gpu_wait": "waits on the GPU", "unknown": "unknown"}.get(p.state, p.state)
 
 
 def rank_table(s: Snapshot, v: SnapshotVerdict) -> Table:
@@ -94,7 +94,9 @@ def stacks(s: Snapshot, v: SnapshotVerdict, all_threads: bool) -> list[Renderabl
                                       style="bold underline")]
     by_rank = {r.proc.rank: r for r in s.ranks}
     for g in v.groups:
-        head = f"{_who(g.ranks)}: " + (f"in {g.collective}" if g.collective else "host code")
+        head = f"{_who(g.ranks)}: " + (f"in {g.collective}" if g.collective else
+                                       f"the host thread is here; the dump holds {g.pending}, not completed"
+                                       if g.pending else "waits on the GPU" if g.state == "gpu_wait" else "host code")
         head += f" ({g.threads} thread{'s' if g.threads != 1 else ''})"
         out.append(Text(head, style="bold"))
         out += _frame_lines(g.frames, s)

@@ -2,7 +2,7 @@
 
 Order matters for speed: the pipes are written first so that the ranks write their dumps
 while py-spy reads the stacks; nvidia-smi runs beside py-spy; the wait for dumps ends as
-soon as every triggered rank has written one, or at ``dump_wait``.
+soon as every triggered rank has written one (about 4 s on PyTorch 2.11), or at ``dump_wait``.
 """
 
 from __future__ import annotations
@@ -54,13 +54,14 @@ class Snapshot:
     native: bool = False
 
 
-def take(job: Job, py_spy: str | None, native: bool = False, timeout: float = 5.0, dump_wait: float = 5.0,
+def take(job: Job, py_spy: str | None, native: bool = False, timeout: float = 5.0, dump_wait: float = 8.0,
          dumps: bool = True, gpu_query: Callable[[], gpu.GpuState] = gpu.query,
          lint: Callable[[Sequence[RankProc]], list[tuple[Finding, tuple[int, ...]]]] | None = None,
          host: str | None = None) -> Snapshot:
     """Collect everything from the job's ranks on this node; never raises for one rank's failure."""
     start, wall = time.monotonic(), time.time()
     plans = [dumppipe.plan(r) for r in job.ranks] if dumps else []
+    before = dumppipe.stamps(plans)
     triggered, notes = [], {}
     for p in plans:
         err = dumppipe.trigger(p)
@@ -83,7 +84,7 @@ def take(job: Job, py_spy: str | None, native: bool = False, timeout: float = 5.
         problems.append("py-spy is not installed, so no stacks were taken: pip install 'ncclcheck[live]'")
     if any(refused for _, _, refused in stacks.values()):
         problems.append("ptrace is not allowed, so py-spy could not read some ranks: " + pyspy.ptrace_help())
-    got, why = dumppipe.collect(triggered, wall, wall + dump_wait) if triggered else ([], {})
+    got, why = dumppipe.collect(triggered, before, wall + dump_wait) if triggered else ([], {})
     notes.update(why)
     by_rank = {c.rank: c for c in got}
     results = []

@@ -1,12 +1,13 @@
 """Ask each rank for a flight-recorder dump through the pipe PyTorch opened for it, and collect the dumps.
 
-With ``TORCH_NCCL_DEBUG_INFO_PIPE_FILE=<prefix>`` (``TORCH_FR_DEBUG_INFO_PIPE_FILE`` in newer
-releases) and a trace buffer (``TORCH_FR_BUFFER_SIZE``, formerly ``TORCH_NCCL_TRACE_BUFFER_SIZE``)
-each rank's NCCL process group makes a named pipe ``<prefix><rank>.pipe``; writing anything
-to it makes the rank write its dump to ``<dump prefix><rank>`` (``TORCH_FR_DUMP_TEMP_FILE``,
-formerly ``TORCH_NCCL_DEBUG_INFO_TEMP_FILE``, default ``~/.cache/torch/comm_lib_trace_rank_``)
-and carry on.  This is the only thing ``snapshot`` ever sends to a job.  A new dump replaces
-the rank's previous dump file.
+With ``TORCH_NCCL_DEBUG_INFO_PIPE_FILE=<prefix>`` (the name PyTorch 2.11 reads; the XCCL
+backend reads ``TORCH_FR_DEBUG_INFO_PIPE_FILE``) and a trace buffer (``TORCH_FR_BUFFER_SIZE``,
+formerly ``TORCH_NCCL_TRACE_BUFFER_SIZE``) each rank's default process group makes a named pipe
+``<prefix><rank>.pipe``; writing anything to it makes the rank write its dump to
+``<dump prefix><rank>`` (``TORCH_FR_DUMP_TEMP_FILE``, formerly ``TORCH_NCCL_DEBUG_INFO_TEMP_FILE``,
+default ``~/.cache/torch/comm_lib_trace_rank_``) and carry on: about 4 s on PyTorch 2.11.
+This is the only thing ``snapshot`` ever sends to a job.  A new dump replaces the rank's
+previous dump file.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ BUFFER_VARS = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
 DUMP_VARS = ("TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")
 ADVICE = "to let snapshot collect flight-recorder dumps next time, start the job with:"
 ADVICE_EXPORT = ("export TORCH_FR_BUFFER_SIZE=2000 TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 "
-                 "TORCH_NCCL_DEBUG_INFO_PIPE_FILE=/tmp/nccl_pipe_ TORCH_FR_DEBUG_INFO_PIPE_FILE=/tmp/nccl_pipe_")
+                 "TORCH_NCCL_DEBUG_INFO_PIPE_FILE=/tmp/nccl_pipe_")
 
 
 @dataclass(frozen=True)
@@ -110,9 +111,22 @@ def trigger(p: PipePlan) -> str | None:
     return None
 
 
-def collect(plans: Sequence[PipePlan], since: float, deadline: float, poll: float = 0.1
+def stamps(plans: Sequence[PipePlan]) -> dict[str, int | None]:
+    """Each dump file's modification time before the trigger (None: absent), so an old dump is never taken."""
+    out: dict[str, int | None] = {}
+    for p in plans:
+        for path in p.dumps:
+            try:
+                out[path] = os.stat(path).st_mtime_ns
+            except OSError:
+                out[path] = None
+    return out
+
+
+def collect(plans: Sequence[PipePlan], before: Mapping[str, int | None], deadline: float, poll: float = 0.1
             ) -> tuple[list[Collected], dict[int, str]]:
-    """Wait until every triggered rank's dump is written after ``since`` (wall clock) or ``deadline`` passes.
+    """Wait until every triggered rank has rewritten its dump file (compared with ``before``) or ``deadline``
+    (wall clock) passes.
 
     Returns the dumps and, per rank without one, why.
     """
@@ -126,7 +140,8 @@ def collect(plans: Sequence[PipePlan], since: float, deadline: float, poll: floa
                     st = os.stat(path)
                 except OSError:
                     continue
-                if st.st_mtime < since - 1.0 or st.st_size == 0:
+                old = before.get(path)
+                if (old is not None and st.st_mtime_ns <= old) or st.st_size == 0:
                     continue
                 if st.st_size > MAX_DUMP_BYTES:
                     why[rank] = f"{path}: larger than {MAX_DUMP_BYTES >> 20} MiB; not read"

@@ -5,7 +5,8 @@ model that analyze-log builds can replace it without touching the collectors.
 
 A rank is *waiting* when its main thread is inside a torch.distributed call, or when its
 flight-recorder dump holds a collective that has not completed (with NCCL a rank blocks
-later, e.g. in ``.item()``, while the collective runs on the GPU).  A rank is *in host
+later, e.g. in ``torch.cuda.synchronize()``, while the collective runs on the GPU).  Without
+a dump, a rank blocked in a CUDA synchronisation *waits on the GPU*.  A rank is *in host
 code* otherwise.  When some ranks wait and others are in host code, the latter are the
 root; ranks of the job not seen here are unknown, never guilty.
 """
@@ -31,7 +32,7 @@ class Position:
     """Where one rank is."""
 
     rank: int
-    state: str  # waiting | host_code | unknown
+    state: str  # waiting | gpu_wait | host_code | unknown
     collective: str | None
     seq: int | None
     pg: str | None
@@ -40,15 +41,17 @@ class Position:
     gpu_util: int | None
     evidence: str  # stack | dump | stack+dump | none
     native: str | None = None  # with --native: the C function the main thread's Python code is in (time_sleep)
-    detail: str | None = None  # what a dump says of a rank without a stack
+    detail: str | None = None  # what a dump says of a rank without a stack; the CUDA call of a gpu_wait
 
 
 @dataclass(frozen=True)
 class StackGroup:
-    """Ranks whose main threads show the same stack."""
+    """Ranks whose main threads show the same stack (and are in the same state)."""
 
     ranks: tuple[int, ...]
-    collective: str | None
+    state: str  # as Position.state
+    collective: str | None  # the torch.distributed call on the stack
+    pending: str | None  # a collective not completed according to the dumps, when the stack shows none
     frames: tuple[Frame, ...]  # innermost first
     threads: int  # threads per rank (the most among the group)
 
@@ -97,6 +100,21 @@ def native_call(frames: Sequence[Frame]) -> str | None:
     return None
 
 
+CUDA_WAITS = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cuCtxSynchronize",
+              "cuStreamSynchronize", "cuEventSynchronize", "cudaMemcpy", "cuMemcpyDtoH")
+
+
+def cuda_wait(frames: Sequence[Frame]) -> str | None:
+    """The CUDA synchronisation the thread blocks in: a torch.cuda Python frame, or with --native a driver call."""
+    for f in frames:
+        path = f.file.replace("\\", "/")
+        if "/torch/cuda/" in path and f.name.rsplit(".", 1)[-1] == "synchronize":
+            return "torch.cuda." + f.name if "." not in f.name and path.endswith("__init__.py") else f.name
+        if not f.file.endswith(".py") and f.name.startswith(CUDA_WAITS) and not f.name.startswith("cudaMemcpyAsync"):
+            return f.name
+    return None
+
+
 def pending(d: Dump) -> Entry | None:
     """The first collective in the dump that has not completed."""
     return next((e for e in d.entries if e.state != "completed" and not e.is_p2p), None) or next(
@@ -120,6 +138,8 @@ def position(rank: int, stack: LiveStack | None, dump: Dump | None) -> Position:
     if entry is not None:
         return Position(rank, "waiting", entry.op, entry.seq, entry.pg, entry.user_frame() or host, host, util,
                         evidence)
+    if main and (sync := cuda_wait(main)):
+        return Position(rank, "gpu_wait", None, None, None, host, host, util, evidence, None, sync)
     if main:
         return Position(rank, "host_code", None, None, None, host, host, util, evidence, native_call(main))
     if dump is not None:
@@ -158,6 +178,7 @@ def decide(scans: Sequence[FileScan], world_size: int | None = None,
     unknown += tuple(p.rank for p in positions if p.state == "unknown")
     groups = _groups(stacks, positions)
     waiting = [p for p in positions if p.state == "waiting"]
+    on_gpu = [p for p in positions if p.state == "gpu_wait"]
     host = [p for p in positions if p.state == "host_code"]
 
     def said(p: Position) -> str:
@@ -182,26 +203,41 @@ def decide(scans: Sequence[FileScan], world_size: int | None = None,
     wait_text = "; ".join(
         f"{_who([p.rank for p in ps])} wait{'s' if len(ps) == 1 else ''} in {_what(ps[0])} ({said(ps[0])})"
         for _, ps in sorted(by_what.items(), key=lambda kv: -len(kv[1])))
-    if waiting and host:
+    gpu_at: dict[tuple[Frame | None, str | None], list[Position]] = {}
+    for p in on_gpu:
+        gpu_at.setdefault((p.where, p.detail), []).append(p)
+    gpu_text = "; ".join(
+        f"{_who([p.rank for p in ps])} wait{'s' if len(ps) == 1 else ''} on the GPU in {ps[0].detail} "
+        f"({said(ps[0])}){_gpu(ps[0].gpu_util)}" for ps in gpu_at.values())
+    if (waiting or on_gpu) and host:
         at: dict[tuple[Frame | None, bool], list[Position]] = {}
         for p in host:
             at.setdefault((p.where, p.gpu_util == 0), []).append(p)
         host_text = "; ".join(f"{_who([p.rank for p in ps])} {'is' if len(ps) == 1 else 'are'} in host code at "
                               f"{said(ps[0])}{f' (in {ps[0].native})' if ps[0].native else ''}{_gpu(ps[0].gpu_util)}"
                               for ps in at.values())
-        return verdict(HOST_CODE, f"{host_text}; {wait_text}.", [p.rank for p in host], [p.rank for p in waiting])
+        tail = ("" if waiting or not on_gpu else
+                f": with NCCL, likely inside a collective that {_who([p.rank for p in host])} "
+                f"{'has' if len(host) == 1 else 'have'} not joined (a flight-recorder dump would tell)")
+        return verdict(HOST_CODE, "; ".join(x for x in (host_text, wait_text, gpu_text) if x) + tail + ".",
+                       [p.rank for p in host], [p.rank for p in waiting + on_gpu])
     if len(by_what) > 1:
         biggest = max(len(ps) for ps in by_what.values())
         minority = [p.rank for ps in by_what.values() if len(ps) < biggest for p in ps]
         return verdict(MISMATCH, f"The ranks wait in different collectives: {wait_text}.", minority,
                        [p.rank for p in waiting if p.rank not in minority])
+    both = "; ".join(x for x in (wait_text, gpu_text) if x)
     if waiting and unknown:
-        return verdict(ELSEWHERE, f"{wait_text}; every rank seen here waits, so the rank holding them up is among "
+        return verdict(ELSEWHERE, f"{both}; every rank seen here waits, so the rank holding them up is among "
                                   f"the ranks not seen here ({ranks_text(unknown)}): take a snapshot on their "
-                                  "nodes too.", (), [p.rank for p in waiting])
+                                  "nodes too.", (), [p.rank for p in waiting + on_gpu])
     if waiting:
-        return verdict(ALL_WAITING, f"{wait_text}: every rank is inside the same collective, so no rank's own code "
-                                    "holds it up; suspect the network, NCCL or a GPU.", (), [p.rank for p in waiting])
+        return verdict(ALL_WAITING, f"{both}: every rank is inside the same collective, so no rank's own code "
+                                    "holds it up; suspect the network, NCCL or a GPU.", (),
+                       [p.rank for p in waiting + on_gpu])
+    if on_gpu:
+        return verdict(NO_HANG, f"No rank is inside a torch.distributed call: {gpu_text}. That is normal work, or a "
+                                "collective every rank has joined; a flight-recorder dump would tell.")
     busy = [p.rank for p in host if p.gpu_util]
     tail = (f" {_who(busy)} show{'s' if len(busy) == 1 else ''} a busy GPU: with NCCL a collective can be running "
             "while the host waits in a later call; a flight-recorder dump would tell." if busy else "")
@@ -214,12 +250,13 @@ def _groups(stacks: Mapping[int, LiveStack], positions: Sequence[Position]) -> t
     threads: dict[tuple, int] = {}
     for p in positions:
         st = stacks.get(p.rank)
-        # native frames that are bare addresses differ between processes running the same code
-        frames = tuple(f for f in st.threads[0].frames if not f.name.startswith("0x")) if st and st.threads else ()
-        key = (p.collective if frames else None, frames)
-        if not frames:
+        if not st or not st.threads:
             continue
+        # native frames that are bare addresses differ between processes running the same code
+        frames = tuple(f for f in st.threads[0].frames if not f.name.startswith("0x"))
+        pend = None if st.collective or p.state != "waiting" else _what(p)
+        key = (p.state, st.collective, pend, frames)
         groups.setdefault(key, []).append(p.rank)
-        threads[key] = max(threads.get(key, 0), len(st.threads) if st else 0)
-    out = [StackGroup(tuple(sorted(rs)), key[0], key[1], threads[key]) for key, rs in groups.items()]
+        threads[key] = max(threads.get(key, 0), len(st.threads))
+    out = [StackGroup(tuple(sorted(rs)), *key, threads[key]) for key, rs in groups.items()]
     return tuple(sorted(out, key=lambda g: (-len(g.ranks), g.ranks)))
