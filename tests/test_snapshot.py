@@ -368,6 +368,24 @@ def test_archive_round_trip(tmp_path: Path):
     assert (from_archive.kind, from_archive.root_ranks) == (verdict.HOST_CODE, (1,))
 
 
+def test_real_archive_from_four_h200():
+    """Written by `ncclcheck snapshot --out` on 4xH200 (torch 2.11, NCCL 2.28.9): rank 3 asleep, ranks 0-2 in
+    all_reduce #4 on the GPU, their host threads in torch.cuda.synchronize; dumps collected through the pipes."""
+    path = SNAP / "h200x4" / "snapshot-nccl.tar.gz"
+    doc, dumps = archive.load(str(path))
+    assert sorted(dumps) == [f"dumps/dump_rank_{r}" for r in range(4)]
+    scans = archive.read_archive(str(path))
+    v = verdict.decide(scans, doc["job"]["world_size"])
+    assert v.summary == "rank 3 is in host code at hang_job.py:34, GPU idle; ranks 0-2 wait in all_reduce #4 (hang_job.py:35)."
+    stored = doc["verdict"]
+    assert (stored["kind"], stored["root_ranks"], stored["waiting_ranks"]) == (v.kind, list(v.root_ranks),
+                                                                               list(v.waiting_ranks))
+    assert [(p.rank, p.state, p.seq, p.gpu_util, p.host_where.line) for p in v.positions] == [
+        (0, "waiting", 4, 100, 37), (1, "waiting", 4, 100, 37), (2, "waiting", 4, 100, 37), (3, "host_code", None, 0, 34)]
+    assert [(g.ranks, g.state, g.pending) for g in v.groups] == [((0, 1, 2), "waiting", "all_reduce #4"),
+                                                                ((3,), "host_code", None)]
+
+
 def _tar(path: Path, members: dict[str, bytes], link: str | None = None) -> str:
     with tarfile.open(path, "w:gz") as tar:
         for name, data in members.items():
