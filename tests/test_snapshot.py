@@ -362,7 +362,7 @@ def test_archive_round_trip(tmp_path: Path):
     assert (live.global_rank, live.pid, live.host, live.collective, live.gpu_util) == (0, 4000, "node1", "all_reduce",
                                                                                       100)
     assert live.threads == s.ranks[0].threads
-    assert [(f.key, f.value) for f in scans[0].facts] == [("NCCL_DEBUG", "INFO")]
+    assert [(f.key, f.value) for f in scans[0].facts] == [("NCCL_DEBUG", "INFO"), ("world_size", "2")]
     from_archive = verdict.decide(scans, 2)
     assert from_archive == verdict.decide(archive.snapshot_scans(s), 2)
     assert (from_archive.kind, from_archive.root_ranks) == (verdict.HOST_CODE, (1,))
@@ -384,6 +384,27 @@ def test_real_archive_from_four_h200():
         (0, "waiting", 4, 100, 37), (1, "waiting", 4, 100, 37), (2, "waiting", 4, 100, 37), (3, "host_code", None, 0, 34)]
     assert [(g.ranks, g.state, g.pending) for g in v.groups] == [((0, 1, 2), "waiting", "all_reduce #4"),
                                                                 ((3,), "host_code", None)]
+
+
+def test_two_nodes_merge_into_one_verdict(tmp_path: Path):
+    """Node 1 holds ranks 0-1 (both waiting), node 2 ranks 2-3 (rank 2 asleep): alone, node 1 cannot name the root."""
+    waiting = [{"name": "MainThread", "frames": [{"name": "all_reduce", "file": "/py/torch/distributed/distributed_c10d.py",
+                                                  "line": 2950}, {"name": "main", "file": "/w/train.py", "line": 52}]}]
+    asleep = [{"name": "MainThread", "frames": [{"name": "main", "file": "/w/train.py", "line": 47}]}]
+
+    def node(host: str, ranks: dict[int, list]) -> str:
+        doc = {"format": "ncclcheck-snapshot", "schema_version": 1, "host": host, "ranks": [
+            {"rank": r, "pid": 100 + r, "world_size": 4, "threads": t,
+             "collective": "all_reduce" if t is waiting else None} for r, t in ranks.items()]}
+        return _tar(tmp_path / f"snapshot-{host}.tar.gz", {"snapshot.json": json.dumps(doc).encode()})
+
+    one = archive.read_archive(node("node1", {0: waiting, 1: waiting}))
+    two = archive.read_archive(node("node2", {2: asleep, 3: waiting}))
+    alone = verdict.decide(one)
+    assert (alone.kind, alone.unknown_ranks) == (verdict.ELSEWHERE, (2, 3))
+    both = verdict.decide(one + two)
+    assert (both.kind, both.root_ranks, both.waiting_ranks) == (verdict.HOST_CODE, (2,), (0, 1, 3))
+    assert both.summary == "rank 2 is in host code at train.py:47; ranks 0,1,3 wait in all_reduce (train.py:52)."
 
 
 def _tar(path: Path, members: dict[str, bytes], link: str | None = None) -> str:

@@ -82,7 +82,8 @@ def write(path: str, s: Snapshot, extra: Mapping[str, Any] | None = None) -> Non
 
 
 def scans(doc: Mapping[str, Any], dumps: Mapping[str, bytes], label: str) -> list[FileScan]:
-    """FileScans from a snapshot document: one per rank (live stack, settings as facts) and one per dump."""
+    """FileScans from a snapshot document: one per rank (live stack; settings and ``world_size`` as facts) and one
+    per dump."""
     out: list[FileScan] = []
     host = doc.get("host") if isinstance(doc.get("host"), str) else None
     for r in doc.get("ranks") or ():
@@ -100,6 +101,8 @@ def scans(doc: Mapping[str, Any], dumps: Mapping[str, bytes], label: str) -> lis
         settings = r.get("settings") if isinstance(r.get("settings"), dict) else {}
         facts = tuple(Fact(Who(global_rank=rank), str(k), str(v)[:300], loc) for k, v in settings.items()
                       if str(k).startswith(("NCCL_", "TORCH_")))
+        if isinstance(r.get("world_size"), int):
+            facts += (Fact(Who(global_rank=rank), "world_size", str(r["world_size"]), loc),)
         err = r.get("stack_error")
         problems = (InputProblem(name, f"no stack: {err}", False),) if isinstance(err, str) else ()
         out.append(FileScan(file=name, path_rank=rank, lines=0, bytes_read=0, ranks_seen=(rank,), facts=facts,

@@ -173,7 +173,8 @@ def decide(scans: Sequence[FileScan], world_size: int | None = None,
     ranks = sorted(set(stacks) | set(dumps))
     positions = tuple(position(r, stacks.get(r), dumps.get(r)) for r in ranks)
     size = world_size or max(
-        (len(d.pg_ranks.get(e.pg, ())) for d in dumps.values() for e in d.entries), default=0) or None
+        [int(f.value) for s in scans for f in s.facts if f.key == "world_size" and f.value.isdigit()]
+        + [len(d.pg_ranks.get(e.pg, ())) for d in dumps.values() for e in d.entries], default=0) or None
     unknown = tuple(r for r in range(size or 0) if r not in stacks and r not in dumps)
     unknown += tuple(p.rank for p in positions if p.state == "unknown")
     groups = _groups(stacks, positions)
