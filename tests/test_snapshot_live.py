@@ -83,7 +83,9 @@ def test_verdict_names_the_sleeping_rank_and_groups_the_waiting(job: Job, tmp_pa
     r = _snapshot("--pid", str(job.launcher), "--json", "--out", str(out))
     assert r.returncode == 1, r.stderr
     assert "Traceback" not in r.stderr and f"wrote {out}" in r.stderr
+    assert "\x1b[" not in r.stdout
     j = json.loads(r.stdout)
+    assert (j["format"], j["schema_version"]) == ("ncclcheck-snapshot", 1)
     v = j["verdict"]
     assert (v["kind"], v["root_ranks"], v["waiting_ranks"], v["unknown_ranks"]) == ("rank_in_host_code", [1], [0, 2],
                                                                                     [])
