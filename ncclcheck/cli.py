@@ -413,6 +413,87 @@ def probe_cmd(
     raise typer.Exit(Exit.FOUND if any(f.severity.value == "error" for f in findings) else Exit.OK)
 
 
+@app.command("snapshot")
+def snapshot_cmd(
+    pid: Annotated[Optional[int], typer.Option("--pid", help="A rank's pid, or its launcher's: picks the job when "
+                                                            "several run here.")] = None,
+    native: Annotated[bool, typer.Option("--native", help="Also C/C++ frames (py-spy pauses each rank for a "
+                                                          "moment to unwind them).")] = False,
+    timeout: Annotated[float, typer.Option(min=0.5, help="Seconds py-spy may take per rank.")] = 5.0,
+    dump_wait: Annotated[float, typer.Option(min=0, help="Seconds to wait for flight-recorder dumps after "
+                                                         "writing to the dump pipes.")] = 8.0,
+    no_dumps: Annotated[bool, typer.Option("--no-dumps", help="Do not write to the ranks' dump pipes.")] = False,
+    out: Annotated[Optional[str], typer.Option("--out", "-o", help="Also write everything to this archive "
+                                                                   "(snapshot-<host>.tar.gz) for analyze-log.")]
+    = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the machine-readable result (schema_version 1).")]
+    = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict.")] = False,
+    all_threads: Annotated[bool, typer.Option("--all-threads", help="Print every thread, not only the main one.")]
+    = False,
+) -> None:
+    """Diagnose a running (hanging) job from this node: every rank's stack, dumps on demand, one verdict.
+
+    Finds the job's rank processes (RANK/WORLD_SIZE in their environment), takes their Python stacks
+    with py-spy (pip install 'ncclcheck[live]'), asks for flight-recorder dumps where the job set up
+    the dump pipe, reads GPU use and lints each rank's NCCL settings. Never stops or signals the job.
+
+    Exit codes: 0 no rank waits in a collective, 1 a hang found, 2 usage error (several jobs: give
+    --pid), 3 no job found or nothing could be read from it.
+
+    Example: ncclcheck snapshot --out snapshot-$(hostname).tar.gz
+    """
+    import os
+
+    from ncclcheck.console import console
+    from ncclcheck.render.snapshot import report as snapshot_report
+    from ncclcheck.render.snapshot import snapshot_json
+    from ncclcheck.snapshot import archive, collect, procs, pyspy, verdict
+    from ncclcheck.snapshot.settings import lint_ranks
+
+    found, denied, parents = procs.scan()
+    d = procs.find_jobs(found, procs.ancestors(os.getpid(), parents), denied, parents)
+    for note in d.notes:
+        warn(note)
+    jobs = procs.candidates(d, pid, parents)
+    if len(jobs) > 1:
+        for j in jobs:
+            warn(f"pid {j.ranks[0].pid}: {j.label}, ranks {verdict.ranks_text(r.rank for r in j.ranks)}")
+        usage_error(f"{len(jobs)} jobs run " + (f"below pid {pid}" if pid is not None else "here")
+                    + "; pick one with --pid RANK_PID")
+    if not jobs:
+        where = f" holding pid {pid}" if pid is not None else ""
+        hidden = f" ({d.unreadable} processes could not be read: run as the job's user or root)" if d.unreadable else ""
+        warn(f"no job{where} found on this node: no process has RANK and WORLD_SIZE or LOCAL_RANK in its "
+             f"environment{hidden}")
+        raise typer.Exit(Exit.NO_INPUT)
+    job = jobs[0]
+    warn(f"{job.label}: ranks {verdict.ranks_text(r.rank for r in job.ranks)} here "
+         f"(pids {', '.join(str(r.pid) for r in job.ranks)})")
+    exe = pyspy.find_py_spy()
+    snap = collect.take(job, exe, native, timeout, dump_wait, not no_dumps, lint=lint_ranks)
+    for r in snap.ranks:
+        if r.stack_error and not r.ptrace_refused:
+            warn(f"rank {r.proc.rank} (pid {r.proc.pid}): {r.stack_error}")
+    for problem in snap.problems:
+        warn(problem)
+    result = verdict.decide(archive.snapshot_scans(snap), job.world_size, collect.source_of(snap.sources))
+    if out:
+        try:
+            archive.write(out, snap, {"verdict": snapshot_json(snap, result)["verdict"]})
+        except OSError as exc:
+            warn(f"{out}: cannot write the archive: {exc.strerror or exc}")
+        else:
+            warn(f"wrote {out}")
+    if as_json:
+        typer.echo(json.dumps(snapshot_json(snap, result), indent=2))
+    else:
+        console.print(snapshot_report(snap, result, quiet, all_threads), crop=False)  # frames and exports: one line
+    if result.kind == verdict.UNKNOWN:
+        raise typer.Exit(Exit.NO_INPUT)
+    raise typer.Exit(Exit.OK if result.kind == verdict.NO_HANG else Exit.FOUND)
+
+
 def main() -> None:
     """Console-script entry point."""
     app(prog_name="ncclcheck")

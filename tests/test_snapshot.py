@@ -1,0 +1,488 @@
+"""snapshot's parts without a live job: discovery, py-spy output, dump pipes, GPU state, verdict, archive, lint."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import stat
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+from conftest import DATA, REAL
+from typer.testing import CliRunner
+
+from ncclcheck.cli import app
+from ncclcheck.evidence.frdump import Frame, parse_dump
+from ncclcheck.evidence.types import FileScan, LiveStack, LiveThread, Loc
+from ncclcheck.findings import Severity
+from ncclcheck.probe.host import Host
+from ncclcheck.snapshot import archive, collect, dumppipe, gpu, procs, pyspy, verdict
+from ncclcheck.snapshot.settings import lint_ranks
+
+SNAP = DATA / "snapshot"
+SLEEP_DUMPS = REAL / "sleep-info" / "dumps"
+runner = CliRunner()
+
+
+# ---------------------------------------------------------------- discovery
+
+def _torchrun_env(rank: int, **extra: str) -> dict[str, str]:
+    return {"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "3", "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": "abc", "NCCL_DEBUG": "INFO", "HF_TOKEN": "secret",
+            "HOME": "/home/u", "PATH": "/usr/bin", **extra}
+
+
+PY = ("/usr/bin/python3", "-u", "train.py")
+SLURM = {"SLURM_JOB_ID": "77", "SLURM_STEP_ID": "0", "SLURM_NTASKS": "2"}
+PROCS = [
+    procs.ProcInfo(101, 100, _torchrun_env(0), PY, "/w"),
+    procs.ProcInfo(102, 100, _torchrun_env(1), PY, "/w"),
+    procs.ProcInfo(103, 100, _torchrun_env(2), PY, "/w"),
+    procs.ProcInfo(110, 101, _torchrun_env(0), PY, "/w"),  # a data loader worker of rank 0
+    procs.ProcInfo(200, 1, {"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "h", "MASTER_PORT": "29501"}, PY),
+    procs.ProcInfo(300, 299, {"SLURM_PROCID": "0", **SLURM}, ("/bin/bash", "-c", "python x.py")),
+    procs.ProcInfo(301, 300, {"SLURM_PROCID": "0", **SLURM}, ("python", "x.py")),
+    procs.ProcInfo(302, 299, {"SLURM_PROCID": "1", **SLURM}, ("/bin/bash", "-c", "python x.py")),
+    procs.ProcInfo(303, 302, {"SLURM_PROCID": "1", **SLURM}, ("python", "x.py")),
+    procs.ProcInfo(400, 1, {"RANK": "0"}, PY),  # RANK alone is no launcher's doing
+    procs.ProcInfo(500, 1, _torchrun_env(0), PY),  # ncclcheck itself, started inside the job's shell
+]
+PARENTS = {p.pid: p.ppid for p in PROCS} | {100: 1, 299: 1}
+
+
+def test_find_jobs_groups_ranks_and_skips_children_and_self():
+    d = procs.find_jobs(PROCS, exclude=[500], parents=PARENTS)
+    assert [(j.label, [(r.rank, r.pid) for r in j.ranks], j.world_size) for j in d.jobs] == [
+        ("torchelastic run abc, MASTER_ADDR:PORT 127.0.0.1:29500", [(0, 101), (1, 102), (2, 103)], 3),
+        ("MASTER_ADDR:PORT h:29501", [(0, 200)], 1),
+        ("Slurm job 77.0", [(0, 301), (1, 303)], 2),
+    ]
+    assert d.notes == ()
+    rank0 = d.jobs[0].ranks[0]
+    assert "HF_TOKEN" not in rank0.env and "PATH" not in rank0.env
+    assert rank0.env["NCCL_DEBUG"] == "INFO" and rank0.local_rank == 0
+
+
+def test_two_processes_claiming_one_rank_are_reported():
+    twin = procs.ProcInfo(104, 1, _torchrun_env(2), PY)
+    d = procs.find_jobs([*PROCS[:3], twin], parents=PARENTS)
+    assert [r.pid for r in d.jobs[0].ranks] == [101, 102, 103]
+    assert d.notes == ("several processes claim rank 2 of torchelastic run abc, MASTER_ADDR:PORT 127.0.0.1:29500 "
+                       "(pids 103, 104); using 103",)
+
+
+def test_candidates_by_rank_pid_launcher_pid_or_all():
+    d = procs.find_jobs(PROCS, exclude=[500], parents=PARENTS)
+    assert procs.candidates(d, 102, PARENTS) == (d.jobs[0],)
+    assert procs.candidates(d, 100, PARENTS) == (d.jobs[0],)  # torchrun's own pid
+    assert procs.candidates(d, 299, PARENTS) == (d.jobs[2],)
+    assert procs.candidates(d, None, PARENTS) == d.jobs  # the caller must choose
+    assert procs.candidates(d, 1, PARENTS) == d.jobs  # init is above every job: no choice made
+    assert procs.candidates(d, 4242, PARENTS) == ()
+
+
+# ---------------------------------------------------------------- py-spy
+
+def test_parse_real_pyspy_output_main_thread_first():
+    raw = (SNAP / "pyspy-two-threads.json").read_text()
+    pid = json.loads(raw)[0]["pid"]
+    threads = pyspy.parse(raw, pid)
+    assert [t.name for t in threads] == ["MainThread", "helper"]  # py-spy listed the helper first
+    assert [(f.name, f.line) for f in threads[0].frames] == [("main", 13), ("<module>", 16)]
+    assert threads[0].frames[0].file.endswith("two_threads.py")
+    assert [f.name for f in threads[1].frames][:2] == ["worker", "Thread.run"]
+
+
+def test_collective_from_real_stacks():
+    waiting = pyspy.parse((SNAP / "pyspy-waiting.json").read_text(), 0)
+    sleeping = pyspy.parse((SNAP / "pyspy-sleeping-native.json").read_text(), 0)
+    assert pyspy.collective_of(waiting[0].frames) == "all_reduce"
+    assert pyspy.collective_of(sleeping[0].frames) is None
+    assert verdict.code_frame(waiting[0].frames).line == 35  # hang_job.py: dist.all_reduce(t)
+    assert verdict.code_frame(sleeping[0].frames).line == 34  # time.sleep(3600), native frames skipped
+    assert verdict.native_call(sleeping[0].frames) == "time_sleep"
+    # a user function named like a collective, outside torch.distributed, is not one
+    assert pyspy.collective_of((Frame("all_reduce", "/w/mylib/comm.py", 3),)) is None
+
+
+def test_parse_rejects_non_json():
+    with pytest.raises(pyspy.StackError, match="no JSON"):
+        pyspy.parse("Process 12: python\n", 12)
+
+
+def _fake_py_spy(tmp_path: Path, body: str) -> str:
+    exe = tmp_path / "py-spy"
+    exe.write_text("#!/bin/sh\n" + body + "\n")
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    return str(exe)
+
+
+PTRACE_REFUSED = "echo \"Permission Denied: Try running again with elevated permissions by going 'sudo env \\\"PATH=\\$PATH\\\" !!'\" >&2; exit 1"
+NOT_PYTHON = "printf 'Error: Failed to find python version from target process\\n\\nStack backtrace:\\n   0: anyhow\\n' >&2; exit 1"
+
+
+def test_take_classifies_failures(tmp_path: Path):
+    with pytest.raises(pyspy.StackError) as e:
+        pyspy.take(_fake_py_spy(tmp_path, PTRACE_REFUSED), 1, False, 5)
+    assert e.value.ptrace and str(e.value).startswith("py-spy failed: Permission Denied: Try running again")
+    with pytest.raises(pyspy.StackError) as e:
+        pyspy.take(_fake_py_spy(tmp_path, NOT_PYTHON), 1, False, 5)
+    assert not e.value.ptrace
+    assert str(e.value) == "py-spy failed: Error: Failed to find python version from target process"
+    with pytest.raises(pyspy.StackError, match=r"longer than 0.5 s"):
+        pyspy.take(_fake_py_spy(tmp_path, "exec sleep 5"), 1, False, 0.5)
+
+
+def test_command_is_nonblocking_unless_native():
+    assert pyspy.command("py-spy", 7, False) == ["py-spy", "dump", "--pid", "7", "--json", "--nonblocking"]
+    assert pyspy.command("py-spy", 7, True)[-1] == "--native"
+
+
+def test_ptrace_help_names_scope_and_capability(tmp_path: Path):
+    (tmp_path / "proc/sys/kernel/yama").mkdir(parents=True)
+    (tmp_path / "proc/sys/kernel/yama/ptrace_scope").write_text("1\n")
+    (tmp_path / "proc/self").mkdir(parents=True)
+    (tmp_path / "proc/self/status").write_text("Name:\tx\nCapEff:\t00000000a80425fb\n")  # docker's default set
+    text = pyspy.ptrace_help(str(tmp_path))
+    assert "kernel.yama.ptrace_scope is 1" in text and "--cap-add=SYS_PTRACE" in text
+    (tmp_path / "proc/sys/kernel/yama/ptrace_scope").write_text("0\n")
+    (tmp_path / "proc/self/status").write_text("CapEff:\t000001fffeffffff\n")
+    assert pyspy.ptrace_help(str(tmp_path)) == "run ncclcheck as the job's user or as root"
+
+
+# ---------------------------------------------------------------- GPU state
+
+def test_gpu_state_per_pid():
+    state = gpu.parse("0, GPU-aaa, 100, 3100, 143771\n1, GPU-bbb, 0, 3100, 143771\nbad line\n",
+                      "4242, GPU-aaa, 2900\n4243, GPU-bbb, 2900\n")
+    assert state.util_of(4242) == 100 and state.util_of(4243) == 0 and state.util_of(1) is None
+    assert state.of_pid(4243) == (gpu.GpuUse(1, "GPU-bbb", 0, 3100, 143771),)
+
+
+# ---------------------------------------------------------------- dump pipes
+
+def _rank(tmp_path: Path, env: dict[str, str], rank: int = 0) -> procs.RankProc:
+    return procs.RankProc(os.getpid(), rank, rank, 2, PY, str(tmp_path), "u", env)
+
+
+def test_plan_says_why_there_is_no_pipe(tmp_path: Path):
+    assert "no dump pipe (neither TORCH_NCCL_DEBUG_INFO_PIPE_FILE nor TORCH_FR_DEBUG_INFO_PIPE_FILE" in (
+        dumppipe.plan(_rank(tmp_path, {})).reason)
+    off = dumppipe.plan(_rank(tmp_path, {"TORCH_NCCL_DEBUG_INFO_PIPE_FILE": "/tmp/p_"}))
+    assert off.pipe is None and "trace buffer is off" in off.reason
+    on = dumppipe.plan(_rank(tmp_path, {"TORCH_NCCL_DEBUG_INFO_PIPE_FILE": "p_", "TORCH_FR_BUFFER_SIZE": "2000",
+                                        "TORCH_FR_DUMP_TEMP_FILE": "/d/trace_"}, rank=3))
+    assert on.pipe.endswith(f"{tmp_path}/p_3.pipe")  # relative to the rank's working directory
+    assert [p.endswith("/d/trace_3") for p in on.dumps] == [True]
+    default = dumppipe.plan(_rank(tmp_path, {"HOME": "/home/u"}, rank=1))
+    assert sorted(p.split("/root", 1)[-1] if p.startswith("/proc/") else p for p in default.dumps) == [
+        "/home/u/.cache/torch/comm_lib_trace_rank_1", "/tmp/nccl_trace_rank_1"]
+
+
+def test_trigger_writes_to_the_pipe_and_collects_the_new_dump(tmp_path: Path):
+    env = {"TORCH_NCCL_DEBUG_INFO_PIPE_FILE": f"{tmp_path}/pipe_", "TORCH_NCCL_TRACE_BUFFER_SIZE": "2000",
+           "TORCH_FR_DUMP_TEMP_FILE": f"{tmp_path}/trace_rank_"}
+    plan = dumppipe.plan(_rank(tmp_path, env))
+    assert dumppipe.trigger(plan).startswith(f"{plan.pipe} does not exist")
+    os.mkfifo(tmp_path / "pipe_0.pipe")
+    assert dumppipe.trigger(plan) == f"nothing reads {plan.pipe}: the rank's monitor thread is not running"
+    reader = os.open(tmp_path / "pipe_0.pipe", os.O_RDONLY | os.O_NONBLOCK)  # as PyTorch opens it
+    try:
+        before = dumppipe.stamps([plan])
+        assert before == {plan.dumps[0]: None}
+        assert dumppipe.trigger(plan) is None
+        assert os.read(reader, 16) == b"1"
+    finally:
+        os.close(reader)
+    data = (SLEEP_DUMPS / "nccl_trace_rank_0").read_bytes()
+    (tmp_path / "trace_rank_0").write_bytes(data)  # what the rank writes when asked
+    got, why = dumppipe.collect([plan], before, time.time() + 2)
+    assert why == {} and [(c.rank, c.data == data, len(c.dump.entries)) for c in got] == [(0, True, 4)]
+
+
+def test_old_dump_files_are_not_taken_for_new_ones(tmp_path: Path):
+    env = {"TORCH_NCCL_DEBUG_INFO_PIPE_FILE": f"{tmp_path}/pipe_", "TORCH_FR_BUFFER_SIZE": "1",
+           "TORCH_FR_DUMP_TEMP_FILE": f"{tmp_path}/trace_rank_"}
+    plan = dumppipe.plan(_rank(tmp_path, env))
+    old = tmp_path / "trace_rank_0"
+    old.write_bytes((SLEEP_DUMPS / "nccl_trace_rank_0").read_bytes())  # a dump from a moment ago
+    before = dumppipe.stamps([plan])
+    got, why = dumppipe.collect([plan], before, time.time() + 0.3, poll=0.05)
+    assert got == [] and why[0].startswith("no new dump appeared in time at ")
+    os.utime(old, ns=(before[plan.dumps[0]] + 1000, before[plan.dumps[0]] + 1000))  # the rank rewrote it
+    got, why = dumppipe.collect([plan], before, time.time() + 0.3, poll=0.05)
+    assert [c.rank for c in got] == [0] and why == {}
+
+
+def test_not_a_pipe(tmp_path: Path):
+    env = {"TORCH_NCCL_DEBUG_INFO_PIPE_FILE": f"{tmp_path}/pipe_", "TORCH_FR_BUFFER_SIZE": "10"}
+    (tmp_path / "pipe_0.pipe").write_text("")
+    plan = dumppipe.plan(_rank(tmp_path, env))
+    assert dumppipe.trigger(plan) == f"{plan.pipe} is not a named pipe"
+
+
+# ---------------------------------------------------------------- verdict
+
+MAIN = Frame("main", "/w/train.py", 47)
+
+
+def _stack(rank: int, *frames: Frame, collective: str | None = None, util: int | None = None) -> FileScan:
+    st = LiveStack(rank, 1000 + rank, "node1", (LiveThread("MainThread", frames),), collective, util,
+                   Loc(f"node1:rank{rank}", 0))
+    return FileScan(file=f"node1:rank{rank}", path_rank=rank, lines=0, bytes_read=0, ranks_seen=(rank,), live=(st,))
+
+
+def _waiting(rank: int, util: int | None = None, op: str = "all_reduce") -> FileScan:
+    return _stack(rank, Frame(op, "/py/torch/distributed/distributed_c10d.py", 2950),
+                  Frame("main", "/w/train.py", 52), collective=op, util=util)
+
+
+def _dump(rank: int) -> FileScan:
+    name = f"nccl_trace_rank_{rank}"
+    d = parse_dump((SLEEP_DUMPS / name).read_bytes(), name)
+    return FileScan(file=name, path_rank=rank, lines=0, bytes_read=0, ranks_seen=(rank,), dump=d)
+
+
+def test_verdict_host_code_root_and_grouped_waiters():
+    scans = [_waiting(0, 100), _waiting(1, 100), _waiting(2, 100), _stack(3, MAIN, util=0)]
+    v = verdict.decide(scans, 4, lambda f: "time.sleep(600)" if f == MAIN else None)
+    assert v.kind == verdict.HOST_CODE
+    assert v.summary == ("rank 3 is in host code at train.py:47 `time.sleep(600)`, GPU idle; ranks 0-2 wait in "
+                         "all_reduce (train.py:52).")
+    assert (v.root_ranks, v.waiting_ranks, v.unknown_ranks) == ((3,), (0, 1, 2), ())
+    assert [(g.ranks, g.state, g.collective) for g in v.groups] == [((0, 1, 2), "waiting", "all_reduce"),
+                                                                     ((3,), "host_code", None)]
+
+
+def test_verdict_from_nccl_stacks_and_real_dumps():
+    """With NCCL the waiting rank's host thread is past the call; its dump holds the pending collective."""
+    sync = Frame("main", "/w/train.py", 53)
+    scans = [_stack(0, sync, util=100), _dump(0), _stack(1, MAIN, util=0), _dump(1)]
+    v = verdict.decide(scans)
+    assert v.kind == verdict.HOST_CODE
+    assert v.summary == ("rank 1 is in host code at train.py:47, GPU idle; rank 0 waits in all_reduce #4 "
+                         "(incident.py:41).")
+    p0 = v.positions[0]
+    assert (p0.state, p0.seq, p0.pg, p0.host_where, p0.evidence) == ("waiting", 4, "0", sync, "stack+dump")
+
+
+def test_a_rank_without_dump_joins_its_numbered_twins():
+    v = verdict.decide([_stack(0, Frame("main", "/w/train.py", 53)), _dump(0), _waiting(2), _stack(1, MAIN)], 3)
+    assert v.kind == verdict.HOST_CODE
+    assert v.summary.endswith("ranks 0,2 wait in all_reduce #4 (incident.py:41).")
+
+
+SYNC = (Frame("synchronize", "/py/torch/cuda/__init__.py", 1162), Frame("main", "/w/train.py", 53))
+
+
+def test_verdict_nccl_without_dumps_host_waits_on_the_gpu():
+    """Real layout of the 4xH200 run without dumps: ranks 0-2 in torch.cuda.synchronize, GPU 100 %; rank 3 asleep."""
+    scans = [_stack(r, *SYNC, util=100) for r in (0, 1, 2)] + [_stack(3, MAIN, util=0)]
+    v = verdict.decide(scans, 4)
+    assert (v.kind, v.root_ranks, v.waiting_ranks) == (verdict.HOST_CODE, (3,), (0, 1, 2))
+    assert v.summary == ("rank 3 is in host code at train.py:47, GPU idle; ranks 0-2 wait on the GPU in "
+                         "torch.cuda.synchronize (train.py:53), GPU 100% busy: with NCCL, likely inside a collective "
+                         "that rank 3 has not joined (a flight-recorder dump would tell).")
+    assert [(g.ranks, g.state) for g in v.groups] == [((0, 1, 2), "gpu_wait"), ((3,), "host_code")]
+    native = (Frame("cuCtxSynchronize_v2", "/lib/libcuda.so", 0), Frame("main", "/w/train.py", 53))
+    assert verdict.cuda_wait(native) == "cuCtxSynchronize_v2"
+    assert verdict.cuda_wait((Frame("cudaMemcpyAsync", "/lib/libcudart.so", 0), MAIN)) is None
+    calm = verdict.decide([_stack(r, *SYNC, util=100) for r in (0, 1)], 2)
+    assert calm.kind == verdict.NO_HANG and "normal work, or a collective every rank has joined" in calm.summary
+
+
+def test_verdict_dumps_alone():
+    v = verdict.decide([_dump(0), _dump(1)])
+    assert (v.kind, v.root_ranks, v.waiting_ranks) == (verdict.HOST_CODE, (1,), (0,))
+    assert v.summary == ("rank 1 is in host code at an unknown line (no stack; its dump's last collective, "
+                         "all_reduce #3, completed); rank 0 waits in all_reduce #4 (incident.py:41).")
+    assert v.groups == ()
+
+
+def test_verdict_all_waiting_elsewhere_mismatch_no_hang_unknown():
+    every = verdict.decide([_waiting(0), _waiting(1)], 2)
+    assert every.kind == verdict.ALL_WAITING and "suspect the network, NCCL or a GPU" in every.summary
+    other = verdict.decide([_waiting(0), _waiting(1)], 8)
+    assert (other.kind, other.unknown_ranks) == (verdict.ELSEWHERE, (2, 3, 4, 5, 6, 7))
+    assert "not seen here (2-7)" in other.summary
+    mixed = verdict.decide([_waiting(0), _waiting(1), _waiting(2, op="broadcast")], 3)
+    assert (mixed.kind, mixed.root_ranks, mixed.waiting_ranks) == (verdict.MISMATCH, (2,), (0, 1))
+    calm = verdict.decide([_stack(0, MAIN, util=0), _stack(1, MAIN, util=87)], 2)
+    assert calm.kind == verdict.NO_HANG and "rank 1 shows a busy GPU" in calm.summary
+    assert [g.ranks for g in calm.groups] == [(0, 1)]
+    empty = FileScan(file="x", path_rank=0, lines=0, bytes_read=0, ranks_seen=(0,), live=(
+        LiveStack(0, 1, None, (), None, None, Loc("x", 0)),))
+    assert verdict.decide([empty], 1).kind == verdict.UNKNOWN
+
+
+def test_native_address_frames_do_not_split_groups():
+    inner = Frame("pthread_cond_wait", "/lib/libc.so.6", 0)
+    a = _stack(0, Frame("0x7f2448ea3f16", "/lib/libc.so.6", 0), inner, MAIN)
+    b = _stack(1, Frame("0x7f78ec8a3f16", "/lib/libc.so.6", 0), inner, MAIN)
+    assert [(g.ranks, g.frames) for g in verdict.decide([a, b], 2).groups] == [((0, 1), (inner, MAIN))]
+
+
+def test_ranks_text():
+    assert [verdict.ranks_text(r) for r in ([0, 1, 2, 3, 5], [0, 2], [7], range(64), [])] == [
+        "0-3,5", "0,2", "7", "0-63", ""]
+
+
+# ---------------------------------------------------------------- archive
+
+def _snapshot(tmp_path: Path) -> collect.Snapshot:
+    waiting = pyspy.parse((SNAP / "pyspy-waiting.json").read_text(), 0)
+    sleeping = pyspy.parse((SNAP / "pyspy-sleeping-native.json").read_text(), 0)
+    ranks = tuple(procs.RankProc(4000 + r, r, r, 2, PY, "/w", "u", {"NCCL_DEBUG": "INFO", "RANK": str(r)})
+                  for r in (0, 1))
+    job = procs.Job(("abc", "127.0.0.1", "29500", "", ""), "torchelastic run abc", ranks, 2)
+    data = (SLEEP_DUMPS / "nccl_trace_rank_0").read_bytes()
+    dump = dumppipe.Collected(0, "/tmp/fr/dump_rank_0", data, parse_dump(data, "dump_rank_0"))
+    results = (
+        collect.RankResult(ranks[0], waiting, "all_reduce", 100, dump=dump),
+        collect.RankResult(ranks[1], sleeping, None, 0, dump_note="no new dump appeared in time at /tmp/fr/x"),
+    )
+    state = gpu.parse("0, GPU-a, 100, 1, 2\n1, GPU-b, 0, 1, 2\n", "4000, GPU-a, 1\n4001, GPU-b, 1\n")
+    return collect.Snapshot("node1", 1_700_000_000.0, 0.5, job, results, state, sources={(MAIN.file, 47): "x"})
+
+
+def test_archive_round_trip(tmp_path: Path):
+    s = _snapshot(tmp_path)
+    path = tmp_path / "snapshot-node1.tar.gz"
+    archive.write(str(path), s, {"verdict": {"kind": "x"}})
+    with tarfile.open(path) as tar:
+        assert tar.getnames() == ["snapshot.json", "dumps/dump_rank_0"]
+    scans = archive.read_archive(str(path))
+    assert [(f.file, f.path_rank, f.dump is not None, len(f.live)) for f in scans] == [
+        ("snapshot-node1.tar.gz:rank0", 0, False, 1), ("snapshot-node1.tar.gz:dumps/dump_rank_0", 0, True, 0),
+        ("snapshot-node1.tar.gz:rank1", 1, False, 1)]
+    live = scans[0].live[0]
+    assert (live.global_rank, live.pid, live.host, live.collective, live.gpu_util) == (0, 4000, "node1", "all_reduce",
+                                                                                      100)
+    assert live.threads == s.ranks[0].threads
+    assert [(f.key, f.value) for f in scans[0].facts] == [("NCCL_DEBUG", "INFO"), ("world_size", "2")]
+    from_archive = verdict.decide(scans, 2)
+    assert from_archive == verdict.decide(archive.snapshot_scans(s), 2)
+    assert (from_archive.kind, from_archive.root_ranks) == (verdict.HOST_CODE, (1,))
+
+
+def test_real_archive_from_four_h200():
+    """Written by `ncclcheck snapshot --out` on 4xH200 (torch 2.11, NCCL 2.28.9): rank 3 asleep, ranks 0-2 in
+    all_reduce #4 on the GPU, their host threads in torch.cuda.synchronize; dumps collected through the pipes."""
+    path = SNAP / "h200x4" / "snapshot-nccl.tar.gz"
+    doc, dumps = archive.load(str(path))
+    assert sorted(dumps) == [f"dumps/dump_rank_{r}" for r in range(4)]
+    scans = archive.read_archive(str(path))
+    v = verdict.decide(scans, doc["job"]["world_size"])
+    assert v.summary == "rank 3 is in host code at hang_job.py:34, GPU idle; ranks 0-2 wait in all_reduce #4 (hang_job.py:35)."
+    stored = doc["verdict"]
+    assert (stored["kind"], stored["root_ranks"], stored["waiting_ranks"]) == (v.kind, list(v.root_ranks),
+                                                                               list(v.waiting_ranks))
+    assert [(p.rank, p.state, p.seq, p.gpu_util, p.host_where.line) for p in v.positions] == [
+        (0, "waiting", 4, 100, 37), (1, "waiting", 4, 100, 37), (2, "waiting", 4, 100, 37), (3, "host_code", None, 0, 34)]
+    assert [(g.ranks, g.state, g.pending) for g in v.groups] == [((0, 1, 2), "waiting", "all_reduce #4"),
+                                                                ((3,), "host_code", None)]
+
+
+def test_two_nodes_merge_into_one_verdict(tmp_path: Path):
+    """Node 1 holds ranks 0-1 (both waiting), node 2 ranks 2-3 (rank 2 asleep): alone, node 1 cannot name the root."""
+    waiting = [{"name": "MainThread", "frames": [{"name": "all_reduce", "file": "/py/torch/distributed/distributed_c10d.py",
+                                                  "line": 2950}, {"name": "main", "file": "/w/train.py", "line": 52}]}]
+    asleep = [{"name": "MainThread", "frames": [{"name": "main", "file": "/w/train.py", "line": 47}]}]
+
+    def node(host: str, ranks: dict[int, list]) -> str:
+        doc = {"format": "ncclcheck-snapshot", "schema_version": 1, "host": host, "ranks": [
+            {"rank": r, "pid": 100 + r, "world_size": 4, "threads": t,
+             "collective": "all_reduce" if t is waiting else None} for r, t in ranks.items()]}
+        return _tar(tmp_path / f"snapshot-{host}.tar.gz", {"snapshot.json": json.dumps(doc).encode()})
+
+    one = archive.read_archive(node("node1", {0: waiting, 1: waiting}))
+    two = archive.read_archive(node("node2", {2: asleep, 3: waiting}))
+    alone = verdict.decide(one)
+    assert (alone.kind, alone.unknown_ranks) == (verdict.ELSEWHERE, (2, 3))
+    both = verdict.decide(one + two)
+    assert (both.kind, both.root_ranks, both.waiting_ranks) == (verdict.HOST_CODE, (2,), (0, 1, 3))
+    assert both.summary == "rank 2 is in host code at train.py:47; ranks 0,1,3 wait in all_reduce (train.py:52)."
+
+
+def _tar(path: Path, members: dict[str, bytes], link: str | None = None) -> str:
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        if link:
+            info = tarfile.TarInfo(link)
+            info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+            tar.addfile(info)
+    return str(path)
+
+
+def test_bad_archives_are_one_fatal_problem(tmp_path: Path):
+    (tmp_path / "plain.tar.gz").write_bytes(b"not an archive")
+    doc = {"format": "ncclcheck-snapshot", "schema_version": 1, "ranks": []}
+    cases = {
+        "plain.tar.gz": None,
+        "nodoc.tar.gz": {"dumps/x": b"1"},
+        "other.tar.gz": {"snapshot.json": b'{"format": "something"}'},
+        "newer.tar.gz": {"snapshot.json": json.dumps(doc | {"schema_version": 2}).encode()},
+        "broken.tar.gz": {"snapshot.json": b"{"},
+    }
+    msgs = {}
+    for name, members in cases.items():
+        path = tmp_path / name
+        if members is not None:
+            _tar(path, members)
+        [scan] = archive.read_archive(str(path))
+        assert scan.file == name and scan.live == () and scan.problems[0].fatal
+        msgs[name] = scan.problems[0].message
+    assert msgs["plain.tar.gz"].startswith("not a readable .tar.gz")
+    assert msgs["nodoc.tar.gz"] == "no snapshot.json: not an ncclcheck snapshot archive"
+    assert msgs["other.tar.gz"] == "snapshot.json is not an ncclcheck snapshot"
+    assert msgs["newer.tar.gz"].startswith("snapshot schema_version 2 is not 1")
+    assert msgs["broken.tar.gz"].startswith("snapshot.json is not valid JSON")
+
+
+def test_archive_reader_ignores_links_and_strange_members_and_flags_bad_dumps(tmp_path: Path):
+    doc = {"format": "ncclcheck-snapshot", "schema_version": 1, "host": "n",
+           "ranks": [{"rank": 0, "pid": 1, "threads": [], "dump": "dumps/bad"}, {"rank": "x"}]}
+    path = _tar(tmp_path / "s.tar.gz", {"snapshot.json": json.dumps(doc).encode(), "../escape": b"x",
+                                        "dumps/bad": b"\x80\x04not a pickle"}, link="dumps/link")
+    scans = archive.read_archive(path)
+    assert [(s.file, bool(s.problems and s.problems[0].fatal)) for s in scans] == [
+        ("s.tar.gz:rank0", False), ("s.tar.gz:dumps/bad", True)]
+    assert not (tmp_path.parent / "escape").exists()
+
+
+# ---------------------------------------------------------------- settings lint
+
+def test_lint_uses_each_ranks_environment(tmp_path: Path):
+    ranks = [procs.RankProc(1, r, r, 3, PY, None, None, env) for r, env in
+             enumerate([{"NCCL_TIMEOUT": "1800"}, {}, {"NCCL_TIMEOUT": "1800", "NCCL_ASYNC_ERROR_HANDLING": "1"}])]
+    found = lint_ranks(ranks, Host(root=str(tmp_path), hostname="t"), memlock=lambda pid: None)
+    got = [(f.severity, f.code, rs) for f, rs in found]
+    assert got == [(Severity.ERROR, "timeout-not-read", (0, 2)), (Severity.WARNING, "deprecated-name", (2,))]
+
+
+# ---------------------------------------------------------------- CLI without a job
+
+def test_cli_no_job_found(monkeypatch):
+    monkeypatch.setattr(procs, "scan", lambda: ([], 3, {}))
+    r = runner.invoke(app, ["snapshot"], catch_exceptions=False)
+    assert (r.exit_code, r.stdout) == (3, "")
+    assert r.stderr.strip() == ("ncclcheck: no job found on this node: no process has RANK and WORLD_SIZE or "
+                                "LOCAL_RANK in its environment (3 processes could not be read: run as the job's "
+                                "user or root)")
+
+
+def test_cli_several_jobs_need_pid(monkeypatch):
+    monkeypatch.setattr(procs, "scan", lambda: (PROCS[:5], 0, PARENTS))
+    r = runner.invoke(app, ["snapshot"], catch_exceptions=False)
+    assert r.exit_code == 2
+    assert r.stderr.splitlines() == [
+        "ncclcheck: pid 101: torchelastic run abc, MASTER_ADDR:PORT 127.0.0.1:29500, ranks 0-2",
+        "ncclcheck: pid 200: MASTER_ADDR:PORT h:29501, ranks 0",
+        "ncclcheck: error: 2 jobs run here; pick one with --pid RANK_PID",
+    ]
