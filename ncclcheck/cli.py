@@ -129,7 +129,7 @@ def analyze_log(
             result = analyze(sources, dtype, done, jobs, unreadable)
     else:
         result = analyze(sources, dtype, done, jobs, unreadable)
-    if not any(s.bytes_read for s in result.scans):
+    if not any(s.bytes_read or s.dump is not None or s.live for s in result.scans):
         warn("no log lines: every input was empty" if result.scans else "no readable input")
         raise typer.Exit(Exit.NO_INPUT)
     if html is not None:
@@ -446,6 +446,8 @@ def snapshot_cmd(
     import os
 
     from ncclcheck.console import console
+    from ncclcheck.job.records import merge_records
+    from ncclcheck.job.verdict import decide
     from ncclcheck.render.snapshot import report as snapshot_report
     from ncclcheck.render.snapshot import snapshot_json
     from ncclcheck.snapshot import archive, collect, procs, pyspy, verdict
@@ -477,7 +479,9 @@ def snapshot_cmd(
             warn(f"rank {r.proc.rank} (pid {r.proc.pid}): {r.stack_error}")
     for problem in snap.problems:
         warn(problem)
-    result = verdict.decide(archive.snapshot_scans(snap), job.world_size, collect.source_of(snap.sources))
+    scans = archive.snapshot_scans(snap)
+    result = verdict.decide(scans, job.world_size, collect.source_of(snap.sources))
+    result = verdict.with_job_verdict(result, decide(scans, merge_records(scans)).verdict)
     if out:
         try:
             archive.write(out, snap, {"verdict": snapshot_json(snap, result)["verdict"]})

@@ -78,6 +78,14 @@ def _snapshot(*args: str) -> subprocess.CompletedProcess[str]:
                           timeout=120, env=os.environ | {"COLUMNS": "200"})
 
 
+def _analyze(archive_path: Path) -> dict:
+    """analyze-log on a snapshot archive: the same job model, read back from the file."""
+    r = subprocess.run([sys.executable, "-m", "ncclcheck", "analyze-log", str(archive_path), "--json"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1, r.stderr
+    return json.loads(r.stdout)
+
+
 def test_verdict_names_the_sleeping_rank_and_groups_the_waiting(job: Job, tmp_path: Path):
     out = tmp_path / "snapshot-node.tar.gz"
     r = _snapshot("--pid", str(job.launcher), "--json", "--out", str(out))
@@ -87,8 +95,9 @@ def test_verdict_names_the_sleeping_rank_and_groups_the_waiting(job: Job, tmp_pa
     j = json.loads(r.stdout)
     assert (j["format"], j["schema_version"]) == ("ncclcheck-snapshot", 1)
     v = j["verdict"]
-    assert (v["kind"], v["root_ranks"], v["waiting_ranks"], v["unknown_ranks"]) == ("rank_in_host_code", [1], [0, 2],
-                                                                                    [])
+    # The verdict is the job model's (the one analyze-log gives), over the snapshot's positions and stacks.
+    assert (v["kind"], v["root_ranks"], v["waiting_ranks"], v["unknown_ranks"]) == ("lagging_rank", [1], [0, 2], [])
+    assert v["chain"][-1] == "Ranks 0, 2 are only waiting."
     where = {p["rank"]: (Path(p["where"]["file"]).name, p["where"]["line"], p["state"], p["collective"])
              for p in v["positions"]}
     assert where == {0: ("hang_job.py", WAIT, "waiting", "all_reduce"), 1: ("hang_job.py", SLEEP, "host_code", None),
@@ -103,13 +112,17 @@ def test_verdict_names_the_sleeping_rank_and_groups_the_waiting(job: Job, tmp_pa
     scans = archive.read_archive(str(out))
     again = verdict.decide(scans, 3)
     assert (again.kind, again.root_ranks, again.waiting_ranks) == ("rank_in_host_code", (1,), (0, 2))
+    a = _analyze(out)
+    assert (a["verdict"]["kind"], a["verdict"]["culprit_ranks"], a["verdict"]["waiting_ranks"]) == ("lagging_rank", [1],
+                                                                                                   [0, 2])
+    assert f"hang_job.py:{SLEEP}" in a["verdict"]["summary"]
 
 
 def test_text_report_and_the_job_left_untouched(job: Job):
     before = {pid: psutil.Process(pid).create_time() for pid in job.ranks}
     r = _snapshot("--pid", str(job.ranks[0]))
     assert r.returncode == 1, r.stderr
-    assert "verdict: rank_in_host_code" in r.stdout
+    assert "verdict: lagging_rank" in r.stdout
     assert f"rank 1 is in host code at hang_job.py:{SLEEP}" in r.stdout
     assert "ranks 0,2: in all_reduce (1 thread)" in r.stdout
     assert "TORCH_NCCL_DEBUG_INFO_PIPE_FILE is set but the trace buffer is off" in r.stdout

@@ -13,6 +13,9 @@ from ncclcheck.job.records import merge_records
 from ncclcheck.job.runs import find_restart, last_run, latest_attempts
 from ncclcheck.job.verdict import decide
 
+# ``ncclcheck snapshot --out`` writes these; logs compressed as .tar.gz are not a thing PyTorch or torchrun writes.
+SNAPSHOT_SUFFIXES = (".tar.gz", ".tgz")
+
 
 def analyze(
     sources: Sequence[Source],
@@ -26,7 +29,17 @@ def analyze(
     ``problems`` are inputs that could not even be opened (found while resolving paths); they are
     reported with the problems found while reading, so that the result names every input.
     """
-    scans = list(scan_all(list(sources), on_done, workers))
+    archives = [src for src in sources if src.path is not None and src.path.endswith(SNAPSHOT_SUFFIXES)]
+    scans = []
+    if archives:
+        from ncclcheck.snapshot.archive import read_archive  # only when a snapshot archive is given
+
+        for src in archives:
+            for scan in read_archive(src.path or src.name):
+                scans.append(scan)
+                if on_done:
+                    on_done(scan)
+    scans += scan_all([src for src in sources if src not in archives], on_done, workers)
     readable, earlier_attempts = latest_attempts([s for s in scans if not any(p.fatal for p in s.problems)])
     records = merge_records(readable)
     restarts = [r for r in (find_restart(s, records) for s in readable) if r is not None]

@@ -276,12 +276,17 @@ class _Builder:
 
         With the dumps of the same moment, the dump's position is exact and this adds nothing.
         """
-        if ls.collective is None or any(r == rank and p.stuck is not None for (r, _), p in self.pos.items()):
+        if any(r == rank and p.stuck is not None for (r, _), p in self.pos.items()):
             return
-        frame = next((f for t in ls.threads[:1] for f in t.frames if "/torch/" not in f.file), None)
+        frames = ls.threads[0].frames if ls.threads else ()
+        on_gpu = any("/torch/cuda/" in f.file and f.name.rsplit(".", 1)[-1] == "synchronize" for f in frames)
+        if ls.collective is None and not on_gpu:
+            return  # in its own code: the ending says where
+        frame = next((f for f in frames if "/torch/" not in f.file and not f.file.startswith("<")), None)
+        op = op_name(ls.collective) if ls.collective else "CUDA_SYNCHRONIZE"  # NCCL: blocked behind GPU work
         key = self.group(None)
-        self.at(rank, key).stuck = Work(self.groups[key].gid(), None, op_name(ls.collective), state="scheduled",
-                                        frame=frame, order=0, loc=ls.loc)
+        self.at(rank, key).stuck = Work(self.groups[key].gid(), None, op, state="scheduled", frame=frame, order=0,
+                                        loc=ls.loc)
 
     # ------------------------------------------------------------------ the whole job
     def world(self) -> int | None:

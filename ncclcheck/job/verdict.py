@@ -179,9 +179,14 @@ def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind,
                f" {'It is' if one else 'They are'} named by elimination: the only {'rank' if one else 'ranks'} in "
                "these inputs that waited nowhere, while the groups that lead there have members the inputs do not "
                "name.")
-        limit = f" until the {human_seconds(primary.timeout_ms / 1000)} timeout" if primary.timeout_ms else ""
+        timed_out = any(s.stuck is not None and s.stuck.state == "timed_out" for s in job.ranks)
+        if timed_out:
+            limit = f" until the {human_seconds(primary.timeout_ms / 1000)} timeout" if primary.timeout_ms else ""
+            waited = f"waited{limit}"
+        else:  # a live job, or dumps taken before any timeout: they are still waiting
+            waited = "wait" if len(waiting) > 1 or not waiting else "waits"
         return (VerdictKind.LAGGING_RANK, culprits,
-                f"{rank_phrase(waiting, job.world, culprits).capitalize()} waited{limit}; the trail of who waits for "
+                f"{rank_phrase(waiting, job.world, culprits).capitalize()} {waited}; the trail of who waits for "
                 f"whom ends at {rank_phrase(culprits)}: {lines}.{how}")
     unknown = [s.rank for s in job.ranks if s.ending.kind is EndKind.UNKNOWN]
     if roots.leaves_inputs or roots.absent or unknown:

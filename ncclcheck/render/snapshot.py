@@ -26,7 +26,7 @@ def _frame(f: Frame | None) -> dict[str, Any] | None:
 
 def verdict_json(v: SnapshotVerdict) -> dict[str, Any]:
     return {
-        "kind": v.kind, "summary": v.summary, "root_ranks": list(v.root_ranks),
+        "kind": v.kind, "summary": v.summary, "chain": list(v.chain), "root_ranks": list(v.root_ranks),
         "waiting_ranks": list(v.waiting_ranks), "unknown_ranks": list(v.unknown_ranks),
         "positions": [{"rank": p.rank, "state": p.state, "collective": p.collective, "seq": p.seq, "pg": p.pg,
                        "where": _frame(p.where), "host_where": _frame(p.host_where), "native": p.native,
@@ -163,7 +163,9 @@ def report(s: Snapshot, v: SnapshotVerdict, quiet: bool = False, all_threads: bo
                   border_style="green" if v.kind == NO_HANG else "red")
     if quiet:
         return Group(head, panel)
-    parts: list[RenderableType] = [head, panel, rank_table(s, v), *stacks(s, v, all_threads), *dumps_section(s),
+    chain: list[RenderableType] = [Text("who waits for whom", style="bold underline")] if v.chain else []
+    chain += [Text(f"  {line}") for line in v.chain]
+    parts: list[RenderableType] = [head, panel, *chain, rank_table(s, v), *stacks(s, v, all_threads), *dumps_section(s),
                                    *settings_section(s)]
     if s.problems:
         parts.append(Text("problems", style="bold underline"))

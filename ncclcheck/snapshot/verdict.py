@@ -14,10 +14,11 @@ root; ranks of the job not seen here are unknown, never guilty.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ncclcheck.evidence.frdump import Dump, Entry, Frame, user_frame
 from ncclcheck.evidence.types import FileScan, LiveStack
+from ncclcheck.job.model import Verdict, VerdictKind
 
 HOST_CODE = "rank_in_host_code"
 MISMATCH = "collective_mismatch"
@@ -67,6 +68,7 @@ class SnapshotVerdict:
     unknown_ranks: tuple[int, ...]  # ranks of the job seen nowhere here (other nodes, unreadable)
     positions: tuple[Position, ...]
     groups: tuple[StackGroup, ...]
+    chain: tuple[str, ...] = ()  # who waits for whom, from the job model
 
 
 def ranks_text(ranks: Iterable[int]) -> str:
@@ -261,3 +263,16 @@ def _groups(stacks: Mapping[int, LiveStack], positions: Sequence[Position]) -> t
         threads[key] = max(threads.get(key, 0), len(st.threads))
     out = [StackGroup(tuple(sorted(rs)), *key, threads[key]) for key, rs in groups.items()]
     return tuple(sorted(out, key=lambda g: (-len(g.ranks), g.ranks)))
+
+
+def with_job_verdict(v: SnapshotVerdict, job_verdict: Verdict) -> SnapshotVerdict:
+    """The job model's verdict (the one analyze-log gives) over this snapshot's positions and stack groups."""
+    if v.kind == UNKNOWN:
+        return v
+    kind = NO_HANG if job_verdict.kind is VerdictKind.NO_FAILURE else job_verdict.kind.value
+    unknown = tuple(sorted(set(v.unknown_ranks) | set(job_verdict.unknown_ranks)))
+    # The snapshot's own wording (with the source lines) where it names the same roots; else the job model's.
+    same = tuple(v.root_ranks) == tuple(job_verdict.culprit_ranks)
+    return replace(v, kind=kind, summary=v.summary if same else job_verdict.summary,
+                   root_ranks=job_verdict.culprit_ranks,
+                   waiting_ranks=job_verdict.waiting_ranks, unknown_ranks=unknown, chain=job_verdict.chain)
