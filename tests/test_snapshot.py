@@ -405,6 +405,15 @@ def test_two_nodes_merge_into_one_verdict(tmp_path: Path):
     both = verdict.decide(one + two)
     assert (both.kind, both.root_ranks, both.waiting_ranks) == (verdict.HOST_CODE, (2,), (0, 1, 3))
     assert both.summary == "rank 2 is in host code at train.py:47; ranks 0,1,3 wait in all_reduce (train.py:52)."
+    # The job model (analyze-log on the archives) says the same: one node is incomplete, both name rank 2.
+    from ncclcheck.job.records import merge_records
+    from ncclcheck.job.verdict import decide
+
+    j1 = decide(one, merge_records(one)).verdict
+    assert (j1.kind.value, j1.culprit_ranks, j1.unknown_ranks) == ("incomplete_evidence", (), (2, 3))
+    j2 = decide(one + two, merge_records(one + two)).verdict
+    assert (j2.kind.value, j2.culprit_ranks, j2.waiting_ranks) == ("lagging_rank", (2,), (0, 1, 3))
+    assert "rank 2 is still running, in host code at /w/train.py:47 (main)" in j2.summary
 
 
 def _tar(path: Path, members: dict[str, bytes], link: str | None = None) -> str:
