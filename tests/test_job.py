@@ -303,3 +303,11 @@ def test_live_stacks_name_the_rank_in_host_code():
     a = decide(scans, merge_records(scans))
     assert (a.verdict.kind.value, a.verdict.culprit_ranks, a.verdict.waiting_ranks) == ("lagging_rank", (2,), (0, 1))
     assert "rank 2 is still running, in host code at train.py:47 (load_batch), inside sleep" in a.verdict.summary
+
+
+def test_an_impossible_element_count_is_called_so(write):
+    p = write("rank0.log", "[rank0]:[E1122 10:00:00.0 X.cpp:1] [Rank 0] Watchdog caught collective operation timeout: "
+                           "WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=99999999999999999999, NumelOut=8, "
+                           "Timeout(ms)=1000) ran for 1001 milliseconds before timing out.")
+    codes = [f.code for f in run(p).verdict.findings]
+    assert "impossible-count" in codes and "size-plausible" not in codes

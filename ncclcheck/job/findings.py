@@ -12,6 +12,8 @@ from ncclcheck.job.model import Group, Job, Record, VerdictKind, Work
 from ncclcheck.ranks import ranges, rank_phrase
 from ncclcheck.transfer import DTYPE_BYTES, FABRICS, collective_bytes, human_bytes, human_seconds, transfer_seconds
 
+MAX_NUMEL = 2**63 - 1  # a tensor's element count is an int64
+
 FR_ENV = (
     "TORCH_FR_BUFFER_SIZE=2000 TORCH_FR_DUMP_ON_TIMEOUT=1 TORCH_FR_DUMP_TEMP_FILE=/tmp/nccl_trace_rank_ "
     "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 TORCH_NCCL_DEBUG_INFO_TEMP_FILE=/tmp/nccl_trace_rank_"
@@ -34,6 +36,11 @@ def size_finding(w: Work, dtype: str, group: Group | None) -> Finding | None:
     table = ", ".join(f"{human_seconds(t)} on {name}" for name, t in times)
     ranks = f"{n} ranks" if n else "any number of ranks (upper bound)"
     count = max(c for c in (w.numel_in, w.numel_out) if c is not None)
+    if count > MAX_NUMEL:
+        return Finding(Severity.WARNING, "impossible-count",
+                       f"{w.op or 'The collective'} claims {count:,} elements, more than any tensor can hold "
+                       f"({MAX_NUMEL:,}): the line is garbled or the counter corrupt; no size arithmetic on it.",
+                       (w.loc,) if w.loc is not None else ())
     msg = (f"{w.op or 'The collective'} of {count:,} elements is {human_bytes(nbytes)} ({dtype} assumed: the log "
            f"does not print the dtype) and takes {table} (bus factor for {ranks}).")
     loc = (w.loc,) if w.loc is not None else ()
