@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import REAL
 from typer.testing import CliRunner
 
@@ -76,3 +77,14 @@ def test_dtype_changes_the_size_arithmetic():
     r = runner.invoke(app, ["analyze-log", EXAMPLE, "--json", "--dtype", "bf16"], catch_exceptions=False)
     size = next(f for f in json.loads(r.stdout)["verdict"]["findings"] if f["code"] == "size-not-the-cause")
     assert "934.04 MB (bf16 assumed" in size["message"]
+
+
+@pytest.mark.parametrize("columns", ["40", "60", "80"])
+def test_narrow_terminals_cut_no_number_and_no_command(columns):
+    """Numbers stay whole (the rank table stacks instead), and the export line pastes whole."""
+    r = runner.invoke(app, ["analyze-log", EXAMPLE], env={"COLUMNS": columns}, catch_exceptions=False)
+    assert r.exit_code == 1
+    assert "…" not in r.stdout
+    assert "467,019,003" in r.stdout and "2841/2840" in r.stdout
+    export = next(line for line in r.stdout.splitlines() if line.lstrip().startswith("export "))
+    assert export.strip().endswith("TORCH_NCCL_DEBUG_INFO_TEMP_FILE=/tmp/nccl_trace_rank_")
