@@ -24,7 +24,7 @@ from ncclcheck.evidence.types import (
     DumpEvent,
     DumpSignal,
     ElasticFailure,
-    Ending,
+    EndLine,
     ErrorKind,
     Fact,
     FileScan,
@@ -291,7 +291,7 @@ class LogParser:
         self._stack: tuple[Who, Loc, list[Frame], int] | None = None
         self._stacks: list[CollectiveStack] = []
         self._inits: list[GroupInit] = []
-        self._endings: list[Ending] = []
+        self._endings: list[EndLine] = []
         self._dump_events: list[DumpEvent] = []
         self._nccl_errors: set[tuple[int | None, str]] = set()
         self._table: dict[str, str] | None = None
@@ -529,7 +529,7 @@ class LogParser:
             return True
         if a := _TC_ABORT.search(msg):
             detail = a[1] + a[2].rstrip(".")
-            self._endings.append(Ending(who, "aborting", detail.strip(), loc))
+            self._endings.append(EndLine(who, "aborting", detail.strip(), loc))
             if a[1] == "error":
                 kind = ErrorKind.CONNECTION if _CONNECTION.search(a[2]) else ErrorKind.NCCL_ERROR
                 self._error(who, kind, msg.strip(), loc)
@@ -642,7 +642,7 @@ class LogParser:
                 pg, grank = self._prefix(squeeze(text), len(squeeze(text)))
                 self._inits.append(GroupInit(who, pg or PG(), grank, int(m[1]), int(m[2]), _int(m[3]), loc))
             if m := _TERMINATING.search(text):
-                self._endings.append(Ending(who, "terminating", m[1].strip(), loc))
+                self._endings.append(EndLine(who, "terminating", m[1].strip(), loc))
                 return
             for key, pattern in _FACTS:
                 m = pattern.search(text)

@@ -246,7 +246,7 @@ class GroupInit:
 
 
 @dataclass(frozen=True)
-class Ending:
+class EndLine:
     """A line that says how a process ended or is about to (abort after the dump, exit by signal)."""
 
     who: Who
@@ -310,7 +310,7 @@ class FileScan:
     facts: tuple[Fact, ...] = ()
     stacks: tuple[CollectiveStack, ...] = ()
     group_inits: tuple[GroupInit, ...] = ()
-    endings: tuple[Ending, ...] = ()
+    endings: tuple[EndLine, ...] = ()
     live: tuple[LiveStack, ...] = ()
     dump_events: tuple[DumpEvent, ...] = ()
     problems: tuple[InputProblem, ...] = ()

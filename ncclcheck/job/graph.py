@@ -64,46 +64,36 @@ class _Graph:
         """What every member of the group says about work ``w``: evaluated once for all its waiters."""
         g = self.groups.get(w.group)
         members = g.members if g else ()
-        start = len(self.edges)
-        for m in members:
-            self._member(-1, w, m)
-        found = [(target, reason, detail) for _, _, target, reason, detail in self.edges[start:]]
-        del self.edges[start:]
+        found = [(m, *edge) for m in members if (edge := self._member(w, m)) is not None]
         # Members that completed this very number did something else with it: the waiter is the odd one out.
         passed = any((p := self.pos.get((m, w.group))) is not None and p.last_completed is not None
                      and w.seq is not None and p.last_completed >= w.seq for m in members)
-        return [(m, r, d) for m, r, d in found if m is not None], passed
+        return found, passed
 
-    def _member(self, waiter: int, w: Work, m: int) -> None:
+    def _member(self, w: Work, m: int) -> tuple[EdgeReason, str] | None:
+        """Why a waiter in ``w`` waits for member ``m``, or None when ``m`` is there with it (or past it)."""
         st = self.by_rank.get(m)
         if st is None or st.ending.kind is EndKind.UNKNOWN:
-            self.add(waiter, w, m, EdgeReason.UNKNOWN, f"no input from rank {m}")
-            return
+            return EdgeReason.UNKNOWN, f"no input from rank {m}"
         p = self.pos.get((m, w.group))
         if p is None:
             if st.stuck is not None:
-                self.add(waiter, w, m, EdgeReason.BLOCKED_ELSEWHERE,
-                         f"rank {m} is stuck in {_where(st.stuck)}")
-            elif st.ending.kind in _ENDED:
-                self.add(waiter, w, m, EdgeReason.NOT_REACHED, f"rank {m} {st.ending.detail}")
-            else:
-                self.add(waiter, w, m, EdgeReason.NOT_REACHED, f"rank {m} never reported waiting there")
-            return
+                return EdgeReason.BLOCKED_ELSEWHERE, f"rank {m} is stuck in {_where(st.stuck)}"
+            if st.ending.kind in _ENDED:
+                return EdgeReason.NOT_REACHED, f"rank {m} {st.ending.detail}"
+            return EdgeReason.NOT_REACHED, f"rank {m} never reported waiting there"
         mine = _at(p, w.seq)
         if mine is None and p.stuck is not None and p.stuck.seq == w.seq and not p.stuck.p2p:
             mine = p.stuck
         if mine is not None and _differs(w, mine):
-            self.add(waiter, w, m, EdgeReason.DIFFERENT_COLLECTIVE,
-                     f"rank {m} issued {mine.describe()} as #{w.seq}, not {w.describe()}")
-            return
+            return EdgeReason.DIFFERENT_COLLECTIVE, f"rank {m} issued {mine.describe()} as #{w.seq}, not {w.describe()}"
         if mine is None and w.seq is not None and p.last_enqueued is not None and p.last_enqueued < w.seq:
-            self.add(waiter, w, m, EdgeReason.NOT_REACHED,
-                     f"rank {m} never issued #{w.seq} there (its last was #{p.last_enqueued})")
-            return
+            return EdgeReason.NOT_REACHED, f"rank {m} never issued #{w.seq} there (its last was #{p.last_enqueued})"
         if st.stuck is not None and not _same_work(st.stuck, w):
             if p.last_completed is not None and w.seq is not None and p.last_completed >= w.seq:
-                return  # it finished this work; it waits elsewhere, not on the waiter's account
-            self.add(waiter, w, m, EdgeReason.BLOCKED_ELSEWHERE, f"rank {m} is stuck in {_where(st.stuck)}")
+                return None  # it finished this work; it waits elsewhere, not on the waiter's account
+            return EdgeReason.BLOCKED_ELSEWHERE, f"rank {m} is stuck in {_where(st.stuck)}"
+        return None
 
     def p2p(self, s: RankState, w: Work) -> None:
         peer = w.peer
