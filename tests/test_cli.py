@@ -20,7 +20,7 @@ def test_demo_incident_json_contract():
     r = runner.invoke(app, ["analyze-log", EXAMPLE, "--json"], catch_exceptions=False)
     assert (r.exit_code, r.stderr) == (1, "")
     j = json.loads(r.stdout)
-    assert j["schema_version"] == 2
+    assert j["schema_version"] == 3
     assert len(j["records"]) == 7
     assert j["verdict"]["kind"] == "lagging_rank"
     assert j["verdict"]["culprit_ranks"] == [5]

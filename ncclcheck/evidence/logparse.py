@@ -23,6 +23,7 @@ from ncclcheck.evidence.types import (
     DesyncReport,
     DumpEvent,
     DumpSignal,
+    Clue,
     ElasticFailure,
     EndLine,
     ErrorKind,
@@ -185,10 +186,30 @@ _FACT_HINT = re.compile(
 )
 _ERROR_HINT = re.compile(r"Error|Exception|Interrupt|terminate called")
 
+# --- clues: the lines that say why, beside the error line itself ---------------------------
+_CLUE_GATE = re.compile(
+    r"Last error|Assertion `|CUDA error|TCPStore|\[c10d\]|death signal|closing signal|[Rr]endezvous|clients joined"
+    r"|workers joined"
+)
+_LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(.*)$")
+_CUDA_ASSERT = re.compile(r"([\w.]+\.cuh?):(\d+): (.*?): block: \[[\d,]+\], thread: \[[\d,]+\] Assertion `(.+)` failed")
+_CUDA_ERROR = re.compile(r"CUDA error: (.+?)(?:\.?$|\. | Search for | CUDA kernel errors)")
+_STORE_FAIL = re.compile(
+    r"(?:TCPStore|\[c10d\]|c10d store|[Ss]ocket).*?(Failed to recv.*|Broken pipe.*|Connection (?:refused|reset by peer)"
+    r".*|(?:client socket )?has timed out.*|failed to connect.*|has failed to (?:listen|bind).*|Timed out after \d+ seconds "
+    r"waiting for (?:clients|workers).*|The connection to the C10d store has failed.*)"
+)
+_LAUNCHER = re.compile(
+    r"Received (\S+) death signal|Sending process (\d+) closing signal (SIG\w+)|has failed to shutdown the rendezvous"
+    r"|(Rendezvous(?:Timeout|Closed|Connection|GracefulExit)Error)"
+)
+_LOG_HEAD = re.compile(r"^\[?[EWIF]\d{4} [\d:.]+ +\d*\s*[^\]]*\]\s*")
+
 _FRAME = re.compile(r"^#(\d+) (\S+) from (.+):(\d+)$")
 STACK_HEADER = "Stack trace of the failed collective:"
 
 MAX_JOIN = 8
+MAX_MESSAGE = 2000  # an OOM message lists every process on the GPU; its own numbers come last
 
 
 def squeeze(text: str) -> str:
@@ -298,6 +319,9 @@ class LogParser:
         self._table_loc: Loc | None = None
         self._table_root = False
         self._last_error_line: dict[int | None, int] = {}
+        self._clues: list[Clue] = []
+        self._clue_keys: set[tuple[int | None, str, str]] = set()
+        self._await_detail: tuple[Who, Loc] | None = None  # a "Last error:" line whose text is on the next line
 
     # ------------------------------------------------------------------ feeding
     def feed(self, lineno: int, raw: bytes) -> None:
@@ -354,6 +378,7 @@ class LogParser:
             mismatches=tuple(self._mismatches),
             errors=tuple(self._errors),
             elastic=tuple(self._elastic),
+            clues=tuple(self._clues),
             facts=tuple(self._facts.values()),
             stacks=tuple(self._stacks),
             group_inits=tuple(self._inits),
@@ -379,6 +404,10 @@ class LogParser:
 
     def _logical(self, lineno: int, who: Who, text: str, joined: bool = False) -> None:
         loc = Loc(self.file, lineno)
+        if self._await_detail is not None:
+            self._detail(lineno, text)
+        if _CLUE_GATE.search(text):
+            self._clue(who, text, loc)
         if self._stack is not None:
             frame = _FRAME.match(_PY_PREFIX.sub("", text).strip())
             if frame and lineno == self._stack[3] + 1:
@@ -682,6 +711,42 @@ class LogParser:
         elif stripped.startswith("terminate called after throwing") and "c10::" not in stripped:
             self._error(who, ErrorKind.EXCEPTION, stripped, loc)
 
+    def _clue(self, who: Who, text: str, loc: Loc) -> None:
+        """Keep a line that says why a process failed (see :class:`Clue`); each text once per rank."""
+        body = _LOG_HEAD.sub("", _PY_PREFIX.sub("", text).strip())
+        clock = _clock(text)
+        if m := _LAST_ERROR.search(body):
+            if m[1].strip():
+                self._add_clue(who, "last_error", m[1].strip(), loc)
+            else:
+                self._await_detail = (who, loc)
+            return
+        if m := _CUDA_ASSERT.search(body):
+            self._add_clue(who, "cuda_assert", f"Assertion `{m[4]}` failed in {m[3]} ({m[1]}:{m[2]})", loc)
+            return
+        if m := _CUDA_ERROR.search(body):
+            self._add_clue(who, "cuda", "CUDA error: " + m[1].strip(), loc)
+        if m := _STORE_FAIL.search(body):
+            self._add_clue(who, "store", body[:300], loc, clock)
+        elif _LAUNCHER.search(body):
+            self._add_clue(who, "launcher", body[:300], loc, clock)
+
+    def _detail(self, lineno: int, text: str) -> None:
+        """The line under "Last error:": NCCL's reason, or nothing when the next record starts at once."""
+        who, loc = self._await_detail  # type: ignore[misc]
+        self._await_detail = None
+        if lineno != loc.line + 1:
+            return  # the line under it was not read (a gap in the selection): say nothing rather than "empty"
+        body = _PY_PREFIX.sub("", text).strip()
+        empty = not body or bool(_HEADER.search(text)) or body.startswith(("Exception raised from", "Traceback"))
+        self._add_clue(who, "last_error", "" if empty else body, loc if empty else Loc(loc.file, lineno))
+
+    def _add_clue(self, who: Who, kind: str, text: str, loc: Loc, clock: float | None = None) -> None:
+        key = (who.rank, kind, text[:120])
+        if key not in self._clue_keys:
+            self._clue_keys.add(key)
+            self._clues.append(Clue(who, kind, text[:300], loc, clock))
+
     def _nccl_error(self, who: Who, text: str, loc: Loc) -> bool:
         """An "NCCL error: <reason>" raised on this rank (not on a named work); each text counted once per rank.
 
@@ -702,7 +767,7 @@ class LogParser:
         return True
 
     def _error(self, who: Who, kind: ErrorKind, message: str, loc: Loc) -> None:
-        self._errors.append(RankError(who, kind, message[:500], loc))
+        self._errors.append(RankError(who, kind, message[:MAX_MESSAGE], loc))
 
     def _fact(self, who: Who, key: str, value: str, loc: Loc) -> None:
         k = (key, value, who.rank)

@@ -94,7 +94,8 @@ _WANTED = re.compile(
 _HEAD_WANTED = re.compile(
     rb"NCCL version|Bootstrap|NET/|Using network|TIMEOUT\(ms\)|nranks|set by environment|NCCL WARN|environments|"
     rb"initialization options|Error|Exception|Interrupt|terminate called|Terminating the process|Aborting process|"
-    rb"\[TC\]|[Dd]ump|[Ff]light [Rr]ecorder"
+    rb"\[TC\]|[Dd]ump|[Ff]light [Rr]ecorder|Last error|Assertion `|TCPStore|\[c10d\]|[Rr]endezvous|death signal|"
+    rb"closing signal|clients joined"
 )
 BEFORE = 8
 AFTER = 16

@@ -204,6 +204,24 @@ class RankError:
 
 
 @dataclass(frozen=True)
+class Clue:
+    """A line that says why a process failed, beside its error line.
+
+    ``kind`` is ``last_error`` (the text under NCCL's "Last error:", empty when NCCL printed none),
+    ``cuda_assert`` (a device-side assertion: kernel and condition), ``cuda`` (a CUDA error named in any
+    line, the watchdog's restatements included), ``store`` (a TCPStore or rendezvous-store failure seen by
+    a worker or an agent) or ``launcher`` (the launcher's own words: a signal it received, a worker it
+    stopped, a rendezvous it could not complete).
+    """
+
+    who: Who
+    kind: str
+    text: str
+    loc: Loc
+    clock_s: float | None = None  # time of day of the line's log header, when it has one
+
+
+@dataclass(frozen=True)
 class ElasticFailure:
     """One entry of torchrun's ChildFailedError summary."""
 
@@ -307,6 +325,7 @@ class FileScan:
     mismatches: tuple[Mismatch, ...] = ()
     errors: tuple[RankError, ...] = ()
     elastic: tuple[ElasticFailure, ...] = ()
+    clues: tuple[Clue, ...] = ()
     facts: tuple[Fact, ...] = ()
     stacks: tuple[CollectiveStack, ...] = ()
     group_inits: tuple[GroupInit, ...] = ()

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from ncclcheck.evidence.frdump import Dump, Entry, numel
 from ncclcheck.evidence.types import PG, ElasticFailure, ErrorKind, FileScan, LiveStack, Loc, RankError, WorkMention
+from ncclcheck.job.causes import one_line
 from ncclcheck.job.graph import wait_for
 from ncclcheck.job.model import (
     Ending,
@@ -395,13 +396,13 @@ class _Builder:
             before = first_timeout is None or not any(
                 w.loc is not None and w.loc.file == err.loc.file and w.loc.line < err.loc.line for w in timeouts)
             if before:
-                return Ending(EndKind.EXCEPTION, err.message, err.loc)
+                return Ending(EndKind.EXCEPTION, one_line(err.message), err.loc)
         w = self.nccl_errors.get(rank)
         if w is not None:
             op = f"{w.op_type} #{w.seq}" if w.op_type else "a collective"
             return Ending(EndKind.NCCL_ERROR, f"NCCL error in {op}: {_first_sentence(w.error)}", w.loc)
         if err is not None and err.kind is ErrorKind.CONNECTION and not timeouts:
-            return Ending(EndKind.NCCL_ERROR, err.message, err.loc)
+            return Ending(EndKind.NCCL_ERROR, one_line(err.message), err.loc)
         if timeouts:
             first = min(timeouts, key=_stuck_order)
             return Ending(EndKind.TIMED_OUT, f"timed out in {first.describe()} #{first.seq}", first.loc)

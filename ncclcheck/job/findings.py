@@ -227,6 +227,19 @@ def next_steps(kind: VerdictKind, culprits: Sequence[int], killed: bool = False,
                 "Re-run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET NCCL_DEBUG_FILE=/tmp/nccl.%h.%p.log and check "
                 "the interfaces NCCL picked; run `ncclcheck probe` on every node.",
                 "Try NCCL_P2P_DISABLE=1 or NCCL_IB_DISABLE=1 once, only to bisect a hardware path.", record_next)
+    if kind is VerdictKind.SETUP_FAILURE:
+        return ("This failed while NCCL set up its communicators, before any collective ran: no timeout or "
+                "flight-recorder dump applies, and raising the timeout changes nothing. The fix is a setting or the "
+                "host.",)
+    if kind is VerdictKind.LAUNCHER_FAILURE:
+        steps = ["The launcher (torchrun's agents and their rendezvous store) failed, not a collective: no rank "
+                 "in these inputs is the culprit."]
+        if missing:
+            steps.append(f"Collect the logs of {rank_phrase(missing)} (their nodes' torchrun output and "
+                         "`dmesg -T`): what happened there is not in these inputs.")
+        steps.append("Keep every node's agent output next time: `torchrun --log-dir DIR --redirects 3 --tee 3` and "
+                     "the launcher's own stderr.")
+        return tuple(steps)
     if kind is VerdictKind.WATCHDOG_STUCK:
         return ("The watchdog thread itself stopped making progress: a CUDA call or the GIL is blocked. Dump the "
                 "stacks of the stuck process (`py-spy dump --native --pid <pid>`).",

@@ -16,6 +16,7 @@ from enum import Enum
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.types import PG, FileScan, InputProblem, LiveStack, Loc, RankError
 from ncclcheck.findings import Finding
+from ncclcheck.job.causes import Diagnosis
 
 
 @dataclass(frozen=True)
@@ -231,6 +232,8 @@ class VerdictKind(str, Enum):
     COLLECTIVE_MISMATCH = "collective_mismatch"
     RANK_FAILED_FIRST = "rank_failed_first"
     NCCL_ERROR = "nccl_error"
+    SETUP_FAILURE = "setup_failure"  # NCCL or the host could not set up the communicator (shm, interface, plugin)
+    LAUNCHER_FAILURE = "launcher_failure"  # rendezvous, store or launcher: no rank is the culprit
     ALL_RANKS_STUCK = "all_ranks_stuck"
     WATCHDOG_STUCK = "watchdog_stuck"
     INCOMPLETE = "incomplete_evidence"
@@ -251,6 +254,7 @@ class Verdict:
     chain: tuple[str, ...] = ()
     findings: tuple[Finding, ...] = ()
     next_steps: tuple[str, ...] = ()
+    cause: Diagnosis | None = None  # the catalogue's cause, when the inputs show one
 
 
 @dataclass(frozen=True)

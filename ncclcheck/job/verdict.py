@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from ncclcheck.evidence.types import FileScan, Loc
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.build import build_job
+from ncclcheck.job.causes import DEVICE, LAUNCHER, MEMORY, NETWORK, PROBE, SETUP, Diagnosis, diagnose
 from ncclcheck.job.chain import chain_lines, root_words
 from ncclcheck.job.findings import (
     counter_findings,
@@ -238,6 +239,66 @@ def _quiet_verdict(scans: Sequence[FileScan], job: Job) -> tuple[VerdictKind, li
             "No collective timeout, NCCL error, desync, heartbeat failure or rank failure found in these inputs.")
 
 
+# Verdicts a cause from the catalogue may restate: they name a failure but not why it happened.
+_RESTATABLE = {VerdictKind.NO_FAILURE, VerdictKind.RANK_FAILED_FIRST, VerdictKind.NCCL_ERROR, VerdictKind.ALL_RANKS_STUCK,
+               VerdictKind.INCOMPLETE}
+
+
+def _with_cause(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
+                d: Diagnosis | None) -> tuple[VerdictKind, list[int], str, Diagnosis | None]:
+    """Let the catalogue's cause name the failure, where the verdict so far only said that ranks failed or waited.
+
+    A hang with a root of its own (a lagging rank, a mismatch) keeps its verdict; the cause stands beside it
+    only when it is about the same ranks.
+    """
+    if d is None:
+        return kind, culprits, summary, None
+    if kind not in _RESTATABLE and not _explains(job, culprits, d):
+        return kind, culprits, summary, (d if set(d.ranks) & set(culprits) else None)
+    c = d.cause
+    stuck = sorted(s.rank for s in job.ranks if s.stuck is not None)
+    at = f" ({d.loc})"
+    if c.family in (DEVICE, MEMORY):
+        ranks = list(d.ranks) or culprits
+        waited = [r for r in stuck if r not in ranks]
+        tail = f" {rank_phrase(waited, job.world).capitalize()} then waited for it." if waited else ""
+        return (VerdictKind.RANK_FAILED_FIRST, ranks,
+                f"{rank_phrase(ranks).capitalize() if ranks else 'A rank'} failed first: {d.detail}{at}; {c.why}.{tail}",
+                d)
+    if c.family == SETUP:
+        ranks = list(d.ranks) or culprits
+        present = [s.rank for s in job.ranks if s.present]
+        every = bool(ranks) and len(present) > 1 and set(present) <= set(ranks)
+        scope = (" Every rank in these inputs hit it: the host or its settings are the cause, not one rank."
+                 if every else "")
+        who = rank_phrase(ranks).capitalize() if ranks else "The job"
+        return (VerdictKind.SETUP_FAILURE, ranks, f"{who} could not set up NCCL, {c.title}: {d.detail}{at}. "
+                f"{c.why[0].upper()}{c.why[1:]}.{scope}", d)
+    if c.family == LAUNCHER:
+        present = sorted(s.rank for s in job.ranks if s.present)
+        lost = (f" {rank_phrase(present).capitalize()} and the agents in these inputs only lost it: they are not "
+                "the cause." if present and c.kind == "store_lost" else "")
+        return (VerdictKind.LAUNCHER_FAILURE, [], f"{c.title[0].upper()}{c.title[1:]}: {d.detail}{at}. "
+                f"{c.why[0].upper()}{c.why[1:]}.{lost}", d)
+    if kind in (VerdictKind.NO_FAILURE, VerdictKind.ALL_RANKS_STUCK):
+        return (VerdictKind.NCCL_ERROR, culprits, f"{c.title[0].upper()}{c.title[1:]}: {d.detail}{at}; {c.why}.", d)
+    return kind, culprits, summary, d
+
+
+def _explains(job: Job, culprits: Sequence[int], d: Diagnosis) -> bool:
+    """Does the cause explain why the hang's roots never arrived? Only if they printed it themselves.
+
+    A lost store explains it only when it was lost before the first timeout: a store that goes away
+    after the watchdogs fired is the end of the job, not its cause.
+    """
+    if not culprits or not set(culprits) <= set(d.ranks) or d.cause.family == NETWORK:
+        return False
+    if d.cause.family != LAUNCHER:
+        return True
+    fired = [r.started_s + r.ran_for_ms / 1000 for r in job.records if r.started_s is not None and r.ran_for_ms]
+    return d.clock_s is not None and bool(fired) and d.clock_s <= min(fired)
+
+
 def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "float32",
            restarts: Sequence[Restart] = (), earlier_attempts: Sequence[str] = ()) -> Analysis:
     """Build the job model and decide the verdict, the chain and the findings (of the last run of each file)."""
@@ -253,8 +314,12 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
             findings.append(size)
     else:
         kind, culprits, waiting, summary = _quiet_verdict(scans, job)
+    killed_ranks = [(s.rank, s.ending.loc) for s in job.ranks
+                    if s.ending.kind is EndKind.KILLED and s.ending.loc is not None]
+    kind, culprits, summary, cause = _with_cause(job, kind, culprits, summary, diagnose(scans, killed_ranks))
+    waiting = [r for r in waiting if r not in culprits]
     if kind is not VerdictKind.NO_FAILURE:
-        findings.insert(0, Finding(Severity.ERROR, kind.value.replace("_", "-"), summary, _evidence(job, culprits)))
+        findings.insert(0, Finding(Severity.ERROR, kind.value.replace("_", "-"), summary, _evidence(job, culprits, cause)))
     findings += counter_findings(records)
     findings += detector_findings(scans)
     findings += membership_findings(job)
@@ -281,15 +346,19 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     # A rank the others wait for can be named even without its own input; what it did stays unknown.
     unknown = [s.rank for s in job.ranks if s.ending.kind is EndKind.UNKNOWN] if found else []
     pg = primary.group.to_pg() if primary is not None else None
+    host_kill = cause is not None and cause.cause.kind == "host_kill"
+    steps = next_steps(kind, culprits, killed and not host_kill, unknown)
+    if cause is not None:
+        steps = (*cause.cause.fix, *((PROBE,) if cause.cause.probe else ()), *steps)
     verdict = Verdict(kind, summary, tuple(culprits), tuple(waiting), tuple(unknown), pg,
                       primary.seq if primary is not None else None,
-                      chain_lines(job, culprits) if found else (), tuple(findings),
-                      next_steps(kind, culprits, killed, unknown))
+                      chain_lines(job, culprits) if found else (), tuple(findings), steps, cause)
     return Analysis(tuple(scans), tuple(records), job, verdict, dtype)
 
 
-def _evidence(job: Job, culprits: Sequence[int]) -> tuple:
-    """The culprits' endings first, then the waiters' stuck works: at most eight lines."""
-    locs = [s.ending.loc for s in job.ranks if s.rank in culprits and s.ending.loc is not None]
+def _evidence(job: Job, culprits: Sequence[int], cause: Diagnosis | None = None) -> tuple:
+    """The cause's lines first, then the culprits' endings, then the waiters' stuck works: at most eight lines."""
+    locs = list(cause.locs) if cause is not None else []
+    locs += [s.ending.loc for s in job.ranks if s.rank in culprits and s.ending.loc is not None]
     locs += [s.stuck.loc for s in job.ranks if s.stuck is not None and s.stuck.loc is not None]
     return tuple(dict.fromkeys(locs))[:8]

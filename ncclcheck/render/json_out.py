@@ -2,7 +2,8 @@
 
 Record field names follow the conformance files in ``../shared/conformance``.  Version 2 adds the
 job model (groups with members, each rank's ending and positions, the wait-for edges and roots),
-the verdict's chain and unknown ranks, and every input problem.
+the verdict's chain and unknown ranks, and every input problem.  Version 3 adds the verdict's ``cause``
+(the failure catalogue's kind, its detail, the ranks that show it and the fix) and the ``clues`` events.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from typing import Any
 
 from ncclcheck.evidence.types import PG, Loc
 from ncclcheck.findings import Finding
+from ncclcheck.job.causes import Diagnosis
 from ncclcheck.job.model import Analysis, Edge, Group, GroupId, Position, RankState, Record, Work
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def pg_json(pg: PG | None) -> dict[str, Any] | None:
@@ -57,6 +59,16 @@ def finding_json(f: Finding) -> dict[str, Any]:
         "evidence": [str(e) for e in f.evidence],
         "fix": f.fix,
     }
+
+
+def cause_json(d: Diagnosis | None) -> dict[str, Any] | None:
+    """The catalogue's cause: what failed, where it shows, why, and the fix."""
+    if d is None:
+        return None
+    c = d.cause
+    return {"kind": c.kind, "family": c.family, "title": c.title, "detail": d.detail, "ranks": list(d.ranks),
+            "evidence": [loc_json(x) for x in d.locs], "why": c.why, "fix": list(c.fix), "probe": c.probe,
+            "reference": c.source}
 
 
 def group_json(g: GroupId) -> dict[str, Any]:
@@ -157,6 +169,10 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
              "at": loc_json(st.loc)}
             for s in a.scans for st in s.stacks
         ],
+        "clues": [
+            {"rank": c.who.rank, "kind": c.kind, "text": c.text, "at": loc_json(c.loc)}
+            for s in a.scans for c in s.clues
+        ],
         "facts": [
             {"rank": f.who.rank, "key": f.key, "value": f.value, "at": loc_json(f.loc)}
             for s in a.scans for f in s.facts
@@ -183,6 +199,7 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
             "chain": list(v.chain),
             "findings": [finding_json(f) for f in v.findings],
             "next_steps": list(v.next_steps),
+            "cause": cause_json(v.cause),
         },
         "job": {
             "world_size": job.world,

@@ -31,6 +31,9 @@ def verdict_panel(a: Analysis) -> Panel:
     v = a.verdict
     ok = v.kind is VerdictKind.NO_FAILURE
     body = Text(v.summary)
+    if v.cause is not None:
+        body.append("\ncause: ", style="bold")
+        body.append(f"{v.cause.cause.kind} ({v.cause.cause.title})")
     for label, ranks in (("culprit", v.culprit_ranks), ("unknown", v.unknown_ranks)):
         if ranks:
             body.append(f"\n{label} rank(s): ", style="bold")

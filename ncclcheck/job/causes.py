@@ -1,0 +1,359 @@
+"""The failure catalogue: what a line says about why a job died, and the fix people confirmed.
+
+Each cause is matched on what the ranks and the launcher printed themselves (error lines, NCCL's
+``Last error:`` text, NCCL WARN lines, CUDA assertions, store and launcher lines), never on the
+cascade the other ranks print afterwards.  The patterns name the mechanism (a shared-memory segment
+that cannot grow, a socket that cannot reach the store), not one file's wording, so a failure
+worded differently by another release still lands in its class.  The catalogue is ordered: a
+device or memory error is the root of the NCCL and store errors it causes, a set-up error comes
+before the timeouts that follow it, and a lost peer is the consequence of something else.
+docs/failures.md lists every cause with its lines, its fix and the public thread that confirmed it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ncclcheck.evidence.types import ErrorKind, FileScan, Loc
+from ncclcheck.ranks import rank_phrase
+
+SETUP = "setup"  # the communicator or the host: nothing ran yet, or NCCL could not build a transport
+NETWORK = "network"  # a transport failed or a peer vanished while the job ran
+LAUNCHER = "launcher"  # rendezvous, store and launcher: no rank is the culprit
+DEVICE = "device"  # a CUDA error on one rank's GPU
+MEMORY = "memory"  # GPU or host memory
+NCCL_DEBUG_RERUN = "NCCL_DEBUG=WARN (or NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV for the whole set-up)"
+PROBE = "Run `ncclcheck probe` inside the failing container on each node: it checks this setting and says what to set."
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One class of failure: how to recognise it, why it happens, how to fix it, where that was confirmed."""
+
+    kind: str
+    family: str
+    title: str
+    pattern: re.Pattern[str]
+    why: str
+    fix: tuple[str, ...]
+    source: str
+    probe: bool = False
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """A cause found in the inputs: the ranks whose own lines show it, and the line that says it best."""
+
+    cause: Cause
+    ranks: tuple[int, ...]
+    text: str
+    loc: Loc
+    locs: tuple[Loc, ...]
+    detail: str  # one line, in the inputs' own numbers (the OOM's sizes, the assert's kernel)
+    clock_s: float | None = None  # the earliest time of day a line of it was printed, when the lines carry one
+
+
+def _c(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+CATALOGUE: tuple[Cause, ...] = (
+    Cause("cuda_oom", MEMORY, "CUDA out of memory",
+          _c(r"CUDA out of memory|OutOfMemoryError|Cuda failure 'out of memory'|CUBLAS_STATUS_ALLOC_FAILED"),
+          "the rank asked its GPU for more memory than was free; it raised and left the others waiting",
+          ("Lower the per-GPU batch or sequence length, or shard more (FSDP/ZeRO, activation checkpointing).",
+           "If much memory is 'reserved by PyTorch but unallocated', set "
+           "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (fragmentation).",
+           "Check `nvidia-smi` for other processes on the same GPU (two ranks on one device, a leftover job)."),
+          "https://github.com/Liuziyu77/Visual-RFT/issues/123"),
+    Cause("device_assert", DEVICE, "CUDA device-side assert",
+          _c(r"device-side assert|Assertion `.*` failed"),
+          "a kernel checked an index or a value on the GPU and stopped: most often an index past the end of an "
+          "embedding (a token id >= vocab size) or a label >= the number of classes",
+          ("Rerun with CUDA_LAUNCH_BLOCKING=1 to get the Python line of the failing kernel (CUDA errors are "
+           "reported at a later call otherwise).",
+           "Or run the same batch on the CPU: it raises a plain IndexError with the index and the size.",
+           "Check the data on that rank: token ids against the embedding's size (tokenizer and model vocab), labels "
+           "against num_classes, gather/scatter indices."),
+          "https://github.com/pytorch/pytorch/issues/29966"),
+    Cause("illegal_access", DEVICE, "CUDA illegal memory access",
+          _c(r"illegal memory access|misaligned address|an illegal instruction|unspecified launch failure"),
+          "a kernel touched memory it does not own (a custom or fused kernel, a wrong shape or stride, a library "
+          "bug); the watchdog only reports it later",
+          ("Rerun that rank with CUDA_LAUNCH_BLOCKING=1, or under `compute-sanitizer --tool memcheck`, to find the "
+           "kernel.",
+           "Try without custom/fused kernels (flash attention, Triton, custom all-reduce) to bisect.",
+           "If it moves between runs and hosts, check `dmesg -T | grep -i xid` for a hardware fault."),
+          "https://github.com/vllm-project/vllm/issues/4108"),
+    Cause("gpu_hardware", DEVICE, "GPU hardware fault",
+          _c(r"uncorrectable ECC|ECC error|\bXid\b|GPU is lost|fallen off the bus|fell off the bus|"
+             r"cudaErrorECCUncorrectable"),
+          "the GPU itself reported a fault (ECC, Xid, lost from the bus): no code change fixes it",
+          ("On that host: `nvidia-smi -q -d ECC,PAGE_RETIREMENT` and `dmesg -T | grep -i xid`.",
+           "Drain the node and rerun the job elsewhere; report the Xid code to the cluster's operators."),
+          "https://github.com/NVIDIA/nccl/issues/2076"),
+    Cause("shm_exhausted", SETUP, "/dev/shm too small for NCCL",
+          _c(r"(?:/dev/shm|shared memory segment|posix_fallocate|ncclShmOpen|shm_open).*(?:No space left|"
+             r"failed|error)|Error while creating shared memory"),
+          "NCCL's shared-memory transport between the ranks of one node creates segments in /dev/shm; a "
+          "container's default is 64 MiB, too small for a few GPUs",
+          ("Docker: `docker run --shm-size=16g …` or `--ipc=host`.",
+           "Kubernetes: mount an emptyDir with `medium: Memory` at /dev/shm in the pod spec.",
+           "Only as a last resort NCCL_SHM_DISABLE=1 (slower intra-node traffic)."),
+          "https://github.com/NVIDIA/nccl/issues/342", probe=True),
+    Cause("no_socket_interface", SETUP, "no usable network interface for NCCL",
+          _c(r"no socket interface found|No usable listening interface|neither AF_INET|NCCL_SOCKET_IFNAME.*not found"),
+          "NCCL found no interface matching NCCL_SOCKET_IFNAME (or none at all) to bootstrap over",
+          ("Set NCCL_SOCKET_IFNAME to an interface that exists on every node (`ip -br addr`), or unset it to let "
+           "NCCL pick; a prefix such as `^lo,docker` excludes instead of naming.",
+           "Interface names may differ between nodes: list them all (`eth0,ens5`) or set it per node."),
+          "https://github.com/NVIDIA/nccl/issues/286", probe=True),
+    Cause("net_plugin", SETUP, "NCCL network plugin or transport not available",
+          _c(r"Failed to initialize any NET plugin|Could not find NET with name|NET/Plugin.*(?:failed to|error)|"
+             r"Failed to initialize NET plugin"),
+          "NCCL_NET (or a plugin in the image) asks for a transport this host cannot provide, e.g. NCCL_NET=IB "
+          "without InfiniBand devices or without the plugin library",
+          ("Unset NCCL_NET (NCCL then picks IB when it works, else sockets), or install the plugin the image "
+           "expects (libnccl-net.so, aws-ofi-nccl).",
+           "Check the HCAs: `ibv_devinfo`; NCCL_IB_HCA must name devices that exist."),
+          "https://github.com/NVIDIA/nccl/issues/952", probe=True),
+    Cause("ib_error", NETWORK, "InfiniBand/RoCE transport error",
+          _c(r"NET/IB.*(?:completion|error)|ibv_\w+ failed|IBV_WC_|transport retry counter|Got completion from peer"),
+          "the RDMA fabric dropped a transfer (link flap, wrong GID index or traffic class on RoCE, a bad cable "
+          "or port)",
+          ("Run nccl-tests' all_reduce_perf across the same nodes; check `ibstat` link state and error counters.",
+           "On RoCE check NCCL_IB_GID_INDEX and NCCL_IB_TC against the fabric's settings; NCCL_IB_TIMEOUT raises "
+           "the retry window."),
+          "https://github.com/NVIDIA/nccl/issues/1405", probe=True),
+    Cause("p2p_unsupported", SETUP, "GPU peer-to-peer path broken (ACS/IOMMU)",
+          _c(r"peer access is not supported|peer mapping resources exhausted|cudaIpc\w* failed|cuIpc\w* failed|"
+             r"P2P.*not supported"),
+          "PCIe ACS or the IOMMU routes GPU-to-GPU traffic through the CPU or blocks it; NCCL's P2P transport "
+          "then fails or hangs",
+          ("Confirm with NCCL_P2P_DISABLE=1 once (it should then work, slower).",
+           "Fix the host: disable ACS in the BIOS or with setpci, or boot with iommu=pt; `nvidia-smi topo -m` "
+           "shows the path."),
+          "https://github.com/NVIDIA/nccl/issues/631", probe=True),
+    Cause("port_in_use", LAUNCHER, "the store's port is already in use",
+          _c(r"EADDRINUSE|Address already in use|failed to listen on any local network address"),
+          "another job (or a leftover process) holds MASTER_PORT / the rendezvous port on this host",
+          ("Pick another port (MASTER_PORT, --rdzv-endpoint host:PORT) or let torchrun choose one: "
+           "`--rdzv-endpoint localhost:0` or `--standalone` on one node.",
+           "Find the holder: `ss -ltnp | grep PORT`."),
+          "https://github.com/meta-pytorch/torchtune/issues/392"),
+    Cause("clients_missing", LAUNCHER, "ranks never reached the store",
+          _c(r"waiting for (?:clients|workers)\. \d+/\d+ (?:clients|workers) joined"),
+          "the store's host waited for every rank to connect and some never did: they were never started, "
+          "crashed before init_process_group, or could not reach MASTER_ADDR:MASTER_PORT",
+          ("Find the ranks that never joined: their logs (or their absence) say why; check that WORLD_SIZE "
+           "matches the ranks actually launched.",
+           "From a missing node: `nc -zv MASTER_ADDR MASTER_PORT` (firewall, wrong address)."),
+          "https://github.com/OpenRLHF/OpenRLHF/issues/1040"),
+    Cause("store_unreachable", LAUNCHER, "the store could not be reached",
+          _c(r"client socket has timed out.*connect|failed to connect|connect\(\) timed out|Connection refused|"
+             r"No route to host|Socket Timeout"),
+          "a rank or agent could not connect to the rendezvous store (MASTER_ADDR:MASTER_PORT or --rdzv-endpoint): "
+          "wrong address, a firewall, or the store's host not up yet",
+          ("Check the address and port every node uses, and that it is reachable: `nc -zv HOST PORT` from each "
+           "node; open the port in the firewall/security group.",
+           "Use a hostname or IP that all nodes resolve the same way (not localhost on a multi-node job)."),
+          "https://github.com/pytorch/pytorch/issues/69197"),
+    Cause("rdzv_timeout", LAUNCHER, "the rendezvous never completed",
+          _c(r"RendezvousTimeoutError"),
+          "torchrun waited for --nnodes agents to join and not enough did within the join timeout",
+          ("Start every node with the same --rdzv-id and --rdzv-endpoint; check that every node's agent started "
+           "at all (scheduler, image pull).",
+           "Raise --rdzv-conf join_timeout=SECONDS if nodes start slowly."),
+          "https://github.com/pytorch/pytorch/issues/67547"),
+    Cause("store_lost", LAUNCHER, "the rendezvous store went away",
+          _c(r"Failed to recv, got 0 bytes|Connection was likely closed|RendezvousConnectionError|"
+             r"TCPStore server has shut down|The connection to the C10d store has failed"),
+          "the process that held the TCPStore (the torchrun agent at the rendezvous endpoint, or rank 0 with "
+          "MASTER_ADDR) died or was cut off; every agent and rank then lost it and stopped",
+          ("Look at the node that held the store (the --rdzv-endpoint / MASTER_ADDR host): its own logs and "
+           "`dmesg -T` say why it went away (OOM kill, node failure, preemption).",
+           "The ranks and agents that lost the store are not the cause; collect the missing node's logs."),
+          "https://github.com/pytorch/pytorch/issues/121944"),
+    Cause("remote_exited", NETWORK, "a peer exited or the network failed",
+          _c(r"remote process exited|ncclRemoteError|Connection reset by peer|Connection closed by remote peer"),
+          "NCCL lost a connection to another rank: that rank died (look for the one whose log ends early) or "
+          "the network between them failed",
+          ("Find the rank that died first: its log stops, or the launcher reports its exit or signal.",
+           "If every rank is alive, check the links between the two hosts (`dmesg -T`, NIC error counters)."),
+          "https://github.com/NVIDIA/nccl/issues/2076"),
+)
+NO_REASON = Cause(
+    "nccl_no_reason", SETUP, "NCCL failed without saying why",
+    re.compile(r"(?!)"),
+    "NCCL returned an error but printed no reason: its 'Last error:' is empty or absent",
+    (f"Rerun with {NCCL_DEBUG_RERUN}: NCCL prints the reason as a WARN line.",),
+    "https://github.com/NVIDIA/nccl/issues/1837", probe=True)
+HOST_KILL = Cause(
+    "host_kill", MEMORY, "killed by SIGKILL (most often the host's OOM killer)",
+    re.compile(r"(?!)"),
+    "the process was killed with no traceback: the kernel's OOM killer, the container's memory limit, or the "
+    "scheduler",
+    ("On that host: `dmesg -T | grep -i -E 'killed process|out of memory'`; check the container's memory "
+     "limit and the scheduler's log.",
+     "Host memory grows with data-loader workers, pinned memory and checkpoint loading: lower them or ask "
+     "for more memory."),
+    "https://github.com/pytorch/pytorch/issues/67581")
+STOPPED = Cause(
+    "stopped_externally", LAUNCHER, "the job was stopped from outside",
+    re.compile(r"(?!)"),
+    "the launcher received a termination signal (a scheduler's time limit, scancel, kubectl delete, a CI "
+    "timeout) while no rank had reported an error or a timeout: the job hung where no timeout applies (NCCL "
+    "communicator set-up, a store wait, host code) or was only slow",
+    ("Next time, while it hangs: `ncclcheck snapshot` on each node (stacks and flight-recorder dumps of the "
+     "live job), or `py-spy dump --pid PID` of each rank.",
+     f"Rerun with {NCCL_DEBUG_RERUN} to see how far NCCL's set-up got."),
+    "https://github.com/pytorch/pytorch/issues/121944")
+VERSIONS = Cause(
+    "nccl_version_mismatch", SETUP, "ranks load different NCCL versions",
+    re.compile(r"(?!)"),
+    "the ranks print different NCCL versions: nodes run different images or environments, and NCCL's wire "
+    "protocol may differ between them",
+    ("Run every node from the same image or environment; `python -c 'import torch; print(torch.cuda.nccl."
+     "version())'` on each.",),
+    "https://github.com/NVIDIA/nccl/issues/286")
+ALL_CAUSES = (*CATALOGUE, NO_REASON, HOST_KILL, STOPPED, VERSIONS)
+_BY_KIND = {c.kind: c for c in ALL_CAUSES}
+
+_OOM = re.compile(r"Tried to allocate ([\d.]+ [KMGT]?i?B)")
+_OOM_GPU = re.compile(r"GPU (\d+) has a total capacity of ([\d.]+ [KMGT]?i?B) of which ([\d.]+ [KMGT]?i?B) is free")
+_OOM_OLD = re.compile(r"GPU (\d+); ([\d.]+ [KMGT]?i?B) total capacity; .*?([\d.]+ [KMGT]?i?B) free")
+_OOM_MINE = re.compile(r"this process has ([\d.]+ [KMGT]?i?B) memory in use")
+_OOM_FRAG = re.compile(r"([\d.]+ [KMGT]?i?B) is reserved by PyTorch but unallocated")
+_STORE_ADDR = re.compile(r"remote=\[?([\w.:-]+?)\]?:(\d+)\)")
+# What the asserting kernel usually means.
+_KERNELS = (
+    (re.compile(r"indexSelect|srcIndex < srcSelectDimSize"), "an index past the end of an embedding or index_select "
+                                                             "(a token id >= the vocabulary size)"),
+    (re.compile(r"nll_loss|n_classes|cur_target"), "a label outside [0, num_classes) in a loss"),
+    (re.compile(r"ScatterGather|idx_dim"), "a gather/scatter index out of bounds"),
+    (re.compile(r"IndexKernel|index out of bounds"), "an advanced-indexing index out of bounds"),
+)
+
+
+def one_line(message: str) -> str:
+    """An error in one line: an OOM as its sizes, anything else cut at its first sentence that matters."""
+    if _c(r"out of memory").search(message):
+        return oom_line(message)
+    first = message.split(", NCCL version")[0].split(" Search for `")[0]
+    return first if len(first) <= 200 else first[:197] + "..."
+
+
+def oom_line(message: str) -> str:
+    """``CUDA out of memory: asked 372.53 GiB on GPU 1 (139.80 GiB total, 123.46 GiB free)``, from whatever is printed."""
+    parts = []
+    if m := _OOM.search(message):
+        parts.append(f"asked {m[1]}")
+    gpu = _OOM_GPU.search(message) or _OOM_OLD.search(message)
+    if gpu:
+        parts.append(f"on GPU {gpu[1]} ({gpu[2]} total, {gpu[3]} free)")
+    if m := _OOM_MINE.search(message):
+        parts.append(f"this process held {m[1]}")
+    if m := _OOM_FRAG.search(message):
+        parts.append(f"{m[1]} reserved but unallocated")
+    return "CUDA out of memory" + (": " + ", ".join(parts) if parts else "")
+
+
+@dataclass(frozen=True)
+class _Said:
+    """One thing a process printed that a cause may match: who, what, where."""
+
+    rank: int | None
+    text: str
+    loc: Loc
+    clue: str | None = None  # the Clue kind, None for an error line
+    clock_s: float | None = None
+
+
+def _said(scans: Sequence[FileScan]) -> list[_Said]:
+    out: list[_Said] = []
+    for s in scans:
+        for e in s.errors:
+            out.append(_Said(e.who.rank, e.message, e.loc))
+        for c in s.clues:
+            out.append(_Said(c.who.rank, c.text, c.loc, c.kind, c.clock_s))
+    return out
+
+
+def _detail(cause: Cause, hits: Sequence[_Said]) -> str:
+    texts = [h.text for h in hits]
+    if cause.kind == "cuda_oom":
+        return oom_line(max(texts, key=len))
+    if cause.kind == "device_assert":
+        where = next((h.text for h in hits if h.clue == "cuda_assert"), None)
+        if where is None:
+            return "CUDA error: device-side assert triggered (the assertion line itself is not in these inputs)"
+        meaning = next((m for p, m in _KERNELS if p.search(where)), None)
+        return f"device-side assert: {where}" + (f", that is {meaning}" if meaning else "")
+    if cause.kind == "store_lost":
+        addrs = sorted({f"{m[1]}:{m[2]}" for t in texts for m in _STORE_ADDR.finditer(t)})
+        first = next((h.text for h in hits if h.clue == "store"), texts[0])
+        at = f" (store at {', '.join(addrs)})" if addrs else ""
+        return one_line(first.split("): ", 1)[-1]) + at
+    best = next((h for h in hits if h.clue == "last_error" and h.text), None) or hits[0]
+    return one_line(best.text)
+
+
+def _found(cause: Cause, hits: Sequence[_Said]) -> Diagnosis:
+    ranks = tuple(sorted({h.rank for h in hits if h.rank is not None}))
+    first = min(hits, key=lambda h: (h.clue != "cuda_assert", h.loc.file, h.loc.line))
+    locs = tuple(dict.fromkeys(h.loc for h in sorted(hits, key=lambda h: (h.rank is None, h.rank or 0))))[:8]
+    clocks = [h.clock_s for h in hits if h.clock_s is not None]
+    return Diagnosis(cause, ranks, first.text, first.loc, locs, _detail(cause, hits), min(clocks, default=None))
+
+
+def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int, Loc]] = ()) -> Diagnosis | None:
+    """The first cause of the catalogue that the inputs show, or a cause read from what is missing.
+
+    ``killed`` lists the ranks the launcher reports killed by SIGKILL (rank, where), for the host-OOM cause.
+    """
+    said = _said(scans)
+    for cause in CATALOGUE:
+        hits = [s for s in said if cause.pattern.search(s.text)]
+        if hits:
+            return _found(cause, hits)
+    nccl = [s for s in said if s.clue is None and s.text.startswith("NCCL error")]
+    if nccl:
+        empty = [s for s in said if s.clue == "last_error" and not s.text]
+        unexplained = [s for s in nccl if not any(c.clue == "last_error" and c.rank == s.rank for c in said)]
+        if empty or unexplained:
+            return _found(NO_REASON, empty + unexplained)
+    versions = _versions(scans)
+    if versions is not None:
+        return versions
+    if killed:
+        return Diagnosis(HOST_KILL, tuple(r for r, _ in killed), "killed by SIGKILL", killed[0][1],
+                         tuple(loc for _, loc in killed)[:8], f"{rank_phrase(r for r, _ in killed)} killed by SIGKILL "
+                         "with no traceback")
+    stops = [s for s in said if s.clue == "launcher" and "death signal" in s.text]
+    errors = [e for s in scans for e in s.errors if e.kind is not ErrorKind.EXCEPTION or "SignalException" not in e.message]
+    timeouts = any(s.works or s.statuses for s in scans)
+    if stops and not errors and not timeouts:
+        return Diagnosis(STOPPED, (), stops[0].text, stops[0].loc, tuple(s.loc for s in stops)[:8], stops[0].text)
+    return None
+
+
+def _versions(scans: Sequence[FileScan]) -> Diagnosis | None:
+    seen: dict[str, list[tuple[int | None, Loc]]] = {}
+    for s in scans:
+        for f in s.facts:
+            if f.key == "nccl_version":
+                seen.setdefault(f.value, []).append((f.who.rank, f.loc))
+    if len(seen) < 2:
+        return None
+    detail = "; ".join(f"{v} on {rank_phrase(r for r, _ in who if r is not None) or 'unnamed ranks'}"
+                       for v, who in sorted(seen.items()))
+    locs = tuple(who[0][1] for who in seen.values())
+    ranks = tuple(sorted({r for who in seen.values() for r, _ in who if r is not None}))
+    return Diagnosis(VERSIONS, ranks, detail, locs[0], locs, f"NCCL versions differ: {detail}")
+
+
+def cause(kind: str) -> Cause:
+    """A catalogue entry by its kind (for the docs and the tests)."""
+    return _BY_KIND[kind]
