@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.types import (
     PG,
+    Clue,
     CollectiveStack,
     DesyncReport,
     DumpEvent,
     DumpSignal,
-    Clue,
     ElasticFailure,
     EndLine,
     ErrorKind,
@@ -187,9 +187,14 @@ _FACT_HINT = re.compile(
 _ERROR_HINT = re.compile(r"Error|Exception|Interrupt|terminate called")
 
 # --- clues: the lines that say why, beside the error line itself ---------------------------
+# NCCL's own sentences for a failed set-up or transport, wherever they stand (a paste often keeps only them).
+_NCCL_SAYS = re.compile(
+    r"Error while creating shared memory segment|no socket interface found|neither AF_INET|Failed to initialize any "
+    r"NET plugin|Got completion from peer|peer access is not supported|Call to \w+ failed"
+)
 _CLUE_GATE = re.compile(
     r"Last error|Assertion `|CUDA error|TCPStore|\[c10d\]|death signal|closing signal|[Rr]endezvous|clients joined"
-    r"|workers joined"
+    r"|workers joined|" + _NCCL_SAYS.pattern
 )
 _LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(.*)$")
 _CUDA_ASSERT = re.compile(r"([\w.]+\.cuh?):(\d+): (.*?): block: \[[\d,]+\], thread: \[[\d,]+\] Assertion `(.+)` failed")
@@ -730,6 +735,8 @@ class LogParser:
             self._add_clue(who, "store", body[:300], loc, clock)
         elif _LAUNCHER.search(body):
             self._add_clue(who, "launcher", body[:300], loc, clock)
+        elif _NCCL_SAYS.search(body):
+            self._add_clue(who, "nccl", body[:300], loc, clock)
 
     def _detail(self, lineno: int, text: str) -> None:
         """The line under "Last error:": NCCL's reason, or nothing when the next record starts at once."""

@@ -210,8 +210,9 @@ class Clue:
     ``kind`` is ``last_error`` (the text under NCCL's "Last error:", empty when NCCL printed none),
     ``cuda_assert`` (a device-side assertion: kernel and condition), ``cuda`` (a CUDA error named in any
     line, the watchdog's restatements included), ``store`` (a TCPStore or rendezvous-store failure seen by
-    a worker or an agent) or ``launcher`` (the launcher's own words: a signal it received, a worker it
-    stopped, a rendezvous it could not complete).
+    a worker or an agent), ``launcher`` (the launcher's own words: a signal it received, a worker it
+    stopped, a rendezvous it could not complete) or ``nccl`` (one of NCCL's own failure sentences standing
+    on its own, without its WARN or "Last error:" line).
     """
 
     who: Who

@@ -93,7 +93,7 @@ CATALOGUE: tuple[Cause, ...] = (
           "the GPU itself reported a fault (ECC, Xid, lost from the bus): no code change fixes it",
           ("On that host: `nvidia-smi -q -d ECC,PAGE_RETIREMENT` and `dmesg -T | grep -i xid`.",
            "Drain the node and rerun the job elsewhere; report the Xid code to the cluster's operators."),
-          "https://github.com/NVIDIA/nccl/issues/2076"),
+          "https://github.com/vllm-project/vllm/issues/7896"),
     Cause("shm_exhausted", SETUP, "/dev/shm too small for NCCL",
           _c(r"(?:/dev/shm|shared memory segment|posix_fallocate|ncclShmOpen|shm_open).*(?:No space left|"
              r"failed|error)|Error while creating shared memory"),
@@ -199,7 +199,7 @@ HOST_KILL = Cause(
      "limit and the scheduler's log.",
      "Host memory grows with data-loader workers, pinned memory and checkpoint loading: lower them or ask "
      "for more memory."),
-    "https://github.com/pytorch/pytorch/issues/67581")
+    "https://github.com/TorchSSL/TorchSSL/issues/4")
 STOPPED = Cause(
     "stopped_externally", LAUNCHER, "the job was stopped from outside",
     re.compile(r"(?!)"),
@@ -209,7 +209,7 @@ STOPPED = Cause(
     ("Next time, while it hangs: `ncclcheck snapshot` on each node (stacks and flight-recorder dumps of the "
      "live job), or `py-spy dump --pid PID` of each rank.",
      f"Rerun with {NCCL_DEBUG_RERUN} to see how far NCCL's set-up got."),
-    "https://github.com/pytorch/pytorch/issues/121944")
+    "")  # read from the launcher's own behaviour (tests/data/failures/no_init), not from one thread
 VERSIONS = Cause(
     "nccl_version_mismatch", SETUP, "ranks load different NCCL versions",
     re.compile(r"(?!)"),

@@ -262,8 +262,9 @@ def _with_cause(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
         ranks = list(d.ranks) or culprits
         waited = [r for r in stuck if r not in ranks]
         tail = f" {rank_phrase(waited, job.world).capitalize()} then waited for it." if waited else ""
+        why = "" if ", that is " in d.detail else f"; {c.why}"  # the kernel's meaning already says why
         return (VerdictKind.RANK_FAILED_FIRST, ranks,
-                f"{rank_phrase(ranks).capitalize() if ranks else 'A rank'} failed first: {d.detail}{at}; {c.why}.{tail}",
+                f"{rank_phrase(ranks).capitalize() if ranks else 'A rank'} failed first: {d.detail}{at}{why}.{tail}",
                 d)
     if c.family == SETUP:
         ranks = list(d.ranks) or culprits
@@ -337,7 +338,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                                 "attempt is a separate run, and the latest one is analysed. Give an earlier attempt's "
                                 "directory on its own to analyse it.", tuple(Loc(f, 0) for f in earlier_attempts[:4])))
     elastic_root = next((f for s in scans for f in s.elastic if f.root_cause), None)
-    if elastic_root is not None:
+    if elastic_root is not None and primary is not None:
         findings.append(Finding(Severity.INFO, "root-cause-caveat",
                                 f"torchrun's 'Root Cause' names rank {elastic_root.rank}: that is only the first process "
                                 "to exit, not necessarily the rank that hung.", (elastic_root.loc,)))

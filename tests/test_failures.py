@@ -1,0 +1,199 @@
+"""Failures that are not a straggler: set-up, launcher, device and memory, each with its cause and fix.
+
+The fixtures in tests/data/failures/ are real: tools/make_incidents_failures.sh provoked each one on
+2 x H200 (torch 2.11, NCCL 2.28.9) and kept the torchrun console, the per-rank log directory and the
+flight-recorder dumps.  tests/data/failure_corpus/ holds excerpts of public threads whose fix was
+confirmed, each with the cause it must be read as and a word the fix must contain.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import DATA, run
+from typer.testing import CliRunner
+
+from ncclcheck.cli import app
+from ncclcheck.evidence.logparse import LogParser
+from ncclcheck.job.causes import CATALOGUE, cause, diagnose, oom_line
+from ncclcheck.render.json_out import analysis_json
+
+FAILURES = DATA / "failures"
+CORPUS = DATA / "failure_corpus"
+EXPECTED = DATA / "expected_failures"
+runner = CliRunner()
+
+# Each scenario and what a person who set it up knows happened: the verdict kind, the cause, the ranks
+# where it started (tools/incident_failures.py, tools/make_incidents_failures.sh).
+KNOWN = {
+    "shm": ("setup_failure", "shm_exhausted", [0, 1]),
+    "shm_warn": ("setup_failure", "shm_exhausted", [0, 1]),
+    "ifname": ("setup_failure", "no_socket_interface", [0]),
+    "ifname_warn": ("setup_failure", "no_socket_interface", [0]),
+    "net_ib": ("setup_failure", "net_plugin", [0, 1]),
+    "net_ib_warn": ("setup_failure", "net_plugin", [0, 1]),
+    "device_assert": ("rank_failed_first", "device_assert", [1]),
+    "oom": ("rank_failed_first", "cuda_oom", [1]),
+    "rdzv_timeout": ("launcher_failure", "rdzv_timeout", []),
+    "node_lost": ("launcher_failure", "store_lost", []),
+    "no_init": ("launcher_failure", "stopped_externally", []),
+}
+
+
+def _ways(name: str) -> dict[str, list[str]]:
+    d = FAILURES / name
+    ways = {"console": sorted(str(p) for p in d.glob("*console.log")), "all": [str(d)]}
+    dirs = [p for p in (d / "torchrun", d / "node0", d / "node1") if p.is_dir()]
+    if any(f.stat().st_size for p in dirs for f in p.rglob("*.log")):  # a silent hang leaves them all empty
+        ways["logdir"] = [str(p) for p in dirs]
+    return ways
+
+
+CASES = [(name, way) for name in sorted(KNOWN) for way in _ways(name)]
+
+
+@pytest.mark.parametrize(("name", "way"), CASES)
+def test_real_failure_names_cause_and_ranks(name, way):
+    """Console, per-rank logs and everything together: the same kind, cause and ranks (hand-checked table)."""
+    v = run(*_ways(name)[way]).verdict
+    assert v.cause is not None
+    assert (v.kind.value, v.cause.cause.kind, list(v.culprit_ranks)) == KNOWN[name]
+
+
+def _golden(a) -> dict:
+    v = analysis_json(a)["verdict"]
+    return {"verdict": {k: v[k] for k in ("kind", "summary", "culprit_ranks", "waiting_ranks", "unknown_ranks",
+                                          "cause", "next_steps")},
+            "endings": {str(r["rank"]): r["ending"]["kind"] for r in analysis_json(a)["job"]["ranks"]}}
+
+
+@pytest.mark.parametrize("name", sorted(KNOWN))
+def test_real_failure_golden(name, monkeypatch):
+    """The whole verdict of all inputs together equals the reviewed golden JSON exactly."""
+    monkeypatch.chdir(FAILURES)
+    got = _golden(run(name))
+    assert got == json.loads((EXPECTED / f"{name}.json").read_text())
+
+
+def test_shm_verdict_says_what_to_change():
+    """/dev/shm: the size NCCL asked for, Docker's and Kubernetes' fixes, and the probe, in the human report."""
+    r = runner.invoke(app, ["analyze-log", str(FAILURES / "shm" / "console.log")], env={"COLUMNS": "300"})
+    assert r.exit_code == 1
+    assert "/dev/shm/nccl-qD56TF (size 9637888)" in r.stdout
+    assert "--shm-size" in r.stdout and "--ipc=host" in r.stdout and "medium: Memory" in r.stdout
+    assert "ncclcheck probe" in r.stdout
+    assert "Every rank in these inputs hit it" in r.stdout
+
+
+def test_oom_is_one_line():
+    """An OOM lists every process on the GPU; the verdict keeps its own numbers only."""
+    v = run(FAILURES / "oom" / "console.log").verdict
+    assert "Process 1483" not in v.summary
+    assert v.cause is not None
+    assert v.cause.detail == ("CUDA out of memory: asked 372.53 GiB, on GPU 1 (139.80 GiB total, 123.46 GiB free), "
+                              "this process held 1.44 GiB, 16.00 MiB reserved but unallocated")
+
+
+def test_device_assert_names_kernel_and_what_to_do():
+    v = run(FAILURES / "device_assert").verdict
+    assert v.cause is not None
+    assert "indexSelectSmallIndex" in v.cause.detail and "vocabulary size" in v.cause.detail
+    assert any("CUDA_LAUNCH_BLOCKING=1" in s for s in v.next_steps)
+
+
+def test_node_lost_survivors_are_not_culprits():
+    """The store's node went away: the ranks that lost it are named as such, never as culprits."""
+    v = run(FAILURES / "node_lost" / "node1.console.log").verdict
+    assert v.culprit_ranks == ()
+    assert "only lost it: they are not the cause" in v.summary
+    assert "store at localhost:29611, localhost:33249" in v.summary
+
+
+def _scan(text: str, name: str = "x.log"):
+    p = LogParser(name, None)
+    for i, line in enumerate(text.splitlines(), 1):
+        p.feed(i, line.encode())
+    return p.finish(len(text.splitlines()), len(text))
+
+
+def test_empty_last_error_asks_for_nccl_debug():
+    """An NCCL error with nothing under "Last error:" says so and gives the variables to rerun with."""
+    s = _scan("[rank0]: torch.distributed.DistBackendError: NCCL error in: x.cpp:1, unhandled system error (run with "
+              "NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n[rank0]: ncclSystemError: System call failed.\n"
+              "[rank0]: Last error:\n[rank0]:[W1122 11:18:45.0 ProcessGroupNCCL.cpp:1] Warning: not destroyed\n")
+    assert [(c.kind, c.text) for c in s.clues] == [("last_error", "")]
+    d = diagnose([s])
+    assert d is not None and d.cause.kind == "nccl_no_reason" and d.ranks == (0,)
+    assert "NCCL_DEBUG=WARN" in d.cause.fix[0]
+
+
+def test_last_error_on_the_same_line():
+    s = _scan("what(): NCCL error: remote process exited or there was a network error, NCCL version 2.14.3 "
+              "ncclRemoteError: A call failed. Last error: NET/IB : Got completion from peer 1.2.3.4<1> with error 12\n")
+    d = diagnose([s])
+    assert d is not None and d.cause.kind == "ib_error"
+
+
+def test_device_error_comes_before_its_cascade():
+    """One rank's OOM is the root of the other ranks' NCCL errors, whatever order the inputs come in."""
+    peer = _scan("[rank0]: NCCL error: remote process exited or there was a network error, NCCL version 2.21.5\n")
+    oom = _scan("[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+    d = diagnose([peer, oom])
+    assert d is not None and (d.cause.kind, d.ranks) == ("cuda_oom", (1,))
+
+
+def test_versions_differ():
+    a = _scan("[rank0]: NCCL version 2.21.5+cuda12.4\n", "rank0.log")
+    b = _scan("[rank1]: NCCL version 2.18.1+cuda12.1\n", "rank1.log")
+    d = diagnose([a, b])
+    assert d is not None and d.cause.kind == "nccl_version_mismatch"
+    assert d.detail == "NCCL versions differ: 2.18.1 on rank 1; 2.21.5 on rank 0"
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 79.35 GiB total capacity; "
+     "77.00 GiB already allocated; 10.19 MiB free; 78.00 GiB reserved in total by PyTorch)",
+     "CUDA out of memory: asked 20.00 MiB, on GPU 0 (79.35 GiB total, 10.19 MiB free)"),
+    ("RuntimeError: CUDA out of memory.", "CUDA out of memory"),
+])
+def test_oom_line_formats(text, want):
+    """The one-line OOM reads PyTorch 1.x and 2.x wording and degrades to the plain words."""
+    assert oom_line(text) == want
+
+
+CORPUS_CASES = sorted(p.stem for p in CORPUS.glob("*.log"))
+
+
+@pytest.mark.parametrize("name", CORPUS_CASES)
+def test_public_thread_excerpt(name):
+    """Each excerpt from a public thread is read as the cause its thread confirmed, with that fix."""
+    meta = json.loads((CORPUS / f"{name}.json").read_text())
+    v = run(CORPUS / f"{name}.log").verdict
+    assert v.cause is not None and v.cause.cause.kind == meta["cause"]
+    assert meta["fix_keyword"] in " ".join((*v.cause.cause.fix, *v.next_steps, v.cause.cause.why))
+
+
+def test_corpus_is_large_and_every_source_is_cited():
+    assert len(CORPUS_CASES) >= 20
+    for name in CORPUS_CASES:
+        assert json.loads((CORPUS / f"{name}.json").read_text())["source"].startswith("https://github.com/")
+
+
+def test_catalogue_is_documented():
+    """docs/failures.md has a section for every cause, with its fix and its source."""
+    doc = (DATA.parent.parent / "docs" / "failures.md").read_text()
+    for c in (*CATALOGUE, cause("nccl_no_reason"), cause("host_kill"), cause("stopped_externally"),
+              cause("nccl_version_mismatch")):
+        assert f"`{c.kind}`" in doc and c.source in doc, c.kind
+
+
+def test_json_carries_the_cause():
+    r = runner.invoke(app, ["analyze-log", "--json", str(FAILURES / "ifname" / "console.log")])
+    j = json.loads(r.stdout)
+    assert j["schema_version"] == 3
+    c = j["verdict"]["cause"]
+    assert (c["kind"], c["family"], c["ranks"], c["detail"]) == (
+        "no_socket_interface", "setup", [0], "Bootstrap : no socket interface found")
+    assert any("NCCL_SOCKET_IFNAME" in f for f in c["fix"])
+    assert [x["kind"] for x in j["events"]["clues"]][:1] == ["last_error"]
