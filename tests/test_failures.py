@@ -197,3 +197,12 @@ def test_json_carries_the_cause():
         "no_socket_interface", "setup", [0], "Bootstrap : no socket interface found")
     assert any("NCCL_SOCKET_IFNAME" in f for f in c["fix"])
     assert [x["kind"] for x in j["events"]["clues"]][:1] == ["last_error"]
+
+
+@pytest.mark.parametrize("scenario", ["killed", "net_killed"])
+def test_sigkill_points_to_the_kernel_log(scenario):
+    """A rank killed by SIGKILL (4xH200 fixtures): its peers' lost connections are the consequence, dmesg the next step."""
+    v = run(DATA / "real4" / scenario).verdict
+    assert v.cause is not None
+    assert (v.kind.value, list(v.culprit_ranks), v.cause.cause.kind) == ("rank_failed_first", [2], "host_kill")
+    assert any("dmesg -T" in s for s in v.next_steps)

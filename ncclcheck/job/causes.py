@@ -316,7 +316,7 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int, Loc]] = ()) 
     said = _said(scans)
     for cause in CATALOGUE:
         hits = [s for s in said if cause.pattern.search(s.text)]
-        if hits:
+        if hits and not (cause.kind == "remote_exited" and killed):  # a killed rank is why its peers lost it
             return _found(cause, hits)
     nccl = [s for s in said if s.clue is None and s.text.startswith("NCCL error")]
     if nccl:
