@@ -40,15 +40,17 @@ def test_real_incident(scenario, layout, monkeypatch):
     [
         ("sleep", "lagging_rank", [1]),
         ("sleep-info", "lagging_rank", [1]),
-        ("barrier", "collective_mismatch", [0]),
-        ("uneven", "collective_mismatch", [1]),
-        ("uneven-info-desync", "collective_mismatch", [1]),
-        ("mismatch", "collective_mismatch", [1]),
+        # Two ranks, two different collectives, text logs only: no majority and no earlier step to compare with,
+        # so no rank is named (the collective-stack finding shows where each issued its own).
+        ("barrier", "collective_mismatch", []),
+        ("uneven", "collective_mismatch", []),
+        ("uneven-info-desync", "collective_mismatch", []),
+        ("mismatch", "collective_mismatch", []),
         ("exception", "rank_failed_first", [1]),
     ],
 )
 def test_real_verdicts_name_the_right_rank(scenario, kind, culprits):
-    """The rank the scenario made misbehave is the one named (independent of the golden files)."""
+    """The rank the scenario made misbehave is the one named, and only with a reason (independent of the goldens)."""
     v = run(REAL / scenario / "attempt_0").verdict
     assert (v.kind.value, list(v.culprit_ranks)) == (kind, culprits)
 

@@ -348,6 +348,8 @@ class _Builder:
                 out.append(Group(g.gid(), tuple(range(n)), n, MemberSource.DEFAULT_GROUP))
             elif g.size and len(members) >= g.size:
                 out.append(Group(g.gid(), members, g.size, MemberSource.INIT_LINES))
+            elif world and members == tuple(range(world)):
+                out.append(Group(g.gid(), members, world, MemberSource.ALL_RANKS))
             elif key == ("unknown", "") and world:
                 out.append(Group(g.gid(), tuple(range(world)), world, MemberSource.DEFAULT_GROUP))
             else:
@@ -405,7 +407,7 @@ class _Builder:
             return Ending(EndKind.NCCL_ERROR, one_line(err.message), err.loc)
         if timeouts:
             first = min(timeouts, key=_stuck_order)
-            return Ending(EndKind.TIMED_OUT, f"timed out in {first.describe()} #{first.seq}", first.loc)
+            return Ending(EndKind.TIMED_OUT, f"timed out in {first.describe()} {first.number}", first.loc)
         exited = self._exited(rank)
         if exited is not None:
             return exited
@@ -423,7 +425,7 @@ class _Builder:
         if pending:
             first = min(pending, key=_stuck_order)
             files = sorted(self.files.get(rank, ()))
-            return Ending(EndKind.WAITING, f"its dump shows it waiting in {first.describe()} #{first.seq} "
+            return Ending(EndKind.WAITING, f"its dump shows it waiting in {first.describe()} {first.number} "
                           f"({first.state}); no timeout line in these inputs", Loc(files[0], 0) if files else None)
         if rank in self.seen:
             return Ending(EndKind.SILENT, "its input shows no timeout, error or exit")

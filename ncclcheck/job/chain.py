@@ -100,17 +100,17 @@ def chain_lines(job: Job, roots: Sequence[int], limit: int | None = None) -> tup
             named = [t for t in targets if t is not None]
             whom = "members not named in these inputs" if not named else rank_phrase(named, job.world, waiters)
             why = e.detail if len(targets) == 1 else _MANY[reason]
-            lines.append(f"{rank_phrase(waiters, job.world)} {verb} in {group.label()} #{e.work.seq} "
+            lines.append(f"{rank_phrase(waiters, job.world)} {verb} in {group.label()} {e.work.number} "
                          f"({e.work.describe()}) for {whom}: {why}.")
             continue
         targets = sorted({t for key in keys for t in key[3] if t is not None})
         first = job.rank(targets[0]) if targets else None
-        why = (f"each is stuck in {first.stuck.describe()} #{first.stuck.seq} of {first.stuck.group.label()}"
+        why = (f"each is stuck in {first.stuck.describe()} {first.stuck.number} of {first.stuck.group.label()}"
                if first is not None and first.stuck is not None and e.reason is EdgeReason.BLOCKED_ELSEWHERE
                else "their membership is not in these inputs" if not targets else _MANY[e.reason])
         whom = f"its member among {rank_phrase(targets)}" if targets else "members not named in these inputs"
         label = f"PG {e.work.group.id}" + (f" ({e.work.group.desc})" if e.work.group.desc else "")
-        lines.append(f"{rank_phrase(waiters, job.world)} {verb} in {len(keys)} groups {label} #{e.work.seq} "
+        lines.append(f"{rank_phrase(waiters, job.world)} {verb} in {len(keys)} groups {label} {e.work.number} "
                      f"({e.work.describe()}), each for {whom}: {why}.")
     waiters = {e.waiter for e in job.edges}
     for r in roots:

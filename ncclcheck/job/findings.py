@@ -222,11 +222,18 @@ def next_steps(kind: VerdictKind, culprits: Sequence[int], killed: bool = False,
                 "or `py-spy dump --pid <pid>` shows its Python stack.", record_next,
                 "Raise the timeout only if the straggler is doing legitimate long work, and only around that phase.")
     if kind is VerdictKind.ALL_RANKS_STUCK:
-        return ("Every rank waits in the same collective: suspect the transport. Run NCCL's own test on the same "
+        return ("If every rank waits in several groups at once, first make sure each rank issues the groups' "
+                "collectives in the same order (the dumps' order shows it); otherwise suspect the transport.",
+                "Every rank waits in the same collective: suspect the transport. Run NCCL's own test on the same "
                 "GPUs (all_reduce_perf from nccl-tests) or `torchrun -m ncclcheck.bench`.",
                 "Re-run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET NCCL_DEBUG_FILE=/tmp/nccl.%h.%p.log and check "
                 "the interfaces NCCL picked; run `ncclcheck probe` on every node.",
                 "Try NCCL_P2P_DISABLE=1 or NCCL_IB_DISABLE=1 once, only to bisect a hardware path.", record_next)
+    if kind is VerdictKind.DEADLOCK:
+        return ("Issue the collectives of every process group in the same order on every rank: a rank-dependent "
+                "branch, or a loop over groups whose order differs between ranks, lets two ranks each wait for a "
+                "collective the other has queued behind its own.",
+                "Raising the timeout will not help: no rank can make progress.", record_next)
     if kind is VerdictKind.SETUP_FAILURE:
         return ("This failed while NCCL set up its communicators, before any collective ran: no timeout or "
                 "flight-recorder dump applies, and raising the timeout changes nothing. The fix is a setting or the "

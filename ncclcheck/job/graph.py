@@ -106,6 +106,12 @@ class _Graph:
         if st is None or st.ending.kind is EndKind.UNKNOWN:
             self.add(s.rank, w, peer, EdgeReason.UNKNOWN, f"no input from rank {peer}")
             return
+        match = self._matching(s.rank, w, peer)
+        if match is not None and _p2p_differs(w, match):
+            self.add(s.rank, w, peer, EdgeReason.DIFFERENT_COLLECTIVE,
+                     f"rank {peer}'s matching {(match.op or '?').lower()} ({match.number}, {match.state}) is "
+                     f"{_payload(match)}, this {(w.op or '?').lower()} is {_payload(w)}: the two sides disagree")
+            return
         theirs = st.stuck
         if theirs is not None and theirs.p2p and theirs.peer == s.rank:
             return  # both sides posted: they wait together
@@ -119,9 +125,37 @@ class _Graph:
         self.add(s.rank, w, peer, EdgeReason.P2P_PEER, detail)
 
 
+    def _matching(self, rank: int, w: Work, peer: int) -> Work | None:
+        """The peer's op that pairs with ``w``: the k-th send to a rank meets that rank's k-th receive from it."""
+        mine = self._p2p_with(rank, w.group, peer, w.op)
+        k = next((i for i, x in enumerate(mine) if x.seq == w.seq), None)
+        other = "RECV" if (w.op or "").upper().startswith("SEND") else "SEND"
+        theirs = self._p2p_with(peer, w.group, rank, other)
+        return theirs[k] if k is not None and k < len(theirs) else None
+
+    def _p2p_with(self, rank: int, group: object, peer: int, op: str | None) -> list[Work]:
+        p = self.pos.get((rank, group))  # type: ignore[arg-type]
+        kind = (op or "").upper()[:4]
+        return [] if p is None else sorted(
+            (x for x in p.works if x.p2p and x.peer == peer and (x.op or "").upper().startswith(kind)),
+            key=lambda x: x.order)
+
+
+def _payload(w: Work) -> str:
+    count = f"{w.numel_in:,} element{'' if w.numel_in == 1 else 's'}" if w.numel_in is not None else "of unknown size"
+    return count + (f" of {'/'.join(w.dtypes)}" if w.dtypes else "")
+
+
+def _p2p_differs(a: Work, b: Work) -> bool:
+    """A send and its receive must move the same elements of the same dtype."""
+    if a.numel_in is not None and b.numel_in is not None and a.numel_in != b.numel_in:
+        return True
+    return bool(a.dtypes and b.dtypes) and a.dtypes != b.dtypes
+
+
 def _where(w: Work) -> str:
-    peer = f" with rank {w.peer}" if w.p2p and w.peer is not None else ""
-    return f"{w.describe()} #{w.seq}{peer} of {w.group.label()}"
+    number = f"({w.number})" if w.p2p else w.number
+    return f"{w.describe()} {number} of {w.group.label()}"
 
 
 def _sccs(nodes: Iterable[int], out: dict[int, set[int]]) -> list[set[int]]:

@@ -84,6 +84,7 @@ class MemberSource(str, Enum):
     PG_CONFIG = "pg_config"  # flight-recorder dumps list every member
     INIT_LINES = "init_lines"  # every member printed its "initialization options" line
     DEFAULT_GROUP = "default_group"  # the world group holds every rank
+    ALL_RANKS = "all_ranks"  # every rank of the job printed in it: a group has no members outside the job
     PARTIAL = "partial"  # some members are known (status or init lines), others are not
     UNKNOWN = "unknown"
 
@@ -99,7 +100,8 @@ class Group:
 
     @property
     def exact(self) -> bool:
-        return self.source in (MemberSource.PG_CONFIG, MemberSource.INIT_LINES, MemberSource.DEFAULT_GROUP)
+        return self.source in (MemberSource.PG_CONFIG, MemberSource.INIT_LINES, MemberSource.DEFAULT_GROUP,
+                               MemberSource.ALL_RANKS)
 
 
 @dataclass(frozen=True)
@@ -126,10 +128,17 @@ class Work:
         """What every member must agree on at one sequence number."""
         return (self.op, self.sizes or (self.numel_in,), self.dtypes)
 
+    @property
+    def number(self) -> str:
+        """``#3`` for a collective, ``p2p #1`` for a send or receive: the two counters are apart."""
+        return f"{'p2p ' if self.p2p else ''}#{'?' if self.seq is None else self.seq}"
+
     def describe(self) -> str:
         what = (self.op or "?").lower()
         if self.numel_in is not None:
             what += f" of {self.numel_in:,} element{'' if self.numel_in == 1 else 's'}"
+        if self.p2p and self.peer is not None:
+            what += f" {'to' if (self.op or '').upper().startswith('SEND') else 'from'} rank {self.peer}"
         return what
 
 
@@ -230,6 +239,7 @@ class VerdictKind(str, Enum):
 
     LAGGING_RANK = "lagging_rank"
     COLLECTIVE_MISMATCH = "collective_mismatch"
+    DEADLOCK = "deadlock"  # ranks wait for each other in a ring across groups: no single culprit
     RANK_FAILED_FIRST = "rank_failed_first"
     NCCL_ERROR = "nccl_error"
     SETUP_FAILURE = "setup_failure"  # NCCL or the host could not set up the communicator (shm, interface, plugin)
@@ -255,6 +265,7 @@ class Verdict:
     findings: tuple[Finding, ...] = ()
     next_steps: tuple[str, ...] = ()
     cause: Diagnosis | None = None  # the catalogue's cause, when the inputs show one
+    cycle: tuple[int, ...] = ()  # the ranks of a deadlock, each waiting for the next
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,10 @@ from ncclcheck.job.findings import (
 from ncclcheck.job.graph import UNKNOWN_NODE
 from ncclcheck.job.model import (
     Analysis,
+    Edge,
     EdgeReason,
     EndKind,
+    GroupId,
     Job,
     RankState,
     Record,
@@ -56,36 +58,72 @@ _NOT_WAITING = {EndKind.SILENT, EndKind.RUNNING, EndKind.EXCEPTION, EndKind.KILL
 def _sig(w: Work) -> str:
     s = (w.op or "?").upper()
     if w.sizes:
-        s += " " + ",".join("x".join(map(str, sz)) or "scalar" for sz in w.sizes)
+        s += " " + ",".join("x".join(f"{d:,}" for d in sz) or "scalar" for sz in w.sizes)
     elif w.numel_in is not None:
         s += f" NumelIn={w.numel_in:,}"
     return s + (f" {'/'.join(w.dtypes)}" if w.dtypes else "")
 
 
+def _works_at(job: Job, group: GroupId, seq: int | None) -> dict[int, Work]:
+    """Each rank's collective at one sequence number of one group (dumps record it; logs name the stuck one)."""
+    works: dict[int, Work] = {}
+    for s in job.ranks:
+        for p in s.positions:
+            if p.group != group:
+                continue
+            w = next((x for x in p.works if not x.p2p and x.seq == seq), None)
+            if w is None and p.stuck is not None and not p.stuck.p2p and p.stuck.seq == seq:
+                w = p.stuck
+            if w is not None:
+                works[s.rank] = w
+    return works
+
+
+def _odd_ones(job: Job, group: GroupId, seq: int, works: dict[int, Work]) -> tuple[list[int], str]:
+    """Who differs, and why them: a majority, or the one side that broke the pattern of the step before.
+
+    With no majority and no such reason no rank is named: the ranks disagree, and either side may be wrong.
+    """
+    sigs = Counter(_sig(w) for w in works.values())
+    (top, n), *rest = sigs.most_common()
+    if not rest or rest[0][1] < n:
+        odd = sorted(r for r, w in works.items() if _sig(w) != top)
+        return odd, f"{rank_phrase(odd).capitalize()} differ{'s' if len(odd) == 1 else ''} from the majority."
+    before = {_sig(w) for w in _works_at(job, group, seq - 1).values()} if seq > 1 else set()
+    if len(before) == 1:
+        prev = next(iter(before))
+        same = [k for k in sigs if k == prev]
+        if len(same) == 1 and len(sigs) == 2:
+            odd = sorted(r for r, w in works.items() if _sig(w) != prev)
+            return odd, (f"{rank_phrase(odd).capitalize()} broke the pattern: every rank ran {prev} at #{seq - 1}, "
+                         f"and only {rank_phrase(odd)} issued something else at #{seq}.")
+    return [], ("No majority and nothing else singles one side out: the ranks disagree, and either side may be the "
+                "one that is wrong (a rank-dependent branch, an uneven last batch).")
+
+
+def _p2p_mismatch(job: Job, e: Edge) -> tuple[list[int], str]:
+    """A send and its receive that disagree on size or dtype: both sides are named, neither is blamed."""
+    return [], f"Rank {e.waiter} waits in {e.work.describe()} ({e.work.number}) of {e.work.group.label()}; {e.detail}."
+
+
 def _mismatch_culprits(job: Job, roots: Sequence[int]) -> tuple[list[int], str] | None:
-    """Ranks whose collective at one sequence number differs from the majority's, or who stopped short."""
+    """Ranks whose collective at one sequence number differs from the others', or who stopped short."""
     diff = [e for e in job.edges if e.reason is EdgeReason.DIFFERENT_COLLECTIVE]
     if diff:
         e = diff[0]
-        works: dict[int, Work] = {}
-        for s in job.ranks:
-            for p in s.positions:
-                if p.group != e.work.group:
-                    continue
-                w = next((x for x in p.works if not x.p2p and x.seq == e.work.seq), None)
-                if w is None and p.stuck is not None and p.stuck.seq == e.work.seq:
-                    w = p.stuck
-                if w is not None:
-                    works[s.rank] = w
+        if e.work.p2p:
+            return _p2p_mismatch(job, e)
+        works = _works_at(job, e.work.group, e.work.seq)
         sigs = Counter(_sig(w) for w in works.values())
-        top, n = sigs.most_common(1)[0]
-        if list(sigs.values()).count(n) > 1:  # a tie: the side in the smaller collective most often left a loop early
-            top = max(sigs, key=lambda k: max((w.numel_in or 0) for w in works.values() if _sig(w) == k))
-        culprits = sorted(r for r, w in works.items() if _sig(w) != top)
         where = "; ".join(f"{rank_phrase(r for r, w in works.items() if _sig(w) == k)}: {k}" for k in sigs)
-        return culprits, f"At #{e.work.seq} of {e.work.group.label()} the ranks issued different collectives ({where})."
+        culprits, why = _odd_ones(job, e.work.group, e.work.seq or 0, works)
+        return culprits, (f"At #{e.work.seq} of {e.work.group.label()} the ranks issued different collectives "
+                          f"({where}). {why}")
     stuck_roots = [job.rank(r) for r in roots]
-    behind = [s for s in stuck_roots if s is not None and s.stuck is not None and not s.stuck.p2p]
+    # A root is behind only if a member waits for a number it never issued; roots that block each other (a
+    # ring) are not behind anyone.
+    short = {e.target for e in job.edges if e.reason is EdgeReason.NOT_REACHED}
+    behind = [s for s in stuck_roots if s is not None and s.stuck is not None and not s.stuck.p2p and s.rank in short]
     if behind:
         s = behind[0]
         assert s.stuck is not None
@@ -96,6 +134,120 @@ def _mismatch_culprits(job: Job, roots: Sequence[int]) -> tuple[list[int], str] 
             f"The ranks' collective sequences diverged in {s.stuck.group.label()}: {rank_phrase(b.rank for b in behind)} "
             f"stopped in #{s.stuck.seq} ({_sig(s.stuck)}) while {rank_phrase(ahead)} waited{at}.")
     return None
+
+
+def _cycle(job: Job, roots: Sequence[int]) -> list[int]:
+    """Roots that wait for one another in a ring, each blocked by work the next one queued behind its own.
+
+    Collectives of different groups on one rank run in issue order on its stream: a rank stuck in one
+    group's work cannot start the next, so two ranks that issued two groups in opposite order wait for each
+    other. Each edge inside such a ring is "blocked elsewhere" (or a send/receive peer), never a rank that
+    did not arrive or issued something else: that would be a root of its own.
+    """
+    ranks = [r for r in roots if r != UNKNOWN_NODE]
+    if len(ranks) < 2 or any((s := job.rank(r)) is None or s.stuck is None for r in ranks):
+        return []
+    inner = [e for e in job.edges if e.waiter in ranks and e.target in ranks]
+    ok = {EdgeReason.BLOCKED_ELSEWHERE, EdgeReason.P2P_PEER}
+    if not inner or any(e.reason not in ok for e in inner) or {e.waiter for e in inner} != set(ranks):
+        return []
+    return ranks
+
+
+def _issue_order_known(job: Job, ring: Sequence[int]) -> bool:
+    """Dumps (record ids) and live stacks order a rank's works; text logs order its timeouts by when its
+    watchdog polled each group, not by when the rank issued them."""
+    return all(p.source != "logs" for r in ring if (s := job.rank(r)) is not None for p in s.positions
+               if p.stuck is not None)
+
+
+def _pending(s: RankState) -> list[Work]:
+    """A rank's unfinished works over all its groups, in the order it issued them."""
+    works = {(w.group, w.seq, w.p2p): w for p in s.positions for w in p.works if w.state != "completed"}
+    for p in s.positions:
+        if p.stuck is not None:
+            works.setdefault((p.stuck.group, p.stuck.seq, p.stuck.p2p), p.stuck)
+    return sorted(works.values(), key=lambda w: w.order)
+
+
+def _short(w: Work, frame: bool = True) -> str:
+    name = w.group.desc if w.group.desc and w.group.desc != "default_pg" else w.group.label()
+    where = f" ({w.frame.file.rsplit('/', 1)[-1]}:{w.frame.line})" if frame and w.frame is not None else ""
+    return f"{name} {w.number}{where}"
+
+
+def _deadlock_summary(job: Job, ring: Sequence[int]) -> str:
+    runs = []
+    for r in ring:
+        s = job.rank(r)
+        assert s is not None and s.stuck is not None
+        targets = sorted({e.target for e in job.edges if e.waiter == r and e.target in ring and e.target is not None})
+        runs.append(f"rank {r} runs {s.stuck.group.label()} {s.stuck.number} ({_sig(s.stuck)}) and waits there for "
+                    f"{rank_phrase(targets)}")
+    orders = []
+    pendings = {r: _pending(s) for r in ring if (s := job.rank(r)) is not None}
+    frames = {w.frame for ws in pendings.values() for w in ws[:4]}
+    one_line = len(frames) == 1 and None not in frames
+    for r, pending in pendings.items():
+        if len(pending) > 1:
+            orders.append(f"rank {r}: {', then '.join(_short(w, not one_line) for w in pending[:4])}")
+    called = ""
+    if one_line:
+        f = next(iter(frames))
+        assert f is not None
+        called = f", all from {f.file.rsplit('/', 1)[-1]}:{f.line}"
+    how = (f" They issued the groups in different orders ({'; '.join(orders)}{called})." if len(orders) > 1 else
+           " Each is blocked by work the other queued behind its own: the groups were issued in different orders.")
+    return (f"Deadlock across process groups: {'; '.join(runs)}.{how} No single rank is the culprit: every one of "
+            f"{rank_phrase(ring)} waits for another.")
+
+
+def _stuck_everywhere(job: Job) -> tuple[list[int], list[str]]:
+    """Ranks each waiting in two or more groups at once, every member of each group waiting there too.
+
+    A collective whose members all arrived with the same call completes unless the transport failed, or unless
+    each member can only start it after another of its own pending collectives, which waits for a member
+    stuck the same way: the pattern of groups issued in opposite order. Text logs show the pattern; only the
+    dumps' record order (or live stacks) show which order each rank issued its groups in.
+    """
+    stuck = {s.rank: _pending(s) for s in job.ranks if s.stuck is not None}
+    if len(stuck) < 2 or any(len({w.group for w in ws}) < 2 for ws in stuck.values()):
+        return [], []
+    groups = {g.id: g for g in job.groups}
+    names = []
+    for gid in {w.group for ws in stuck.values() for w in ws}:
+        g = groups.get(gid)
+        if g is None or not g.exact or any(m not in stuck for m in g.members):
+            return [], []
+        sigs = {next((w.seq, w.signature()) for w in stuck[m] if w.group == gid) for m in g.members}
+        if len(sigs) != 1:
+            return [], []
+        names.append(f"{gid.label()} #{next(iter(sigs))[0]}")
+    return sorted(stuck), sorted(names)
+
+
+def _unordered_ring(job: Job, ring: Sequence[int] = ()) -> tuple[VerdictKind, list[int], str] | None:
+    """Every rank pinned in several groups at once, from inputs that do not show the order they issued them in.
+
+    ``ring``: ranks the wait-for graph links in a ring (from text, where each rank's first stuck work is only
+    a guess); used when the groups' members are not all known.
+    """
+    ranks, names = _stuck_everywhere(job)
+    if ranks:
+        where = f"each wait in {' and '.join(names)} at once, with every member of each group there and the same " \
+                "collective on every member"
+    elif ring and set(ring) == {s.rank for s in job.ranks if s.present}:
+        ranks = list(ring)
+        where = "wait for each other, each in several groups at once (" + "; ".join(
+            f"rank {r}: {', '.join(sorted(_short(w) for w in _pending(s)))}" for r in ring
+            if (s := job.rank(r)) is not None) + ")"  # sorted: text does not show the order they were issued in
+    else:
+        return None
+    return (VerdictKind.ALL_RANKS_STUCK, [],
+            f"{rank_phrase(ranks).capitalize()} {where}. Either the ranks issued these groups in "
+            "different orders (a deadlock: each runs one while the other waits behind it on its stream; no single "
+            "rank is the culprit) or the first of them hung in the transport and the rest queued behind it. These "
+            "logs do not show the order each rank issued them in; flight-recorder dumps or a live snapshot do.")
 
 
 def _inferred_roots(job: Job) -> list[int]:
@@ -124,7 +276,7 @@ def _last_frame(s: RankState) -> str:
         return ""
     w = max(works, key=lambda x: x.order)
     assert w.frame is not None
-    return f"; its last recorded work was {w.describe()} #{w.seq} ({w.state}) from {w.frame}"
+    return f"; its last recorded work was {w.describe()} {w.number} ({w.state}) from {w.frame}"
 
 
 @dataclass(frozen=True)
@@ -166,6 +318,12 @@ def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind,
         return (VerdictKind.RANK_FAILED_FIRST, failed,
                 f"{rank_phrase(failed).capitalize()} failed first ({detail}); "
                 f"{rank_phrase(waiting, job.world, failed)} then waited in {where} for it.")
+    ring = _cycle(job, roots.named)
+    if ring and _issue_order_known(job, ring):
+        return VerdictKind.DEADLOCK, [], _deadlock_summary(job, ring)
+    hedged = _unordered_ring(job, ring) if ring else None
+    if hedged is not None:
+        return hedged
     mism = _mismatch_culprits(job, roots.named)
     if mism is not None:
         return VerdictKind.COLLECTIVE_MISMATCH, mism[0], mism[1]
@@ -199,6 +357,9 @@ def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind,
                 f"{rank_phrase(waiting, job.world).capitalize()} waited{ran} in {where}{after}; the ranks waited for "
                 f"are not in these inputs ({_missing(roots.absent or unknown)}). They are unknown, not guilty: the "
                 "culprit is among them.")
+    hedged = _unordered_ring(job)
+    if hedged is not None:
+        return hedged
     return (VerdictKind.ALL_RANKS_STUCK, [],
             f"All {len(waiting)} ranks of {primary.group.label()} are waiting in the same collective, {_sig(primary)} "
             f"(#{primary.seq}), and none is missing: suspect the transport (network, NVLink/PCIe P2P, NCCL itself).")
@@ -306,8 +467,12 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     job = build_job(scans, records)
     primary = _primary(job)
     findings: list[Finding] = []
+    ring: list[int] = []
     if primary is not None:
-        kind, culprits, summary = _stuck_verdict(job, _roots(job), primary)
+        roots = _roots(job)
+        kind, culprits, summary = _stuck_verdict(job, roots, primary)
+        if kind is VerdictKind.DEADLOCK:
+            ring = _cycle(job, roots.named)
         waiting = sorted(s.rank for s in job.ranks if s.stuck is not None and s.rank not in culprits)
         group = next((g for g in job.groups if g.id == primary.group), None)
         size = size_finding(primary, dtype, group)
@@ -353,7 +518,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
         steps = (*cause.cause.fix, *((PROBE,) if cause.cause.probe else ()), *steps)
     verdict = Verdict(kind, summary, tuple(culprits), tuple(waiting), tuple(unknown), pg,
                       primary.seq if primary is not None else None,
-                      chain_lines(job, culprits) if found else (), tuple(findings), steps, cause)
+                      chain_lines(job, culprits or ring) if found else (), tuple(findings), steps, cause, tuple(ring))
     return Analysis(tuple(scans), tuple(records), job, verdict, dtype)
 
 

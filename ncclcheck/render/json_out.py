@@ -3,7 +3,8 @@
 Record field names follow the conformance files in ``../shared/conformance``.  Version 2 adds the
 job model (groups with members, each rank's ending and positions, the wait-for edges and roots),
 the verdict's chain and unknown ranks, and every input problem.  Version 3 adds the verdict's ``cause``
-(the failure catalogue's kind, its detail, the ranks that show it and the fix) and the ``clues`` events.
+(the failure catalogue's kind, its detail, the ranks that show it and the fix), the verdict's ``cycle`` (the
+ranks of a deadlock across groups) and the ``clues`` events.
 """
 
 from __future__ import annotations
@@ -200,6 +201,7 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
             "findings": [finding_json(f) for f in v.findings],
             "next_steps": list(v.next_steps),
             "cause": cause_json(v.cause),
+            "cycle": list(v.cycle),
         },
         "job": {
             "world_size": job.world,
