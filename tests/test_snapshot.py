@@ -252,7 +252,7 @@ def test_verdict_host_code_root_and_grouped_waiters():
     assert v.kind == verdict.HOST_CODE
     assert v.summary == ("rank 3 is in host code at train.py:47 `time.sleep(600)`, GPU idle; ranks 0-2 wait in "
                          "all_reduce (train.py:52).")
-    assert (v.root_ranks, v.waiting_ranks, v.unknown_ranks) == ((3,), (0, 1, 2), ())
+    assert (v.culprit_ranks, v.waiting_ranks, v.unknown_ranks) == ((3,), (0, 1, 2), ())
     assert [(g.ranks, g.state, g.collective) for g in v.groups] == [((0, 1, 2), "waiting", "all_reduce"),
                                                                      ((3,), "host_code", None)]
 
@@ -282,7 +282,7 @@ def test_verdict_nccl_without_dumps_host_waits_on_the_gpu():
     """Real layout of the 4xH200 run without dumps: ranks 0-2 in torch.cuda.synchronize, GPU 100 %; rank 3 asleep."""
     scans = [_stack(r, *SYNC, util=100) for r in (0, 1, 2)] + [_stack(3, MAIN, util=0)]
     v = verdict.decide(scans, 4)
-    assert (v.kind, v.root_ranks, v.waiting_ranks) == (verdict.HOST_CODE, (3,), (0, 1, 2))
+    assert (v.kind, v.culprit_ranks, v.waiting_ranks) == (verdict.HOST_CODE, (3,), (0, 1, 2))
     assert v.summary == ("rank 3 is in host code at train.py:47, GPU idle; ranks 0-2 wait on the GPU in "
                          "torch.cuda.synchronize (train.py:53), GPU 100% busy: with NCCL, likely inside a collective "
                          "that rank 3 has not joined (a flight-recorder dump would tell).")
@@ -296,7 +296,7 @@ def test_verdict_nccl_without_dumps_host_waits_on_the_gpu():
 
 def test_verdict_dumps_alone():
     v = verdict.decide([_dump(0), _dump(1)])
-    assert (v.kind, v.root_ranks, v.waiting_ranks) == (verdict.HOST_CODE, (1,), (0,))
+    assert (v.kind, v.culprit_ranks, v.waiting_ranks) == (verdict.HOST_CODE, (1,), (0,))
     assert v.summary == ("rank 1 is in host code at an unknown line (no stack; its dump's last collective, "
                          "all_reduce #3, completed); rank 0 waits in all_reduce #4 (incident.py:41).")
     assert v.groups == ()
@@ -309,7 +309,7 @@ def test_verdict_all_waiting_elsewhere_mismatch_no_hang_unknown():
     assert (other.kind, other.unknown_ranks) == (verdict.ELSEWHERE, (2, 3, 4, 5, 6, 7))
     assert "not seen here (2-7)" in other.summary
     mixed = verdict.decide([_waiting(0), _waiting(1), _waiting(2, op="broadcast")], 3)
-    assert (mixed.kind, mixed.root_ranks, mixed.waiting_ranks) == (verdict.MISMATCH, (2,), (0, 1))
+    assert (mixed.kind, mixed.culprit_ranks, mixed.waiting_ranks) == (verdict.MISMATCH, (2,), (0, 1))
     calm = verdict.decide([_stack(0, MAIN, util=0), _stack(1, MAIN, util=87)], 2)
     assert calm.kind == verdict.NO_HANG and "rank 1 shows a busy GPU" in calm.summary
     assert [g.ranks for g in calm.groups] == [(0, 1)]
@@ -365,7 +365,7 @@ def test_archive_round_trip(tmp_path: Path):
     assert [(f.key, f.value) for f in scans[0].facts] == [("NCCL_DEBUG", "INFO"), ("world_size", "2")]
     from_archive = verdict.decide(scans, 2)
     assert from_archive == verdict.decide(archive.snapshot_scans(s), 2)
-    assert (from_archive.kind, from_archive.root_ranks) == (verdict.HOST_CODE, (1,))
+    assert (from_archive.kind, from_archive.culprit_ranks) == (verdict.HOST_CODE, (1,))
 
 
 def test_real_archive_from_four_h200():
@@ -377,9 +377,10 @@ def test_real_archive_from_four_h200():
     scans = archive.read_archive(str(path))
     v = verdict.decide(scans, doc["job"]["world_size"])
     assert v.summary == "rank 3 is in host code at hang_job.py:34, GPU idle; ranks 0-2 wait in all_reduce #4 (hang_job.py:35)."
-    stored = doc["verdict"]
-    assert (stored["kind"], stored["root_ranks"], stored["waiting_ranks"]) == (v.kind, list(v.root_ranks),
-                                                                               list(v.waiting_ranks))
+    stored = doc["verdict"]  # written by schema 1, which called the culprits root_ranks
+    assert doc["schema_version"] == 1
+    assert (stored["kind"], stored["root_ranks"], stored["waiting_ranks"]) == (v.kind, list(v.culprit_ranks),
+                                                                            list(v.waiting_ranks))
     assert [(p.rank, p.state, p.seq, p.gpu_util, p.host_where.line) for p in v.positions] == [
         (0, "waiting", 4, 100, 37), (1, "waiting", 4, 100, 37), (2, "waiting", 4, 100, 37), (3, "host_code", None, 0, 34)]
     assert [(g.ranks, g.state, g.pending) for g in v.groups] == [((0, 1, 2), "waiting", "all_reduce #4"),
@@ -403,7 +404,7 @@ def test_two_nodes_merge_into_one_verdict(tmp_path: Path):
     alone = verdict.decide(one)
     assert (alone.kind, alone.unknown_ranks) == (verdict.ELSEWHERE, (2, 3))
     both = verdict.decide(one + two)
-    assert (both.kind, both.root_ranks, both.waiting_ranks) == (verdict.HOST_CODE, (2,), (0, 1, 3))
+    assert (both.kind, both.culprit_ranks, both.waiting_ranks) == (verdict.HOST_CODE, (2,), (0, 1, 3))
     assert both.summary == "rank 2 is in host code at train.py:47; ranks 0,1,3 wait in all_reduce (train.py:52)."
     # The job model (analyze-log on the archives) says the same: one node is incomplete, both name rank 2.
     from ncclcheck.job.records import merge_records
@@ -436,7 +437,7 @@ def test_bad_archives_are_one_fatal_problem(tmp_path: Path):
         "plain.tar.gz": None,
         "nodoc.tar.gz": {"dumps/x": b"1"},
         "other.tar.gz": {"snapshot.json": b'{"format": "something"}'},
-        "newer.tar.gz": {"snapshot.json": json.dumps(doc | {"schema_version": 2}).encode()},
+        "newer.tar.gz": {"snapshot.json": json.dumps(doc | {"schema_version": 3}).encode()},
         "broken.tar.gz": {"snapshot.json": b"{"},
     }
     msgs = {}
@@ -450,7 +451,7 @@ def test_bad_archives_are_one_fatal_problem(tmp_path: Path):
     assert msgs["plain.tar.gz"].startswith("not a readable .tar.gz")
     assert msgs["nodoc.tar.gz"] == "no snapshot.json: not an ncclcheck snapshot archive"
     assert msgs["other.tar.gz"] == "snapshot.json is not an ncclcheck snapshot"
-    assert msgs["newer.tar.gz"].startswith("snapshot schema_version 2 is not 1")
+    assert msgs["newer.tar.gz"].startswith("snapshot schema_version 3 is not one of 1, 2")
     assert msgs["broken.tar.gz"].startswith("snapshot.json is not valid JSON")
 
 

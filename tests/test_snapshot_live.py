@@ -93,10 +93,10 @@ def test_verdict_names_the_sleeping_rank_and_groups_the_waiting(job: Job, tmp_pa
     assert "Traceback" not in r.stderr and f"wrote {out}" in r.stderr
     assert "\x1b[" not in r.stdout
     j = json.loads(r.stdout)
-    assert (j["format"], j["schema_version"]) == ("ncclcheck-snapshot", 1)
+    assert (j["format"], j["schema_version"]) == ("ncclcheck-snapshot", 2)
     v = j["verdict"]
     # The verdict is the job model's (the one analyze-log gives), over the snapshot's positions and stacks.
-    assert (v["kind"], v["root_ranks"], v["waiting_ranks"], v["unknown_ranks"]) == ("lagging_rank", [1], [0, 2], [])
+    assert (v["kind"], v["culprit_ranks"], v["waiting_ranks"], v["unknown_ranks"]) == ("lagging_rank", [1], [0, 2], [])
     assert v["chain"][-1] == "Ranks 0, 2 are only waiting."
     where = {p["rank"]: (Path(p["where"]["file"]).name, p["where"]["line"], p["state"], p["collective"])
              for p in v["positions"]}
@@ -111,7 +111,7 @@ def test_verdict_names_the_sleeping_rank_and_groups_the_waiting(job: Job, tmp_pa
                           "another name") or "trace buffer is off" in n for n in notes.values())
     scans = archive.read_archive(str(out))
     again = verdict.decide(scans, 3)
-    assert (again.kind, again.root_ranks, again.waiting_ranks) == ("rank_in_host_code", (1,), (0, 2))
+    assert (again.kind, again.culprit_ranks, again.waiting_ranks) == ("rank_in_host_code", (1,), (0, 2))
     a = _analyze(out)
     assert (a["verdict"]["kind"], a["verdict"]["culprit_ranks"], a["verdict"]["waiting_ranks"]) == ("lagging_rank", [1],
                                                                                                    [0, 2])

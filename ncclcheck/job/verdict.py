@@ -14,6 +14,7 @@ The roots of the wait-for graph are the answer; how they ended names the verdict
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -62,6 +63,12 @@ def _sig(w: Work) -> str:
     elif w.numel_in is not None:
         s += f" NumelIn={w.numel_in:,}"
     return s + (f" {'/'.join(w.dtypes)}" if w.dtypes else "")
+
+
+def _place(w: Work) -> str:
+    """``ALLREDUCE NumelIn=4,096 (#4, PG 1 (dp))``, naming only what is known (a live stack has no number)."""
+    parts = ([w.number] if w.seq is not None else []) + ([w.group.label()] if w.group.id is not None else [])
+    return _sig(w) + (f" ({', '.join(parts)})" if parts else "")
 
 
 def _works_at(job: Job, group: GroupId, seq: int | None) -> dict[int, Work]:
@@ -129,10 +136,10 @@ def _mismatch_culprits(job: Job, roots: Sequence[int]) -> tuple[list[int], str] 
         assert s.stuck is not None
         ahead = sorted({e.waiter for e in job.edges if e.target in {b.rank for b in behind}})
         their = next((e.work for e in job.edges if e.target == s.rank), None)
-        at = f" at #{their.seq} ({_sig(their)})" if their is not None else ""
+        at = f" at {their.number} ({_sig(their)})" if their is not None else ""
         return [b.rank for b in behind], (
             f"The ranks' collective sequences diverged in {s.stuck.group.label()}: {rank_phrase(b.rank for b in behind)} "
-            f"stopped in #{s.stuck.seq} ({_sig(s.stuck)}) while {rank_phrase(ahead)} waited{at}.")
+            f"stopped in {s.stuck.number} ({_sig(s.stuck)}) while {rank_phrase(ahead)} waited{at}.")
     return None
 
 
@@ -311,7 +318,7 @@ def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind,
     by_rank = {s.rank: s for s in job.ranks}
     waiting = sorted(s.rank for s in job.ranks if s.stuck is not None)
     culprits = roots.culprits
-    where = f"{_sig(primary)} (#{primary.seq}, {primary.group.label()})"
+    where = _place(primary)
     failed = [r for r in culprits if by_rank[r].ending.kind in _FAILED]
     if failed:
         detail = "; ".join(f"rank {r}: {by_rank[r].ending.detail}" for r in failed)
@@ -361,8 +368,9 @@ def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind,
     if hedged is not None:
         return hedged
     return (VerdictKind.ALL_RANKS_STUCK, [],
-            f"All {len(waiting)} ranks of {primary.group.label()} are waiting in the same collective, {_sig(primary)} "
-            f"(#{primary.seq}), and none is missing: suspect the transport (network, NVLink/PCIe P2P, NCCL itself).")
+            f"{rank_phrase(waiting, job.world).capitalize()} {'waits' if len(waiting) == 1 else 'wait'} in the same "
+            f"collective, {_place(primary)}, and no member of its group is missing: suspect the transport (network, "
+            "NVLink/PCIe P2P, NCCL itself).")
 
 
 def _quiet_verdict(scans: Sequence[FileScan], job: Job) -> tuple[VerdictKind, list[int], list[int], str]:
@@ -470,7 +478,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     ring: list[int] = []
     if primary is not None:
         roots = _roots(job)
-        kind, culprits, summary = _stuck_verdict(job, roots, primary)
+        kind, culprits, summary = _consistent(job, *_stuck_verdict(job, roots, primary))
         if kind is VerdictKind.DEADLOCK:
             ring = _cycle(job, roots.named)
         waiting = sorted(s.rank for s in job.ranks if s.stuck is not None and s.rank not in culprits)
@@ -517,9 +525,33 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     if cause is not None:
         steps = (*cause.cause.fix, *((PROBE,) if cause.cause.probe else ()), *steps)
     verdict = Verdict(kind, summary, tuple(culprits), tuple(waiting), tuple(unknown), pg,
-                      primary.seq if primary is not None else None,
+                      primary.seq if primary is not None else _detail_seq(scans),
                       chain_lines(job, culprits or ring) if found else (), tuple(findings), steps, cause, tuple(ring))
     return Analysis(tuple(scans), tuple(records), job, verdict, dtype)
+
+
+_FP_SEQ = re.compile(r"SequenceNumber=(\d+)")
+
+
+def _detail_seq(scans: Sequence[FileScan]) -> int | None:
+    """The sequence number TORCH_DISTRIBUTED_DEBUG=DETAIL's fingerprints name, when they all name the same."""
+    seqs = {int(m[1]) for s in scans for x in s.mismatches for fp in (x.fingerprint_a, x.fingerprint_b)
+            if (m := _FP_SEQ.search(fp))}
+    return seqs.pop() if len(seqs) == 1 else None
+
+
+def _consistent(job: Job, kind: VerdictKind, culprits: list[int], summary: str) -> tuple[VerdictKind, list[int], str]:
+    """The verdict may not contradict its own table: 'every rank waits' while a member exited is a failure first."""
+    if kind is not VerdictKind.ALL_RANKS_STUCK:
+        return kind, culprits, summary
+    gone = [s for s in job.ranks if s.ending.kind in _FAILED and s.stuck is None]
+    if not gone:
+        return kind, culprits, summary
+    detail = "; ".join(f"rank {s.rank}: {s.ending.detail}" for s in gone[:4])
+    waiting = sorted(s.rank for s in job.ranks if s.stuck is not None)
+    return (VerdictKind.RANK_FAILED_FIRST, [s.rank for s in gone],
+            f"{rank_phrase(s.rank for s in gone).capitalize()} failed first ({detail}); "
+            f"{rank_phrase(waiting, job.world)} then waited for {'it' if len(gone) == 1 else 'them'}.")
 
 
 def _evidence(job: Job, culprits: Sequence[int], cause: Diagnosis | None = None) -> tuple:

@@ -26,7 +26,8 @@ def _frame(f: Frame | None) -> dict[str, Any] | None:
 
 def verdict_json(v: SnapshotVerdict) -> dict[str, Any]:
     return {
-        "kind": v.kind, "summary": v.summary, "chain": list(v.chain), "root_ranks": list(v.root_ranks),
+        "kind": v.kind, "summary": v.summary, "chain": list(v.chain), "culprit_ranks": list(v.culprit_ranks),
+        "cycle": list(v.cycle),
         "waiting_ranks": list(v.waiting_ranks), "unknown_ranks": list(v.unknown_ranks),
         "positions": [{"rank": p.rank, "state": p.state, "collective": p.collective, "seq": p.seq, "pg": p.pg,
                        "where": _frame(p.where), "host_where": _frame(p.host_where), "native": p.native,
@@ -155,7 +156,7 @@ def report(s: Snapshot, v: SnapshotVerdict, quiet: bool = False, all_threads: bo
                 + (f" of {s.job.world_size}" if s.job.world_size else "") + f", taken in {s.seconds:.1f} s",
                 style="dim")
     body = Text(v.summary)
-    for label, rs in (("root", v.root_ranks), ("waiting", v.waiting_ranks), ("not seen here", v.unknown_ranks)):
+    for label, rs in (("culprit", v.culprit_ranks), ("waiting", v.waiting_ranks), ("not seen here", v.unknown_ranks)):
         if rs:
             body.append(f"\n{label}: ", style="bold")
             body.append(ranks_text(rs))

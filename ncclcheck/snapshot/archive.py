@@ -24,7 +24,8 @@ from ncclcheck.evidence.types import Fact, FileScan, InputProblem, LiveStack, Li
 from ncclcheck.snapshot.collect import Snapshot
 
 FORMAT = "ncclcheck-snapshot"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the verdict names its culprits ``culprit_ranks`` (as analyze-log does) and its ``cycle``
+READABLE = (1, 2)  # what the archive's reader takes: the collected data is the same, only the verdict differs
 DOC = "snapshot.json"
 MAX_DOC_BYTES = 64 << 20
 
@@ -150,9 +151,9 @@ def load(path: str) -> tuple[dict[str, Any], dict[str, bytes]]:
                     raw = json.loads(data.decode("utf-8"))
                     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
                         raise ArchiveError(f"{DOC} is not an ncclcheck snapshot")
-                    if raw.get("schema_version") != SCHEMA_VERSION:
-                        raise ArchiveError(f"snapshot schema_version {raw.get('schema_version')!r} is not "
-                                           f"{SCHEMA_VERSION}: written by another ncclcheck release")
+                    if raw.get("schema_version") not in READABLE:
+                        raise ArchiveError(f"snapshot schema_version {raw.get('schema_version')!r} is not one of "
+                                           f"{', '.join(map(str, READABLE))}: written by another ncclcheck release")
                     doc = raw
                 else:
                     dumps[m.name] = data

@@ -63,12 +63,13 @@ class SnapshotVerdict:
 
     kind: str
     summary: str
-    root_ranks: tuple[int, ...]
+    culprit_ranks: tuple[int, ...]  # the same field, and meaning, as analyze-log's verdict
     waiting_ranks: tuple[int, ...]
     unknown_ranks: tuple[int, ...]  # ranks of the job seen nowhere here (other nodes, unreadable)
     positions: tuple[Position, ...]
     groups: tuple[StackGroup, ...]
     chain: tuple[str, ...] = ()  # who waits for whom, from the job model
+    cycle: tuple[int, ...] = ()  # the ranks of a deadlock across groups, as in analyze-log's verdict
 
 
 def ranks_text(ranks: Iterable[int]) -> str:
@@ -272,7 +273,7 @@ def with_job_verdict(v: SnapshotVerdict, job_verdict: Verdict) -> SnapshotVerdic
     kind = NO_HANG if job_verdict.kind is VerdictKind.NO_FAILURE else job_verdict.kind.value
     unknown = tuple(sorted(set(v.unknown_ranks) | set(job_verdict.unknown_ranks)))
     # The snapshot's own wording (with the source lines) where it names the same roots; else the job model's.
-    same = tuple(v.root_ranks) == tuple(job_verdict.culprit_ranks)
+    same = tuple(v.culprit_ranks) == tuple(job_verdict.culprit_ranks)
     return replace(v, kind=kind, summary=v.summary if same else job_verdict.summary,
-                   root_ranks=job_verdict.culprit_ranks,
+                   culprit_ranks=job_verdict.culprit_ranks, cycle=job_verdict.cycle,
                    waiting_ranks=job_verdict.waiting_ranks, unknown_ranks=unknown, chain=job_verdict.chain)
