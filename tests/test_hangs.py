@@ -1,0 +1,125 @@
+"""How a hang happened, in words that are true: deadlocks across groups, send/receive pairs, ties.
+
+Real incidents from tools/make_incidents_failures.sh on 2 x H200 (torch 2.11, NCCL 2.28.9), read as the
+torchrun console, the per-rank logs and the flight-recorder dumps.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from conftest import DATA, run
+from typer.testing import CliRunner
+
+from ncclcheck.cli import app
+from ncclcheck.job.model import EndKind, VerdictKind
+
+F = DATA / "failures"
+runner = CliRunner()
+
+
+@pytest.mark.parametrize("name", ["order_cycle", "order_cycle3", "order_cycle_info", "live_cycle"])
+@pytest.mark.parametrize("way", ["dumps", ""])
+def test_opposite_order_is_a_deadlock_from_dumps(name, way):
+    """Dumps order each rank's works: the ring is named as a deadlock, with no culprit and both ranks in it."""
+    v = run(F / name / way).verdict
+    assert (v.kind, v.culprit_ranks, v.cycle, v.waiting_ranks) == (VerdictKind.DEADLOCK, (), (0, 1), (0, 1))
+    assert "diverged" not in v.summary and "No single rank is the culprit" in v.summary
+    assert any("same order on every rank" in s for s in v.next_steps)
+
+
+def test_deadlock_sentence():
+    v = run(F / "order_cycle" / "dumps").verdict
+    assert v.summary == (
+        "Deadlock across process groups: rank 0 runs PG 1 (dp) #2 (ALLREDUCE 1,048,576 Float) and waits there for "
+        "rank 1; rank 1 runs PG 2 (cp) #2 (ALLREDUCE 786,432 Float) and waits there for rank 0. They issued the "
+        "groups in different orders (rank 0: dp #2, then cp #2; rank 1: cp #2, then dp #2, all from "
+        "incident_failures.py:81). No single rank is the culprit: every one of ranks 0-1 waits for another.")
+
+
+@pytest.mark.parametrize("path", ["order_cycle/console.log", "order_cycle3/console.log", "order_cycle3/torchrun",
+                                  "order_cycle_info/console.log"])
+def test_text_cannot_tell_the_order(path):
+    """Text logs order timeouts by the watchdog's polls: both explanations are given, no rank is blamed."""
+    v = run(F / path).verdict
+    assert (v.kind, v.culprit_ranks, v.cycle) == (VerdictKind.ALL_RANKS_STUCK, (), ())
+    assert "Either the ranks issued these groups in different orders" in v.summary
+    assert "flight-recorder dumps or a live snapshot do" in v.summary
+    assert "not in these inputs (" not in v.summary  # both ranks of the job are there
+
+
+@pytest.mark.parametrize("way", ["dumps", ""])
+def test_send_and_receive_disagree(way):
+    """Rank 0 sent 1,000 elements and completed; rank 1 waits to receive 1,024: both sides named, neither blamed."""
+    v = run(F / "p2p_count" / way).verdict
+    assert (v.kind, v.culprit_ranks) == (VerdictKind.COLLECTIVE_MISMATCH, ())
+    assert v.summary == ("Rank 1 waits in recv of 1,024 elements from rank 0 (p2p #1) of PG 0 (default); rank 0's "
+                         "matching send (p2p #1, completed) is 1,000 elements of Float, this recv is 1,024 elements of "
+                         "Float: the two sides disagree.")
+
+
+@pytest.mark.parametrize("path", ["p2p_count/dumps", "p2p_count/console.log", "pp_recv"])
+def test_p2p_and_collective_counters_apart(path):
+    """A send or receive is numbered 'p2p #N'; a collective '#N' never stands for it."""
+    base = DATA / "real4" if path == "pp_recv" else F
+    v = run(base / path).verdict
+    text = " ".join((v.summary, *v.chain))
+    assert "p2p #" in text
+    assert not re.search(r"(?<!p2p )#\d+ \((?:recv|send)", text)
+
+
+@pytest.mark.parametrize("way", ["dumps", "console.log", "torchrun"])
+def test_uneven_all_gather_is_a_disagreement(way):
+    """4,096 vs 4,000 elements on two ranks: no majority, nothing singles one out, so no culprit."""
+    v = run(F / "uneven_gather" / way).verdict
+    assert (v.kind, v.culprit_ranks) == (VerdictKind.COLLECTIVE_MISMATCH, ())
+    assert "4,096" in v.summary and "4,000" in v.summary and "the ranks disagree" in v.summary
+
+
+def test_rank0_only_collective_named_with_its_reason():
+    """The dumps show #1 was the same 1,048,576-element all_reduce on both: rank 0's 1-element #2 broke it."""
+    v = run(F / "rank0_only" / "dumps").verdict
+    assert (v.kind, v.culprit_ranks) == (VerdictKind.COLLECTIVE_MISMATCH, (0,))
+    assert "Rank 0 broke the pattern: every rank ran ALLREDUCE 1,048,576 Float at #1" in v.summary
+    text = run(F / "rank0_only" / "console.log").verdict  # no earlier step in text: no reason, no culprit
+    assert text.culprit_ranks == () and "the ranks disagree" in text.summary
+
+
+def test_detail_mismatch_fills_seq():
+    """The summary names seq 3; so does the JSON."""
+    r = runner.invoke(app, ["analyze-log", "--json", str(DATA / "real4" / "detail" / "console.log")])
+    v = json.loads(r.stdout)["verdict"]
+    assert "seq 3" in v["summary"] and v["seq"] == 3
+
+
+def _has_input(p) -> bool:
+    """A file, or a folder with a non-empty file in it (a silent hang or a set-up failure leaves empty ones)."""
+    return p.is_file() or any(f.is_file() and f.stat().st_size for f in p.rglob("*"))
+
+
+_BASES = {F: ("console.log", "dumps", "torchrun"), DATA / "real4": ("console.log", "dumps", "attempt_0"),
+          DATA / "real": ("console.log", "attempt_0")}
+ALL_INPUTS = sorted(str(x) for base, ways in _BASES.items() for p in base.iterdir() if p.is_dir()
+                    for x in (p, *(p / w for w in ways)) if x.exists() and _has_input(x))
+
+
+@pytest.mark.parametrize("path", ALL_INPUTS, ids=lambda p: p.split("tests/data/")[-1])
+def test_verdict_agrees_with_its_table(path):
+    """On every real incident: no unknown stands in a sentence, and the verdict never contradicts the ranks' table."""
+    dumps = path.endswith("dumps")
+    a = run(path)
+    v = a.verdict
+    text = " ".join((v.summary, *v.chain, *v.next_steps))
+    for unknown in ("None", "#?", "PG ?", "nan"):
+        assert unknown not in text, (unknown, text)
+    assert not set(v.culprit_ranks) & set(v.waiting_ranks)
+    ranks = {s.rank for s in a.job.ranks}
+    assert set(v.culprit_ranks) <= ranks and set(v.cycle) <= ranks
+    if v.kind is VerdictKind.ALL_RANKS_STUCK:
+        gone = [s.rank for s in a.job.ranks if s.ending.kind in (EndKind.EXITED, EndKind.KILLED, EndKind.EXCEPTION)]
+        assert not gone, (gone, v.summary)
+    if v.kind is VerdictKind.DEADLOCK:
+        assert v.cycle and not v.culprit_ranks
+    assert dumps or v.kind is not VerdictKind.INCOMPLETE or v.unknown_ranks or "not named" in v.summary
