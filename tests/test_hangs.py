@@ -123,3 +123,21 @@ def test_verdict_agrees_with_its_table(path):
     if v.kind is VerdictKind.DEADLOCK:
         assert v.cycle and not v.culprit_ranks
     assert dumps or v.kind is not VerdictKind.INCOMPLETE or v.unknown_ranks or "not named" in v.summary
+
+
+def test_live_deadlock_read_by_snapshot():
+    """`ncclcheck snapshot` on the live 2 x H200 job (tools/live_cycle.sh, 5.3 s): its archive reads as the deadlock,
+    and the snapshot's own verdict, rebuilt from the archive as the command does, says the same."""
+    from ncclcheck.job.records import merge_records
+    from ncclcheck.job.verdict import decide
+    from ncclcheck.snapshot import archive, verdict
+
+    path = F / "live_cycle" / "snapshot" / "snapshot.tar.gz"
+    a = run(path)
+    assert (a.verdict.kind, a.verdict.cycle, a.verdict.culprit_ranks) == (VerdictKind.DEADLOCK, (0, 1), ())
+    doc, _ = archive.load(str(path))
+    scans = archive.read_archive(str(path))
+    v = verdict.with_job_verdict(verdict.decide(scans, doc["job"]["world_size"]),
+                                 decide(scans, merge_records(scans)).verdict)
+    assert (v.kind, v.culprit_ranks, v.cycle) == ("deadlock", (), (0, 1))
+    assert v.summary == a.verdict.summary

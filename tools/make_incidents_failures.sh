@@ -69,15 +69,7 @@ rdzv="$out/rdzv_timeout"; mkdir -p "$rdzv"
     "$script" setup > "$rdzv/console.log" 2>&1; echo "rdzv_timeout exit=$?" ) &
 
 # A live opposite-order deadlock read by ncclcheck snapshot through the dump pipes (no py-spy there).
-live="$out/live_cycle"; mkdir -p "$live/dumps"
-( env INCIDENT_TIMEOUT_S=90 $(fr "$live") TORCH_NCCL_DEBUG_INFO_PIPE_FILE="$live/dumps/pipe_rank_" \
-    timeout 120 torchrun --standalone --nproc-per-node 2 "$script" order_cycle > "$live/console.log" 2>&1 &
-  sleep 30
-  start=$(date +%s%N)
-  PYTHONPATH=$(pwd) python3 -m ncclcheck snapshot --out "$live/snapshot.tar.gz" --json > "$live/snapshot.json" \
-    2> "$live/snapshot.stderr"
-  echo "snapshot rc=$? ms=$(( ($(date +%s%N) - start) / 1000000 ))"
-  wait ) &
+bash tools/live_cycle.sh "$out/live_cycle" &
 
 wait
 find "$out" -name '*.log' -size +4M -exec truncate -s 4M {} \;

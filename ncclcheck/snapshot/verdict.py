@@ -272,8 +272,9 @@ def with_job_verdict(v: SnapshotVerdict, job_verdict: Verdict) -> SnapshotVerdic
         return v
     kind = NO_HANG if job_verdict.kind is VerdictKind.NO_FAILURE else job_verdict.kind.value
     unknown = tuple(sorted(set(v.unknown_ranks) | set(job_verdict.unknown_ranks)))
-    # The snapshot's own wording (with the source lines) where it names the same roots; else the job model's.
-    same = tuple(v.culprit_ranks) == tuple(job_verdict.culprit_ranks)
+    # The snapshot's own wording (with the source lines) where it names the same roots; else the job model's
+    # (a deadlock, a mismatch with no culprit: the stacks alone would call it "every rank in one collective").
+    same = bool(v.culprit_ranks) and tuple(v.culprit_ranks) == tuple(job_verdict.culprit_ranks)
     return replace(v, kind=kind, summary=v.summary if same else job_verdict.summary,
                    culprit_ranks=job_verdict.culprit_ranks, cycle=job_verdict.cycle,
                    waiting_ranks=job_verdict.waiting_ranks, unknown_ranks=unknown, chain=job_verdict.chain)
