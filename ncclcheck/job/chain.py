@@ -51,7 +51,8 @@ def root_words(s: RankState) -> str:
         return "printed no timeout, error or exit: it never arrived"
     if e.kind is EndKind.ABORTED and s.stuck is None:
         by = "the launcher stopped it (SIGTERM)" if "SIGTERM" in e.detail else "it was aborted (SIGABRT)"
-        return f"printed no timeout or error: it never arrived, and was still running when {by}"
+        # Not "it never arrived": a rank that issued a different collective ends the same way (DETAIL's mismatch).
+        return f"printed no timeout or error, and was still running when {by}"
     if e.kind is EndKind.UNKNOWN:
         return ("left nothing in these inputs (no log, no dump): a rank that exited, crashed or was killed writes "
                 "no dump; its own log says which")

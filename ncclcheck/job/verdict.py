@@ -272,10 +272,6 @@ def _primary(job: Job) -> Work | None:
     return next(w for w in stuck if (w.group, w.seq) == (group, seq))
 
 
-def _missing(ranks: Sequence[int]) -> str:
-    return rank_phrase(ranks) if ranks else "the members of the group are not named"
-
-
 def _last_frame(s: RankState) -> str:
     """The line of code of the rank's last recorded work (dumps), to say where it was."""
     works = [w for p in s.positions for w in p.works if w.frame is not None]
@@ -283,7 +279,8 @@ def _last_frame(s: RankState) -> str:
         return ""
     w = max(works, key=lambda x: x.order)
     assert w.frame is not None
-    return f"; its last recorded work was {w.describe()} {w.number} ({w.state}) from {w.frame}"
+    number = f"{w.number}, " if w.p2p else f"{w.number} ("
+    return f"; its last recorded work was {w.describe()} {'(' if w.p2p else ''}{number}{w.state}) from {w.frame}"
 
 
 @dataclass(frozen=True)
@@ -360,10 +357,15 @@ def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind,
         done = [p.last_completed for s in job.ranks if s.stuck is not None for p in s.positions
                 if p.group == primary.group and p.last_completed is not None]
         after = f" after completing #{max(done)}" if done else ""
+        head = f"{rank_phrase(waiting, job.world).capitalize()} waited{ran} in {where}{after}; "
+        if roots.absent or unknown:
+            return (VerdictKind.INCOMPLETE, [],
+                    head + f"the ranks waited for are not in these inputs ({rank_phrase(roots.absent or unknown)}). "
+                    "They are unknown, not guilty: the culprit is among them.")
+        # Nothing says the job has other ranks: only that the group's members are not named.
         return (VerdictKind.INCOMPLETE, [],
-                f"{rank_phrase(waiting, job.world).capitalize()} waited{ran} in {where}{after}; the ranks waited for "
-                f"are not in these inputs ({_missing(roots.absent or unknown)}). They are unknown, not guilty: the "
-                "culprit is among them.")
+                head + "these inputs do not name the members of its group, so who they waited for cannot be told "
+                "from them.")
     hedged = _unordered_ring(job)
     if hedged is not None:
         return hedged
