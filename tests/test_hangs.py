@@ -191,3 +191,31 @@ def test_sentence_template(path, monkeypatch):
     monkeypatch.chdir(DATA)
     v = run(path).verdict
     assert (v.kind.value, v.summary) == TEMPLATES[path]
+
+
+def _dump210(tmp_path, rank: int, entries: list[dict], enqueued: int, completed: int) -> str:
+    """A format 2.10 dump (JSON, as torch 2.9+ writes it) of one rank of a 2-rank default group."""
+    from test_frdump import _entry_210
+
+    doc = {"version": "2.10", "comm_lib_version": "2.28.9",
+           "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1]"}},
+           "pg_status": {"0": {"last_enqueued_collective": enqueued, "last_started_collective": -1,
+                               "last_completed_collective": completed}},
+           "entries": [_entry_210(*e) for e in entries]}
+    path = tmp_path / f"comm_lib_trace_rank_{rank}"
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def test_ring_through_a_send(tmp_path):
+    """Rank 0 sends to rank 1, then all_reduces; rank 1 all_reduces, then receives: a ring of a p2p op and a
+    collective, named as a deadlock with each rank's order."""
+    r0 = _dump210(tmp_path, 0, [(1, 0, "nccl:all_reduce", "completed", 8), (0, 1, "nccl:send 0->1", "started", 64),
+                                (2, 1, "nccl:all_reduce", "scheduled", 8)], 2, 1)
+    r1 = _dump210(tmp_path, 1, [(1, 0, "nccl:all_reduce", "completed", 8), (2, 0, "nccl:all_reduce", "started", 8),
+                                (2, 1, "nccl:recv 1<-0", "scheduled", 64)], 2, 1)
+    v = run(r0, r1).verdict
+    assert (v.kind, v.cycle, v.culprit_ranks) == (VerdictKind.DEADLOCK, (0, 1), ())
+    assert ("They issued these operations in different orders (rank 0: PG 0 (default) p2p #1 (train.py:11), then "
+            "PG 0 (default) #2 (train.py:13); rank 1: PG 0 (default) #2 (train.py:12), then PG 0 (default) p2p #1 "
+            "(train.py:13))") in v.summary

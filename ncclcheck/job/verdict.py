@@ -203,7 +203,9 @@ def _deadlock_summary(job: Job, ring: Sequence[int]) -> str:
         f = next(iter(frames))
         assert f is not None
         called = f", all from {f.file.rsplit('/', 1)[-1]}:{f.line}"
-    how = (f" They issued the groups in different orders ({'; '.join(orders)}{called})." if len(orders) > 1 else
+    works = [w for ws in pendings.values() for w in ws[:4]]
+    what = "the groups" if not any(w.p2p for w in works) and len({w.group for w in works}) > 1 else "these operations"
+    how = (f" They issued {what} in different orders ({'; '.join(orders)}{called})." if len(orders) > 1 else
            " Each is blocked by work the other queued behind its own: the groups were issued in different orders.")
     return (f"Deadlock across process groups: {'; '.join(runs)}.{how} No single rank is the culprit: every one of "
             f"{rank_phrase(ring)} waits for another.")
