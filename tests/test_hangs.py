@@ -219,3 +219,25 @@ def test_ring_through_a_send(tmp_path):
     assert ("They issued these operations in different orders (rank 0: PG 0 (default) p2p #1 (train.py:11), then "
             "PG 0 (default) #2 (train.py:13); rank 1: PG 0 (default) #2 (train.py:12), then PG 0 (default) p2p #1 "
             "(train.py:13))") in v.summary
+
+
+def test_text_keeps_p2p_and_collective_counters_apart(tmp_path):
+    """Rank 1 times out in RECV SeqNum=1 while its collectives are at #3: rank 0's wait in #4 is not 'its last was #1'."""
+    head = "[rank{r}]:[E1122 11:18:4{s}.000000000 ProcessGroupNCCL.cpp:632] "
+    log = tmp_path / "console.log"
+    log.write_text(
+        head.format(r=0, s=5) + "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4, "
+        "OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran for 600083 milliseconds before "
+        "timing out.\n"
+        + head.format(r=0, s=5) + "[PG ID 0 PG GUID 0(default_pg) Rank 0]  failure detected by watchdog at work "
+        "sequence id: 4 PG status: last enqueued work: 4, last completed work: 3\n"
+        + head.format(r=1, s=6) + "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
+        "OpType=RECV, NumelIn=1024, NumelOut=1024, Timeout(ms)=600000) ran for 600091 milliseconds before timing out.\n"
+        + head.format(r=1, s=6) + "[PG ID 0 PG GUID 0(default_pg) Rank 1]  failure detected by watchdog at work "
+        "sequence id: 1 PG status: last enqueued work: 3, last completed work: 3\n")
+    a = run(log)
+    text = " ".join((a.verdict.summary, *a.verdict.chain))
+    assert "its last was #1" not in text
+    assert "rank 1 never issued #4 there (its last was #3)" in text
+    one = a.job.rank(1)
+    assert one is not None and one.stuck is not None and (one.stuck.number, one.stuck.op) == ("p2p #1", "RECV")

@@ -143,11 +143,11 @@ class _Builder:
             p = self.at(rank, key)
             p.group_rank = p.group_rank if p.group_rank is not None else rec.group_rank
             p.enq, p.done = _hi(p.enq, rec.last_enqueued), _hi(p.done, rec.last_completed)
-            if rec.seq is not None:
-                p.enq = _hi(p.enq, rec.seq)
             timed_out = bool(set(rec.evidence) - _NOT_TIMEOUT)
             err = self.async_errors.get((rank, rec.seq))
             op = rec.op_type or (err.op_type if err else None)
+            if rec.seq is not None and (op or "") not in ("SEND", "RECV"):
+                p.enq = _hi(p.enq, rec.seq)  # a send's or receive's SeqNum counts p2p ops, not collectives
             numel = rec.numel_in if rec.numel_in is not None else (err.numel_in if err else None)
             order = rec.started_s * 1000 if rec.started_s is not None else rec.loc.line
             work = Work(self.groups[key].gid(), rec.seq, op, numel, rec.numel_out,
@@ -155,7 +155,7 @@ class _Builder:
                         timeout_ms=rec.timeout_ms, ran_for_ms=rec.ran_for_ms, order=order, loc=rec.loc)
             if not timed_out:
                 continue  # an error on this work, not a wait: the rank's ending says what failed
-            if p.stuck is None or (work.seq is not None and (p.stuck.seq is None or work.seq < p.stuck.seq)):
+            if p.stuck is None or _earlier(work, p.stuck):
                 p.stuck = work
 
     @staticmethod
@@ -440,6 +440,14 @@ class _Builder:
                     return Ending(EndKind.EXITED, "exited with status 0 while the others still needed it (torchrun's "
                                   "failure table lists the ranks around it, not this one)", first.loc)
         return None
+
+
+def _earlier(a: Work, b: Work) -> bool:
+    """Was ``a`` issued before ``b``? The same counter says so; a p2p op and a collective count apart, so their
+    timeouts' order (start time, else line) stands in."""
+    if a.p2p != b.p2p or a.seq is None or b.seq is None:
+        return a.order < b.order
+    return a.seq < b.seq
 
 
 def _first_sentence(text: str | None) -> str:
