@@ -241,3 +241,13 @@ def test_text_keeps_p2p_and_collective_counters_apart(tmp_path):
     assert "rank 1 never issued #4 there (its last was #3)" in text
     one = a.job.rank(1)
     assert one is not None and one.stuck is not None and (one.stuck.number, one.stuck.op) == ("p2p #1", "RECV")
+
+
+@pytest.mark.parametrize("name", ["order_cycle", "order_cycle3", "order_cycle_info", "live_cycle", "p2p_count",
+                                  "p2p_cycle", "p2p_dtype", "uneven_gather", "rank0_only"])
+def test_hang_golden(name, monkeypatch):
+    """All inputs of each incident together: the whole verdict equals the reviewed golden JSON."""
+    from test_failures import _golden
+
+    monkeypatch.chdir(F)
+    assert _golden(run(name)) == json.loads((DATA / "expected_failures" / f"{name}.json").read_text())
