@@ -206,3 +206,24 @@ def test_sigkill_points_to_the_kernel_log(scenario):
     assert v.cause is not None
     assert (v.kind.value, list(v.culprit_ranks), v.cause.cause.kind) == ("rank_failed_first", [2], "host_kill")
     assert any("dmesg -T" in s for s in v.next_steps)
+
+
+def test_elastic_restarts_are_reported():
+    """torchrun's agent restarting the worker group (its --max-restarts) is said, with where it was logged."""
+    s = _scan("[2026-11-24 02:31:44,000] torch.distributed.elastic.agent.server.api: [WARNING] [default] Worker group "
+              "FAILED. 3/3 attempts left; will restart worker group\n"
+              "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+    assert [c.kind for c in s.clues] == ["launcher"]
+    from ncclcheck.job.records import merge_records
+    from ncclcheck.job.verdict import decide
+
+    v = decide([s], merge_records([s])).verdict
+    f = next(f for f in v.findings if f.code == "elastic-restarts")
+    assert "1 time(s)" in f.message and "3/3 attempts left" in f.message and str(f.evidence[0]) == "x.log:1"
+
+
+def test_no_reason_says_last_error_is_empty():
+    s = _scan("[rank0]: torch.distributed.DistBackendError: NCCL error in: x.cpp:1, internal error, NCCL version 2.21.5\n"
+              "[rank0]: Last error:\n\n")
+    d = diagnose([s])
+    assert d is not None and d.detail == "NCCL error: internal error; NCCL's 'Last error:' is empty"

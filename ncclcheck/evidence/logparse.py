@@ -194,7 +194,7 @@ _NCCL_SAYS = re.compile(
 )
 _CLUE_GATE = re.compile(
     r"Last error|Assertion `|CUDA error|TCPStore|\[c10d\]|death signal|closing signal|[Rr]endezvous|clients joined"
-    r"|workers joined|" + _NCCL_SAYS.pattern
+    r"|workers joined|will restart worker group|" + _NCCL_SAYS.pattern
 )
 _LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(.*)$")
 _CUDA_ASSERT = re.compile(r"([\w.]+\.cuh?):(\d+): (.*?): block: \[[\d,]+\], thread: \[[\d,]+\] Assertion `(.+)` failed")
@@ -206,7 +206,7 @@ _STORE_FAIL = re.compile(
 )
 _LAUNCHER = re.compile(
     r"Received (\S+) death signal|Sending process (\d+) closing signal (SIG\w+)|has failed to shutdown the rendezvous"
-    r"|(Rendezvous(?:Timeout|Closed|Connection|GracefulExit)Error)"
+    r"|(Rendezvous(?:Timeout|Closed|Connection|GracefulExit)Error)|attempts left; will restart worker group"
 )
 _LOG_HEAD = re.compile(r"^\[?[EWIF]\d{4} [\d:.]+ +\d*\s*[^\]]*\]\s*")
 

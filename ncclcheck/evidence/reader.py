@@ -95,7 +95,7 @@ _HEAD_WANTED = re.compile(
     rb"NCCL version|Bootstrap|NET/|Using network|TIMEOUT\(ms\)|nranks|set by environment|NCCL WARN|environments|"
     rb"initialization options|Error|Exception|Interrupt|terminate called|Terminating the process|Aborting process|"
     rb"\[TC\]|[Dd]ump|[Ff]light [Rr]ecorder|Last error|Assertion `|TCPStore|\[c10d\]|[Rr]endezvous|death signal|"
-    rb"closing signal|clients joined"
+    rb"closing signal|clients joined|will restart worker group"
 )
 BEFORE = 8
 AFTER = 16

@@ -296,6 +296,11 @@ def _detail(cause: Cause, hits: Sequence[_Said]) -> str:
         first = next((h.text for h in hits if h.clue == "store"), texts[0])
         at = f" (store at {', '.join(addrs)})" if addrs else ""
         return one_line(first.split("): ", 1)[-1]) + at
+    if cause.kind == "nccl_no_reason":
+        error = next((h.text for h in hits if h.clue is None), None)
+        empty = any(h.clue == "last_error" for h in hits)
+        return (one_line(error) + "; " if error else "") + (
+            "NCCL's 'Last error:' is empty" if empty else "no 'Last error:' text follows it in these inputs")
     best = next((h for h in hits if h.clue == "last_error" and h.text), None) or hits[0]
     return one_line(best.text)
 
@@ -321,9 +326,10 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int, Loc]] = ()) 
     nccl = [s for s in said if s.clue is None and s.text.startswith("NCCL error")]
     if nccl:
         empty = [s for s in said if s.clue == "last_error" and not s.text]
-        unexplained = [s for s in nccl if not any(c.clue == "last_error" and c.rank == s.rank for c in said)]
+        said_why = {c.rank for c in said if c.clue == "last_error" and c.text}
+        unexplained = [s for s in nccl if s.rank not in said_why]
         if empty or unexplained:
-            return _found(NO_REASON, empty + unexplained)
+            return _found(NO_REASON, unexplained + empty)
     versions = _versions(scans)
     if versions is not None:
         return versions

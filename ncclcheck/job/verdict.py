@@ -514,6 +514,13 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                                 f"{len(earlier_attempts)} file(s) of earlier torchrun attempts were set aside: each "
                                 "attempt is a separate run, and the latest one is analysed. Give an earlier attempt's "
                                 "directory on its own to analyse it.", tuple(Loc(f, 0) for f in earlier_attempts[:4])))
+    restarts = [c for s in scans for c in s.clues if c.kind == "launcher" and "will restart worker group" in c.text]
+    if restarts:
+        findings.append(Finding(Severity.INFO, "elastic-restarts",
+                                f"torchrun restarted the workers after a failure {len(restarts)} time(s) (last: "
+                                f"{restarts[-1].text}). Each attempt is a run of its own: if they all fail the same "
+                                "way, more restarts will not help. Give one attempt's directory (attempt_N) to analyse "
+                                "it alone.", tuple(c.loc for c in restarts[:8])))
     elastic_root = next((f for s in scans for f in s.elastic if f.root_cause), None)
     if elastic_root is not None and primary is not None:
         findings.append(Finding(Severity.INFO, "root-cause-caveat",
