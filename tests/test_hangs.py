@@ -181,6 +181,12 @@ TEMPLATES = {
         "Rank 0: NCCL error in ALLREDUCE #1: NCCL error: remote process exited or there was a network error; Rank 3: "
         "NCCL error in ALLREDUCE #2: NCCL error: remote process exited or there was a network error. Ranks 1-2 printed "
         "no error: their logs stop, as a rank that died would."),
+    "corpus/10-arctic-watchdog-stuck-plus-allgather-base.log": (
+        "watchdog_stuck",
+        "Rank 2 waited until the 30 min timeout; the trail of who waits for whom ends at rank 7: rank 7 reported its "
+        "own watchdog stuck for 480 s (the heartbeat monitor): the process is blocked, in a CUDA call or holding the "
+        "GIL, not waiting in a collective. It is named by elimination: the only rank in these inputs that waited "
+        "nowhere, while the groups that lead there have members the inputs do not name."),
     "failures/p2p_dtype/console.log": (
         "no_failure", "No collective timeout, NCCL error, desync, heartbeat failure or rank failure found in these inputs."),
 }

@@ -369,6 +369,7 @@ class _Builder:
         self.nccl_errors: dict[int, WorkMention] = {}
         self.elastic: dict[int, list[ElasticFailure]] = defaultdict(list)
         self.tables: list[tuple[set[int], ElasticFailure]] = []
+        self.heartbeats = {h.who.rank: h for s in self.scans for h in s.heartbeats if h.who.rank is not None}
         for s in self.scans:
             for e in s.errors:
                 if e.who.rank is not None:
@@ -427,6 +428,11 @@ class _Builder:
             files = sorted(self.files.get(rank, ()))
             return Ending(EndKind.WAITING, f"its dump shows it waiting in {first.describe()} {first.number} "
                           f"({first.state}); no timeout line in these inputs", Loc(files[0], 0) if files else None)
+        beat = self.heartbeats.get(rank)
+        if beat is not None:
+            how = f"for {beat.seconds} s " if beat.seconds else ""
+            return Ending(EndKind.HUNG, f"reported its own watchdog stuck {how}(the heartbeat monitor): the process "
+                          "is blocked, in a CUDA call or holding the GIL, not waiting in a collective", beat.loc)
         if rank in self.seen:
             return Ending(EndKind.SILENT, "its input shows no timeout, error or exit")
         return Ending(EndKind.UNKNOWN, "no input from this rank")

@@ -167,6 +167,7 @@ class EndKind(str, Enum):
     KILLED = "killed"
     EXITED = "exited"
     ABORTED = "aborted"  # ended by the watchdog's abort or the launcher after another rank's failure
+    HUNG = "hung"  # its own watchdog reported itself stuck: the process is blocked (a CUDA call, the GIL)
     RUNNING = "running"
     SILENT = "silent"  # its input says nothing of a failure
     UNKNOWN = "unknown"  # no input from this rank

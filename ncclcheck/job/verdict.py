@@ -52,7 +52,7 @@ from ncclcheck.ranks import rank_phrase
 from ncclcheck.transfer import human_seconds
 
 _FAILED = {EndKind.EXCEPTION, EndKind.KILLED, EndKind.EXITED}
-_NOT_WAITING = {EndKind.SILENT, EndKind.RUNNING, EndKind.EXCEPTION, EndKind.KILLED, EndKind.EXITED,
+_NOT_WAITING = {EndKind.SILENT, EndKind.HUNG, EndKind.RUNNING, EndKind.EXCEPTION, EndKind.KILLED, EndKind.EXITED,
                 EndKind.NCCL_ERROR, EndKind.ABORTED}
 
 
@@ -350,7 +350,8 @@ def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind,
             waited = f"waited{limit}"
         else:  # a live job, or dumps taken before any timeout: they are still waiting
             waited = "wait" if len(waiting) > 1 or not waiting else "waits"
-        return (VerdictKind.LAGGING_RANK, culprits,
+        hung = all(by_rank[r].ending.kind is EndKind.HUNG for r in culprits)
+        return (VerdictKind.WATCHDOG_STUCK if hung else VerdictKind.LAGGING_RANK, culprits,
                 f"{rank_phrase(waiting, job.world, culprits).capitalize()} {waited}; the trail of who waits for "
                 f"whom ends at {rank_phrase(culprits)}: {lines}.{how}")
     unknown = [s.rank for s in job.ranks if s.ending.kind is EndKind.UNKNOWN]
