@@ -176,7 +176,7 @@ def test_endless_device_named_directly_ends(tmp_path):
     r = ncclcheck("/dev/zero", timeout=30)
     no_traceback(r)
     assert r.returncode == 3
-    assert "ncclcheck: /dev/zero: binary file (contains NUL bytes), skipped\n" in r.stderr
+    assert "ncclcheck: /dev/zero: nothing but NUL bytes in its first 64 MiB (a zeroed file or device), skipped\n" in r.stderr
 
 
 # ---------------------------------------------------------------- pipes

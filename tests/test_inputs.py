@@ -52,7 +52,7 @@ def test_binary_file(write):
     good = write("rank0.log", GOOD)
     r = cli(str(b), str(good), "-q")
     assert r.exit_code == 1
-    assert f"ncclcheck: {b}: binary file (contains NUL bytes), skipped\n" in r.stderr
+    assert f"ncclcheck: {b}: binary file (not text once its NUL bytes are set aside), skipped\n" in r.stderr
 
 
 def test_truncated_gzip_keeps_what_was_read(write):

@@ -49,6 +49,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from ncclcheck.evidence.encoding import Transcoded, is_binary, sniff
+
 try:  # SIMD substring search and byte counting; the pure-Python path below is kept, and measured beside it
     import stringzilla as _sz
 except ImportError:  # pragma: no cover - a platform without its wheel
@@ -105,6 +107,7 @@ FULL = False  # hand over every line: the reference the tests hold the selection
 ENGINE = "stringzilla" if _sz is not None and os.environ.get("NCCLCHECK_ENGINE", "") != "python" else "python"
 BLOCK = 2 << 20  # small enough that the anchor passes over a block run from the CPU cache
 MAX_LINE = 1 << 20
+ZEROS_ONLY = 64 << 20  # NUL bytes with no text at all before them: not a log (``/dev/zero``, a zeroed file)
 NOT_A_TTY_HINT = "pipe a log into it (kubectl logs POD | ncclcheck analyze-log -) or name files"
 
 _PATH_RANK = (
@@ -373,6 +376,11 @@ def read_lines(
         if head.startswith(magic):
             stream, compressed = wrap(raw), True
             break
+    encoding = None if compressed else sniff(head)
+    if encoding is not None:  # read as UTF-8 from here on, through the same block reader as archives
+        stream, compressed = Transcoded(raw, encoding), True  # type: ignore[assignment]
+        on_problem(f"{encoding.upper()} text, read as UTF-8")
+    nul_bytes, first_nul = 0, -1
     buf = _FREE.pop() if _FREE and len(_FREE[-1]) == BLOCK + MAX_LINE + 1 else bytearray(BLOCK + MAX_LINE + 1)
     view = memoryview(buf)
     held = 0  # bytes of an unfinished line kept at the front of ``buf``
@@ -387,10 +395,23 @@ def read_lines(
             if error is not None:
                 kind = "compressed data is truncated or corrupt" if compressed else "read failed"
                 on_problem(f"{kind} after {total + n} bytes ({error}); the rest is ignored")
-            if total == 0 and n and buf.find(b"\x00", 0, min(n, 8192)) != -1:
-                raise InputError(source.name, "binary file (contains NUL bytes), skipped")
-            total += n
             eof = n == 0 or error is not None
+            nul = buf.find(b"\x00", held, held + n) if n else -1
+            if nul != -1:  # runs of zero bytes a crashed or truncated write left: skipped, counted, reported
+                chunk = bytes(buf[held: held + n])
+                text = chunk.replace(b"\x00", b"")
+                if total == 0 and is_binary(text[:8192]):
+                    raise InputError(source.name, "binary file (not text once its NUL bytes are set aside), skipped")
+                first_nul = total + nul - held if first_nul == -1 else first_nul
+                only_zeros = total == nul_bytes and not text  # nothing but NUL bytes so far
+                nul_bytes += len(chunk) - len(text)
+                if only_zeros and nul_bytes >= ZEROS_ONLY:
+                    raise InputError(source.name, f"nothing but NUL bytes in its first {ZEROS_ONLY >> 20} MiB (a "
+                                                  "zeroed file or device), skipped")
+                buf[held: held + len(text)] = text
+                total += n - len(text)
+                n = len(text)
+            total += n
             end = held + n
             if long_line:
                 nl = buf.find(b"\n", 0, end)
@@ -442,6 +463,9 @@ def read_lines(
         view.release()
         _FREE.append(buf)
         _close(source, raw)
+    if nul_bytes:
+        on_problem(f"{nul_bytes:,} NUL bytes skipped (runs of zero bytes, as a crashed or truncated write leaves; "
+                   f"the first at byte {first_nul:,}); the text around them was read")
     if total == 0 and source.explicit:
         on_problem("empty input (no log lines)")
     return lineno - 1, total
