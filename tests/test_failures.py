@@ -227,3 +227,12 @@ def test_no_reason_says_last_error_is_empty():
               "[rank0]: Last error:\n\n")
     d = diagnose([s])
     assert d is not None and d.detail == "NCCL error: internal error; NCCL's 'Last error:' is empty"
+
+
+def test_every_clue_has_a_cheap_word():
+    """The clue gate runs only behind plain substring tests: each of its alternatives must hold one of the words."""
+    from ncclcheck.evidence import logparse
+
+    for alt in logparse._CLUE_GATE.pattern.split("|"):
+        plain = alt.replace("\\", "").replace("[Rr]", "R")
+        assert any(w in plain for w in logparse._CLUE_WORDS), alt

@@ -33,15 +33,15 @@ def sniff(head: bytes) -> str | None:
         if head.startswith(bom):
             return name
     sample = head[:4096]
-    if len(sample) < 8:
+    if len(sample) < 8 or b"\x00" not in sample:  # a UTF-8 log: nothing to look at (the common case, and fast)
         return None
     for width, name in ((4, "utf-32"), (2, "utf-16")):
-        cells = [sample[i: i + width] for i in range(0, len(sample) - width + 1, width)]
-        le = sum(1 for c in cells if c[0] and not any(c[1:]))
-        be = sum(1 for c in cells if c[-1] and not any(c[:-1]))
-        if le >= 0.9 * len(cells):
+        n = len(sample) // width
+        lanes = [sample[k: n * width: width] for k in range(width)]  # byte k of every code unit
+        zero = [lane.count(0) for lane in lanes]
+        if all(z >= 0.9 * n for z in zero[1:]) and zero[0] <= 0.1 * n:
             return f"{name}-le"
-        if be >= 0.9 * len(cells):
+        if all(z >= 0.9 * n for z in zero[:-1]) and zero[-1] <= 0.1 * n:
             return f"{name}-be"
     return None
 

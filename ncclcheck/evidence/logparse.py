@@ -196,6 +196,9 @@ _CLUE_GATE = re.compile(
     r"Last error|Assertion `|CUDA error|TCPStore|\[c10d\]|death signal|closing signal|[Rr]endezvous|clients joined"
     r"|workers joined|will restart worker group|" + _NCCL_SAYS.pattern
 )
+# Words one of which every clue line holds: plain substring tests first, the gate's regex only where one is there.
+_CLUE_WORDS = ("rror", "ssertion", "TCPStore", "c10d", "signal", "endezvous", "joined", "restart", "interface",
+               "AF_INET", "plugin", "peer", "Call to")
 _LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(.*)$")
 _CUDA_ASSERT = re.compile(r"([\w.]+\.cuh?):(\d+): (.*?): block: \[[\d,]+\], thread: \[[\d,]+\] Assertion `(.+)` failed")
 _CUDA_ERROR = re.compile(r"CUDA error: (.+?)(?:\.?$|\. | Search for | CUDA kernel errors)")
@@ -411,8 +414,6 @@ class LogParser:
         loc = Loc(self.file, lineno)
         if self._await_detail is not None:
             self._detail(lineno, text)
-        if _CLUE_GATE.search(text):
-            self._clue(who, text, loc)
         if self._stack is not None:
             frame = _FRAME.match(_PY_PREFIX.sub("", text).strip())
             if frame and lineno == self._stack[3] + 1:
@@ -671,6 +672,9 @@ class LogParser:
 
     # ------------------------------------------------------------------ errors and facts
     def _error_or_fact(self, who: Who, text: str, loc: Loc) -> None:
+        # Here, not on every line (a timeout record is never a clue), and behind plain substring tests.
+        if any(w in text for w in _CLUE_WORDS) and _CLUE_GATE.search(text):
+            self._clue(who, text, loc)
         if _FACT_HINT.search(text):
             if m := _GROUP_INIT.search(text):
                 pg, grank = self._prefix(squeeze(text), len(squeeze(text)))

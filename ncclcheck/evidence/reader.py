@@ -21,7 +21,7 @@ A taken line is handed over with ``BEFORE`` lines before and ``AFTER`` lines aft
 (hard-wrap continuations, desync report bodies, the error line under a traceback,
 torchrun's failure table).  In the first ``HEAD`` bytes of every input, where NCCL
 and PyTorch print their settings, lines naming a setting or an error are handed over
-as well, each with the line after it.  Newlines are still counted everywhere so that evidence keeps exact line numbers.
+as well ("Last error:" with the line under it).  Newlines are still counted everywhere so that evidence keeps exact line numbers.
 
 With StringZilla installed (``ENGINE``), newlines are counted with SIMD instead of
 CPython's byte loop (~1.5 GB/s, the largest cost of the pure-Python engine), and an
@@ -614,7 +614,7 @@ def _scan(
     if full_until and not FULL:
         for m in _HEAD_WANTED.finditer(buf, 0, min(size, full_until)):
             end = buf.find(b"\n", m.start(), size) + 1
-            if 0 < end < size:  # and the line after it: the text under "Last error:", an error's second line
+            if 0 < end < size and m.group() == b"Last error":  # and the line under it: NCCL's reason
                 end = buf.find(b"\n", end, size) + 1 or end
             spans.append((buf.rfind(b"\n", 0, m.start()) + 1, end))
     for s in set(_triggered(buf, size)):
