@@ -402,6 +402,7 @@ class Setting:
     name: str
     value: str
     source: str  # env | /etc/nccl.conf | ~/.nccl.conf | NCCL_CONF_FILE path
+    origin: str = "user"  # who set it: user | launcher | image | container | site (see ``origin_of``)
 
 
 _WATCHED = re.compile(r"^(NCCL_|TORCH_NCCL_|TORCH_FR_|TORCH_DISTRIBUTED_DEBUG$|TORCH_CPP_LOG_LEVEL$|GLOO_SOCKET_IFNAME$|"
@@ -420,13 +421,45 @@ def _conf_file(host: Host, path: str, label: str) -> list[Setting]:
     return out
 
 
-def settings(host: Host) -> tuple[Setting, ...]:
-    """Values in force, environment first: NCCL reads its config files only for names the environment lacks."""
-    env = [Setting(k, v, "env") for k, v in sorted(host.env.items()) if _WATCHED.match(k)]
+# Variables images set to record what they installed, read by neither NCCL nor PyTorch.
+IMAGE_SET = {"NCCL_VERSION": "NVIDIA's CUDA and NGC images set it to record the NCCL version they installed"}
+
+
+def init_env(host: Host) -> dict[str, str]:
+    """The environment of process 1: in a container, what the image, the runtime and the pod spec set for all."""
+    text = host.read("proc/1/environ")
+    pairs = (item.split("=", 1) for item in (text or "").split("\x00") if "=" in item)
+    return {k: v for k, v in pairs}
+
+
+def origin_of(name: str, value: str, container: Mapping[str, str], launcher: Mapping[str, str] | None) -> str:
+    """Who set a variable, so that a finding speaks to whoever can change it.
+
+    ``image``: a variable images set for their own record. ``launcher``: in the rank's environment but not in
+    its launcher's (torchrun's agent adds some for its workers). ``container``: the same value in process 1's
+    environment, so the image, the container runtime or the pod spec set it for every process, not this shell.
+    """
+    if name in IMAGE_SET:
+        return "image"
+    if launcher is not None and name not in launcher:
+        return "launcher"
+    if container.get(name) == value:
+        return "container"
+    return "user"
+
+
+def settings(host: Host, launcher: Mapping[str, str] | None = None) -> tuple[Setting, ...]:
+    """Values in force, environment first: NCCL reads its config files only for names the environment lacks.
+
+    ``launcher``: the environment of the process that started this one (a rank's torchrun agent), when known.
+    """
+    container = init_env(host)
+    env = [Setting(k, v, "env", origin_of(k, v, container, launcher))
+           for k, v in sorted(host.env.items()) if _WATCHED.match(k)]
     conf = host.env.get("NCCL_CONF_FILE")
     user = _conf_file(host, conf, conf) if conf else _conf_file(host, os.path.join(host.home, ".nccl.conf"),
                                                                   "~/.nccl.conf")
-    system = _conf_file(host, "/etc/nccl.conf", "/etc/nccl.conf")
+    system = [Setting(x.name, x.value, x.source, "site") for x in _conf_file(host, "/etc/nccl.conf", "/etc/nccl.conf")]
     out: dict[str, Setting] = {}
     for s in (*env, *user, *system):
         out.setdefault(s.name, s)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ncclcheck.findings import Finding, Severity
-from ncclcheck.probe.host import Interface, Probe, Setting
+from ncclcheck.probe.host import IMAGE_SET, Interface, Probe, Setting
 from ncclcheck.probe.names import ALIASES, CURRENT, NCCL_REMOVED
 
 GIB = 1 << 30
@@ -34,8 +34,11 @@ TIMEOUT_HELP = ("No environment variable sets the collective timeout: it is init
                 "(minutes), DDPStrategy(timeout=...) in Lightning.")
 
 
+_SET_BY = {"launcher": ", set by the launcher", "image": ", set by the image", "container": ", set for the container"}
+
+
 def _ev(s: Setting) -> str:
-    return f"{s.name}={s.value} ({s.source})"
+    return f"{s.name}={s.value} ({s.source}{_SET_BY.get(s.origin, '')})"
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,10 @@ def _names(p: Probe) -> list[Finding]:
             out.append(Finding(Severity.WARNING, "removed-name",
                                f"{s.name} is no longer read: NCCL dropped it in {NCCL_REMOVED[s.name]}.", (_ev(s),),
                                "Remove it."))
+        elif s.name in IMAGE_SET and s.origin == "image":
+            out.append(Finding(Severity.INFO, "image-variable",
+                               f"{s.name}={s.value}: {IMAGE_SET[s.name]}; NCCL and PyTorch do not read it. Nothing to "
+                               "do.", (_ev(s),)))
         elif s.name.startswith(("NCCL_", "TORCH_NCCL_", "TORCH_FR_")) and s.name not in CURRENT:
             near = difflib.get_close_matches(s.name, sorted(CURRENT), n=1, cutoff=0.75)
             out.append(Finding(Severity.WARNING, "unknown-name",
@@ -121,11 +128,21 @@ def _names(p: Probe) -> list[Finding]:
             out.append(Finding(Severity.WARNING, "invalid-integer",
                                f"{s.name}={s.value!r} is not an integer: NCCL silently falls back to its default "
                                "(PyTorch may refuse to start).", (_ev(s),), f"Give {s.name} an integer value."))
-        if s.name in DEBUG_ONLY:
+        if s.name in DEBUG_ONLY and s.origin in ("container", "site"):
+            where = "process 1 of this container has it too" if s.origin == "container" else f"it is in {s.source}"
+            out.append(Finding(Severity.INFO, "platform-setting",
+                               f"{s.name}={s.value} is set for every process here ({where}): by the image, the "
+                               "platform or the job's spec, not by this shell. A platform's deliberate workaround is "
+                               "information, not a mistake.", (_ev(s),),
+                               "Keep it if the platform chose it; ask its owners before changing it."))
+        elif s.name in DEBUG_ONLY:
             out.append(Finding(Severity.WARNING, "debug-variable",
                                f"{s.name} is one of NCCL's debugging variables: NCCL's documentation says keeping "
-                               "them set may cause sub-optimal behaviour, crashes or hangs.", (_ev(s),),
-                               f"Unset {s.name} unless it is a deliberate, documented workaround."))
+                               "them set may cause sub-optimal behaviour, crashes or hangs. A platform may set one "
+                               "for every job as a deliberate workaround (NVLink multicast off is a common one): "
+                               "then it is information, not a mistake.", (_ev(s),),
+                               f"If you or your job set {s.name}, unset it unless it is a deliberate, documented "
+                               "workaround; if the platform did, keep it."))
         if s.name == "DEEPSPEED_TIMEOUT":
             out.append(Finding(Severity.INFO, "deepspeed-timeout-minutes",
                                f"DEEPSPEED_TIMEOUT={s.value} is in minutes (default 30), not seconds.", (_ev(s),)))
@@ -255,7 +272,14 @@ def _flight_recorder(p: Probe) -> list[Finding]:
                            f"{dump.name}=1 but no trace buffer is set: the dump on timeout will be empty.", (_ev(dump),),
                            "Also set TORCH_FR_BUFFER_SIZE=2000 (and TORCH_NCCL_TRACE_BUFFER_SIZE=2000 for torch < 2.8)."))
     aeh = p.setting("TORCH_NCCL_ASYNC_ERROR_HANDLING") or p.setting("NCCL_ASYNC_ERROR_HANDLING")
-    if dump and aeh and aeh.value.strip() == "1":
+    if dump and aeh and aeh.value.strip() == "1" and aeh.origin == "launcher":
+        out.append(Finding(Severity.INFO, "error-handling-vs-dump",
+                           f"{aeh.name}=1 was set by the launcher for its workers (torchrun's agent does so unless the "
+                           "job's environment sets it); it tears the process down as soon as the watchdog sees the "
+                           "error, which can cut the flight-recorder dump short.", (_ev(aeh), _ev(dump)),
+                           "To keep dumps whole, export TORCH_NCCL_ASYNC_ERROR_HANDLING=3 before starting torchrun: "
+                           "the agent keeps a value it is given."))
+    elif dump and aeh and aeh.value.strip() == "1":
         out.append(Finding(Severity.WARNING, "error-handling-vs-dump",
                            f"{aeh.name}=1 tears the process down as soon as the watchdog sees the error, which can cut "
                            "the flight-recorder dump short.", (_ev(aeh), _ev(dump)),

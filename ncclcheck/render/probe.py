@@ -86,7 +86,8 @@ def report(p: Probe, findings: Sequence[Finding], recs: Sequence[Recommendation]
                                f"{'-'.join(map(str, p.port_range)) if p.port_range else '?'}")))
     if p.settings:
         parts.append(fit_table("configuration in force", ("variable", "value", "from"),
-                               [(s.name, s.value, s.source) for s in p.settings]))
+                               [(s.name, s.value, s.source if s.origin == "user" else f"{s.source} ({s.origin})")
+                                for s in p.settings]))
     if p.versions:
         parts.append(unbroken(Text("packages: " + ", ".join(f"{k} {v}" for k, v in p.versions.items()))))
     parts.append(Text("findings", style="bold underline") if findings else Text("findings: none", style="green"))

@@ -7,7 +7,7 @@ set of rank settings (and memlock limit, read from the rank itself) is linted on
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from ncclcheck.findings import Finding
@@ -26,8 +26,21 @@ def _memlock(pid: int) -> int | None:
     return -1 if soft == psutil.RLIM_INFINITY else soft
 
 
+def _launcher_env(pid: int) -> dict[str, str] | None:
+    """The environment of the process that started a rank (torchrun's agent, srun, deepspeed), if readable."""
+    import psutil
+
+    try:
+        parent = psutil.Process(pid).parent()
+        return dict(parent.environ()) if parent is not None else None
+    except (psutil.Error, OSError):
+        return None
+
+
 def lint_ranks(ranks: Sequence[RankProc], host: Host | None = None,
-               memlock: Callable[[int], int | None] = _memlock) -> list[tuple[Finding, tuple[int, ...]]]:
+               memlock: Callable[[int], int | None] = _memlock,
+               launcher_env: Callable[[int], Mapping[str, str] | None] = _launcher_env,
+               ) -> list[tuple[Finding, tuple[int, ...]]]:
     """Every finding with the ranks it applies to, in the probe's order (most severe first)."""
     if not ranks:
         return []
@@ -37,7 +50,7 @@ def lint_ranks(ranks: Sequence[RankProc], host: Host | None = None,
     probes: dict[tuple, Probe] = {}
     for r in ranks:
         h = replace(base_host, env=dict(r.env), home=r.env.get("HOME", base_host.home))
-        found = settings(h)
+        found = settings(h, launcher_env(r.pid))
         limit = memlock(r.pid)
         key = (tuple((s.name, s.value, s.source) for s in found), limit)
         if key not in probes:
