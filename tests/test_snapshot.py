@@ -496,3 +496,27 @@ def test_cli_several_jobs_need_pid(monkeypatch):
         "ncclcheck: pid 200: MASTER_ADDR:PORT h:29501, ranks 0",
         "ncclcheck: error: 2 jobs run here; pick one with --pid RANK_PID",
     ]
+
+
+@pytest.mark.parametrize("columns", [40, 60, 80])
+def test_rank_table_never_splits_a_location(tmp_path: Path, columns: int):
+    """At any width a `file:line` (and a pid) is printed whole on one line: the table stacks instead of folding."""
+    from rich.console import Console
+
+    from ncclcheck.render.snapshot import report
+
+    from dataclasses import replace
+
+    s = _snapshot(tmp_path)
+    v = verdict.decide(archive.snapshot_scans(s), 2)
+    # the issue's own case: a script name long enough that a folding table cut it (`make_incidents3.p|y:49`)
+    v = replace(v, positions=tuple(replace(p, where=Frame("main", "/work/tools/make_incidents3.py", 49))
+                                   for p in v.positions))
+    console = Console(width=columns, record=True, color_system=None)
+    console.print(report(s, v))
+    text = console.export_text()
+    where = [p.where for p in v.positions if p.where is not None]
+    assert where
+    for f in where:
+        assert f"{f.file.rsplit('/', 1)[-1]}:{f.line}" in text, (columns, text)
+    assert "4000" in text and "4001" in text

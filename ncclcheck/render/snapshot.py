@@ -7,9 +7,9 @@ from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
+from ncclcheck.console import Fit, fit_table
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.findings import Severity
 from ncclcheck.snapshot.archive import to_doc
@@ -56,21 +56,19 @@ def _state(p: Position) -> str:
     return {"host_code": "host code", "gpu_wait": "waits on the GPU", "unknown": "unknown"}.get(p.state, p.state)
 
 
-def rank_table(s: Snapshot, v: SnapshotVerdict) -> Table:
+def rank_table(s: Snapshot, v: SnapshotVerdict) -> Fit:
+    """One row per rank, whole: a ``file:line`` or a pid is never split across lines (narrow terminals stack rows)."""
     by_rank = {p.rank: p for p in v.positions}
-    t = Table(title="ranks on this node", title_justify="left")
-    for col, just in (("rank", "right"), ("pid", "right"), ("state", "left"), ("where", "left"), ("GPU %", "right"),
-                      ("threads", "right"), ("dump", "left")):
-        t.add_column(col, justify=just, no_wrap=col in ("rank", "pid", "GPU %"), overflow="fold")
+    rows = []
     for r in s.ranks:
         p = by_rank.get(r.proc.rank)
         state = _state(p) if p else "unknown"
         if r.stack_error:
             state += " (no stack)"
-        t.add_row(str(r.proc.rank), str(r.proc.pid), state, _at(p.where if p else None),
-                  "" if r.gpu_util is None else str(r.gpu_util), str(len(r.threads)) if r.threads else "",
-                  "yes" if r.dump else "no")
-    return t
+        rows.append((str(r.proc.rank), str(r.proc.pid), state, _at(p.where if p else None),
+                     "" if r.gpu_util is None else str(r.gpu_util), str(len(r.threads)) if r.threads else "",
+                     "yes" if r.dump else "no"))
+    return fit_table("ranks on this node", ("rank", "pid", "state", "where", "GPU %", "threads", "dump"), rows)
 
 
 def _frame_lines(frames: Sequence[Frame], s: Snapshot, indent: str = "    ") -> list[Text]:
