@@ -501,11 +501,11 @@ def test_cli_several_jobs_need_pid(monkeypatch):
 @pytest.mark.parametrize("columns", [40, 60, 80])
 def test_rank_table_never_splits_a_location(tmp_path: Path, columns: int):
     """At any width a `file:line` (and a pid) is printed whole on one line: the table stacks instead of folding."""
+    from dataclasses import replace
+
     from rich.console import Console
 
     from ncclcheck.render.snapshot import report
-
-    from dataclasses import replace
 
     s = _snapshot(tmp_path)
     v = verdict.decide(archive.snapshot_scans(s), 2)
