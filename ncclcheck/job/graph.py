@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ncclcheck.job.model import Edge, EdgeReason, EndKind, Group, Position, RankState, Work
+from ncclcheck.job.model import Edge, EdgeReason, EndKind, Group, GroupId, Position, RankState, Work
 from ncclcheck.ranks import rank_phrase
 
 _ENDED = {EndKind.EXCEPTION, EndKind.KILLED, EndKind.EXITED, EndKind.NCCL_ERROR}
@@ -124,7 +124,6 @@ class _Graph:
             detail += f": it {st.ending.detail}"
         self.add(s.rank, w, peer, EdgeReason.P2P_PEER, detail)
 
-
     def _matching(self, rank: int, w: Work, peer: int) -> Work | None:
         """The peer's op that pairs with ``w``: the k-th send to a rank meets that rank's k-th receive from it."""
         mine = self._p2p_with(rank, w.group, peer, w.op)
@@ -133,8 +132,8 @@ class _Graph:
         theirs = self._p2p_with(peer, w.group, rank, other)
         return theirs[k] if k is not None and k < len(theirs) else None
 
-    def _p2p_with(self, rank: int, group: object, peer: int, op: str | None) -> list[Work]:
-        p = self.pos.get((rank, group))  # type: ignore[arg-type]
+    def _p2p_with(self, rank: int, group: GroupId, peer: int, op: str | None) -> list[Work]:
+        p = self.pos.get((rank, group))
         kind = (op or "").upper()[:4]
         return [] if p is None else sorted(
             (x for x in p.works if x.p2p and x.peer == peer and (x.op or "").upper().startswith(kind)),

@@ -154,9 +154,10 @@ def _cycle(job: Job, roots: Sequence[int]) -> list[int]:
     ranks = [r for r in roots if r != UNKNOWN_NODE]
     if len(ranks) < 2 or any((s := job.rank(r)) is None or s.stuck is None for r in ranks):
         return []
-    inner = [e for e in job.edges if e.waiter in ranks and e.target in ranks]
+    members = set(ranks)
+    inner = [e for e in job.edges if e.waiter in members and e.target in members]
     ok = {EdgeReason.BLOCKED_ELSEWHERE, EdgeReason.P2P_PEER}
-    if not inner or any(e.reason not in ok for e in inner) or {e.waiter for e in inner} != set(ranks):
+    if not inner or any(e.reason not in ok for e in inner) or {e.waiter for e in inner} != members:
         return []
     return ranks
 
