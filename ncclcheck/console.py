@@ -25,10 +25,14 @@ def whole(text: str, style: str = "") -> Text:
     return Text(text, style=style, no_wrap=True, overflow="ignore")
 
 
+# A word, or a `code span` with what sticks to it: a command in backticks is copied whole, so it is never broken.
+_WORD = re.compile(r"`[^`]*`\S*|\S+")
+
+
 def _breaks(line: str, width: int) -> Iterator[int]:
     """Offsets at which to break ``line`` so that its pieces fit ``width``, between words only."""
     start = 0
-    for word in re.finditer(r"\S+", line):
+    for word in _WORD.finditer(line):
         if word.end() - start > width and word.start() > start:
             start = word.start()
             yield start

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import REAL
@@ -88,3 +89,13 @@ def test_narrow_terminals_cut_no_number_and_no_command(columns):
     assert "467,019,003" in r.stdout and "2841/2840" in r.stdout
     export = next(line for line in r.stdout.splitlines() if line.lstrip().startswith("export "))
     assert export.strip().endswith("TORCH_NCCL_DEBUG_INFO_TEMP_FILE=/tmp/nccl_trace_rank_")
+
+
+@pytest.mark.parametrize("columns", ["40", "60", "80"])
+def test_commands_in_steps_paste_whole(columns):
+    """A `command` in a next step is on one line at any width (here torchrun's logging flags)."""
+    log = str(Path(__file__).parent / "data" / "failures" / "node_lost" / "node1.console.log")
+    r = runner.invoke(app, ["analyze-log", log], env={"COLUMNS": columns}, catch_exceptions=False)
+    assert r.exit_code == 1
+    assert "`torchrun --log-dir DIR --redirects 3 --tee 3`" in r.stdout
+    assert "`dmesg -T`" in r.stdout

@@ -12,7 +12,7 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.panel import Panel
 from rich.text import Text
 
-from ncclcheck.console import Fit, fit_table
+from ncclcheck.console import Fit, Unbroken, fit_table, unbroken
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.model import Analysis, EndKind, RankState, VerdictKind
 from ncclcheck.ranks import compact
@@ -158,10 +158,10 @@ def report(a: Analysis, quiet: bool = False) -> RenderableType:
     return Group(*parts)
 
 
-def step_lines(i: int, step: str) -> list[Text]:
+def step_lines(i: int, step: str) -> list[Text | Unbroken]:
     """A numbered step; a command in it (``export ...``) goes on its own line, never wrapped, so it pastes whole."""
     cut = step.find("export ")
     if cut < 0:
-        return [Text(f"{i}. {step}")]
+        return [unbroken(f"{i}. {step}")]  # a `command` in it is kept on one line
     return [Text(f"{i}. {step[:cut].rstrip()}"),
             Text(f"   {step[cut:]}", no_wrap=True, overflow="ignore")]
