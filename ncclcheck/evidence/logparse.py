@@ -268,14 +268,19 @@ _STARTS = (
 def _cut_marker(sq: str) -> bool:
     """True when the line ends inside a record's opening words, right after a "[...]" prefix."""
     tail = sq[sq.rfind("]") + 1:]
-    return len(tail) >= 6 and any(m.startswith(tail) and m != tail for m in _STARTS)
+    return len(tail) >= 3 and any(m.startswith(tail) and m != tail for m in _STARTS)
 
 
 def _incomplete(sq: str) -> bool:
     """True when a squeezed logical line started a record but has not reached its end."""
     if "WorkNCCL(" in sq:
         last = sq.rfind("WorkNCCL(")
-        return not _WORK_DONE.search(sq, last)
+        done = _WORK_DONE.search(sq, last)
+        # A watchdog's timeout always goes on to "ran for N milliseconds before timing out": a wrap right after the
+        # closing parenthesis has not reached the end yet.
+        if done is not None and done.group() == ")" and "atchdogcaught" in sq[:last]:
+            return True
+        return done is None
     if _STATUS_START.search(sq) or _DUMP_START.search(sq):
         return not _COUNTERS_DONE.search(sq)
     if _MISMATCH_START.search(sq):
