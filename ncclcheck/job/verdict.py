@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.types import FileScan, Loc
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.build import build_job
@@ -99,8 +100,7 @@ def _odd_ones(job: Job, group: GroupId, seq: int, works: dict[int, Work]) -> tup
     before = {_sig(w) for w in _works_at(job, group, seq - 1).values()} if seq > 1 else set()
     if len(before) == 1:
         prev = next(iter(before))
-        same = [k for k in sigs if k == prev]
-        if len(same) == 1 and len(sigs) == 2:
+        if prev in sigs and len(sigs) == 2:
             odd = sorted(r for r, w in works.items() if _sig(w) != prev)
             return odd, (f"{rank_phrase(odd).capitalize()} broke the pattern: every rank ran {prev} at #{seq - 1}, "
                          f"and only {rank_phrase(odd)} issued something else at #{seq}.")
@@ -108,7 +108,7 @@ def _odd_ones(job: Job, group: GroupId, seq: int, works: dict[int, Work]) -> tup
                 "one that is wrong (a rank-dependent branch, an uneven last batch).")
 
 
-def _p2p_mismatch(job: Job, e: Edge) -> tuple[list[int], str]:
+def _p2p_mismatch(e: Edge) -> tuple[list[int], str]:
     """A send and its receive that disagree on size or dtype: both sides are named, neither is blamed."""
     return [], f"Rank {e.waiter} waits in {e.work.describe()} ({e.work.number}) of {e.work.group.label()}; {e.detail}."
 
@@ -119,7 +119,7 @@ def _mismatch_culprits(job: Job, roots: Sequence[int]) -> tuple[list[int], str] 
     if diff:
         e = diff[0]
         if e.work.p2p:
-            return _p2p_mismatch(job, e)
+            return _p2p_mismatch(e)
         works = _works_at(job, e.work.group, e.work.seq)
         sigs = Counter(_sig(w) for w in works.values())
         where = "; ".join(f"{rank_phrase(r for r, w in works.items() if _sig(w) == k)}: {k}" for k in sigs)
@@ -178,9 +178,18 @@ def _pending(s: RankState) -> list[Work]:
     return sorted(works.values(), key=lambda w: w.order)
 
 
+def _line(f: Frame) -> str:
+    """``train.py:49``: where a rank issued a work, short enough for a sentence."""
+    return f"{f.file.rsplit('/', 1)[-1]}:{f.line}"
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def _short(w: Work, frame: bool = True) -> str:
     name = w.group.desc if w.group.desc and w.group.desc != "default_pg" else w.group.label()
-    where = f" ({w.frame.file.rsplit('/', 1)[-1]}:{w.frame.line})" if frame and w.frame is not None else ""
+    where = f" ({_line(w.frame)})" if frame and w.frame is not None else ""
     return f"{name} {w.number}{where}"
 
 
@@ -203,7 +212,7 @@ def _deadlock_summary(job: Job, ring: Sequence[int]) -> str:
     if one_line:
         f = next(iter(frames))
         assert f is not None
-        called = f", all from {f.file.rsplit('/', 1)[-1]}:{f.line}"
+        called = f", all from {_line(f)}"
     works = [w for ws in pendings.values() for w in ws[:4]]
     what = "the groups" if not any(w.p2p for w in works) and len({w.group for w in works}) > 1 else "these operations"
     how = (f" They issued {what} in different orders ({'; '.join(orders)}{called})." if len(orders) > 1 else
@@ -282,8 +291,8 @@ def _last_frame(s: RankState) -> str:
         return ""
     w = max(works, key=lambda x: x.order)
     assert w.frame is not None
-    number = f"{w.number}, " if w.p2p else f"{w.number} ("
-    return f"; its last recorded work was {w.describe()} {'(' if w.p2p else ''}{number}{w.state}) from {w.frame}"
+    where = f"({w.number}, {w.state})" if w.p2p else f"{w.number} ({w.state})"
+    return f"; its last recorded work was {w.describe()} {where} from {w.frame}"
 
 
 @dataclass(frozen=True)
@@ -449,15 +458,14 @@ def _with_cause(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
                  if every else "")
         who = rank_phrase(ranks).capitalize() if ranks else "The job"
         return (VerdictKind.SETUP_FAILURE, ranks, f"{who} could not set up NCCL, {c.title}: {d.detail}{at}. "
-                f"{c.why[0].upper()}{c.why[1:]}.{scope}", d)
+                f"{_cap(c.why)}.{scope}", d)
     if c.family == LAUNCHER:
         present = sorted(s.rank for s in job.ranks if s.present)
         lost = (f" {rank_phrase(present).capitalize()} and the agents in these inputs only lost it: they are not "
                 "the cause." if present and c.kind == "store_lost" else "")
-        return (VerdictKind.LAUNCHER_FAILURE, [], f"{c.title[0].upper()}{c.title[1:]}: {d.detail}{at}. "
-                f"{c.why[0].upper()}{c.why[1:]}.{lost}", d)
+        return (VerdictKind.LAUNCHER_FAILURE, [], f"{_cap(c.title)}: {d.detail}{at}. {_cap(c.why)}.{lost}", d)
     if kind in (VerdictKind.NO_FAILURE, VerdictKind.ALL_RANKS_STUCK):
-        return (VerdictKind.NCCL_ERROR, culprits, f"{c.title[0].upper()}{c.title[1:]}: {d.detail}{at}; {c.why}.", d)
+        return (VerdictKind.NCCL_ERROR, culprits, f"{_cap(c.title)}: {d.detail}{at}; {c.why}.", d)
     return kind, culprits, summary, d
 
 
