@@ -6,6 +6,7 @@ else of its own; each command imports the core and the renderers it needs when i
 
 from __future__ import annotations
 
+import gc
 import json
 from enum import Enum, IntEnum
 from typing import Annotated, NoReturn, Optional
@@ -499,5 +500,10 @@ def snapshot_cmd(
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point.
+
+    The cyclic garbage collector is off for the run: analysing a large job builds millions of small objects
+    without cycles, once, and then exits; the collector's passes over them cost a quarter of the time.
+    """
+    gc.disable()
     app(prog_name="ncclcheck")

@@ -7,51 +7,81 @@ all_reduce: its tp peers wait for it in tp; every other rank finishes tp and wai
 the straggler (its own dp group) or for a tp peer of the straggler, itself stuck in tp.
 
 Usage: python tools/synth_job.py OUT.log [--tp 8] [--dp 512] [--straggler 517] [--step 40]
+       python tools/synth_job.py OUT_DIR --per-file 100 [...]   (one console log per node)
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 
 
 def guid(name: str) -> str:
     return hashlib.sha1(name.encode()).hexdigest()
 
 
-def write(path: str, tp: int, dp: int, straggler: int, step: int) -> int:
+def rank_lines(r: int, tp: int, dp: int, straggler: int, step: int) -> tuple[list[str], list[str]]:
+    """One rank's group-creation lines and its timeout lines (none for the straggler)."""
     world = tp * dp
     seq = step + 1
-    lines = []
-    for r in range(world):
-        t, d = divmod(r, tp)  # tp group index t, position d inside it
-        tp_g = guid(f"tp{t}")
-        dp_g = guid(f"dp{d}")
-        lines.append(f"[rank{r}]:[I1122 10:00:00.000000000 ProcessGroupNCCL.cpp:988] [PG ID 0 PG GUID 0(default_pg) "
-                     f"Rank {r}] ProcessGroupNCCL initialization options: size: {world}, global rank: {r}, "
-                     "TIMEOUT(ms): 600000, USE_HIGH_PRIORITY_STREAM: 0")
-        lines.append(f"[rank{r}]:[I1122 10:00:01.000000000 ProcessGroupNCCL.cpp:988] [PG ID 1 PG GUID {tp_g} Rank {d}] "
-                     f"ProcessGroupNCCL initialization options: size: {tp}, global rank: {r}, TIMEOUT(ms): 600000")
-        lines.append(f"[rank{r}]:[I1122 10:00:02.000000000 ProcessGroupNCCL.cpp:988] [PG ID 2 PG GUID {dp_g} Rank {t}] "
-                     f"ProcessGroupNCCL initialization options: size: {dp}, global rank: {r}, TIMEOUT(ms): 600000")
-    straggler_tp = straggler // tp
-    for r in range(world):
-        if r == straggler:
-            continue
-        t, d = divmod(r, tp)
-        if t == straggler_tp:
-            pg, g, grank, numel = "1", guid(f"tp{t}"), d, 4096
-        else:
-            pg, g, grank, numel = "2", guid(f"dp{d}"), t, 25_165_824
-        lines.append(f"[rank{r}]:[E1122 10:30:00.000000000 ProcessGroupNCCL.cpp:689] [Rank {grank}] Watchdog caught "
-                     f"collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn={numel}, "
-                     f"NumelOut={numel}, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.")
-        lines.append(f"[rank{r}]:[E1122 10:30:00.000100000 ProcessGroupNCCL.cpp:2303] [PG ID {pg} PG GUID {g} Rank "
-                     f"{grank}]  failure detected by watchdog at work sequence id: {seq} PG status: last enqueued "
-                     f"work: {seq}, last completed work: {seq - 1}")
+    t, d = divmod(r, tp)  # tp group index t, position d inside it
+    tp_g, dp_g = guid(f"tp{t}"), guid(f"dp{d}")
+    inits = [
+        f"[rank{r}]:[I1122 10:00:00.000000000 ProcessGroupNCCL.cpp:988] [PG ID 0 PG GUID 0(default_pg) "
+        f"Rank {r}] ProcessGroupNCCL initialization options: size: {world}, global rank: {r}, "
+        "TIMEOUT(ms): 600000, USE_HIGH_PRIORITY_STREAM: 0",
+        f"[rank{r}]:[I1122 10:00:01.000000000 ProcessGroupNCCL.cpp:988] [PG ID 1 PG GUID {tp_g} Rank {d}] "
+        f"ProcessGroupNCCL initialization options: size: {tp}, global rank: {r}, TIMEOUT(ms): 600000",
+        f"[rank{r}]:[I1122 10:00:02.000000000 ProcessGroupNCCL.cpp:988] [PG ID 2 PG GUID {dp_g} Rank {t}] "
+        f"ProcessGroupNCCL initialization options: size: {dp}, global rank: {r}, TIMEOUT(ms): 600000",
+    ]
+    if r == straggler:
+        return inits, []
+    if t == straggler // tp:
+        pg, g, grank, numel = "1", tp_g, d, 4096
+    else:
+        pg, g, grank, numel = "2", dp_g, t, 25_165_824
+    return inits, [
+        f"[rank{r}]:[E1122 10:30:00.000000000 ProcessGroupNCCL.cpp:689] [Rank {grank}] Watchdog caught "
+        f"collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn={numel}, "
+        f"NumelOut={numel}, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.",
+        f"[rank{r}]:[E1122 10:30:00.000100000 ProcessGroupNCCL.cpp:2303] [PG ID {pg} PG GUID {g} Rank "
+        f"{grank}]  failure detected by watchdog at work sequence id: {seq} PG status: last enqueued "
+        f"work: {seq}, last completed work: {seq - 1}",
+    ]
+
+
+def _console(ranks: range, tp: int, dp: int, straggler: int, step: int) -> list[str]:
+    """The console of these ranks: every creation line, then every timeout (as one torchrun prints them)."""
+    inits: list[str] = []
+    ends: list[str] = []
+    for r in ranks:
+        i, e = rank_lines(r, tp, dp, straggler, step)
+        inits += i
+        ends += e
+    return inits + ends
+
+
+def write(path: str, tp: int, dp: int, straggler: int, step: int) -> int:
+    """The whole job as one combined console log; returns the number of lines."""
+    lines = _console(range(tp * dp), tp, dp, straggler, step)
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
     return len(lines)
+
+
+def write_nodes(folder: str, tp: int, dp: int, straggler: int, step: int, per_file: int) -> int:
+    """The job as one console per node of ``per_file`` ranks (``node-00000.log`` ...); returns the file count."""
+    world = tp * dp
+    os.makedirs(folder, exist_ok=True)
+    files = 0
+    for first in range(0, world, per_file):
+        lines = _console(range(first, min(first + per_file, world)), tp, dp, straggler, step)
+        with open(os.path.join(folder, f"node-{files:05d}.log"), "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+        files += 1
+    return files
 
 
 def main() -> None:
@@ -61,9 +91,14 @@ def main() -> None:
     ap.add_argument("--dp", type=int, default=512)
     ap.add_argument("--straggler", type=int, default=517)
     ap.add_argument("--step", type=int, default=40)
+    ap.add_argument("--per-file", type=int, default=0, help="write OUT as a folder of node logs of this many ranks")
     a = ap.parse_args()
-    n = write(a.out, a.tp, a.dp, a.straggler, a.step)
-    print(f"{a.out}: {n} lines, {a.tp * a.dp} ranks")
+    if a.per_file:
+        n = write_nodes(a.out, a.tp, a.dp, a.straggler, a.step, a.per_file)
+        print(f"{a.out}: {n} node logs, {a.tp * a.dp} ranks")
+    else:
+        n = write(a.out, a.tp, a.dp, a.straggler, a.step)
+        print(f"{a.out}: {n} lines, {a.tp * a.dp} ranks")
 
 
 if __name__ == "__main__":

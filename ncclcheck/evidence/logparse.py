@@ -13,6 +13,7 @@ numbers; gaps are allowed, see ``reader``).  It
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -134,15 +135,15 @@ _ELASTIC_INT = re.compile(r"(-?\d+)(?:\s*\((?:local_rank|pid):\s*(\d+)\))?")
 _SIGNAL = re.compile(r"Signal (\d+) \((SIG[A-Z]+)\)")
 
 # --- NCCL / ProcessGroupNCCL facts -----------------------------------------------------
-_FACTS = (
-    ("nccl_version", re.compile(r"NCCL version:? (\d+\.\d+\.\d+)")),
-    ("bootstrap", re.compile(r"Bootstrap\s*:\s*Using\s+(.*)")),
-    ("net_ib", re.compile(r"NET/IB\s*:\s*(Using\s+.*|No device found\.?)")),
-    ("net_socket", re.compile(r"NET/Socket\s*:\s*Using\s+(.*)")),
-    ("network", re.compile(r"NCCL INFO Using network (\S+)")),
-    ("TIMEOUT(ms)", re.compile(r"TIMEOUT\(ms\):\s*(\d+)")),
-    ("world_size", re.compile(r"initialization options:.*?\bsize: (\d+)")),
-    ("world_size", re.compile(r"NCCL INFO comm 0x[0-9a-f]+ rank \d+ nranks (\d+) ")),
+_FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap test before the pattern
+    ("nccl_version", "NCCL version", re.compile(r"NCCL version:? (\d+\.\d+\.\d+)")),
+    ("bootstrap", "Bootstrap", re.compile(r"Bootstrap\s*:\s*Using\s+(.*)")),
+    ("net_ib", "NET/IB", re.compile(r"NET/IB\s*:\s*(Using\s+.*|No device found\.?)")),
+    ("net_socket", "NET/Socket", re.compile(r"NET/Socket\s*:\s*Using\s+(.*)")),
+    ("network", "Using network", re.compile(r"NCCL INFO Using network (\S+)")),
+    ("TIMEOUT(ms)", "TIMEOUT(ms)", re.compile(r"TIMEOUT\(ms\):\s*(\d+)")),
+    ("world_size", "initialization options", re.compile(r"initialization options:.*?\bsize: (\d+)")),
+    ("world_size", "nranks", re.compile(r"NCCL INFO comm 0x[0-9a-f]+ rank \d+ nranks (\d+) ")),
 )
 _GROUP_INIT = re.compile(
     r"initialization options:\s*size:\s*(\d+),\s*global rank:\s*(\d+)(?:,\s*TIMEOUT\(ms\):\s*(\d+))?"
@@ -222,7 +223,7 @@ MAX_MESSAGE = 2000  # an OOM message lists every process on the GPU; its own num
 
 def squeeze(text: str) -> str:
     """Remove all whitespace: hard wraps may split any token, so matching ignores it."""
-    return _WS.sub("", text)
+    return "".join(text.split())
 
 
 def clean(raw: bytes) -> str:
@@ -239,8 +240,9 @@ def _int(s: str | None) -> int | None:
     return int(s) if s not in (None, "") else None
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_pg(inner: str) -> PG:
-    """Parse the squeezed inside of a PG prefix, e.g. ``PGID0PGGUID0(default_pg)``."""
+    """Parse the squeezed inside of a PG prefix, e.g. ``PGID0PGGUID0(default_pg)``; one object per group text."""
     m = _PG_INNER.match(inner)
     if not m:
         return PG()
@@ -308,6 +310,8 @@ class LogParser:
         self.file = file
         self.path_rank = path_rank
         self._works: list[WorkMention] = []
+        self._whos: dict[tuple[int | None, int | None], Who] = {}
+        self._async_errors: dict[tuple[Who, int | None], str | None] = {}  # latest async exception's error by (who, seq)
         self._statuses: list[StatusMention] = []
         self._dumps: list[DumpSignal] = []
         self._heartbeats: list[Heartbeat] = []
@@ -356,10 +360,11 @@ class LogParser:
         who = self._who(text)
         if who.global_rank is not None:
             self._ranks.add(who.global_rank)
-        if _MAY_START.search(text) and _incomplete(squeeze(text)):
+        sq = squeeze(text) if _MAY_START.search(text) else None
+        if sq is not None and _incomplete(sq):
             self._pend = (lineno, lineno, who, [text])
             return
-        self._logical(lineno, who, text)
+        self._logical(lineno, who, text, sq=sq)
 
     def finish(self, lines: int, bytes_read: int) -> FileScan:
         """Flush pending state and return what was found."""
@@ -408,14 +413,23 @@ class LogParser:
     def _who(self, text: str) -> Who:
         ranks = _GLOBAL_RANK.findall(text, 0, 200) if text.find("rank", 0, 200) != -1 else None
         if ranks:
-            return Who(global_rank=int(ranks[-1]), path_rank=self.path_rank)
+            return self._one_who(int(ranks[-1]), self.path_rank)
         if self.path_rank is None:
             role = _ROLE_RANK.match(text)
             if role:
-                return Who(path_rank=int(role[1]))
-        return Who(path_rank=self.path_rank)
+                return self._one_who(None, int(role[1]))
+        return self._one_who(None, self.path_rank)
 
-    def _logical(self, lineno: int, who: Who, text: str, joined: bool = False) -> None:
+    def _one_who(self, global_rank: int | None, path_rank: int | None) -> Who:
+        """One shared object per process: every line of a log names one of a few, and a job has millions of lines."""
+        key = (global_rank, path_rank)
+        who = self._whos.get(key)
+        if who is None:
+            who = self._whos[key] = Who(global_rank, path_rank)
+        return who
+
+    def _logical(self, lineno: int, who: Who, text: str, joined: bool = False, sq: str | None = None) -> None:
+        """One logical line (``sq``: its squeezed text when the caller has it)."""
         loc = Loc(self.file, lineno)
         if self._await_detail is not None:
             self._detail(lineno, text)
@@ -445,7 +459,8 @@ class LogParser:
         if not (joined or _RECORDISH.search(text)):
             self._error_or_fact(who, text, loc)
             return
-        sq = squeeze(text)
+        if sq is None:
+            sq = squeeze(text)
         if "WorkNCCL(" in sq:
             self._work(who, sq, loc, text)
             if "Timeoutatcollective" in sq:
@@ -511,12 +526,18 @@ class LogParser:
                 clock_s=_clock(text),
             )
         )
+        if evidence == "async_exception":
+            self._async_errors[(who, self._works[-1].seq)] = error
 
     def _prefix(self, sq: str, before: int) -> tuple[PG | None, int | None]:
-        found = list(_PG_PREFIX.finditer(sq, 0, before))
-        if not found:
-            return None, None
-        m = found[-1]
+        # The last "[PG" that opens a prefix is the last prefix: a prefix holds no bracket, so none overlap.
+        at = sq.rfind("[PG", 0, before)
+        m = _PG_PREFIX.match(sq, at, before) if at != -1 else None
+        if m is None:
+            found = list(_PG_PREFIX.finditer(sq, 0, before))
+            if not found:
+                return None, None
+            m = found[-1]
         return parse_pg(m[1]), int(m[2])
 
     def _status(self, who: Who, sq: str, loc: Loc) -> None:
@@ -525,8 +546,7 @@ class LogParser:
             if m:
                 pg, rank = self._prefix(sq, m.start())
                 seq = int(m[1])
-                error = next((w.error for w in reversed(self._works) if w.evidence == "async_exception"
-                              and w.seq == seq and w.who == who), None)
+                error = self._async_errors.get((who, seq))
                 self._statuses.append(
                     StatusMention(who, pg or PG(), rank, seq, int(m[2]), int(m[3]), evidence, loc, error)
                 )
@@ -678,18 +698,18 @@ class LogParser:
     # ------------------------------------------------------------------ errors and facts
     def _error_or_fact(self, who: Who, text: str, loc: Loc) -> None:
         # Here, not on every line (a timeout record is never a clue), and behind plain substring tests.
-        if any(w in text for w in _CLUE_WORDS) and _CLUE_GATE.search(text):
+        if any(map(text.__contains__, _CLUE_WORDS)) and _CLUE_GATE.search(text):
             self._clue(who, text, loc)
         if _FACT_HINT.search(text):
             if m := _GROUP_INIT.search(text):
-                pg, grank = self._prefix(squeeze(text), len(squeeze(text)))
+                sq = squeeze(text)
+                pg, grank = self._prefix(sq, len(sq))
                 self._inits.append(GroupInit(who, pg or PG(), grank, int(m[1]), int(m[2]), _int(m[3]), loc))
             if m := _TERMINATING.search(text):
                 self._endings.append(EndLine(who, "terminating", m[1].strip(), loc))
                 return
-            for key, pattern in _FACTS:
-                m = pattern.search(text)
-                if m:
+            for key, word, pattern in _FACTS:
+                if word in text and (m := pattern.search(text)):
                     self._fact(who, key, m[1].strip(), loc)
             if _SETTING_LINE.search(text):
                 for m in _SETTING.finditer(text):

@@ -10,7 +10,7 @@ from ncclcheck.evidence.scan import scan_all
 from ncclcheck.evidence.types import FileScan, InputProblem
 from ncclcheck.job.model import Analysis
 from ncclcheck.job.records import merge_records
-from ncclcheck.job.runs import find_restart, last_run, latest_attempts
+from ncclcheck.job.runs import by_file, find_restart, last_run, latest_attempts
 from ncclcheck.job.verdict import decide
 
 # ``ncclcheck snapshot --out`` writes these; logs compressed as .tar.gz are not a thing PyTorch or torchrun writes.
@@ -42,7 +42,8 @@ def analyze(
     scans += scan_all([src for src in sources if src not in archives], on_done, workers)
     readable, earlier_attempts = latest_attempts([s for s in scans if not any(p.fatal for p in s.problems)])
     records = merge_records(readable)
-    restarts = [r for r in (find_restart(s, records) for s in readable) if r is not None]
+    per_file = by_file(records)
+    restarts = [r for r in (find_restart(s, per_file.get(s.file, ())) for s in readable) if r is not None]
     if restarts:
         cut = {r.file: r.line for r in restarts}
         readable = [last_run(s, cut[s.file]) if s.file in cut else s for s in readable]

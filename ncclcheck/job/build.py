@@ -69,6 +69,7 @@ class _GroupB:
     members: dict[int, int | None] = field(default_factory=dict)  # global -> group rank
     exact: tuple[int, ...] | None = None
     size: int | None = None
+    _gid: GroupId | None = None  # shared by every work of the group while its identity stays the same
 
     def absorb(self, pg: PG | GroupId | None) -> None:
         if pg is None:
@@ -78,7 +79,10 @@ class _GroupB:
         self.desc = self.desc or pg.desc or None
 
     def gid(self) -> GroupId:
-        return GroupId(self.id, self.guid, self.desc)
+        key = (self.id, self.guid, self.desc)
+        if self._gid is None or (self._gid.id, self._gid.guid, self._gid.desc) != key:
+            self._gid = GroupId(*key)
+        return self._gid
 
 
 @dataclass

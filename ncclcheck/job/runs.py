@@ -35,9 +35,19 @@ def _repeats(first: Record, later: Record) -> bool:
             and later.seq is not None and later.seq <= first.seq)
 
 
-def find_restart(scan: FileScan, records: Sequence[Record]) -> Restart | None:
-    """The first line of the last run in ``scan``, when its records show the job ran more than once."""
-    mine = sorted((r for r in records if r.loc.file == scan.file), key=lambda r: r.loc.line)
+def by_file(records: Sequence[Record]) -> dict[str, list[Record]]:
+    """Each file's records in line order: one pass, so that looking for restarts stays linear in files."""
+    out: dict[str, list[Record]] = {}
+    for r in records:
+        out.setdefault(r.loc.file, []).append(r)
+    for rs in out.values():
+        rs.sort(key=lambda r: r.loc.line)
+    return out
+
+
+def find_restart(scan: FileScan, mine: Sequence[Record]) -> Restart | None:
+    """The first line of the last run in ``scan``, when its records (``mine``, in line order) show the job ran
+    more than once."""
     seen: dict[tuple, Record] = {}
     boundary: Record | None = None
     for r in mine:
