@@ -33,11 +33,12 @@ test: $(STAMP) $(TORCH_STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check ncclcheck tests tools
 
-## Benchmarks: start-up (ncclcheck --help vs a minimal Typer app), then analyze-log vs grep -c -F WorkNCCL
-## on ~1 GiB of generated logs.
+## Benchmarks: start-up (ncclcheck --help vs a minimal Typer app), analyze-log vs grep -c -F WorkNCCL on ~1 GiB
+## of generated logs, then jobs of 1,000 to 100,000 ranks and their per-node evidence files merged.
 bench: $(STAMP)
 	$(BIN)/python tools/bench_startup.py
 	$(BIN)/python tools/bench_analyze.py --mib $(or $(MIB),1024)
+	$(BIN)/python tools/bench_scale.py --sizes $(or $(SCALE),1000,4000,16000,64000,100000)
 
 clean:
 	rm -rf $(VENV) .bench .pytest_cache .hypothesis

@@ -9,11 +9,17 @@ from __future__ import annotations
 import gc
 import json
 from enum import Enum, IntEnum
-from typing import Annotated, NoReturn, Optional
+from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
 
 import typer
 
 from ncclcheck import __version__
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ncclcheck.evidence.reader import Source
+    from ncclcheck.evidence.types import FileScan, InputProblem
 
 
 class Exit(IntEnum):
@@ -72,7 +78,14 @@ def analyze_log(
     paths: Annotated[list[str], typer.Argument(metavar="PATH...", show_default=False,
                                                help="Log files, directories (recursive), globs, or - for stdin. "
                                                     "Plain text, .gz, .bz2 or .xz.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the machine-readable result (schema_version 2).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the machine-readable result (schema_version 4).")] = False,
+    per_rank: Annotated[bool, typer.Option("--per-rank", help="With --json: every record, rank, edge and event one "
+                                                              "by one (kilobytes per rank) besides the classes.")]
+    = False,
+    evidence_out: Annotated[Optional[str], typer.Option(
+        "--evidence-out", metavar="FILE",
+        help="Only read the inputs and write their evidence to FILE (.json or .json.gz), for a later "
+             "`analyze-log` of every node's evidence files together.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict.")] = False,
     dtype: Annotated[str, typer.Option(help="Element type assumed for size arithmetic (the log does not say).")]
     = "float32",
@@ -93,14 +106,19 @@ def analyze_log(
     """
     from ncclcheck.console import console, err_console
     from ncclcheck.evidence.reader import InputError, resolve
-    from ncclcheck.evidence.types import FileScan, InputProblem
+    from ncclcheck.evidence.types import InputProblem
     from ncclcheck.job.analyze import analyze
     from ncclcheck.job.model import VerdictKind
     from ncclcheck.render.json_out import analysis_json
     from ncclcheck.render.report import report
 
     _check_dtype(dtype)
-    for out in (html, trace):
+    if evidence_out is not None and (as_json or html or trace or quiet):
+        usage_error("--evidence-out writes the evidence only; give --json, --html, --trace or --quiet to the run "
+                    "that reads the evidence files")
+    if per_rank and not as_json:
+        usage_error("--per-rank adds detail to --json; give both")
+    for out in (html, trace, evidence_out):
         if out is not None:
             _check_writable(out)
 
@@ -125,6 +143,8 @@ def analyze_log(
         if progress is not None:
             progress.advance(task, scan.bytes_read)
 
+    if evidence_out is not None:
+        _evidence(evidence_out, sources, done, jobs, unreadable)
     if progress is not None:
         with progress:
             result = analyze(sources, dtype, done, jobs, unreadable)
@@ -142,10 +162,26 @@ def analyze_log(
 
         _write(trace, json.dumps(trace_json(result)))
     if as_json:
-        typer.echo(json.dumps(analysis_json(result), indent=2))
+        typer.echo(json.dumps(analysis_json(result, per_rank), indent=2))
     else:
         console.print(report(result, quiet), crop=False)
     raise typer.Exit(Exit.OK if result.verdict.kind is VerdictKind.NO_FAILURE else Exit.FOUND)
+
+
+def _evidence(path: str, sources: list[Source], done: Callable[[FileScan], None], jobs: Optional[int],
+              unreadable: list[InputProblem]) -> NoReturn:
+    """``analyze-log --evidence-out``: read this node's inputs, write their evidence, decide nothing."""
+    from ncclcheck.evidence import bundle
+    from ncclcheck.job.analyze import read_all
+
+    scans, unopened = read_all(sources, done, jobs)
+    if not any(s.bytes_read or s.dump is not None or s.live for s in scans):
+        warn("no log lines: every input was empty" if scans else "no readable input")
+        raise typer.Exit(Exit.NO_INPUT)
+    _write(path, bundle.dumps(scans, [*unreadable, *unopened], path.endswith(".gz")))
+    ranks = {r for s in scans for r in s.ranks_seen}
+    warn(f"evidence of {len(scans)} input(s), {len(ranks)} rank(s)")
+    raise typer.Exit(Exit.OK)
 
 
 def _check_writable(path: str) -> None:
@@ -161,7 +197,7 @@ def _check_writable(path: str) -> None:
         usage_error(f"{path}: not writable")
 
 
-def _write(path: str, text: str) -> None:
+def _write(path: str, text: str | bytes) -> None:
     """Write a whole file or nothing: a temporary file beside it, renamed over it."""
     import os
     import tempfile
@@ -170,8 +206,8 @@ def _write(path: str, text: str) -> None:
     try:
         fd, tmp = tempfile.mkstemp(prefix=".ncclcheck-", dir=folder)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(text.encode() if isinstance(text, str) else text)
             mask = os.umask(0)
             os.umask(mask)
             os.chmod(tmp, 0o666 & ~mask)  # as open() would have made it, not mkstemp's 0600

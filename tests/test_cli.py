@@ -21,8 +21,17 @@ def test_demo_incident_json_contract():
     r = runner.invoke(app, ["analyze-log", EXAMPLE, "--json"], catch_exceptions=False)
     assert (r.exit_code, r.stderr) == (1, "")
     j = json.loads(r.stdout)
-    assert j["schema_version"] == 3
-    assert len(j["records"]) == 7
+    assert j["schema_version"] == 4 and j["per_rank"] is None
+    # Seven ranks timed out in the same all_reduce: one class of records, the first one's line as its evidence.
+    (rec,) = j["records"]
+    assert (rec["ranks"], rec["count"], rec["op_type"], rec["seq"], rec["numel_in"]) == (
+        "0-4, 6-7", 7, "ALLREDUCE", 2841, 467019003)
+    assert rec["at"].endswith("rank0.log:155") and rec["ran_for_ms"] == [600031, 600080]
+    assert j["inputs"] == {"files": 8, "lines": j["inputs"]["lines"], "bytes": j["inputs"]["bytes"],
+                           "kinds": {"log": 8}, "ranks_seen": "0-7"}
+    assert [(c["ranks"], c["ending"]["kind"]) for c in j["job"]["ranks"]] == [("0-4, 6-7", "timed_out"),
+                                                                            ("5", "silent")]
+    assert [(e["waiters"], e["targets"], e["reason"]) for e in j["job"]["edges"]] == [("0-4, 6-7", "5", "not_reached")]
     assert j["verdict"]["kind"] == "lagging_rank"
     assert j["verdict"]["culprit_ranks"] == [5]
     assert j["verdict"]["waiting_ranks"] == [0, 1, 2, 3, 4, 6, 7]

@@ -15,7 +15,7 @@ ORIGINAL = DATA / "failures" / "order_cycle" / "console.log"  # the real 2 x H20
 
 
 def _records(a) -> list[dict]:
-    return [{k: v for k, v in r.items() if k != "file"} for r in analysis_json(a)["records"]]
+    return [{k: v for k, v in r.items() if k != "file"} for r in analysis_json(a, per_rank=True)["per_rank"]["records"]]
 
 
 @pytest.mark.parametrize(("name", "encoding"), [("powershell-utf16-bom.log", "utf-16-le"),

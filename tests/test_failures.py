@@ -65,7 +65,7 @@ def _golden(a) -> dict:
     v = analysis_json(a)["verdict"]
     return {"verdict": {k: v[k] for k in ("kind", "summary", "culprit_ranks", "waiting_ranks", "unknown_ranks",
                                           "cause", "next_steps")},
-            "endings": {str(r["rank"]): r["ending"]["kind"] for r in analysis_json(a)["job"]["ranks"]}}
+            "endings": {str(r["rank"]): r["ending"]["kind"] for r in analysis_json(a, per_rank=True)["per_rank"]["ranks"]}}
 
 
 @pytest.mark.parametrize("name", sorted(KNOWN))
@@ -191,7 +191,7 @@ def test_catalogue_is_documented():
 def test_json_carries_the_cause():
     r = runner.invoke(app, ["analyze-log", "--json", str(FAILURES / "ifname" / "console.log")])
     j = json.loads(r.stdout)
-    assert j["schema_version"] == 3
+    assert j["schema_version"] == 4
     c = j["verdict"]["cause"]
     assert (c["kind"], c["family"], c["ranks"], c["detail"]) == (
         "no_socket_interface", "setup", [0], "Bootstrap : no socket interface found")

@@ -68,21 +68,21 @@ def test_malicious_pickle_is_refused_and_never_run(tmp_path):
     evil = tmp_path / "nccl_trace_rank_1"
     evil.write_bytes(pickle.dumps({"version": "2.10", "entries": [_Evil(marker)]}))
     good = _dump(tmp_path)
-    r = runner.invoke(app, ["analyze-log", str(evil), str(good), "--json"], catch_exceptions=False)
+    r = runner.invoke(app, ["analyze-log", str(evil), str(good), "--json", "--per-rank"], catch_exceptions=False)
     assert not marker.exists()
     assert f"ncclcheck: {evil}: refuses to load posix.system" in r.stderr
     assert r.stderr.count("\n") == 1
-    assert json.loads(r.stdout)["flight_recorder"]["dumps"][0]["rank"] == 0
+    assert json.loads(r.stdout)["per_rank"]["dumps"][0]["rank"] == 0
 
 
 def test_truncated_dump_is_a_per_file_error(tmp_path):
     bad = tmp_path / "nccl_trace_rank_1"
     bad.write_bytes((REAL / "sleep" / "dumps" / "nccl_trace_rank_1").read_bytes()[:700])
     good = _dump(tmp_path)
-    r = runner.invoke(app, ["analyze-log", str(bad), str(good), "--json"], catch_exceptions=False)
+    r = runner.invoke(app, ["analyze-log", str(bad), str(good), "--json", "--per-rank"], catch_exceptions=False)
     assert f"ncclcheck: {bad}: corrupt or truncated dump" in r.stderr
     j = json.loads(r.stdout)
-    assert [d["rank"] for d in j["flight_recorder"]["dumps"]] == [0]
+    assert [d["rank"] for d in j["per_rank"]["dumps"]] == [0]
 
 
 def test_missing_dump_is_reported_not_fatal(tmp_path):

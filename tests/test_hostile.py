@@ -42,7 +42,7 @@ def no_traceback(r: subprocess.CompletedProcess[str]) -> None:
 
 
 def seqs(r: subprocess.CompletedProcess[str]) -> list[int]:
-    return [rec["seq"] for rec in json.loads(r.stdout)["records"]]
+    return [rec["seq"] for rec in json.loads(r.stdout)["per_rank"]["records"]]
 
 
 @pytest.fixture
@@ -56,7 +56,7 @@ def logs(tmp_path: Path) -> Path:
 # ---------------------------------------------------------------- links
 def test_dangling_symlink_in_folder_is_skipped(logs):
     (logs / "rank1.log").symlink_to(logs / "gone.log")
-    r = ncclcheck(str(logs), "--json")
+    r = ncclcheck(str(logs), "--json", "--per-rank")
     no_traceback(r)
     assert r.returncode == 1
     assert f"ncclcheck: {logs / 'rank1.log'}: broken symbolic link (to {logs / 'gone.log'}), skipped\n" in r.stderr
@@ -67,7 +67,7 @@ def test_symlink_loop_in_folder_is_skipped(logs):
     (logs / "loop.log").symlink_to(logs / "loop.log")
     (logs / "a.log").symlink_to(logs / "b.log")
     (logs / "b.log").symlink_to(logs / "a.log")
-    r = ncclcheck(str(logs), "--json")
+    r = ncclcheck(str(logs), "--json", "--per-rank")
     no_traceback(r)
     assert r.returncode == 1
     for name in ("a.log", "b.log", "loop.log"):
@@ -81,9 +81,9 @@ def test_directory_link_cycle_is_walked_once(logs):
     (sub / "rank1.log").write_text(GOOD.replace("rank0", "rank1").replace("Rank 0", "Rank 1"))
     (sub / "up").symlink_to(logs, target_is_directory=True)
     (logs / "again").symlink_to(sub, target_is_directory=True)
-    r = ncclcheck(str(logs), "--json")
+    r = ncclcheck(str(logs), "--json", "--per-rank")
     no_traceback(r)
-    files = [i["file"] for i in json.loads(r.stdout)["inputs"]]
+    files = [i["file"] for i in json.loads(r.stdout)["per_rank"]["inputs"]]
     assert sorted(os.path.realpath(f) for f in files) == sorted(
         os.path.realpath(p) for p in (logs / "rank0.log", sub / "rank1.log"))
 
@@ -92,7 +92,7 @@ def test_link_to_a_log_elsewhere_is_read(logs, tmp_path):
     other = tmp_path / "elsewhere.log"
     other.write_text(GOOD.replace("SeqNum=56731", "SeqNum=7"))
     (logs / "rank1.log").symlink_to(other)
-    r = ncclcheck(str(logs), "--json")
+    r = ncclcheck(str(logs), "--json", "--per-rank")
     assert sorted(seqs(r)) == [7, 56731]
 
 
@@ -118,7 +118,7 @@ def test_symlink_loop_named_directly(tmp_path):
 def test_fifo_in_folder_is_skipped_not_waited_on(logs):
     pipe = logs / "nccl_trace_rank_0.pipe"  # PyTorch's dump-on-demand pipe sits next to the dumps
     os.mkfifo(pipe)
-    r = ncclcheck(str(logs), "--json", timeout=30)
+    r = ncclcheck(str(logs), "--json", "--per-rank", timeout=30)
     no_traceback(r)
     assert r.returncode == 1
     assert f"ncclcheck: {pipe}: is a FIFO (named pipe), skipped\n" in r.stderr
@@ -127,7 +127,7 @@ def test_fifo_in_folder_is_skipped_not_waited_on(logs):
 
 def test_fifo_matched_by_a_glob_is_skipped(logs):
     os.mkfifo(logs / "rank1.log")
-    r = ncclcheck(str(logs / "*.log"), "--json", timeout=30)
+    r = ncclcheck(str(logs / "*.log"), "--json", "--per-rank", timeout=30)
     no_traceback(r)
     assert f"ncclcheck: {logs / 'rank1.log'}: is a FIFO (named pipe), skipped\n" in r.stderr
     assert seqs(r) == [56731]
@@ -143,19 +143,19 @@ def test_fifo_named_directly_is_read_as_a_stream(tmp_path):
 
     t = threading.Thread(target=writer, daemon=True)
     t.start()
-    r = ncclcheck(str(pipe), "--json", timeout=30)
+    r = ncclcheck(str(pipe), "--json", "--per-rank", timeout=30)
     t.join(5)
     no_traceback(r)
     assert r.returncode == 1
     assert seqs(r) == [56731]
-    assert json.loads(r.stdout)["inputs"][0]["lines"] == 1001
+    assert json.loads(r.stdout)["per_rank"]["inputs"][0]["lines"] == 1001
 
 
 def test_socket_in_folder_and_named_directly(logs):
     path = logs / "agent.sock"
     with socket.socket(socket.AF_UNIX) as s:
         s.bind(str(path))
-        r = ncclcheck(str(logs), "--json", timeout=30)
+        r = ncclcheck(str(logs), "--json", "--per-rank", timeout=30)
         assert f"ncclcheck: {path}: is a socket, skipped\n" in r.stderr
         assert seqs(r) == [56731]
         r = ncclcheck(str(path), timeout=30)
@@ -166,7 +166,7 @@ def test_socket_in_folder_and_named_directly(logs):
 def test_device_in_folder_is_skipped(logs):
     (logs / "null.log").symlink_to("/dev/null")
     (logs / "zero.log").symlink_to("/dev/zero")
-    r = ncclcheck(str(logs), "--json", timeout=30)
+    r = ncclcheck(str(logs), "--json", "--per-rank", timeout=30)
     no_traceback(r)
     assert f"ncclcheck: {logs / 'zero.log'}: is a character device, skipped\n" in r.stderr
     assert seqs(r) == [56731]
@@ -181,7 +181,7 @@ def test_endless_device_named_directly_ends(tmp_path):
 
 # ---------------------------------------------------------------- pipes
 def test_process_substitution(logs):
-    r = ncclcheck(shell=f"$NCCLCHECK analyze-log <(cat {logs / 'rank0.log'}) --json", timeout=30)
+    r = ncclcheck(shell=f"$NCCLCHECK analyze-log <(cat {logs / 'rank0.log'}) --json --per-rank", timeout=30)
     no_traceback(r)
     assert r.returncode == 1
     assert seqs(r) == [56731]
@@ -192,13 +192,13 @@ def test_process_substitution_of_gzip(logs, tmp_path):
 
     gz = tmp_path / "rank0.log.gz"
     gz.write_bytes(gzip.compress(GOOD.encode() * 3))
-    r = ncclcheck(shell=f"$NCCLCHECK analyze-log <(cat {gz}) --json", timeout=30)
+    r = ncclcheck(shell=f"$NCCLCHECK analyze-log <(cat {gz}) --json --per-rank", timeout=30)
     no_traceback(r)
     assert seqs(r) == [56731]
 
 
 def test_dev_stdin_from_a_pipe(logs):
-    r = ncclcheck(shell=f"cat {logs / 'rank0.log'} | $NCCLCHECK analyze-log /dev/stdin --json", timeout=30)
+    r = ncclcheck(shell=f"cat {logs / 'rank0.log'} | $NCCLCHECK analyze-log /dev/stdin --json --per-rank", timeout=30)
     no_traceback(r)
     assert r.returncode == 1
     assert seqs(r) == [56731]
@@ -211,17 +211,17 @@ def test_stdin_and_a_large_folder_together(tmp_path, logs):
     filler = ("x" * 99 + "\n").encode() * 360_000  # 2 x 36 MB: over the size where worker processes take over
     for r in (1, 2):
         (big / f"rank{r}.log").write_bytes(filler + GOOD.replace("rank0", f"rank{r}").encode())
-    r = ncclcheck(str(big), "-", "--json", input=(logs / "rank0.log").read_bytes(), timeout=120)
+    r = ncclcheck(str(big), "-", "--json", "--per-rank", input=(logs / "rank0.log").read_bytes(), timeout=120)
     no_traceback(r)
-    assert {rec["file"] for rec in json.loads(r.stdout)["records"]} == {"<stdin>", str(big / "rank1.log"),
-                                                                         str(big / "rank2.log")}
+    assert {rec["file"] for rec in json.loads(r.stdout)["per_rank"]["records"]} == {
+        "<stdin>", str(big / "rank1.log"), str(big / "rank2.log")}
 
 
 def test_dump_through_a_pipe(tmp_path):
     real = ROOT / "tests" / "data" / "real" / "mismatch" / "dumps" / "nccl_trace_rank_0"
-    r = ncclcheck(shell=f"$NCCLCHECK analyze-log <(cat {real}) --json", timeout=30)
+    r = ncclcheck(shell=f"$NCCLCHECK analyze-log <(cat {real}) --json --per-rank", timeout=30)
     no_traceback(r)
-    assert json.loads(r.stdout)["flight_recorder"]["dumps"]
+    assert json.loads(r.stdout)["per_rank"]["dumps"]
 
 
 # ---------------------------------------------------------------- huge lines
@@ -245,13 +245,13 @@ def test_record_after_a_huge_carriage_return_line_is_found_in_bounded_memory(tmp
             out.write(progress_line(8 << 20))
         out.write(b"\r" + GOOD.encode() + b"next line\n")
     rss = tmp_path / "maxrss"
-    r = ncclcheck(shell=f"{sys.executable} -c '{PEAK}' {rss} analyze-log {f} --json", timeout=120)
+    r = ncclcheck(shell=f"{sys.executable} -c '{PEAK}' {rss} analyze-log {f} --json --per-rank", timeout=120)
     no_traceback(r)
     assert r.returncode == 1
     assert r.stderr == f"ncclcheck: {f}: line 2 is longer than 1 MiB; it is read in pieces split at its carriage returns\n"
-    rec = json.loads(r.stdout)["records"][0]
+    rec = json.loads(r.stdout)["per_rank"]["records"][0]
     assert (rec["seq"], rec["line"]) == (56731, 2)
-    assert json.loads(r.stdout)["inputs"][0]["lines"] == 3
+    assert json.loads(r.stdout)["per_rank"]["inputs"][0]["lines"] == 3
     if sys.platform == "linux":
         assert int(rss.read_text()) < 90 << 10  # KiB: far less than the 96 MiB line
 
@@ -260,7 +260,7 @@ def test_record_after_a_long_line_that_fits_one_block(tmp_path):
     """Lines between 1 MiB and the block size get the same treatment and the same warning."""
     f = tmp_path / "rank0.log"
     f.write_bytes(progress_line(3 << 19) + b"\r" + GOOD.encode())
-    r = ncclcheck(str(f), "--json", timeout=60)
+    r = ncclcheck(str(f), "--json", "--per-rank", timeout=60)
     no_traceback(r)
     assert seqs(r) == [56731]
     assert "line 1 is longer than 1 MiB; it is read in pieces split at its carriage returns" in r.stderr
@@ -271,16 +271,16 @@ def test_huge_line_in_a_compressed_log(tmp_path):
 
     f = tmp_path / "rank0.log.gz"
     f.write_bytes(gzip.compress(b"start\n" + progress_line(5 << 20) + b"\r" + GOOD.encode() + b"end\n", 1))
-    r = ncclcheck(str(f), "--json", timeout=60)
+    r = ncclcheck(str(f), "--json", "--per-rank", timeout=60)
     no_traceback(r)
     assert seqs(r) == [56731]
-    assert json.loads(r.stdout)["inputs"][0]["lines"] == 3
+    assert json.loads(r.stdout)["per_rank"]["inputs"][0]["lines"] == 3
 
 
 def test_huge_line_through_a_pipe(tmp_path):
     f = tmp_path / "rank0.log"
     f.write_bytes(progress_line(20 << 20) + b"\r" + GOOD.encode())
-    r = ncclcheck(shell=f"cat {f} | $NCCLCHECK analyze-log - --json", timeout=60)
+    r = ncclcheck(shell=f"cat {f} | $NCCLCHECK analyze-log - --json --per-rank", timeout=60)
     no_traceback(r)
     assert seqs(r) == [56731]
 
@@ -319,7 +319,7 @@ def test_folder_of_empty_files_is_no_input(tmp_path):
 
 def test_empty_file_matched_by_a_glob_is_reported(logs):
     (logs / "rank1.log").write_bytes(b"")
-    r = ncclcheck(str(logs / "*.log"), "--json")
+    r = ncclcheck(str(logs / "*.log"), "--json", "--per-rank")
     assert r.returncode == 1
     assert r.stderr == f"ncclcheck: {logs / 'rank1.log'}: empty input (no log lines)\n"
 
@@ -327,7 +327,7 @@ def test_empty_file_matched_by_a_glob_is_reported(logs):
 def test_empty_input_beside_a_good_one(tmp_path, logs):
     empty = tmp_path / "rank1.log"
     empty.write_bytes(b"")
-    r = ncclcheck(str(empty), str(logs / "rank0.log"), "--json")
+    r = ncclcheck(str(empty), str(logs / "rank0.log"), "--json", "--per-rank")
     assert r.returncode == 1
     assert r.stderr == f"ncclcheck: {empty}: empty input (no log lines)\n"
 

@@ -30,7 +30,7 @@ def test_missing_file_is_reported_and_others_analysed(write):
 
 def test_missing_file_is_in_the_json_too(write):
     good = write("rank0.log", GOOD)
-    r = cli(str(good), "nope.log", "--json")
+    r = cli(str(good), "nope.log", "--json", "--per-rank")
     assert json.loads(r.stdout)["problems"] == [{"file": "nope.log", "message": "no such file or directory",
                                                  "fatal": True}]
 
@@ -58,7 +58,7 @@ def test_binary_file(write):
 def test_truncated_gzip_keeps_what_was_read(write):
     data = gzip.compress(((GOOD + "\n") + ("filler line\n" * 50000)).encode())
     g = write("rank0.log.gz", data=data[: len(data) // 2])
-    r = cli(str(g), "--json")
+    r = cli(str(g), "--json", "--per-rank")
     assert r.exit_code == 1
     assert "compressed data is truncated or corrupt" in r.stderr
     assert '"seq": 3' in r.stdout
@@ -83,7 +83,7 @@ def test_huge_line_without_newline_is_bounded(write, monkeypatch):
     monkeypatch.setattr(reader, "MAX_LINE", 1 << 16)
     monkeypatch.setattr(reader, "BLOCK", 1 << 14)
     f = write("rank0.log", data=b"x" * (1 << 20) + b"\n" + GOOD.encode() + b"\n")
-    r = cli(str(f), "--json")
+    r = cli(str(f), "--json", "--per-rank")
     assert r.exit_code == 1
     assert f"ncclcheck: {f}: line 1 is longer than 64 KiB; it is read in pieces split at its carriage returns\n" in r.stderr
     assert '"line": 2' in r.stdout
@@ -99,7 +99,7 @@ def test_permission_denied(write):
 
 
 def test_stdin():
-    r = runner.invoke(app, ["analyze-log", "-", "--json"], input=GOOD + "\n")
+    r = runner.invoke(app, ["analyze-log", "-", "--json", "--per-rank"], input=GOOD + "\n")
     assert r.exit_code == 1
     assert '"file": "<stdin>"' in r.stdout
 

@@ -164,7 +164,8 @@ def test_missing_dumps_are_named_not_blamed(tmp_path):
 
 
 def test_a_4096_rank_job_fits_on_one_screen(tmp_path):
-    """One straggler in a 8 x 512 mesh: at most 40 lines at 120 columns; the JSON keeps every rank."""
+    """One straggler in a 8 x 512 mesh: at most 40 lines at 120 columns; the JSON folds the ranks into classes and
+    keeps every rank with --per-rank."""
     spec = importlib.util.spec_from_file_location("synth_job", DATA.parent.parent / "tools" / "synth_job.py")
     synth = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(synth)
@@ -178,7 +179,11 @@ def test_a_4096_rank_job_fits_on_one_screen(tmp_path):
     r = runner.invoke(app, ["analyze-log", str(log), "--json"], catch_exceptions=False)
     j = json.loads(r.stdout)
     assert j["verdict"]["culprit_ranks"] == [517] and len(j["verdict"]["waiting_ranks"]) == 4095
-    assert len(j["job"]["ranks"]) == 4096 and j["job"]["roots"] == [517]
+    assert [(c["ranks"], c["ending"]["kind"]) for c in j["job"]["ranks"]] == [
+        ("0-511, 520-4095", "timed_out"), ("512-516, 518-519", "timed_out"), ("517", "silent")]
+    assert j["job"]["roots"] == [517] and len(r.stdout) < 100 * 4096
+    r = runner.invoke(app, ["analyze-log", str(log), "--json", "--per-rank"], catch_exceptions=False)
+    assert len(json.loads(r.stdout)["per_rank"]["ranks"]) == 4096
 
 
 def test_rank_sets_print_as_ranges():

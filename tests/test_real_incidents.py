@@ -17,10 +17,10 @@ SCENARIOS = sorted(p.name for p in REAL.iterdir() if p.is_dir())
 
 
 def _golden(a) -> dict:
-    j = analysis_json(a)
+    j = analysis_json(a, per_rank=True)
     v = j["verdict"]
     return {
-        "records": j["records"],
+        "records": j["per_rank"]["records"],
         "verdict": {k: v[k] for k in ("kind", "culprit_ranks", "waiting_ranks", "pg", "seq")},
     }
 

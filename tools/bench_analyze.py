@@ -11,7 +11,8 @@ that machine noise hits all alike; the page
 cache is warmed first, so all read from memory.  Timed runs are not monitored (a sampler would take
 CPU from the workers); one extra run measures peak memory: the largest summed RSS of ncclcheck and its
 worker processes, sampled every 10 ms.  That run's JSON is also checked against grep's counts: every
-file in which grep finds `WorkNCCL` must have given a record, so speed is never bought with a miss.
+file in which grep finds `WorkNCCL` must have given a record (``--per-rank`` lists each), so speed is never
+bought with a miss.
 
 Usage: python tools/bench_analyze.py [--mib 1024] [--chatty-mib 512] [--runs 5]
 Targets: wall time <= 2x grep's on each corpus, peak memory < 200 MB.
@@ -107,8 +108,8 @@ def measure(name: str, corpus: str, runs: int) -> Result:
     with_hits = {os.path.realpath(line.rsplit(":", 1)[0]) for line in counts.splitlines() if not line.endswith(":0")}
     peak, missed = {}, {}
     for e in ENGINES:
-        peak[e], out = monitored(ours_cmd, envs[e])
-        found = {os.path.realpath(r["file"]) for r in json.loads(out)["records"]}
+        peak[e], out = monitored([*ours_cmd, "--per-rank"], envs[e])
+        found = {os.path.realpath(r["file"]) for r in json.loads(out)["per_rank"]["records"]}
         missed[e] = sorted(with_hits - found)
     return Result(name, len(files), size, grep_t, ours_t, peak, missed)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from ncclcheck.evidence import bundle
 from ncclcheck.evidence.reader import Source
 from ncclcheck.evidence.scan import scan_all
 from ncclcheck.evidence.types import FileScan, InputProblem
@@ -15,6 +16,40 @@ from ncclcheck.job.verdict import decide
 
 # ``ncclcheck snapshot --out`` writes these; logs compressed as .tar.gz are not a thing PyTorch or torchrun writes.
 SNAPSHOT_SUFFIXES = (".tar.gz", ".tgz")
+
+
+def read_all(
+    sources: Sequence[Source],
+    on_done: Callable[[FileScan], None] | None = None,
+    workers: int | None = None,
+) -> tuple[list[FileScan], list[InputProblem]]:
+    """Every input as scans: logs and dumps are read, snapshot archives and evidence files unpacked.
+
+    The problems returned are the inputs an evidence file's node could not open.
+    """
+    scans: list[FileScan] = []
+    problems: list[InputProblem] = []
+    packed = [src for src in sources if src.path is not None and not src.stream
+              and (src.path.endswith(SNAPSHOT_SUFFIXES) or bundle.is_bundle(src.path))]
+    for src in packed:
+        path = src.path or src.name
+        if path.endswith(SNAPSHOT_SUFFIXES):
+            from ncclcheck.snapshot.archive import read_archive  # only when a snapshot archive is given
+
+            found = read_archive(path)
+        else:
+            try:
+                found, unopened = bundle.read(path)
+            except bundle.BundleError as exc:
+                found = [FileScan(src.name, None, 0, 0, (), problems=(InputProblem(src.name, str(exc), True),))]
+            else:
+                problems += unopened
+        for scan in found:
+            scans.append(scan)
+            if on_done:
+                on_done(scan)
+    scans += scan_all([src for src in sources if src not in packed], on_done, workers)
+    return scans, problems
 
 
 def analyze(
@@ -29,17 +64,17 @@ def analyze(
     ``problems`` are inputs that could not even be opened (found while resolving paths); they are
     reported with the problems found while reading, so that the result names every input.
     """
-    archives = [src for src in sources if src.path is not None and src.path.endswith(SNAPSHOT_SUFFIXES)]
-    scans = []
-    if archives:
-        from ncclcheck.snapshot.archive import read_archive  # only when a snapshot archive is given
+    scans, unopened = read_all(sources, on_done, workers)
+    return analyze_scans(scans, dtype, (*problems, *unopened))
 
-        for src in archives:
-            for scan in read_archive(src.path or src.name):
-                scans.append(scan)
-                if on_done:
-                    on_done(scan)
-    scans += scan_all([src for src in sources if src not in archives], on_done, workers)
+
+def analyze_scans(scans: Sequence[FileScan], dtype: str = "float32", problems: Sequence[InputProblem] = ()) -> Analysis:
+    """The verdict from scans already read (here, or on the nodes and carried in evidence files).
+
+    Scans are taken in file-name order, so that the answer does not depend on how the inputs were given or split
+    among evidence files.
+    """
+    scans = sorted(scans, key=lambda s: s.file)
     readable, earlier_attempts = latest_attempts([s for s in scans if not any(p.fatal for p in s.problems)])
     records = merge_records(readable)
     per_file = by_file(records)

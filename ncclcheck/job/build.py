@@ -70,6 +70,7 @@ class _GroupB:
     exact: tuple[int, ...] | None = None
     size: int | None = None
     _gid: GroupId | None = None  # shared by every work of the group while its identity stays the same
+    last: PG | GroupId | None = None  # the identity absorbed last
 
     def absorb(self, pg: PG | GroupId | None) -> None:
         if pg is None:
@@ -113,14 +114,21 @@ class _Builder:
 
     def group(self, pg: PG | GroupId | None) -> tuple[str, str]:
         key = group_key(pg)
-        g = self.groups.setdefault(key, _GroupB())
-        g.absorb(pg)
-        if key == _DEFAULT_KEY:
-            g.id, g.guid, g.desc = g.id or "0", g.guid or "0", g.desc or "default_pg"
+        g = self.groups.get(key)
+        if g is None:
+            g = self.groups[key] = _GroupB()
+        if g.last is not pg:  # a log names its groups with a few shared objects: absorb each once
+            g.last = pg
+            g.absorb(pg)
+            if key == _DEFAULT_KEY:
+                g.id, g.guid, g.desc = g.id or "0", g.guid or "0", g.desc or "default_pg"
         return key
 
     def at(self, rank: int, key: tuple[str, str]) -> _PosB:
-        return self.pos.setdefault((rank, key), _PosB())
+        p = self.pos.get((rank, key))
+        if p is None:
+            p = self.pos[(rank, key)] = _PosB()
+        return p
 
     def member(self, key: tuple[str, str], rank: int, group_rank: int | None) -> None:
         g = self.groups[key]

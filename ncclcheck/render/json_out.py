@@ -4,19 +4,24 @@ Record field names follow the conformance files in ``../shared/conformance``.  V
 job model (groups with members, each rank's ending and positions, the wait-for edges and roots),
 the verdict's chain and unknown ranks, and every input problem.  Version 3 adds the verdict's ``cause``
 (the failure catalogue's kind, its detail, the ranks that show it and the fix), the verdict's ``cycle`` (the
-ranks of a deadlock across groups) and the ``clues`` events.
+ranks of a deadlock across groups) and the ``clues`` events.  Version 4 folds every list that grows with the
+job (records, groups, ranks, edges, events, inputs, dumps) into classes with rank sets, so that the default JSON
+stays small at 100,000 ranks; ``per_rank`` holds the version-3 lists item by item when asked for.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
-from ncclcheck.evidence.types import PG, Loc
+from ncclcheck.evidence.frdump import Frame
+from ncclcheck.evidence.types import PG, DesyncReport, FileScan, Loc
 from ncclcheck.findings import Finding
 from ncclcheck.job.causes import Diagnosis
 from ncclcheck.job.model import Analysis, Edge, Group, GroupId, Position, RankState, Record, Work
+from ncclcheck.ranks import ranges
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def pg_json(pg: PG | None) -> dict[str, Any] | None:
@@ -85,7 +90,7 @@ def work_json(w: Work | None) -> dict[str, Any] | None:
         "group": group_json(w.group), "seq": w.seq, "op": w.op, "numel_in": w.numel_in, "numel_out": w.numel_out,
         "sizes": [list(s) for s in w.sizes], "dtypes": list(w.dtypes), "p2p": w.p2p, "peer": w.peer,
         "state": w.state, "timeout_ms": w.timeout_ms, "ran_for_ms": w.ran_for_ms,
-        "frame": None if w.frame is None else {"name": w.frame.name, "file": w.frame.file, "line": w.frame.line},
+        "frame": None if w.frame is None else _frame(w.frame),
         "at": None if w.loc is None else loc_json(w.loc),
     }
 
@@ -118,11 +123,9 @@ def _edge(e: Edge) -> dict[str, Any]:
             "work": work_json(e.work)}
 
 
-def analysis_json(a: Analysis) -> dict[str, Any]:
-    """The whole result."""
-    v = a.verdict
-    job = a.job
-    events: dict[str, list[dict[str, Any]]] = {
+# ---------------------------------------------------------------------------------------------- per rank
+def _events(a: Analysis) -> dict[str, list[dict[str, Any]]]:
+    return {
         "dump_signals": [
             {"global_rank": d.who.global_rank, "pg": pg_json(d.pg), "from_rank": d.from_rank,
              "last_enqueued": d.last_enqueued, "last_completed": d.last_completed, "at": loc_json(d.loc)}
@@ -133,13 +136,7 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
             for s in a.scans for h in s.heartbeats
         ],
         "desync_reports": [
-            {"reporting_rank": d.reporting_rank, "timeout_collective": d.timeout_collective,
-             "timeout_index": d.timeout_index,
-             "lagging": [{"ranks": list(x.ranks), "finished": x.finished, "did_not_join": x.did_not_join,
-                          "did_not_finish": x.did_not_finish, "never_joined": x.never_joined} for x in d.lagging],
-             "snapshot": [{"index": i, "state": st, "op": op, "ranks": list(rs)} for i, st, op, rs in d.snapshot],
-             "at": loc_json(d.loc)}
-            for s in a.scans for d in s.desync
+            {"reporting_rank": d.reporting_rank, **_desync(d), "at": loc_json(d.loc)} for s in a.scans for d in s.desync
         ],
         "mismatches": [
             {"rank_a": m.rank_a, "fingerprint_a": m.fingerprint_a, "rank_b": m.rank_b,
@@ -166,8 +163,7 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
             for s in a.scans for f in s.elastic
         ],
         "stacks": [
-            {"rank": st.who.rank, "frames": [{"name": f.name, "file": f.file, "line": f.line} for f in st.frames],
-             "at": loc_json(st.loc)}
+            {"rank": st.who.rank, "frames": [_frame(f) for f in st.frames], "at": loc_json(st.loc)}
             for s in a.scans for st in s.stacks
         ],
         "clues": [
@@ -179,16 +175,302 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
             for s in a.scans for f in s.facts
         ],
     }
+
+
+def _frame(f: Frame) -> dict[str, Any]:
+    return {"name": f.name, "file": f.file, "line": f.line}
+
+
+def _desync(d: DesyncReport) -> dict[str, Any]:
+    return {"timeout_collective": d.timeout_collective, "timeout_index": d.timeout_index,
+            "lagging": [{"ranks": list(x.ranks), "finished": x.finished, "did_not_join": x.did_not_join,
+                         "did_not_finish": x.did_not_finish, "never_joined": x.never_joined} for x in d.lagging],
+            "snapshot": [{"index": i, "state": st, "op": op, "ranks": list(rs)} for i, st, op, rs in d.snapshot]}
+
+
+def _per_rank(a: Analysis) -> dict[str, Any]:
+    """Every item one by one: the schema-3 detail, kilobytes per rank at scale."""
     return {
-        "schema_version": SCHEMA_VERSION,
         "inputs": [
             {"file": s.file, "path_rank": s.path_rank, "lines": s.lines, "bytes": s.bytes_read,
-             "ranks_seen": list(s.ranks_seen), "kind": "dump" if s.dump is not None else "live" if s.live else "log"}
+             "ranks_seen": list(s.ranks_seen), "kind": _kind(s)}
             for s in a.scans
         ],
+        "records": [record_json(r) for r in a.records],
+        "groups": [_group(g) for g in a.job.groups],
+        "ranks": [_rank(s) for s in a.job.ranks],
+        "edges": [_edge(e) for e in a.job.edges],
+        "events": _events(a),
+        "dumps": [
+            {"file": s.file, "rank": s.dump.rank, "version": s.dump.version, "entries": len(s.dump.entries),
+             "pg_status": {k: dict(v) for k, v in s.dump.pg_status.items()}}
+            for s in a.scans if s.dump is not None
+        ],
+    }
+
+
+def _kind(s: FileScan) -> str:
+    return "dump" if s.dump is not None else "live" if s.live else "log"
+
+
+# ---------------------------------------------------------------------------------------------- folded
+# Items that differ only in whose they are (rank, group rank, group GUID, file and line) are one class: the
+# class says which ranks (a rank set as the report prints it), how many items, and where the first one is.
+# A job of 100,000 ranks stuck in one way is then a few classes, and the JSON stays the size of the story.
+
+def ranks_json(ranks: Iterable[int]) -> str | None:
+    """A rank set in the report's notation (``0-516, 518-1023``, ``5-509 by 8``), or null when empty."""
+    text = ranges(ranks)
+    return None if text == "none" else text
+
+
+class _Class:
+    __slots__ = ("first", "ranks", "count", "guids", "others", "spread")
+
+    def __init__(self, first: Any) -> None:
+        self.first = first
+        self.ranks: list[int] = []
+        self.count = 0
+        self.guids: set[str | None] = set()
+        self.others: list[int] = []
+        self.spread: list[int] = []  # a measurement that differs from rank to rank (how long each waited)
+
+
+def _fold(items: Iterable[Any], key: Callable[[Any], Hashable], rank: Callable[[Any], int | None],
+          guid: Callable[[Any], str | None] | None = None,
+          other: Callable[[Any], int | None] | None = None,
+          spread: Callable[[Any], int | None] | None = None) -> list[_Class]:
+    """The classes of ``items`` under ``key``, in order of first appearance."""
+    classes: dict[Hashable, _Class] = {}
+    if guid is None and other is None and spread is None:  # the common case, kept tight: millions of events
+        for x in items:
+            k = key(x)
+            c = classes.get(k)
+            if c is None:
+                c = classes[k] = _Class(x)
+            c.count += 1
+            c.ranks.append(rank(x))
+        for c in classes.values():
+            c.ranks = [r for r in c.ranks if r is not None]
+        return list(classes.values())
+    for x in items:
+        k = key(x)
+        c = classes.get(k)
+        if c is None:
+            c = classes[k] = _Class(x)
+        c.count += 1
+        r = rank(x)
+        if r is not None:
+            c.ranks.append(r)
+        if guid is not None:
+            c.guids.add(guid(x))
+        if other is not None and (o := other(x)) is not None:
+            c.others.append(o)
+        if spread is not None and (v := spread(x)) is not None:
+            c.spread.append(v)
+    return list(classes.values())
+
+
+def _head(c: _Class) -> dict[str, Any]:
+    return {"ranks": ranks_json(c.ranks), "count": c.count}
+
+
+def _pg_class(pg: PG | GroupId | None) -> dict[str, Any] | None:
+    """A group as a class sees it: ID and description (the GUIDs are in the per-rank detail)."""
+    return None if pg is None else {"id": pg.id, "desc": pg.desc}
+
+
+def _pg_key(pg: PG | GroupId | None) -> tuple[str | None, str | None] | None:
+    return None if pg is None else (pg.id, pg.desc)
+
+
+def _guid(pg: PG | GroupId | None) -> str | None:
+    return None if pg is None else pg.guid
+
+
+def _work_key(w: Work | None) -> Hashable:
+    if w is None:
+        return None
+    return (_pg_key(w.group), w.seq, w.op, w.numel_in, w.numel_out, w.sizes, w.dtypes, w.p2p, w.state,
+            w.timeout_ms, w.frame)
+
+
+def _work_class(w: Work | None) -> dict[str, Any] | None:
+    if w is None:
+        return None
+    return {"group": _pg_class(w.group), "seq": w.seq, "op": w.op, "numel_in": w.numel_in,
+            "numel_out": w.numel_out, "sizes": [list(s) for s in w.sizes], "dtypes": list(w.dtypes), "p2p": w.p2p,
+            "state": w.state, "timeout_ms": w.timeout_ms, "frame": None if w.frame is None else _frame(w.frame)}
+
+
+def _groups_of(c: _Class) -> dict[str, Any]:
+    return {"groups": len(c.guids)}
+
+
+def _span(values: list[int]) -> list[int] | None:
+    """``[least, most]``: each rank waited its own few milliseconds past the timeout."""
+    return [min(values), max(values)] if values else None
+
+
+def _records(records: Sequence[Record]) -> list[dict[str, Any]]:
+    def key(r: Record) -> Hashable:
+        return (r.global_rank is None and r.path_rank is None, _pg_key(r.pg), r.seq, r.op_type, r.numel_in,
+                r.numel_out, r.tensor_shape, r.timeout_ms, r.last_enqueued, r.last_completed, r.evidence,
+                r.occurrences)
+
+    def rank(r: Record) -> int | None:
+        return r.global_rank if r.global_rank is not None else r.path_rank
+
+    out = []
+    for c in _fold(records, key, rank, lambda r: _guid(r.pg), lambda r: r.rank, lambda r: r.ran_for_ms):
+        r = c.first
+        out.append({**_head(c), "group_ranks": ranks_json(c.others), "pg": _pg_class(r.pg), **_groups_of(c),
+                    "seq": r.seq, "op_type": r.op_type, "numel_in": r.numel_in, "numel_out": r.numel_out,
+                    "tensor_shape": r.tensor_shape, "timeout_ms": r.timeout_ms, "ran_for_ms": _span(c.spread),
+                    "last_enqueued": r.last_enqueued, "last_completed": r.last_completed,
+                    "evidence": list(r.evidence), "occurrences": r.occurrences, "at": loc_json(r.loc)})
+    return out
+
+
+def _groups(groups: Sequence[Group]) -> list[dict[str, Any]]:
+    classes: dict[Hashable, list[Group]] = {}
+    for g in groups:
+        classes.setdefault((g.id.id, g.id.desc, g.size, g.source, len(g.members)), []).append(g)
+    out = []
+    for gs in classes.values():
+        g = gs[0]
+        out.append({"id": g.id.id, "desc": g.id.desc, "guid": g.id.guid if len(gs) == 1 else None, "groups": len(gs),
+                    "size": g.size, "members_source": g.source.value,
+                    "members": ranks_json(m for x in gs for m in x.members)})
+    return out
+
+
+def _ranks(states: Sequence[RankState]) -> list[dict[str, Any]]:
+    def position_key(p: Position) -> Hashable:
+        return (_pg_key(p.group), p.last_enqueued, p.last_started, p.last_completed, _work_key(p.stuck), p.source)
+
+    def key(s: RankState) -> Hashable:
+        e = s.first_error
+        return (s.ending.kind, s.ending.detail, _work_key(s.stuck), tuple(map(position_key, s.positions)),
+                None if e is None else (e.kind, e.message))
+
+    out = []
+    for c in _fold(states, key, lambda s: s.rank):
+        s = c.first
+        e = s.first_error
+        out.append({
+            **_head(c),
+            "ending": {"kind": s.ending.kind.value, "detail": s.ending.detail},
+            "stuck": _work_class(s.stuck),
+            "positions": [{"group": _pg_class(p.group), "last_enqueued": p.last_enqueued,
+                           "last_started": p.last_started, "last_completed": p.last_completed,
+                           "stuck": _work_class(p.stuck), "source": p.source} for p in s.positions],
+            "first_error": None if e is None else {"kind": e.kind.value, "message": e.message},
+            "at": None if s.ending.loc is None else loc_json(s.ending.loc),
+        })
+    return out
+
+
+def _edges(edges: Sequence[Edge]) -> list[dict[str, Any]]:
+    out = []
+    for c in _fold(edges, lambda e: (e.reason, _work_key(e.work)), lambda e: e.waiter, None, lambda e: e.target):
+        e = c.first
+        out.append({"waiters": ranks_json(c.ranks), "count": c.count, "targets": ranks_json(c.others),
+                    "reason": e.reason.value, "work": _work_class(e.work), "example": e.detail})
+    return out
+
+
+def _folded_events(a: Analysis) -> dict[str, list[dict[str, Any]]]:
+    scans = a.scans
+
+    def each(name: str) -> Iterable[Any]:
+        return (x for s in scans for x in getattr(s, name))
+
+    def at(c: _Class) -> dict[str, str]:
+        return {"at": loc_json(c.first.loc)}
+
+    out: dict[str, list[dict[str, Any]]] = {}
+    out["dump_signals"] = [
+        {**_head(c), "pg": _pg_class(d.pg), **_groups_of(c), "from_rank": d.from_rank,
+         "last_enqueued": d.last_enqueued, "last_completed": d.last_completed, **at(c)}
+        for c in _fold(each("dump_signals"), lambda d: (_pg_key(d.pg), d.from_rank, d.last_enqueued, d.last_completed),
+                       lambda d: d.who.global_rank, lambda d: _guid(d.pg)) for d in (c.first,)
+    ]
+    out["heartbeats"] = [
+        {**_head(c), "pg": _pg_class(h.pg), "kind": h.kind, "seconds": h.seconds, **at(c)}
+        for c in _fold(each("heartbeats"), lambda h: (_pg_key(h.pg), h.kind, h.seconds), lambda h: h.who.rank)
+        for h in (c.first,)
+    ]
+    out["desync_reports"] = [
+        {**_head(c), **_desync(c.first), **at(c)}
+        for c in _fold(each("desync"), lambda d: (d.timeout_collective, d.timeout_index, d.lagging, d.snapshot),
+                       lambda d: d.reporting_rank)
+    ]
+    out["mismatches"] = [
+        {**_head(c), "fingerprint_a": m.fingerprint_a, "other_ranks": ranks_json(c.others),
+         "fingerprint_b": m.fingerprint_b, **at(c)}
+        for c in _fold(each("mismatches"), lambda m: (m.fingerprint_a, m.fingerprint_b), lambda m: m.rank_a,
+                       None, lambda m: m.rank_b) for m in (c.first,)
+    ]
+    out["errors"] = [
+        {**_head(c), "kind": e.kind.value, "message": e.message, **at(c)}
+        for c in _fold(each("errors"), lambda e: (e.kind, e.message), lambda e: e.who.rank) for e in (c.first,)
+    ]
+    out["nccl_errors"] = [
+        {**_head(c), "seq": w.seq, "op_type": w.op_type, "error": w.error, **at(c)}
+        for c in _fold((w for w in each("works") if w.evidence == "async_exception"),
+                       lambda w: (w.seq, w.op_type, w.error), lambda w: w.who.rank) for w in (c.first,)
+    ]
+    out["group_inits"] = [
+        {**_head(c), "pg": _pg_class(g.pg), **_groups_of(c), "size": g.size, "timeout_ms": g.timeout_ms, **at(c)}
+        for c in _fold(each("group_inits"), lambda g: (_pg_key(g.pg), g.size, g.timeout_ms), lambda g: g.global_rank,
+                       lambda g: _guid(g.pg)) for g in (c.first,)
+    ]
+    out["elastic_failures"] = [
+        {**_head(c), "exitcode": f.exitcode, "signal": f.signal, "root_cause": f.root_cause, **at(c)}
+        for c in _fold(each("elastic"), lambda f: (f.exitcode, f.signal, f.root_cause), lambda f: f.rank)
+        for f in (c.first,)
+    ]
+    out["stacks"] = [
+        {**_head(c), "frames": [_frame(f) for f in c.first.frames], **at(c)}
+        for c in _fold(each("stacks"), lambda st: st.frames, lambda st: st.who.rank)
+    ]
+    out["clues"] = [
+        {**_head(c), "kind": x.kind, "text": x.text, **at(c)}
+        for c in _fold(each("clues"), lambda x: (x.kind, x.text), lambda x: x.who.rank) for x in (c.first,)
+    ]
+    out["facts"] = [
+        {**_head(c), "key": f.key, "value": f.value, **at(c)}
+        for c in _fold(each("facts"), lambda f: (f.key, f.value), lambda f: f.who.rank) for f in (c.first,)
+    ]
+    return out
+
+
+def _inputs(scans: Sequence[FileScan]) -> dict[str, Any]:
+    kinds: dict[str, int] = {}
+    for s in scans:
+        kinds[_kind(s)] = kinds.get(_kind(s), 0) + 1
+    return {"files": len(scans), "lines": sum(s.lines for s in scans), "bytes": sum(s.bytes_read for s in scans),
+            "kinds": kinds, "ranks_seen": ranks_json(r for s in scans for r in s.ranks_seen)}
+
+
+def _dumps(scans: Sequence[FileScan]) -> dict[str, Any]:
+    dumps = [s.dump for s in scans if s.dump is not None]
+    return {"dumps": len(dumps), "ranks": ranks_json(d.rank for d in dumps if d.rank is not None),
+            "versions": sorted({d.version for d in dumps if d.version is not None}),
+            "entries": sum(len(d.entries) for d in dumps)}
+
+
+def analysis_json(a: Analysis, per_rank: bool = False) -> dict[str, Any]:
+    """The whole result: folded classes at any scale; ``per_rank`` adds every item one by one."""
+    v = a.verdict
+    job = a.job
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "inputs": _inputs(a.scans),
         "problems": [{"file": p.file, "message": p.message, "fatal": p.fatal} for p in a.problems],
         "dtype_assumed": a.dtype,
-        "records": [record_json(r) for r in a.records],
+        "records": _records(a.records),
         "verdict": {
             "kind": v.kind.value,
             "summary": v.summary,
@@ -205,18 +487,13 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
         },
         "job": {
             "world_size": job.world,
-            "groups": [_group(g) for g in job.groups],
-            "ranks": [_rank(s) for s in job.ranks],
-            "edges": [_edge(e) for e in job.edges],
+            "groups": _groups(job.groups),
+            "ranks": _ranks(job.ranks),
+            "edges": _edges(job.edges),
             "roots": [r for r in job.roots if r >= 0],
             "trail_leaves_inputs": any(r < 0 for r in job.roots),
         },
-        "events": events,
-        "flight_recorder": {
-            "dumps": [
-                {"file": s.file, "rank": s.dump.rank, "version": s.dump.version, "entries": len(s.dump.entries),
-                 "pg_status": {k: dict(v) for k, v in s.dump.pg_status.items()}}
-                for s in a.scans if s.dump is not None
-            ],
-        },
+        "events": _folded_events(a),
+        "flight_recorder": _dumps(a.scans),
+        "per_rank": _per_rank(a) if per_rank else None,
     }

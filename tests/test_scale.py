@@ -1,0 +1,191 @@
+"""Large jobs: the folded JSON accounts for every item, and evidence files merge into the raw logs' answer.
+
+The times and memory at 1,000-100,000 ranks are measured by tools/bench_scale.py (``make bench``), not here.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import DATA, run
+from test_hangs import ALL_INPUTS
+from typer.testing import CliRunner
+
+from ncclcheck.cli import app
+from ncclcheck.evidence import bundle
+from ncclcheck.evidence.reader import resolve
+from ncclcheck.evidence.types import InputProblem
+from ncclcheck.job.analyze import read_all
+from ncclcheck.render.json_out import analysis_json
+
+runner = CliRunner()
+TOOLS = DATA.parent.parent / "tools"
+
+
+def parse_ranks(text: str | None) -> set[int]:
+    """The JSON's rank-set notation (``0-4, 6``, ``5-509 by 8``) back into ranks."""
+    out: set[int] = set()
+    for part in (text or "").split(", ") if text else ():
+        m = re.fullmatch(r"(\d+)(?:-(\d+)(?: by (\d+))?)?", part)
+        assert m, part
+        lo, hi, step = int(m[1]), int(m[2] or m[1]), int(m[3] or 1)
+        out |= set(range(lo, hi + 1, step))
+    return out
+
+
+def _synth(tmp_path: Path, tp: int, dp: int, straggler: int, per_file: int) -> Path:
+    spec = importlib.util.spec_from_file_location("synth_job", TOOLS / "synth_job.py")
+    synth = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(synth)
+    folder = tmp_path / "logs"
+    synth.write_nodes(str(folder), tp, dp, straggler, 40, per_file)
+    return folder
+
+
+def test_rank_notation_round_trips():
+    from ncclcheck.render.json_out import ranks_json
+
+    for ranks in ([0, 1, 2, 5, 7, 8], list(range(0, 512, 8)) + [513, 600, 601], [3], list(range(100_000))):
+        assert parse_ranks(ranks_json(ranks)) == set(ranks)
+    assert ranks_json([]) is None
+
+
+@pytest.mark.parametrize("path", ALL_INPUTS, ids=lambda p: p.split("tests/data/")[-1])
+def test_classes_account_for_every_item(path):
+    """Every per-rank record, rank and edge is in exactly one class, with the class's values: folding loses
+    only whose an item is (and where), never what it says."""
+    j = analysis_json(run(path), per_rank=True)
+    detail = j["per_rank"]
+
+    def record_says(r):
+        return (r["pg"] and (r["pg"]["id"], r["pg"]["desc"]), r["seq"], r["op_type"], r["numel_in"], r["numel_out"],
+                r["timeout_ms"], r["last_enqueued"], r["last_completed"], tuple(r["evidence"]), r["occurrences"])
+
+    assert sum(c["count"] for c in j["records"]) == len(detail["records"])
+    items = {(r["global_rank"], record_says(r)) for r in detail["records"] if r["global_rank"] is not None}
+    classes = {(rank, record_says(c)) for c in j["records"] for rank in parse_ranks(c["ranks"])}
+    assert items <= classes
+    for c in j["records"]:
+        spans = [r["ran_for_ms"] for r in detail["records"] if record_says(r) == record_says(c)
+                 and r["ran_for_ms"] is not None]
+        assert c["ran_for_ms"] == ([min(spans), max(spans)] if spans else None)
+
+    assert sum(c["count"] for c in j["job"]["ranks"]) == len(detail["ranks"])
+    ending = {s["rank"]: (s["ending"]["kind"], s["ending"]["detail"]) for s in detail["ranks"]}
+    folded = {r: (c["ending"]["kind"], c["ending"]["detail"]) for c in j["job"]["ranks"] for r in parse_ranks(c["ranks"])}
+    assert folded == ending
+
+    assert sum(c["count"] for c in j["job"]["edges"]) == len(detail["edges"])
+    for c in j["job"]["edges"]:
+        mine = [e for e in detail["edges"] if e["waiter"] in parse_ranks(c["waiters"]) and e["reason"] == c["reason"]
+                and e["work"]["seq"] == c["work"]["seq"] and e["work"]["op"] == c["work"]["op"]]
+        assert {e["target"] for e in mine if e["target"] is not None} == parse_ranks(c["targets"])
+
+    members = {r for g in detail["groups"] for r in g["members"]}
+    assert {r for c in j["job"]["groups"] for r in parse_ranks(c["members"])} == members
+    assert sum(c["groups"] for c in j["job"]["groups"]) == len(detail["groups"])
+    for name, items in detail["events"].items():
+        assert sum(c["count"] for c in j["events"][name]) == len(items), name
+
+
+def test_a_large_job_folds_into_a_few_classes(tmp_path):
+    """4,096 ranks: a few classes of each kind and under 200 bytes a rank, with the whole detail behind --per-rank."""
+    folder = _synth(tmp_path, 8, 512, 517, 256)
+    r = runner.invoke(app, ["analyze-log", "--json", str(folder)], catch_exceptions=False)
+    assert r.exit_code == 1
+    j = json.loads(r.stdout)
+    assert len(r.stdout) <= 200 * 4096
+    assert j["verdict"]["culprit_ranks"] == [517] and j["job"]["roots"] == [517]
+    assert [(c["ranks"], c["count"], c["pg"]["id"], c["groups"], c["numel_in"]) for c in j["records"]] == [
+        ("0-511, 520-4095", 4088, "2", 8, 25_165_824), ("512-516, 518-519", 7, "1", 1, 4096)]
+    assert [(c["id"], c["groups"], c["size"], c["members"]) for c in j["job"]["groups"]] == [
+        ("2", 8, 512, "0-4095"), ("1", 512, 8, "0-4095"), ("0", 1, 4096, "0-4095")]
+    assert sorted((c["reason"], c["targets"], c["work"]["group"]["id"]) for c in j["job"]["edges"]) == [
+        ("blocked_elsewhere", "512-516, 518-519", "2"), ("not_reached", "517", "1"), ("not_reached", "517", "2")]
+    direct = {c["work"]["group"]["id"]: c["waiters"] for c in j["job"]["edges"] if c["reason"] == "not_reached"}
+    assert direct == {"2": "5-509 by 8, 525-4093 by 8", "1": "512-516, 518-519"}
+    blocked = next(c for c in j["job"]["edges"] if c["reason"] == "blocked_elsewhere")
+    assert parse_ranks(blocked["waiters"]) == set(range(4096)) - set(range(5, 512, 8)) - set(range(512, 520)) - set(
+        range(525, 4096, 8)) and parse_ranks(blocked["targets"]) == {512, 513, 514, 515, 516, 518, 519}
+    assert {c["key"]: c["count"] for c in j["events"]["facts"]} == {"TIMEOUT(ms)": 4096, "world_size": 4096}
+    assert j["per_rank"] is None and j["inputs"]["files"] == 16 and j["inputs"]["ranks_seen"] == "0-4095"
+
+
+def test_evidence_files_merge_into_the_same_answer(tmp_path, monkeypatch):
+    """Four nodes reduce their logs (two gzip, two plain); the merge gives the raw logs' JSON, byte for byte."""
+    monkeypatch.chdir(tmp_path)
+    _synth(tmp_path, 8, 32, 77, 32)
+    logs = sorted(p.name for p in (tmp_path / "logs").iterdir())
+    (tmp_path / "ev").mkdir()
+    for node in range(4):
+        out = f"ev/node-{node}.json" + (".gz" if node % 2 else "")
+        r = runner.invoke(app, ["analyze-log", "--evidence-out", out, *(f"logs/{n}" for n in logs[node::4])])
+        assert (r.exit_code, r.stdout) == (0, "")
+        assert r.stderr.splitlines() == [f"ncclcheck: wrote {out}", "ncclcheck: evidence of 2 input(s), 64 rank(s)"]
+    assert gzip.decompress((tmp_path / "ev" / "node-1.json.gz").read_bytes()).startswith(bundle.MAGIC)
+    for extra in ([], ["--per-rank"]):
+        raw = runner.invoke(app, ["analyze-log", "--json", *extra, "logs"], catch_exceptions=False)
+        merged = runner.invoke(app, ["analyze-log", "--json", *extra, "ev"], catch_exceptions=False)
+        assert raw.exit_code == merged.exit_code == 1
+        assert merged.stdout == raw.stdout
+    assert json.loads(merged.stdout)["verdict"]["culprit_ranks"] == [77]
+
+
+@pytest.mark.parametrize("scenario", ["tp_straggler", "killed", "pp_recv", "uneven_fsdp"])
+def test_real_logs_and_dumps_as_evidence(scenario, tmp_path, monkeypatch):
+    """A real 4-GPU incident (per-rank logs and flight-recorder dumps) through an evidence file: the same JSON."""
+    monkeypatch.chdir(DATA / "real4")
+    out = tmp_path / "node.json.gz"
+    r = runner.invoke(app, ["analyze-log", "--evidence-out", str(out), scenario])
+    assert r.exit_code == 0
+    raw = runner.invoke(app, ["analyze-log", "--json", "--per-rank", scenario])
+    merged = runner.invoke(app, ["analyze-log", "--json", "--per-rank", str(out)])
+    assert merged.stdout == raw.stdout and merged.exit_code == raw.exit_code
+
+
+def test_every_scan_survives_the_evidence_format(tmp_path):
+    """read(write(scans)) == scans for every real input: logs, dumps, snapshots, every event kind."""
+    out = tmp_path / "e.json"
+    problems = [InputProblem("gone.log", "permission denied", True)]
+    for path in [*ALL_INPUTS, *map(str, (DATA / "snapshot").glob("*.tar.gz"))]:
+        scans, _ = read_all(resolve([path], print), workers=1)
+        out.write_bytes(bundle.dumps(scans, problems, compress=False))
+        assert bundle.read(str(out)) == (scans, problems), path
+
+
+def test_a_bad_evidence_file_is_one_line_and_the_rest_is_read(tmp_path):
+    good = tmp_path / "good.json"
+    runner.invoke(app, ["analyze-log", "--evidence-out", str(good), str(DATA / "real" / "sleep" / "attempt_0")])
+    (tmp_path / "newer.json").write_text('{"ncclcheck_evidence": 2, "version": "9.0", "scans": []}')
+    (tmp_path / "cut.json.gz").write_bytes(gzip.compress(good.read_bytes())[:200])
+    (tmp_path / "odd.json").write_text('{"ncclcheck_evidence": 1, "version": "x", "problems": [], "scans": [[1, 2]]}')
+    (tmp_path / "config.json").write_text('{"hidden_size": 3584}')  # not evidence: read as a (silent) log
+    r = runner.invoke(app, ["analyze-log", "--json", str(tmp_path)])
+    assert r.exit_code == 1
+    j = json.loads(r.stdout)
+    assert j["verdict"]["culprit_ranks"] == [1]
+    problems = {Path(p["file"]).name: p["message"] for p in j["problems"]}
+    assert problems["newer.json"] == "evidence format 2 is not 1: written by ncclcheck 9.0, read by " + (
+        __import__("ncclcheck").__version__)
+    assert problems["cut.json.gz"].startswith("not a readable evidence file")
+    assert problems["odd.json"].startswith("does not fit evidence format 1")
+    assert "config.json" not in problems
+    for name in ("newer.json", "cut.json.gz", "odd.json"):
+        (line,) = [x for x in r.stderr.splitlines() if name in x]
+        assert line.startswith("ncclcheck: ") and "Traceback" not in r.stderr
+
+
+def test_evidence_out_takes_no_report_options(tmp_path):
+    for extra in (["--json"], ["--html", str(tmp_path / "r.html")], ["-q"]):
+        r = runner.invoke(app, ["analyze-log", "--evidence-out", str(tmp_path / "e.json"), *extra,
+                                str(DATA / "real" / "sleep")])
+        assert r.exit_code == 2 and r.stderr.startswith("ncclcheck: error: --evidence-out writes the evidence only")
+    r = runner.invoke(app, ["analyze-log", "--per-rank", str(DATA / "real" / "sleep")])
+    assert (r.exit_code, r.stderr) == (2, "ncclcheck: error: --per-rank adds detail to --json; give both\n")
+    r = runner.invoke(app, ["analyze-log", "--evidence-out", str(tmp_path / "e.json"), str(tmp_path / "none.log")])
+    assert r.exit_code == 3 and not (tmp_path / "e.json").exists()
