@@ -10,6 +10,7 @@ rank stuck in a group to the members it waits for; its sinks are the roots.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -232,7 +233,12 @@ class Job:
     records: tuple[Record, ...] = ()
 
     def rank(self, r: int) -> RankState | None:
-        return next((s for s in self.ranks if s.rank == r), None)
+        return self._by_rank.get(r)
+
+    @functools.cached_property
+    def _by_rank(self) -> dict[int, RankState]:
+        """Built once: the verdict and the renderers look ranks up by number, at 100,000 ranks too."""
+        return {s.rank: s for s in self.ranks}
 
 
 class VerdictKind(str, Enum):
