@@ -1,22 +1,137 @@
-"""Records split by a terminal's hard wrap: the wrap may fall inside a record's opening words ("Watc|hdog caught")
-or right after WorkNCCL's closing parenthesis ("…=600000)|ran for …"); both are read whole.
+"""Logs as people paste them: every excerpt of the corpus, mangled the ways real logs are, gives the same records.
 
-Not yet read whole (measured by hard-wrapping every corpus excerpt at 60 to 250 columns): a wrap that splits the
-`[rankN]:` prefix or the log header from its record, and one that splits a counter's digits at the end of a line.
+The mangles, each from a mechanism rather than one file:
+
+* a terminal's hard wrap at every width from 60 to 250 columns (step 10): it falls anywhere, inside a `[rankN]:`
+  prefix, between a header and its record, inside a key or a counter's digits;
+* a log collector's prefix on every line (a CRI timestamp, a Ray actor, a host name, a quote bar);
+* a progress bar another process drew into a record line on the same terminal (`\\r` and a tqdm bar);
+* restatements alone: the watchdog's own line and the status lines removed, the record is read from
+  "watchdog thread terminated with exception", `what():` or the RuntimeError, with its group.
 """
 
 from __future__ import annotations
 
-from conftest import run
+import re
+from pathlib import Path
+
+import pytest
+from conftest import CONFORMANCE, DATA, run
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ncclcheck.render.json_out import record_json
 
 FIELDS = ("rank", "global_rank", "pg", "seq", "op_type", "numel_in", "numel_out", "tensor_shape", "timeout_ms",
           "ran_for_ms", "last_enqueued", "last_completed")
+EXCERPTS = sorted(DATA.glob("corpus/*.log")) + (sorted(CONFORMANCE.glob("*.log")) if CONFORMANCE.is_dir() else [])
+PREFIXES = ("2025-01-01T00:00:00.123456789Z stderr F ", "(RayWorkerWrapper pid=4954, ip=10.7.35.246) ",
+            "2025-01-01 12:00:00,123 INFO ", "node-017: ", "| ")
+BAR = "\rEpoch 0:  45%|████▌     | 9/20 [00:03<00:04,  2.50it/s, loss=0.312]"
+RECORDISH = re.compile(r"WorkNCCL|work:|Rank \d+\]")
 
 
 def _records(path) -> list[dict]:
     return [{f: r[f] for f in FIELDS} for r in map(record_json, run(path).records)]
+
+
+def _read(text: str, tmp_path: Path, name: str) -> list[dict]:
+    p = tmp_path / name
+    p.write_bytes(text.encode())
+    return _records(p)
+
+
+def _text(log: Path) -> str:
+    return log.read_bytes().decode("utf-8", "replace")
+
+
+def _wrap(text: str, width: int) -> str:
+    return "\n".join(line[i:i + width] for line in text.split("\n") for i in range(0, max(len(line), 1), width))
+
+
+@pytest.mark.parametrize("log", EXCERPTS, ids=lambda p: p.stem)
+def test_hard_wraps_at_any_width_keep_every_field(log, tmp_path):
+    want = _records(log)
+    for width in range(60, 251, 10):
+        assert _read(_wrap(_text(log), width), tmp_path, log.name) == want, width
+
+
+@pytest.mark.parametrize("log", EXCERPTS, ids=lambda p: p.stem)
+def test_a_collector_prefix_on_every_line_keeps_every_field(log, tmp_path):
+    want = _records(log)
+    for prefix in PREFIXES:
+        text = "\n".join(prefix + line if line else line for line in _text(log).split("\n"))
+        assert _read(text, tmp_path, log.name) == want, prefix
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_a_progress_bar_drawn_into_a_record_is_read_around(data, tmp_path):
+    log = data.draw(st.sampled_from(EXCERPTS))
+    lines = _text(log).split("\n")
+    hit = [i for i, line in enumerate(lines) if RECORDISH.search(line) and len(line) > 1]
+    if not hit:
+        return
+    i = data.draw(st.sampled_from(hit))
+    at = data.draw(st.integers(1, len(lines[i]) - 1))
+    lines[i] = lines[i][:at] + BAR + lines[i][at:]
+    assert _read("\n".join(lines), tmp_path, log.name) == _records(log)
+
+
+_PRIMARY = re.compile(r"Watchdog caught collective operation timeout")
+_RESTATED = re.compile(r"thread terminated with exception|what\(\)|communicator was aborted|Error")
+_STATUS = re.compile(r"failure detected by watchdog|detected by watchdog at work|Timeout at NCCL work|Received a")
+RESTATING = ("thread_terminated", "what", "communicator_aborted_runtimeerror")
+
+
+@pytest.mark.parametrize("log", EXCERPTS, ids=lambda p: p.stem)
+def test_restatements_alone_give_the_record_and_its_group(log, tmp_path):
+    """Without the watchdog's line and the status lines, each restated record is still found, with its group when
+    the restatement prints one (``[PG ID 1 PG GUID …] Process group watchdog thread terminated …``)."""
+    lines = _text(log).split("\n")
+    kept = [x for x in lines if not ((_PRIMARY.search(x) and not _RESTATED.search(x)) or _STATUS.search(x))]
+    if kept == lines:
+        pytest.skip("nothing to remove")
+    full = [record_json(r) for r in run(log).records]
+    got = _read("\n".join(kept), tmp_path, log.name)
+    keys = ("rank", "seq", "op_type", "numel_in", "numel_out", "timeout_ms", "ran_for_ms")
+    for want in (r for r in full if set(r["evidence"]) & set(RESTATING)):
+        same = [g for g in got if all(g[k] == want[k] for k in keys)
+                and g["global_rank"] in (want["global_rank"], None)]
+        assert same, want
+        restated_pg = any("[PG" in x and _RESTATED.search(x) for x in kept)
+        if want["pg"] is not None and restated_pg:
+            assert same[0]["pg"] == want["pg"]
+
+
+def test_digits_cut_at_the_end_of_a_status_line(tmp_path):
+    """'last completed work: 2|15': the next line, starting with a digit and no header, finishes the counter;
+    a next line that starts otherwise is not taken in."""
+    log = tmp_path / "rank1.log"
+    log.write_text("[rank1]:[E1122 10:00:00.0 ProcessGroupNCCL.cpp:2303] [PG ID 2 PG GUID 7 Rank 0]  failure detected "
+                   "by watchdog at work sequence id: 216 PG status: last enqueued work: 216, last completed work: 2\n"
+                   "15\n"
+                   "[rank1]:[E1122 10:00:00.1 ProcessGroupNCCL.cpp:2303] [PG ID 3 PG GUID 8 Rank 0]  failure detected "
+                   "by watchdog at work sequence id: 9 PG status: last enqueued work: 9, last completed work: 8\n"
+                   "  what():  something else\n")
+    assert [(r["seq"], r["last_completed"]) for r in _records(log)] == [(216, 215), (9, 8)]
+
+
+def test_the_rank_comes_from_context(tmp_path):
+    """The same record printed first without and then with a `[rankN]:` prefix is one record of that rank; a
+    prefix glued after other text counts; a continuation line under a prefixed line is that rank's."""
+    line = ("[E1122 10:00:00.0 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran for 600083 "
+            "milliseconds before timing out.")
+    log = tmp_path / "console.log"
+    log.write_text(f"{line}\n[rank3]:{line}\n")
+    assert [(r["global_rank"], r["rank"], r["seq"]) for r in _records(log)] == [(3, 3, 9)]
+    log.write_text(f"2025-01-01T00:00:00Z stderr F trainer-2:rank5]:{line}\n")
+    assert [r["global_rank"] for r in _records(log)] == [5]
+    log.write_text(f"[rank6]:[E1122 10:00:00.0 ProcessGroupNCCL.cpp:2057] [PG ID 1 PG GUID 4(tp) Rank 0] Process "
+                   f"group watchdog thread terminated with exception:\n{line[46:]}\n")
+    [r] = _records(log)
+    assert (r["global_rank"], r["pg"], r["seq"]) == (6, {"id": "1", "guid": "4", "desc": "tp"}, 9)
 
 
 def test_a_wrap_after_the_parenthesis_keeps_ran_for(tmp_path):
@@ -35,4 +150,4 @@ def test_a_wrap_inside_the_opening_words_keeps_the_rank(tmp_path):
                    "exception: [Rank 3] Watc\nhdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
                    "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1) ran for 90 milliseconds before timing out.\n")
     [r] = _records(log)
-    assert (r["rank"], r["seq"], r["ran_for_ms"]) == (3, 1, 90)
+    assert (r["rank"], r["seq"], r["ran_for_ms"], r["pg"]["desc"]) == (3, 1, 90, "default_pg")

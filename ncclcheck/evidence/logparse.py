@@ -44,8 +44,13 @@ from ncclcheck.evidence.types import (
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b|\[[0-9]{1,3}(?:;[0-9]{1,3})*m")
 _WS = re.compile(r"\s+")
+# A tqdm-style progress bar another process drew into this line on the same terminal: "\r" and the bar, up to its
+# counts and stats ("\rEpoch 0:  45%|████▌     | 9/20 [00:03<00:04,  2.50it/s, loss=0.1]"); the line resumes after.
+_PROGRESS = re.compile(
+    r"\r[^\r\n|]{0,200}?\d{1,3}%\|[^|\r\n]{0,200}\|\s*[\d.]+[kMG]?/[\d.?]+[kMG]?(?:\s*\[[^\]\r\n]{0,200}\])?"
+)
 # "[rank3]:" as torchrun prints it; also with its "[" lost at the start of a paste, or "[rank3[]:" mangled.
-_GLOBAL_RANK = re.compile(r"(?:\[|^\s*)rank(\d+)\[?\]:")
+_GLOBAL_RANK = re.compile(r"(?:\[|(?:^|(?<=[\s:)|>]))\s*)rank(\d+)\[?\]:")
 _ROLE_RANK = re.compile(r"\[[A-Za-z_]+?(\d+)\]:")
 # A line that begins a new log record; a hard-wrap continuation never looks like this.
 _HEADER = re.compile(
@@ -227,9 +232,11 @@ def squeeze(text: str) -> str:
 
 
 def clean(raw: bytes) -> str:
-    """Decode one physical line and strip CR, ANSI colour codes and their remnants."""
+    """Decode one physical line and strip CR, progress bars written into it, ANSI colour codes and their remnants."""
     text = raw.decode("utf-8", "replace")
     if "\r" in text:
+        if "%|" in text:
+            text = _PROGRESS.sub("", text)
         text = text.replace("\r", " ")
     if "\x1b" in text or "[0m" in text:
         text = _ANSI.sub("", text)
@@ -257,8 +264,14 @@ def _ranks(s: str) -> tuple[int, ...]:
     return tuple(int(x) for x in s.split(",") if x)
 
 
+# A line that ends with a rank prefix, or inside one ("[Ra", "[PGID0PGGUID0(default_pg)Ran"): squeezed text.
+_PREFIX_END = re.compile(r"\[(?:PG[^\[\]]*?)?Rank-?\d+\]\Z")
+_OPEN_PREFIX = re.compile(r"\[(?:R|Ra|Ran|Rank-?\d*|P|PG[^\[\]]*)?")
+# The end of a physical line that may be cut inside a rank prefix or right after one (raw text, last 100 chars).
+_OPEN_TAIL = re.compile(r"\[(?:R|Ra|Ran|Rank ?-?\d*|P|PG[^\[\]]*)?\s*\Z|Rank -?\d+\]\s*\S{0,2}\Z")
 _STARTS = (
     "Watchdogcaughtcollectiveoperationtimeout:WorkNCCL(",
+    "Processgroupwatchdogthreadterminatedwithexception:",
     "Exception(eitheranerrorortimeout)detectedbywatchdogatwork:",
     "failuredetectedbywatchdogatworksequenceid:",
     "TimeoutatNCCLwork:",
@@ -268,9 +281,47 @@ _STARTS = (
 
 
 def _cut_marker(sq: str) -> bool:
-    """True when the line ends inside a record's opening words, right after a "[...]" prefix."""
-    tail = sq[sq.rfind("]") + 1:]
-    return len(tail) >= 3 and any(m.startswith(tail) and m != tail for m in _STARTS)
+    """True when the line may end inside a record's opening: in its first words after a "[...]" prefix, right
+    after a "[Rank N]" or "[PG ... Rank N]" prefix (the record follows on the next line), or inside such a prefix.
+
+    A terminal wraps at its width wherever that falls; the next line, which carries no header, completes it.
+    """
+    close = sq.rfind("]")
+    if sq.rfind("[") > close:
+        return _OPEN_PREFIX.fullmatch(sq, sq.rfind("[")) is not None
+    tail = sq[close + 1:]
+    if tail:
+        return any(m.startswith(tail) for m in _STARTS) and (
+            len(tail) >= 3 or _PREFIX_END.search(sq, 0, close + 1) is not None)
+    return _PREFIX_END.search(sq) is not None
+
+
+_BOUNDARY = " :)]|>"
+
+
+def _unprefixed(first: str, cont: str) -> str:
+    """A continuation line without the prefix a log collector put before every line (``node-3: ``, a Ray actor's
+    ``(pid=…)``, a CRI timestamp): the leading text it shares with the record's first line, digits counting as
+    alike, up to a space, colon or bracket."""
+    n = 0
+    for a, b in zip(first, cont, strict=False):
+        if a != b and not (a.isdigit() and b.isdigit()):
+            break
+        n += 1
+    while n and cont[n - 1] not in _BOUNDARY:
+        n -= 1
+    # A collector's prefix has a digit or a mark in it; two wrap pieces that merely start alike ("n for ") do not.
+    marked = any(c.isdigit() or c in ":|()[]<>" for c in cont[:n])
+    return cont[n:] if n >= 2 and marked else cont
+
+
+def _waits_for_digits(sq: str) -> bool:
+    """A status line whose last counter ends the line: a wrap may have cut its digits ("last completed work: 2|15"),
+    so a next line that starts with a digit goes on with it."""
+    if not (_STATUS_START.search(sq) or _DUMP_START.search(sq)):
+        return False
+    done = _COUNTERS_DONE.search(sq)
+    return done is not None and done.end() == len(sq)
 
 
 def _incomplete(sq: str) -> bool:
@@ -284,7 +335,7 @@ def _incomplete(sq: str) -> bool:
             return True
         return done is None
     if _STATUS_START.search(sq) or _DUMP_START.search(sq):
-        return not _COUNTERS_DONE.search(sq)
+        return not _COUNTERS_DONE.search(sq) or _waits_for_digits(sq)
     if _MISMATCH_START.search(sq):
         return not _MISMATCH.search(sq)
     return _cut_marker(sq)
@@ -325,6 +376,7 @@ class LogParser:
         self._replaced = False
         # pending logical line: (first line number, last line number, who, text parts)
         self._pend: tuple[int, int, Who, list[str]] | None = None
+        self._carry: tuple[int, Who] | None = None  # the last physical line with a rank prefix, and whose it was
         self._dsync: _Desync | None = None
         self._stack: tuple[Who, Loc, list[Frame], int] | None = None
         self._stacks: list[CollectiveStack] = []
@@ -348,9 +400,12 @@ class LogParser:
             self._replaced = True
         if self._pend is not None:
             first, last, who, parts = self._pend
-            if lineno == last + 1 and len(parts) <= MAX_JOIN and text and not _HEADER.search(text):
-                parts.append(text)
+            if lineno == last + 1 and len(parts) <= MAX_JOIN and text and not _HEADER.search(text) and (
+                    text[0].isdigit() or not _waits_for_digits(squeeze("".join(parts)))):
+                parts.append(_unprefixed(parts[0], text))
                 self._pend = (first, lineno, who, parts)
+                if who.global_rank is not None:
+                    self._carry = (lineno, who)
                 if not _incomplete(squeeze("".join(parts))):
                     self._pend = None
                     self._logical(first, who, "".join(parts), joined=True)
@@ -358,9 +413,15 @@ class LogParser:
             self._pend = None
             self._logical(first, who, "".join(parts), joined=True)
         who = self._who(text)
+        if who.global_rank is None and self._carry is not None and self._carry[0] == lineno - 1 and text \
+                and not _HEADER.search(text):
+            # A line with no prefix and no header of its own, right under a prefixed line: the rest of that line
+            # (a terminal wraps it anywhere, also inside the prefix's record) or what the same process printed next.
+            who = self._carry[1]
+        self._carry = (lineno, who) if who.global_rank is not None and text else None
         if who.global_rank is not None:
             self._ranks.add(who.global_rank)
-        sq = squeeze(text) if _MAY_START.search(text) else None
+        sq = squeeze(text) if _MAY_START.search(text) or _OPEN_TAIL.search(text, max(0, len(text) - 100)) else None
         if sq is not None and _incomplete(sq):
             self._pend = (lineno, lineno, who, [text])
             return
@@ -509,6 +570,7 @@ class LogParser:
             evidence = "work_mention"
         ranks = _MSG_RANK.findall(sq[: start + 1])
         shape = _F_SHAPE.search(body)
+        pg, _ = self._prefix(sq, start)
         self._works.append(
             WorkMention(
                 who=who,
@@ -524,6 +586,7 @@ class LogParser:
                 loc=loc,
                 error=error,
                 clock_s=_clock(text),
+                pg=pg,
             )
         )
         if evidence == "async_exception":

@@ -70,6 +70,7 @@ class WorkMention:
     error: str | None = None  # async_exception: the NCCL error raised on this work (not a timeout)
     clock_s: float | None = None  # time of day of the glog header, in seconds (no date: compare within a job only)
     comm: str | None = None  # nccl2_timeout: the communicator's name from "[name=...]" (the group's name)
+    pg: PG | None = None  # the "[PG ... Rank N]" prefix before it (a restatement's own group, when printed)
 
 
 @dataclass(frozen=True)

@@ -108,6 +108,7 @@ def _merge_work(pool: _Pool, w: WorkMention) -> None:
             and _agree(b.rank, w.rank)
             and all(_agree(getattr(b, f), getattr(w, f)) for f in _WORK_FIELDS)
             and (b.ran_for_ms is None or w.ran_for_ms is None or b.ran_for_ms == w.ran_for_ms)
+            and _agree(b.pg, w.pg)
         ):
             break
     else:
@@ -120,6 +121,8 @@ def _merge_work(pool: _Pool, w: WorkMention) -> None:
             setattr(b, name, getattr(w, name))
     if b.path_rank is None:
         b.path_rank = w.who.path_rank
+    if b.pg is None:
+        b.pg = w.pg  # a restatement names its group even where the status line is missing
     if b.started_s is None and w.clock_s is not None and w.ran_for_ms is not None:
         b.started_s = w.clock_s - w.ran_for_ms / 1000
     if w.evidence not in b.evidence:
