@@ -6,6 +6,7 @@ The mangles, each from a mechanism rather than one file:
   prefix, between a header and its record, inside a key or a counter's digits;
 * a log collector's prefix on every line (a CRI timestamp, a Ray actor, a host name, a quote bar);
 * a progress bar another process drew into a record line on the same terminal (`\\r` and a tqdm bar);
+* test output: pytest's word-wrapped exception, every line behind `E       `;
 * restatements alone: the watchdog's own line and the status lines removed, the record is read from
   "watchdog thread terminated with exception", `what():` or the RuntimeError, with its group.
 """
@@ -13,6 +14,7 @@ The mangles, each from a mechanism rather than one file:
 from __future__ import annotations
 
 import re
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -62,6 +64,17 @@ def test_a_collector_prefix_on_every_line_keeps_every_field(log, tmp_path):
     for prefix in PREFIXES:
         text = "\n".join(prefix + line if line else line for line in _text(log).split("\n"))
         assert _read(text, tmp_path, log.name) == want, prefix
+
+
+@pytest.mark.parametrize("log", EXCERPTS, ids=lambda p: p.stem)
+def test_prose_wrapped_test_output_keeps_every_field(log, tmp_path):
+    """pytest prints an exception word-wrapped, every line behind "E       ": the record is read from it."""
+    want = _records(log)
+    for width in range(60, 131, 10):
+        lines = [piece for line in _text(log).split("\n")
+                 for piece in (textwrap.wrap(line, width, break_long_words=True, break_on_hyphens=False,
+                                             replace_whitespace=False) or [""])]
+        assert _read("\n".join("E       " + x for x in lines), tmp_path, log.name) == want, width
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -132,6 +145,18 @@ def test_the_rank_comes_from_context(tmp_path):
                    f"group watchdog thread terminated with exception:\n{line[46:]}\n")
     [r] = _records(log)
     assert (r["global_rank"], r["pg"], r["seq"]) == (6, {"id": "1", "guid": "4", "desc": "tp"}, 9)
+
+
+def test_a_record_in_pytest_output_without_its_status_line(tmp_path):
+    log = tmp_path / "pytest.txt"
+    log.write_text("    def test_allreduce():\n>       dist.all_reduce(t)\n"
+                   "E       torch.distributed.DistBackendError: [Rank 1] Watchdog caught collective\n"
+                   "E       operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=4,\n"
+                   "E       NumelOut=4, Timeout(ms)=1000) ran for\n"
+                   "E       1003 milliseconds before timing out.\n\ntests/test_dist.py:12: DistBackendError\n")
+    [r] = _records(log)
+    assert (r["rank"], r["seq"], r["op_type"], r["numel_out"], r["timeout_ms"], r["ran_for_ms"]) == (
+        1, 5, "ALLREDUCE", 4, 1000, 1003)
 
 
 def test_a_wrap_after_the_parenthesis_keeps_ran_for(tmp_path):

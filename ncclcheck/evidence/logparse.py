@@ -182,7 +182,7 @@ _SETTING = re.compile(r"\b((?:TORCH_)?NCCL_[A-Z0-9_]+)(?::\s*| set by environmen
 _SETTING_LINE = re.compile(r"ProcessGroupNCCL (?:environments|initialization options)|set by environment to")
 
 # Cheap gates on the raw line, so that ordinary lines skip the expensive matching.
-_MAY_START = re.compile(r"Rank|WorkNCCL|mismatch|Received")
+_MAY_START = re.compile(r"Rank|WorkNCCL|mismatch|Received|atchdog|Timeout at")
 _RECORDISH = re.compile(
     r"WorkNCCL|NCCL work|work sequence|watchdog|Watchdog|Timeout at collective|Received a|Heartbeat|Detected mismatch"
 )
@@ -290,13 +290,21 @@ def _cut_marker(sq: str) -> bool:
     if sq.rfind("[") > close:
         return _OPEN_PREFIX.fullmatch(sq, sq.rfind("[")) is not None
     tail = sq[close + 1:]
-    if tail:
-        return any(m.startswith(tail) for m in _STARTS) and (
-            len(tail) >= 3 or _PREFIX_END.search(sq, 0, close + 1) is not None)
-    return _PREFIX_END.search(sq) is not None
+    if not tail:
+        return _PREFIX_END.search(sq) is not None
+    if len(tail) < 3:
+        return any(m.startswith(tail) for m in _STARTS) and _PREFIX_END.search(sq, 0, close + 1) is not None
+    # The opening words may follow other text on the line (an exception's name, pytest's "E"): look for where
+    # each opening would begin.
+    for m in _STARTS:
+        at = tail.rfind(m[:3])
+        if at != -1 and m.startswith(tail[at:]):
+            return True
+    return False
 
 
 _BOUNDARY = " :)]|>"
+_PYTEST_E = re.compile(r"E {3,}")
 
 
 def _unprefixed(first: str, cont: str) -> str:
@@ -310,8 +318,10 @@ def _unprefixed(first: str, cont: str) -> str:
         n += 1
     while n and cont[n - 1] not in _BOUNDARY:
         n -= 1
-    # A collector's prefix has a digit or a mark in it; two wrap pieces that merely start alike ("n for ") do not.
-    marked = any(c.isdigit() or c in ":|()[]<>" for c in cont[:n])
+    # A collector's prefix has a digit or a mark in it, pytest's is "E" and spaces (an exception's every line); two
+    # wrap pieces that merely start alike ("n for ") have neither.
+    shared = cont[:n]
+    marked = any(c.isdigit() or c in ":|()[]<>" for c in shared) or _PYTEST_E.fullmatch(shared) is not None
     return cont[n:] if n >= 2 and marked else cont
 
 
