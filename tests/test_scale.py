@@ -189,3 +189,26 @@ def test_evidence_out_takes_no_report_options(tmp_path):
     assert (r.exit_code, r.stderr) == (2, "ncclcheck: error: --per-rank adds detail to --json; give both\n")
     r = runner.invoke(app, ["analyze-log", "--evidence-out", str(tmp_path / "e.json"), str(tmp_path / "none.log")])
     assert r.exit_code == 3 and not (tmp_path / "e.json").exists()
+
+
+def test_logs_of_some_nodes_of_a_large_job(tmp_path):
+    """1,000 ranks' logs of a 16,384-rank job, all waiting in the world group: one edge per waiter (not one per
+    missing rank, which was 15 million edges), and the missing ranks named as unknown, not guilty."""
+    lines = []
+    for r in (r for r in range(1000) if r != 517):
+        head = f"[rank{r}]:[E1122 10:30:00.0 ProcessGroupNCCL.cpp:689]"
+        lines += [f"[rank{r}]:[I1122 10:00:00.0 ProcessGroupNCCL.cpp:988] [PG ID 0 PG GUID 0(default_pg) Rank {r}] "
+                  f"ProcessGroupNCCL initialization options: size: 16384, global rank: {r}, TIMEOUT(ms): 600000",
+                  f"{head} [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, "
+                  "OpType=ALLREDUCE, NumelIn=4096, NumelOut=4096, Timeout(ms)=600000) ran for 600012 milliseconds "
+                  "before timing out.",
+                  f"{head} [PG ID 0 PG GUID 0(default_pg) Rank {r}]  failure detected by watchdog at work sequence id: "
+                  "5 PG status: last enqueued work: 5, last completed work: 4"]
+    log = tmp_path / "console.log"
+    log.write_text("\n".join(lines) + "\n")
+    a = run(log)
+    assert a.verdict.kind.value == "incomplete_evidence" and a.verdict.culprit_ranks == ()
+    assert "(ranks 517, 1000-16383). They are unknown, not guilty" in a.verdict.summary
+    assert len(a.job.edges) == 999 and {e.target for e in a.job.edges} == {None}
+    assert a.verdict.chain[0] == ("ranks 0-516, 518-999 wait in PG 0 (default) #5 (allreduce of 4,096 elements) for "
+                                  "members without input: no input from ranks 517, 1000-16383.")

@@ -11,6 +11,7 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 
+from ncclcheck.job.graph import NO_INPUT
 from ncclcheck.job.model import Edge, EdgeReason, EndKind, GroupId, Job, RankState
 from ncclcheck.ranks import rank_phrase
 
@@ -99,7 +100,8 @@ def chain_lines(job: Job, roots: Sequence[int], limit: int | None = None) -> tup
         if len(keys) == 1:
             group, seq, reason, targets = keys[0]
             named = [t for t in targets if t is not None]
-            whom = "members not named in these inputs" if not named else rank_phrase(named, job.world, waiters)
+            whom = (rank_phrase(named, job.world, waiters) if named else "members without input"
+                    if e.detail.startswith(NO_INPUT) else "members not named in these inputs")
             why = e.detail if len(targets) == 1 else _MANY[reason]
             lines.append(f"{rank_phrase(waiters, job.world)} {verb} in {group.label()} {e.work.number} "
                          f"({e.work.describe()}) for {whom}: {why}.")

@@ -42,7 +42,7 @@ class _Graph:
         self.groups = {g.id: g for g in groups}
         self.pos = {(s.rank, p.group): p for s in states for p in s.positions}
         self.edges: list[tuple[int, Work, int | None, EdgeReason, str]] = []
-        self.cache: dict[tuple, tuple[list[tuple[int, EdgeReason, str]], bool]] = {}
+        self.cache: dict[tuple, tuple[list[tuple[int | None, EdgeReason, str]], bool]] = {}
 
     def add(self, waiter: int, w: Work, target: int | None, reason: EdgeReason, detail: str) -> None:
         self.edges.append((waiter, w, target, reason, detail))
@@ -60,21 +60,32 @@ class _Graph:
             named = f" (known members: {rank_phrase(g.members)})" if g and g.members else ""
             self.add(s.rank, w, None, EdgeReason.UNKNOWN, f"its membership is not in these inputs{named}")
 
-    def _members(self, w: Work) -> tuple[list[tuple[int, EdgeReason, str]], bool]:
+    def _members(self, w: Work) -> tuple[list[tuple[int | None, EdgeReason, str]], bool]:
         """What every member of the group says about work ``w``: evaluated once for all its waiters."""
         g = self.groups.get(w.group)
         members = g.members if g else ()
         found = [(m, *edge) for m in members if (edge := self._member(w, m)) is not None]
+        # Members without any input are one edge, not one each: logs of some nodes of a 100,000-rank job would
+        # otherwise give every waiter an edge to every rank not collected (waiters x missing ranks).
+        absent = [m for m, reason, _ in found if reason is EdgeReason.UNKNOWN and self._no_input(m)]
+        if len(absent) > 1:
+            gone = set(absent)
+            found = [x for x in found if x[0] not in gone]
+            found.append((None, EdgeReason.UNKNOWN, NO_INPUT + rank_phrase(absent)))
         # Members that completed this very number did something else with it: the waiter is the odd one out.
         passed = any((p := self.pos.get((m, w.group))) is not None and p.last_completed is not None
                      and w.seq is not None and p.last_completed >= w.seq for m in members)
         return found, passed
 
+    def _no_input(self, m: int) -> bool:
+        st = self.by_rank.get(m)
+        return st is None or st.ending.kind is EndKind.UNKNOWN
+
     def _member(self, w: Work, m: int) -> tuple[EdgeReason, str] | None:
         """Why a waiter in ``w`` waits for member ``m``, or None when ``m`` is there with it (or past it)."""
         st = self.by_rank.get(m)
         if st is None or st.ending.kind is EndKind.UNKNOWN:
-            return EdgeReason.UNKNOWN, f"no input from rank {m}"
+            return EdgeReason.UNKNOWN, f"{NO_INPUT}rank {m}"
         p = self.pos.get((m, w.group))
         if p is None:
             if st.stuck is not None:
@@ -202,6 +213,7 @@ def _sccs(nodes: Iterable[int], out: dict[int, set[int]]) -> list[set[int]]:
 
 
 UNKNOWN_NODE = -1
+NO_INPUT = "no input from "  # an edge's detail when the ranks waited for left nothing in the inputs
 
 
 def roots_of(edges: Sequence[tuple[int, int | None]], stuck: Iterable[int]) -> list[set[int]]:
