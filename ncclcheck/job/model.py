@@ -66,8 +66,9 @@ class GroupId:
         return (self.id, self.guid)
 
     def label(self) -> str:
-        """``PG 2 (dp, GUID 1f107ed8)``: short enough to read, precise enough to tell groups apart."""
-        name = f"PG {self.id}" if self.id is not None else "PG ?"
+        """``PG 2 (dp, GUID 1f107ed8)``: short enough to read, precise enough to tell groups apart; a group whose ID
+        no input printed is "a group with no ID in these inputs" (a watchdog line without its status line)."""
+        name = f"PG {self.id}" if self.id is not None else "a group with no ID in these inputs"
         extra = [d for d in (self.desc,) if d and d != "default_pg"]
         if self.desc == "default_pg":
             extra.append("default")
