@@ -12,6 +12,8 @@ stays small at 100,000 ranks; ``per_rank`` holds the version-3 lists item by ite
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Sequence
+from itertools import chain
+from operator import attrgetter
 from typing import Any
 
 from ncclcheck.evidence.frdump import Frame
@@ -355,7 +357,7 @@ def _ranks(states: Sequence[RankState]) -> list[dict[str, Any]]:
                 None if e is None else (e.kind, e.message))
 
     out = []
-    for c in _fold(states, key, lambda s: s.rank):
+    for c in _fold(states, key, attrgetter("rank")):
         s = c.first
         e = s.first_error
         out.append({
@@ -384,7 +386,7 @@ def _folded_events(a: Analysis) -> dict[str, list[dict[str, Any]]]:
     scans = a.scans
 
     def each(name: str) -> Iterable[Any]:
-        return (x for s in scans for x in getattr(s, name))
+        return chain.from_iterable(getattr(s, name) for s in scans)
 
     def at(c: _Class) -> dict[str, str]:
         return {"at": loc_json(c.first.loc)}
@@ -423,8 +425,8 @@ def _folded_events(a: Analysis) -> dict[str, list[dict[str, Any]]]:
     ]
     out["group_inits"] = [
         {**_head(c), "pg": _pg_class(g.pg), **_groups_of(c), "size": g.size, "timeout_ms": g.timeout_ms, **at(c)}
-        for c in _fold(each("group_inits"), lambda g: (_pg_key(g.pg), g.size, g.timeout_ms), lambda g: g.global_rank,
-                       lambda g: _guid(g.pg)) for g in (c.first,)
+        for c in _fold(each("group_inits"), attrgetter("pg.id", "pg.desc", "size", "timeout_ms"),
+                       attrgetter("global_rank"), attrgetter("pg.guid")) for g in (c.first,)
     ]
     out["elastic_failures"] = [
         {**_head(c), "exitcode": f.exitcode, "signal": f.signal, "root_cause": f.root_cause, **at(c)}
@@ -441,7 +443,7 @@ def _folded_events(a: Analysis) -> dict[str, list[dict[str, Any]]]:
     ]
     out["facts"] = [
         {**_head(c), "key": f.key, "value": f.value, **at(c)}
-        for c in _fold(each("facts"), lambda f: (f.key, f.value), lambda f: f.who.rank) for f in (c.first,)
+        for c in _fold(each("facts"), attrgetter("key", "value"), attrgetter("who.rank")) for f in (c.first,)
     ]
     return out
 
