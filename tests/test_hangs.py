@@ -126,7 +126,7 @@ def test_verdict_agrees_with_its_table(path):
 
 
 def test_live_deadlock_read_by_snapshot():
-    """`ncclcheck snapshot` on the live 2 x H200 job (tools/live_cycle.sh, 5.3 s): its archive reads as the deadlock,
+    """`ncclcheck snapshot` on the live 2 x H200 job (tools/live_snapshot.sh, 5.3 s): its archive reads as the deadlock,
     and the snapshot's own verdict, rebuilt from the archive as the command does, says the same."""
     from ncclcheck.job.records import merge_records
     from ncclcheck.job.verdict import decide

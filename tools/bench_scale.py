@@ -22,14 +22,14 @@ import argparse
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
-import psutil
-
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from bench_analyze import monitored  # noqa: E402  (a sibling script, not a package)
+
 NCCLCHECK = os.path.join(os.path.dirname(sys.executable), "ncclcheck")
 TP = 8
 
@@ -42,22 +42,11 @@ def _synth():
 
 
 def measured(args: list[str], env: dict[str, str] | None = None) -> tuple[float, int, bytes]:
-    """Wall seconds, peak RSS in bytes summed over the command and its worker processes (sampled every 20 ms),
+    """Wall seconds, peak RSS in bytes summed over the command and its worker processes (bench_analyze's sampler),
     and standard output."""
     start = time.perf_counter()
-    peak = 0
-    with tempfile.TemporaryFile() as out:
-        proc = psutil.Popen([NCCLCHECK, *args], stdout=out, stderr=subprocess.DEVNULL, env=env)
-        while proc.poll() is None:
-            try:
-                procs = [proc, *proc.children(recursive=True)]
-                peak = max(peak, sum(p.memory_info().rss for p in procs if p.is_running()))
-            except psutil.NoSuchProcess:
-                pass
-            time.sleep(0.02)
-        wall = time.perf_counter() - start
-        out.seek(0)
-        return wall, peak, out.read()
+    peak, out = monitored([NCCLCHECK, *args], env if env is not None else dict(os.environ))
+    return time.perf_counter() - start, peak, out
 
 
 def evidence(folder: str, out: str) -> int:

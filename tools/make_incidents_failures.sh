@@ -69,7 +69,7 @@ rdzv="$out/rdzv_timeout"; mkdir -p "$rdzv"
     "$script" setup > "$rdzv/console.log" 2>&1; echo "rdzv_timeout exit=$?" ) &
 
 # A live opposite-order deadlock read by ncclcheck snapshot through the dump pipes (no py-spy there).
-bash tools/live_cycle.sh "$out/live_cycle" &
+bash tools/live_snapshot.sh 2 "$out/live_cycle" tools/incident_failures.py order_cycle &
 
 wait
 find "$out" -name '*.log' -size +4M -exec truncate -s 4M {} \;

@@ -227,15 +227,19 @@ def ranks_json(ranks: Iterable[int]) -> str | None:
 
 
 class _Class:
+    """Items with one key: the first stands for them all; the rest tell whose they are."""
+
     __slots__ = ("first", "ranks", "count", "guids", "others", "spread")
 
-    def __init__(self, first: Any) -> None:
-        self.first = first
-        self.ranks: list[int] = []
-        self.count = 0
-        self.guids: set[str | None] = set()
-        self.others: list[int] = []
-        self.spread: list[int] = []  # a measurement that differs from rank to rank (how long each waited)
+    def __init__(self, items: list[Any], rank: Callable[[Any], int | None], guid: Callable[[Any], str | None] | None,
+                 other: Callable[[Any], int | None] | None, spread: Callable[[Any], int | None] | None) -> None:
+        self.first = items[0]
+        self.count = len(items)
+        self.ranks = [r for r in map(rank, items) if r is not None]
+        self.guids = set(map(guid, items)) if guid is not None else set()
+        self.others = [o for o in map(other, items) if o is not None] if other is not None else []
+        # a measurement that differs from rank to rank (how long each waited)
+        self.spread = [v for v in map(spread, items) if v is not None] if spread is not None else []
 
 
 def _fold(items: Iterable[Any], key: Callable[[Any], Hashable], rank: Callable[[Any], int | None],
@@ -243,34 +247,15 @@ def _fold(items: Iterable[Any], key: Callable[[Any], Hashable], rank: Callable[[
           other: Callable[[Any], int | None] | None = None,
           spread: Callable[[Any], int | None] | None = None) -> list[_Class]:
     """The classes of ``items`` under ``key``, in order of first appearance."""
-    classes: dict[Hashable, _Class] = {}
-    if guid is None and other is None and spread is None:  # the common case, kept tight: millions of events
-        for x in items:
-            k = key(x)
-            c = classes.get(k)
-            if c is None:
-                c = classes[k] = _Class(x)
-            c.count += 1
-            c.ranks.append(rank(x))
-        for c in classes.values():
-            c.ranks = [r for r in c.ranks if r is not None]
-        return list(classes.values())
+    classes: dict[Hashable, list[Any]] = {}
     for x in items:
         k = key(x)
-        c = classes.get(k)
-        if c is None:
-            c = classes[k] = _Class(x)
-        c.count += 1
-        r = rank(x)
-        if r is not None:
-            c.ranks.append(r)
-        if guid is not None:
-            c.guids.add(guid(x))
-        if other is not None and (o := other(x)) is not None:
-            c.others.append(o)
-        if spread is not None and (v := spread(x)) is not None:
-            c.spread.append(v)
-    return list(classes.values())
+        same = classes.get(k)
+        if same is None:
+            classes[k] = [x]
+        else:
+            same.append(x)
+    return [_Class(xs, rank, guid, other, spread) for xs in classes.values()]
 
 
 def _head(c: _Class) -> dict[str, Any]:
