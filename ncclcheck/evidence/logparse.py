@@ -774,15 +774,18 @@ class LogParser:
         if any(map(text.__contains__, _CLUE_WORDS)) and _CLUE_GATE.search(text):
             self._clue(who, text, loc)
         if _FACT_HINT.search(text):
+            subgroup = False
             if m := _GROUP_INIT.search(text):
                 sq = squeeze(text)
                 pg, grank = self._prefix(sq, len(sq))
                 self._inits.append(GroupInit(who, pg or PG(), grank, int(m[1]), int(m[2]), _int(m[3]), loc))
+                subgroup = pg is not None and pg.desc != "default_pg" and pg.id not in (None, "0")
             if m := _TERMINATING.search(text):
                 self._endings.append(EndLine(who, "terminating", m[1].strip(), loc))
                 return
             for key, word, pattern in _FACTS:
-                if word in text and (m := pattern.search(text)):
+                # A sub-group's creation line gives its own size, not the world's (the group creation keeps it).
+                if word in text and not (subgroup and key == "world_size") and (m := pattern.search(text)):
                     self._fact(who, key, m[1].strip(), loc)
             if _SETTING_LINE.search(text):
                 for m in _SETTING.finditer(text):
