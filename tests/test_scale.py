@@ -5,6 +5,7 @@ The times and memory at 1,000-100,000 ranks are measured by tools/bench_scale.py
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import importlib.util
 import json
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from conftest import DATA, run
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_hangs import ALL_INPUTS
 from typer.testing import CliRunner
 
@@ -20,7 +23,7 @@ from ncclcheck.cli import app
 from ncclcheck.evidence import bundle
 from ncclcheck.evidence.reader import resolve
 from ncclcheck.evidence.types import InputProblem
-from ncclcheck.job.analyze import read_all
+from ncclcheck.job.analyze import analyze_scans, read_all
 from ncclcheck.render.json_out import analysis_json
 
 runner = CliRunner()
@@ -212,3 +215,44 @@ def test_logs_of_some_nodes_of_a_large_job(tmp_path):
     assert len(a.job.edges) == 999 and {e.target for e in a.job.edges} == {None}
     assert a.verdict.chain[0] == ("ranks 0-516, 518-999 wait in PG 0 (default) #5 (allreduce of 4,096 elements) for "
                                   "members without input: no input from ranks 517, 1000-16383.")
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+                     lambda inner: st.lists(inner, max_size=6) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+                     max_leaves=40)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(scans=st.lists(_JSON, max_size=3), problems=_JSON)
+def test_any_json_in_an_evidence_file_is_read_or_refused(scans, problems, tmp_path):
+    """An evidence file that does not fit the format is one BundleError, never another exception."""
+    out = tmp_path / "e.json"
+    out.write_text(json.dumps({"ncclcheck_evidence": 1, "version": "x", "problems": problems, "scans": scans}))
+    with contextlib.suppress(bundle.BundleError):
+        bundle.read(str(out))
+
+
+_REAL = json.loads(bundle.dumps(read_all(resolve([str(DATA / "real4" / "tp_straggler")], print), workers=1)[0], [],
+                                compress=False))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_a_damaged_real_evidence_file_is_read_or_refused(data, tmp_path):
+    """Real evidence (logs and dumps of a 4-GPU incident) with one value anywhere replaced: read, or one BundleError."""
+    doc = json.loads(json.dumps(_REAL))
+    node = doc["scans"]
+    while isinstance(node, list | dict) and node:
+        keys = list(range(len(node))) if isinstance(node, list) else list(node)
+        key = data.draw(st.sampled_from(keys))
+        if not isinstance(node[key], list | dict) or not node[key] or data.draw(st.booleans()):
+            node[key] = data.draw(_JSON)
+            break
+        node = node[key]
+    out = tmp_path / "e.json"
+    out.write_text(json.dumps(doc))
+    try:
+        scans, problems = bundle.read(str(out))
+    except bundle.BundleError:
+        return
+    json.dumps(analysis_json(analyze_scans(scans, problems=problems), per_rank=True))  # and it is analysed
