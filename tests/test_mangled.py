@@ -97,14 +97,17 @@ _STATUS = re.compile(r"failure detected by watchdog|detected by watchdog at work
 RESTATING = ("thread_terminated", "what", "communicator_aborted_runtimeerror")
 
 
-@pytest.mark.parametrize("log", EXCERPTS, ids=lambda p: p.stem)
+def _restatements(log: Path) -> list[str]:
+    """The excerpt without the watchdog's own lines and the status lines."""
+    return [x for x in _text(log).split("\n")
+            if not ((_PRIMARY.search(x) and not _RESTATED.search(x)) or _STATUS.search(x))]
+
+
+@pytest.mark.parametrize("log", [x for x in EXCERPTS if _restatements(x) != _text(x).split("\n")], ids=lambda p: p.stem)
 def test_restatements_alone_give_the_record_and_its_group(log, tmp_path):
     """Without the watchdog's line and the status lines, each restated record is still found, with its group when
     the restatement prints one (``[PG ID 1 PG GUID …] Process group watchdog thread terminated …``)."""
-    lines = _text(log).split("\n")
-    kept = [x for x in lines if not ((_PRIMARY.search(x) and not _RESTATED.search(x)) or _STATUS.search(x))]
-    if kept == lines:
-        pytest.skip("nothing to remove")
+    kept = _restatements(log)
     full = [record_json(r) for r in run(log).records]
     got = _read("\n".join(kept), tmp_path, log.name)
     keys = ("rank", "seq", "op_type", "numel_in", "numel_out", "timeout_ms", "ran_for_ms")
