@@ -40,10 +40,10 @@ from ncclcheck.evidence.types import (
     StatusMention,
     Who,
     WorkMention,
+    is_default_group,
 )
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b|\[[0-9]{1,3}(?:;[0-9]{1,3})*m")
-_WS = re.compile(r"\s+")
 # A tqdm-style progress bar another process drew into this line on the same terminal: "\r" and the bar, up to its
 # counts and stats ("\rEpoch 0:  45%|████▌     | 9/20 [00:03<00:04,  2.50it/s, loss=0.1]"); the line resumes after.
 _PROGRESS = re.compile(
@@ -779,7 +779,7 @@ class LogParser:
                 sq = squeeze(text)
                 pg, grank = self._prefix(sq, len(sq))
                 self._inits.append(GroupInit(who, pg or PG(), grank, int(m[1]), int(m[2]), _int(m[3]), loc))
-                subgroup = pg is not None and pg.desc != "default_pg" and pg.id not in (None, "0")
+                subgroup = pg is not None and pg != PG() and not is_default_group(pg)
             if m := _TERMINATING.search(text):
                 self._endings.append(EndLine(who, "terminating", m[1].strip(), loc))
                 return

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import Protocol
 
 from ncclcheck.evidence.frdump import Dump, Frame
 
@@ -34,6 +35,19 @@ class PG:
     def label(self) -> str:
         name = self.id if self.id is not None else (f"GUID {self.guid}" if self.guid else "?")
         return f"PG {name}" + (f" ({self.desc})" if self.desc else "")
+
+
+class Named(Protocol):
+    """A group's name as a log or a dump gives it (a ``PG`` here, the job model's ``GroupId``)."""
+
+    id: str | None
+    guid: str | None
+    desc: str | None
+
+
+def is_default_group(pg: Named | None) -> bool:
+    """The world group: described as default_pg, GUID 0, or (with no GUID printed) ID 0."""
+    return pg is not None and (pg.desc == "default_pg" or pg.guid == "0" or (pg.guid is None and pg.id == "0"))
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ncclcheck.evidence.frdump import Dump, Entry, numel
-from ncclcheck.evidence.types import PG, ElasticFailure, ErrorKind, FileScan, LiveStack, Loc, RankError, WorkMention
+from ncclcheck.evidence.types import (
+    PG,
+    ElasticFailure,
+    ErrorKind,
+    FileScan,
+    LiveStack,
+    Loc,
+    RankError,
+    WorkMention,
+    is_default_group,
+)
 from ncclcheck.job.causes import one_line
 from ncclcheck.job.graph import wait_for
 from ncclcheck.job.model import (
@@ -44,15 +54,11 @@ _DEFAULT_KEY = ("guid", "0")
 _NOT_TIMEOUT = {"failure_detected", "exception_detected"}
 
 
-def _is_default(pg: PG | GroupId | None) -> bool:
-    return pg is not None and (pg.desc == "default_pg" or pg.guid == "0" or (pg.guid is None and pg.id == "0"))
-
-
 def group_key(pg: PG | GroupId | None) -> tuple[str, str]:
     """Groups are told apart by GUID where one is known (IDs repeat across a mesh), else by ID."""
     if pg is None:
         return ("unknown", "")
-    if _is_default(pg):
+    if is_default_group(pg):
         return _DEFAULT_KEY
     if pg.guid is not None:
         return ("guid", pg.guid)
@@ -177,7 +183,7 @@ class _Builder:
             return rec.global_rank
         if rec.path_rank is not None:
             return rec.path_rank
-        if rec.pg is None or _is_default(rec.pg):
+        if rec.pg is None or is_default_group(rec.pg):
             return rec.rank
         return None
 
@@ -317,7 +323,7 @@ class _Builder:
                 sizes.append(max(g.exact) + 1)
         for r in self.records:
             small, big = sorted((r.numel_in or 0, r.numel_out or 0))
-            if small and big > small and big % small == 0 and r.op_type in GATHER_SCATTER_OPS and _is_default(r.pg):
+            if small and big > small and big % small == 0 and r.op_type in GATHER_SCATTER_OPS and is_default_group(r.pg):
                 sizes.append(big // small)
         return max(sizes) if sizes else None
 
