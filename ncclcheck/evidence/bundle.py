@@ -135,20 +135,6 @@ def _int(v: Any, ctx: _Context) -> int:
     return v
 
 
-def _opt_int(v: Any, ctx: _Context) -> int | None:
-    if v is not None and type(v) is not int:
-        raise TypeError(f"{v!r} is not an integer")
-    return v
-
-
-def _opt_str(v: Any, ctx: _Context) -> str | None:
-    if v is None:
-        return None
-    if type(v) is not str:
-        raise TypeError(f"{v!r} is not a string")
-    return ctx.shared.setdefault(v, v)
-
-
 def _bool(v: Any, ctx: _Context) -> bool:
     if type(v) is not bool:
         raise TypeError(f"{v!r} is not a boolean")
@@ -179,10 +165,6 @@ def _build(tp: Any) -> Decoder:
     args = typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
         (only,) = [a for a in args if a is not type(None)]  # the evidence types use X | None only
-        if only is int:
-            return _opt_int
-        if only is str:
-            return _opt_str
         dec = _decoder(only)
         return lambda v, ctx: None if v is None else dec(v, ctx)
     if origin is tuple:
