@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TORCH_STAMP := $(VENV)/.torch
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench bench-explain clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,9 +17,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test,lint]'
 	touch $(STAMP)
 
-# The benchmark's tests need torch.
+# The benchmark's tests need torch; explain's tables from a model need transformers too (the [hf] extra), pinned
+# to the release the ground truth in tests/data/explain/truth was recorded with.
 $(TORCH_STAMP): $(STAMP)
 	$(BIN)/python -m pip install -q torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	$(BIN)/python -m pip install -q transformers==5.23.0
 	touch $(TORCH_STAMP)
 
 ## Run analyze-log on the bundled 8-rank incident (exit 1 means "a failure was found", as designed).
@@ -39,6 +41,10 @@ bench: $(STAMP)
 	$(BIN)/python tools/bench_startup.py
 	$(BIN)/python tools/bench_analyze.py --mib $(or $(MIB),1024)
 	$(BIN)/python tools/bench_scale.py --sizes $(or $(SCALE),1000,4000,16000,64000,100000)
+
+## How often explain names the tensor each recorded collective carried (tables built by transformers).
+bench-explain: $(STAMP) $(TORCH_STAMP)
+	$(BIN)/python tools/bench_explain.py
 
 clean:
 	rm -rf $(VENV) .bench .pytest_cache .hypothesis

@@ -1,13 +1,15 @@
-"""Ground truth for `ncclcheck explain`: train tiny real models under one strategy and record every collective.
+"""Ground truth for `ncclcheck explain`: train small real models under one strategy and record every collective.
 
-    torchrun --nproc-per-node 4 tools/explain_runs.py --strategy fsdp2 --out DIR
+    torchrun --nproc-per-node 4 tools/explain_runs.py --strategy fsdp2 --out DIR        # GPUs (NCCL) or CPU (gloo)
+    python tools/explain_runs.py --collect DIR FIXTURE_DIR                              # one fixture per run
 
-Models are built from transformers configs (random weights, nothing downloaded) and trained for a few steps under
-DDP, FSDP1, FSDP2 (fully_shard) or tensor parallelism. Per rank and model it writes DIR/<strategy>-<model>.rank<R>.json:
-the config, the parameters as registered, the layout the framework chose (DDP buckets seen by a comm hook, FSDP1
-flat parameters, FSDP2 units, the TP plan) and every collective the flight recorder kept (NCCL only; gloo keeps
-none, so on CPU the file holds the layout alone). `--collect DIR FIXTURE_DIR` folds the per-rank files into one
-fixture per run, keeping only (op, sizes, dtypes) per collective.
+Models are built from transformers configs of many families (random weights, nothing downloaded) and trained for a
+few steps under DDP (default caps or ``bucket_cap_mb=1``), FSDP1 (``use_orig_params`` False or True), FSDP2
+(``fully_shard``) or tensor parallelism (the config's own plan). Per rank and model it writes
+DIR/<strategy>-<model>-w<W>.rank<R>.json: the config, the parameters and buffers as registered, the layout the
+framework chose (DDP buckets seen by a comm hook, FSDP1 flat parameters with their padding, FSDP2 units, the TP plan)
+and every collective the flight recorder kept (NCCL and, since torch 2.8, gloo). `--collect` folds the per-rank
+files into one fixture per run and labels each collective with what it carried, read from the layout alone.
 """
 
 from __future__ import annotations
@@ -16,97 +18,128 @@ import argparse
 import datetime
 import glob
 import json
+import math
 import os
 import pickle
+import re
 import sys
 import time
 import traceback
 
-WORLD_MODELS = {
-    "ddp": ("llama", "qwen2moe", "qwen25vl"),
-    "fsdp1": ("llama", "qwen2moe", "qwen25vl"),
-    "fsdp2": ("llama", "qwen2moe", "qwen25vl"),
-    "tp": ("qwen2",),
-}
+STRATEGIES = ("ddp", "ddp_cap1", "fsdp1", "fsdp1_orig", "fsdp2", "tp")
+# TP needs the config's plan to be plain column/row-wise splits that run on local shards.
+TP_MODELS = ("llama", "starcoder2", "gemma3", "qwen3")
 STEPS = 3
 BATCH, SEQ = 2, 24
 
 
 def configs():
-    """Small configs of real families; odd sizes so that sums coincide rarely."""
-    from transformers import LlamaConfig, Qwen2Config, Qwen2MoeConfig
+    """Small configs of real families; odd sizes so that sums coincide rarely; heads divisible by 4 for TP."""
+    import transformers as tf
 
+    dec = {"num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 34}
     out = {
-        "llama": LlamaConfig(hidden_size=250, intermediate_size=689, num_hidden_layers=3, num_attention_heads=5,
-                             num_key_value_heads=1, head_dim=64, vocab_size=32000, tie_word_embeddings=False),
-        "qwen2": Qwen2Config(hidden_size=256, intermediate_size=704, num_hidden_layers=2, num_attention_heads=8,
-                             num_key_value_heads=4, head_dim=32, vocab_size=15000, tie_word_embeddings=False),
-        "qwen2moe": Qwen2MoeConfig(hidden_size=192, intermediate_size=512, moe_intermediate_size=96,
-                                   shared_expert_intermediate_size=384, num_experts=6, num_experts_per_tok=2,
-                                   num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                                   vocab_size=12000, decoder_sparse_step=1, mlp_only_layers=[],
-                                   tie_word_embeddings=False),
+        "llama": ("LlamaForCausalLM", tf.LlamaConfig(hidden_size=248, intermediate_size=689, vocab_size=32003,
+                                                     tie_word_embeddings=False, **dec)),
+        "llama_tied_bias": ("LlamaForCausalLM", tf.LlamaConfig(hidden_size=200, intermediate_size=515, vocab_size=9001,
+                                                               tie_word_embeddings=True, attention_bias=True,
+                                                               **{**dec, "head_dim": 26})),
+        "llama_cls": ("LlamaForSequenceClassification", tf.LlamaConfig(hidden_size=152, intermediate_size=401,
+                                                                       vocab_size=7001, num_labels=3, pad_token_id=0,
+                                                                       **{**dec, "head_dim": 18})),
+        "gemma3": ("Gemma3ForCausalLM", tf.Gemma3TextConfig(hidden_size=232, intermediate_size=611, vocab_size=8009,
+                                                            sliding_window=16, **{**dec, "head_dim": 30})),
+        "qwen3": ("Qwen3ForCausalLM", tf.Qwen3Config(hidden_size=160, intermediate_size=436, vocab_size=5009,
+                                                     tie_word_embeddings=True, **{**dec, "head_dim": 20})),
+        "olmo2": ("Olmo2ForCausalLM", tf.Olmo2Config(hidden_size=216, intermediate_size=577, vocab_size=6007,
+                                                     tie_word_embeddings=False, **{**dec, "head_dim": 28})),
+        "starcoder2": ("Starcoder2ForCausalLM", tf.Starcoder2Config(hidden_size=232, intermediate_size=613,
+                                                                    vocab_size=5003, **{**dec, "head_dim": 30})),
+        "bert": ("BertForSequenceClassification", tf.BertConfig(hidden_size=136, intermediate_size=353, vocab_size=4001,
+                                                               num_hidden_layers=2, num_attention_heads=4,
+                                                               max_position_embeddings=64, num_labels=5)),
+        "gpt2": ("GPT2LMHeadModel", tf.GPT2Config(n_embd=128, n_inner=331, n_layer=2, n_head=4, vocab_size=3001,
+                                                  n_positions=64)),
+        "t5": ("T5ForConditionalGeneration", tf.T5Config(d_model=120, d_ff=317, d_kv=30, num_heads=4, num_layers=2,
+                                                         num_decoder_layers=2, vocab_size=2003,
+                                                         decoder_start_token_id=0)),
+        "phi3": ("Phi3ForCausalLM", tf.Phi3Config(hidden_size=192, intermediate_size=509, vocab_size=32064,
+                                                  num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=4,
+                                                  pad_token_id=0, tie_word_embeddings=False)),
+        "qwen2moe": ("Qwen2MoeForCausalLM", tf.Qwen2MoeConfig(hidden_size=192, intermediate_size=512,
+                                                              moe_intermediate_size=96, shared_expert_intermediate_size=384,
+                                                              num_experts=6, num_experts_per_tok=2, num_hidden_layers=2,
+                                                              num_attention_heads=4, num_key_value_heads=2,
+                                                              vocab_size=12000, decoder_sparse_step=1, mlp_only_layers=[],
+                                                              tie_word_embeddings=False)),
+        "olmoe": ("OlmoeForCausalLM", tf.OlmoeConfig(hidden_size=176, intermediate_size=300, num_experts=5,
+                                                     num_experts_per_tok=2, num_hidden_layers=2, num_attention_heads=4,
+                                                     num_key_value_heads=4, vocab_size=3007)),
     }
-    try:
-        from transformers import Qwen2_5_VLConfig
-    except ImportError:
-        return out
-    out["qwen25vl"] = Qwen2_5_VLConfig(
-        text_config={"hidden_size": 128, "intermediate_size": 352, "num_hidden_layers": 2, "num_attention_heads": 4,
-                     "num_key_value_heads": 2, "vocab_size": 9000, "rope_scaling": {"type": "mrope",
-                                                                                   "mrope_section": [4, 6, 6]},
-                     "tie_word_embeddings": False},
-        vision_config={"depth": 2, "hidden_size": 80, "intermediate_size": 176, "num_heads": 4, "out_hidden_size": 128,
-                       "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2, "window_size": 56,
-                       "fullatt_block_indexes": [1], "in_chans": 3},
-        image_token_id=8990, video_token_id=8991, vision_start_token_id=8992, vision_end_token_id=8993,
-        tie_word_embeddings=False)
+    if hasattr(tf, "Qwen2_5_VLConfig"):
+        out["qwen25vl"] = ("Qwen2_5_VLForConditionalGeneration", tf.Qwen2_5_VLConfig(
+            text_config={"hidden_size": 128, "intermediate_size": 352, "num_hidden_layers": 2,
+                         "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 9000,
+                         "rope_scaling": {"type": "mrope", "mrope_section": [4, 6, 6]}, "tie_word_embeddings": False},
+            vision_config={"depth": 2, "hidden_size": 80, "intermediate_size": 176, "num_heads": 4,
+                           "out_hidden_size": 128, "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2,
+                           "window_size": 56, "fullatt_block_indexes": [1], "in_chans": 3},
+            image_token_id=8990, video_token_id=8991, vision_start_token_id=8992, vision_end_token_id=8993,
+            tie_word_embeddings=False))
+    for cls, cfg in out.values():
+        cfg.architectures = [cls]
+        if hasattr(cfg, "_experts_implementation"):
+            cfg._experts_implementation = "eager"  # grouped_mm needs 16-byte strides, which FSDP2 shards lack
     return out
 
 
-def build(name, cfg):
+def build(cls, cfg):
     import transformers
 
-    cls = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen2moe": "Qwen2MoeForCausalLM",
-           "qwen25vl": "Qwen2_5_VLForConditionalGeneration"}[name]
     return getattr(transformers, cls)(cfg)
 
 
-def batch(name, cfg, device, step, rank):
+def batch(cls, cfg, device, step, rank):
     """A batch for one step; the same on every rank under TP, per rank otherwise."""
     import torch
 
     g = torch.Generator().manual_seed(1000 * step + (0 if rank is None else rank))
-    if name != "qwen25vl":
-        ids = torch.randint(0, cfg.vocab_size, (BATCH, SEQ), generator=g)
-        return {"input_ids": ids.to(device), "labels": ids.to(device)}
-    v, t = cfg.vision_config, cfg.text_config
-    grid = (1, 4, 4)  # t, h, w patches: 16 patches, 4 tokens after the 2x2 merge
-    tokens = grid[0] * grid[1] * grid[2] // v.spatial_merge_size**2
-    pix = torch.randn(BATCH * grid[0] * grid[1] * grid[2], v.in_chans * v.temporal_patch_size * v.patch_size**2,
-                      generator=g)
-    text = torch.randint(0, t.vocab_size - 16, (BATCH, SEQ - tokens - 2), generator=g)
-    img = torch.tensor([cfg.vision_start_token_id] + [cfg.image_token_id] * tokens + [cfg.vision_end_token_id])
-    ids = torch.cat([img.expand(BATCH, -1), text], dim=1)
-    return {"input_ids": ids.to(device), "labels": ids.to(device), "pixel_values": pix.to(device),
-            "image_grid_thw": torch.tensor([grid] * BATCH).to(device)}
+    if cls.startswith("Qwen2_5_VL"):
+        v, t = cfg.vision_config, cfg.text_config
+        grid = (1, 4, 4)  # t, h, w patches: 16 patches, 4 tokens after the 2x2 merge
+        tokens = grid[0] * grid[1] * grid[2] // v.spatial_merge_size**2
+        pix = torch.randn(BATCH * grid[0] * grid[1] * grid[2], v.in_chans * v.temporal_patch_size * v.patch_size**2,
+                          generator=g)
+        text = torch.randint(0, t.vocab_size - 16, (BATCH, SEQ - tokens - 2), generator=g)
+        img = torch.tensor([cfg.vision_start_token_id] + [cfg.image_token_id] * tokens + [cfg.vision_end_token_id])
+        ids = torch.cat([img.expand(BATCH, -1), text], dim=1)
+        return {"input_ids": ids.to(device), "labels": ids.to(device), "pixel_values": pix.to(device),
+                "image_grid_thw": torch.tensor([grid] * BATCH).to(device)}
+    ids = torch.randint(1, cfg.vocab_size, (BATCH, SEQ), generator=g).to(device)
+    if cls.endswith("ForSequenceClassification"):
+        return {"input_ids": ids, "labels": torch.randint(0, cfg.num_labels, (BATCH,), generator=g).to(device)}
+    return {"input_ids": ids, "labels": ids}
 
 
 def blocks(model):
-    """The repeated blocks each strategy wraps: decoder layers, and vision blocks of a VL model."""
+    """The blocks each strategy wraps: modules of the classes the model names as not to be split."""
+    names = set(getattr(model, "_no_split_modules", None) or ())
+    if names:
+        return [(n, m) for n, m in model.named_modules() if type(m).__name__ in names]
     out = []
     for name, mod in model.named_modules():
         parent, _, last = name.rpartition(".")
-        if last.isdigit() and (parent.endswith("layers") or parent.endswith("blocks")):
+        if last.isdigit() and parent.endswith(("layers", "layer", "blocks", "block", ".h")):
             out.append((name, mod))
     return out
 
 
 def raw_dump():
-    """This rank's flight-recorder dump (pickle bytes) taken on demand, or None without NCCL."""
+    """This rank's flight-recorder dump (pickle bytes), or None where torch keeps none."""
     import torch
 
-    dump = getattr(torch._C._distributed_c10d, "_dump_nccl_trace", None)
+    c10d = torch._C._distributed_c10d
+    dump = getattr(c10d, "_dump_fr_trace", None) or getattr(c10d, "_dump_nccl_trace", None)
     if dump is None:
         return None
     try:
@@ -116,13 +149,10 @@ def raw_dump():
 
 
 def flight_recorder():
-    """This rank's flight-recorder entries, or None where the backend keeps none (gloo)."""
-    try:
-        raw = raw_dump()
-    except RuntimeError as exc:
-        return {"error": str(exc)}
+    """This rank's flight-recorder entries."""
+    raw = raw_dump()
     if raw is None:
-        return list(HOOKED) if HOOKED else None
+        return None
     data = pickle.loads(raw)
     keep = ("record_id", "pg_id", "process_group", "collective_seq_id", "p2p_seq_id", "op_id", "profiling_name",
             "input_sizes", "input_dtypes", "output_sizes", "output_dtypes", "state", "is_p2p", "timeout_ms")
@@ -130,7 +160,7 @@ def flight_recorder():
 
 
 def flat_params(wrapped):
-    """FSDP1's FlatParameter per wrapped unit; its padded sizes exist only once a forward has run."""
+    """FSDP1's FlatParameter per wrapped unit, with each parameter's numel and the padding between them."""
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 
     units = []
@@ -140,71 +170,39 @@ def flat_params(wrapped):
             continue
         fp = handle.flat_param
         units.append({"fqns": list(fp._fqns), "numels": list(fp._numels),
+                      "numels_with_padding": list(fp._numels_with_padding),
                       "unpadded": int(fp._unpadded_unsharded_size.numel()),
                       "padded": int(fp._padded_unsharded_size.numel()), "sharded": int(fp._sharded_size.numel())})
     return units
 
 
-HOOKED: list = []
+def tp_plan(cfg):
+    """The config's own TP plan, column- and row-wise entries only (the styles torch's parallel layers give)."""
+    plan = {}
+    for pattern, style in (getattr(cfg, "base_model_tp_plan", None) or {}).items():
+        if style in ("colwise", "rowwise"):
+            plan[pattern.split("*.", 1)[-1]] = style
+    return plan
 
 
-def hook_collectives():
-    """Where the backend keeps no flight recorder (gloo), record the Python-level collectives instead.
-
-    DDP's buckets reach dist.all_reduce through the comm hook; FSDP and DTensor call these functions by module
-    attribute, so replacing them records every call. The record mimics a flight-recorder entry.
-    """
-    import torch.distributed as dist
-    import torch.distributed._functional_collectives as funcol
-
-    def wrap(module, fname, inputs, outputs):
-        real = getattr(module, fname)
-
-        def recorded(*a, **k):
-            ins, outs = inputs(a, k), outputs(a, k)
-            HOOKED.append({"record_id": len(HOOKED), "pg_id": None, "process_group": None, "collective_seq_id": None,
-                           "profiling_name": f"hook:{fname}", "input_sizes": [list(t.shape) for t in ins],
-                           "input_dtypes": [str(t.dtype).removeprefix("torch.") for t in ins],
-                           "output_sizes": [list(t.shape) for t in outs],
-                           "output_dtypes": [str(t.dtype).removeprefix("torch.") for t in outs]})
-            return real(*a, **k)
-
-        setattr(module, fname, recorded)
-
-    def second(a, k):
-        return [a[1] if len(a) > 1 else k.get("input", k.get("input_tensor"))]
-
-    def first(a, k):
-        return [a[0] if a else k.get("output", k.get("output_tensor", k.get("tensor")))]
-
-    wrap(dist, "all_reduce", first, first)
-    wrap(dist, "broadcast", first, first)
-    for name in ("all_gather_into_tensor", "reduce_scatter_tensor", "all_gather_single", "reduce_scatter_single"):
-        if hasattr(dist, name):
-            wrap(dist, name, second, first)
-    wrap(dist, "scatter", lambda a, k: list(k.get("scatter_list") or (a[1] if len(a) > 1 else []) or []), first)
-    wrap(funcol, "all_reduce", first, first)
-    wrap(funcol, "all_gather_tensor", first, lambda a, k: [])
-    wrap(funcol, "reduce_scatter_tensor", first, lambda a, k: [])
-
-
-def run_one(strategy, name, cfg, out_dir, rank, world, device):
+def run_one(strategy, name, cls, cfg, out_dir, rank, world, device):
     import torch
     import torch.distributed as dist
 
     torch.manual_seed(0)
-    model = build(name, cfg).to(device)
+    model = build(cls, cfg).to(device)
     names = {id(p): n for n, p in model.named_parameters()}
     params = [[n, list(p.shape), str(p.dtype).removeprefix("torch.")] for n, p in model.named_parameters()]
     bufs = [[n, list(b.shape), str(b.dtype).removeprefix("torch.")] for n, b in model.named_buffers()]
-    layout: dict = {}
+    layout: dict = {"blocks": [n for n, _ in blocks(model)]}
     before = flight_recorder()
     seen = {e["record_id"] for e in before} if isinstance(before, list) else set()
-    if strategy == "ddp":
+    if strategy.startswith("ddp"):
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
         from torch.nn.parallel import DistributedDataParallel as DDP
 
-        wrapped = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
+        cap = 1 if strategy == "ddp_cap1" else None
+        wrapped = DDP(model, device_ids=[device.index] if device.type == "cuda" else None, bucket_cap_mb=cap)
         calls: list = []
 
         def hook(state, bucket):
@@ -215,23 +213,28 @@ def run_one(strategy, name, cfg, out_dir, rank, world, device):
 
         wrapped.register_comm_hook(None, hook)
         layout["bucket_calls"] = calls
-    elif strategy == "fsdp1":
+        layout["bucket_cap_mb"] = cap
+    elif strategy.startswith("fsdp1"):
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
         from torch.distributed.fsdp.wrap import ModuleWrapPolicy
 
         classes = {type(m) for _, m in blocks(model)}
         wrapped = FSDP(model, auto_wrap_policy=ModuleWrapPolicy(classes),
-                       device_id=device if device.type == "cuda" else torch.device("cpu"), use_orig_params=False)
+                       device_id=device if device.type == "cuda" else torch.device("cpu"),
+                       use_orig_params=strategy == "fsdp1_orig")
+        layout["use_orig_params"] = strategy == "fsdp1_orig"
     elif strategy == "fsdp2":
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
         mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
         units = []
+        inner: set[str] = set()
         for bname, block in blocks(model):
             fully_shard(block, mp_policy=mp)
-            units.append({"module": bname, "params": [f"{bname}.{n}" for n, _ in block.named_parameters()]})
+            mine = [f"{bname}.{n}" for n, _ in block.named_parameters()]
+            units.append({"module": bname, "params": [p for p in mine if p not in inner]})
+            inner.update(mine)
         fully_shard(model, mp_policy=mp)
-        inner = {p for u in units for p in u["params"]}
         units.append({"module": "", "params": [p[0] for p in params if p[0] not in inner]})
         layout["units"] = units
         layout["mp"] = {"param_dtype": "bfloat16", "reduce_dtype": "float32"}
@@ -241,9 +244,7 @@ def run_one(strategy, name, cfg, out_dir, rank, world, device):
         from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
         mesh = init_device_mesh(device.type, (world,))
-        plan = {"self_attn.q_proj": "colwise", "self_attn.k_proj": "colwise", "self_attn.v_proj": "colwise",
-                "self_attn.o_proj": "rowwise", "mlp.gate_proj": "colwise", "mlp.up_proj": "colwise",
-                "mlp.down_proj": "rowwise"}
+        plan = {k.removeprefix("layers.*."): v for k, v in tp_plan(cfg).items()}
         for _, layer in blocks(model):
             parallelize_module(layer, mesh, {k: ColwiseParallel() if v == "colwise" else RowwiseParallel()
                                              for k, v in plan.items()})
@@ -253,12 +254,12 @@ def run_one(strategy, name, cfg, out_dir, rank, world, device):
     opt = torch.optim.AdamW(wrapped.parameters(), lr=1e-4, foreach=strategy != "tp")
     losses = []
     for step in range(STEPS):
-        loss = wrapped(**batch(name, cfg, device, step, None if strategy == "tp" else rank)).loss
+        loss = wrapped(**batch(cls, cfg, device, step, None if strategy == "tp" else rank)).loss
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
         losses.append(float(loss.detach().float().cpu()))
-    if strategy == "fsdp1":
+    if strategy.startswith("fsdp1"):
         layout["flat_params"] = flat_params(wrapped)
     if device.type == "cuda":
         torch.cuda.synchronize()
@@ -266,54 +267,140 @@ def run_one(strategy, name, cfg, out_dir, rank, world, device):
     after = flight_recorder()
     colls = [e for e in after if e["record_id"] not in seen] if isinstance(after, list) else after
     record = {"strategy": strategy, "model": name, "rank": rank, "world_size": world, "batch": BATCH, "seq": SEQ,
-              "class": type(model).__name__, "config": cfg.to_dict(), "params": params, "buffers": bufs,
-              "layout": layout,
+              "class": cls, "config": cfg.to_dict(), "params": params, "buffers": bufs, "layout": layout,
               "losses": losses, "collectives": colls, "torch": torch.__version__,
-              "transformers": __import__("transformers").__version__,
-              "backend": dist.get_backend()}
-    path = os.path.join(out_dir, f"{strategy}-{name}.rank{rank}.json")
+              "transformers": __import__("transformers").__version__, "backend": dist.get_backend()}
+    path = os.path.join(out_dir, f"{strategy}-{name}-w{world}.rank{rank}.json")
     with open(path, "w") as f:
         json.dump(record, f, default=str)
     del wrapped, model, opt
 
 
 def main_run(args):
+    os.environ.setdefault("TORCH_FR_BUFFER_SIZE", "20000")  # the flight recorder is off without a buffer
     import torch
     import torch.distributed as dist
 
     cuda = torch.cuda.is_available() and args.device != "cpu"
-    dist.init_process_group("nccl" if cuda else "gloo", timeout=datetime.timedelta(seconds=90))
+    dist.init_process_group("nccl" if cuda else "gloo", timeout=datetime.timedelta(seconds=300))
     rank, world = dist.get_rank(), dist.get_world_size()
     device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if cuda else torch.device("cpu")
     if cuda:
         torch.cuda.set_device(device)
-    if not cuda:
-        hook_collectives()
     cfgs = configs()
     os.makedirs(args.out, exist_ok=True)
-    for name in args.models or WORLD_MODELS[args.strategy]:
+    chosen = args.models or (TP_MODELS if args.strategy == "tp" else list(cfgs))
+    for name in chosen:
         if name not in cfgs:
             print(f"{name}: this transformers cannot build it", file=sys.stderr)
             continue
         t0 = time.time()
+        cls, cfg = cfgs[name]
+        if args.strategy == "tp":  # DTensor's matmul needs even shards: round the MLP width up to the world
+            cfg.intermediate_size = -(-cfg.intermediate_size // world) * world
         try:
-            run_one(args.strategy, name, cfgs[name], args.out, rank, world, device)
-        except (RuntimeError, ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
+            run_one(args.strategy, name, cls, cfg, args.out, rank, world, device)
+        except (RuntimeError, ValueError, TypeError, AttributeError, KeyError, IndexError, AssertionError) as exc:
             print(f"rank {rank} {args.strategy} {name}: {type(exc).__name__}: {exc}", file=sys.stderr)
-            with open(os.path.join(args.out, f"{args.strategy}-{name}.rank{rank}.error"), "w") as f:
+            with open(os.path.join(args.out, f"{args.strategy}-{name}-w{world}.rank{rank}.error"), "w") as f:
                 f.write(traceback.format_exc())
             dist.barrier()
         if rank == 0:
-            print(f"{args.strategy} {name}: {time.time() - t0:.1f} s", file=sys.stderr)
-    raw = raw_dump()
-    if raw is not None:
-        with open(os.path.join(args.out, f"{args.strategy}.rank{rank}.fr.pkl"), "wb") as f:
-            f.write(raw)
+            print(f"{args.strategy} {name} w{world}: {time.time() - t0:.1f} s", file=sys.stderr)
     dist.destroy_process_group()
 
 
+# --- labelling: what each recorded collective carried, from the layout alone (no ncclcheck code) ---
+
+FR_DTYPES = {"Float": "float32", "BFloat16": "bfloat16", "Half": "float16", "Long": "int64", "Int": "int32",
+             "Byte": "uint8", "Double": "float64", "Char": "int8", "Bool": "bool"}
+
+
+def family(op: str) -> str:
+    name = op.rpartition(":")[2].lower().replace("_", "")
+    for key, fam in (("allreduce", "all_reduce"), ("allgather", "all_gather"), ("reducescatter", "reduce_scatter"),
+                     ("broadcast", "broadcast"), ("scatter", "scatter"), ("alltoall", "all_to_all"),
+                     ("barrier", "all_reduce")):
+        if key in name:
+            return fam
+    return name
+
+
+def numel(sizes) -> int:
+    return sum(math.prod(s) for s in sizes or [])
+
+
+def label(fx: dict, c: dict) -> dict | None:
+    """What the collective carried: {kind, params (names), what}; None where the layout does not say."""
+    fam, ws, layout = family(c["op"]), fx["world_size"], fx["layout"]
+    n_in, n_out = c["numel_in"], c["numel_out"]
+    shapes = {name: shape for name, shape, _ in fx["params"]}
+    dtypes = {name: dt for name, _, dt in fx["params"]}
+    bufs = fx.get("buffers") or []
+    dt = c["dtype"]
+    if fam == "all_reduce" and n_in in (0, 1) or (fam, n_in, n_out) == ("all_gather", 1, ws):
+        return {"kind": "scalar", "params": None, "what": "barrier or one value per rank"}
+    strat = fx["strategy"]
+    if strat.startswith("ddp") and fam == "all_reduce":
+        for call in layout["bucket_calls"]:
+            if call["numel"] == n_in and call["dtype"] == dt:
+                return {"kind": "ddp_bucket", "params": call["params"], "what": f"DDP bucket {call['index']}"}
+    if strat.startswith("ddp") and fam == "broadcast":
+        by_dtype_p = {}
+        for n, s, d in fx["params"]:
+            by_dtype_p[d] = by_dtype_p.get(d, 0) + math.prod(s)
+        by_dtype_b = {}
+        for n, s, d in bufs:
+            by_dtype_b[d] = by_dtype_b.get(d, 0) + math.prod(s)
+        if n_in == by_dtype_p.get(dt, 0) + by_dtype_b.get(dt, 0):
+            return {"kind": "model", "params": None, "what": f"module states of dtype {dt}"}
+        if n_in == by_dtype_b.get(dt):
+            return {"kind": "buffers", "params": None, "what": f"buffers of dtype {dt}"}
+        calls = layout["bucket_calls"]
+        rebuilt = 1 + max(call["index"] for call in calls) if calls else 0
+        if dt == "int64" and n_in == 2 * sum(len(s) for s in shapes.values()):
+            return {"kind": "metadata", "params": None, "what": "parameter shape check"}
+        if dt == "int32" and n_in in (len(shapes) + 1, rebuilt):
+            return {"kind": "metadata", "params": None, "what": "bucket order or sizes"}
+    if strat.startswith("ddp") and (fam, dt, n_in) == ("all_gather", "int64", 1):
+        return {"kind": "metadata", "params": None, "what": "parameter count check"}
+    if strat.startswith("fsdp1"):
+        for u in layout["flat_params"]:
+            if (fam, n_in, n_out) in (("all_gather", u["sharded"], u["padded"]),
+                                      ("reduce_scatter", u["padded"], u["sharded"]),
+                                      ("all_reduce", u["padded"], u["padded"])):  # gloo's reduce-scatter
+                return {"kind": "fsdp_unit", "params": u["fqns"], "what": "FSDP1 flat parameter"}
+    if strat == "fsdp2":
+        for u in layout["units"]:
+            shard = sum(-(-shapes[p][0] // ws) * math.prod(shapes[p][1:]) for p in u["params"])
+            if (fam, n_in, n_out) in (("all_gather", shard, shard * ws), ("reduce_scatter", shard * ws, shard),
+                                      ("all_reduce", shard * ws, shard * ws)):
+                return {"kind": "fsdp2_unit", "params": u["params"], "what": f"FSDP2 unit {u['module'] or 'root'}"}
+    if strat == "tp":
+        hidden = fx["config"].get("hidden_size")
+        if fam == "all_reduce" and hidden and n_in == fx["batch"] * fx["seq"] * hidden:
+            return {"kind": "tp_activation", "params": None, "what": "B×S×H activation"}
+        owners = {}
+        for name, shape in shapes.items():
+            style = next((v for k, v in layout["plan"].items() if re.search(rf"\.{re.escape(k)}\.", name)), None)
+            if style == "colwise":
+                owners.setdefault(("scatter", -(-shape[0] // ws) * math.prod(shape[1:])), []).append(name)
+            elif style == "rowwise" and len(shape) == 2:
+                owners.setdefault(("scatter", shape[0] * -(-shape[1] // ws)), []).append(name)
+            elif style == "rowwise":
+                owners.setdefault(("broadcast", math.prod(shape)), []).append(name)
+        # A scatter's root holds the list: gloo records it as the input (whole), NCCL as the output.
+        key = (fam, n_out if fam == "scatter" and n_in == n_out * ws else n_in)
+        if key in owners:
+            names = owners[key]
+            kind = "tp_shard" if fam == "scatter" else "tp_replicated"
+            return {"kind": kind, "params": names, "what": "TP shard" if fam == "scatter" else "replicated bias"}
+    del dtypes
+    return None
+
+
 def collect(src, dst):
-    """One fixture per run: rank 0's record, each collective cut to (op, sizes, dtypes), the ranks compared."""
+    """One fixture per run: rank 0's record, each collective cut to (op, sizes, dtypes) and labelled."""
     os.makedirs(dst, exist_ok=True)
     runs: dict[str, list] = {}
     for path in sorted(glob.glob(os.path.join(src, "*.rank*.json"))):
@@ -326,75 +413,43 @@ def collect(src, dst):
         def cut(colls):
             if not isinstance(colls, list):
                 return None
-            return [{"pg": c["pg_id"], "pg_desc": (c.get("process_group") or ["", ""])[-1], "seq":
-                     c["collective_seq_id"], "op": c["profiling_name"], "in": c["input_sizes"],
-                     "in_dtypes": c["input_dtypes"], "out": c["output_sizes"], "out_dtypes": c["output_dtypes"]}
-                    for c in sorted(colls, key=lambda c: c["record_id"])]
+            out = []
+            for c in sorted(colls, key=lambda c: c["record_id"]):
+                dts = c["input_dtypes"] or c["output_dtypes"] or ["Float"]
+                out.append({"pg": c["pg_id"], "pg_desc": (c.get("process_group") or ["", ""])[-1],
+                            "seq": c["collective_seq_id"], "op": c["profiling_name"],
+                            "numel_in": numel(c["input_sizes"]), "numel_out": numel(c["output_sizes"]),
+                            "dtype": FR_DTYPES.get(dts[0], dts[0]), "in": c["input_sizes"], "out": c["output_sizes"]})
+            return out
 
         per_rank = [cut(r["collectives"]) for r in recs]
 
         def same(c):  # a scatter's output list exists on its root only
-            return [{k: v for k, v in e.items() if not (k.startswith("out") and e["op"].endswith(":scatter"))}
-                    for e in c or []]
+            return [{k: v for k, v in e.items() if not (k.startswith(("out", "numel_out")) and
+                                                        e["op"].endswith("scatter"))} for e in c or []]
         fixture = {k: base.get(k) for k in ("strategy", "model", "world_size", "batch", "seq", "class", "config",
                                             "params", "buffers", "layout", "losses", "torch", "transformers",
                                             "backend")}
-        fixture["collectives"] = per_rank[0]
         fixture["ranks_agree"] = all(same(p) == same(per_rank[0]) for p in per_rank)
+        colls = per_rank[0] or []
+        for c in colls:
+            c["truth"] = label(fixture, c)
+        fixture["collectives"] = colls
         with open(os.path.join(dst, f"{key}.json"), "w") as f:
-            json.dump(fixture, f, indent=1)
-            f.write("\n")
-
-
-def param_fixtures(dst):
-    """Configs and parameter lists of more families, built on CPU: the check of explain's parameter layouts."""
-    import transformers as tf
-
-    os.makedirs(dst, exist_ok=True)
-    small = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
-             "num_key_value_heads": 2, "vocab_size": 1000}
-    models = {
-        "mixtral": tf.MixtralConfig(**small, num_local_experts=4, num_experts_per_tok=2),
-        "qwen3_moe": tf.Qwen3MoeConfig(**{**small, "head_dim": 16}, moe_intermediate_size=32, num_experts=4,
-                                       num_experts_per_tok=2, mlp_only_layers=[1]),
-        "qwen3": tf.Qwen3Config(**{**small, "head_dim": 24}),
-        "mistral": tf.MistralConfig(**small),
-        "deepseek_v3": tf.DeepseekV3Config(**{**small, "num_key_value_heads": 4}, moe_intermediate_size=32,
-                                           first_k_dense_replace=1, n_routed_experts=4, n_shared_experts=2,
-                                           num_experts_per_tok=2, n_group=1, topk_group=1, q_lora_rank=48,
-                                           kv_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16),
-        "deepseek_v3_no_q_lora": tf.DeepseekV3Config(**{**small, "num_key_value_heads": 4}, moe_intermediate_size=32,
-                                                     first_k_dense_replace=1, n_routed_experts=4, n_shared_experts=1,
-                                                     num_experts_per_tok=2, n_group=1, topk_group=1, q_lora_rank=None,
-                                                     kv_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=16,
-                                                     v_head_dim=16),
-        "qwen2_classifier": tf.Qwen2Config(**small, num_labels=3, architectures=["Qwen2ForSequenceClassification"]),
-    }
-    for name, cfg in models.items():
-        if name.endswith("classifier"):
-            model = tf.Qwen2ForSequenceClassification(cfg)
-        else:
-            model = tf.AutoModelForCausalLM.from_config(cfg)
-        params = [[n, list(p.shape), str(p.dtype).removeprefix("torch.")] for n, p in model.named_parameters()]
-        with open(os.path.join(dst, f"{name}.json"), "w") as f:
-            json.dump({"class": type(model).__name__, "transformers": tf.__version__, "config": cfg.to_dict(),
-                       "params": params}, f, indent=1)
+            json.dump(fixture, f, indent=None, separators=(",", ":"))
             f.write("\n")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--strategy", choices=sorted(WORLD_MODELS))
+    ap.add_argument("--strategy", choices=STRATEGIES)
     ap.add_argument("--models", nargs="*")
     ap.add_argument("--out", default="explain-runs")
     ap.add_argument("--device", choices=("auto", "cpu"), default="auto")
     ap.add_argument("--collect", nargs=2, metavar=("SRC", "DST"))
-    ap.add_argument("--params", metavar="DST", help="write parameter-layout fixtures of more families (CPU)")
     args = ap.parse_args()
     if args.collect:
         collect(*args.collect)
-    elif args.params:
-        param_fixtures(args.params)
     elif args.strategy:
         main_run(args)
     else:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ncclcheck.explain import coincidence, ops
 from ncclcheck.explain.counts import factorize, format_factors
@@ -19,8 +19,9 @@ from ncclcheck.explain.layouts import shapes
 from ncclcheck.explain.layouts.base import Setting, Shape
 from ncclcheck.explain.layouts.generic import activations
 from ncclcheck.explain.models import Model
-from ncclcheck.explain.params import parameters
+from ncclcheck.explain.params import built_in
 from ncclcheck.explain.search import search
+from ncclcheck.explain.table import Table, builtin_table
 from ncclcheck.transfer import DTYPE_BYTES, FABRICS, transfer_seconds
 
 NEAR = 0.05  # near misses within 5% are listed (as "not a match")
@@ -71,6 +72,8 @@ class Explanation:
     advice: tuple[str, ...]
     transfer: tuple[tuple[str, float], ...]  # (fabric, seconds) for the assumed dtype
     dtype: str
+    source: str = "the built-in layouts"  # where the parameter table came from
+    source_notes: tuple[str, ...] = ()  # what in that table is inferred rather than known
 
     @property
     def matches(self) -> tuple[Candidate, ...]:
@@ -180,7 +183,8 @@ def _solve(n: int, m: Model) -> list[Shape]:
     return []
 
 
-def _advice(n: int, exact: Sequence[Candidate], family: str | None, m: Model, world: int | None) -> list[str]:
+def _advice(n: int, exact: Sequence[Candidate], family: str | None, m: Model, world: int | None,
+            table: Table) -> list[str]:
     kinds = {c.kind for c in exact if c.verdict == MATCH}
     out = []
     if any("output_hidden_states" in c.description or "output_attentions" in c.description for c in exact):
@@ -198,7 +202,8 @@ def _advice(n: int, exact: Sequence[Candidate], family: str | None, m: Model, wo
         if n <= DEEPSPEED_BUCKET_ELEMENTS and family in (None, ops.ALLREDUCE):
             extra = (" It is at most 5e8 elements, so it is consistent with a DeepSpeed gradient bucket of a "
                      "non-default size (which holds whatever tensors fit, odd-sized ones included).")
-        missing = [what for what, known in (("the model (--model / --config)", parameters(m)),
+        missing = [what for what, known in (("the model (--model / --config / --checkpoint / --module)",
+                                             table.params),
                                             ("the op (--op, --numel-out)", family),
                                             ("the world size", world), ("the batch shape (--batch --seq)",
                                                                         m.batch and m.seq)) if not known]
@@ -212,13 +217,32 @@ def _kind_rank(kind: str) -> int:
 
 
 _KIND_ORDER = ("scalar", "tp_activation", "fsdp2_unit", "fsdp_unit", "zero3_gather", "zero_partition", "ddp_bucket",
-               "zero_bucket", "zero3_bucket", "tp_shard", "metadata", "buffers", "activation", "expert_tokens", "layer",
-               "parameter", "model", "gradient_run", "gather_run")
+               "zero_bucket", "zero3_bucket", "tp_shard", "tp_replicated", "metadata", "buffers", "activation",
+               "expert_tokens", "layer", "parameter", "model", "gradient_run", "gather_run")
+
+
+def _as_gloo_records(shapes: Sequence[Shape]) -> list[Shape]:
+    """What gloo's flight recorder shows for the same tensors: a reduce-scatter runs as an all_reduce of the whole
+    (padded) tensor, and a scatter's root list is its input, not its output (NCCL records the opposite)."""
+    out = []
+    for s in shapes:
+        if s.family == ops.REDUCESCATTER and s.kind in ("fsdp_unit", "fsdp2_unit", "zero3_bucket"):
+            out.append(replace(s, family=ops.ALLREDUCE, numel_out=None, tier=max(s.tier, 1),
+                               description=s.description + " (gloo runs a reduce-scatter as an all_reduce of the "
+                                                           "whole tensor)"))
+        elif s.family == ops.SCATTER and s.numel_out:
+            out.append(replace(s, numel_in=s.numel_out, numel_out=s.numel_in,
+                               description=s.description + " (gloo records the root's list as the input)"))
+    return out
 
 
 def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = None, dtype: str = "float32",
-            strategy: str | None = None) -> Explanation:
-    """Rank the candidates that could produce exactly ``n`` elements, with the facts that rule others out."""
+            strategy: str | None = None, table: Table | None = None,
+            bucket_cap_mb: float | None = None) -> Explanation:
+    """Rank the candidates that could produce exactly ``n`` elements, with the facts that rule others out.
+
+    ``table`` is the model's tensors (from the model itself, a checkpoint or a module); without one the built-in
+    layouts are used."""
     factors = factorize(n)
     fam = ops.family(op)
     world, relation = _world(n, numel_out, fam, m)
@@ -226,9 +250,11 @@ def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = Non
     inferred = fam is None and numel_out is not None and numel_out != n
     if inferred:
         fam = ops.ALLGATHER if numel_out > n else ops.REDUCESCATTER
-    params = tuple(parameters(m))
-    setting = Setting(m, params, world, DTYPE_BYTES[dtype])
+    table = table or builtin_table(m)
+    setting = Setting(m, table, world, DTYPE_BYTES[dtype], bucket_cap_mb)
     everything = shapes(setting) + _solve(n, m)
+    if (op or "").lower().startswith("gloo:"):
+        everything += _as_gloo_records(everything)
     if m.batch and m.seq and m.hidden and world and world > 1:
         gathered = m.batch * m.seq * m.hidden * world
         everything.append(Shape("activation", ops.ALLREDUCE, gathered, None,
@@ -304,11 +330,16 @@ def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = Non
     elif fam is None:
         facts.append("op not given: every kind of collective considered (give --op, or --numel-out, to rule out "
                      "what the op cannot carry)")
-    if not params and (m.hidden or m.layers):
+    if not table.params and m.model_type and not built_in(m):
+        facts.append(f"no parameter table: the built-in layouts describe Llama-style families, not {m.model_type}; "
+                     "give --config with transformers installed (pip install 'ncclcheck[hf]'), --checkpoint or "
+                     "--module")
+    elif not table.params and (m.hidden or m.layers):
         facts.append("the model shape is incomplete (hidden size, layers, heads and MLP width are all needed): "
                      "parameters and layouts not considered")
     return Explanation(n, given_out, op, fam, world, strategy, tuple(factors), tuple(facts), tuple(ranked),
-                       tuple(ruled_out), searched, chance, tuple(_advice(n, ranked, fam, m, world)), transfer, dtype)
+                       tuple(ruled_out), searched, chance, tuple(_advice(n, ranked, fam, m, world, table)), transfer,
+                       dtype, table.source if table.params else "none (no parameters known)", table.notes)
 
 
 DEFAULT_GATHER_WORLD = 8
@@ -325,18 +356,20 @@ class SizeRow:
     allgather: tuple[tuple[str, float], ...]
 
 
-def size_table(m: Model, dtypes: Iterable[str] = ("float32", "bfloat16")) -> tuple[int, list[SizeRow]]:
+def size_table(m: Model, dtypes: Iterable[str] = ("float32", "bfloat16"),
+               table: Table | None = None) -> tuple[int, list[SizeRow]]:
     """What the common tensors of this model weigh and how long one collective of each takes.
 
     All_gather time is one definition for every row: each of W ranks contributes this tensor, so W times it is
     gathered (W = the world size given, else 8, and the caller says which). Returns (W, rows).
     """
     world = m.world_size or DEFAULT_GATHER_WORLD
-    params = parameters(m)
-    items = activations(Setting(m, tuple(params), world, 4))
-    layer = sum(p.numel for p in params if p.name.startswith(("model.layers.0.", "model.language_model.layers.0.")))
-    if layer:
-        items.append(("one decoder layer", layer))
+    table = table or builtin_table(m)
+    params = table.params
+    items = activations(Setting(m, table, world, 4))
+    units = [(name, ps) for name, ps in table.units() if name]
+    if units:
+        items.append((f"one block ({units[0][0]})", sum(p.numel for p in units[0][1])))
     if params:
         items.append((f"whole model ({len(params)} tensors)", sum(p.numel for p in params)))
     dtypes = list(dtypes)

@@ -195,13 +195,13 @@ def model_from_dict(cfg: dict, source: str) -> Model:
     return Model(
         name=merged.get("_name_or_path") or model_type or source,
         model_type=model_type or None,
-        hidden=num("hidden_size"),
-        layers=num("num_hidden_layers"),
+        hidden=num("hidden_size") or num("n_embd") or num("d_model"),  # GPT-2 and T5 spellings too
+        layers=num("num_hidden_layers") or num("n_layer") or num("num_layers"),
         vocab=num("vocab_size"),
-        heads=num("num_attention_heads"),
+        heads=num("num_attention_heads") or num("n_head") or num("num_heads"),
         kv_heads=num("num_key_value_heads"),
-        head_dim=num("head_dim"),
-        intermediate=num("intermediate_size"),
+        head_dim=num("head_dim") or num("d_kv"),
+        intermediate=num("intermediate_size") or num("n_inner") or num("d_ff"),
         tie_word_embeddings=bool(merged.get("tie_word_embeddings", cfg.get("tie_word_embeddings", False))),
         qkv_bias=bool(bias) if bias is not None else model_type in _BIAS_MODEL_TYPES,
         qk_norm=model_type in _QK_NORM_TYPES,

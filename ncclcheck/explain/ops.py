@@ -25,6 +25,7 @@ _FAMILIES = {
 KIND_STRATEGY = {
     "ddp_bucket": "ddp", "zero_bucket": "zero1/2", "zero_partition": "zero1/2", "zero3_gather": "zero3",
     "zero3_bucket": "zero3", "fsdp_unit": "fsdp", "fsdp2_unit": "fsdp2", "tp_activation": "tp", "tp_shard": "tp",
+    "tp_replicated": "tp",
     "activation": None, "parameter": None, "layer": None, "model": None, "scalar": None, "expert_tokens": None,
     "gradient_run": None, "gather_run": "zero3", "buffers": "ddp", "metadata": "ddp",
 }
@@ -35,7 +36,7 @@ CARRIES = {
     ALLGATHER: {"fsdp_unit", "fsdp2_unit", "zero3_gather", "zero_partition", "tp_activation", "activation", "scalar",
                 "gather_run", "parameter"},
     REDUCESCATTER: {"fsdp_unit", "fsdp2_unit", "zero3_bucket", "tp_activation", "activation", "gradient_run"},
-    BROADCAST: {"model", "parameter", "scalar", "activation", "buffers", "metadata"},
+    BROADCAST: {"model", "parameter", "scalar", "activation", "buffers", "metadata", "tp_replicated"},
     SCATTER: {"tp_shard"},
     ALLTOALL: {"expert_tokens", "activation"},
     P2P: {"activation"},
@@ -46,7 +47,8 @@ MEANS = {
     ALLREDUCE: "gradient buckets (DDP, ZeRO-1/2), tensor-parallel activations, metrics and barriers",
     ALLGATHER: "parameter gathers (FSDP1, FSDP2, ZeRO) or gathered activations",
     REDUCESCATTER: "gradient shards (FSDP1, FSDP2, ZeRO-3) or sequence-parallel activations",
-    BROADCAST: "a copy from one rank: initial parameter sync, DDP's buffers and bookkeeping, flags",
+    BROADCAST: "a copy from one rank: initial parameter sync, DDP's buffers and bookkeeping, replicated "
+               "tensor-parallel biases, flags",
     SCATTER: "tensor-parallel parameter shards handed out from one rank",
     ALLTOALL: "MoE token dispatch (expert parallelism)",
     P2P: "pipeline-parallel activations",

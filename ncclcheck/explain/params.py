@@ -21,6 +21,8 @@ class Param:
 
     name: str
     shape: tuple[int, ...]
+    dtype: str = "float32"  # as built; the training dtype (--dtype) decides DDP's bytes
+    trainable: bool = True  # requires_grad: frozen parameters are in no gradient bucket
 
     @property
     def numel(self) -> int:
@@ -91,9 +93,21 @@ def _vision(v: Vision) -> list[Param]:
                   Param(p + "merger.mlp.2.bias", (v.out_hidden,))]
 
 
+# The families whose layout is written here (Llama-style decoders: attention, gated MLP, two RMS norms per layer);
+# any other model type needs its table from the model itself (transformers, a checkpoint or a module).
+BUILTIN_TYPES = frozenset({"llama", "mistral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "mixtral", "deepseek_v2",
+                           "deepseek_v3", "qwen2_vl", "qwen2_5_vl", "qwen2_5_vl_text"})
+
+
+def built_in(m: Model) -> bool:
+    """Whether the built-in layout describes this model: a family above, or a shape given by flags alone."""
+    return m.model_type is None or m.model_type in BUILTIN_TYPES
+
+
 def parameters(m: Model) -> list[Param]:
-    """The model's parameters in registration order; empty when the shape is not known well enough."""
-    if not (m.hidden and m.layers and (m.intermediate or m.experts) and m.q_dim and m.kv_dim):
+    """The model's parameters in registration order; empty when the shape is not known well enough or the family
+    is not one the built-in layout describes."""
+    if not (m.hidden and m.layers and (m.intermediate or m.experts) and m.q_dim and m.kv_dim) or not built_in(m):
         return []
     h = m.hidden
     out = _vision(m.vision) if m.vision else []
@@ -163,7 +177,8 @@ def modules(params: Sequence[Param]) -> list[tuple[str, list[Param]]]:
     return list(out.items())
 
 
-_BACKWARD_IN_LAYER = ("mlp", "post_attention_layernorm", "self_attn.o_proj", "self_attn", "input_layernorm")
+_BACKWARD_IN_LAYER = ("mlp", "post_attention_layernorm", "norm2", "self_attn.o_proj", "attn.proj", "self_attn", "attn",
+                      "input_layernorm", "norm1")
 
 
 def backward_order(params: Sequence[Param]) -> list[Param]:

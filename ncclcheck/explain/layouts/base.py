@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from ncclcheck.explain.models import Model
 from ncclcheck.explain.params import Param
+from ncclcheck.explain.table import Table
 
 
 @dataclass(frozen=True)
@@ -23,12 +24,18 @@ class Shape:
 
 @dataclass(frozen=True)
 class Setting:
-    """Everything the layouts need: the model, its parameters, the group size and the element size."""
+    """Everything the layouts need: the model's shape, its table, the group size, the training dtype's element
+    size and DDP's bucket cap where the user gave one."""
 
     model: Model
-    params: tuple[Param, ...]
+    table: Table
     world: int | None
     itemsize: int
+    bucket_cap_mb: float | None = None
+
+    @property
+    def params(self) -> tuple[Param, ...]:
+        return self.table.params
 
 
 def ceil_div(a: int, b: int) -> int:

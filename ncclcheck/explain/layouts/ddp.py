@@ -1,9 +1,12 @@
-"""DistributedDataParallel: gradient buckets, all-reduced.
+"""DistributedDataParallel: gradient buckets, all-reduced, and the broadcasts DDP makes for its own bookkeeping.
 
-With find_unused_parameters=False (the default) or static_graph, the first iteration puts every gradient in one
-bucket; after it DDP rebuilds the buckets in the order gradients became ready, closing a bucket once it reaches its
-cap (1 MiB for the first, bucket_cap_mb = 25 MiB after). With find_unused_parameters=True the first iteration
-already uses the caps, over the parameters in reverse registration order.
+Rules from torch/nn/parallel/distributed.py and the C++ reducer (torch 2.4-2.13). Only parameters that require
+gradients are bucketed. With find_unused_parameters=False (the default) or static_graph the first iteration puts
+every gradient of one dtype in one bucket; after it DDP rebuilds the buckets in the order gradients became ready,
+closing a bucket once its bytes reach the limit: 1 MiB for the first when bucket_cap_mb is left at its default (an
+explicit bucket_cap_mb applies to the first bucket too), 25 MiB or bucket_cap_mb after. With
+find_unused_parameters=True the first iteration already uses the caps, over the parameters in reverse registration
+order.
 """
 
 from __future__ import annotations
@@ -12,16 +15,17 @@ from collections.abc import Sequence
 
 from ncclcheck.explain.layouts.base import Setting, Shape
 from ncclcheck.explain.ops import ALLREDUCE, BROADCAST
-from ncclcheck.explain.params import Param, backward_order, buffers, describe
+from ncclcheck.explain.params import Param, describe
+from ncclcheck.transfer import DTYPE_BYTES
 
 FIRST_BUCKET_BYTES = 2**20
-BUCKET_BYTES = 25 * 2**20
-BROADCAST_BYTES = 250 * 2**20  # DDP's initial sync of module states, coalesced
+BUCKET_MB = 25
+BROADCAST_BYTES = 250 * 2**20  # DDP's sync of module states, coalesced per dtype
 
 
 def buckets(order: Sequence[Param], itemsize: int, first: int = FIRST_BUCKET_BYTES,
-            cap: int = BUCKET_BYTES) -> list[list[Param]]:
-    """DDP's rule: add tensors in order; close the bucket once its bytes reach the cap."""
+            cap: int = BUCKET_MB * 2**20) -> list[list[Param]]:
+    """DDP's rule: add tensors in order; close the bucket once its bytes reach the limit."""
     out: list[list[Param]] = []
     cur: list[Param] = []
     size, limit = 0, first
@@ -36,48 +40,76 @@ def buckets(order: Sequence[Param], itemsize: int, first: int = FIRST_BUCKET_BYT
     return out
 
 
+def caps(s: Setting) -> tuple[int, int, str]:
+    """(first bucket bytes, later bucket bytes, how to say it) for the cap the user gave, or the defaults."""
+    if s.bucket_cap_mb is None:
+        return FIRST_BUCKET_BYTES, BUCKET_MB * 2**20, f"1 MiB first, {BUCKET_MB} MiB after"
+    cap = int(s.bucket_cap_mb * 2**20)
+    return cap, cap, f"bucket_cap_mb={s.bucket_cap_mb:g} for every bucket"
+
+
 def shapes(s: Setting) -> list[Shape]:
-    params = list(s.params)
+    t = s.table
+    params = list(t.trainable)
     if not params:
         return []
     total = sum(p.numel for p in params)
     out = [Shape("ddp_bucket", ALLREDUCE, total, None,
                  f"DDP bucket of the first iteration: all {len(params)} gradients in one bucket "
                  "(find_unused_parameters=False or static_graph; rebuilt after it)", 0, tuple(p.name for p in params))]
-    out += _bookkeeping(s, params, len(buckets(backward_order(params), s.itemsize)))
-    for label, order in (("rebuilt in gradient-ready order", backward_order(params)),
+    first, cap, said = caps(s)
+    rebuilt = buckets(t.ready_order(), s.itemsize, first, cap)
+    out += _bookkeeping(s, params, len(rebuilt))
+    how = "gradient-ready order measured on the meta device" if t.ready else "gradient-ready order"
+    for label, found in ((f"rebuilt in {how}", rebuilt),
                          ("first iteration with find_unused_parameters=True, reverse registration order",
-                          list(reversed(params)))):
-        found = buckets(order, s.itemsize)
+                          buckets(list(reversed(params)), s.itemsize, first, cap))):
         for k, b in enumerate(found):
             out.append(Shape("ddp_bucket", ALLREDUCE, sum(p.numel for p in b), None,
-                             f"DDP bucket {k + 1} of {len(found)} ({label}; 1 MiB first, 25 MiB after): "
-                             f"{describe(params, b)}", 0, tuple(p.name for p in b)))
+                             f"DDP bucket {k + 1} of {len(found)} ({label}; {said}): {describe(t.params, b)}", 0,
+                             tuple(p.name for p in b)))
+    return out
+
+
+def _dtype_groups(s: Setting) -> dict[str, tuple[list[Param], list[Param]]]:
+    """Parameters and buffers by the dtype they are broadcast in: floating ones in the training dtype (a model cast
+    to it casts its floating buffers too), integer buffers in their own."""
+    out: dict[str, tuple[list[Param], list[Param]]] = {}
+    for p in s.table.params:
+        out.setdefault("float", ([], []))[0].append(p)
+    for b in s.table.buffers:
+        key = b.dtype if b.dtype.startswith(("int", "uint", "bool")) else "float"
+        out.setdefault(key, ([], []))[1].append(b)
     return out
 
 
 def _bookkeeping(s: Setting, params: list[Param], rebuilt: int) -> list[Shape]:
-    """DDP's own broadcasts: the module states at construction (parameters then buffers, coalesced up to 250 MiB),
-    the buffers before every forward (broadcast_buffers=True), the parameter shape check (sizes and strides,
-    int64) and, when buckets are rebuilt, the bucket order (one int32 per parameter, plus one) and sizes."""
-    bufs = buffers(s.model)
-    states = params + bufs
+    """DDP's own broadcasts: the module states at construction (parameters then buffers, coalesced per dtype up to
+    250 MiB), the buffers before every forward (broadcast_buffers=True), the parameter shape check (sizes and
+    strides, int64) and, when buckets are rebuilt, the bucket order (one int32 per parameter, plus one) and the
+    bucket count."""
     out = []
-    chunks = buckets(states, s.itemsize, BROADCAST_BYTES, BROADCAST_BYTES)
-    for k, c in enumerate(chunks):
-        out.append(Shape("model", BROADCAST, sum(p.numel for p in c), None,
-                         f"DDP's initial sync of module states, coalesced chunk {k + 1} of {len(chunks)}: "
-                         f"{len(c)} tensors ({sum(1 for p in c if p in bufs)} of them buffers)", 0,
-                         tuple(p.name for p in c)))
-    if bufs:
-        out.append(Shape("buffers", BROADCAST, sum(p.numel for p in bufs), None,
-                         f"DDP's buffer sync before each forward (broadcast_buffers=True): {len(bufs)} buffers "
-                         "(rotary inv_freq)", 0, tuple(p.name for p in bufs)))
+    for key, (ps, bufs) in _dtype_groups(s).items():
+        size = s.itemsize if key == "float" else DTYPE_BYTES.get(key, 8)
+        dtype = "the training dtype" if key == "float" else key
+        chunks = buckets(ps + bufs, size, BROADCAST_BYTES, BROADCAST_BYTES)
+        for k, c in enumerate(chunks):
+            nb = sum(1 for p in c if p in bufs)
+            part = f"chunk {k + 1} of {len(chunks)}, " if len(chunks) > 1 else ""
+            out.append(Shape("model", BROADCAST, sum(p.numel for p in c), None,
+                             f"DDP's initial sync of module states in {dtype} ({part}{len(c) - nb} parameters and {nb} "
+                             "buffers, coalesced)", 0, tuple(p.name for p in c)))
+        if bufs:
+            names = ", ".join(sorted({b.name.rpartition(".")[2] for b in bufs}))
+            out.append(Shape("buffers", BROADCAST, sum(b.numel for b in bufs), None,
+                             f"DDP's buffer sync before each forward (broadcast_buffers=True): {len(bufs)} buffers in "
+                             f"{dtype} ({names})", 0, tuple(b.name for b in bufs)))
     dims = sum(len(p.shape) for p in params)
     out += [Shape("metadata", BROADCAST, 2 * dims, None, f"DDP's parameter shape check at construction: sizes and "
-                                                         f"strides of {len(params)} parameters (2 × {dims} dims)", 0),
+                                                         f"strides of {len(params)} parameters (2 × {dims} dims, "
+                                                         "int64)", 0),
             Shape("metadata", BROADCAST, len(params) + 1, None, f"DDP's bucket-order sync after the first iteration: "
-                                                                f"{len(params)} parameter indices + 1", 0),
-            Shape("metadata", BROADCAST, rebuilt, None, f"DDP's bucket-size sync after the first iteration: "
-                                                        f"{rebuilt} rebuilt buckets", 0)]
+                                                                f"{len(params)} parameter indices + 1 (int32)", 0),
+            Shape("metadata", BROADCAST, rebuilt, None, f"DDP's bucket-count sync after the first iteration: "
+                                                        f"{rebuilt} rebuilt buckets (int32)", 0)]
     return out

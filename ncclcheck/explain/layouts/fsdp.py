@@ -1,25 +1,31 @@
 """FSDP1 flat parameters and FSDP2 per-parameter shards, one all-gather (and one reduce-scatter) per unit.
 
-FSDP1 flattens each wrapped unit's parameters into one FlatParameter padded to a multiple of the world size:
-all-gather NumelIn = padded / world, reduce-scatter NumelIn = padded. FSDP2 (fully_shard) shards every parameter
-on dim 0, padding dim 0 to a multiple of the world size, and gathers a unit's shards in one all-gather: NumelIn =
-the sum over its parameters of ceil(dim0 / world) x the other dims.
+FSDP1 (torch/distributed/fsdp/_flat_param.py) flattens each wrapped unit's parameters into one FlatParameter. With
+use_orig_params=True every parameter starts on a 16-byte boundary, so padding of up to 16 bytes / the element size
+goes in front of any parameter that would not; the total is then padded to a multiple of the world size. All-gather
+NumelIn = padded / world, reduce-scatter NumelIn = padded. FSDP2 (fully_shard) shards every parameter on dim 0,
+padding dim 0 to a multiple of the world size, and gathers a unit's shards in one all-gather: NumelIn = the sum over
+its parameters of ceil(dim0 / world) x the other dims. The units are the model's blocks (the modules its own code
+says must not be split, else each member of a repeated list), then the root holding the rest.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from ncclcheck.explain.layouts.base import Setting, Shape, ceil_div
 from ncclcheck.explain.ops import ALLGATHER, REDUCESCATTER
-from ncclcheck.explain.params import Param, describe, units
+from ncclcheck.explain.params import Param, describe
+
+ALIGN_BYTES = 16  # use_orig_params=True starts every parameter on this boundary
 
 
 def _label(name: str) -> str:
     if not name:
         return "the root unit (everything outside the wrapped blocks)"
-    kind = "vision block" if ".visual." in f".{name}" else "decoder layer"
-    return f"{kind} {name.rpartition('.')[2]} ({name})"
+    kind = "vision block" if ".visual." in f".{name}" else "block"
+    return f"{kind} {name}"
 
 
 def fsdp2_shard(p: Param, world: int) -> int:
@@ -27,11 +33,22 @@ def fsdp2_shard(p: Param, world: int) -> int:
     return ceil_div(p.shape[0], world) * math.prod(p.shape[1:]) if p.shape else 1
 
 
+def flat_numel(ps: Sequence[Param], world: int, align: int = 0) -> int:
+    """A FlatParameter's padded size: with ``align`` elements (use_orig_params), padding in front of each parameter
+    that would not start on that boundary; then the total up to a multiple of the world size."""
+    total = 0
+    for p in ps:
+        if align and total % align:
+            total += align - total % align
+        total += p.numel
+    return ceil_div(total, world) * world
+
+
 def unit_sets(s: Setting) -> list[tuple[str, list[Param]]]:
-    """The wrapped units: every repeated block; for VL models also the variant that leaves the vision tower in the
-    root (only decoder layers wrapped)."""
+    """The wrapped units: every block; for VL models also the variant that leaves the vision tower in the root
+    (only decoder layers wrapped)."""
     params = list(s.params)
-    found = units(params)
+    found = s.table.units()
     out = list(found)
     if any(".visual." in f".{name}" for name, _ in found):
         decoder_only = [(n, ps) for n, ps in found if n and ".visual." not in f".{n}"]
@@ -46,6 +63,7 @@ def shapes(s: Setting) -> list[Shape]:
         return []
     out: list[Shape] = []
     seen: set[tuple[str, ...]] = set()
+    align = max(ALIGN_BYTES // s.itemsize, 1)
     for name, ps in unit_sets(s):
         key = tuple(p.name for p in ps)
         if key in seen or not ps:
@@ -54,13 +72,15 @@ def shapes(s: Setting) -> list[Shape]:
         what = _label(name) if name or len(ps) < len(s.params) else "the whole model (nothing else wrapped)"
         if not name:
             what += f", {describe(s.params, ps)}"
-        padded = ceil_div(sum(p.numel for p in ps), w) * w
-        out += [Shape("fsdp_unit", ALLGATHER, padded // w, padded,
-                      f"FSDP1 FlatParameter of {what}: {padded:,} elements padded to a multiple of {w}, "
-                      f"1/{w} per rank", 0, key),
-                Shape("fsdp_unit", REDUCESCATTER, padded, padded // w,
-                      f"FSDP1 gradient of {what}: the padded FlatParameter ({padded:,}) reduce-scattered over {w}",
-                      0, key)]
+        variants = {flat_numel(ps, w, align): f", use_orig_params=True ({align}-element alignment before each "
+                                              "parameter)", flat_numel(ps, w): ""}  # equal sizes: one, unqualified
+        for padded, how in variants.items():
+            out += [Shape("fsdp_unit", ALLGATHER, padded // w, padded,
+                          f"FSDP1 FlatParameter of {what}{how}: {padded:,} elements padded to a multiple of {w}, "
+                          f"1/{w} per rank", 0, key),
+                    Shape("fsdp_unit", REDUCESCATTER, padded, padded // w,
+                          f"FSDP1 gradient of {what}{how}: the padded FlatParameter ({padded:,}) reduce-scattered "
+                          f"over {w}", 0, key)]
         shard = sum(fsdp2_shard(p, w) for p in ps)
         out += [Shape("fsdp2_unit", ALLGATHER, shard, shard * w,
                       f"FSDP2 fully_shard unit {what}: {len(ps)} parameters, dim 0 of each padded to a multiple "

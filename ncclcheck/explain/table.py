@@ -1,0 +1,93 @@
+"""A model's tensors as the frameworks see them, and where that knowledge came from.
+
+Every layout reads one ``Table``: the parameters in registration order (shared ones once, frozen ones marked), the
+buffers DDP broadcasts, the blocks FSDP wraps, the order gradients become ready and the tensor-parallel plan. A
+table built from the model itself (transformers on the meta device, the user's own module) is exact; one read from
+a checkpoint knows names, shapes and dtypes but infers the order; the built-in layouts are written from each
+family's source and cover fewer models.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ncclcheck.explain.models import Model
+from ncclcheck.explain.params import Param, backward_order, block_of, buffers, parameters
+
+BUILTIN, TRANSFORMERS, CHECKPOINT, MODULE = "built-in", "transformers", "checkpoint", "module"
+
+
+@dataclass(frozen=True)
+class Table:
+    """The tensors a collective can carry, with how each fact was learnt."""
+
+    params: tuple[Param, ...]  # registration order, shared tensors once
+    buffers: tuple[Param, ...] = ()
+    blocks: tuple[str, ...] = ()  # module paths FSDP wraps (one unit each), in registration order
+    ready: tuple[str, ...] = ()  # parameter names in the order their gradients became ready; empty: inferred
+    tp_plan: tuple[tuple[str, str], ...] = ()  # (module pattern, "colwise" | "rowwise")
+    embedding: str = ""  # the input embedding's weight, where known
+    origin: str = BUILTIN
+    source: str = "the built-in layouts"  # said in every answer
+    notes: tuple[str, ...] = ()  # what is inferred rather than known
+
+    @property
+    def trainable(self) -> tuple[Param, ...]:
+        """The parameters that get gradients (what DDP buckets and FSDP reduces)."""
+        return tuple(p for p in self.params if p.trainable)
+
+    def ready_order(self) -> list[Param]:
+        """Trainable parameters in gradient-ready order: measured where known, else the built-in rule."""
+        trainable = self.trainable
+        if self.ready:
+            by_name = {p.name: p for p in trainable}
+            first = [by_name[n] for n in self.ready if n in by_name]
+            seen = {p.name for p in first}
+            rest = backward_order([p for p in trainable if p.name not in seen])
+            # What fed the input embeddings in the real step (a vision tower's features merged into them) is
+            # ready before the embedding table, whose lookup is the last op of the backward pass.
+            at = next((k for k, p in enumerate(first) if p.name == self.embedding), len(first))
+            return first[:at] + rest + first[at:]
+        return backward_order(trainable)
+
+    def units(self) -> list[tuple[str, list[Param]]]:
+        """FSDP's units when every block is wrapped: each block's own parameters, then the root holding the rest."""
+        if not self.blocks:
+            return _units_by_name(self.params)
+        ordered = sorted(self.blocks, key=len, reverse=True)  # the innermost block owns a parameter
+        found: dict[str, list[Param]] = {b: [] for b in self.blocks}
+        root: list[Param] = []
+        for p in self.params:
+            owner = next((b for b in ordered if p.name.startswith(b + ".")), None)
+            (found[owner] if owner else root).append(p)
+        return [*((b, ps) for b, ps in found.items() if ps), ("", root)]
+
+    def style(self, name: str) -> str | None:
+        """The TP plan's style for a parameter (``colwise``/``rowwise``), or None."""
+        module = name.rpartition(".")[0]
+        for pattern, style in self.tp_plan:
+            if _plan_regex(pattern).search(module):
+                return style
+        return None
+
+
+def _plan_regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(r"(^|\.)" + re.escape(pattern).replace(r"\*", r"\d+") + "$")
+
+
+def _units_by_name(params: Sequence[Param]) -> list[tuple[str, list[Param]]]:
+    blocks: dict[str, list[Param]] = {}
+    root: list[Param] = []
+    for p in params:
+        b = block_of(p.name)
+        (blocks.setdefault(b, []) if b else root).append(p)
+    return [*blocks.items(), ("", root)]
+
+
+def builtin_table(m: Model) -> Table:
+    """The table the built-in layouts write for this model's shape (empty when they do not describe it)."""
+    params = tuple(parameters(m))
+    notes = ("names, order and gradient-ready order follow the built-in Llama-style layout",) if params else ()
+    return Table(params, tuple(buffers(m)), notes=notes)
