@@ -243,8 +243,21 @@ def explain_cmd(
     model: Annotated[Optional[str], typer.Option(help="Preset: qwen2.5-7b, qwen2.5-vl-7b, qwen3-8b, qwen3-30b-a3b, "
                                                       "llama-3-8b, llama-3-70b, mistral-7b, mixtral-8x7b, "
                                                       "deepseek-v3.")] = None,
-    config: Annotated[Optional[str], typer.Option(help="A Hugging Face config.json (or its folder); text_config and "
-                                                       "vision_config of VL models are read.")] = None,
+    config: Annotated[Optional[str], typer.Option(help="A Hugging Face config.json (or its folder). With transformers "
+                                                       "installed (the [hf] extra) its model is built on the meta "
+                                                       "device and its own parameters are used.")] = None,
+    checkpoint: Annotated[Optional[str], typer.Option(help="A safetensors checkpoint folder (or file): parameter names, "
+                                                           "shapes and dtypes from its headers, no weights read.")]
+    = None,
+    module: Annotated[Optional[str], typer.Option("--module", help="Your own model: pkg.module:factory, a function "
+                                                                   "returning a torch module, called on the meta "
+                                                                   "device.")] = None,
+    trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help="Let --config run the model code "
+                                                                                "beside config.json (auto_map).")]
+    = False,
+    bucket_cap_mb: Annotated[Optional[float], typer.Option(min=0.001, help="DDP's bucket_cap_mb, if your job set it "
+                                                                           "(default 25, with a 1 MiB first "
+                                                                           "bucket).")] = None,
     strategy: Annotated[Optional[str], typer.Option("--strategy", "--parallel",
                                                     help="Only this strategy's layouts: ddp, zero1, zero2, zero3, "
                                                          "fsdp, fsdp2, tp (default: whatever the op allows).")]
@@ -264,7 +277,7 @@ def explain_cmd(
     world_size: Annotated[Optional[int], typer.Option(min=1, help="Ranks in the process group.")] = None,
     tp: Annotated[Optional[int], typer.Option(min=1, help="Tensor-parallel degree.")] = None,
     dtype: Annotated[str, typer.Option(help="Element type for bytes and times.")] = "float32",
-    as_json: Annotated[bool, typer.Option("--json", help="Print the machine-readable result (schema_version 2).")]
+    as_json: Annotated[bool, typer.Option("--json", help="Print the machine-readable result (schema_version 3).")]
     = False,
 ) -> None:
     """Say what tensor an element count is, and what it is not: exact, op-aware matches only.
@@ -278,14 +291,18 @@ def explain_cmd(
     from ncclcheck.evidence.reader import resolve
     from ncclcheck.explain.core import explain, size_table
     from ncclcheck.explain.counts import MAX_NUMEL, ExplainError
-    from ncclcheck.explain.models import PRESETS, Model, merge, model_from_config
+    from ncclcheck.explain.models import PRESETS, Model, merge
     from ncclcheck.explain.ops import STRATEGIES
+    from ncclcheck.explain.source import load
+    from ncclcheck.explain.table import builtin_table
     from ncclcheck.job.analyze import analyze
     from ncclcheck.render.explain import explain_json, explanation_view, sizes_view
 
     _check_dtype(dtype)
-    if model and config:
-        usage_error("give --model or --config, not both")
+    if model and (config or checkpoint or module):
+        usage_error("give --model, or --config / --checkpoint / --module, not both")
+    if checkpoint and module:
+        usage_error("give --checkpoint or --module, not both")
     if numel and log:
         usage_error("give --numel or --log, not both")
     if model and model.lower() not in PRESETS:
@@ -293,10 +310,12 @@ def explain_cmd(
     if strategy and strategy.lower() not in STRATEGIES:
         usage_error(f"unknown strategy {strategy!r}; one of: {', '.join(STRATEGIES)}")
     try:
-        base = PRESETS[model.lower()] if model else (model_from_config(config) if config else Model())
+        loaded = load(PRESETS[model.lower()] if model else Model(), config, checkpoint, module, trust_remote_code)
     except ExplainError as exc:
         usage_error(str(exc))
-    shape = merge(base, batch=batch, seq=seq, hidden=hidden, layers=layers, vocab=vocab, heads=heads,
+    for w in loaded.warnings:
+        warn(w)
+    shape = merge(loaded.model, batch=batch, seq=seq, hidden=hidden, layers=layers, vocab=vocab, heads=heads,
                   kv_heads=kv_heads, head_dim=head_dim, intermediate=intermediate, world_size=world_size, tp=tp,
                   num_labels=num_labels, head_bias=head_bias or None)
     triples: list[tuple[Optional[str], int, Optional[int]]] = []
@@ -319,13 +338,14 @@ def explain_cmd(
         if not triples:
             usage_error("no watchdog line with NumelIn found in " + ", ".join(log))
     strat = strategy.lower() if strategy else None
-    explanations = [explain(n_in, shape, n_out, o, dtype, strat) for o, n_in, n_out in triples]
-    gather_world, sizes = size_table(shape, ("float32", "bfloat16")) if not triples else (None, [])
+    table = loaded.table or builtin_table(shape)
+    explanations = [explain(n_in, shape, n_out, o, dtype, strat, table, bucket_cap_mb) for o, n_in, n_out in triples]
+    gather_world, sizes = size_table(shape, ("float32", "bfloat16"), table) if not triples else (None, [])
     if not triples and not sizes:
         usage_error("nothing to show: give --numel/--log, or the model shape (--batch --seq --hidden or "
                     "--model/--config)")
     if as_json:
-        typer.echo(json.dumps(explain_json(shape, explanations, sizes, gather_world), indent=2))
+        typer.echo(json.dumps(explain_json(shape, explanations, sizes, gather_world, table), indent=2))
         return
     for e in explanations:
         console.print(explanation_view(e))

@@ -210,7 +210,7 @@ def test_cli_json():
                             "--numel", "466,119,168", "--op", "ALLREDUCE", "--json"], catch_exceptions=False)
     assert (r.exit_code, r.stderr) == (0, "")
     j = json.loads(r.stdout)
-    assert j["schema_version"] == 2
+    assert j["schema_version"] == 3
     e = j["explanations"][0]
     assert (e["numel"], e["factorization"]) == (466119168, [2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 303463])
     first = e["candidates"][0]
@@ -235,7 +235,7 @@ def test_cli_log_takes_counts_from_watchdog_lines():
     (["--numel-out", "5"], "--numel-out needs --numel"),
     (["--model", "gpt-9"], "unknown model 'gpt-9'"),
     (["--numel", "5", "--strategy", "zero9"], "unknown strategy 'zero9'"),
-    (["--model", "qwen2.5-7b", "--config", "c.json"], "give --model or --config, not both"),
+    (["--model", "qwen2.5-7b", "--config", "c.json"], "give --model, or --config / --checkpoint / --module, not both"),
     ([], "nothing to show"),
     (["--json"], "nothing to show"),
 ])

@@ -335,7 +335,6 @@ def label(fx: dict, c: dict) -> dict | None:
     fam, ws, layout = family(c["op"]), fx["world_size"], fx["layout"]
     n_in, n_out = c["numel_in"], c["numel_out"]
     shapes = {name: shape for name, shape, _ in fx["params"]}
-    dtypes = {name: dt for name, _, dt in fx["params"]}
     bufs = fx.get("buffers") or []
     dt = c["dtype"]
     if fam == "all_reduce" and n_in in (0, 1) or (fam, n_in, n_out) == ("all_gather", 1, ws):
@@ -347,10 +346,10 @@ def label(fx: dict, c: dict) -> dict | None:
                 return {"kind": "ddp_bucket", "params": call["params"], "what": f"DDP bucket {call['index']}"}
     if strat.startswith("ddp") and fam == "broadcast":
         by_dtype_p = {}
-        for n, s, d in fx["params"]:
+        for _n, s, d in fx["params"]:
             by_dtype_p[d] = by_dtype_p.get(d, 0) + math.prod(s)
         by_dtype_b = {}
-        for n, s, d in bufs:
+        for _n, s, d in bufs:
             by_dtype_b[d] = by_dtype_b.get(d, 0) + math.prod(s)
         if n_in == by_dtype_p.get(dt, 0) + by_dtype_b.get(dt, 0):
             return {"kind": "model", "params": None, "what": f"module states of dtype {dt}"}
@@ -395,7 +394,6 @@ def label(fx: dict, c: dict) -> dict | None:
             names = owners[key]
             kind = "tp_shard" if fam == "scatter" else "tp_replicated"
             return {"kind": kind, "params": names, "what": "TP shard" if fam == "scatter" else "replicated bias"}
-    del dtypes
     return None
 
 
@@ -424,9 +422,9 @@ def collect(src, dst):
 
         per_rank = [cut(r["collectives"]) for r in recs]
 
-        def same(c):  # a scatter's output list exists on its root only
-            return [{k: v for k, v in e.items() if not (k.startswith(("out", "numel_out")) and
-                                                        e["op"].endswith("scatter"))} for e in c or []]
+        def same(c):  # a scatter's list exists on its root only (NCCL records it as the output, gloo as the input)
+            return [{k: v for k, v in e.items() if not (k in ("in", "out", "numel_in", "numel_out") and
+                                                        e["op"].endswith(":scatter"))} for e in c or []]
         fixture = {k: base.get(k) for k in ("strategy", "model", "world_size", "batch", "seq", "class", "config",
                                             "params", "buffers", "layout", "losses", "torch", "transformers",
                                             "backend")}

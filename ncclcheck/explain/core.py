@@ -287,7 +287,7 @@ def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = Non
             verdict = COINCIDENCE if explained or run_chance >= coincidence.LIKELY else MATCH
             exact.append((r, verdict))
     hits = [s for s in everything if s.numel_in == n]
-    by_op = sorted({s.kind for s in hits if fam is not None and s.family != fam})
+    by_op = sorted({s.kind for s in hits if fam is not None and s.family != fam} - {s.kind for s, _ in exact})
     by_strategy = sorted({s.kind for s in hits if (fam is None or s.family == fam)
                           and not ops.strategy_allows(s.kind, strategy)} - set(by_op))
     ruled_out = []

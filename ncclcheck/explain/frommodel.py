@@ -23,6 +23,10 @@ from ncclcheck.explain.table import MODULE, TRANSFORMERS, Table
 # What building or running an arbitrary model class on the meta device can raise; anything else is a bug of ours.
 _BUILD_ERRORS = (ValueError, TypeError, RuntimeError, KeyError, AttributeError, IndexError, NotImplementedError,
                  ImportError, OSError, AssertionError)
+class RemoteCodeRefused(ExplainError):
+    """The config's model class is custom code and the user did not allow running it."""
+
+
 READY_BATCH, READY_SEQ = 2, 16  # the meta pass's input: its size changes no gradient's order
 
 
@@ -100,7 +104,6 @@ def _first_float(out: object) -> object | None:
 def _ready_order(module: object) -> tuple[tuple[str, ...], str | None]:
     """Parameter names in the order their gradients are accumulated, from a forward and backward pass on the meta
     device; with why it could not run where it could not."""
-    import torch
 
     inputs = _inputs(module)
     if inputs is None:
@@ -169,6 +172,7 @@ def _offline() -> None:
     """Never reach the network: a missing file must fail at once, not after the hub's retries."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # its config checks are not ours to print
 
 
 def table_from_config(cfg: dict, path: str, trust_remote_code: bool = False) -> Table:
@@ -185,11 +189,11 @@ def table_from_config(cfg: dict, path: str, trust_remote_code: bool = False) -> 
     model_type = cfg.get("model_type")
     custom = isinstance(cfg.get("auto_map"), dict) and model_type not in CONFIG_MAPPING
     archs = [a for a in cfg.get("architectures") or [] if isinstance(a, str)]
+    if custom and not trust_remote_code:
+        raise RemoteCodeRefused(f"{path}: its model class is custom code (auto_map) that explain would have to run; "
+                                "pass --trust-remote-code to run the code beside config.json")
     try:
         if custom:
-            if not trust_remote_code:
-                raise ExplainError(f"{path}: its model class is custom code (auto_map) that explain would have to "
-                                   "run; pass --trust-remote-code to run the code beside config.json")
             config = transformers.AutoConfig.from_pretrained(folder, trust_remote_code=True, local_files_only=True)
             auto = next((k for k, v in cfg["auto_map"].items() if k.startswith("AutoModel")
                          and str(v).endswith("." + (archs[0] if archs else ""))), "AutoModelForCausalLM")

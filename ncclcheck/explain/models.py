@@ -145,8 +145,8 @@ def _read_bounded(path: str) -> str:
         raise ExplainError(f"{path}: not UTF-8 text, not a model config") from None
 
 
-def model_from_config(path: str) -> Model:
-    """Read a Hugging Face ``config.json``; VL configs keep the language model under ``text_config``."""
+def read_config(path: str) -> tuple[dict, str]:
+    """A Hugging Face ``config.json`` (or the folder holding one), parsed, with the file's path."""
     if os.path.isdir(path):
         path = os.path.join(path, "config.json")
     try:
@@ -155,6 +155,12 @@ def model_from_config(path: str) -> Model:
         raise ExplainError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(cfg, dict):
         raise ExplainError(f"{path}: expected a JSON object")
+    return cfg, path
+
+
+def model_from_config(path: str) -> Model:
+    """Read a Hugging Face ``config.json``; VL configs keep the language model under ``text_config``."""
+    cfg, path = read_config(path)
     return model_from_dict(cfg, path)
 
 

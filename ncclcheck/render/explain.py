@@ -18,9 +18,10 @@ from rich.text import Text
 from ncclcheck.explain.core import COINCIDENCE, MATCH, Candidate, Explanation, SizeRow
 from ncclcheck.explain.counts import format_factors
 from ncclcheck.explain.models import Model
+from ncclcheck.explain.table import Table as ParamTable
 from ncclcheck.transfer import human_bytes, human_seconds
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def _candidate_json(c: Candidate) -> dict[str, Any]:
@@ -47,15 +48,20 @@ def explanation_json(e: Explanation) -> dict[str, Any]:
         "advice": list(e.advice),
         "dtype_assumed": e.dtype,
         "transfer_seconds": {name: t for name, t in e.transfer},
+        "table_source": e.source,
+        "table_notes": list(e.source_notes),
     }
 
 
 def explain_json(model: Model, explanations: Sequence[Explanation], sizes: Sequence[SizeRow],
-                 gather_world: int | None) -> dict[str, Any]:
+                 gather_world: int | None, table: ParamTable) -> dict[str, Any]:
     """The whole ``--json`` object."""
     return {
         "schema_version": SCHEMA_VERSION,
         "model": asdict(model),
+        "table": {"origin": table.origin, "source": table.source if table.params else None,
+                  "notes": list(table.notes), "parameters": len(table.params),
+                  "numel": sum(p.numel for p in table.params), "buffers": len(table.buffers)},
         "explanations": [explanation_json(e) for e in explanations],
         "sizes": [
             {"description": r.description, "numel": r.numel, "bytes": dict(r.bytes_by_dtype),
@@ -88,6 +94,8 @@ def explanation_view(e: Explanation) -> RenderableType:
     head += f" ({e.op})" if e.op else ""
     parts: list[RenderableType] = [Text(head, style="bold"), Text(f"factors: {format_factors(e.factors)}")]
     parts += [Padding(Text(f"- {f}"), (0, 0, 0, 2), expand=False) for f in e.facts[1:]]
+    parts.append(Text(f"parameter table: {e.source}"))
+    parts += [Padding(Text(f"- inferred: {n}"), (0, 0, 0, 2), expand=False) for n in e.source_notes]
     if e.matches:
         parts.append(Text("exact matches, most structural first:", style="bold"))
         parts += [_candidate(i, c) for i, c in enumerate(e.matches, 1)]

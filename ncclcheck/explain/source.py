@@ -1,0 +1,57 @@
+"""Where explain's parameter table comes from, best first: the user's own module, a checkpoint's headers, the
+config's model built by transformers, the built-in layouts. Each answer says which one it used."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from ncclcheck.explain.counts import ExplainError
+from ncclcheck.explain.models import Model, model_from_dict, read_config
+from ncclcheck.explain.table import Table
+
+HF_HINT = "pip install 'ncclcheck[hf]'"
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """The model's shape facts, its table (None: the built-in layouts) and what the user should know about both."""
+
+    model: Model
+    table: Table | None
+    warnings: tuple[str, ...] = ()
+
+
+def load(base: Model, config: str | None = None, checkpoint: str | None = None, module: str | None = None,
+         trust_remote_code: bool = False) -> Loaded:
+    """Read what the user gave. A config refused for custom code, an unreadable checkpoint and a failing module
+    raise ExplainError; a config transformers cannot build falls back to the built-in layouts, with a warning."""
+    from ncclcheck.explain.frommodel import RemoteCodeRefused, installed, table_from_config, table_from_factory
+
+    warnings: list[str] = []
+    cfg = path = None
+    if config is None and checkpoint and os.path.isdir(checkpoint) and os.path.isfile(
+            os.path.join(checkpoint, "config.json")):
+        config = checkpoint  # a checkpoint folder's own config gives the shape facts
+    if config is not None:
+        cfg, path = read_config(config)
+        base = model_from_dict(cfg, path)
+    if module:
+        return Loaded(base, table_from_factory(module), tuple(warnings))
+    if checkpoint:
+        from ncclcheck.explain.checkpoint import table_from_checkpoint
+
+        return Loaded(base, table_from_checkpoint(checkpoint), tuple(warnings))
+    if cfg is None or path is None:
+        return Loaded(base, None, tuple(warnings))
+    if installed("transformers") is None or installed("torch") is None:
+        warnings.append(f"{path}: transformers is not installed, so the built-in layouts (Llama-style families) are "
+                        f"used instead of the model's own table; {HF_HINT}")
+        return Loaded(base, None, tuple(warnings))
+    try:
+        return Loaded(base, table_from_config(cfg, path, trust_remote_code), tuple(warnings))
+    except RemoteCodeRefused:
+        raise
+    except ExplainError as exc:
+        warnings.append(f"{exc}; the built-in layouts are used instead")
+        return Loaded(base, None, tuple(warnings))

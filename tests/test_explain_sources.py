@@ -1,0 +1,136 @@
+"""Where explain's parameter table comes from: a config built by transformers, a checkpoint, the user's module, or
+the built-in layouts when transformers is missing; and what the user is told about each."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ncclcheck.cli import app
+from ncclcheck.explain import frommodel
+from ncclcheck.explain.frommodel import installed
+
+DATA = Path(__file__).parent / "data" / "explain"
+TRUTH = DATA / "truth"
+
+if installed("transformers") is None or installed("torch") is None:
+    reason = "transformers and torch are not installed (make test installs both)"
+    if os.environ.get("NCCLCHECK_CI") or os.environ.get("NCCLCHECK_REQUIRE_TORCH"):
+        raise RuntimeError(reason)
+    pytest.skip(reason, allow_module_level=True)
+
+
+def _config(tmp_path: Path, run: str) -> Path:
+    cfg = json.loads((TRUTH / f"{run}.json").read_text())["config"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    return path
+
+
+def _json(args: list[str]) -> tuple[dict, str]:
+    r = CliRunner().invoke(app, ["explain", *args, "--json"])
+    assert r.exit_code == 0, r.stderr
+    return json.loads(r.stdout), r.stderr
+
+
+def test_a_gpt2_config_is_built_by_transformers_and_its_model_broadcast_found(tmp_path):
+    """GPT-2 spells its sizes n_embd / n_layer / n_head / n_inner; the whole-model broadcast is 696,086 elements."""
+    cfg = _config(tmp_path, "ddp-gpt2-w2")
+    j, err = _json(["--config", str(cfg), "--numel", "696086", "--op", "BROADCAST", "--world-size", "2"])
+    assert err == ""
+    assert j["schema_version"] == 3 and j["model"]["hidden"] == 128 and j["model"]["layers"] == 2
+    assert j["table"]["origin"] == "transformers" and j["table"]["numel"] == 696086
+    first = j["explanations"][0]["candidates"][0]
+    assert first["kind"] == "model" and first["exact"] and "initial sync of module states" in first["description"]
+    assert j["explanations"][0]["table_source"] == "transformers 5.23.0, GPT2LMHeadModel built on the meta device"
+
+
+def test_without_transformers_one_line_says_so_and_the_built_in_layouts_answer(tmp_path, monkeypatch):
+    monkeypatch.setattr(frommodel, "installed", lambda pkg: None if pkg == "transformers" else "2.13.0")
+    cfg = _config(tmp_path, "ddp-llama-w2")
+    r = CliRunner().invoke(app, ["explain", "--config", str(cfg), "--numel", "17304696", "--op", "ALLREDUCE"])
+    assert r.exit_code == 0
+    assert r.stderr.count("\n") == 1 and "transformers is not installed" in r.stderr
+    assert "pip install 'ncclcheck[hf]'" in r.stderr
+    assert "parameter table: the built-in layouts" in r.stdout
+    assert "ddp_bucket: match" in r.stdout
+
+
+def test_a_family_the_built_in_layouts_do_not_describe_says_what_to_give(tmp_path, monkeypatch):
+    monkeypatch.setattr(frommodel, "installed", lambda pkg: None if pkg == "transformers" else "2.13.0")
+    cfg = _config(tmp_path, "ddp-gpt2-w2")
+    j, err = _json(["--config", str(cfg), "--numel", "696086", "--op", "BROADCAST"])
+    e = j["explanations"][0]
+    assert not [c for c in e["candidates"] if c["exact"]]
+    assert any(f.startswith("no parameter table: the built-in layouts describe Llama-style families, not gpt2")
+               for f in e["facts"])
+
+
+def test_custom_code_is_refused_unless_asked_for(tmp_path):
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"model_type": "tiny_custom", "architectures": ["TinyForCausalLM"],
+                               "auto_map": {"AutoModelForCausalLM": "modeling_tiny.TinyForCausalLM"}}))
+    r = CliRunner().invoke(app, ["explain", "--config", str(cfg), "--numel", "1000"])
+    assert r.exit_code == 2
+    assert "its model class is custom code (auto_map)" in r.stderr and "--trust-remote-code" in r.stderr
+    assert r.stdout == ""
+
+
+def test_bucket_cap_mb_gives_the_buckets_of_the_run_that_set_it(tmp_path):
+    """ddp_cap1-llama-w2 recorded buckets of 7,936,744 (lm_head), 341,992, 272,304, 341,744 and 8,139,608."""
+    cfg = _config(tmp_path, "ddp_cap1-llama-w2")
+    for n in (341992, 272304, 341744, 8139608):
+        j, _ = _json(["--config", str(cfg), "--numel", str(n), "--op", "ALLREDUCE", "--bucket-cap-mb", "1",
+                      "--strategy", "ddp"])
+        first = j["explanations"][0]["candidates"][0]
+        assert first["exact"] and first["kind"] == "ddp_bucket", n
+        assert "bucket_cap_mb=1 for every bucket" in first["description"]
+    j, _ = _json(["--config", str(cfg), "--numel", "341992", "--op", "ALLREDUCE", "--strategy", "ddp"])
+    assert not [c for c in j["explanations"][0]["candidates"] if c["exact"] and c["kind"] == "ddp_bucket"]
+
+
+def test_the_users_own_module_is_read_on_the_meta_device(monkeypatch):
+    """TinyNet: embedding 1000 x 64, three blocks of 50,243 parameters (LayerNorm 128, qkv 12,480, proj 4,160,
+    fc1 16,835, fc2 16,640), head 650: 215,379 in all."""
+    monkeypatch.chdir(DATA / "module")
+    j, err = _json(["--module", "tinynet:build", "--numel", "215379", "--op", "ALLREDUCE", "--world-size", "2"])
+    assert j["table"] == {"origin": "module", "source": "tinynet:build (TinyNet) built on the meta device",
+                          "notes": ["gradient-ready order inferred, so DDP's rebuilt buckets are approximate: no "
+                                    "example input is known for this module"],
+                          "parameters": 33, "numel": 215379, "buffers": 0}
+    assert j["explanations"][0]["candidates"][0]["kind"] == "ddp_bucket"
+    j, _ = _json(["--module", "tinynet:build", "--numel", "25122", "--numel-out", "50244", "--op", "_ALLGATHER_BASE"])
+    first = j["explanations"][0]["candidates"][0]
+    assert first["kind"] == "fsdp_unit" and "block blocks.0" in first["description"]
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("tinynet", "--module tinynet: expected pkg.module:factory"),
+    ("nosuchmodule:build", "--module nosuchmodule:build: No module named 'nosuchmodule'"),
+    ("tinynet:not_a_module", "--module tinynet:not_a_module: the factory returned str, not a torch module"),
+])
+def test_a_bad_module_is_one_clear_error(monkeypatch, spec, message):
+    monkeypatch.chdir(DATA / "module")
+    r = CliRunner().invoke(app, ["explain", "--module", spec, "--numel", "1000"])
+    assert r.exit_code == 2 and message in r.stderr and r.stdout == ""
+
+
+def test_custom_code_beside_the_config_runs_when_asked_for(tmp_path):
+    """TinyForCausalLM (remote_code/): embedding and head 500 x 48, two layers of Linear 48 x 48 and LayerNorm:
+    24,000 + 2 x (2,304 + 48 + 96) + 24,000 = 52,896. Offline, in a process of its own (transformers copies the code
+    into HF_HOME's module cache)."""
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf")}
+    r = subprocess.run([sys.executable, "-m", "ncclcheck", "explain", "--config", str(DATA / "remote_code"),
+                        "--numel", "52896", "--op", "ALLREDUCE", "--trust-remote-code", "--json"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0 and r.stderr == ""
+    j = json.loads(r.stdout)
+    assert j["table"]["source"] == "transformers 5.23.0, TinyForCausalLM built on the meta device"
+    first = j["explanations"][0]["candidates"][0]
+    assert first["kind"] == "ddp_bucket" and len(first["params"]) == 10
