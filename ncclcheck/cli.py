@@ -97,6 +97,16 @@ def analyze_log(
     trace: Annotated[Optional[str], typer.Option("--trace", metavar="FILE",
                                                  help="Also write the timeline as a Chrome trace (Perfetto, "
                                                       "chrome://tracing).")] = None,
+    config: Annotated[Optional[str], typer.Option(help="The model's config.json: name the hung collective's tensor "
+                                                       "(as explain --config does).")] = None,
+    checkpoint: Annotated[Optional[str], typer.Option(help="The model's safetensors checkpoint, for the same.")]
+    = None,
+    module: Annotated[Optional[str], typer.Option("--module", help="pkg.module:factory of your own model, for the "
+                                                                   "same.")] = None,
+    trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help="Let --config run the model code "
+                                                                                "beside config.json.")] = False,
+    bucket_cap_mb: Annotated[Optional[float], typer.Option(min=0.001, help="DDP's bucket_cap_mb, if the job set "
+                                                                           "it.")] = None,
 ) -> None:
     """Read every rank's logs and say which collective hung, which rank caused it, and why.
 
@@ -128,6 +138,7 @@ def analyze_log(
         warn(f"{exc.name}: {exc.message}")
         unreadable.append(InputProblem(exc.name, exc.message, fatal=True))
 
+    tensor_of = _tensor_of(config, checkpoint, module, trust_remote_code, dtype, bucket_cap_mb)
     sources = resolve(paths, bad)
     total = sum(s.size() for s in sources)
     progress = None
@@ -147,9 +158,9 @@ def analyze_log(
         _evidence(evidence_out, sources, done, jobs, unreadable)
     if progress is not None:
         with progress:
-            result = analyze(sources, dtype, done, jobs, unreadable)
+            result = analyze(sources, dtype, done, jobs, unreadable, tensor_of)
     else:
-        result = analyze(sources, dtype, done, jobs, unreadable)
+        result = analyze(sources, dtype, done, jobs, unreadable, tensor_of)
     if not any(s.bytes_read or s.dump is not None or s.live for s in result.scans):
         warn("no log lines: every input was empty" if result.scans else "no readable input")
         raise typer.Exit(Exit.NO_INPUT)
@@ -218,6 +229,28 @@ def _write(path: str, text: str | bytes) -> None:
     except OSError as exc:
         usage_error(f"{path}: cannot write ({exc.strerror or exc})")
     warn(f"wrote {path}")
+
+
+def _tensor_of(config: Optional[str], checkpoint: Optional[str], module: Optional[str], trust_remote_code: bool,
+               dtype: str, bucket_cap_mb: Optional[float]):
+    """analyze-log's namer of the hung collective's tensor, from the model the user gave (None: none given)."""
+    if not (config or checkpoint or module):
+        return None
+    if checkpoint and module:
+        usage_error("give --checkpoint or --module, not both")
+    from ncclcheck.explain.counts import ExplainError
+    from ncclcheck.explain.finding import tensor_finder
+    from ncclcheck.explain.models import Model
+    from ncclcheck.explain.source import load
+    from ncclcheck.explain.table import builtin_table
+
+    try:
+        loaded = load(Model(), config, checkpoint, module, trust_remote_code)
+    except ExplainError as exc:
+        usage_error(str(exc))
+    for w in loaded.warnings:
+        warn(w)
+    return tensor_finder(loaded.model, loaded.table or builtin_table(loaded.model), dtype, bucket_cap_mb)
 
 
 def _count(value: Optional[str], flag: str) -> Optional[int]:

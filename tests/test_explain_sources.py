@@ -134,3 +134,24 @@ def test_custom_code_beside_the_config_runs_when_asked_for(tmp_path):
     assert j["table"]["source"] == "transformers 5.23.0, TinyForCausalLM built on the meta device"
     first = j["explanations"][0]["candidates"][0]
     assert first["kind"] == "ddp_bucket" and len(first["params"]) == 10
+
+
+def test_analyze_log_names_the_hung_collectives_tensor_from_the_same_table(tmp_path):
+    """A watchdog line whose NumelIn is the Llama run's whole model (17,304,696: DDP's first-iteration bucket)."""
+    cfg = _config(tmp_path, "ddp-llama-w2")
+    log = tmp_path / "rank0.log"
+    log.write_text("[rank0]:[E1122 00:31:17.418552033 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective "
+                   "operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=17304696, NumelOut=17304696, "
+                   "Timeout(ms)=600000) ran for 600031 milliseconds before timing out.\n")
+    r = CliRunner().invoke(app, ["analyze-log", str(log), "--config", str(cfg), "--json"])
+    assert r.exit_code == 1 and r.stderr == ""
+    findings = {f["code"]: f for f in json.loads(r.stdout)["verdict"]["findings"]}
+    tensor = findings["tensor"]
+    assert tensor["message"].startswith("ALLREDUCE #9 (NumelIn 17,304,696) is ddp_bucket: DDP bucket of the first "
+                                        "iteration: all 21 gradients in one bucket")
+    assert "(table: transformers 5.23.0, LlamaForCausalLM built on the meta device" in tensor["message"]
+    assert tensor["evidence"] == [f"{log}:1"]
+    assert "What tensor it is" not in findings["size-not-the-cause"]["fix"]
+    r = CliRunner().invoke(app, ["analyze-log", str(log), "--json"])
+    codes = [f["code"] for f in json.loads(r.stdout)["verdict"]["findings"]]
+    assert "tensor" not in codes

@@ -12,7 +12,7 @@ from ncclcheck.evidence.types import FileScan, InputProblem
 from ncclcheck.job.model import Analysis
 from ncclcheck.job.records import merge_records
 from ncclcheck.job.runs import by_file, find_restart, last_run, latest_attempts
-from ncclcheck.job.verdict import decide
+from ncclcheck.job.verdict import TensorOf, decide
 
 # ``ncclcheck snapshot --out`` writes these; logs compressed as .tar.gz are not a thing PyTorch or torchrun writes.
 SNAPSHOT_SUFFIXES = (".tar.gz", ".tgz")
@@ -58,6 +58,7 @@ def analyze(
     on_done: Callable[[FileScan], None] | None = None,
     workers: int | None = None,
     problems: Sequence[InputProblem] = (),
+    tensor_of: TensorOf | None = None,
 ) -> Analysis:
     """Scan every source, merge the timeout records and decide the verdict.
 
@@ -65,10 +66,11 @@ def analyze(
     reported with the problems found while reading, so that the result names every input.
     """
     scans, unopened = read_all(sources, on_done, workers)
-    return analyze_scans(scans, dtype, (*problems, *unopened))
+    return analyze_scans(scans, dtype, (*problems, *unopened), tensor_of)
 
 
-def analyze_scans(scans: Sequence[FileScan], dtype: str = "float32", problems: Sequence[InputProblem] = ()) -> Analysis:
+def analyze_scans(scans: Sequence[FileScan], dtype: str = "float32", problems: Sequence[InputProblem] = (),
+                  tensor_of: TensorOf | None = None) -> Analysis:
     """The verdict from scans already read (here, or on the nodes and carried in evidence files).
 
     Scans are taken in file-name order, so that the answer does not depend on how the inputs were given or split
@@ -83,5 +85,5 @@ def analyze_scans(scans: Sequence[FileScan], dtype: str = "float32", problems: S
         cut = {r.file: r.line for r in restarts}
         readable = [last_run(s, cut[s.file]) if s.file in cut else s for s in readable]
         records = merge_records(readable)
-    a = decide(readable, records, dtype, restarts, earlier_attempts)
+    a = decide(readable, records, dtype, restarts, earlier_attempts, tensor_of)
     return replace(a, problems=(*problems, *(p for s in scans for p in s.problems)))

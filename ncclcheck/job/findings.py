@@ -21,7 +21,7 @@ FR_ENV = (
 FR_EXPORT = f"export {FR_ENV}"
 
 
-def size_finding(w: Work, dtype: str, group: Group | None) -> Finding | None:
+def size_finding(w: Work, dtype: str, group: Group | None, model_given: bool = False) -> Finding | None:
     """Is the size the cause? Almost never: the arithmetic on four fabrics says so."""
     item = DTYPE_BYTES.get(dtype, 4)
     nbytes = collective_bytes(w.op, w.numel_in, w.numel_out, item)
@@ -50,8 +50,9 @@ def size_finding(w: Work, dtype: str, group: Group | None) -> Finding | None:
         msg += (f" Even on the slowest that is {times_shorter} shorter than the {human_seconds(timeout)} timeout: the "
                 "size cannot explain it. A rank never arrived, or the transport hung.")
         explain = f"ncclcheck explain --numel {w.numel_in or w.numel_out} --config config.json"
+        tail = "" if model_given else f" What tensor it is: {explain}"
         return Finding(Severity.INFO, "size-not-the-cause", msg, loc,
-                       f"Do not raise the timeout or shrink the tensor. What tensor it is: {explain}")
+                       f"Do not raise the timeout or shrink the tensor.{tail}")
     return Finding(Severity.WARNING, "size-plausible", msg + " On a slow network the size alone comes close to the "
                    "timeout.", loc, "Check which fabric NCCL used (NCCL_DEBUG=INFO: 'Using network ...').")
 

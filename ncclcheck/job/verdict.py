@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ncclcheck.evidence.frdump import Frame
@@ -40,6 +40,7 @@ from ncclcheck.job.model import (
     Edge,
     EdgeReason,
     EndKind,
+    Group,
     GroupId,
     Job,
     RankState,
@@ -483,9 +484,16 @@ def _explains(job: Job, culprits: Sequence[int], d: Diagnosis) -> bool:
     return d.clock_s is not None and bool(fired) and d.clock_s <= min(fired)
 
 
+# Names the tensor of a collective (explain's table, when the user gave the model); None when it cannot.
+TensorOf = Callable[[Work, Group | None], Finding | None]
+
+
 def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "float32",
-           restarts: Sequence[Restart] = (), earlier_attempts: Sequence[str] = ()) -> Analysis:
-    """Build the job model and decide the verdict, the chain and the findings (of the last run of each file)."""
+           restarts: Sequence[Restart] = (), earlier_attempts: Sequence[str] = (),
+           tensor_of: TensorOf | None = None) -> Analysis:
+    """Build the job model and decide the verdict, the chain and the findings (of the last run of each file).
+
+    ``tensor_of`` names the tensor of the hung collective (explain's table, when the user gave the model)."""
     job = build_job(scans, records)
     primary = _primary(job)
     findings: list[Finding] = []
@@ -497,9 +505,9 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
             ring = _cycle(job, roots.named)
         waiting = sorted(s.rank for s in job.ranks if s.stuck is not None and s.rank not in culprits)
         group = next((g for g in job.groups if g.id == primary.group), None)
-        size = size_finding(primary, dtype, group)
-        if size is not None:
-            findings.append(size)
+        size = size_finding(primary, dtype, group, tensor_of is not None)
+        tensor = tensor_of(primary, group) if tensor_of is not None else None
+        findings += [f for f in (size, tensor) if f is not None]
     else:
         kind, culprits, waiting, summary = _quiet_verdict(scans, job)
     killed_ranks = [(s.rank, s.ending.loc) for s in job.ranks
