@@ -328,7 +328,6 @@ def explain_cmd(
     from ncclcheck.explain.ops import STRATEGIES
     from ncclcheck.explain.source import load
     from ncclcheck.explain.table import builtin_table
-    from ncclcheck.job.analyze import analyze
     from ncclcheck.render.explain import explain_json, explanation_view, sizes_view
 
     _check_dtype(dtype)
@@ -358,6 +357,8 @@ def explain_cmd(
     elif numel_out is not None:
         usage_error("--numel-out needs --numel")
     if log:
+        from ncclcheck.job.analyze import analyze
+
         sources = resolve(list(log), lambda exc: warn(f"{exc.name}: {exc.message}"))
         result = analyze(sources, dtype, lambda scan: [warn(f"{p.file}: {p.message}") for p in scan.problems])
         for r in result.records:

@@ -52,7 +52,7 @@ def test_a_gpt2_config_is_built_by_transformers_and_its_model_broadcast_found(tm
 
 
 def test_without_transformers_one_line_says_so_and_the_built_in_layouts_answer(tmp_path, monkeypatch):
-    monkeypatch.setattr(frommodel, "installed", lambda pkg: None if pkg == "transformers" else "2.13.0")
+    monkeypatch.setattr(frommodel, "available", lambda pkg: pkg != "transformers")
     cfg = _config(tmp_path, "ddp-llama-w2")
     r = CliRunner().invoke(app, ["explain", "--config", str(cfg), "--numel", "17304696", "--op", "ALLREDUCE"])
     assert r.exit_code == 0
@@ -63,7 +63,7 @@ def test_without_transformers_one_line_says_so_and_the_built_in_layouts_answer(t
 
 
 def test_a_family_the_built_in_layouts_do_not_describe_says_what_to_give(tmp_path, monkeypatch):
-    monkeypatch.setattr(frommodel, "installed", lambda pkg: None if pkg == "transformers" else "2.13.0")
+    monkeypatch.setattr(frommodel, "available", lambda pkg: pkg != "transformers")
     cfg = _config(tmp_path, "ddp-gpt2-w2")
     j, err = _json(["--config", str(cfg), "--numel", "696086", "--op", "BROADCAST"])
     e = j["explanations"][0]

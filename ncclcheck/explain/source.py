@@ -26,7 +26,7 @@ def load(base: Model, config: str | None = None, checkpoint: str | None = None, 
          trust_remote_code: bool = False) -> Loaded:
     """Read what the user gave. A config refused for custom code, an unreadable checkpoint and a failing module
     raise ExplainError; a config transformers cannot build falls back to the built-in layouts, with a warning."""
-    from ncclcheck.explain.frommodel import RemoteCodeRefused, installed, table_from_config, table_from_factory
+    from ncclcheck.explain.frommodel import RemoteCodeRefused, available, table_from_config, table_from_factory
 
     warnings: list[str] = []
     cfg = path = None
@@ -44,7 +44,7 @@ def load(base: Model, config: str | None = None, checkpoint: str | None = None, 
         return Loaded(base, table_from_checkpoint(checkpoint), tuple(warnings))
     if cfg is None or path is None:
         return Loaded(base, None, tuple(warnings))
-    if installed("transformers") is None or installed("torch") is None:
+    if not (available("transformers") and available("torch")):
         warnings.append(f"{path}: transformers is not installed, so the built-in layouts (Llama-style families) are "
                         f"used instead of the model's own table; {HF_HINT}")
         return Loaded(base, None, tuple(warnings))
