@@ -184,3 +184,15 @@ def test_a_file_that_is_not_safetensors_is_one_clear_error(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ExplainError, match="no .safetensors file"):
         table_from_checkpoint(str(tmp_path / "empty"))
+
+
+def test_fsdp1_sync_module_states_broadcasts_each_unit_with_its_buffers():
+    """Read from torch's source (a GPU-only path, so not in the recorded runs): each unit's parameters and the
+    buffers under it not yet sent. Llama here: layer 0 is 715,480 elements; the root is the embedding and head
+    (7,936,744 each), the final norm (248) and the rotary inv_freq and original_inv_freq (17 each) = 15,873,770."""
+    run = _load(TRUTH[0].parent / "fsdp1-llama-w2.json")
+    table = bench_explain.table_for(run, "transformers")
+    m = merge(model_from_dict(run["config"], "llama"), world_size=2)
+    for n, unit in ((715480, "block model.layers.0"), (15873770, "the root unit")):
+        first = explain(n, m, None, "BROADCAST", "float32", "fsdp", table).matches[0]
+        assert first.kind == "model" and first.description.startswith("FSDP1 sync_module_states=True: " + unit), n

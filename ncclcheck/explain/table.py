@@ -52,14 +52,16 @@ class Table:
             return first[:at] + rest + first[at:]
         return backward_order(trainable)
 
-    def units(self) -> list[tuple[str, list[Param]]]:
-        """FSDP's units when every block is wrapped: each block's own parameters, then the root holding the rest."""
+    def units(self, tensors: Sequence[Param] | None = None) -> list[tuple[str, list[Param]]]:
+        """FSDP's units when every block is wrapped: each block's own parameters (or the ``tensors`` given, such as
+        the buffers), then the root holding the rest."""
+        tensors = self.params if tensors is None else tensors
         if not self.blocks:
-            return _units_by_name(self.params)
-        ordered = sorted(self.blocks, key=len, reverse=True)  # the innermost block owns a parameter
+            return _units_by_name(tensors)
+        ordered = sorted(self.blocks, key=len, reverse=True)  # the innermost block owns a tensor
         found: dict[str, list[Param]] = {b: [] for b in self.blocks}
         root: list[Param] = []
-        for p in self.params:
+        for p in tensors:
             owner = next((b for b in ordered if p.name.startswith(b + ".")), None)
             (found[owner] if owner else root).append(p)
         return [*((b, ps) for b, ps in found.items() if ps), ("", root)]

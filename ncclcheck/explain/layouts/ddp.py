@@ -61,9 +61,15 @@ def shapes(s: Setting) -> list[Shape]:
     rebuilt = buckets(t.ready_order(), s.itemsize, first, cap)
     out += _bookkeeping(s, params, len(rebuilt))
     how = "gradient-ready order measured on the meta device" if t.ready else "gradient-ready order"
-    for label, found in ((f"rebuilt in {how}", rebuilt),
-                         ("first iteration with find_unused_parameters=True, reverse registration order",
-                          buckets(list(reversed(params)), s.itemsize, first, cap))):
+    orders = [(f"rebuilt in {how}", said, rebuilt),
+              ("first iteration with find_unused_parameters=True, reverse registration order", said,
+               buckets(list(reversed(params)), s.itemsize, first, cap))]
+    if s.bucket_cap_mb is not None and first != FIRST_BUCKET_BYTES:
+        # Releases before the first bucket followed an explicit cap closed it at 1 MiB regardless.
+        orders.append((f"rebuilt in {how}", f"1 MiB first as in older torch releases, bucket_cap_mb="
+                                            f"{s.bucket_cap_mb:g} after",
+                       buckets(t.ready_order(), s.itemsize, FIRST_BUCKET_BYTES, cap)))
+    for label, said, found in orders:
         for k, b in enumerate(found):
             out.append(Shape("ddp_bucket", ALLREDUCE, sum(p.numel for p in b), None,
                              f"DDP bucket {k + 1} of {len(found)} ({label}; {said}): {describe(t.params, b)}", 0,

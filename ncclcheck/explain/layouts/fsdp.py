@@ -15,8 +15,10 @@ import math
 from collections.abc import Sequence
 
 from ncclcheck.explain.layouts.base import Setting, Shape, ceil_div
-from ncclcheck.explain.ops import ALLGATHER, REDUCESCATTER
+from ncclcheck.explain.layouts.ddp import BROADCAST_BYTES, buckets
+from ncclcheck.explain.ops import ALLGATHER, BROADCAST, REDUCESCATTER
 from ncclcheck.explain.params import Param, describe
+from ncclcheck.transfer import DTYPE_BYTES
 
 ALIGN_BYTES = 16  # use_orig_params=True starts every parameter on this boundary
 
@@ -81,6 +83,7 @@ def shapes(s: Setting) -> list[Shape]:
                     Shape("fsdp_unit", REDUCESCATTER, padded, padded // w,
                           f"FSDP1 gradient of {what}{how}: the padded FlatParameter ({padded:,}) reduce-scattered "
                           f"over {w}", 0, key)]
+        out += _synced_states(s, name, ps, what)
         shard = sum(fsdp2_shard(p, w) for p in ps)
         out += [Shape("fsdp2_unit", ALLGATHER, shard, shard * w,
                       f"FSDP2 fully_shard unit {what}: {len(ps)} parameters, dim 0 of each padded to a multiple "
@@ -88,4 +91,24 @@ def shapes(s: Setting) -> list[Shape]:
                 Shape("fsdp2_unit", REDUCESCATTER, shard * w, shard,
                       f"FSDP2 gradient of {what}: {len(ps)} parameters, dim 0 of each padded to a multiple of {w}",
                       0, key)]
+    return out
+
+
+def _synced_states(s: Setting, name: str, ps: list[Param], what: str) -> list[Shape]:
+    """FSDP1 with sync_module_states=True (torch/distributed/fsdp/_init_utils.py): as each unit is wrapped, inner
+    units first, rank 0 broadcasts the unit's parameters and the buffers under it not yet broadcast, coalesced per
+    dtype up to 250 MiB. Read from the source; a GPU-only path (CPU states are refused), not in the recorded runs."""
+    bufs = dict(s.table.units(s.table.buffers)).get(name, []) if s.table.buffers else []
+    groups: dict[str, list[Param]] = {"float": list(ps)}
+    for b in bufs:
+        groups.setdefault(b.dtype if b.dtype.startswith(("int", "uint", "bool")) else "float", []).append(b)
+    out = []
+    for key, tensors in groups.items():
+        size = s.itemsize if key == "float" else DTYPE_BYTES.get(key, 8)
+        for c in buckets(tensors, size, BROADCAST_BYTES, BROADCAST_BYTES):
+            nb = sum(1 for t in c if t in bufs)
+            out.append(Shape("model", BROADCAST, sum(t.numel for t in c), None,
+                             f"FSDP1 sync_module_states=True: {what} broadcast from rank 0 before flattening "
+                             f"({len(c) - nb} parameters, {nb} buffers, "
+                             f"{'the training dtype' if key == 'float' else key})", 0, tuple(t.name for t in c)))
     return out

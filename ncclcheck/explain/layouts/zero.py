@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from ncclcheck.explain.layouts.base import Setting, Shape, ceil_div
 from ncclcheck.explain.ops import ALLGATHER, ALLREDUCE, REDUCESCATTER
-from ncclcheck.explain.params import Param, backward_order, describe, modules
+from ncclcheck.explain.params import Param, describe, modules
 
 REDUCE_BUCKET = 500_000_000
 ALIGN = 2  # DeepSpeed's NCCL start-alignment factor
@@ -44,7 +44,7 @@ def shapes(s: Setting) -> list[Shape]:
     if not params:
         return []
     out: list[Shape] = []
-    found = buckets(backward_order(params))
+    found = buckets(s.table.ready_order())
     for k, b in enumerate(found):
         out.append(Shape("zero_bucket", ALLREDUCE, sum(p.numel for p in b), None,
                          f"DeepSpeed ZeRO-1/2 gradient bucket {k + 1} of {len(found)} (reduce_bucket_size 5e8, "
