@@ -179,3 +179,32 @@ def test_report_counts():
         flagged += sum(1 for c in e.matches if c.verdict == COINCIDENCE)
     distinct = {(_family(op), n_in, n_out) for _, (op, n_in, n_out, _) in CASES}
     assert (len(CASES), len(distinct), first, flagged) == (71, 48, 71, 32)
+
+
+def _hf_table(fx: dict):
+    from ncclcheck.explain.frommodel import available, table_from_config
+
+    if not (available("transformers") and available("torch")):
+        pytest.skip("transformers is not installed (make test installs it)")
+    return table_from_config(fx["config"], f"{fx['model']}/config.json")
+
+
+@pytest.mark.parametrize("path", RUNS, ids=lambda p: p.stem)
+def test_the_models_own_table_equals_what_the_gpu_run_registered(path):
+    fx = _load(path)
+    assert [[p.name, list(p.shape)] for p in _hf_table(fx).params] == [[n, s] for n, s, _ in fx["params"]]
+
+
+def test_every_nccl_collective_is_explained_first_from_the_models_own_table():
+    """The same 71 NCCL collectives, with the table transformers builds instead of the built-in layout."""
+    wrong = []
+    for run, (op, n_in, n_out, dtype) in CASES:
+        fx = _load(RUNS[[p.stem for p in RUNS].index(run)])
+        kinds, params = truth(fx, op, n_in, n_out)
+        e = explain(n_in, _model(fx), n_out, op, dtype, None, _hf_table(fx))
+        first = e.matches[0] if e.matches else None
+        if first is None or not kinds & set(first.kinds) or params is not None and not (
+                _strip(first.params) == params or frozenset(generic(first.params)) == params):
+            wrong.append((run, op, n_in, first.description if first else "no match"))
+        assert all(set(c.kinds) <= POSSIBLE[_family(op)] for c in e.matches), (run, op, n_in)
+    assert wrong == []

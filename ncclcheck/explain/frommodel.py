@@ -212,17 +212,37 @@ def table_from_config(cfg: dict, path: str, trust_remote_code: bool = False) -> 
             config = CONFIG_MAPPING[model_type].from_dict(cfg)
             cls = getattr(transformers, archs[0], None) if archs else None
             with torch.device("meta"):
-                model = cls(config) if cls is not None else transformers.AutoModelForCausalLM.from_config(config)
+                model = cls(config) if cls is not None else _auto_build(transformers, config)
     except _BUILD_ERRORS as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ExplainError(f"{path}: transformers {version} could not build this model: {first}") from None
     notes = []
+    if not archs:
+        notes.append(f"the config names no architectures: built as {type(model).__name__}, whose head may not be the "
+                     "one trained")
     made = str(cfg.get("transformers_version") or "")
     if made and made.split(".")[0] != version.split(".")[0]:
         notes.append(f"the config was written by transformers {made} and built with {version}: major versions "
                      "differ in buffers and in how MoE experts are stored (the totals agree)")
     return table_of(model, TRANSFORMERS, f"transformers {version}, {type(model).__name__} built on the meta device",
                     tuple(notes))
+
+
+# Without ``architectures``, the first auto class that has the config's model type builds it.
+_AUTO_CLASSES = ("AutoModelForCausalLM", "AutoModelForImageTextToText", "AutoModelForSeq2SeqLM", "AutoModel")
+
+
+def _auto_build(transformers: object, config: object) -> object:
+    last: Exception | None = None
+    for name in _AUTO_CLASSES:
+        auto = getattr(transformers, name, None)
+        if auto is None:
+            continue
+        try:
+            return auto.from_config(config)
+        except ValueError as exc:  # "Unrecognized configuration class ... for this kind of AutoModel"
+            last = exc
+    raise last if last is not None else ValueError("no auto class of this transformers builds it")
 
 
 def table_from_factory(spec: str) -> Table:
