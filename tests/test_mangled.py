@@ -28,7 +28,8 @@ FIELDS = ("rank", "global_rank", "pg", "seq", "op_type", "numel_in", "numel_out"
           "ran_for_ms", "last_enqueued", "last_completed")
 EXCERPTS = sorted(DATA.glob("corpus/*.log")) + (sorted(CONFORMANCE.glob("*.log")) if CONFORMANCE.is_dir() else [])
 PREFIXES = ("2025-01-01T00:00:00.123456789Z stderr F ", "(RayWorkerWrapper pid=4954, ip=10.7.35.246) ",
-            "2025-01-01 12:00:00,123 INFO ", "node-017: ", "| ")
+            "2025-01-01 12:00:00,123 INFO ", "node-017: ", "| ", "2026-11-23T09:40:01.123456789Z ",
+            "[2026-11-23 09:40:01] node4 ")
 BAR = "\rEpoch 0:  45%|████▌     | 9/20 [00:03<00:04,  2.50it/s, loss=0.312]"
 RECORDISH = re.compile(r"WorkNCCL|work:|Rank \d+\]")
 
@@ -64,6 +65,24 @@ def test_a_collector_prefix_on_every_line_keeps_every_field(log, tmp_path):
     for prefix in PREFIXES:
         text = "\n".join(prefix + line if line else line for line in _text(log).split("\n"))
         assert _read(text, tmp_path, log.name) == want, prefix
+
+
+def _errors(path) -> list[tuple]:
+    """Every rank's errors and clues as read: what a rank raised must survive a prefix as its records do."""
+    a = run(path)
+    return sorted((e.who.rank, e.kind.value, e.message) for s in a.scans for e in s.errors) + sorted(
+        (c.who.rank, c.kind, c.text) for s in a.scans for c in s.clues)
+
+
+@pytest.mark.parametrize("log", EXCERPTS, ids=lambda p: p.stem)
+def test_a_collector_prefix_on_every_line_keeps_every_error(log, tmp_path):
+    """Exceptions, NCCL errors and the lines that say why (Last error, CUDA errors) are read through the prefix too."""
+    want = _errors(log)
+    for prefix in PREFIXES:
+        text = "\n".join(prefix + line if line else line for line in _text(log).split("\n"))
+        p = tmp_path / log.name
+        p.write_bytes(text.encode())
+        assert _errors(p) == want, prefix
 
 
 @pytest.mark.parametrize("log", EXCERPTS, ids=lambda p: p.stem)
@@ -179,3 +198,27 @@ def test_a_wrap_inside_the_opening_words_keeps_the_rank(tmp_path):
                    "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1) ran for 90 milliseconds before timing out.\n")
     [r] = _records(log)
     assert (r["rank"], r["seq"], r["ran_for_ms"], r["pg"]["desc"]) == (3, 1, 90, "default_pg")
+
+
+def _oom_job(ranks: int = 64, culprit: int = 37) -> list[str]:
+    """One file of a whole job, lines interleaved as a launcher's merged console shows them: rank 37 raises CUDA's
+    out-of-memory error in its backward pass, every other rank's watchdog times out on the all_reduce it left."""
+    tb = [f"[rank{culprit}]:Traceback (most recent call last):",
+          f'[rank{culprit}]:  File "/app/train.py", line 212, in <module>',
+          f"[rank{culprit}]:    loss.backward()",
+          f"[rank{culprit}]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 5 has a "
+          "total capacity of 79.10 GiB of which 1.02 GiB is free."]
+    waits = [f"[rank{r}]:[E1123 09:50:01.{r:06d}000 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+             "operation timeout: WorkNCCL(SeqNum=4118, OpType=ALLREDUCE, NumelIn=7936744, NumelOut=7936744, "
+             "Timeout(ms)=600000) ran for 600081 milliseconds before timing out." for r in range(ranks) if r != culprit]
+    lines = waits[:20] + tb[:2] + waits[20:41] + tb[2:] + waits[41:]
+    return lines
+
+
+@pytest.mark.parametrize("prefix", ["", "worker-4: ", "2026-11-23T09:40:01.123456789Z ", "[2026-11-23 09:40:01] node4 "])
+def test_a_collector_prefix_does_not_hide_the_rank_that_raised(prefix, tmp_path):
+    p = tmp_path / "job.log"
+    p.write_text("\n".join(prefix + x for x in _oom_job()) + "\n")
+    v = run(p).verdict
+    assert (v.kind.value, v.culprit_ranks) == ("rank_failed_first", (37,)), v.summary
+    assert "CUDA out of memory" in v.summary

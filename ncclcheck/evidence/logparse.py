@@ -57,8 +57,11 @@ _HEADER = re.compile(
     r"(?:\[|^)rank\d+\[?\]:|\[[EWIF]\d{0,4}[ \d:.]*\S*\.(?:cpp|cc|h|hpp|py):\d+\]|^\S+:\d+:\d+ \[\d+\] |"
     r"^(?:Traceback|Exception raised from|frame #)|^[EWIF]\d{4} "
 )
+# What precedes a record's text: a collector's own prefix (pdsh's "worker-4: ", a CRI timestamp, "[time] node4 ")
+# when a rank tag follows it, then the launcher's rank tags, Ray's actor prefix and quoting marks.
 _PY_PREFIX = re.compile(
-    r"^(?:\s*(?:\([\w.\[\]=]+ pid=\d+(?:, ip=[\d.]+)?\)|\[[A-Za-z_]*\d+\]:|>|`+|\*\*))+\s?"
+    r"^(?:.{0,160}?(?=\[[A-Za-z_]*\d+\]:))?"
+    r"(?:\s*(?:\([\w.\[\]=]+ pid=\d+(?:, ip=[\d.]+)?\)|\[[A-Za-z_]*\d+\]:|>|`+|\*\*))+\s?"
 )
 
 # --- WorkNCCL(...) printings (on whitespace-free text) ---------------------------------
