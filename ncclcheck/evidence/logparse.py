@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.types import (
@@ -374,6 +374,7 @@ class LogParser:
         self.file = file
         self.path_rank = path_rank
         self._works: list[WorkMention] = []
+        self._node_offset = 0  # where [defaultN]: is a node's rank: the first global rank of this file's node
         self._whos: dict[tuple[int | None, int | None], Who] = {}
         self._async_errors: dict[tuple[Who, int | None], str | None] = {}  # latest async exception's error by (who, seq)
         self._statuses: list[StatusMention] = []
@@ -453,7 +454,10 @@ class LogParser:
             self._problems.append(
                 InputProblem(self.file, "contains bytes that are not UTF-8 (shown as U+FFFD)", fatal=False)
             )
-        ranks = set(self._ranks)
+        node = self._node_ranks()
+        if node:
+            self._rewho(node)
+        ranks = set(self._ranks) | {w.global_rank for w in node.values() if w.global_rank is not None}
         if self.path_rank is not None:
             ranks.add(self.path_rank)
         return FileScan(
@@ -478,6 +482,40 @@ class LogParser:
             dump_events=tuple(self._dump_events),
             problems=tuple(self._problems),
         )
+
+    def _node_ranks(self) -> dict[Who, Who]:
+        """torchrun's ``[defaultN]:`` is the rank on its node, and torch 2.0-2.1 print no ``[rankN]:``: the job-wide
+        rank is only the watchdog's ``[Rank K]``. Where every such process of this file names one K, and K is its
+        node rank plus one offset for all of them (a node's ranks are consecutive), K is its global rank; a
+        subgroup's ranks (every process naming the same few) do not fit that and are left alone."""
+        if self.path_rank is not None:
+            return {}
+        named: dict[Who, set[int]] = {}
+        for w in self._works:
+            if w.who.global_rank is None and w.who.path_rank is not None and w.rank is not None:
+                named.setdefault(w.who, set()).add(w.rank)
+        offsets = {next(iter(ks)) - who.path_rank for who, ks in named.items() if len(ks) == 1}  # type: ignore[operator]
+        if not named or any(len(ks) != 1 for ks in named.values()) or len(offsets) != 1:
+            return {}
+        offset = offsets.pop()
+        if offset < 0:
+            return {}
+        self._node_offset = offset
+        return {who: self._one_who(who.path_rank + offset, None) for who in list(self._whos.values())
+                if who.global_rank is None and who.path_rank is not None}
+
+    def _rewho(self, node: dict[Who, Who]) -> None:
+        """Put the global ranks found by :meth:`_node_ranks` on everything this file read."""
+        if self._node_offset:  # ranks past the first node: the [Rank K] printed is the world group's
+            world = PG(id="0", desc="default_pg")
+            self._works[:] = [replace(w, pg=world) if w.who in node and w.pg is None else w for w in self._works]
+        for name in ("_works", "_statuses", "_dumps", "_heartbeats", "_desync", "_mismatches", "_errors", "_elastic",
+                     "_clues", "_stacks", "_inits", "_endings", "_dump_events"):
+            items = getattr(self, name)
+            items[:] = [replace(x, who=node[x.who]) if getattr(x, "who", None) in node else x for x in items]
+        for key, fact in list(self._facts.items()):
+            if getattr(fact, "who", None) in node:
+                self._facts[key] = replace(fact, who=node[fact.who])
 
     def problem(self, message: str, fatal: bool = False) -> None:
         """Record a reading problem for this input."""

@@ -370,6 +370,9 @@ class _Builder:
                 out.append(Group(g.gid(), members, world, MemberSource.ALL_RANKS))
             elif key == ("unknown", "") and world:
                 out.append(Group(g.gid(), tuple(range(world)), world, MemberSource.DEFAULT_GROUP))
+            elif key == _DEFAULT_KEY and members:
+                # The world group holds every rank up to the highest seen, whatever its size: a gap is a member.
+                out.append(Group(g.gid(), tuple(range(max(members) + 1)), None, MemberSource.PARTIAL))
             else:
                 out.append(Group(g.gid(), members, g.size, MemberSource.PARTIAL if members else MemberSource.UNKNOWN))
         return out
