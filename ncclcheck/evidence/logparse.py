@@ -206,6 +206,10 @@ _CLUE_GATE = re.compile(
     r"|workers joined|will restart worker group|" + _NCCL_SAYS.pattern
 )
 # Words one of which every clue line holds: plain substring tests first, the gate's regex only where one is there.
+# gloo's timeouts (tcp/unbound_buffer.cc) and monitored_barrier's verdicts (ProcessGroupGloo.cpp).
+_GLOO_TIMEOUT = re.compile(r"Timed out waiting (\d+)ms for (?:recv|send) operation to complete")
+_MONITORED_MISSING = re.compile(r"Ranks? (\d+(?:, \d+)*) failed to pass monitoredBarrier in (\d+) ms")
+_MONITORED_REACHED = re.compile(r"Rank \d+ successfully reached monitoredBarrier, but received errors while waiting")
 _CLUE_WORDS = ("rror", "ssertion", "TCPStore", "c10d", "signal", "endezvous", "joined", "restart", "interface",
                "AF_INET", "plugin", "peer", "Call to")
 _LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(.*)$")
@@ -811,6 +815,8 @@ class LogParser:
 
     # ------------------------------------------------------------------ errors and facts
     def _error_or_fact(self, who: Who, text: str, loc: Loc) -> None:
+        if ("operation to complete" in text or "monitoredBarrier" in text) and self._gloo_wait(who, text, loc):
+            return
         # Here, not on every line (a timeout record is never a clue), and behind plain substring tests.
         if any(map(text.__contains__, _CLUE_WORDS)) and _CLUE_GATE.search(text):
             self._clue(who, text, loc)
@@ -917,6 +923,27 @@ class LogParser:
             self._nccl_errors.add(key)
             kind = ErrorKind.CONNECTION if _CONNECTION.search(message) else ErrorKind.NCCL_ERROR
             self._error(who, kind, message, loc)
+        return True
+
+    def _gloo_wait(self, who: Who, text: str, loc: Loc) -> bool:
+        """gloo's collective timeouts: a rank that timed out waiting for a peer's send or receive, or in
+        ``monitored_barrier`` (where rank 0 names the ranks that never came). Like NCCL's watchdog line, a wait,
+        not the rank's own failure; each rank's wait is kept once (the log line and the exception repeat it)."""
+        if m := _MONITORED_MISSING.search(text):
+            missing = ", ".join(x.strip() for x in m[1].split(",") if x.strip())
+            self._fact(who, "monitored_barrier_missing", missing, loc)
+            timeout, evidence = int(m[2]), "monitored_barrier"
+        elif _MONITORED_REACHED.search(text):
+            timeout, evidence = None, "monitored_barrier"
+        elif m := _GLOO_TIMEOUT.search(text):
+            timeout, evidence = int(m[1]), "gloo_timeout"
+        else:
+            return False
+        if not any(w.who == who and w.evidence in ("monitored_barrier", "gloo_timeout") for w in self._works[-8:]):
+            op = "MONITORED_BARRIER" if evidence == "monitored_barrier" else None
+            self._works.append(WorkMention(who=who, rank=None, seq=None, op_type=op, numel_in=None,
+                                           numel_out=None, tensor_shape=None, timeout_ms=timeout, ran_for_ms=None,
+                                           evidence=evidence, loc=loc, clock_s=_clock(text)))
         return True
 
     def _error(self, who: Who, kind: ErrorKind, message: str, loc: Loc) -> None:

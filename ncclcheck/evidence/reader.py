@@ -12,7 +12,7 @@ takes its line if the line also names something in ``_WANTED``:
 * ``#``  ``#315``, ``#0`` (desync, frames)   * ``<``  ``<N/A>``, ``<module>``, ``eth0:10.0.0.1<0>``
 * ``"``  ``File "...``                       * ``+``  ``NCCL version 2.21.5+cuda12.4``
 * ``z``  ProcessGroupNCCL initialization     * ``q``  ``CollectiveFingerPrint(SequenceNumber=``
-* ``H``  Heartbeat monitor
+* ``H``  Heartbeat monitor                   * ``B``  gloo's monitoredBarrier verdicts
 
 An anchor must be a byte that chatter rarely holds: ``F`` or ``T`` would stop at every ``INFO`` or
 ``COMPLETE``, and each stop costs a Python-level match.
@@ -67,6 +67,7 @@ TRIGGERS: dict[bytes, tuple[re.Pattern[bytes], int]] = {
     b"z": (re.compile(rb"initialization options"), 8),
     b"q": (re.compile(rb"SequenceNumber="), 2),
     b"H": (re.compile(rb"Heartbeat"), 0),
+    b"B": (re.compile(rb"monitoredBarrier"), 9),
 }
 # Misses of one anchor closer together than this (on average) hand the rest of the block to the regex engine,
 # which skips them in C: each miss costs ~0.4 us in the Python loop, the regex ~1.5 ns per byte.
@@ -84,12 +85,13 @@ WORDS: dict[bytes, tuple[bytes, ...]] = {
     b"z": (b"initialization options",),
     b"q": (b"SequenceNumber=",),
     b"H": (b"Heartbeat",),
+    b"B": (b"monitoredBarrier",),
 }
 # A triggered line is taken (with its context) only if it also says one of these; checked on that line alone.
 _WANTED = re.compile(
     rb"WorkNCCL|[Ww]atchdog|NCCL WARN|NCCL work|work sequence|Timeout at collective|best knowledge|#\d|"
     rb'File "|NCCL version|Using|<N/A>|error_file|Heartbeat|Received a|Detected mismatch|Error|Exception|'
-    rb"initialization options|Terminating the process"
+    rb"initialization options|Terminating the process|monitoredBarrier"
 )
 # In the first HEAD bytes of an input, where NCCL and PyTorch print their settings, lines naming these are
 # handed over too, whether triggered or not (``nranks``, ``NET/IB : No device found`` hold no anchor byte).

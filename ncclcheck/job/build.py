@@ -315,6 +315,8 @@ class _Builder:
             sizes.append(d.size)
         for s in self.scans:
             sizes += [int(f.value) for f in s.facts if f.key == "world_size"]
+            # monitored_barrier's missing ranks are members of its group: the job is at least that large.
+            sizes += [max(map(int, f.value.split(","))) + 1 for f in s.facts if f.key == "monitored_barrier_missing"]
             sizes += [e.rank + 1 for e in s.elastic if e.rank is not None]
             for ds in s.desync:
                 sizes += [max(r) + 1 for *_, r in ds.snapshot if r]

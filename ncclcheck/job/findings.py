@@ -118,6 +118,13 @@ def report_findings(scans: Sequence[FileScan]) -> list[Finding]:
             out.append(Finding(Severity.INFO, "desync-report",
                                f"PyTorch's desync report (rank {d.reporting_rank}, timed out in {d.timeout_collective} "
                                f"#{d.timeout_index}): {lag}. Its # counts differ from SeqNum.", (d.loc,)))
+    for s in scans:
+        for f in s.facts:
+            if f.key == "monitored_barrier_missing":
+                missing = [int(x) for x in f.value.split(",")]
+                out.append(Finding(Severity.INFO, "monitored-barrier",
+                                   f"Rank {f.who.rank}'s monitored_barrier names the rank{'s' if len(missing) > 1 else ''}"
+                                   f" that never reached it: {rank_phrase(missing)}.", (f.loc,)))
     stacks = {st.who.rank: st for s in scans for st in s.stacks if st.who.rank is not None}
     if stacks:
         where = "; ".join(f"rank {r}: {st.frames[0].name} from {user_frame(st.frames)}" for r, st in

@@ -133,10 +133,12 @@ class Work:
     @property
     def number(self) -> str:
         """``#3`` for a collective, ``p2p #1`` for a send or receive: the two counters are apart."""
-        return f"{'p2p ' if self.p2p else ''}#{'?' if self.seq is None else self.seq}"
+        if self.seq is None:
+            return "(no sequence number printed)"
+        return f"{'p2p ' if self.p2p else ''}#{self.seq}"
 
     def describe(self) -> str:
-        what = (self.op or "?").lower()
+        what = self.op.lower() if self.op else "an unnamed collective"
         if self.numel_in is not None:
             what += f" of {self.numel_in:,} element{'' if self.numel_in == 1 else 's'}"
         if self.p2p and self.peer is not None:

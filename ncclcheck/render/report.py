@@ -26,6 +26,11 @@ def _n(v: int | None) -> str:
     return "" if v is None else f"{v:,}"
 
 
+def _or_unknown(v: int | None) -> str:
+    """A counter the log did not print (a work read from its enqueued counter alone)."""
+    return "not printed" if v is None else str(v)
+
+
 def verdict_panel(a: Analysis) -> Panel:
     """The one-paragraph answer."""
     v = a.verdict
@@ -85,10 +90,10 @@ def rank_table(a: Analysis) -> tuple[_FirstThatFits | None, int]:
         stuck = ""
         if w is not None:
             groups = {x.stuck.group for x in states if x.stuck is not None}
-            stuck = (f"{w.group.label()} #{w.seq} {w.op or '?'}" if len(groups) == 1 else
-                     f"PG {w.group.id}{f' ({w.group.desc})' if w.group.desc else ''} #{w.seq} {w.op or '?'}, "
-                     f"{len(groups)} groups")
-        counters = "" if key[3] is None or key[3][0] is None else f"{key[3][0]}/{key[3][1]}"
+            what = f"{w.number} {w.op}" if w.op else f"{w.number} (an unnamed collective)"
+            stuck = (f"{w.group.label()} {what}" if len(groups) == 1 else
+                     f"PG {w.group.id}{f' ({w.group.desc})' if w.group.desc else ''} {what}, {len(groups)} groups")
+        counters = "" if key[3] is None or key[3][0] is None else f"{key[3][0]}/{_or_unknown(key[3][1])}"
         loc = s.ending.loc or (w.loc if w is not None else None)
         evidence = "" if loc is None else f"{names.get(loc.file, loc.file)}:{loc.line}" if loc.line else loc.file
         cells.append([compact((r.rank for r in states), job.world), state, stuck, _n(w.numel_in if w else None),

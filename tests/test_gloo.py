@@ -1,0 +1,48 @@
+"""gloo's timeouts are waits, like NCCL's watchdog line: real 4-rank jobs under torchrun on CPU
+(tests/data/real_gloo/hang.py), rank 2 asleep in host code while the others wait in an all_reduce or in
+monitored_barrier, with torchrun's per-rank logs and its console."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import run
+from typer.testing import CliRunner
+
+from ncclcheck.cli import app
+
+GLOO = Path(__file__).parent / "data" / "real_gloo"
+
+
+@pytest.mark.parametrize("inputs", [["allreduce/attempt_0"], ["allreduce"], ["allreduce/console.log"],
+                                    ["monitored/attempt_0"], ["monitored"], ["monitored/console.log"]])
+def test_the_sleeping_rank_is_the_culprit_and_the_ranks_that_timed_out_only_waited(inputs):
+    v = run(*(GLOO / x for x in inputs)).verdict
+    assert (v.kind.value, v.culprit_ranks, v.waiting_ranks) == ("lagging_rank", (2,), (0, 1, 3)), v.summary
+
+
+def test_monitored_barrier_names_the_rank_that_never_came_even_without_its_log():
+    a = run(GLOO / "monitored/attempt_0/0", GLOO / "monitored/attempt_0/1")
+    assert (a.verdict.culprit_ranks, a.verdict.unknown_ranks) == ((2,), (2,))
+    barrier = next(f for f in a.verdict.findings if f.code == "monitored-barrier")
+    assert barrier.message == "Rank 0's monitored_barrier names the rank that never reached it: rank 2."
+    assert barrier.evidence[0].line == 1
+
+
+def test_every_rank_monitored_barrier_missed_is_read(tmp_path):
+    """wait_all_ranks=True: "[Rank 0]: Ranks 1, 3 failed to pass monitoredBarrier in 8000 ms"."""
+    log = tmp_path / "rank0.log"
+    log.write_text("[rank0]:[E1125 09:36:46.844271395 ProcessGroupGloo.cpp:67] [Rank 0]: Ranks 1, 3 failed to pass "
+                   "monitoredBarrier in 8000 ms\n")
+    a = run(log)
+    assert next(f.message for f in a.verdict.findings if f.code == "monitored-barrier").endswith("ranks 1, 3.")
+    assert a.job.world == 4
+
+
+def test_the_report_prints_no_unknown_as_a_question_mark_or_none():
+    r = CliRunner().invoke(app, ["analyze-log", str(GLOO / "allreduce/attempt_0")])
+    assert r.exit_code == 1
+    for bad in ("#?", "(?)", "None", " ? "):
+        assert bad not in r.stdout, bad
+    assert "(no sequence number printed) (an unnamed collective)" in r.stdout.replace("\n", " ").replace("  ", " ")
