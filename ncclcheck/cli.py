@@ -266,7 +266,7 @@ def _count(value: Optional[str], flag: str) -> Optional[int]:
 
 @app.command("explain")
 def explain_cmd(
-    numel: Annotated[Optional[str], typer.Option(help="Element count to explain: 467019003, 467,019,003 or 4.67e8.")]
+    numel: Annotated[Optional[str], typer.Option(help="Element count to explain: 467019003 or 467,019,003; 4.67e8 means exactly 467,000,000.")]
     = None,
     numel_out: Annotated[Optional[str], typer.Option(help="NumelOut of the same collective.")] = None,
     op: Annotated[Optional[str], typer.Option(help="OpType (ALLREDUCE, _ALLGATHER_BASE, _REDUCE_SCATTER_BASE, ...) or "
@@ -517,7 +517,7 @@ def snapshot_cmd(
     out: Annotated[Optional[str], typer.Option("--out", "-o", help="Also write everything to this archive "
                                                                    "(snapshot-<host>.tar.gz) for analyze-log.")]
     = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the machine-readable result (schema_version 1).")]
+    as_json: Annotated[bool, typer.Option("--json", help="Print the machine-readable result (schema_version 2).")]
     = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict.")] = False,
     all_threads: Annotated[bool, typer.Option("--all-threads", help="Print every thread, not only the main one.")]
@@ -530,7 +530,8 @@ def snapshot_cmd(
     the dump pipe, reads GPU use and lints each rank's NCCL settings. Never stops or signals the job.
 
     Exit codes: 0 no rank waits in a collective, 1 a hang found, 2 usage error (several jobs: give
-    --pid), 3 no job found or nothing could be read from it.
+    --pid; an --out that cannot be written, checked before anything is collected), 3 no job found or
+    nothing could be read from it.
 
     Example: ncclcheck snapshot --out snapshot-$(hostname).tar.gz
     """
@@ -544,6 +545,8 @@ def snapshot_cmd(
     from ncclcheck.snapshot import archive, collect, procs, pyspy, verdict
     from ncclcheck.snapshot.settings import lint_ranks
 
+    if out is not None:
+        _check_writable(out)  # before the minutes of collection: a script must tell a failed write from a hang
     found, denied, parents = procs.scan()
     d = procs.find_jobs(found, procs.ancestors(os.getpid(), parents), denied, parents)
     for note in d.notes:

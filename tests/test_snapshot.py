@@ -520,3 +520,16 @@ def test_rank_table_never_splits_a_location(tmp_path: Path, columns: int):
     for f in where:
         assert f"{f.file.rsplit('/', 1)[-1]}:{f.line}" in text, (columns, text)
     assert "4000" in text and "4001" in text
+
+
+def test_an_out_that_cannot_be_written_is_a_usage_error_before_anything_is_collected(tmp_path, monkeypatch):
+    """Exit 2 and one line, no report: a script must not read "hang found" (1) when no archive was written."""
+    from ncclcheck.snapshot import procs
+
+    def no_scan():
+        raise AssertionError("the job was scanned although --out cannot be written")
+
+    monkeypatch.setattr(procs, "scan", no_scan)
+    r = runner.invoke(app, ["snapshot", "--out", str(tmp_path / "missing" / "x.tar.gz")])
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.strip().endswith(f"no such directory: {tmp_path / 'missing'}")

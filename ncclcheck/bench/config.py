@@ -127,7 +127,8 @@ def parser(prog: str = "torchrun --nproc-per-node N -m ncclcheck.bench") -> argp
     size = p.add_mutually_exclusive_group()
     size.add_argument("--size", help="elements per rank: 5e8, 500000000 (default 5e8)")
     size.add_argument("--bytes", help="bytes per rank instead: 2GB (1e9 B) or 2GiB (2^30 B)")
-    p.add_argument("--dtype", choices=list(DTYPES), default="float32")
+    p.add_argument("--dtype", choices=list(DTYPES), default="float32",
+                   help="element type of the tensor (default float32); sizes in elements are multiplied by its bytes")
     p.add_argument("--chunks", help="chunk sizes in elements, comma-separated ('' for none; default 1e8,1e7,1e6)")
     p.add_argument("--sweep", metavar="MIN:MAX[:FACTOR]",
                    help="size sweep in bytes, like nccl-tests -b/-e/-f: 8:2G:4 (K/M/G are binary; factor 2 if left out)")
@@ -139,7 +140,8 @@ def parser(prog: str = "torchrun --nproc-per-node N -m ncclcheck.bench") -> argp
     p.add_argument("--html", metavar="FILE.html", help="sweep: write the curve and table as one self-contained page")
     p.add_argument("--iters", type=int, default=None, help="timed transfers per mode or size (default 10; sweep 20)")
     p.add_argument("--warmup", type=int, default=None, help="untimed transfers per mode or size (default 3; sweep 5)")
-    p.add_argument("--op", choices=OPS, default="all_reduce")
+    p.add_argument("--op", choices=OPS, default="all_reduce",
+                   help="the collective to time (default all_reduce); busbw uses that op's factor, as nccl-tests does")
     p.add_argument("--backend", choices=("auto", "nccl", "gloo"), default="auto",
                    help="auto: nccl with CUDA, gloo on CPU")
     p.add_argument("--timeout", type=float, default=120.0, help="process-group timeout in seconds (default 120)")

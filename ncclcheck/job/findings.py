@@ -41,7 +41,7 @@ def size_finding(w: Work, dtype: str, group: Group | None, model_given: bool = F
                        f"{w.op or 'The collective'} claims {count:,} elements, more than any tensor can hold "
                        f"({MAX_NUMEL:,}): the line is garbled or the counter corrupt; no size arithmetic on it.",
                        (w.loc,) if w.loc is not None else ())
-    msg = (f"{w.op or 'The collective'} of {count:,} elements is {human_bytes(nbytes)} ({dtype} assumed: the log "
+    msg = (f"{w.op or 'The collective'} of {count:,} element{'' if count == 1 else 's'} is {human_bytes(nbytes)} ({dtype} assumed: the log "
            f"does not print the dtype) and takes {table} (bus factor for {ranks}).")
     loc = (w.loc,) if w.loc is not None else ()
     if slowest * 10 < timeout:
