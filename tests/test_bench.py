@@ -327,3 +327,10 @@ def test_compare_refuses_unrelated_inputs(tmp_path, capsys):
     assert compare_main([str(DOCS / "sweep-h200x2-auto-run1.json"), str(empty)]) == 2
     assert "no size in common" in capsys.readouterr().err
     assert compare_main([str(empty), str(empty)]) == 2
+
+
+def test_one_rank_draws_no_conclusion_about_chunking():
+    base = summarise("all_reduce", 2_000_000_000, 1, None, 1, [[0.006]], None)
+    c1 = summarise("all_reduce", 2_000_000_000, 1, 10_000_000, 50, [[0.0084]], 0.006)
+    text = conclusion([base, c1], world=1)
+    assert text.startswith("One rank: nothing crossed a link") and "chunking does not help" not in text

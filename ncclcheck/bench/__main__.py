@@ -98,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     if not env.launched:
         _say("note: not launched by torchrun, running as world size 1 (busbw is n/a). For N GPUs: "
              "torchrun --nproc-per-node N -m ncclcheck.bench ...")
+    elif env.world == 1 and env.rank == 0:
+        _say("note: one rank: nothing will cross a link (busbw is n/a, algbw is a local copy). For N GPUs: "
+             "--nproc-per-node N (torchrun) or --nproc N (ncclcheck bench)")
     try:
         info = runner.environment(env)
         result = runner.run_sweep(cfg, env) if cfg.sweep else runner.run(cfg, env)

@@ -71,8 +71,13 @@ def summarise(op: str, per_rank_bytes: int, world: int, chunk: int | None, chunk
 WATCHDOG_DEFAULT_S = 600.0  # PyTorch's default NCCL collective timeout (ProcessGroupNCCL, 10 minutes)
 
 
-def conclusion(results: Sequence[ModeResult], timeout_s: float = WATCHDOG_DEFAULT_S) -> str:
-    """One sentence: what chunking costs, and what PyTorch's watchdog timeout is compared with that."""
+def conclusion(results: Sequence[ModeResult], timeout_s: float = WATCHDOG_DEFAULT_S, world: int | None = None) -> str:
+    """One sentence: what chunking costs, and what PyTorch's watchdog timeout is compared with that; with one rank,
+    that nothing was measured over a link."""
+    if world == 1:
+        return ("One rank: nothing crossed a link, so these are the times of a local copy, not of NVLink or a network, "
+                "and they say nothing about chunking; run it on N >= 2 ranks: torchrun --nproc-per-node N -m "
+                "ncclcheck.bench ...")
     base = results[0]
     whose = (f"PyTorch's default NCCL watchdog timeout ({timeout_s / 60:g} min, Timeout(ms)={timeout_s * 1000:.0f})"
              if timeout_s == WATCHDOG_DEFAULT_S else f"a watchdog timeout of {duration(timeout_s)}")

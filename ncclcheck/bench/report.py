@@ -96,7 +96,7 @@ def result_json(cfg: BenchConfig, env: dict[str, Any], run: dict[str, Any]) -> d
         ],
         "check": run["check"],
         "memory": run["memory"],
-        "conclusion": conclusion(results),
+        "conclusion": conclusion(results, world=env.get("world_size")),
     }
 
 
@@ -124,7 +124,7 @@ def report(cfg: BenchConfig, env: dict[str, Any], run: dict[str, Any], width: in
     if run["check"] is not None:
         parts.append(Text(f"check: {'values correct' if run['check'] else 'WRONG VALUES'}",
                           style="green" if run["check"] else "bold red"))
-    parts.append(Text(conclusion(results), style="bold"))
+    parts.append(Text(conclusion(results, world=env.get("world_size")), style="bold"))
     return Group(*parts)
 
 
