@@ -171,10 +171,10 @@ def test_1024_ranks_fold_into_a_few_rows(tmp_path):
     r = rows(html)
     assert len(r) == 10
     assert (r[0][0], r[0][1]) == ("culprit", "rank 517")
-    assert set(r[0][2]) == {"unknown"}  # its log says nothing: not in the inputs, not guessed
+    assert set(r[0][2]) == {"silent"}  # its log was read (its init lines) and says nothing of these: not guessed
     assert r[-1][1] == "ranks 512-516, 518-519"  # its tp peers, stuck in tp #41
     assert lanes(html) == ["PG 1", "PG 2"] and len(r[-1][2]) == 12  # #36-#41 of each
-    assert r[-1][2][5] == "stuck" and r[-1][3][5] == "AR" and set(r[-1][2][6:]) == {"unknown"}
+    assert r[-1][2][5] == "stuck" and r[-1][3][5] == "AR" and set(r[-1][2][6:]) == {"silent"}
     assert r[6][1] == "ranks 5-509 by 8, 525-1021 by 8"  # the straggler's own dp group, waiting for it directly
     assert '<div class="waits">rank 517</div>' in html.split('<details class="')[7]
     assert '<li id="rank-5">rank 5: timed out (timed out in allreduce of 25,165,824 elements #41); waits for rank 517' in html
@@ -229,3 +229,11 @@ def test_cli_refuses_an_unwritable_output_before_reading_anything(tmp_path, monk
     assert r.exit_code == 2
     assert r.stderr.count("\n") == 1 and r.stderr.startswith(f"ncclcheck: error: {target}: ")
     assert r.stdout == ""
+
+
+def test_the_demo_rank_whose_log_was_read_is_not_called_missing():
+    """examples/incident-8rank: rank 5 never joined #2841 and its log says nothing of it; the page says so, and
+    never that rank 5 is not in the inputs (the header counts 8 ranks with input)."""
+    html = report_html(run(Path(__file__).parent.parent / "examples" / "incident-8rank"))
+    assert "rank 5: #2841: not in its input (its log was read and says nothing of it)" in html
+    assert "rank 5: #2841: not in the inputs" not in html

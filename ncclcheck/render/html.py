@@ -37,6 +37,7 @@ _LEGEND = {
     "failed": "failed with an error",
     "not_issued": "never issued",
     "unknown": "not in the inputs",
+    "silent": "not in its input (its log was read and says nothing of it)",
     "absent": "not a member",
 }
 
@@ -115,6 +116,7 @@ white-space:nowrap}
 .s-failed{background:var(--amber);color:#fff}
 .s-not_issued{background:#fff;border:1px dotted #b8c0cc}
 .s-unknown{background:repeating-linear-gradient(135deg,#e3e6eb 0 4px,#f6f7f9 4px 8px)}
+.s-silent{background:repeating-linear-gradient(135deg,#f1e3c8 0 4px,#fbf6ec 4px 8px)}
 .s-absent{background:none}
 .legend .s-absent{border:1px solid var(--line)}
 .waits{font-size:11.5px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;padding-left:6px}
@@ -260,7 +262,8 @@ def _cells(s: RankState, lane: _Lane, members: set[int] | None) -> list[Slot | N
     p = _position(s, lane)
     if p is None:
         member = members is None or s.rank in members or s.ending.kind is EndKind.UNKNOWN
-        return [Slot(c, "unknown", None) if member else None for c in lane.cols]
+        state = "silent" if s.files else "unknown"  # a rank whose log was read is not missing from the inputs
+        return [Slot(c, state, None) if member else None for c in lane.cols]
     if lane.p2p:
         slots: list[Slot | None] = list(p2p_slots(p, len(lane.cols)))
         return [None] * (len(lane.cols) - len(slots)) + slots
@@ -277,10 +280,10 @@ def _cell_key(c: Slot | None) -> tuple:
 def _work_words(c: Slot, group: GroupId | None) -> str:
     w = c.work
     where = f"{group.label()} " if group is not None else ""
-    num = f"{'p2p ' if c.p2p else ''}#{c.seq}" if c.seq is not None else "#?"
+    num = f"{'p2p ' if c.p2p else ''}#{c.seq}" if c.seq is not None else "(no sequence number printed)"
     text = f"{where}{num}: {_LEGEND.get(c.state, c.state)}"
     if w is None:
-        return text + " (from the group's counters)"
+        return text if c.state in ("unknown", "silent") else text + " (from the group's counters)"
     text += f"; {w.describe()}"
     if w.sizes:
         text += " [" + ", ".join("x".join(map(str, sz)) or "scalar" for sz in w.sizes) + "]"
@@ -395,7 +398,7 @@ def _timeline(a: Analysis, ev: _Evidence) -> tuple[str, str]:
         row.append("</details>")
         body.append("".join(row))
     legend = "".join(f'<span><i class="s-{k}"></i>{_e(t)}</span>' for k, t in _LEGEND.items()
-                     if k in STATES or k == "absent")
+                     if k in STATES or k in ("absent", "silent"))
     tools = ('<div class="tools"><label for="find">find rank</label><input id="find" inputmode="numeric" '
              'placeholder="e.g. 517"><button id="findbtn" type="button">show</button>'
              '<button id="openall" type="button">expand all</button><button id="closeall" type="button">collapse all'
