@@ -266,8 +266,8 @@ def _count(value: Optional[str], flag: str) -> Optional[int]:
 
 @app.command("explain")
 def explain_cmd(
-    numel: Annotated[Optional[str], typer.Option(help="Element count to explain: 467019003 or 467,019,003; 4.67e8 means exactly 467,000,000.")]
-    = None,
+    numel: Annotated[Optional[str], typer.Option(help="Element count to explain: 467019003 or 467,019,003; 4.67e8 "
+                                                      "means exactly 467,000,000.")] = None,
     numel_out: Annotated[Optional[str], typer.Option(help="NumelOut of the same collective.")] = None,
     op: Annotated[Optional[str], typer.Option(help="OpType (ALLREDUCE, _ALLGATHER_BASE, _REDUCE_SCATTER_BASE, ...) or "
                                                    "a flight-recorder name (nccl:all_reduce).")] = None,

@@ -46,3 +46,14 @@ def test_the_report_prints_no_unknown_as_a_question_mark_or_none():
     for bad in ("#?", "(?)", "None", " ? "):
         assert bad not in r.stdout, bad
     assert "(no sequence number printed) (an unnamed collective)" in r.stdout.replace("\n", " ").replace("  ", " ")
+
+
+def test_the_trace_writes_no_null_for_what_the_logs_do_not_say(tmp_path):
+    out = tmp_path / "t.json"
+    r = CliRunner().invoke(app, ["analyze-log", str(GLOO / "allreduce/attempt_0"), "--trace", str(out), "-q"])
+    assert r.exit_code == 1 and out.exists()
+    text = out.read_text()
+    assert "null" not in text and "None" not in text
+    r = CliRunner().invoke(app, ["analyze-log", str(Path(__file__).parent.parent / "examples" / "incident-8rank"),
+                                 "--trace", str(out), "-q"])
+    assert "null" not in out.read_text()

@@ -41,8 +41,8 @@ def size_finding(w: Work, dtype: str, group: Group | None, model_given: bool = F
                        f"{w.op or 'The collective'} claims {count:,} elements, more than any tensor can hold "
                        f"({MAX_NUMEL:,}): the line is garbled or the counter corrupt; no size arithmetic on it.",
                        (w.loc,) if w.loc is not None else ())
-    msg = (f"{w.op or 'The collective'} of {count:,} element{'' if count == 1 else 's'} is {human_bytes(nbytes)} ({dtype} assumed: the log "
-           f"does not print the dtype) and takes {table} (bus factor for {ranks}).")
+    msg = (f"{w.op or 'The collective'} of {count:,} element{'' if count == 1 else 's'} is {human_bytes(nbytes)} "
+           f"({dtype} assumed: the log does not print the dtype) and takes {table} (bus factor for {ranks}).")
     loc = (w.loc,) if w.loc is not None else ()
     if slowest * 10 < timeout:
         ratio = timeout / slowest
@@ -201,8 +201,9 @@ def next_steps(kind: VerdictKind, culprits: Sequence[int], killed: bool = False,
     who = rank_phrase(culprits) if culprits else "the culprit rank"
     record_next = f"Next time, capture flight-recorder dumps of every rank: {FR_EXPORT}"
     if kind is VerdictKind.INCOMPLETE:
-        return (f"Collect the logs (or flight-recorder dumps) of {rank_phrase(missing)} and run again with all of "
-                "them: the culprit is among the ranks whose input is missing.",
+        whose = rank_phrase(missing) if missing else "every rank of the group (these inputs do not say which)"
+        return (f"Collect the logs (or flight-recorder dumps) of {whose} and run again with all of them: the culprit "
+                "is among the ranks whose input is missing.",
                 "With torchrun: `--log-dir DIR --redirects 3 --tee 3` keeps one file per rank (DIR/attempt_0/<rank>/).",
                 record_next)
     if kind is VerdictKind.RANK_FAILED_FIRST:

@@ -82,11 +82,14 @@ def _levels(chains: Sequence[Sequence[Hashable]]) -> dict[Hashable, int]:
 
 def _args(slot: Slot, label: str, source: str) -> dict[str, Any]:
     w = slot.work
-    out: dict[str, Any] = {"op": None if w is None else w.op, "seq": slot.seq, "state": slot.state, "group": label,
-                           "source": "counters" if w is None else source}
+    # Perfetto shows these to a person: what is not known is left out, never written as null.
+    out: dict[str, Any] = {"state": slot.state, "group": label, "source": "counters" if w is None else source}
+    if slot.seq is not None:
+        out["seq"] = slot.seq
     if w is not None:
-        out.update({"sizes": [list(s) for s in w.sizes], "dtypes": list(w.dtypes), "numel_in": w.numel_in,
-                    "numel_out": w.numel_out})
+        out.update({"sizes": [list(s) for s in w.sizes], "dtypes": list(w.dtypes)})
+        out.update({k: v for k, v in (("op", w.op), ("numel_in", w.numel_in), ("numel_out", w.numel_out))
+                    if v is not None})
         if w.p2p:
             out["peer"] = w.peer
         if w.timeout_ms is not None:
@@ -160,7 +163,8 @@ def trace_json(a: Analysis) -> dict[str, Any]:
     for s in job.ranks:
         events.append({"name": f"ending: {s.ending.kind.value}", "cat": "ending", "ph": "i", "s": "p", "ts": end,
                        "pid": s.rank, "tid": 0,
-                       "args": {"detail": s.ending.detail, "evidence": None if s.ending.loc is None else str(s.ending.loc)}})
+                       "args": {"detail": s.ending.detail,
+                                **({} if s.ending.loc is None else {"evidence": str(s.ending.loc)})}})
     return {
         "traceEvents": events,
         "displayTimeUnit": "ms",
