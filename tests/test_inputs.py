@@ -108,3 +108,17 @@ def test_glob(write, tmp_path):
     write("a/rank0.log", GOOD)
     r = cli(str(tmp_path / "a" / "*.log"), "-q")
     assert r.exit_code == 1
+
+
+def test_hidden_folders_below_the_one_named_are_skipped_like_hidden_files(tmp_path):
+    """A torchrun log dir with a stale `.hidden/stderr.log` and an editor's `.cache/`: only the job's own logs are
+    read; a hidden folder named on the command line is read."""
+    job = tmp_path / "job"
+    for rel in ("attempt_0/0/stderr.log", ".hidden/stderr.log", "attempt_0/.cache/rank37.log", ".notes"):
+        p = job / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("x\n")
+    found = [os.path.relpath(s.name, job) for s in reader.resolve([str(job)], lambda e: None)]
+    assert found == ["attempt_0/0/stderr.log"]
+    named = [os.path.relpath(s.name, job) for s in reader.resolve([str(job / ".hidden")], lambda e: None)]
+    assert named == [".hidden/stderr.log"]

@@ -253,7 +253,9 @@ def resolve(args: list[str], on_error: Callable[[InputError], None]) -> list[Sou
 
 
 def _walk(top: str, on_error: Callable[[InputError], None]) -> list[str]:
-    """Every non-hidden entry under ``top`` that is not a directory, following directory links once each."""
+    """Every non-hidden entry under ``top`` that is not a directory, following directory links once each; hidden
+    folders below ``top`` are skipped as hidden files are (a stale ``.cache/`` copy is not this job's log), the
+    folder named itself is read whatever its name."""
     visited = {os.path.realpath(top)}
     entries: list[str] = []
 
@@ -263,6 +265,8 @@ def _walk(top: str, on_error: Callable[[InputError], None]) -> list[str]:
     for root, dirs, files in os.walk(top, onerror=failed, followlinks=True):
         keep = []
         for d in dirs:
+            if d.startswith("."):
+                continue
             real = os.path.realpath(os.path.join(root, d))
             if real not in visited:  # a link back up the tree, or a second link to one directory
                 visited.add(real)
