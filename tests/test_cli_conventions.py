@@ -78,3 +78,17 @@ def test_explain_json_without_input_is_a_usage_error_like_text_mode():
     as_json = runner.invoke(app, ["explain", "--json"])
     assert text.exit_code == as_json.exit_code == 2
     assert as_json.stdout == "" and "nothing to show" in as_json.stderr
+
+
+def test_one_flight_recorder_block_from_one_place():
+    """analyze-log's next step, snapshot's advice and probe --debug name the same settings with the same values."""
+    from ncclcheck.frsettings import SETTINGS
+    from ncclcheck.job.findings import FR_EXPORT
+    from ncclcheck.snapshot.dumppipe import ADVICE_EXPORT
+
+    block = " ".join(f"{k}={v}" for k, v, _ in SETTINGS)
+    assert f"export {block}" == FR_EXPORT
+    assert ADVICE_EXPORT.startswith(f"export {block} ")
+    assert {"TORCH_FR_DUMP_ON_TIMEOUT", "TORCH_NCCL_DUMP_ON_TIMEOUT"} <= {k for k, _, _ in SETTINGS}
+    r = CliRunner().invoke(app, ["probe", "--debug", "--format", "shell"])  # this machine, as test_probe's real run
+    assert {f"export {k}={v}" for k, v, _ in SETTINGS} <= set(r.stdout.splitlines())

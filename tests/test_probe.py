@@ -263,3 +263,19 @@ def test_network_namespace_end_to_end():
     finally:
         subprocess.run(["ip", "link", "del", "nck-host"], capture_output=True)
         subprocess.run(["ip", "netns", "del", NS], capture_output=True)
+
+
+def test_the_flight_recorder_advice_is_not_flagged_by_the_probe_that_gives_it():
+    """probe --debug recommends both spellings (torch before 2.8 reads only the old one): set together with equal
+    values they are no deprecated name; the old one alone still is."""
+    from typer.testing import CliRunner
+
+    from ncclcheck.cli import app
+    from ncclcheck.frsettings import SETTINGS
+
+    def codes(env):
+        r = CliRunner().invoke(app, ["probe", "--format", "json"], env=env)
+        return [f["code"] for f in json.loads(r.stdout)["findings"]]
+
+    assert "deprecated-name" not in codes({k: v for k, v, _ in SETTINGS})
+    assert "deprecated-name" in codes({"TORCH_NCCL_TRACE_BUFFER_SIZE": "2000"})

@@ -114,7 +114,9 @@ def test_straggler_report_links_every_claim_to_an_evidence_line(straggler):
     assert '<li class="root">rank 3 printed no timeout or error' in chain
     codes = re.findall(r'<span class="code">([^<]*)</span>', straggler)
     assert codes == ["size-not-the-cause", "first-detector", "collective-stack", "root-cause-caveat"]  # and the verdict
-    assert '<pre class="cmd">export TORCH_FR_BUFFER_SIZE=2000 ' in straggler  # to paste, never wrapped
+    assert "capture flight-recorder dumps" not in straggler  # every rank's dump was read: no advice to take them
+    demo = report_html(run(Path(__file__).parent.parent / "examples" / "incident-8rank"))
+    assert '<pre class="cmd">export TORCH_FR_BUFFER_SIZE=2000 ' in demo  # to paste, never wrapped
 
 
 def test_report_is_self_contained(straggler):

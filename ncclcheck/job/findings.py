@@ -8,17 +8,15 @@ from collections.abc import Sequence
 from ncclcheck.evidence.frdump import user_frame
 from ncclcheck.evidence.types import ErrorKind, FileScan, Mismatch
 from ncclcheck.findings import Finding, Severity
+from ncclcheck.frsettings import export
 from ncclcheck.job.model import Group, Job, Record, VerdictKind, Work
 from ncclcheck.ranks import ranges, rank_phrase
 from ncclcheck.transfer import DTYPE_BYTES, FABRICS, collective_bytes, human_bytes, human_seconds, transfer_seconds
 
 MAX_NUMEL = 2**63 - 1  # a tensor's element count is an int64
 
-FR_ENV = (
-    "TORCH_FR_BUFFER_SIZE=2000 TORCH_FR_DUMP_ON_TIMEOUT=1 TORCH_FR_DUMP_TEMP_FILE=/tmp/nccl_trace_rank_ "
-    "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 TORCH_NCCL_DEBUG_INFO_TEMP_FILE=/tmp/nccl_trace_rank_"
-)
-FR_EXPORT = f"export {FR_ENV}"
+FR_EXPORT = export()
+RECORD_NEXT = f"Next time, capture flight-recorder dumps of every rank: {FR_EXPORT}"
 
 
 def size_finding(w: Work, dtype: str, group: Group | None, model_given: bool = False) -> Finding | None:
@@ -196,10 +194,18 @@ def mismatch_summary(ms: Sequence[Mismatch]) -> tuple[list[int], list[int], str]
 
 
 def next_steps(kind: VerdictKind, culprits: Sequence[int], killed: bool = False,
+               missing: Sequence[int] = (), dumped: bool = False) -> tuple[str, ...]:
+    """What to do, by verdict kind; ``dumped``: every rank's flight-recorder dump is already in the inputs, so
+    advice to capture them next time is left out."""
+    steps = _next_steps(kind, culprits, killed, missing)
+    return tuple(x for x in steps if not (dumped and x == RECORD_NEXT))
+
+
+def _next_steps(kind: VerdictKind, culprits: Sequence[int], killed: bool = False,
                missing: Sequence[int] = ()) -> tuple[str, ...]:
     """What to do, by verdict kind."""
     who = rank_phrase(culprits) if culprits else "the culprit rank"
-    record_next = f"Next time, capture flight-recorder dumps of every rank: {FR_EXPORT}"
+    record_next = RECORD_NEXT
     if kind is VerdictKind.INCOMPLETE:
         whose = rank_phrase(missing) if missing else "every rank of the group (these inputs do not say which)"
         return (f"Collect the logs (or flight-recorder dumps) of {whose} and run again with all of them: the culprit "

@@ -550,7 +550,9 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     unknown = [s.rank for s in job.ranks if s.ending.kind is EndKind.UNKNOWN] if found else []
     pg = primary.group.to_pg() if primary is not None else None
     host_kill = cause is not None and cause.cause.kind == "host_kill"
-    steps = next_steps(kind, culprits, killed and not host_kill, unknown)
+    dumps = {sc.dump.rank for sc in scans if sc.dump is not None}
+    dumped = bool(dumps) and {s.rank for s in job.ranks if s.present} <= dumps
+    steps = next_steps(kind, culprits, killed and not host_kill, unknown, dumped and not unknown)
     if cause is not None:
         steps = (*cause.cause.fix, *((PROBE,) if cause.cause.probe else ()), *steps)
     verdict = Verdict(kind, summary, tuple(culprits), tuple(waiting), tuple(unknown), pg,

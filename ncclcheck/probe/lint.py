@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ncclcheck.findings import Finding, Severity
+from ncclcheck.frsettings import SETTINGS as FR_SETTINGS
 from ncclcheck.probe.host import IMAGE_SET, Interface, Probe, Setting
 from ncclcheck.probe.names import ALIASES, CURRENT, NCCL_REMOVED
 
@@ -98,7 +99,10 @@ def lint(p: Probe) -> list[Finding]:
 
 def _names(p: Probe) -> list[Finding]:
     out = []
+    values = {s.name: s.value for s in p.settings}
     for s in p.settings:
+        if s.name in ALIASES and ALIASES[s.name].startswith("TORCH_") and values.get(ALIASES[s.name]) == s.value:
+            continue  # both spellings, equal: what the flight-recorder advice sets for every torch release
         if s.name == "NCCL_TIMEOUT" or (s.name.endswith("_TIMEOUT") and s.name.startswith(("NCCL_", "TORCH_NCCL_"))
                                         and s.name not in CURRENT and s.name not in ALIASES):
             out.append(Finding(Severity.ERROR, "timeout-not-read",
@@ -326,11 +330,7 @@ def recommend(p: Probe, debug: bool = False) -> list[Recommendation]:
             Recommendation("NCCL_DEBUG_SUBSYS", "INIT,NET,ENV", "limit INFO to set-up and network"),
             Recommendation("NCCL_DEBUG_FILE", "/tmp/nccl.%h.%p.log", "one file per host and process"),
             Recommendation("TORCH_CPP_LOG_LEVEL", "INFO", "PyTorch prints its NCCL settings and PG set-up"),
-            Recommendation("TORCH_FR_BUFFER_SIZE", "2000", "flight recorder: keep the last 2000 collectives"),
-            Recommendation("TORCH_NCCL_TRACE_BUFFER_SIZE", "2000", "the same for torch < 2.8"),
-            Recommendation("TORCH_NCCL_DUMP_ON_TIMEOUT", "1", "write every rank's record when a collective times out"),
-            Recommendation("TORCH_FR_DUMP_TEMP_FILE", "/tmp/nccl_trace_rank_", "where the dumps go (+ rank)"),
-            Recommendation("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "/tmp/nccl_trace_rank_", "the same for torch < 2.8"),
+            *(Recommendation(name, value, why) for name, value, why in FR_SETTINGS),
             Recommendation("TORCH_NCCL_DESYNC_DEBUG", "1", "PyTorch names the ranks that did not join"),
         ]
     return out

@@ -20,14 +20,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ncclcheck.evidence.frdump import MAX_DUMP_BYTES, Dump, DumpError, parse_dump
+from ncclcheck.frsettings import PIPE, export
 from ncclcheck.snapshot.procs import RankProc
 
 PIPE_VARS = ("TORCH_NCCL_DEBUG_INFO_PIPE_FILE", "TORCH_FR_DEBUG_INFO_PIPE_FILE")
 BUFFER_VARS = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
 DUMP_VARS = ("TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")
 ADVICE = "to let snapshot collect flight-recorder dumps next time, start the job with:"
-ADVICE_EXPORT = ("export TORCH_FR_BUFFER_SIZE=2000 TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 "
-                 "TORCH_NCCL_DEBUG_INFO_PIPE_FILE=/tmp/nccl_pipe_")
+ADVICE_EXPORT = export((PIPE,))
 
 
 @dataclass(frozen=True)
