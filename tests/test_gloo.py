@@ -57,3 +57,4 @@ def test_the_trace_writes_no_null_for_what_the_logs_do_not_say(tmp_path):
     r = CliRunner().invoke(app, ["analyze-log", str(Path(__file__).parent.parent / "examples" / "incident-8rank"),
                                  "--trace", str(out), "-q"])
     assert "null" not in out.read_text()
+

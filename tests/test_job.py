@@ -316,3 +316,22 @@ def test_an_impossible_element_count_is_called_so(write):
                            "Timeout(ms)=1000) ran for 1001 milliseconds before timing out.")
     codes = [f.code for f in run(p).verdict.findings]
     assert "impossible-count" in codes and "size-plausible" not in codes
+
+
+def test_on_infiniband_the_slow_ethernet_rows_do_not_make_the_size_plausible(tmp_path):
+    """8 GB all-reduced against a 60 s timeout: 14.5 s on 10 GbE would come close, but NCCL said it used IB
+    (0.35 s there), so the size is not the cause; without that line the slow network is still named."""
+    line = ("[rank0]:[E1122 00:31:17.418552033 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=2000000000, NumelOut=2000000000, Timeout(ms)=60000) "
+            "ran for 60031 milliseconds before timing out.\n")
+    ib = tmp_path / "ib" / "rank0.log"
+    ib.parent.mkdir()
+    ib.write_text("host:123:456 [0] NCCL INFO Using network IB\n" + line)
+    codes = [f.code for f in run(ib).verdict.findings]
+    assert "size-not-the-cause" in codes and "size-plausible" not in codes
+    assert "on the InfiniBand NCCL used" in next(f.message for f in run(ib).verdict.findings
+                                                   if f.code == "size-not-the-cause")
+    plain = tmp_path / "plain" / "rank0.log"
+    plain.parent.mkdir()
+    plain.write_text(line)
+    assert "size-plausible" in [f.code for f in run(plain).verdict.findings]

@@ -19,8 +19,10 @@ FR_EXPORT = export()
 RECORD_NEXT = f"Next time, capture flight-recorder dumps of every rank: {FR_EXPORT}"
 
 
-def size_finding(w: Work, dtype: str, group: Group | None, model_given: bool = False) -> Finding | None:
-    """Is the size the cause? Almost never: the arithmetic on four fabrics says so."""
+def size_finding(w: Work, dtype: str, group: Group | None, model_given: bool = False,
+                 network: str | None = None) -> Finding | None:
+    """Is the size the cause? Almost never: the arithmetic on four fabrics says so. ``network`` is the transport
+    NCCL said it used ("IB", "Socket"): on InfiniBand, the slow Ethernet rows do not apply."""
     item = DTYPE_BYTES.get(dtype, 4)
     nbytes = collective_bytes(w.op, w.numel_in, w.numel_out, item)
     if not nbytes:
@@ -42,10 +44,13 @@ def size_finding(w: Work, dtype: str, group: Group | None, model_given: bool = F
     msg = (f"{w.op or 'The collective'} of {count:,} element{'' if count == 1 else 's'} is {human_bytes(nbytes)} "
            f"({dtype} assumed: the log does not print the dtype) and takes {table} (bus factor for {ranks}).")
     loc = (w.loc,) if w.loc is not None else ()
-    if slowest * 10 < timeout:
-        ratio = timeout / slowest
+    ib = network is not None and network.upper().startswith("IB")
+    judged = times[1][1] if ib else slowest  # FABRICS[1] is InfiniBand
+    where = "on the InfiniBand NCCL used" if ib else "on the slowest"
+    if judged * 10 < timeout:
+        ratio = timeout / judged
         times_shorter = f"{ratio:,.0f}x" if ratio < 1e6 else "over a million times"
-        msg += (f" Even on the slowest that is {times_shorter} shorter than the {human_seconds(timeout)} timeout: the "
+        msg += (f" Even {where} that is {times_shorter} shorter than the {human_seconds(timeout)} timeout: the "
                 "size cannot explain it. A rank never arrived, or the transport hung.")
         explain = f"ncclcheck explain --numel {w.numel_in or w.numel_out} --config config.json"
         tail = "" if model_given else f" What tensor it is: {explain}"

@@ -505,7 +505,8 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
             ring = _cycle(job, roots.named)
         waiting = sorted(s.rank for s in job.ranks if s.stuck is not None and s.rank not in culprits)
         group = next((g for g in job.groups if g.id == primary.group), None)
-        size = size_finding(primary, dtype, group, tensor_of is not None)
+        network = next((f.value for sc in scans for f in sc.facts if f.key == "network"), None)
+        size = size_finding(primary, dtype, group, tensor_of is not None, network)
         tensor = tensor_of(primary, group) if tensor_of is not None else None
         findings += [f for f in (size, tensor) if f is not None]
     else:
