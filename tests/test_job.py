@@ -335,3 +335,13 @@ def test_on_infiniband_the_slow_ethernet_rows_do_not_make_the_size_plausible(tmp
     plain.parent.mkdir()
     plain.write_text(line)
     assert "size-plausible" in [f.code for f in run(plain).verdict.findings]
+
+
+def test_the_verdicts_collective_is_in_a_group_the_culprit_belongs_to(monkeypatch):
+    """tp_straggler: rank 0 waits in dp group {0, 2} (GUID 1f107ed8) for rank 2, which waits in tp for rank 3; the
+    verdict names the dp group {1, 3} (GUID 498e0e03) where rank 3 never issued #4, not a group rank 3 is not in."""
+    monkeypatch.chdir(REAL4)
+    a = run("tp_straggler")
+    assert a.verdict.culprit_ranks == (3,)
+    group = next(g for g in a.job.groups if g.id.guid == a.verdict.pg.guid)
+    assert (a.verdict.pg.guid[:8], a.verdict.seq) == ("498e0e03", 4) and 3 in group.members

@@ -275,6 +275,17 @@ def _inferred_roots(job: Job) -> list[int]:
     return [s.rank for s in job.ranks if s.present and s.stuck is None and s.ending.kind in _NOT_WAITING]
 
 
+def _culprits_work(job: Job, primary: Work, culprits: Sequence[int]) -> Work:
+    """The collective the verdict names: where the waiting began, unless a culprit is not in that group; then the
+    first waiter's collective in a group the culprit is in (the one it did not join)."""
+    members = {g.id: set(g.members) for g in job.groups}
+    if not culprits or set(culprits) & members.get(primary.group, set(culprits)):
+        return primary
+    theirs = [s.stuck for s in job.ranks if s.stuck is not None and s.rank not in culprits
+              and set(culprits) & members.get(s.stuck.group, set())]
+    return theirs[0] if theirs else primary
+
+
 def _primary(job: Job) -> Work | None:
     """The work the waiters are stuck in, by how many ranks are stuck in it."""
     stuck = [s.stuck for s in job.ranks if s.stuck is not None]
@@ -549,7 +560,8 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     killed = any(s.ending.kind is EndKind.KILLED for s in job.ranks if s.rank in culprits)
     # A rank the others wait for can be named even without its own input; what it did stays unknown.
     unknown = [s.rank for s in job.ranks if s.ending.kind is EndKind.UNKNOWN] if found else []
-    pg = primary.group.to_pg() if primary is not None else None
+    named = _culprits_work(job, primary, culprits) if primary is not None else None
+    pg = named.group.to_pg() if named is not None else None
     host_kill = cause is not None and cause.cause.kind == "host_kill"
     dumps = {sc.dump.rank for sc in scans if sc.dump is not None}
     dumped = bool(dumps) and {s.rank for s in job.ranks if s.present} <= dumps
@@ -557,7 +569,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     if cause is not None:
         steps = (*cause.cause.fix, *((PROBE,) if cause.cause.probe else ()), *steps)
     verdict = Verdict(kind, summary, tuple(culprits), tuple(waiting), tuple(unknown), pg,
-                      primary.seq if primary is not None else _detail_seq(scans),
+                      named.seq if named is not None else _detail_seq(scans),
                       chain_lines(job, culprits or ring) if found else (), tuple(findings), steps, cause, tuple(ring))
     return Analysis(tuple(scans), tuple(records), job, verdict, dtype)
 
