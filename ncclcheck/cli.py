@@ -351,6 +351,7 @@ def explain_cmd(
                   kv_heads=kv_heads, head_dim=head_dim, intermediate=intermediate, world_size=world_size, tp=tp,
                   num_labels=num_labels, head_bias=head_bias or None)
     triples: list[tuple[Optional[str], int, Optional[int]]] = []
+    group_sizes: dict[tuple[Optional[str], int, Optional[int]], int] = {}  # --log: each record's group size
     n = _count(numel, "--numel")
     if n is not None:
         triples.append((op, n, _count(numel_out, "--numel-out")))
@@ -358,12 +359,21 @@ def explain_cmd(
         usage_error("--numel-out needs --numel")
     if log:
         from ncclcheck.job.analyze import analyze
+        from ncclcheck.job.build import group_key
 
-        sources = resolve(list(log), lambda exc: warn(f"{exc.name}: {exc.message}"))
+        unreadable: list[str] = []
+        sources = resolve(list(log), lambda exc: unreadable.append(f"{exc.name}: {exc.message}"))
+        if not sources:
+            usage_error("; ".join(unreadable) or "no readable --log input")
+        for line in unreadable:
+            warn(line)
         result = analyze(sources, dtype, lambda scan: [warn(f"{p.file}: {p.message}") for p in scan.problems])
+        sizes = {group_key(g.id): g.size for g in result.job.groups if g.size}
         for r in result.records:
             if not r.numel_in or (r.op_type, r.numel_in, r.numel_out) in triples:
                 continue
+            if world_size is None and sizes.get(group_key(r.pg)):
+                group_sizes[(r.op_type, r.numel_in, r.numel_out)] = sizes[group_key(r.pg)]  # the log's own
             if max(r.numel_in, r.numel_out or 0) > MAX_NUMEL:
                 warn(f"{r.loc}: NumelIn={r.numel_in} is more than any tensor can have (at most "
                      "2^63 - 1): a corrupted line, skipped")
@@ -373,7 +383,8 @@ def explain_cmd(
             usage_error("no watchdog line with NumelIn found in " + ", ".join(log))
     strat = strategy.lower() if strategy else None
     table = loaded.table or builtin_table(shape)
-    explanations = [explain(n_in, shape, n_out, o, dtype, strat, table, bucket_cap_mb) for o, n_in, n_out in triples]
+    explanations = [explain(n_in, merge(shape, world_size=group_sizes.get((o, n_in, n_out))), n_out, o, dtype, strat,
+                            table, bucket_cap_mb) for o, n_in, n_out in triples]
     gather_world, sizes = size_table(shape, ("float32", "bfloat16"), table) if not triples else (None, [])
     if not triples and not sizes:
         usage_error("nothing to show: give --numel/--log, or the model shape (--batch --seq --hidden or "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -238,6 +239,7 @@ def test_cli_log_takes_counts_from_watchdog_lines():
     (["--model", "qwen2.5-7b", "--config", "c.json"], "give --model, or --config / --checkpoint / --module, not both"),
     ([], "nothing to show"),
     (["--json"], "nothing to show"),
+    (["--log", "/nonexistent"], "/nonexistent: no such file or directory"),
 ])
 def test_cli_bad_input(args, message):
     r = runner.invoke(app, ["explain", *args])
@@ -324,3 +326,23 @@ def test_exact_means_exact(n, op, out, preset, world, batch, strategy):
         if out and c.numel_out is not None:
             assert c.numel_out == out
     assert 0 <= e.chance <= 1 and e.searched >= 0
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("vocab_size", 10**30, "vocab_size = 1000000000000000000000000000000 is larger than any model's dimension"),
+    ("hidden_size", 1e30, "hidden_size must be a positive integer, not 1e+30"),
+])
+def test_cli_an_absurd_config_value_is_refused_whatever_its_type(tmp_path, key, value, message):
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, key: value}))
+    r = runner.invoke(app, ["explain", "--config", str(p), "--numel", "5"])
+    assert r.exit_code == 2 and message in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_cli_log_uses_the_group_size_the_log_prints():
+    """The demo's all_reduce runs over the 8-rank world group: explain --log times it for 8 ranks (9.08 ms on
+    NVLink), as analyze-log's size finding does, not for the unknown group's upper bound."""
+    example = str(Path(__file__).parent.parent / "examples" / "incident-8rank" / "rank0.log")
+    e = json.loads(runner.invoke(app, ["explain", "--log", example, "--json"]).stdout)["explanations"][0]
+    assert e["world_size"] == 8
+    assert round(e["transfer_seconds"]["NVLink 4 (H100/H200, ring)"] * 1e3, 2) == 9.08

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 
 from ncclcheck.explain.counts import ExplainError
 
+MAX_DIM = 2**40  # no size, layer or vocabulary count of a real model comes near it; a bigger one is a broken config
 CONFIG_LIMIT = 4 * 2**20  # bytes; real config.json files are a few kB, tokenizer-sized ones under 1 MiB
 
 
@@ -175,6 +176,8 @@ def model_from_dict(cfg: dict, source: str) -> Model:
             return None
         if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
             raise ExplainError(f"{source}: {key} must be a positive integer, not {v!r}")
+        if v > MAX_DIM:
+            raise ExplainError(f"{source}: {key} = {v} is larger than any model's dimension (at most 2^40)")
         return v
 
     model_type = str(cfg.get("model_type") or merged.get("model_type") or "")
