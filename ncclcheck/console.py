@@ -99,3 +99,24 @@ def fit_table(title: str | None, headers: Sequence[str], rows: Sequence[Sequence
     for r in rows:
         t.add_row(*r)
     return Fit(t, headers, rows)
+
+
+class Indented:
+    """A renderable moved right by ``n`` columns, its lines not padded out to the width (no trailing spaces)."""
+
+    def __init__(self, renderable: object, n: int) -> None:
+        self.renderable, self.n = renderable, n
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        from rich.segment import Segment
+
+        inner = options.update_width(max(1, options.max_width - self.n))
+        for line in console.render_lines(self.renderable, inner, pad=False, new_lines=False):
+            while line and not line[-1].text.strip() and not line[-1].control:
+                line = line[:-1]
+            if line and line[-1].text != line[-1].text.rstrip():
+                last = line[-1]
+                line = [*line[:-1], Segment(last.text.rstrip(), last.style)]
+            yield Segment(" " * self.n)
+            yield from line
+            yield Segment.line()

@@ -346,3 +346,11 @@ def test_cli_log_uses_the_group_size_the_log_prints():
     e = json.loads(runner.invoke(app, ["explain", "--log", example, "--json"]).stdout)["explanations"][0]
     assert e["world_size"] == 8
     assert round(e["transfer_seconds"]["NVLink 4 (H100/H200, ring)"] * 1e3, 2) == 9.08
+
+
+@pytest.mark.parametrize("columns", ["60", "80", "120"])
+def test_cli_no_line_ends_in_spaces(columns):
+    r = runner.invoke(app, ["explain", "--model", "qwen2.5-7b", "--numel", "466119168", "--op", "ALLREDUCE"],
+                      env={"COLUMNS": columns})
+    assert r.exit_code == 0 and r.stdout.count("\n") > 20
+    assert [line for line in r.stdout.splitlines() if line != line.rstrip()] == []

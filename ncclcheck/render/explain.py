@@ -11,10 +11,10 @@ from dataclasses import asdict
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
-from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from ncclcheck.console import Indented
 from ncclcheck.explain.core import COINCIDENCE, MATCH, Candidate, Explanation, SizeRow
 from ncclcheck.explain.counts import format_factors
 from ncclcheck.explain.models import Model
@@ -84,8 +84,8 @@ def _candidate(i: int, c: Candidate) -> RenderableType:
     head = Text(f"{i}. ")
     head.append(f"{c.kind}: ", style="bold")
     head.append_text(_verdict(c))
-    body = Padding(Text(f"{counts}\n{c.description}"), (0, 0, 0, 3), expand=False)
-    return Padding(Group(head, body), (0, 0, 0, 2), expand=False)
+    body = Indented(Text(f"{counts}\n{c.description}"), 3)
+    return Indented(Group(head, body), 2)
 
 
 def explanation_view(e: Explanation) -> RenderableType:
@@ -93,9 +93,9 @@ def explanation_view(e: Explanation) -> RenderableType:
     head = f"NumelIn = {e.numel:,}" + (f", NumelOut = {e.numel_out:,}" if e.numel_out is not None else "")
     head += f" ({e.op})" if e.op else ""
     parts: list[RenderableType] = [Text(head, style="bold"), Text(f"factors: {format_factors(e.factors)}")]
-    parts += [Padding(Text(f"- {f}"), (0, 0, 0, 2), expand=False) for f in e.facts[1:]]
+    parts += [Indented(Text(f"- {f}"), 2) for f in e.facts[1:]]
     parts.append(Text(f"parameter table: {e.source}"))
-    parts += [Padding(Text(f"- inferred: {n}"), (0, 0, 0, 2), expand=False) for n in e.source_notes]
+    parts += [Indented(Text(f"- inferred: {n}"), 2) for n in e.source_notes]
     if e.matches:
         parts.append(Text("exact matches, most structural first:", style="bold"))
         parts += [_candidate(i, c) for i, c in enumerate(e.matches, 1)]
@@ -114,7 +114,7 @@ def explanation_view(e: Explanation) -> RenderableType:
     ranks = f" over {e.world} ranks" if e.world else ""
     parts.append(Text(f"one {e.op or 'ALLREDUCE'} of it{ranks} ({e.dtype} assumed): {times}"))
     parts += [Text(f"advice: {a}") for a in e.advice]
-    return Group(*parts)
+    return Indented(Group(*parts), 0)  # no line ends in the spaces a wrap leaves
 
 
 class _Fit:
