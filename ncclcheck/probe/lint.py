@@ -77,7 +77,7 @@ def nccl_pick(ifaces: Sequence[Interface], ifname: str | None) -> tuple[list[Int
         spec = IfSpec.parse(rule)
         picks = [i for i in ifaces if _usable(i) and spec.hits(i.name)]
         if picks:
-            return picks, f"NCCL's default order (rule '{rule}')"
+            return picks, f"NCCL's default order, rule '{rule}'"
     return [], "NCCL's default order"
 
 

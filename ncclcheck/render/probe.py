@@ -59,7 +59,7 @@ def report(p: Probe, findings: Sequence[Finding], recs: Sequence[Recommendation]
             state = "running" if i.running else ("up, no carrier" if i.up else "down")
             marks = [m for m, hit in (("default route", i.name == p.default_route),
                                       ("MASTER_ADDR", i.name == p.master_addr_iface)) if hit]
-            rows.append((i.name, i.kind, "\n".join([state, *marks]), str(i.mtu or ""),
+            rows.append((i.name, i.kind, ", ".join([state, *marks]), str(i.mtu or ""),
                          f"{i.speed_mbps:,} Mb/s" if i.speed_mbps else "", "\n".join(a.cidr for a in i.addresses),
                          "uses" if i in picks else ""))
         parts.append(fit_table("network interfaces", ("name", "kind", "state", "MTU", "speed", "addresses", "NCCL"),
