@@ -570,7 +570,9 @@ def snapshot_cmd(
                     + "; pick one with --pid RANK_PID")
     if not jobs:
         where = f" holding pid {pid}" if pid is not None else ""
-        hidden = f" ({d.unreadable} processes could not be read: run as the job's user or root)" if d.unreadable else ""
+        advice = ("even as root: another PID namespace or a hardened /proc" if os.geteuid() == 0
+                  else "run as the job's user or root")
+        hidden = f" ({d.unreadable} processes could not be read: {advice})" if d.unreadable else ""
         warn(f"no job{where} found on this node: no process has RANK and WORLD_SIZE or LOCAL_RANK in its "
              f"environment{hidden}")
         raise typer.Exit(Exit.NO_INPUT)
