@@ -478,13 +478,15 @@ def test_lint_uses_each_ranks_environment(tmp_path: Path):
 
 # ---------------------------------------------------------------- CLI without a job
 
-def test_cli_no_job_found(monkeypatch):
+@pytest.mark.parametrize(("euid", "advice"), [(1000, "run as the job's user or root"),
+                                              (0, "even as root: another PID namespace or a hardened /proc")])
+def test_cli_no_job_found(monkeypatch, euid, advice):
     monkeypatch.setattr(procs, "scan", lambda: ([], 3, {}))
+    monkeypatch.setattr(os, "geteuid", lambda: euid)
     r = runner.invoke(app, ["snapshot"], catch_exceptions=False)
     assert (r.exit_code, r.stdout) == (3, "")
     assert r.stderr.strip() == ("ncclcheck: no job found on this node: no process has RANK and WORLD_SIZE or "
-                                "LOCAL_RANK in its environment (3 processes could not be read: run as the job's "
-                                "user or root)")
+                                f"LOCAL_RANK in its environment (3 processes could not be read: {advice})")
 
 
 def test_cli_several_jobs_need_pid(monkeypatch):
