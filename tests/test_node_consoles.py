@@ -48,3 +48,26 @@ def test_a_subgroups_ranks_are_not_taken_for_global_ones(tmp_path):
     _consoles(tmp_path, silent=-1, group_rank=lambda rank: rank // 8)
     a = run(tmp_path)
     assert all(w.who.global_rank is None for s in a.scans for w in s.works)
+
+
+def test_a_tee_line_without_its_rank_prefix_is_its_own_process_and_no_restart(tmp_path):
+    """torchrun --tee 3 (torch 2.4+): records are "[default3]:[rank3]:[E…] [Rank 3] Watchdog caught …", but the
+    terminate handler's what() line is "[default3]:  what():  …" with no [rankN]:. Printed right under rank 1's
+    record it is still rank 3's (its launcher tag says so), so rank 1 keeps its one record, nothing is taken for a
+    restart, and every rank's record is kept."""
+    work = ("WorkNCCL(SeqNum={s}, OpType=ALLREDUCE, NumelIn=1000, NumelOut=1000, Timeout(ms)=600000) ran for 600031 "
+            "milliseconds before timing out.")
+    lines = []
+    for r in range(4):
+        s = 119 if r == 3 else 120
+        lines.append(f"[default{r}]:[rank{r}]:[E1122 10:00:0{r}.123456789 ProcessGroupNCCL.cpp:616] [Rank {r}] "
+                     "Watchdog caught collective operation timeout: " + work.format(s=s))
+        if r == 1:
+            lines.append("[default3]:  what():  [PG ID 0 PG GUID 0(default_pg) Rank 3] Process group watchdog thread "
+                         "terminated with exception: [Rank 3] Watchdog caught collective operation timeout: "
+                         + work.format(s=119))
+    (tmp_path / "console.log").write_text("\n".join(lines) + "\n")
+    a = run(tmp_path / "console.log")
+    assert sorted((r.global_rank, r.seq) for r in a.records) == [(0, 120), (1, 120), (2, 120), (3, 119)]
+    assert (a.verdict.culprit_ranks, a.verdict.waiting_ranks) == ((3,), (0, 1, 2))
+    assert not [f for f in a.verdict.findings if f.code == "earlier-runs"]

@@ -379,6 +379,7 @@ class LogParser:
         self.path_rank = path_rank
         self._works: list[WorkMention] = []
         self._node_offset = 0  # where [defaultN]: is a node's rank: the first global rank of this file's node
+        self._role_global: dict[int, int] = {}  # launcher tag N -> global rank, from lines that carry both
         self._whos: dict[tuple[int | None, int | None], Who] = {}
         self._async_errors: dict[tuple[Who, int | None], str | None] = {}  # latest async exception's error by (who, seq)
         self._statuses: list[StatusMention] = []
@@ -432,7 +433,7 @@ class LogParser:
             self._logical(first, who, "".join(parts), joined=True)
         who = self._who(text)
         if who.global_rank is None and self._carry is not None and self._carry[0] == lineno - 1 and text \
-                and not _HEADER.search(text):
+                and not _HEADER.search(text) and not _ROLE_RANK.match(text):
             # A line with no prefix and no header of its own, right under a prefixed line: the rest of that line
             # (a terminal wraps it anywhere, also inside the prefix's record) or what the same process printed next.
             who = self._carry[1]
@@ -528,12 +529,16 @@ class LogParser:
     # ------------------------------------------------------------------ helpers
     def _who(self, text: str) -> Who:
         ranks = _GLOBAL_RANK.findall(text, 0, 200) if text.find("rank", 0, 200) != -1 else None
+        role = _ROLE_RANK.match(text)
         if ranks:
+            if role and not role[0].startswith("[rank"):
+                # torchrun's "[default3]:[rank3]:": the launcher's tag is that process's, on its lines without one
+                self._role_global.setdefault(int(role[1]), int(ranks[-1]))
             return self._one_who(int(ranks[-1]), self.path_rank)
-        if self.path_rank is None:
-            role = _ROLE_RANK.match(text)
-            if role:
-                return self._one_who(None, int(role[1]))
+        if role and int(role[1]) in self._role_global:
+            return self._one_who(self._role_global[int(role[1])], self.path_rank)
+        if self.path_rank is None and role:
+            return self._one_who(None, int(role[1]))
         return self._one_who(None, self.path_rank)
 
     def _one_who(self, global_rank: int | None, path_rank: int | None) -> Who:

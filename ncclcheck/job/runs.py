@@ -50,13 +50,14 @@ def find_restart(scan: FileScan, mine: Sequence[Record]) -> Restart | None:
     more than once."""
     seen: dict[tuple, Record] = {}
     boundary: Record | None = None
+    prior: Record | None = None
     for r in mine:
         grouped = r.pg is not None and (r.pg.id is not None or r.pg.guid is not None)
         key = (r.who, r.pg.id, r.pg.guid) if grouped and r.pg is not None else (r.who, None, None)
         first = seen.get(key)
         if first is not None and not _same_event(first, r) and (key[1] is not None or key[2] is not None
                                                                  or _repeats(first, r)):
-            boundary = r
+            boundary, prior = r, first
         seen[key] = r
     if boundary is None:
         return None
@@ -64,8 +65,23 @@ def find_restart(scan: FileScan, mine: Sequence[Record]) -> Restart | None:
     last_before = max(loc.line for r in before for loc in (r.locs or (r.loc,)) if loc.line < boundary.loc.line)
     starts = [g.loc.line for g in scan.group_inits if last_before < g.loc.line < boundary.loc.line]
     starts += [f.loc.line for f in scan.facts if f.key == "nccl_version" and last_before < f.loc.line < boundary.loc.line]
+    said = [c.loc.line for c in scan.clues if c.kind == "launcher" and "restart" in c.text
+            and last_before < c.loc.line < boundary.loc.line]
+    # A process's watchdog times out once per run: two of its own timeout lines are two runs. Otherwise something
+    # must say the job started again (set-up lines, the launcher's restart, a counter back near its start): two
+    # records that disagree are more likely one restatement attributed to the wrong process. Keep them all.
+    twice = prior is not None and "watchdog_timeout" in prior.evidence and "watchdog_timeout" in boundary.evidence
+    if not (starts or said or twice or _renumbered(before, boundary)):
+        return None
     line = min(starts) if starts else last_before + 1
     return Restart(scan.file, line, tuple(r for r in before))
+
+
+def _renumbered(before: Sequence[Record], boundary: Record) -> bool:
+    """A counter that started over: the later record's sequence number is far below the earlier ones (a new run
+    counts from 1), not one or two behind (a different rank's, or a restatement of an earlier work)."""
+    seqs = [r.seq for r in before if r.seq is not None and r.who == boundary.who]
+    return boundary.seq is not None and bool(seqs) and boundary.seq * 2 < min(seqs)
 
 
 def last_run(scan: FileScan, line: int) -> FileScan:
