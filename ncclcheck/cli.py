@@ -73,6 +73,11 @@ def usage_error(message: str) -> NoReturn:
     raise typer.Exit(Exit.USAGE)
 
 
+# Inputs from which on analyze-log shows its progress on a terminal: 64 MiB take about a second to read, and so do
+# about this many per-rank files (each file costs its open and a parser of its own).
+MANY_FILES = 1000
+
+
 @app.command("analyze-log")
 def analyze_log(
     paths: Annotated[list[str], typer.Argument(metavar="PATH...", show_default=False,
@@ -142,7 +147,7 @@ def analyze_log(
     sources = resolve(paths, bad)
     total = sum(s.size() for s in sources)
     progress = None
-    if err_console.is_terminal and total >= 64 << 20:
+    if err_console.is_terminal and (total >= 64 << 20 or len(sources) >= MANY_FILES):
         from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
 
         progress = Progress(TextColumn("reading"), BarColumn(), DownloadColumn(), console=err_console, transient=True)
