@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import json
+import sys
 from enum import Enum, IntEnum
 from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
 
@@ -73,6 +74,24 @@ def usage_error(message: str) -> NoReturn:
     raise typer.Exit(Exit.USAGE)
 
 
+def _complete_dtypes(incomplete: str) -> list[str]:
+    from ncclcheck.transfer import DTYPE_BYTES
+
+    return [d for d in DTYPE_BYTES if d.startswith(incomplete)]
+
+
+def _complete_models(incomplete: str) -> list[str]:
+    from ncclcheck.explain.models import PRESETS
+
+    return [m for m in PRESETS if m.startswith(incomplete)]
+
+
+def _complete_strategies(incomplete: str) -> list[str]:
+    from ncclcheck.explain.ops import STRATEGIES
+
+    return [x for x in STRATEGIES if x.startswith(incomplete)]
+
+
 # Inputs from which on analyze-log shows its progress on a terminal: 64 MiB take about a second to read, and so do
 # about this many per-rank files (each file costs its open and a parser of its own).
 MANY_FILES = 1000
@@ -92,7 +111,8 @@ def analyze_log(
         help="Only read the inputs and write their evidence to FILE (.json or .json.gz), for a later "
              "`analyze-log` of every node's evidence files together.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict.")] = False,
-    dtype: Annotated[str, typer.Option(help="Element type assumed for size arithmetic (the log does not say).")]
+    dtype: Annotated[str, typer.Option(help="Element type assumed for size arithmetic (the log does not say).",
+                                       autocompletion=_complete_dtypes)]
     = "float32",
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1,
                                                 help="Worker processes for large inputs (default: CPU count).")] = None,
@@ -278,7 +298,8 @@ def explain_cmd(
                                                    "a flight-recorder name (nccl:all_reduce).")] = None,
     log: Annotated[Optional[list[str]], typer.Option(help="Take every distinct (OpType, NumelIn, NumelOut) from "
                                                           "watchdog lines in this log (repeatable).")] = None,
-    model: Annotated[Optional[str], typer.Option(help="Preset: qwen2.5-7b, qwen2.5-vl-7b, qwen3-8b, qwen3-30b-a3b, "
+    model: Annotated[Optional[str], typer.Option(autocompletion=_complete_models,
+                                                 help="Preset: qwen2.5-7b, qwen2.5-vl-7b, qwen3-8b, qwen3-30b-a3b, "
                                                       "llama-3-8b, llama-3-70b, mistral-7b, mixtral-8x7b, "
                                                       "deepseek-v3.")] = None,
     config: Annotated[Optional[str], typer.Option(help="A Hugging Face config.json (or its folder). With transformers "
@@ -296,7 +317,7 @@ def explain_cmd(
     bucket_cap_mb: Annotated[Optional[float], typer.Option(min=0.001, help="DDP's bucket_cap_mb, if your job set it "
                                                                            "(default 25, with a 1 MiB first "
                                                                            "bucket).")] = None,
-    strategy: Annotated[Optional[str], typer.Option("--strategy", "--parallel",
+    strategy: Annotated[Optional[str], typer.Option("--strategy", "--parallel", autocompletion=_complete_strategies,
                                                     help="Only this strategy's layouts: ddp, zero1, zero2, zero3, "
                                                          "fsdp, fsdp2, tp (default: whatever the op allows).")]
     = None,
@@ -314,7 +335,8 @@ def explain_cmd(
     head_bias: Annotated[bool, typer.Option("--head-bias", help="The classification head has a bias.")] = False,
     world_size: Annotated[Optional[int], typer.Option(min=1, help="Ranks in the process group.")] = None,
     tp: Annotated[Optional[int], typer.Option(min=1, help="Tensor-parallel degree.")] = None,
-    dtype: Annotated[str, typer.Option(help="Element type for bytes and times.")] = "float32",
+    dtype: Annotated[str, typer.Option(help="Element type for bytes and times.", autocompletion=_complete_dtypes)]
+    = "float32",
     as_json: Annotated[bool, typer.Option("--json", help="Print the machine-readable result (schema_version 3).")]
     = False,
 ) -> None:
@@ -617,4 +639,24 @@ def main() -> None:
     without cycles, once, and then exits; the collector's passes over them cost a quarter of the time.
     """
     gc.disable()
+    args = sys.argv[1:]
+    if len(args) == 2 and args[0] == "--install-completion":
+        _install_completion(args[1])
     app(prog_name="ncclcheck")
+
+
+SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")
+
+
+def _install_completion(shell: str) -> None:
+    """``--install-completion fish``: Typer's flag installs for the shell it detects and would ignore the name given;
+    the shell named is the one installed for."""
+    from typer._completion_shared import install  # typer < 0.20, as pinned
+
+    if shell not in SHELLS:
+        warn(f"error: --install-completion {shell}: one of {', '.join(SHELLS)}")
+        raise SystemExit(Exit.USAGE)
+    name, path = install(shell=shell, prog_name="ncclcheck")
+    typer.echo(f"{name} completion installed in {path}")
+    typer.echo("Completion will take effect once you restart the terminal")
+    raise SystemExit(0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -92,3 +93,29 @@ def test_one_flight_recorder_block_from_one_place():
     assert {"TORCH_FR_DUMP_ON_TIMEOUT", "TORCH_NCCL_DUMP_ON_TIMEOUT"} <= {k for k, _, _ in SETTINGS}
     r = CliRunner().invoke(app, ["probe", "--debug", "--format", "shell"])  # this machine, as test_probe's real run
     assert {f"export {k}={v}" for k, v, _ in SETTINGS} <= set(r.stdout.splitlines())
+
+
+def test_install_completion_installs_for_the_shell_named(tmp_path):
+    """`--install-completion fish` writes fish's completion (Typer alone would ignore the name and install for the
+    shell it detects); an unknown shell is a usage error."""
+    env = {**os.environ, "HOME": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-m", "ncclcheck", "--install-completion", "fish"], capture_output=True,
+                       text=True, env=env, timeout=60)
+    assert r.returncode == 0 and "fish completion installed" in r.stdout
+    assert (tmp_path / ".config" / "fish" / "completions" / "ncclcheck.fish").is_file()
+    assert not (tmp_path / ".bashrc").exists()
+    r = subprocess.run([sys.executable, "-m", "ncclcheck", "--install-completion", "tcsh"], capture_output=True,
+                       text=True, env=env, timeout=60)
+    assert r.returncode == 2 and r.stderr == "ncclcheck: error: --install-completion tcsh: one of bash, zsh, fish, powershell, pwsh\n"
+
+
+@pytest.mark.parametrize(("words", "offered"), [
+    ("ncclcheck explain --model q", ["qwen2.5-7b", "qwen2.5-vl-7b", "qwen3-8b", "qwen3-30b-a3b"]),
+    ("ncclcheck explain --strategy f", ["fsdp", "fsdp2"]),
+    ("ncclcheck analyze-log --dtype bf", ["bfloat16", "bf16"]),
+])
+def test_completion_offers_the_values_an_option_takes(words, offered):
+    env = {**os.environ, "_NCCLCHECK_COMPLETE": "complete_bash", "COMP_WORDS": words,
+           "COMP_CWORD": str(len(words.split()) - 1)}
+    r = subprocess.run([sys.executable, "-m", "ncclcheck"], capture_output=True, text=True, env=env, timeout=60)
+    assert r.stdout.split() == offered
