@@ -122,3 +122,17 @@ def test_hidden_folders_below_the_one_named_are_skipped_like_hidden_files(tmp_pa
     assert found == ["attempt_0/0/stderr.log"]
     named = [os.path.relpath(s.name, job) for s in reader.resolve([str(job / ".hidden")], lambda e: None)]
     assert named == [".hidden/stderr.log"]
+
+
+def test_an_unreadable_folder_is_said_once(tmp_path, monkeypatch):
+    """A folder the walk cannot enter: "permission denied, skipped", not also "directory contains no files"."""
+    (tmp_path / "logs").mkdir()
+
+    def denied(top, onerror=None, followlinks=False):
+        onerror(PermissionError(13, "Permission denied", str(tmp_path / "logs")))
+        return iter(())
+
+    monkeypatch.setattr(reader.os, "walk", denied)
+    said = []
+    assert reader.resolve([str(tmp_path / "logs")], lambda e: said.append(e.message)) == []
+    assert said == ["permission denied, skipped"]

@@ -237,9 +237,15 @@ def resolve(args: list[str], on_error: Callable[[InputError], None]) -> list[Sou
         kind, problem = _kind(arg)
         if kind == "dir":
             before = len(out)
-            for f in _walk(arg, on_error):
+            refused: list[InputError] = []
+
+            def walk_error(exc: InputError) -> None:
+                refused.append(exc)
+                on_error(exc)
+
+            for f in _walk(arg, walk_error):
                 found(f, explicit=False, matched=True)
-            if len(out) == before:
+            if len(out) == before and not refused:  # what could not be read was said; "no files" would contradict it
                 on_error(InputError(arg, "directory contains no files"))
         elif kind or problem != "no such file or directory" or not _GLOB_CHARS.search(arg):
             found(arg, explicit=True, matched=False)
