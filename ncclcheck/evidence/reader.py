@@ -239,7 +239,7 @@ def resolve(args: list[str], on_error: Callable[[InputError], None]) -> list[Sou
             before = len(out)
             refused: list[InputError] = []
 
-            def walk_error(exc: InputError) -> None:
+            def walk_error(exc: InputError, refused: list[InputError] = refused) -> None:
                 refused.append(exc)
                 on_error(exc)
 
