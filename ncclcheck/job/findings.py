@@ -99,7 +99,8 @@ def detector_findings(scans: Sequence[FileScan]) -> list[Finding]:
             break
     warns = [e for s in scans for e in s.errors if e.kind in (ErrorKind.NCCL_WARN, ErrorKind.CONNECTION)]
     for e in warns[:3]:
-        out.append(Finding(Severity.WARNING, "nccl-warn", f"Rank {e.who.rank}: {e.message}", (e.loc,)))
+        who = f"Rank {e.who.rank}" if e.who.rank is not None else "A rank the line does not name"
+        out.append(Finding(Severity.WARNING, "nccl-warn", f"{who}: {e.message}", (e.loc,)))
     nets = sorted({f.value for s in scans for f in s.facts if f.key == "network"})
     if nets:
         loc = next(f.loc for s in scans for f in s.facts if f.key == "network")
@@ -170,7 +171,7 @@ def fingerprint(text: str) -> str:
     fields = {k: v for k, v in _FP_FIELD.findall(text)}
     if not fields:
         return text[:120]
-    parts = [fields.get("OpType", "?"), f"shape {fields['TensorShape']}" if "TensorShape" in fields else "",
+    parts = [fields.get("OpType", "an unnamed collective"), f"shape {fields['TensorShape']}" if "TensorShape" in fields else "",
              fields.get("TensorDtypes", ""), f"seq {fields['SequenceNumber']}" if "SequenceNumber" in fields else ""]
     return " ".join(p for p in parts if p)
 

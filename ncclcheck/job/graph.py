@@ -120,8 +120,8 @@ class _Graph:
         match = self._matching(s.rank, w, peer)
         if match is not None and _p2p_differs(w, match):
             self.add(s.rank, w, peer, EdgeReason.DIFFERENT_COLLECTIVE,
-                     f"rank {peer}'s matching {(match.op or '?').lower()} ({match.number}, {match.state}) is "
-                     f"{_payload(match)}, this {(w.op or '?').lower()} is {_payload(w)}: the two sides disagree")
+                     f"rank {peer}'s matching {(match.op or 'operation').lower()} ({match.number}, {match.state}) is "
+                     f"{_payload(match)}, this {(w.op or 'operation').lower()} is {_payload(w)}: the two sides disagree")
             return
         theirs = st.stuck
         if theirs is not None and theirs.p2p and theirs.peer == s.rank:

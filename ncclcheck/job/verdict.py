@@ -59,7 +59,7 @@ _NOT_WAITING = {EndKind.SILENT, EndKind.HUNG, EndKind.RUNNING, EndKind.EXCEPTION
 
 
 def _sig(w: Work) -> str:
-    s = (w.op or "?").upper()
+    s = w.op.upper() if w.op else "an unnamed collective"
     if w.sizes:
         s += " " + ",".join("x".join(f"{d:,}" for d in sz) or "scalar" for sz in w.sizes)
     elif w.numel_in is not None:
@@ -533,7 +533,8 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     findings += membership_findings(job)
     findings += report_findings(scans)
     for r in restarts:
-        earlier = "; ".join(f"rank {x.who} {x.op_type or '?'} #{x.seq}" for x in r.earlier[:4])
+        earlier = "; ".join(f"rank {x.who} {x.op_type or 'an unnamed collective'}"
+                            + (f" #{x.seq}" if x.seq is not None else "") for x in r.earlier[:4])
         findings.append(Finding(Severity.INFO, "earlier-runs",
                                 f"{r.file} holds more than one run of the job (a restart appending to the same file): "
                                 f"the last run, from line {r.line}, is analysed; the earlier run timed out too "

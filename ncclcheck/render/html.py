@@ -512,7 +512,7 @@ def _prose(text: str) -> str:
 
 def _findings(findings: Sequence[Finding], ev: _Evidence) -> str:
     if not findings:
-        return '<p class="meta">None.</p>'
+        return '<p class="meta">Nothing more to say.</p>'
     items = []
     for f in findings:
         fix = f'<div class="fix">{_prose(f.fix)}</div>' if f.fix else ""

@@ -43,7 +43,7 @@ def shell(recs: Sequence[Recommendation]) -> str:
 
 
 def _mib(n: int | None) -> str:
-    return "?" if n is None else ("unlimited" if n == -1 else f"{n / 2**20:,.0f} MiB")
+    return "not readable here" if n is None else ("unlimited" if n == -1 else f"{n / 2**20:,.0f} MiB")
 
 
 def report(p: Probe, findings: Sequence[Finding], recs: Sequence[Recommendation]) -> RenderableType:
@@ -68,7 +68,7 @@ def report(p: Probe, findings: Sequence[Finding], recs: Sequence[Recommendation]
     else:
         parts.append(Text("network interfaces: not available here"))
     if p.rdma:
-        rows = [(r.hca, r.state or "?", r.rate or "?", r.link_layer or "?", ",".join(map(str, r.roce_v2_gids)))
+        rows = [(r.hca, r.state or "", r.rate or "", r.link_layer or "", ",".join(map(str, r.roce_v2_gids)))
                 for r in p.rdma]
         parts.append(fit_table("RDMA", ("port", "state", "rate", "link layer", "RoCE v2 GIDs"), rows))
         parts.append(unbroken(Text(f"uverbs devices: {', '.join(p.uverbs) or 'none'}; libibverbs loads: "
@@ -83,7 +83,7 @@ def report(p: Probe, findings: Sequence[Finding], recs: Sequence[Recommendation]
     else:
         parts.append(Text("GPUs: " + ("none listed by nvidia-smi" if p.nvidia_smi else "nvidia-smi not available")))
     parts.append(unbroken(Text(f"limits: /dev/shm {_mib(p.shm_bytes)}, memlock {_mib(p.memlock)}, local ports "
-                               f"{'-'.join(map(str, p.port_range)) if p.port_range else '?'}")))
+                               f"{'-'.join(map(str, p.port_range)) if p.port_range else 'not readable here'}")))
     if p.settings:
         parts.append(fit_table("configuration in force", ("variable", "value", "from"),
                                [(s.name, s.value, s.source if s.origin == "user" else f"{s.source} ({s.origin})")

@@ -104,7 +104,7 @@ def job_label(key: tuple[str, ...]) -> str:
     if run_id:
         parts.append(f"torchelastic run {run_id}")
     if addr or port:
-        parts.append(f"MASTER_ADDR:PORT {addr or '?'}:{port or '?'}")
+        parts.append(f"MASTER_ADDR:PORT {addr or '(not set)'}:{port or '(not set)'}")
     if slurm:
         parts.append(f"Slurm job {slurm}" + (f".{step}" if step else ""))
     return ", ".join(parts) or "job without launcher variables"

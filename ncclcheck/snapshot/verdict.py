@@ -125,7 +125,7 @@ def pending(d: Dump) -> Entry | None:
 
 
 def _short(f: Frame | None) -> str:
-    return "?" if f is None else f"{f.file.replace(chr(92), '/').rsplit('/', 1)[-1]}:{f.line}"
+    return "a line its stack does not show" if f is None else f"{f.file.replace(chr(92), '/').rsplit('/', 1)[-1]}:{f.line}"
 
 
 def position(rank: int, stack: LiveStack | None, dump: Dump | None) -> Position:
