@@ -459,9 +459,17 @@ def bench_cmd(
         usage_error("the benchmark needs torch: pip install 'ncclcheck[bench]'")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc), "-m", "ncclcheck.bench",
            *ctx.args]
+    from ncclcheck.bench.launch import without_torchrun_report
+
     with tempfile.TemporaryDirectory() as tmp:
         status = os.path.join(tmp, "status")
-        rc = subprocess.call(cmd, env={**os.environ, STATUS_ENV: status})
+        with subprocess.Popen(cmd, env={**os.environ, STATUS_ENV: status}, stderr=subprocess.PIPE, text=True,
+                              errors="replace", bufsize=1) as proc:
+            assert proc.stderr is not None
+            for line in without_torchrun_report(proc.stderr, lambda: os.path.exists(status)):
+                sys.stderr.write(line)
+                sys.stderr.flush()
+        rc = proc.returncode
         try:  # rank 0's own exit code (torchrun reports any failure as 1)
             with open(status, encoding="utf-8") as f:
                 rc = int(f.read())

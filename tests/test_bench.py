@@ -334,3 +334,23 @@ def test_one_rank_draws_no_conclusion_about_chunking():
     c1 = summarise("all_reduce", 2_000_000_000, 1, 10_000_000, 50, [[0.0084]], 0.006)
     text = conclusion([base, c1], world=1)
     assert text.startswith("One rank: nothing crossed a link") and "chunking does not help" not in text
+
+
+def test_torchrun_report_is_left_out_once_the_benchmark_said_what_failed():
+    """torchrun's agent line, traceback and failure table after the benchmark's own one-line error: dropped when rank
+    0 wrote its exit status, passed through whole when it did not (a crash the benchmark could not report)."""
+    from ncclcheck.bench.launch import without_torchrun_report
+
+    own = "ncclcheck.bench: error: rank 0: needs 40000.00 GB for the buffers\n"
+    report = [
+        "E1125 10:12:37.998000 23838 .venv/lib/python3.11/site-packages/torch/distributed/elastic/multiprocessing/"
+        "api.py:1002] failed (exitcode: 2) local_rank: 0 (pid: 23843) of binary: /usr/bin/python\n",
+        "Traceback (most recent call last):\n", '  File "<frozen runpy>", line 198, in _run_module_as_main\n',
+        "    raise ChildFailedError(\n", "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n",
+        "=" * 60 + "\n", "ncclcheck.bench FAILED\n", "-" * 60 + "\n", "Root Cause (first observed failure):\n",
+        "[0]:\n", "  exitcode  : 2 (pid: 23843) \n", "=" * 60 + "\n"]
+    after = "a later line\n"
+    assert list(without_torchrun_report([own, *report, after], lambda: True)) == [own, after]
+    assert list(without_torchrun_report([own, *report, after], lambda: False)) == [own, *report, after]
+    other = ["Traceback (most recent call last):\n", "ValueError: something else\n"]
+    assert list(without_torchrun_report(other, lambda: True)) == other

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import sys
+import warnings
 
 from ncclcheck.bench.config import BenchConfig, ConfigError, parse_args
 from ncclcheck.console import console, err_console
@@ -82,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
         return _status(USAGE)
     except SystemExit as exc:  # argparse's own usage errors (already printed) and --help
         return _status(USAGE if exc.code else OK)
+    # torch without numpy warns that it failed to initialise it; the benchmark uses none of it.
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     try:
         from ncclcheck.bench import runner
     except ImportError:
