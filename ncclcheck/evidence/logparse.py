@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
+import signal
 from dataclasses import dataclass, field, replace
 
 from ncclcheck.evidence.frdump import Frame
@@ -207,6 +208,7 @@ _CLUE_GATE = re.compile(
 )
 # Words one of which every clue line holds: plain substring tests first, the gate's regex only where one is there.
 # gloo's timeouts (tcp/unbound_buffer.cc) and monitored_barrier's verdicts (ProcessGroupGloo.cpp).
+_AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\) of binary")
 _GLOO_TIMEOUT = re.compile(r"Timed out waiting (\d+)ms for (?:recv|send) operation to complete")
 _MONITORED_MISSING = re.compile(r"Ranks? (\d+(?:, \d+)*) failed to pass monitoredBarrier in (\d+) ms")
 _MONITORED_REACHED = re.compile(r"Rank \d+ successfully reached monitoredBarrier, but received errors while waiting")
@@ -459,6 +461,8 @@ class LogParser:
             self._problems.append(
                 InputProblem(self.file, "contains bytes that are not UTF-8 (shown as U+FFFD)", fatal=False)
             )
+        if any(not e.agent_line for e in self._elastic):  # the failure table names global ranks: it speaks for them
+            self._elastic = [e for e in self._elastic if not e.agent_line]
         node = self._node_ranks()
         if node:
             self._rewho(node)
@@ -822,6 +826,9 @@ class LogParser:
     def _error_or_fact(self, who: Who, text: str, loc: Loc) -> None:
         if ("operation to complete" in text or "monitoredBarrier" in text) and self._gloo_wait(who, text, loc):
             return
+        if "of binary" in text and (m := _AGENT_FAILED.search(text)):
+            self._agent_failed(m, loc)
+            return
         # Here, not on every line (a timeout record is never a clue), and behind plain substring tests.
         if any(map(text.__contains__, _CLUE_WORDS)) and _CLUE_GATE.search(text):
             self._clue(who, text, loc)
@@ -929,6 +936,20 @@ class LogParser:
             kind = ErrorKind.CONNECTION if _CONNECTION.search(message) else ErrorKind.NCCL_ERROR
             self._error(who, kind, message, loc)
         return True
+
+    def _agent_failed(self, m: re.Match[str], loc: Loc) -> None:
+        """torchrun's agent: "failed (exitcode: -9) local_rank: 3 (pid: 812917) of binary: …", in each format its
+        logger has had (``ERROR:torch.distributed…:``, ``[time] torch.distributed…: [ERROR]``, glog). It names the
+        local rank only: on one node that is the rank; a failure table in the same input, which names the global
+        rank, is preferred (see :meth:`finish`)."""
+        code = int(m[1])
+        try:
+            sig = signal.Signals(-code).name if code < 0 else None
+        except ValueError:
+            sig = None
+        self._elastic.append(ElasticFailure(rank=int(m[2]), local_rank=int(m[2]), exitcode=code, pid=int(m[3]),
+                                            signal=sig, host=None, time=None, root_cause=False, loc=loc,
+                                            agent_line=True))
 
     def _gloo_wait(self, who: Who, text: str, loc: Loc) -> bool:
         """gloo's collective timeouts: a rank that timed out waiting for a peer's send or receive, or in

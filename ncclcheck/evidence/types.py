@@ -250,6 +250,7 @@ class ElasticFailure:
     time: str | None
     root_cause: bool
     loc: Loc
+    agent_line: bool = False  # from the agent's "failed (exitcode: …) local_rank: …" line: ``rank`` is the local rank
 
 
 @dataclass(frozen=True)
