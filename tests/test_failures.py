@@ -236,3 +236,20 @@ def test_every_clue_has_a_cheap_word():
     for alt in logparse._CLUE_GATE.pattern.split("|"):
         plain = alt.replace("\\", "").replace("[Rr]", "R")
         assert any(w in plain for w in logparse._CLUE_WORDS), alt
+
+
+def test_the_setting_that_caused_it_is_quoted(tmp_path):
+    """NCCL printed the NCCL_SOCKET_IFNAME it was given, then found no interface: the verdict says eth2, with its
+    line, and the rank's own NCCL error is its ending (not "printed no error")."""
+    log = tmp_path / "console.log"
+    log.write_text(
+        "node1:1234:1234 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth2\n"
+        "node1:1234:1234 [0] NCCL WARN Bootstrap : no socket interface found\n"
+        "[rank0]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+        "ProcessGroupNCCL.cpp:1970, internal error - please report this issue to the NCCL developers, NCCL version "
+        "2.19.3\n")
+    a = run(log)
+    assert a.verdict.cause.cause.kind == "no_socket_interface"
+    assert f"the job ran with NCCL_SOCKET_IFNAME=eth2 ({log}:1), which named nothing NCCL could use" in a.verdict.summary
+    ending = next(s.ending for s in a.job.ranks if s.rank == 0)
+    assert ending.kind.value == "nccl_error" and ending.detail.startswith("NCCL error: internal error")

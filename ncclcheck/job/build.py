@@ -427,7 +427,7 @@ class _Builder:
         if w is not None:
             op = f"{w.op_type} #{w.seq}" if w.op_type else "a collective"
             return Ending(EndKind.NCCL_ERROR, f"NCCL error in {op}: {_first_sentence(w.error)}", w.loc)
-        if err is not None and err.kind is ErrorKind.CONNECTION and not timeouts:
+        if err is not None and err.kind in (ErrorKind.CONNECTION, ErrorKind.NCCL_ERROR) and not timeouts:
             return Ending(EndKind.NCCL_ERROR, one_line(err.message), err.loc)
         if timeouts:
             first = min(timeouts, key=_stuck_order)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc
 from ncclcheck.ranks import rank_phrase
@@ -313,6 +313,20 @@ def _found(cause: Cause, hits: Sequence[_Said]) -> Diagnosis:
     return Diagnosis(cause, ranks, first.text, first.loc, locs, _detail(cause, hits), min(clocks, default=None))
 
 
+# The setting a cause is about: where the log prints the value the job ran with, the verdict quotes it.
+_SETTING_OF = {"no_socket_interface": "NCCL_SOCKET_IFNAME", "net_plugin": "NCCL_NET"}
+
+
+def _quoting_the_setting(d: Diagnosis, scans: Sequence[FileScan]) -> Diagnosis:
+    """The diagnosis with the value of its setting as the log printed it ("set by environment to eth2")."""
+    name = _SETTING_OF.get(d.cause.kind)
+    fact = next((f for s in scans for f in s.facts if name and f.key == name), None)
+    if fact is None:
+        return d
+    return replace(d, detail=f"{d.detail}; the job ran with {name}={fact.value} ({fact.loc}), which named nothing "
+                             "NCCL could use", locs=(*d.locs, fact.loc)[:8])
+
+
 def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int, Loc]] = ()) -> Diagnosis | None:
     """The first cause of the catalogue that the inputs show, or a cause read from what is missing.
 
@@ -322,7 +336,7 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int, Loc]] = ()) 
     for cause in CATALOGUE:
         hits = [s for s in said if cause.pattern.search(s.text)]
         if hits and not (cause.kind == "remote_exited" and killed):  # a killed rank is why its peers lost it
-            return _found(cause, hits)
+            return _quoting_the_setting(_found(cause, hits), scans)
     nccl = [s for s in said if s.clue is None and s.text.startswith("NCCL error")]
     if nccl:
         empty = [s for s in said if s.clue == "last_error" and not s.text]
