@@ -253,3 +253,21 @@ def test_the_setting_that_caused_it_is_quoted(tmp_path):
     assert f"the job ran with NCCL_SOCKET_IFNAME=eth2 ({log}:1), which named nothing NCCL could use" in a.verdict.summary
     ending = next(s.ending for s in a.job.ranks if s.rank == 0)
     assert ending.kind.value == "nccl_error" and ending.detail.startswith("NCCL error: internal error")
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ('Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n    dist.init_process_group("nccl")\n'
+     "ValueError: host not found: node-7\n", "rank_failed_first"),
+    ("node1:1:1 [0] enqueue.cc:1 NCCL WARN Mismatched collective detected, please check your collective calls at and "
+     "around rank 3.\n", "rank_failed_first"),
+    ("node1:1:1 [0] misc/utils.cc:1 NCCL WARN Could not find real path of /sys/class/net/eth0/device\n", "no_failure"),
+])
+def test_a_failure_no_line_attributes_is_still_a_failure(tmp_path, text, kind):
+    """"no_failure" only when nothing failed: an exception or a failing NCCL WARN whose line names no rank is a
+    failure of an unnamed process; a WARN about a fallback NCCL took on its own is not."""
+    log = tmp_path / "console.log"
+    log.write_text(text)
+    v = run(log).verdict
+    assert v.kind.value == kind, v.summary
+    if kind == "rank_failed_first":
+        assert v.summary.startswith("A process failed: ") and f"({log}:" in v.summary

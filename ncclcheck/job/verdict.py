@@ -20,10 +20,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ncclcheck.evidence.frdump import Frame
-from ncclcheck.evidence.types import FileScan, Loc
+from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, RankError
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.build import build_job
-from ncclcheck.job.causes import DEVICE, LAUNCHER, MEMORY, NETWORK, PROBE, SETUP, Diagnosis, diagnose
+from ncclcheck.job.causes import DEVICE, LAUNCHER, MEMORY, NETWORK, PROBE, SETUP, Diagnosis, diagnose, one_line
 from ncclcheck.job.chain import chain_lines, root_words
 from ncclcheck.job.findings import (
     counter_findings,
@@ -431,8 +431,25 @@ def _quiet_verdict(scans: Sequence[FileScan], job: Job) -> tuple[VerdictKind, li
                 "Every failed rank in torchrun's summary ended by SIGABRT (the watchdog's abort after a collective "
                 "timeout) or SIGTERM (torchrun stopping the survivors); the timeout lines themselves are not in these "
                 "inputs. Give the ranks' own logs to name the collective.")
+    unnamed = [e for sc in scans for e in sc.errors if e.who.rank is None and _is_failure(e)]
+    if unnamed:
+        e = unnamed[0]
+        more = f" ({len(unnamed) - 1} more such line{'s' if len(unnamed) > 2 else ''})" if len(unnamed) > 1 else ""
+        return (VerdictKind.RANK_FAILED_FIRST, [], [],
+                f"A process failed: {one_line(e.message)} ({e.loc}){more}. The line names no rank; the per-rank logs "
+                "(torchrun --log-dir DIR --redirects 3 --tee 3) or a [rankN]: prefix would.")
     return (VerdictKind.NO_FAILURE, [], [],
             "No collective timeout, NCCL error, desync, heartbeat failure or rank failure found in these inputs.")
+
+
+# NCCL WARN lines that report a failure, not a fallback NCCL took on its own (no IB device, a path not found).
+_FAILING_WARN = re.compile(r"(?i)mismatch|truncated|fail|error|abort|timed? ?out|closed|unhandled")
+
+
+def _is_failure(e: RankError) -> bool:
+    """An error line that says something failed: any exception, NCCL or CUDA error, lost connection, or a failing
+    NCCL WARN."""
+    return e.kind is not ErrorKind.NCCL_WARN or bool(_FAILING_WARN.search(e.message))
 
 
 # Verdicts a cause from the catalogue may restate: they name a failure but not why it happened.
