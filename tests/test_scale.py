@@ -167,7 +167,7 @@ def test_a_bad_evidence_file_is_one_line_and_the_rest_is_read(tmp_path):
     (tmp_path / "newer.json").write_text('{"ncclcheck_evidence": 2, "version": "9.0", "scans": []}')
     (tmp_path / "cut.json.gz").write_bytes(gzip.compress(good.read_bytes())[:200])
     (tmp_path / "odd.json").write_text('{"ncclcheck_evidence": 1, "version": "x", "problems": [], "scans": [[1, 2]]}')
-    (tmp_path / "config.json").write_text('{"hidden_size": 3584}')  # not evidence: read as a (silent) log
+    (tmp_path / "config.json").write_text('{"hidden_size": 3584}')  # not evidence: read as a log that says nothing
     r = runner.invoke(app, ["analyze-log", "--json", str(tmp_path)])
     assert r.exit_code == 1
     j = json.loads(r.stdout)
@@ -177,7 +177,7 @@ def test_a_bad_evidence_file_is_one_line_and_the_rest_is_read(tmp_path):
         __import__("ncclcheck").__version__)
     assert problems["cut.json.gz"].startswith("not a readable evidence file")
     assert problems["odd.json"].startswith("does not fit evidence format 1")
-    assert "config.json" not in problems
+    assert problems["config.json"].startswith("read, but holds nothing ncclcheck reads")  # said, not fatal
     for name in ("newer.json", "cut.json.gz", "odd.json"):
         (line,) = [x for x in r.stderr.splitlines() if name in x]
         assert line.startswith("ncclcheck: ") and "Traceback" not in r.stderr
@@ -256,3 +256,20 @@ def test_a_damaged_real_evidence_file_is_read_or_refused(data, tmp_path):
     except bundle.BundleError:
         return
     json.dumps(analysis_json(analyze_scans(scans, problems=problems), per_rank=True))  # and it is analysed
+
+
+def test_evidence_and_archives_are_known_by_content_whatever_their_name(tmp_path):
+    """An evidence file named node0.ev, a .json.gz renamed .gz, a snapshot archive renamed .bin: each is read as what
+    it is, not as a text log that says nothing."""
+    import shutil
+
+    good = tmp_path / "node0.json.gz"
+    runner.invoke(app, ["analyze-log", "--evidence-out", str(good), str(DATA / "real" / "sleep" / "attempt_0")])
+    for name in ("node0.ev", "node0.gz"):
+        shutil.copy(good, tmp_path / name)
+        j = json.loads(runner.invoke(app, ["analyze-log", "--json", str(tmp_path / name)]).stdout)
+        assert j["verdict"]["culprit_ranks"] == [1] and j["problems"] == [], name
+    archive = tmp_path / "snap.bin"
+    shutil.copy(DATA / "snapshot" / "h200x4" / "snapshot-nccl.tar.gz", archive)
+    j = json.loads(runner.invoke(app, ["analyze-log", "--json", str(archive)]).stdout)
+    assert j["verdict"]["culprit_ranks"] == [3]

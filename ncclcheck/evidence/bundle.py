@@ -29,7 +29,6 @@ from ncclcheck.evidence.types import PG, FileScan, InputProblem, Loc, Who
 FORMAT = 1
 MAGIC = b'{"ncclcheck_evidence":'
 GZIP_MAGIC = b"\x1f\x8b"
-SUFFIXES = (".json", ".json.gz")
 
 
 class BundleError(Exception):
@@ -63,9 +62,8 @@ def dumps(scans: Sequence[FileScan], problems: Sequence[InputProblem], compress:
 
 
 def is_bundle(path: str) -> bool:
-    """A ``.json``/``.json.gz`` file that starts like an evidence file (other JSON, a config, is not one)."""
-    if not path.endswith(SUFFIXES):
-        return False
+    """A file that starts like an evidence file, plain or gzipped, whatever its name (``node0.ev``, a ``.json.gz``
+    renamed ``.gz``); other JSON, a config, is not one."""
     try:
         with open(path, "rb") as f:
             head = f.read(64)

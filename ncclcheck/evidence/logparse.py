@@ -469,6 +469,13 @@ class LogParser:
         ranks = set(self._ranks) | {w.global_rank for w in node.values() if w.global_rank is not None}
         if self.path_rank is not None:
             ranks.add(self.path_rank)
+        elif bytes_read and not ranks and not self._problems and not any(
+                (self._works, self._statuses, self._dumps, self._heartbeats, self._desync, self._mismatches,
+                 self._errors, self._elastic, self._clues, self._facts, self._stacks, self._inits, self._endings,
+                 self._dump_events)):
+            # Said, so that a file nothing could be read from does not pass for a quiet rank.
+            self._problems.append(InputProblem(self.file, "read, but holds nothing ncclcheck reads (no rank, record, "
+                                                          "error, exit or setting)", fatal=False))
         return FileScan(
             file=self.file,
             path_rank=self.path_rank,

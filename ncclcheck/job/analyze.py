@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -18,6 +20,20 @@ from ncclcheck.job.verdict import TensorOf, decide
 SNAPSHOT_SUFFIXES = (".tar.gz", ".tgz")
 
 
+def _is_archive(path: str) -> bool:
+    """A snapshot archive, by its name or by its content (a gzipped tar, whatever it is called)."""
+    if path.endswith(SNAPSHOT_SUFFIXES):
+        return True
+    try:
+        with open(path, "rb") as f:
+            if f.read(2) != b"\x1f\x8b":
+                return False
+        with gzip.open(path, "rb") as g:
+            return g.read(262)[257:262] == b"ustar"
+    except (OSError, EOFError, zlib.error):
+        return False
+
+
 def read_all(
     sources: Sequence[Source],
     on_done: Callable[[FileScan], None] | None = None,
@@ -30,10 +46,10 @@ def read_all(
     scans: list[FileScan] = []
     problems: list[InputProblem] = []
     packed = [src for src in sources if src.path is not None and not src.stream
-              and (src.path.endswith(SNAPSHOT_SUFFIXES) or bundle.is_bundle(src.path))]
+              and (_is_archive(src.path) or bundle.is_bundle(src.path))]
     for src in packed:
         path = src.path or src.name
-        if path.endswith(SNAPSHOT_SUFFIXES):
+        if _is_archive(path):
             from ncclcheck.snapshot.archive import read_archive  # only when a snapshot archive is given
 
             found = read_archive(path)
