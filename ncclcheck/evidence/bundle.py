@@ -61,20 +61,6 @@ def dumps(scans: Sequence[FileScan], problems: Sequence[InputProblem], compress:
     return gzip.compress(data, compresslevel=6, mtime=0) if compress else data
 
 
-def is_bundle(path: str) -> bool:
-    """A file that starts like an evidence file, plain or gzipped, whatever its name (``node0.ev``, a ``.json.gz``
-    renamed ``.gz``); other JSON, a config, is not one."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(64)
-        if head.startswith(GZIP_MAGIC):
-            with gzip.open(path, "rb") as g:
-                head = g.read(len(MAGIC))
-    except (OSError, EOFError, zlib.error):
-        return False
-    return head.startswith(MAGIC)
-
-
 def read(path: str) -> tuple[list[FileScan], list[InputProblem]]:
     """The scans and the unopened inputs an evidence file holds."""
     try:

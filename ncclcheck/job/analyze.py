@@ -20,18 +20,26 @@ from ncclcheck.job.verdict import TensorOf, decide
 SNAPSHOT_SUFFIXES = (".tar.gz", ".tgz")
 
 
-def _is_archive(path: str) -> bool:
-    """A snapshot archive, by its name or by its content (a gzipped tar, whatever it is called)."""
+def packed_kind(path: str) -> str | None:
+    """"archive" (a snapshot archive: a gzipped tar) or "evidence" (an --evidence-out file, plain or gzipped), by
+    content whatever the name, with one look at the file's first bytes; None for anything else."""
     if path.endswith(SNAPSHOT_SUFFIXES):
-        return True
+        return "archive"  # also a damaged one: its reader says what is wrong with it
     try:
         with open(path, "rb") as f:
-            if f.read(2) != b"\x1f\x8b":
-                return False
+            head = f.read(len(bundle.MAGIC))
+        if head.startswith(bundle.MAGIC):
+            return "evidence"
+        if not head.startswith(bundle.GZIP_MAGIC):
+            return None
         with gzip.open(path, "rb") as g:
-            return g.read(262)[257:262] == b"ustar"
+            inner = g.read(len(bundle.MAGIC))
+            if inner.startswith(bundle.MAGIC):
+                return "evidence"  # a damaged one too: its reader says what is wrong with it
+            inner += g.read(262 - len(inner))
     except (OSError, EOFError, zlib.error):
-        return False
+        return None
+    return "archive" if inner[257:262] == b"ustar" else None
 
 
 def read_all(
@@ -45,11 +53,11 @@ def read_all(
     """
     scans: list[FileScan] = []
     problems: list[InputProblem] = []
-    packed = [src for src in sources if src.path is not None and not src.stream
-              and (_is_archive(src.path) or bundle.is_bundle(src.path))]
+    kinds = {src.path: packed_kind(src.path) for src in sources if src.path is not None and not src.stream}
+    packed = [src for src in sources if src.path is not None and kinds.get(src.path)]
     for src in packed:
         path = src.path or src.name
-        if _is_archive(path):
+        if kinds[path] == "archive":
             from ncclcheck.snapshot.archive import read_archive  # only when a snapshot archive is given
 
             found = read_archive(path)
