@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -26,8 +27,11 @@ def packed_kind(path: str) -> str | None:
     if path.endswith(SNAPSHOT_SUFFIXES):
         return "archive"  # also a damaged one: its reader says what is wrong with it
     try:
-        with open(path, "rb") as f:
-            head = f.read(len(bundle.MAGIC))
+        fd = os.open(path, os.O_RDONLY)  # the cheapest look: every input of a 100,000-file job gets one
+        try:
+            head = os.read(fd, len(bundle.MAGIC))
+        finally:
+            os.close(fd)
         if head.startswith(bundle.MAGIC):
             return "evidence"
         if not head.startswith(bundle.GZIP_MAGIC):
