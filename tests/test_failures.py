@@ -271,3 +271,15 @@ def test_a_failure_no_line_attributes_is_still_a_failure(tmp_path, text, kind):
     assert v.kind.value == kind, v.summary
     if kind == "rank_failed_first":
         assert v.summary.startswith("A process failed: ") and f"({log}:" in v.summary
+
+
+def test_inputs_that_cover_part_of_the_job_are_no_clean_bill(tmp_path):
+    """Four ranks of an 8-rank job (their init lines say size 8), none failing: the other node's ranks left no input,
+    so the verdict is incomplete_evidence naming them, not no_failure."""
+    for r in range(4):
+        (tmp_path / f"rank{r}.log").write_text(
+            f"[rank{r}]:[I1122 10:00:00.000000000 ProcessGroupNCCL.cpp:988] [PG ID 0 PG GUID 0(default_pg) Rank {r}] "
+            f"ProcessGroupNCCL initialization options: size: 8, global rank: {r}, TIMEOUT(ms): 600000\n")
+    v = run(tmp_path).verdict
+    assert (v.kind.value, v.unknown_ranks) == ("incomplete_evidence", (4, 5, 6, 7))
+    assert v.summary.startswith("Nothing failed in these inputs, but they cover 4 of the job's 8 ranks")

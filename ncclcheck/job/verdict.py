@@ -438,6 +438,12 @@ def _quiet_verdict(scans: Sequence[FileScan], job: Job) -> tuple[VerdictKind, li
         return (VerdictKind.RANK_FAILED_FIRST, [], [],
                 f"A process failed: {one_line(e.message)} ({e.loc}){more}. The line names no rank; the per-rank logs "
                 "(torchrun --log-dir DIR --redirects 3 --tee 3) or a [rankN]: prefix would.")
+    missing = sorted(set(range(job.world)) - {s.rank for s in job.ranks if s.present}) if job.world else []
+    if missing:
+        return (VerdictKind.INCOMPLETE, [], [],
+                f"Nothing failed in these inputs, but they cover {job.world - len(missing)} of the job's {job.world} "
+                f"ranks: {rank_phrase(missing, job.world)} left no input. A node that died or a rank killed there "
+                "shows only in its own logs, its agent's console or the host's kernel log (dmesg -T).")
     return (VerdictKind.NO_FAILURE, [], [],
             "No collective timeout, NCCL error, desync, heartbeat failure or rank failure found in these inputs.")
 
