@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
 from conftest import DATA, run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
