@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ncclcheck.explain.models import Model
-from ncclcheck.explain.params import Param, backward_order, block_of, buffers, parameters
+from ncclcheck.explain.params import Param, backward_order, buffers, parameters
+from ncclcheck.explain.params import units as units_by_name
 
 BUILTIN, TRANSFORMERS, CHECKPOINT, MODULE = "built-in", "transformers", "checkpoint", "module"
 
@@ -57,7 +58,7 @@ class Table:
         the buffers), then the root holding the rest."""
         tensors = self.params if tensors is None else tensors
         if not self.blocks:
-            return _units_by_name(tensors)
+            return units_by_name(tensors)
         ordered = sorted(self.blocks, key=len, reverse=True)  # the innermost block owns a tensor
         found: dict[str, list[Param]] = {b: [] for b in self.blocks}
         root: list[Param] = []
@@ -77,15 +78,6 @@ class Table:
 
 def _plan_regex(pattern: str) -> re.Pattern[str]:
     return re.compile(r"(^|\.)" + re.escape(pattern).replace(r"\*", r"\d+") + "$")
-
-
-def _units_by_name(params: Sequence[Param]) -> list[tuple[str, list[Param]]]:
-    blocks: dict[str, list[Param]] = {}
-    root: list[Param] = []
-    for p in params:
-        b = block_of(p.name)
-        (blocks.setdefault(b, []) if b else root).append(p)
-    return [*blocks.items(), ("", root)]
 
 
 def builtin_table(m: Model) -> Table:
