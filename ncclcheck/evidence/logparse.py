@@ -232,6 +232,7 @@ _FRAME = re.compile(r"^#(\d+) (\S+) from (.+):(\d+)$")
 STACK_HEADER = "Stack trace of the failed collective:"
 
 MAX_JOIN = 8
+DETAIL_WITHIN = 200  # the line under "Last error:" is its process's next line; other ranks' lines may come between
 MAX_MESSAGE = 2000  # an OOM message lists every process on the GPU; its own numbers come last
 
 
@@ -411,11 +412,17 @@ class LogParser:
         self._last_error_line: dict[int | None, int] = {}
         self._clues: list[Clue] = []
         self._clue_keys: set[tuple[int | None, str, str]] = set()
-        self._await_detail: tuple[Who, Loc] | None = None  # a "Last error:" line whose text is on the next line
+        # "Last error:" lines whose text is on their process's next line, by process; and whether lines were left
+        # out of the selection since (the one under it may be among them)
+        self._await_detail: dict[Who, tuple[Loc, bool]] = {}
+        self._prev_line = 0
 
     # ------------------------------------------------------------------ feeding
     def feed(self, lineno: int, raw: bytes) -> None:
         """Take one physical line (without its newline)."""
+        if self._await_detail and lineno != self._prev_line + 1:
+            self._await_detail = {w: (loc, True) for w, (loc, _) in self._await_detail.items()}
+        self._prev_line = lineno
         text = clean(raw)
         if not self._replaced and "\ufffd" in text:
             self._replaced = True
@@ -563,8 +570,13 @@ class LogParser:
     def _logical(self, lineno: int, who: Who, text: str, joined: bool = False, sq: str | None = None) -> None:
         """One logical line (``sq``: its squeezed text when the caller has it)."""
         loc = Loc(self.file, lineno)
-        if self._await_detail is not None:
-            self._detail(lineno, text)
+        if self._await_detail:
+            # The same process's next line (other ranks' lines may come between); a line naming no process right
+            # under it is its continuation.
+            mine = who if who in self._await_detail else next(
+                (w for w, (loc, _) in self._await_detail.items() if who.rank is None and loc.line == lineno - 1), None)
+            if mine is not None:
+                self._detail(mine, lineno, text)
         if self._stack is not None:
             frame = _FRAME.match(_PY_PREFIX.sub("", text).strip())
             if frame and lineno == self._stack[3] + 1:
@@ -895,7 +907,7 @@ class LogParser:
             if m[1].strip():
                 self._add_clue(who, "last_error", m[1].strip(), loc)
             else:
-                self._await_detail = (who, loc)
+                self._await_detail[who] = (loc, False)
             return
         if m := _CUDA_ASSERT.search(body):
             self._add_clue(who, "cuda_assert", f"Assertion `{m[4]}` failed in {m[3]} ({m[1]}:{m[2]})", loc)
@@ -909,14 +921,16 @@ class LogParser:
         elif _NCCL_SAYS.search(body):
             self._add_clue(who, "nccl", body[:300], loc, clock)
 
-    def _detail(self, lineno: int, text: str) -> None:
-        """The line under "Last error:": NCCL's reason, or nothing when the next record starts at once."""
-        who, loc = self._await_detail  # type: ignore[misc]
-        self._await_detail = None
-        if lineno != loc.line + 1:
-            return  # the line under it was not read (a gap in the selection): say nothing rather than "empty"
+    def _detail(self, who: Who, lineno: int, text: str) -> None:
+        """The line under "Last error:" (its process's next line): NCCL's reason, or nothing when the next record
+        starts at once."""
+        loc, gap = self._await_detail.pop(who)
+        if lineno - loc.line > DETAIL_WITHIN:
+            return
         body = _PY_PREFIX.sub("", text).strip()
         empty = not body or bool(_HEADER.search(text)) or body.startswith(("Exception raised from", "Traceback"))
+        if empty and gap:
+            return  # lines were left out since: the one under it may be among them; say nothing rather than "empty"
         self._add_clue(who, "last_error", "" if empty else body, loc if empty else Loc(loc.file, lineno))
 
     def _add_clue(self, who: Who, kind: str, text: str, loc: Loc, clock: float | None = None) -> None:
