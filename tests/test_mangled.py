@@ -222,3 +222,15 @@ def test_a_collector_prefix_does_not_hide_the_rank_that_raised(prefix, tmp_path)
     v = run(p).verdict
     assert (v.kind.value, v.culprit_ranks) == ("rank_failed_first", (37,)), v.summary
     assert "CUDA out of memory" in v.summary
+
+
+def test_a_rank_prefix_glued_after_a_long_line_keeps_the_global_rank(tmp_path):
+    """A progress bar drawn without its carriage return, then the record with its [rank3]: prefix, 300 characters
+    into the line: the record is rank 3's (global), not only "[Rank 3]" of an unknown group."""
+    bar = "Epoch 0:  45%|" + "█" * 120 + "| 9/20 [00:03<00:04,  2.50it/s, loss=0.312]" + " " * 80
+    rec = ("[rank3]:[E1122 10:00:03.123456789 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation "
+           "timeout: WorkNCCL(SeqNum=120, OpType=ALLREDUCE, NumelIn=1000, NumelOut=1000, Timeout(ms)=600000) ran for "
+           "600031 milliseconds before timing out.")
+    p = tmp_path / "console.log"
+    p.write_text(bar + rec + "\n")
+    assert [(r.global_rank, r.seq) for r in run(p).records] == [(3, 120)]

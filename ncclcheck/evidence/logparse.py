@@ -53,6 +53,8 @@ _PROGRESS = re.compile(
 # "[rank3]:" as torchrun prints it; also with its "[" lost at the start of a paste, or "[rank3[]:" mangled.
 _GLOBAL_RANK = re.compile(r"(?:\[|(?:^|(?<=[\s:)|>]))\s*)rank(\d+)\[?\]:")
 _ROLE_RANK = re.compile(r"\[[A-Za-z_]+?(\d+)\]:")
+# A rank prefix further along a line, right before the c10 header it belongs to.
+_GLUED_RANK = re.compile(r"\[rank(\d+)\]:(?=\[[EWIF]\d)")
 # A line that begins a new log record; a hard-wrap continuation never looks like this.
 _HEADER = re.compile(
     r"(?:\[|^)rank\d+\[?\]:|\[[EWIF]\d{0,4}[ \d:.]*\S*\.(?:cpp|cc|h|hpp|py):\d+\]|^\S+:\d+:\d+ \[\d+\] |"
@@ -547,6 +549,8 @@ class LogParser:
     # ------------------------------------------------------------------ helpers
     def _who(self, text: str) -> Who:
         ranks = _GLOBAL_RANK.findall(text, 0, 200) if text.find("rank", 0, 200) != -1 else None
+        if not ranks and len(text) > 200 and (glued := _GLUED_RANK.search(text)):
+            ranks = [glued[1]]  # a record glued after a long line (a progress bar without its carriage return)
         role = _ROLE_RANK.match(text)
         if ranks:
             if role and not role[0].startswith("[rank"):
