@@ -283,3 +283,17 @@ def test_inputs_that_cover_part_of_the_job_are_no_clean_bill(tmp_path):
     v = run(tmp_path).verdict
     assert (v.kind.value, v.unknown_ranks) == ("incomplete_evidence", (4, 5, 6, 7))
     assert v.summary.startswith("Nothing failed in these inputs, but they cover 4 of the job's 8 ranks")
+
+
+def test_srun_task_lines_name_the_ranks_and_how_they_ended(tmp_path):
+    """Slurm's own words (ParlAI#3084's lines): "tasks 2-7", "tasks 8-13,15" and "task 14" are ranks 2-15, each
+    exited with code 1; "Killed" / "Out Of Memory" is a SIGKILL."""
+    log = tmp_path / "slurm.out"
+    log.write_text("srun: error: slurm-job-compute-0-0: tasks 2-7: Exited with exit code 1\n"
+                   "srun: error: slurm-job-compute-0-1: tasks 8-13,15: Exited with exit code 1\n"
+                   "srun: error: slurm-job-compute-0-1: task 14: Exited with exit code 1\n"
+                   "srun: error: node9: task 16: Killed\n")
+    failures = [e for s in run(log).scans for e in s.elastic]
+    assert sorted(e.rank for e in failures) == list(range(2, 17))
+    assert {(e.exitcode, e.signal) for e in failures if e.rank < 16} == {(1, None)}
+    assert [(e.rank, e.signal, e.host) for e in failures if e.rank == 16] == [(16, "SIGKILL", "node9")]

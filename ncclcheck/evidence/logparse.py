@@ -210,6 +210,7 @@ _CLUE_GATE = re.compile(
 )
 # Words one of which every clue line holds: plain substring tests first, the gate's regex only where one is there.
 # gloo's timeouts (tcp/unbound_buffer.cc) and monitored_barrier's verdicts (ProcessGroupGloo.cpp).
+_SRUN_TASKS = re.compile(r"srun: error: (\S+): tasks? (\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*): (.+)$")
 _AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\) of binary")
 _GLOO_TIMEOUT = re.compile(r"Timed out waiting (\d+)ms for (?:recv|send) operation to complete")
 _MONITORED_MISSING = re.compile(r"Ranks? (\d+(?:, \d+)*) failed to pass monitoredBarrier in (\d+) ms")
@@ -852,6 +853,9 @@ class LogParser:
         if "of binary" in text and (m := _AGENT_FAILED.search(text)):
             self._agent_failed(m, loc)
             return
+        if "srun: error: " in text and (m := _SRUN_TASKS.search(text)):
+            self._srun_failed(m, loc)
+            return
         # Here, not on every line (a timeout record is never a clue), and behind plain substring tests.
         if any(map(text.__contains__, _CLUE_WORDS)) and _CLUE_GATE.search(text):
             self._clue(who, text, loc)
@@ -975,6 +979,20 @@ class LogParser:
         self._elastic.append(ElasticFailure(rank=int(m[2]), local_rank=int(m[2]), exitcode=code, pid=int(m[3]),
                                             signal=sig, host=None, time=None, root_cause=False, loc=loc,
                                             agent_line=True))
+
+    def _srun_failed(self, m: re.Match[str], loc: Loc) -> None:
+        """Slurm's "srun: error: node3: tasks 8-13,15: Exited with exit code 1" (or "Killed", "Out Of Memory"): the
+        tasks of an srun step are the job's ranks when srun starts one process a rank."""
+        what = m[3]
+        code = int(c[1]) if (c := re.search(r"exit code (-?\d+)", what)) else None
+        sig = "SIGKILL" if re.search(r"Killed|Out Of Memory", what) else ("SIGTERM" if "Terminated" in what else None)
+        if sig is None and code is None:
+            return
+        for part in m[2].split(","):
+            lo, _, hi = part.partition("-")
+            for rank in range(int(lo), int(hi or lo) + 1):
+                self._elastic.append(ElasticFailure(rank=rank, local_rank=None, exitcode=code, pid=None, signal=sig,
+                                                    host=m[1], time=None, root_cause=False, loc=loc))
 
     def _gloo_wait(self, who: Who, text: str, loc: Loc) -> bool:
         """gloo's collective timeouts: a rank that timed out waiting for a peer's send or receive, or in

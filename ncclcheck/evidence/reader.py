@@ -101,6 +101,9 @@ _HEAD_WANTED = re.compile(
     rb"\[TC\]|[Dd]ump|[Ff]light [Rr]ecorder|Last error|Assertion `|TCPStore|\[c10d\]|[Rr]endezvous|death signal|"
     rb"closing signal|clients joined|will restart worker group"
 )
+# Slurm's words about its tasks ("srun: error: node3: task 5: Killed", "slurmstepd: error: Detected 1 oom_kill
+# event"): rare, searched for whole in every block.
+SCHEDULER_WORDS = (b"srun: error: ", b"slurmstepd: error: ")
 BEFORE = 8
 AFTER = 16
 HEAD = 16 << 10
@@ -629,6 +632,12 @@ def _scan(
             if 0 < end < size and m.group() == b"Last error":  # and the line under it: NCCL's reason
                 end = buf.find(b"\n", end, size) + 1 or end
             spans.append((buf.rfind(b"\n", 0, m.start()) + 1, end))
+    for word in SCHEDULER_WORDS:  # the scheduler's own lines, found whole: no anchor byte of theirs is rare
+        at = buf.find(word, 0, size)
+        while at != -1 and not FULL:
+            end = buf.find(b"\n", at, size) + 1 or size
+            spans.append((buf.rfind(b"\n", 0, at) + 1, end))
+            at = buf.find(word, end, size)
     for s in set(_triggered(buf, size)):
         a = s
         for _ in range(BEFORE):

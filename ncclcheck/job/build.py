@@ -415,7 +415,8 @@ class _Builder:
         elastic = self.elastic.get(rank, [])
         for f in elastic:
             if f.signal in FATAL_SIGNALS:
-                return Ending(EndKind.KILLED, f"killed by {f.signal} (exit code {f.exitcode}), no traceback", f.loc)
+                code = f" (exit code {f.exitcode})" if f.exitcode is not None else ""
+                return Ending(EndKind.KILLED, f"killed by {f.signal}{code}, no traceback", f.loc)
         timeouts = [p.stuck for p in positions if p.stuck is not None and p.stuck.state == "timed_out"]
         first_timeout = min((w.loc.line for w in timeouts if w.loc is not None), default=None)
         if err is not None and err.kind in REAL_FAILURES:
@@ -437,7 +438,8 @@ class _Builder:
             return exited
         for f in elastic:
             if f.signal or (f.exitcode or 0) != 0:
-                how = f"{f.signal} (exit code {f.exitcode})" if f.signal else f"exit code {f.exitcode}"
+                code = f" (exit code {f.exitcode})" if f.exitcode is not None else ""
+                how = f"{f.signal}{code}" if f.signal else f"exit code {f.exitcode}"
                 if f.signal in ("SIGABRT", "SIGTERM"):
                     who = "the watchdog's abort" if f.signal == "SIGABRT" else "the launcher stopping it"
                     return Ending(EndKind.ABORTED, f"ended by {how}: {who}, after a failure", f.loc)
