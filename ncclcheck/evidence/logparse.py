@@ -211,6 +211,9 @@ _CLUE_GATE = re.compile(
 # Words one of which every clue line holds: plain substring tests first, the gate's regex only where one is there.
 # gloo's timeouts (tcp/unbound_buffer.cc) and monitored_barrier's verdicts (ProcessGroupGloo.cpp).
 _SRUN_TASKS = re.compile(r"srun: error: (\S+): tasks? (\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*): (.+)$")
+# DeepSpeed's launcher: "[launch.py:321:sigkill_handler] ['python', …, '--local_rank=7', …] exits with return code
+# = -9"; the groups line up with _AGENT_FAILED's (exit code, local rank, and no pid).
+_DEEPSPEED_EXIT = re.compile(r"sigkill_handler\].*?--local_rank=(?P<rank>\d+).*exits with return code = (?P<code>-?\d+)")
 _AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\) of binary")
 _GLOO_TIMEOUT = re.compile(r"Timed out waiting (\d+)ms for (?:recv|send) operation to complete")
 _MONITORED_MISSING = re.compile(r"Ranks? (\d+(?:, \d+)*) failed to pass monitoredBarrier in (\d+) ms")
@@ -856,6 +859,9 @@ class LogParser:
         if "srun: error: " in text and (m := _SRUN_TASKS.search(text)):
             self._srun_failed(m, loc)
             return
+        if "sigkill_handler" in text and (m := _DEEPSPEED_EXIT.search(text)):
+            self._agent_failed(m, loc)  # DeepSpeed's launcher: the same facts as torchrun's agent line
+            return
         # Here, not on every line (a timeout record is never a clue), and behind plain substring tests.
         if any(map(text.__contains__, _CLUE_WORDS)) and _CLUE_GATE.search(text):
             self._clue(who, text, loc)
@@ -971,12 +977,14 @@ class LogParser:
         logger has had (``ERROR:torch.distributed…:``, ``[time] torch.distributed…: [ERROR]``, glog). It names the
         local rank only: on one node that is the rank; a failure table in the same input, which names the global
         rank, is preferred (see :meth:`finish`)."""
-        code = int(m[1])
+        named = m.groupdict()
+        code = int(named["code"]) if named else int(m[1])
+        rank = int(named["rank"]) if named else int(m[2])
         try:
             sig = signal.Signals(-code).name if code < 0 else None
         except ValueError:
             sig = None
-        self._elastic.append(ElasticFailure(rank=int(m[2]), local_rank=int(m[2]), exitcode=code, pid=int(m[3]),
+        self._elastic.append(ElasticFailure(rank=rank, local_rank=rank, exitcode=code, pid=None if named else int(m[3]),
                                             signal=sig, host=None, time=None, root_cause=False, loc=loc,
                                             agent_line=True))
 

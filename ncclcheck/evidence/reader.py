@@ -101,9 +101,10 @@ _HEAD_WANTED = re.compile(
     rb"\[TC\]|[Dd]ump|[Ff]light [Rr]ecorder|Last error|Assertion `|TCPStore|\[c10d\]|[Rr]endezvous|death signal|"
     rb"closing signal|clients joined|will restart worker group"
 )
-# Slurm's words about its tasks ("srun: error: node3: task 5: Killed", "slurmstepd: error: Detected 1 oom_kill
-# event"): rare, searched for whole in every block.
-SCHEDULER_WORDS = (b"srun: error: ", b"slurmstepd: error: ")
+# Launchers' words about their tasks: Slurm's ("srun: error: node3: task 5: Killed", "slurmstepd: error: Detected 1
+# oom_kill event") and DeepSpeed's ("[launch.py:321:sigkill_handler] [...] exits with return code = -9"): rare,
+# searched for whole in every block.
+SCHEDULER_WORDS = (b"srun: error: ", b"slurmstepd: error: ", b"sigkill_handler")
 BEFORE = 8
 AFTER = 16
 HEAD = 16 << 10
