@@ -208,16 +208,17 @@ _CLUE_GATE = re.compile(
     r"Last error|Assertion `|CUDA error|TCPStore|\[c10d\]|death signal|closing signal|[Rr]endezvous|clients joined"
     r"|workers joined|will restart worker group|" + _NCCL_SAYS.pattern
 )
-# Words one of which every clue line holds: plain substring tests first, the gate's regex only where one is there.
-# gloo's timeouts (tcp/unbound_buffer.cc) and monitored_barrier's verdicts (ProcessGroupGloo.cpp).
+# Launchers' lines about their workers: Slurm's "srun: error: node3: tasks 8-13,15: Killed", torchrun's agent
+# "failed (exitcode: -9) local_rank: 3 (pid: 812917) of binary", DeepSpeed's "[launch.py:321:sigkill_handler] [...,
+# '--local_rank=7', ...] exits with return code = -9".
 _SRUN_TASKS = re.compile(r"srun: error: (\S+): tasks? (\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*): (.+)$")
-# DeepSpeed's launcher: "[launch.py:321:sigkill_handler] ['python', …, '--local_rank=7', …] exits with return code
-# = -9"; the groups line up with _AGENT_FAILED's (exit code, local rank, and no pid).
-_DEEPSPEED_EXIT = re.compile(r"sigkill_handler\].*?--local_rank=(?P<rank>\d+).*exits with return code = (?P<code>-?\d+)")
 _AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\) of binary")
+_DEEPSPEED_EXIT = re.compile(r"sigkill_handler\].*?--local_rank=(\d+).*exits with return code = (-?\d+)")
+# gloo's timeouts (tcp/unbound_buffer.cc) and monitored_barrier's verdicts (ProcessGroupGloo.cpp).
 _GLOO_TIMEOUT = re.compile(r"Timed out waiting (\d+)ms for (?:recv|send) operation to complete")
 _MONITORED_MISSING = re.compile(r"Ranks? (\d+(?:, \d+)*) failed to pass monitoredBarrier in (\d+) ms")
 _MONITORED_REACHED = re.compile(r"Rank \d+ successfully reached monitoredBarrier, but received errors while waiting")
+# Words one of which every clue line holds: plain substring tests first, the gate's regex only where one is there.
 _CLUE_WORDS = ("rror", "ssertion", "TCPStore", "c10d", "signal", "endezvous", "joined", "restart", "interface",
                "AF_INET", "plugin", "peer", "Call to")
 _LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(.*)$")
@@ -854,13 +855,13 @@ class LogParser:
         if ("operation to complete" in text or "monitoredBarrier" in text) and self._gloo_wait(who, text, loc):
             return
         if "of binary" in text and (m := _AGENT_FAILED.search(text)):
-            self._agent_failed(m, loc)
+            self._agent_failed(int(m[2]), int(m[1]), int(m[3]), loc)
+            return
+        if "sigkill_handler" in text and (m := _DEEPSPEED_EXIT.search(text)):
+            self._agent_failed(int(m[1]), int(m[2]), None, loc)  # DeepSpeed's launcher says as much as torchrun's
             return
         if "srun: error: " in text and (m := _SRUN_TASKS.search(text)):
             self._srun_failed(m, loc)
-            return
-        if "sigkill_handler" in text and (m := _DEEPSPEED_EXIT.search(text)):
-            self._agent_failed(m, loc)  # DeepSpeed's launcher: the same facts as torchrun's agent line
             return
         # Here, not on every line (a timeout record is never a clue), and behind plain substring tests.
         if any(map(text.__contains__, _CLUE_WORDS)) and _CLUE_GATE.search(text):
@@ -972,19 +973,16 @@ class LogParser:
             self._error(who, kind, message, loc)
         return True
 
-    def _agent_failed(self, m: re.Match[str], loc: Loc) -> None:
-        """torchrun's agent: "failed (exitcode: -9) local_rank: 3 (pid: 812917) of binary: …", in each format its
-        logger has had (``ERROR:torch.distributed…:``, ``[time] torch.distributed…: [ERROR]``, glog). It names the
-        local rank only: on one node that is the rank; a failure table in the same input, which names the global
+    def _agent_failed(self, local_rank: int, code: int, pid: int | None, loc: Loc) -> None:
+        """A launcher's line about one worker that exited (torchrun's agent in each format its logger has had:
+        ``ERROR:torch.distributed…:``, ``[time] torch.distributed…: [ERROR]``, glog; DeepSpeed's launcher). It names
+        the local rank only: on one node that is the rank; a failure table in the same input, which names the global
         rank, is preferred (see :meth:`finish`)."""
-        named = m.groupdict()
-        code = int(named["code"]) if named else int(m[1])
-        rank = int(named["rank"]) if named else int(m[2])
         try:
             sig = signal.Signals(-code).name if code < 0 else None
         except ValueError:
             sig = None
-        self._elastic.append(ElasticFailure(rank=rank, local_rank=rank, exitcode=code, pid=None if named else int(m[3]),
+        self._elastic.append(ElasticFailure(rank=local_rank, local_rank=local_rank, exitcode=code, pid=pid,
                                             signal=sig, host=None, time=None, root_cause=False, loc=loc,
                                             agent_line=True))
 
