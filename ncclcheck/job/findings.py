@@ -203,21 +203,14 @@ def next_steps(kind: VerdictKind, culprits: Sequence[int], killed: bool = False,
                missing: Sequence[int] = (), dumped: bool = False) -> tuple[str, ...]:
     """What to do, by verdict kind; ``dumped``: every rank's flight-recorder dump is already in the inputs, so
     advice to capture them next time is left out."""
-    steps = _next_steps(kind, culprits, killed, missing)
-    return tuple(x for x in steps if not (dumped and x == RECORD_NEXT))
-
-
-def _next_steps(kind: VerdictKind, culprits: Sequence[int], killed: bool = False,
-               missing: Sequence[int] = ()) -> tuple[str, ...]:
-    """What to do, by verdict kind."""
     who = rank_phrase(culprits) if culprits else "the culprit rank"
-    record_next = RECORD_NEXT
+    record_next = () if dumped else (RECORD_NEXT,)
     if kind is VerdictKind.INCOMPLETE:
         whose = rank_phrase(missing) if missing else "every rank of the group (these inputs do not say which)"
         return (f"Collect the logs (or flight-recorder dumps) of {whose} and run again with all of them: the culprit "
                 "is among the ranks whose input is missing.",
                 "With torchrun: `--log-dir DIR --redirects 3 --tee 3` keeps one file per rank (DIR/attempt_0/<rank>/).",
-                record_next)
+                *record_next)
     if kind is VerdictKind.RANK_FAILED_FIRST:
         steps = [f"Fix the first error on {who}; the other ranks' timeouts are only its cascade.",
                  "Raising the timeout will not help: the failed rank will never arrive."]
@@ -225,22 +218,22 @@ def _next_steps(kind: VerdictKind, culprits: Sequence[int], killed: bool = False
             steps.insert(0, "A kill by SIGKILL with no traceback is most often the kernel's OOM killer: on that host "
                             "run `dmesg -T | grep -i -E 'killed process|out of memory'` (or check the container's "
                             "memory limit and the job scheduler's log).")
-        return (*steps, record_next)
+        return (*steps, *record_next)
     if kind is VerdictKind.NCCL_ERROR:
         return ("An NCCL error is not a timeout: a peer went away or the network failed. Find the rank that died "
                 "first (its log ends early, or the launcher reports its exit) and the host's kernel log (`dmesg -T`).",
                 "Re-run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and run `ncclcheck probe` on every node.",
-                record_next)
+                *record_next)
     if kind is VerdictKind.COLLECTIVE_MISMATCH:
         return ("Make every rank issue the same collectives in the same order: look for collectives inside "
                 "rank-dependent branches (if rank == 0, early exits, uneven batches per rank, eval/logging/"
                 "checkpoint code).",
                 "Reproduce with TORCH_DISTRIBUTED_DEBUG=DETAIL: the mismatch becomes an immediate error that names "
-                "both collectives.", record_next)
+                "both collectives.", *record_next)
     if kind is VerdictKind.LAGGING_RANK:
         return (f"Look at what {who} was doing instead of joining (rank-0-only saving or evaluation, a slow data "
                 "loader, uneven data, a crash whose log is missing): while it hangs, `ncclcheck snapshot` on its node "
-                "or `py-spy dump --pid <pid>` shows its Python stack.", record_next,
+                "or `py-spy dump --pid <pid>` shows its Python stack.", *record_next,
                 "Raise the timeout only if the straggler is doing legitimate long work, and only around that phase.")
     if kind is VerdictKind.ALL_RANKS_STUCK:
         return ("If every rank waits in several groups at once, first make sure each rank issues the groups' "
@@ -249,12 +242,12 @@ def _next_steps(kind: VerdictKind, culprits: Sequence[int], killed: bool = False
                 "GPUs (all_reduce_perf from nccl-tests) or `torchrun -m ncclcheck.bench`.",
                 "Re-run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET NCCL_DEBUG_FILE=/tmp/nccl.%h.%p.log and check "
                 "the interfaces NCCL picked; run `ncclcheck probe` on every node.",
-                "Try NCCL_P2P_DISABLE=1 or NCCL_IB_DISABLE=1 once, only to bisect a hardware path.", record_next)
+                "Try NCCL_P2P_DISABLE=1 or NCCL_IB_DISABLE=1 once, only to bisect a hardware path.", *record_next)
     if kind is VerdictKind.DEADLOCK:
         return ("Issue the collectives of every process group in the same order on every rank: a rank-dependent "
                 "branch, or a loop over groups whose order differs between ranks, lets two ranks each wait for a "
                 "collective the other has queued behind its own.",
-                "Raising the timeout will not help: no rank can make progress.", record_next)
+                "Raising the timeout will not help: no rank can make progress.", *record_next)
     if kind is VerdictKind.SETUP_FAILURE:
         return ("This failed while NCCL set up its communicators, before any collective ran: no timeout or "
                 "flight-recorder dump applies, and raising the timeout changes nothing. The fix is a setting or the "
