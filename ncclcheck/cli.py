@@ -261,8 +261,6 @@ def _tensor_of(config: Optional[str], checkpoint: Optional[str], module: Optiona
     """analyze-log's namer of the hung collective's tensor, from the model the user gave (None: none given)."""
     if not (config or checkpoint or module):
         return None
-    if checkpoint and module:
-        usage_error("give --checkpoint or --module, not both")
     from ncclcheck.explain.counts import ExplainError
     from ncclcheck.explain.finding import tensor_finder
     from ncclcheck.explain.models import Model
@@ -360,8 +358,6 @@ def explain_cmd(
     _check_dtype(dtype)
     if model and (config or checkpoint or module):
         usage_error("give --model, or --config / --checkpoint / --module, not both")
-    if checkpoint and module:
-        usage_error("give --checkpoint or --module, not both")
     if numel and log:
         usage_error("give --numel or --log, not both")
     if model and model.lower() not in PRESETS:

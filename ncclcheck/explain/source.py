@@ -28,6 +28,8 @@ def load(base: Model, config: str | None = None, checkpoint: str | None = None, 
     raise ExplainError; a config transformers cannot build falls back to the built-in layouts, with a warning."""
     from ncclcheck.explain.frommodel import RemoteCodeRefused, available, table_from_config, table_from_factory
 
+    if checkpoint and module:
+        raise ExplainError("give --checkpoint or --module, not both")
     warnings: list[str] = []
     cfg = path = None
     if config is None and checkpoint and os.path.isdir(checkpoint) and os.path.isfile(
