@@ -9,6 +9,8 @@ confirmed, each with the cause it must be read as and a word the fix must contai
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 
 import pytest
 from conftest import DATA, run
@@ -115,6 +117,14 @@ def _scan(text: str, name: str = "x.log"):
     for i, line in enumerate(text.splitlines(), 1):
         p.feed(i, line.encode())
     return p.finish(len(text.splitlines()), len(text))
+
+
+def run_text(text: str):
+    """The analysis of one console holding ``text``."""
+    with tempfile.TemporaryDirectory() as d:
+        log = Path(d) / "console.log"
+        log.write_text(text)
+        return run(log)
 
 
 def test_empty_last_error_asks_for_nccl_debug():
@@ -256,10 +266,13 @@ def test_the_setting_that_caused_it_is_quoted(tmp_path):
 
 
 @pytest.mark.parametrize(("text", "kind"), [
+    ('Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n    load(batch)\n'
+     "ValueError: bad shape in batch 7\n", "rank_failed_first"),
+    ("node1:1:1 [0] enqueue.cc:1 NCCL WARN Cuda failure 'invalid argument'\n", "rank_failed_first"),
     ('Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n    dist.init_process_group("nccl")\n'
-     "ValueError: host not found: node-7\n", "rank_failed_first"),
+     "ValueError: host not found: node-7\n", "launcher_failure"),
     ("node1:1:1 [0] enqueue.cc:1 NCCL WARN Mismatched collective detected, please check your collective calls at and "
-     "around rank 3.\n", "rank_failed_first"),
+     "around rank 3.\n", "collective_mismatch"),
     ("node1:1:1 [0] misc/utils.cc:1 NCCL WARN Could not find real path of /sys/class/net/eth0/device\n", "no_failure"),
 ])
 def test_a_failure_no_line_attributes_is_still_a_failure(tmp_path, text, kind):
@@ -297,3 +310,67 @@ def test_srun_task_lines_name_the_ranks_and_how_they_ended(tmp_path):
     assert sorted(e.rank for e in failures) == list(range(2, 17))
     assert {(e.exitcode, e.signal) for e in failures if e.rank < 16} == {(1, None)}
     assert [(e.rank, e.signal, e.host) for e in failures if e.rank == 16] == [(16, "SIGKILL", "node9")]
+
+
+@pytest.mark.parametrize(("line", "sig"), [
+    ("[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)", "SIGBUS"),
+    ("[host:12:0:13] Caught signal 11 (Segmentation fault: address not mapped to object at address 0x8)", "SIGSEGV"),
+    ("*** SIGSEGV (@0x0) received by PID 4321 (TID 0x7f00) from PID 0; stack trace: ***", "SIGSEGV"),
+    ("Fatal Python error: Segmentation fault", "SIGSEGV"),
+    ("Fatal Python error: Bus error", "SIGBUS"),
+    ("[ip-172-31-77-112:61444] Signal: Segmentation fault (11)", "SIGSEGV"),
+    ("Bus error (core dumped)", "SIGBUS"),
+    ("3: Segmentation fault (core dumped)", "SIGSEGV"),
+])
+def test_a_process_that_reports_its_fatal_signal_died_of_it(line, sig):
+    """A segfault or bus error in native code leaves no traceback, only the process's own last line, in every
+    form it is printed (UCX, glog, faulthandler, MPI, a shell): the rank died of that signal."""
+    s = _scan(f"[rank2]: {line}\n")
+    assert [(e.who.rank, e.kind.value) for e in s.errors] == [(2, "killed")]
+    ending = run_text(f"[rank2]: {line}\n").job.ranks[0].ending
+    assert (ending.kind.value, ending.signal) == ("killed", sig)
+
+
+@pytest.mark.parametrize("line", ["Fatal Python error: Aborted", "Caught signal 6 (Aborted)",
+                                  "the bus error counter is 0", "RuntimeError: DataLoader worker (pid 7) is killed by "
+                                  "signal: Bus error."])
+def test_an_abort_or_a_mention_is_not_a_death_by_signal(line):
+    """SIGABRT is the watchdog's abort after a timeout, not a rank's own crash; a sentence that only mentions a bus
+    error is not a process's last words (the DataLoader's exception stays an exception)."""
+    assert all(e.kind.value != "killed" for e in _scan(f"[rank2]: {line}\n").errors)
+
+
+@pytest.mark.parametrize(("code", "verdict", "kind"), [(-7, "setup_failure", "shm_bus_error"),
+                                                      (-11, "rank_failed_first", "native_crash"),
+                                                      (-9, "rank_failed_first", "host_kill")])
+def test_a_launcher_reported_signal_names_its_cause(tmp_path, code, verdict, kind):
+    """torchrun's agent reports a rank dead of a signal with no line of the rank's own: SIGBUS is NCCL's shared
+    memory, SIGSEGV a native crash, SIGKILL a host kill; only SIGKILL gets the kernel's OOM killer as next step."""
+    log = tmp_path / "agent.log"
+    log.write_text("E0909 14:03:50.013000 22579 torch/distributed/elastic/multiprocessing/api.py:833] failed "
+                   f"(exitcode: {code}) local_rank: 1 (pid: 2128869) of binary: /usr/bin/python\n")
+    v = run(log).verdict
+    assert (v.kind.value, list(v.culprit_ranks), v.cause.cause.kind) == (verdict, [1], kind)
+    assert any("killed process|out of memory" in s for s in v.next_steps) == (code == -9)
+
+
+def test_the_reason_under_last_error_is_read_through_a_rank_prefix():
+    """``[rank1]: Last error:`` then ``[rank1]: Duplicate GPU detected …``: the rank prefix is not the start of a
+    new record, so NCCL's reason is read, and names two ranks on one GPU."""
+    text = ("[rank1]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, invalid usage "
+            "(run with NCCL_DEBUG=WARN for details), NCCL version 2.20.5\n"
+            "[rank1]: ncclInvalidUsage: This usually reflects invalid usage of NCCL library.\n"
+            "[rank1]: Last error:\n"
+            "[rank1]: Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000\n")
+    assert [(c.kind, c.text) for c in _scan(text).clues] == [
+        ("last_error", "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000")]
+    v = run_text(text).verdict
+    assert (v.kind.value, list(v.culprit_ranks), v.cause.cause.kind) == ("setup_failure", [1], "duplicate_gpu")
+
+
+def test_a_collector_label_does_not_hide_an_exception():
+    """``worker-4: ValueError: …`` with no rank tag (pdsh, srun -l): the exception is read through the label."""
+    s = _scan("worker-4: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+              "2026-11-23T09:40:01.123456789Z ValueError: bad shape\n")
+    assert [(e.kind.value, e.message[:22]) for e in s.errors] == [("oom", "torch.OutOfMemoryError"),
+                                                                  ("exception", "ValueError: bad shape")]

@@ -134,6 +134,8 @@ _MISMATCH_START = re.compile(r"Detectedmismatchbetweencollectives")
 
 # --- errors and launcher summary -----------------------------------------------------
 _PY_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt))(?::\s?(.*))?$")
+# A collector's label before a line that has no rank tag: srun -l's "3: ", pdsh's "worker-4: ", a CRI timestamp.
+_LABEL = re.compile(r"^(?:\d{4}-\d\d-\d\dT[\d:.]+Z |[\w.@-]{1,64}: (?=\S))")
 _NCCL_WARN = re.compile(r"NCCL WARN (.*)")
 _CASCADE = re.compile(
     r"Watchdog caught|communicator was aborted|watchdog thread terminated|Some NCCL operations have failed"
@@ -214,6 +216,16 @@ _CLUE_GATE = re.compile(
 _SRUN_TASKS = re.compile(r"srun: error: (\S+): tasks? (\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*): (.+)$")
 _AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\) of binary")
 _DEEPSPEED_EXIT = re.compile(r"sigkill_handler\].*?--local_rank=(\d+).*exits with return code = (-?\d+)")
+# A process's own last words on a fatal signal: UCX's "Caught signal 7 (Bus error: …)", glog's "*** SIGSEGV (@0x0)
+# received by PID …", Python's faulthandler "Fatal Python error: Segmentation fault", MPI's "Signal: Bus error (7)", a
+# shell's "Bus error (core dumped)". SIGABRT is left out: the watchdog's abort after a timeout ends ranks with it.
+_FATAL_SIGNAL = re.compile(
+    r"Caught signal (\d+) \(|(SIG[A-Z]+) \(@0x[0-9a-f]+\) received by PID|Fatal Python error: (Segmentation fault|Bus error|Illegal instruction|"
+    r"Floating point exception)|Signal: [\w ]+ \((\d+)\)$|^(Segmentation fault|Bus error|Illegal instruction)"
+    r"(?: \(core dumped\))?$")
+_SIGNAL_WORDS = ("ignal", "SIG", "fault", "rror", "nstruction")
+_SIGNAL_OF = {"Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "Illegal instruction": "SIGILL",
+              "Floating point exception": "SIGFPE"}
 # gloo's timeouts (tcp/unbound_buffer.cc) and monitored_barrier's verdicts (ProcessGroupGloo.cpp).
 _GLOO_TIMEOUT = re.compile(r"Timed out waiting (\d+)ms for (?:recv|send) operation to complete")
 _MONITORED_MISSING = re.compile(r"Ranks? (\d+(?:, \d+)*) failed to pass monitoredBarrier in (\d+) ms")
@@ -863,6 +875,8 @@ class LogParser:
         if "srun: error: " in text and (m := _SRUN_TASKS.search(text)):
             self._srun_failed(m, loc)
             return
+        if any(map(text.__contains__, _SIGNAL_WORDS)) and self._fatal_signal(who, text, loc):
+            return
         # Here, not on every line (a timeout record is never a clue), and behind plain substring tests.
         if any(map(text.__contains__, _CLUE_WORDS)) and _CLUE_GATE.search(text):
             self._clue(who, text, loc)
@@ -895,6 +909,9 @@ class LogParser:
             return
         stripped = _PY_PREFIX.sub("", text).strip()
         m = _PY_ERROR.match(stripped)
+        if m is None and (label := _LABEL.match(stripped)):
+            stripped = stripped[label.end():]
+            m = _PY_ERROR.match(stripped)
         if m and m[1].startswith("nccl"):
             # "ncclRemoteError: A call failed ..." is the result code under an "NCCL error: ..." line.
             if not any(k[0] == who.rank for k in self._nccl_errors):
@@ -943,7 +960,7 @@ class LogParser:
         if lineno - loc.line > DETAIL_WITHIN:
             return
         body = _PY_PREFIX.sub("", text).strip()
-        empty = not body or bool(_HEADER.search(text)) or body.startswith(("Exception raised from", "Traceback"))
+        empty = not body or bool(_HEADER.search(body)) or body.startswith(("Exception raised from", "Traceback"))
         if empty and gap:
             return  # lines were left out since: the one under it may be among them; say nothing rather than "empty"
         self._add_clue(who, "last_error", "" if empty else body, loc if empty else Loc(loc.file, lineno))
@@ -1000,6 +1017,17 @@ class LogParser:
                 self._elastic.append(ElasticFailure(rank=rank, local_rank=None, exitcode=code, pid=None, signal=sig,
                                                     host=m[1], time=None, root_cause=False, loc=loc))
 
+    def _fatal_signal(self, who: Who, text: str, loc: Loc) -> bool:
+        """A line in which the process itself reports the fatal signal it dies of (a segfault or bus error in
+        native code has no Python traceback)."""
+        body = _PY_PREFIX.sub("", text).strip()
+        if (label := _LABEL.match(body)) and not body.startswith("Signal: "):
+            body = body[label.end():]
+        if fatal_signal(body) is None:
+            return False
+        self._error(who, ErrorKind.KILLED, body[:300], loc)
+        return True
+
     def _gloo_wait(self, who: Who, text: str, loc: Loc) -> bool:
         """gloo's collective timeouts: a rank that timed out waiting for a peer's send or receive, or in
         ``monitored_barrier`` (where rank 0 names the ranks that never came). Like NCCL's watchdog line, a wait,
@@ -1028,6 +1056,22 @@ class LogParser:
         k = (key, value, who.rank)
         if k not in self._facts:
             self._facts[k] = Fact(who, key, value[:300], loc)
+
+
+def fatal_signal(line: str) -> str | None:
+    """The fatal signal a process reports it dies of on this line (``SIGBUS``), or None; SIGABRT is not one."""
+    m = _FATAL_SIGNAL.search(line)
+    if m is None:
+        return None
+    number = m[1] or m[4]
+    if number:
+        try:
+            sig = signal.Signals(int(number)).name
+        except ValueError:
+            return None
+    else:
+        sig = m[2] or _SIGNAL_OF[m[3] or m[5]]
+    return sig if sig in ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGKILL") else None
 
 
 def _clock(text: str) -> float | None:

@@ -102,9 +102,12 @@ _HEAD_WANTED = re.compile(
     rb"closing signal|clients joined|will restart worker group"
 )
 # Launchers' words about their tasks: Slurm's ("srun: error: node3: task 5: Killed", "slurmstepd: error: Detected 1
-# oom_kill event") and DeepSpeed's ("[launch.py:321:sigkill_handler] [...] exits with return code = -9"): rare,
+# oom_kill event"), torchrun's agent's ("failed (exitcode: -9) local_rank: 2 (pid: …) of binary"), DeepSpeed's
+# ("[launch.py:321:sigkill_handler] [...] exits with return code = -9"), and a
+# process's last words on a fatal signal ("Caught signal 7 (Bus error", "Segmentation fault (core dumped)"): rare,
 # searched for whole in every block.
-SCHEDULER_WORDS = (b"srun: error: ", b"slurmstepd: error: ", b"sigkill_handler")
+WHOLE_WORDS = (b"srun: error: ", b"slurmstepd: error: ", b"failed (exitcode: ", b"sigkill_handler", b"Caught signal", b"Fatal Python error",
+               b"Segmentation fault", b"Bus error", b"*** SIG", b"Signal: ")
 BEFORE = 8
 AFTER = 16
 HEAD = 16 << 10
@@ -633,7 +636,7 @@ def _scan(
             if 0 < end < size and m.group() == b"Last error":  # and the line under it: NCCL's reason
                 end = buf.find(b"\n", end, size) + 1 or end
             spans.append((buf.rfind(b"\n", 0, m.start()) + 1, end))
-    for word in SCHEDULER_WORDS:  # the scheduler's own lines, found whole: no anchor byte of theirs is rare
+    for word in WHOLE_WORDS:  # found whole: no anchor byte of theirs is rare
         at = buf.find(word, 0, size)
         while at != -1 and not FULL:
             end = buf.find(b"\n", at, size) + 1 or size

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ncclcheck.evidence.frdump import Dump, Entry, numel
+from ncclcheck.evidence.logparse import fatal_signal
 from ncclcheck.evidence.types import (
     PG,
     ElasticFailure,
@@ -416,9 +417,12 @@ class _Builder:
         for f in elastic:
             if f.signal in FATAL_SIGNALS:
                 code = f" (exit code {f.exitcode})" if f.exitcode is not None else ""
-                return Ending(EndKind.KILLED, f"killed by {f.signal}{code}, no traceback", f.loc)
+                return Ending(EndKind.KILLED, f"killed by {f.signal}{code}, no traceback", f.loc, f.signal)
         timeouts = [p.stuck for p in positions if p.stuck is not None and p.stuck.state == "timed_out"]
         first_timeout = min((w.loc.line for w in timeouts if w.loc is not None), default=None)
+        if err is not None and err.kind is ErrorKind.KILLED:
+            sig = fatal_signal(err.message)
+            return Ending(EndKind.KILLED, f"died of {sig}: {one_line(err.message)}", err.loc, sig)
         if err is not None and err.kind in REAL_FAILURES:
             before = first_timeout is None or not any(
                 w.loc is not None and w.loc.file == err.loc.file and w.loc.line < err.loc.line for w in timeouts)

@@ -24,6 +24,7 @@ NETWORK = "network"  # a transport failed or a peer vanished while the job ran
 LAUNCHER = "launcher"  # rendezvous, store and launcher: no rank is the culprit
 DEVICE = "device"  # a CUDA error on one rank's GPU
 MEMORY = "memory"  # GPU or host memory
+PROGRAM = "program"  # the ranks' own calls disagree: different collectives, sizes or settings
 NCCL_DEBUG_RERUN = "NCCL_DEBUG=WARN (or NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV for the whole set-up)"
 PROBE = "Run `ncclcheck probe` inside the failing container on each node: it checks this setting and says what to set."
 
@@ -94,6 +95,42 @@ CATALOGUE: tuple[Cause, ...] = (
           ("On that host: `nvidia-smi -q -d ECC,PAGE_RETIREMENT` and `dmesg -T | grep -i xid`.",
            "Drain the node and rerun the job elsewhere; report the Xid code to the cluster's operators."),
           "https://github.com/vllm-project/vllm/issues/7896"),
+    Cause("invalid_device", DEVICE, "a GPU index that does not exist",
+          _c(r"invalid device ordinal|cudaErrorInvalidDevice"),
+          "the process asked for a GPU by an index this host does not have: more processes per node than "
+          "visible GPUs (--nproc-per-node against CUDA_VISIBLE_DEVICES), or a device index written into the code",
+          ("Start as many processes per node as it has GPUs: `--nproc-per-node` equal to the count `nvidia-smi -L` "
+           "(or CUDA_VISIBLE_DEVICES) gives.",
+           "Select the device from the launcher's LOCAL_RANK (`torch.cuda.set_device(int(os.environ['LOCAL_RANK']))`),"
+           " not from the global rank or a fixed number."),
+          "https://github.com/HRNet/HRNet-Semantic-Segmentation/issues/171"),
+    Cause("duplicate_gpu", SETUP, "two ranks on one GPU",
+          _c(r"Duplicate GPU detected|both on CUDA device"),
+          "two ranks of one communicator use the same GPU: each process must select its own device before NCCL "
+          "is set up, and here two kept the same one (no set_device, a fixed device in the code, or "
+          "CUDA_VISIBLE_DEVICES giving every process one same GPU)",
+          ("Call `torch.cuda.set_device(int(os.environ['LOCAL_RANK']))` before init_process_group (or pass "
+           "device_id=), and move tensors and the model to that device, not to `cuda:0` or a fixed index.",
+           "Do not set CUDA_VISIBLE_DEVICES to one same GPU for every process of a node; start as many processes "
+           "as the node has GPUs."),
+          "https://github.com/NVIDIA/Megatron-LM/issues/661"),
+    Cause("shm_bus_error", SETUP, "SIGBUS in NCCL's shared memory (/dev/shm too small)",
+          _c(r"Caught signal 7|signal 7 \(SIGBUS\)|SIGBUS|Bus error"),
+          "NCCL's shared-memory segments in /dev/shm were created but the memory behind them ran out when "
+          "first touched, and the process died of SIGBUS; a container's default /dev/shm is 64 MiB",
+          ("Docker: `docker run --shm-size=16g …` or `--ipc=host`.",
+           "Kubernetes: mount an emptyDir with `medium: Memory` at /dev/shm in the pod spec.",
+           "A data loader's workers also use /dev/shm: the same fix applies when the bus error is outside NCCL."),
+          "https://github.com/msr-fiddle/pipedream/issues/76", probe=True),
+    Cause("native_crash", DEVICE, "a crash in native code (segmentation fault)",
+          _c(r"Segmentation fault|SIGSEGV|Caught signal 11 |Illegal instruction|SIGILL|SIGFPE"),
+          "the process died of a fatal signal inside compiled code (a native extension, a CUDA or NCCL library, "
+          "mismatched library versions, memory corruption): Python prints no traceback for it",
+          ("Get the native stack: run with `python -X faulthandler` (or PYTHONFAULTHANDLER=1), or let it dump core "
+           "(`ulimit -c unlimited`) and open the core with `gdb python core`.",
+           "Check that torch, its CUDA and NCCL libraries and every native extension come from matching builds "
+           "(`python -m torch.utils.collect_env`); an extension built against another torch crashes this way."),
+          "https://github.com/pytorch/pytorch/issues/135486"),
     Cause("shm_exhausted", SETUP, "/dev/shm too small for NCCL",
           _c(r"(?:/dev/shm|shared memory segment|posix_fallocate|ncclShmOpen|shm_open).*(?:No space left|"
              r"failed|error)|Error while creating shared memory"),
@@ -143,6 +180,15 @@ CATALOGUE: tuple[Cause, ...] = (
            "`--rdzv-endpoint localhost:0` or `--standalone` on one node.",
            "Find the holder: `ss -ltnp | grep PORT`."),
           "https://github.com/meta-pytorch/torchtune/issues/392"),
+    Cause("host_unresolvable", LAUNCHER, "the store's host name does not resolve",
+          _c(r"host not found|Name or service not known|Temporary failure in name resolution|"
+             r"nodename nor servname|Unable to find address for"),
+          "MASTER_ADDR (or the --rdzv-endpoint host) is a name this node cannot resolve: a typo, a name known "
+          "only on the head node, or a container without the cluster's DNS",
+          ("Check on each node: `getent hosts $MASTER_ADDR`; use an IP address or a name every node resolves.",
+           "Under Slurm set MASTER_ADDR from `scontrol show hostnames $SLURM_JOB_NODELIST | head -n1`, on the "
+           "node that runs rank 0."),
+          "https://github.com/pytorch/examples/issues/540"),
     Cause("clients_missing", LAUNCHER, "ranks never reached the store",
           _c(r"waiting for (?:clients|workers)\. \d+/\d+ (?:clients|workers) joined"),
           "the store's host waited for every rank to connect and some never did: they were never started, "
@@ -176,6 +222,18 @@ CATALOGUE: tuple[Cause, ...] = (
            "`dmesg -T` say why it went away (OOM kill, node failure, preemption).",
            "The ranks and agents that lost the store are not the cause; collect the missing node's logs."),
           "https://github.com/pytorch/pytorch/issues/121944"),
+    Cause("calls_disagree", PROGRAM, "the ranks disagree on a collective",
+          _c(r"Mismatched collective detected|collective mismatch error|message truncated"),
+          "one rank sent more (or another operation) than its peer expected: the ranks issued different "
+          "collectives, sizes or orders (code that branches on the rank or the data), or ran different NCCL "
+          "settings (NCCL_PROTO, NCCL_ALGO) or versions",
+          ("Rerun with TORCH_DISTRIBUTED_DEBUG=DETAIL: PyTorch checks each collective's op and shapes across the "
+           "ranks and names the one that differs.",
+           "Give every node the same image and the same NCCL_* environment; if the error goes away with "
+           "NCCL_PROTO=SIMPLE, the settings differ, otherwise the calls do.",
+           "In NCCL's own set-up (a bootstrap.cc line, NCCL 2.19-2.20) it was a defect of NCCL: try another "
+           "NCCL version."),
+          "https://github.com/NVIDIA/nccl/issues/626"),
     Cause("remote_exited", NETWORK, "a peer exited or the network failed",
           _c(r"remote process exited|ncclRemoteError|Connection reset by peer|Connection closed by remote peer"),
           "NCCL lost a connection to another rank: that rank died (look for the one whose log ends early) or "
@@ -220,6 +278,9 @@ VERSIONS = Cause(
     "https://github.com/NVIDIA/nccl/issues/286")
 ALL_CAUSES = (*CATALOGUE, NO_REASON, HOST_KILL, STOPPED, VERSIONS)
 _BY_KIND = {c.kind: c for c in ALL_CAUSES}
+# The cause of a death by signal that the launcher reports without a line of the process's own.
+_BY_SIGNAL = {"SIGBUS": _BY_KIND["shm_bus_error"], "SIGSEGV": _BY_KIND["native_crash"],
+              "SIGILL": _BY_KIND["native_crash"], "SIGFPE": _BY_KIND["native_crash"]}
 
 _OOM = re.compile(r"Tried to allocate ([\d.]+ [KMGT]?i?B)")
 _OOM_GPU = re.compile(r"GPU (\d+) has a total capacity of ([\d.]+ [KMGT]?i?B) of which ([\d.]+ [KMGT]?i?B) is free")
@@ -327,15 +388,17 @@ def _quoting_the_setting(d: Diagnosis, scans: Sequence[FileScan]) -> Diagnosis:
                              "NCCL could use", locs=(*d.locs, fact.loc)[:8])
 
 
-def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int, Loc]] = ()) -> Diagnosis | None:
+def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int, Loc, str]] = ()) -> Diagnosis | None:
     """The first cause of the catalogue that the inputs show, or a cause read from what is missing.
 
-    ``killed`` lists the ranks the launcher reports killed by SIGKILL (rank, where), for the host-OOM cause.
+    ``killed`` lists the ranks that died of a fatal signal (rank, where, signal): SIGKILL with no traceback is the
+    host-OOM cause, SIGBUS NCCL's shared memory, SIGSEGV and the like a native crash.
     """
     said = _said(scans)
     for cause in CATALOGUE:
         hits = [s for s in said if cause.pattern.search(s.text)]
-        if hits and not (cause.kind == "remote_exited" and killed):  # a killed rank is why its peers lost it
+        # A killed rank is why its peers lost it (or read a cut message).
+        if hits and not (cause.kind in ("remote_exited", "calls_disagree") and killed):
             return _quoting_the_setting(_found(cause, hits), scans)
     nccl = [s for s in said if s.clue is None and s.text.startswith("NCCL error")]
     if nccl:
@@ -348,9 +411,12 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int, Loc]] = ()) 
     if versions is not None:
         return versions
     if killed:
-        return Diagnosis(HOST_KILL, tuple(r for r, _ in killed), "killed by SIGKILL", killed[0][1],
-                         tuple(loc for _, loc in killed)[:8], f"{rank_phrase(r for r, _ in killed)} killed by SIGKILL "
-                         "with no traceback")
+        sig = killed[0][2]
+        ranks = [r for r, _, s in killed if s == sig]
+        how = _BY_SIGNAL.get(sig, HOST_KILL)
+        return Diagnosis(how, tuple(ranks), f"killed by {sig}", killed[0][1],
+                         tuple(loc for _, loc, s in killed if s == sig)[:8],
+                         f"{rank_phrase(ranks)} died of {sig} with no traceback")
     stops = [s for s in said if s.clue == "launcher" and "death signal" in s.text]
     errors = [e for s in scans for e in s.errors if e.kind is not ErrorKind.EXCEPTION or "SignalException" not in e.message]
     timeouts = any(s.works or s.statuses for s in scans)

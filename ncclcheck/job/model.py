@@ -184,6 +184,7 @@ class Ending:
     kind: EndKind
     detail: str = ""
     loc: Loc | None = None
+    signal: str | None = None  # the fatal signal of a KILLED ending (SIGKILL, SIGSEGV, SIGBUS, ...)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, RankError
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.build import build_job
-from ncclcheck.job.causes import DEVICE, LAUNCHER, MEMORY, NETWORK, PROBE, SETUP, Diagnosis, diagnose, one_line
+from ncclcheck.job.causes import DEVICE, LAUNCHER, MEMORY, NETWORK, PROBE, PROGRAM, SETUP, Diagnosis, diagnose, one_line
 from ncclcheck.job.chain import chain_lines, root_words
 from ncclcheck.job.findings import (
     counter_findings,
@@ -499,6 +499,8 @@ def _with_cause(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
         lost = (f" {rank_phrase(present).capitalize()} and the agents in these inputs only lost it: they are not "
                 "the cause." if present and c.kind == "store_lost" else "")
         return (VerdictKind.LAUNCHER_FAILURE, [], f"{_cap(c.title)}: {d.detail}{at}. {_cap(c.why)}.{lost}", d)
+    if c.family == PROGRAM:
+        return (VerdictKind.COLLECTIVE_MISMATCH, [], f"{_cap(c.title)}: {d.detail}{at}. {_cap(c.why)}.", d)
     if kind in (VerdictKind.NO_FAILURE, VerdictKind.ALL_RANKS_STUCK):
         return (VerdictKind.NCCL_ERROR, culprits, f"{_cap(c.title)}: {d.detail}{at}; {c.why}.", d)
     return kind, culprits, summary, d
@@ -545,7 +547,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
         findings += [f for f in (size, tensor) if f is not None]
     else:
         kind, culprits, waiting, summary = _quiet_verdict(scans, job)
-    killed_ranks = [(s.rank, s.ending.loc) for s in job.ranks
+    killed_ranks = [(s.rank, s.ending.loc, s.ending.signal or "SIGKILL") for s in job.ranks
                     if s.ending.kind is EndKind.KILLED and s.ending.loc is not None]
     kind, culprits, summary, cause = _with_cause(job, kind, culprits, summary, diagnose(scans, killed_ranks))
     waiting = [r for r in waiting if r not in culprits]
@@ -581,7 +583,8 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                                 f"torchrun's 'Root Cause' names rank {elastic_root.rank}: that is only the first process "
                                 "to exit, not necessarily the rank that hung.", (elastic_root.loc,)))
     found = kind is not VerdictKind.NO_FAILURE
-    killed = any(s.ending.kind is EndKind.KILLED for s in job.ranks if s.rank in culprits)
+    killed = any(s.ending.kind is EndKind.KILLED and s.ending.signal in (None, "SIGKILL")
+                 for s in job.ranks if s.rank in culprits)
     # A rank the others wait for can be named even without its own input; what it did stays unknown.
     unknown = [s.rank for s in job.ranks if s.ending.kind is EndKind.UNKNOWN] if found else []
     named = _culprits_work(job, primary, culprits) if primary is not None else None
