@@ -220,9 +220,9 @@ _DEEPSPEED_EXIT = re.compile(r"sigkill_handler\].*?--local_rank=(\d+).*exits wit
 # received by PID …", Python's faulthandler "Fatal Python error: Segmentation fault", MPI's "Signal: Bus error (7)", a
 # shell's "Bus error (core dumped)". SIGABRT is left out: the watchdog's abort after a timeout ends ranks with it.
 _FATAL_SIGNAL = re.compile(
-    r"Caught signal (\d+) \(|(SIG[A-Z]+) \(@0x[0-9a-f]+\) received by PID|Fatal Python error: (Segmentation fault|Bus error|Illegal instruction|"
-    r"Floating point exception)|Signal: [\w ]+ \((\d+)\)$|^(Segmentation fault|Bus error|Illegal instruction)"
-    r"(?: \(core dumped\))?$")
+    r"Caught signal (\d+) \(|(SIG[A-Z]+) \(@0x[0-9a-f]+\) received by PID|"
+    r"Fatal Python error: (Segmentation fault|Bus error|Illegal instruction|Floating point exception)|"
+    r"Signal: [\w ]+ \((\d+)\)$|^(Segmentation fault|Bus error|Illegal instruction)(?: \(core dumped\))?$")
 _SIGNAL_WORDS = ("ignal", "SIG", "fault", "rror", "nstruction")
 _SIGNAL_OF = {"Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "Illegal instruction": "SIGILL",
               "Floating point exception": "SIGFPE"}

@@ -106,8 +106,8 @@ _HEAD_WANTED = re.compile(
 # ("[launch.py:321:sigkill_handler] [...] exits with return code = -9"), and a
 # process's last words on a fatal signal ("Caught signal 7 (Bus error", "Segmentation fault (core dumped)"): rare,
 # searched for whole in every block.
-WHOLE_WORDS = (b"srun: error: ", b"slurmstepd: error: ", b"failed (exitcode: ", b"sigkill_handler", b"Caught signal", b"Fatal Python error",
-               b"Segmentation fault", b"Bus error", b"*** SIG", b"Signal: ")
+WHOLE_WORDS = (b"srun: error: ", b"slurmstepd: error: ", b"failed (exitcode: ", b"sigkill_handler",
+               b"Caught signal", b"Fatal Python error", b"Segmentation fault", b"Bus error", b"*** SIG", b"Signal: ")
 BEFORE = 8
 AFTER = 16
 HEAD = 16 << 10
