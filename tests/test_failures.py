@@ -374,3 +374,63 @@ def test_a_collector_label_does_not_hide_an_exception():
               "2026-11-23T09:40:01.123456789Z ValueError: bad shape\n")
     assert [(e.kind.value, e.message[:22]) for e in s.errors] == [("oom", "torch.OutOfMemoryError"),
                                                                   ("exception", "ValueError: bad shape")]
+
+
+def test_lightning_names_each_rank_and_the_world():
+    """Lightning's start line ("initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/2" in 1.x, "Initializing distributed:
+    …" since; lightning-bolts#691) and its "[rank: 1]" tag name the rank that printed them and the job's size."""
+    s = _scan("initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/4\n[rank: 1] Global seed set to 42\n"
+              "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/4\n")
+    assert s.ranks_seen == (0, 1)
+    assert {(f.key, f.value) for f in s.facts} == {("world_size", "4")}
+    v = run_text("initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/2\nInitializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2\n"
+                 "[rank: 1] Seed set to 42\n").verdict
+    assert v.kind.value == "no_failure"
+
+
+@pytest.mark.parametrize(("line", "rank", "code"), [
+    ("subprocess.CalledProcessError: Command '['/usr/bin/python', '-u', 'train.py', '--local_rank=1']' died with "
+     "<Signals.SIGKILL: 9>.", 1, -9),
+    ("subprocess.CalledProcessError: Command '['/usr/bin/python', '-u', 'train.py', '--local-rank=3', '--cfg', "
+     "'a.yaml']' returned non-zero exit status 1.", 3, 1),
+])
+def test_the_old_launchers_report_of_a_child_names_its_local_rank(line, rank, code):
+    """torch.distributed.launch before torchrun (and launchers built on subprocess) report the child that failed
+    as a CalledProcessError whose command holds its --local_rank: that is the rank and its exit."""
+    s = _scan(line + "\n")
+    assert [(f.rank, f.exitcode) for f in s.elastic] == [(rank, code)] and not s.errors
+
+
+def test_a_kill_no_rank_is_named_for_is_still_a_host_kill():
+    """accelerate launch's "died with <Signals.SIGKILL: 9>" without a rank (subgen#177: more memory fixed it): a
+    process was killed with no traceback; the kernel's log is where to look, and no rank is invented."""
+    v = run_text("subprocess.CalledProcessError: Command '['python3', '-u', 'train.py']' died with "
+                 "<Signals.SIGKILL: 9>.\n").verdict
+    assert (v.kind.value, list(v.culprit_ranks), v.cause.cause.kind) == ("rank_failed_first", [], "host_kill")
+    assert "names no rank" in v.summary and "none" not in v.summary
+
+
+def test_kubectl_prefixed_exception_is_read():
+    """``kubectl logs --prefix`` puts ``[pod/NAME/CONTAINER] `` before every line: the exception under it is read."""
+    s = _scan("[pod/job-worker-1/pytorch] Traceback (most recent call last):\n"
+              "[pod/job-worker-1/pytorch]   File \"train.py\", line 3, in <module>\n"
+              "[pod/job-worker-1/pytorch] ValueError: bad batch\n")
+    assert [(e.kind.value, e.message) for e in s.errors] == [("exception", "ValueError: bad batch")]
+
+
+@pytest.mark.parametrize(("text", "cause_kind", "said"), [
+    ("slurmstepd: error: Detected 1 oom_kill event in StepId=11300781.0. Some of the step tasks have been OOM Killed.\n"
+     "srun: error: sdumont6156: task 0: Out Of Memory\n", "host_oom", "oom_kill event"),
+    ("      Reason:       OOMKilled\n      Exit Code:    137\n", "host_oom", "OOMKilled"),
+    ("Epoch 0:  46%|####6     | 31/67 [29:02<35:12, 58.67s/it]slurmstepd: error: *** STEP 6053.0 ON node2 "
+     "CANCELLED AT 2024-04-23T12:18:08 ***\nsrun: error: node2: task 0: Terminated\n", "stopped_externally",
+     "slurmstepd: error: *** STEP 6053.0"),
+    ("slurmstepd: error: *** JOB 494583 ON node1 CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***\n",
+     "stopped_externally", "DUE TO TIME LIMIT"),
+])
+def test_the_schedulers_own_words_name_the_cause(text, cause_kind, said):
+    """Slurm's OOM kill and cancellation (also glued after a progress bar that ended without a newline) and a pod's
+    OOMKilled are causes in their own words, quoted from where they start."""
+    v = run_text(text).verdict
+    assert v.cause is not None and v.cause.cause.kind == cause_kind
+    assert said in v.cause.detail and "%|" not in v.cause.detail

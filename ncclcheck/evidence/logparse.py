@@ -53,6 +53,9 @@ _PROGRESS = re.compile(
 # "[rank3]:" as torchrun prints it; also with its "[" lost at the start of a paste, or "[rank3[]:" mangled.
 _GLOBAL_RANK = re.compile(r"(?:\[|(?:^|(?<=[\s:)|>]))\s*)rank(\d+)\[?\]:")
 _ROLE_RANK = re.compile(r"\[[A-Za-z_]+?(\d+)\]:")
+# Lightning's tag of the global rank on its own messages ("[rank: 3] "), and the line each rank prints when it starts
+# ("Initializing distributed: GLOBAL_RANK: 3, MEMBER: 4/8").
+_LIGHTNING_RANK = re.compile(r"\[rank: (\d+)\] |GLOBAL_RANK: (\d+), MEMBER: ")
 # A rank prefix further along a line, right before the c10 header it belongs to.
 _GLUED_RANK = re.compile(r"\[rank(\d+)\]:(?=\[[EWIF]\d)")
 # A line that begins a new log record; a hard-wrap continuation never looks like this.
@@ -64,7 +67,7 @@ _HEADER = re.compile(
 # when a rank tag follows it, then the launcher's rank tags, Ray's actor prefix and quoting marks.
 _PY_PREFIX = re.compile(
     r"^(?:.{0,160}?(?=\[[A-Za-z_]*\d+\]:))?"
-    r"(?:\s*(?:\([\w.\[\]=]+ pid=\d+(?:, ip=[\d.]+)?\)|\[[A-Za-z_]*\d+\]:|>|`+|\*\*))+\s?"
+    r"(?:\s*(?:\([\w.\[\]=]+ pid=\d+(?:, ip=[\d.]+)?\)|\[[A-Za-z_]*\d+\]:|\[rank: \d+\]|>|`+|\*\*))+\s?"
 )
 
 # --- WorkNCCL(...) printings (on whitespace-free text) ---------------------------------
@@ -134,8 +137,9 @@ _MISMATCH_START = re.compile(r"Detectedmismatchbetweencollectives")
 
 # --- errors and launcher summary -----------------------------------------------------
 _PY_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt))(?::\s?(.*))?$")
-# A collector's label before a line that has no rank tag: srun -l's "3: ", pdsh's "worker-4: ", a CRI timestamp.
-_LABEL = re.compile(r"^(?:\d{4}-\d\d-\d\dT[\d:.]+Z |[\w.@-]{1,64}: (?=\S))")
+# A collector's label before a line that has no rank tag: srun -l's "3: ", pdsh's "worker-4: ", a CRI timestamp,
+# kubectl logs --prefix's "[pod/job-worker-1/pytorch] ".
+_LABEL = re.compile(r"^(?:\d{4}-\d\d-\d\dT[\d:.]+Z |\[pod/[^\]\s]+\] |[\w.@-]{1,64}: (?=\S))")
 _NCCL_WARN = re.compile(r"NCCL WARN (.*)")
 _CASCADE = re.compile(
     r"Watchdog caught|communicator was aborted|watchdog thread terminated|Some NCCL operations have failed"
@@ -157,6 +161,8 @@ _FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap tes
     ("TIMEOUT(ms)", "TIMEOUT(ms)", re.compile(r"TIMEOUT\(ms\):\s*(\d+)")),
     ("world_size", "initialization options", re.compile(r"initialization options:.*?\bsize: (\d+)")),
     ("world_size", "nranks", re.compile(r"NCCL INFO comm 0x[0-9a-f]+ rank \d+ nranks (\d+) ")),
+    # Lightning's "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/4" (1.x: "initializing ddp: …")
+    ("world_size", "GLOBAL_RANK", re.compile(r"GLOBAL_RANK: \d+, MEMBER: \d+/(\d+)")),
 )
 _GROUP_INIT = re.compile(
     r"initialization options:\s*size:\s*(\d+),\s*global rank:\s*(\d+)(?:,\s*TIMEOUT\(ms\):\s*(\d+))?"
@@ -196,7 +202,7 @@ _RECORDISH = re.compile(
 )
 _FACT_HINT = re.compile(
     r"initialization options|Terminating the process|NCCL version|Bootstrap|NET/|Using network|TIMEOUT\(ms\)|nranks"
-    r"|set by environment|NCCL WARN"
+    r"|set by environment|NCCL WARN|GLOBAL_RANK"
 )
 _ERROR_HINT = re.compile(r"Error|Exception|Interrupt|terminate called")
 
@@ -208,6 +214,7 @@ _NCCL_SAYS = re.compile(
 )
 _CLUE_GATE = re.compile(
     r"Last error|Assertion `|CUDA error|TCPStore|\[c10d\]|death signal|closing signal|[Rr]endezvous|clients joined"
+    r"|CANCELLED AT|oom_kill|OOM ?Kill|Out Of Memory"
     r"|workers joined|will restart worker group|" + _NCCL_SAYS.pattern
 )
 # Launchers' lines about their workers: Slurm's "srun: error: node3: tasks 8-13,15: Killed", torchrun's agent
@@ -226,13 +233,19 @@ _FATAL_SIGNAL = re.compile(
 _SIGNAL_WORDS = ("ignal", "SIG", "fault", "rror", "nstruction")
 _SIGNAL_OF = {"Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "Illegal instruction": "SIGILL",
               "Floating point exception": "SIGFPE"}
+# The launcher's report of a child that failed, from subprocess (torch.distributed.launch before torchrun, accelerate
+# launch): "CalledProcessError: Command '[…, '--local_rank=1', …]' died with <Signals.SIGKILL: 9>." or "returned
+# non-zero exit status 1."
+_CALLED_PROCESS = re.compile(
+    r"CalledProcessError: Command '(.*)' (?:died with <Signals\.SIG\w+: (\d+)>|returned non-zero exit status (\d+))")
+_CMD_LOCAL_RANK = re.compile(r"--local[_-]rank[=', ]+(\d+)")
 # gloo's timeouts (tcp/unbound_buffer.cc) and monitored_barrier's verdicts (ProcessGroupGloo.cpp).
 _GLOO_TIMEOUT = re.compile(r"Timed out waiting (\d+)ms for (?:recv|send) operation to complete")
 _MONITORED_MISSING = re.compile(r"Ranks? (\d+(?:, \d+)*) failed to pass monitoredBarrier in (\d+) ms")
 _MONITORED_REACHED = re.compile(r"Rank \d+ successfully reached monitoredBarrier, but received errors while waiting")
 # Words one of which every clue line holds: plain substring tests first, the gate's regex only where one is there.
-_CLUE_WORDS = ("rror", "ssertion", "TCPStore", "c10d", "signal", "endezvous", "joined", "restart", "interface",
-               "AF_INET", "plugin", "peer", "Call to")
+_CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "CANCELLED", "ssertion", "TCPStore", "c10d", "signal",
+               "endezvous", "joined", "restart", "interface", "AF_INET", "plugin", "peer", "Call to")
 _LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(.*)$")
 _CUDA_ASSERT = re.compile(r"([\w.]+\.cuh?):(\d+): (.*?): block: \[[\d,]+\], thread: \[[\d,]+\] Assertion `(.+)` failed")
 _CUDA_ERROR = re.compile(r"CUDA error: (.+?)(?:\.?$|\. | Search for | CUDA kernel errors)")
@@ -244,6 +257,7 @@ _STORE_FAIL = re.compile(
 _LAUNCHER = re.compile(
     r"Received (\S+) death signal|Sending process (\d+) closing signal (SIG\w+)|has failed to shutdown the rendezvous"
     r"|(Rendezvous(?:Timeout|Closed|Connection|GracefulExit)Error)|attempts left; will restart worker group"
+    r"|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT|oom_kill event|OOM Killed|OOMKilled"
 )
 _LOG_HEAD = re.compile(r"^\[?[EWIF]\d{4} [\d:.]+ +\d*\s*[^\]]*\]\s*")
 
@@ -568,6 +582,9 @@ class LogParser:
         ranks = _GLOBAL_RANK.findall(text, 0, 200) if text.find("rank", 0, 200) != -1 else None
         if not ranks and len(text) > 200 and (glued := _GLUED_RANK.search(text)):
             ranks = [glued[1]]  # a record glued after a long line (a progress bar without its carriage return)
+        if not ranks and ("[rank: " in text[:200] or "GLOBAL_RANK: " in text) and (
+                tag := _LIGHTNING_RANK.search(text, 0, 200)):
+            ranks = [tag[1] or tag[2]]
         role = _ROLE_RANK.match(text)
         if ranks:
             if role and not role[0].startswith("[rank"):
@@ -917,6 +934,10 @@ class LogParser:
             if not any(k[0] == who.rank for k in self._nccl_errors):
                 self._nccl_error(who, "NCCL error: " + stripped, loc)
             return
+        if m and "CalledProcessError" in m[1] and (c := _CALLED_PROCESS.search(stripped)) and (
+                local := _CMD_LOCAL_RANK.search(c[1])):
+            self._agent_failed(int(local[1]), -int(c[2]) if c[2] else int(c[3]), None, loc)
+            return
         if m and not _CASCADE.search(stripped):
             name, msg = m[1], (m[2] or "").strip()
             if "OutOfMemory" in name or "out of memory" in msg:
@@ -934,6 +955,8 @@ class LogParser:
     def _clue(self, who: Who, text: str, loc: Loc) -> None:
         """Keep a line that says why a process failed (see :class:`Clue`); each text once per rank."""
         body = _LOG_HEAD.sub("", _PY_PREFIX.sub("", text).strip())
+        if (at := body.find("slurmstepd: ")) > 0:  # glued after a progress bar that ended without a newline
+            body = body[at:]
         clock = _clock(text)
         if m := _LAST_ERROR.search(body):
             if m[1].strip():
@@ -1011,6 +1034,9 @@ class LogParser:
         sig = "SIGKILL" if re.search(r"Killed|Out Of Memory", what) else ("SIGTERM" if "Terminated" in what else None)
         if sig is None and code is None:
             return
+        if "Out Of Memory" in what:  # Slurm's own word that the step's memory limit killed it: a cause, not a guess
+            first = int(m[2].split(",")[0].split("-")[0])
+            self._add_clue(self._one_who(first, None), "launcher", m[0], loc)
         for part in m[2].split(","):
             lo, _, hi = part.partition("-")
             for rank in range(int(lo), int(hi or lo) + 1):

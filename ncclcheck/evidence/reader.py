@@ -99,7 +99,7 @@ _HEAD_WANTED = re.compile(
     rb"NCCL version|Bootstrap|NET/|Using network|TIMEOUT\(ms\)|nranks|set by environment|NCCL WARN|environments|"
     rb"initialization options|Error|Exception|Interrupt|terminate called|Terminating the process|Aborting process|"
     rb"\[TC\]|[Dd]ump|[Ff]light [Rr]ecorder|Last error|Assertion `|TCPStore|\[c10d\]|[Rr]endezvous|death signal|"
-    rb"closing signal|clients joined|will restart worker group"
+    rb"closing signal|clients joined|will restart worker group|GLOBAL_RANK|\[rank: \d"
 )
 # Launchers' words about their tasks: Slurm's ("srun: error: node3: task 5: Killed", "slurmstepd: error: Detected 1
 # oom_kill event"), torchrun's agent's ("failed (exitcode: -9) local_rank: 2 (pid: …) of binary"), DeepSpeed's
@@ -107,7 +107,8 @@ _HEAD_WANTED = re.compile(
 # process's last words on a fatal signal ("Caught signal 7 (Bus error", "Segmentation fault (core dumped)"): rare,
 # searched for whole in every block.
 WHOLE_WORDS = (b"srun: error: ", b"slurmstepd: error: ", b"failed (exitcode: ", b"sigkill_handler",
-               b"Caught signal", b"Fatal Python error", b"Segmentation fault", b"Bus error", b"*** SIG", b"Signal: ")
+               b"Caught signal", b"Fatal Python error", b"Segmentation fault", b"Bus error", b"*** SIG", b"Signal: ",
+               b"OOMKilled")
 BEFORE = 8
 AFTER = 16
 HEAD = 16 << 10

@@ -69,6 +69,17 @@ CATALOGUE: tuple[Cause, ...] = (
            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (fragmentation).",
            "Check `nvidia-smi` for other processes on the same GPU (two ranks on one device, a leftover job)."),
           "https://github.com/Liuziyu77/Visual-RFT/issues/123"),
+    Cause("host_oom", MEMORY, "killed for host memory (the OOM killer)",
+          _c(r"oom_kill event|OOM[ -]Kill|OOMKilled|task \d+: Out Of Memory|Out of memory: Kill(?:ed)? process|"
+             r"Memory cgroup out of memory|oom-kill:"),
+          "the process's host memory (RAM, not the GPU's) went past what its node, container or job step may use, "
+          "and the kernel's OOM killer ended it with SIGKILL: no traceback, and its peers wait or lose it",
+          ("Ask for more memory (Slurm `--mem`/`--mem-per-gpu`, the pod's memory limit) or use less of it: fewer "
+           "data-loader workers, less pinned memory and prefetching, load checkpoints shard by shard or with "
+           "mmap=True.",
+           "The scheduler's accounting shows the peak: `sacct -j JOBID --format=JobID,State,MaxRSS,ReqMem`; on the "
+           "node, `dmesg -T | grep -i -E 'killed process|out of memory'` names the process."),
+          "https://github.com/nextflow-io/nextflow/issues/5932"),
     Cause("device_assert", DEVICE, "CUDA device-side assert",
           _c(r"device-side assert|Assertion `.*` failed"),
           "a kernel checked an index or a value on the GPU and stopped: most often an index past the end of an "
@@ -388,7 +399,10 @@ def _quoting_the_setting(d: Diagnosis, scans: Sequence[FileScan]) -> Diagnosis:
                              "NCCL could use", locs=(*d.locs, fact.loc)[:8])
 
 
-def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int, Loc, str]] = ()) -> Diagnosis | None:
+_DIED_WITH = re.compile(r"died with <Signals\.SIG(\w+): \d+>")
+
+
+def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, str]] = ()) -> Diagnosis | None:
     """The first cause of the catalogue that the inputs show, or a cause read from what is missing.
 
     ``killed`` lists the ranks that died of a fatal signal (rank, where, signal): SIGKILL with no traceback is the
@@ -410,14 +424,17 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int, Loc, str]] =
     versions = _versions(scans)
     if versions is not None:
         return versions
+    if not killed:  # a launcher's report of a kill it could not tie to a rank ("died with <Signals.SIGKILL: 9>")
+        killed = [(None, s.loc, f"SIG{m[1]}") for s in said if (m := _DIED_WITH.search(s.text))][:1]
     if killed:
         sig = killed[0][2]
-        ranks = [r for r, _, s in killed if s == sig]
+        ranks = [r for r, _, s in killed if s == sig and r is not None]
         how = _BY_SIGNAL.get(sig, HOST_KILL)
         return Diagnosis(how, tuple(ranks), f"killed by {sig}", killed[0][1],
                          tuple(loc for _, loc, s in killed if s == sig)[:8],
-                         f"{rank_phrase(ranks)} died of {sig} with no traceback")
-    stops = [s for s in said if s.clue == "launcher" and "death signal" in s.text]
+                         f"{rank_phrase(ranks)} died of {sig} with no traceback" if ranks else
+                         f"killed by {sig} with no traceback (the launcher's line names no rank)")
+    stops = [s for s in said if s.clue == "launcher" and ("death signal" in s.text or "CANCELLED AT" in s.text)]
     errors = [e for s in scans for e in s.errors if e.kind is not ErrorKind.EXCEPTION or "SignalException" not in e.message]
     timeouts = any(s.works or s.statuses for s in scans)
     if stops and not errors and not timeouts:
