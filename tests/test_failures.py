@@ -434,3 +434,28 @@ def test_the_schedulers_own_words_name_the_cause(text, cause_kind, said):
     v = run_text(text).verdict
     assert v.cause is not None and v.cause.cause.kind == cause_kind
     assert said in v.cause.detail and "%|" not in v.cause.detail
+
+
+def test_the_lost_peers_host_names_the_rank_that_died():
+    """Two nodes; rank 3 (node-b) died over NCCL's socket transport, rank 1 (node-a) was stopped without a word.
+    Ranks 0 and 2 name the peer whose connection closed (node-b.cluster): of the two quiet ranks, only rank 3 is
+    on that host. The NCCL line header places each rank (host, pid)."""
+    peer = DATA / "failures" / "peer_lost"
+    v = run(peer).verdict
+    assert (v.kind.value, list(v.culprit_ranks)) == ("nccl_error", [3])
+    assert "lost its connection to the peer node-b.cluster<51450>" in v.summary and "the host of ranks 2-3" in v.summary
+
+
+def test_a_lost_peer_no_input_places_is_not_blamed_on_a_quiet_rank_elsewhere():
+    """Only node-a's logs: the peer's host (node-b) is named by no input, and the quiet rank 1 ran on node-a. No
+    culprit is invented; the ranks with no input are the unknowns, and the next step is that host's logs."""
+    peer = DATA / "failures" / "peer_lost"
+    v = run(peer / "rank0.log", peer / "rank1.log").verdict
+    assert (v.kind.value, list(v.culprit_ranks), list(v.unknown_ranks)) == ("nccl_error", [], [2, 3])
+    assert "Rank 1 ran on another host" in v.summary and "dmesg -T" in v.summary
+
+
+def test_the_nccl_header_places_a_rank():
+    s = _scan("[rank5]:[2026-11-22 11:30:05] node-7:31337:2001 [1] NCCL INFO Bootstrap : Using eth0:10.0.0.7<0>\n")
+    assert {(f.key, f.value) for f in s.facts} >= {("host", "node-7"), ("pid", "31337"),
+                                                   ("bootstrap", "eth0:10.0.0.7<0>")}

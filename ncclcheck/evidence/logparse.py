@@ -141,6 +141,8 @@ _PY_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt))(?::\s?(
 # kubectl logs --prefix's "[pod/job-worker-1/pytorch] ".
 _LABEL = re.compile(r"^(?:\d{4}-\d\d-\d\dT[\d:.]+Z |\[pod/[^\]\s]+\] |[\w.@-]{1,64}: (?=\S))")
 _NCCL_WARN = re.compile(r"NCCL WARN (.*)")
+# NCCL's own line header, "host:pid:tid [cudaDev] " (after a rank tag or NCCL's timestamp, if any).
+_NCCL_HEAD = re.compile(r"(?:^|[\]:] ?)([A-Za-z0-9][\w.-]*):(\d+):\d+ \[\d+\] (?=NCCL |[\w/.]+\.cc:\d+ NCCL )")
 _CASCADE = re.compile(
     r"Watchdog caught|communicator was aborted|watchdog thread terminated|Some NCCL operations have failed"
     r"|ChildFailedError|Detected mismatch between collectives|DistBackendError.*(?:watchdog|Watchdog)"
@@ -914,6 +916,9 @@ class LogParser:
             if _SETTING_LINE.search(text):
                 for m in _SETTING.finditer(text):
                     self._fact(who, m[1], m[2], loc)
+            if who.rank is not None and (head := _NCCL_HEAD.search(text, 0, 200)):
+                self._fact(who, "host", head[1], loc)  # where the rank ran, for a peer's address to name it
+                self._fact(who, "pid", head[2], loc)
             warn = _NCCL_WARN.search(text)
             if warn:
                 msg = warn[1].strip()

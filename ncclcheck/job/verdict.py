@@ -35,6 +35,7 @@ from ncclcheck.job.findings import (
     size_finding,
 )
 from ncclcheck.job.graph import UNKNOWN_NODE
+from ncclcheck.job.hosts import peers_lost, rank_hosts
 from ncclcheck.job.model import (
     Analysis,
     Edge,
@@ -400,6 +401,41 @@ def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind,
             "NVLink/PCIe P2P, NCCL itself).")
 
 
+def _lost_peer_verdict(scans: Sequence[FileScan], job: Job,
+                       nccl_err: list[int]) -> tuple[VerdictKind, list[int], list[int], str]:
+    """Ranks whose NCCL lost a connection: the root is a rank that stopped without a word, narrowed to the host of
+    the peer their WARN lines name when the inputs place ranks there."""
+    by_rank = {s.rank: s for s in job.ranks}
+    quiet = [s.rank for s in job.ranks if s.ending.kind is EndKind.SILENT]
+    lost = peers_lost(scans)
+    hosts = rank_hosts(scans)
+    there = sorted({r for p in lost for r in p.ranks} - set(nccl_err))
+    # A quiet rank the inputs place on another host than every lost peer did not take the connection down.
+    suspects = [r for r in quiet if r in there] or [
+        r for r in quiet if not (lost and all(p.elsewhere(hosts.get(r, frozenset())) for p in lost))]
+    said = "; ".join(f"Rank {r}: {by_rank[r].ending.detail}" for r in nccl_err[:3]) + "."
+    if lost:
+        p = lost[0]
+        who = f"Rank {p.reporter}'s NCCL" if p.reporter is not None else "NCCL"
+        said += f" {who} lost its connection to the peer {p.peer} ({p.loc})" + (
+            f", the host of {rank_phrase(p.ranks)}." if p.ranks else ", a host no rank in these inputs names.")
+    stops = "its log stops" if len(suspects) == 1 else "their logs stop"
+    if suspects:
+        return (VerdictKind.NCCL_ERROR, suspects, nccl_err,
+                f"{said} {rank_phrase(suspects).capitalize()} printed no error: {stops}, as a rank that died would.")
+    absent = [r for r in there if not by_rank[r].present] if there else []
+    if absent:
+        return (VerdictKind.NCCL_ERROR, [], nccl_err,
+                f"{said} {rank_phrase(absent).capitalize()} left no input: what happened there is in their own logs "
+                "and that host's kernel log.")
+    if lost and not any(p.ranks for p in lost):
+        elsewhere = f" {rank_phrase(quiet).capitalize()} ran on another host." if quiet else ""
+        return (VerdictKind.NCCL_ERROR, [], nccl_err,
+                f"{said}{elsewhere} Collect the logs of the ranks on that host and its kernel log (dmesg -T): a rank "
+                "that died there, or the link to it, is the cause.")
+    return VerdictKind.NCCL_ERROR, [], nccl_err, f"{said} No rank in these inputs stopped without an error: suspect the network."
+
+
 def _quiet_verdict(scans: Sequence[FileScan], job: Job) -> tuple[VerdictKind, list[int], list[int], str]:
     """No rank is stuck in a collective: a stuck watchdog, a DETAIL mismatch, a failure, an NCCL error, or nothing."""
     by_rank = {s.rank: s for s in job.ranks}
@@ -419,12 +455,7 @@ def _quiet_verdict(scans: Sequence[FileScan], job: Job) -> tuple[VerdictKind, li
         return (VerdictKind.RANK_FAILED_FIRST, failed, nccl_err,
                 "; ".join(f"Rank {r} failed: {by_rank[r].ending.detail}" for r in failed) + ".")
     if nccl_err:
-        quiet = [s.rank for s in job.ranks if s.ending.kind is EndKind.SILENT]
-        stops = "its log stops" if len(quiet) == 1 else "their logs stop"
-        tail = (f" {rank_phrase(quiet).capitalize()} printed no error: {stops}, as a rank that died would." if quiet
-                else " No rank in these inputs stopped without an error: suspect the network.")
-        return (VerdictKind.NCCL_ERROR, quiet, nccl_err,
-                "; ".join(f"Rank {r}: {by_rank[r].ending.detail}" for r in nccl_err[:3]) + "." + tail)
+        return _lost_peer_verdict(scans, job, nccl_err)
     elastic = sorted({f.rank for s in scans for f in s.elastic if f.rank is not None})
     if elastic:
         return (VerdictKind.ALL_RANKS_STUCK, [], elastic,
