@@ -267,3 +267,15 @@ def test_real_2_11_dump_steps_with_paths():
         assert [k for k, g, _ in events if g == r and k in ("preparing", "writing", "written", "dumped", "finished")] == [
             "preparing", "writing", "written", "dumped", "finished"]
         assert ("written", r, path) in events and ("writing", r, path) in events
+
+
+def test_a_bare_record_takes_its_rank_from_the_status_line_under_it(write):
+    """A record line with no rank anywhere (its prefix cut off by a paste), and the status line under it that
+    names "[PG 0 Rank 3]": the default group's rank is the global rank, so the record is rank 3's."""
+    p = write("bare.log",
+              "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE, NumelIn=1024, "
+              "NumelOut=1024, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.",
+              "[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank 3] Timeout at NCCL work: 12, last enqueued NCCL work: 12, "
+              "last completed NCCL work: 11.")
+    r = one(p)
+    assert (r["rank"], r["seq"], r["op_type"], r["last_completed"]) == (3, 12, "ALLREDUCE", 11)

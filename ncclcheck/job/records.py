@@ -153,6 +153,8 @@ def _merge_status(pool: _Pool, s: StatusMention) -> None:
     b.pg = b.pg or s.pg
     if b.group_rank is None:
         b.group_rank = s.rank
+    if b.rank is None:
+        b.rank = s.rank  # a bare record line: its rank is only on the status line under it
     if b.last_enqueued is None:
         b.last_enqueued, b.last_completed = s.last_enqueued, s.last_completed
     if s.evidence not in b.evidence:
