@@ -25,8 +25,10 @@ def whole(text: str, style: str = "") -> Text:
     return Text(text, style=style, no_wrap=True, overflow="ignore")
 
 
-# A word, or a `code span` with what sticks to it: a command in backticks is copied whole, so it is never broken.
-_WORD = re.compile(r"`[^`]*`\S*|\S+")
+# A word, or a `code span` with what sticks to it: a command in backticks is copied whole, so it is never broken;
+# a number and its unit ("10 s", "1.87 GB", "10 GbE") read as one word too.
+_WORD = re.compile(
+    r"`[^`]*`\S*|\d[\d,.]* (?:[KMGTP]i?B(?:/s)?|[KMG]?bit|\d*GbE|ms|s|min|h|%|elements)(?![\w-])\S*|\S+")
 
 
 def _breaks(line: str, width: int) -> Iterator[int]:
@@ -39,16 +41,19 @@ def _breaks(line: str, width: int) -> Iterator[int]:
 
 
 class Unbroken:
-    """Text wrapped between words only: a word wider than the terminal (a path, an address) runs on whole."""
+    """Text wrapped between words only: a word wider than the terminal (a path, an address) runs on whole, or,
+    inside a box (``boxed``), folds onto the next line, since a box cuts what runs past its border."""
 
-    def __init__(self, text: Text) -> None:
+    def __init__(self, text: Text, boxed: bool = False) -> None:
         self.text = text
+        self.boxed = boxed
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         for line in self.text.split(allow_blank=True):
             for piece in line.divide(list(_breaks(line.plain, options.max_width))):
                 piece.rstrip()
-                piece.no_wrap, piece.overflow = True, "ignore"
+                fold = self.boxed and cell_len(piece.plain) > options.max_width
+                piece.no_wrap, piece.overflow = not fold, "fold" if fold else "ignore"
                 yield piece
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:

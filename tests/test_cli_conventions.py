@@ -119,3 +119,29 @@ def test_completion_offers_the_values_an_option_takes(words, offered):
            "COMP_CWORD": str(len(words.split()) - 1)}
     r = subprocess.run([sys.executable, "-m", "ncclcheck"], capture_output=True, text=True, env=env, timeout=60)
     assert r.stdout.split() == offered
+
+
+@pytest.mark.parametrize("width", range(40, 101, 3))
+def test_the_verdict_box_keeps_numbers_with_units_and_cuts_nothing(width):
+    """At any width the verdict box breaks between words only, never inside "10 GbE" or "15 s" or a file:line,
+    and a word wider than the box folds onto the next line instead of being cut at the border."""
+    from dataclasses import replace
+
+    from conftest import DATA, run
+    from rich.console import Console
+
+    from ncclcheck.render.report import verdict_panel
+
+    a = run(DATA / "real4" / "tp_straggler")
+    summary = ("All 3 other ranks waited until the 15 s timeout; moving 1.87 GB over 10 GbE takes 1.7 s, against "
+               "the 600 s timeout: see [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] and "
+               "/work/main/tools/a_rather_long_module_name_for_a_path/incident_groups.py:65.")
+    a = replace(a, verdict=replace(a.verdict, summary=summary))
+    con = Console(width=width, record=True, color_system=None)
+    con.print(verdict_panel(a))
+    rows = [line[2:-2].rstrip() for line in con.export_text().splitlines()[1:-1]]
+    for pair in ("15 s", "1.87 GB", "10 GbE", "1.7 s", "600 s"):
+        assert any(pair in r for r in rows), (pair, rows)  # on one line, not "10" at an end and "GbE" under it
+    joined = "".join(r.strip() for r in rows)
+    assert "unbound_buffer.cc:78]" in joined and "incident_groups.py:65." in joined
+    assert all(len(line) <= width for line in con.export_text().splitlines())

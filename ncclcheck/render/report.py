@@ -43,7 +43,8 @@ def verdict_panel(a: Analysis) -> Panel:
         if ranks:
             body.append(f"\n{label} rank(s): ", style="bold")
             body.append(compact(ranks, a.job.world))
-    return Panel(body, title=f"verdict: {v.kind.value}", title_align="left", border_style="green" if ok else "red")
+    return Panel(Unbroken(body, boxed=True), title=f"verdict: {v.kind.value}", title_align="left",
+                 border_style="green" if ok else "red")
 
 
 def _state_key(s: RankState, culprits: set[int]) -> tuple:
