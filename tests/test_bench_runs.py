@@ -157,3 +157,46 @@ def test_graph_on_needs_gpus():
     r = bench_alone(*SWEEP, "--graph", "on")
     assert r.returncode == 2
     assert "--graph on needs CUDA GPUs (the nccl backend)" in r.stderr
+
+
+def test_a_long_run_shows_each_finished_step_on_stderr():
+    """Past a second, rank 0 says on stderr which mode (or sweep size) it finished and how long the run has taken;
+    a short run stays quiet, and stdout holds only the result."""
+    from ncclcheck.bench.config import parse_args
+    from ncclcheck.bench.runner import Env, run, run_sweep
+
+    env = Env(rank=0, local_rank=0, world=1, backend="gloo", device="cpu", launched=False)
+    import torch.distributed as dist
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_port()))
+    dist.init_process_group("gloo", rank=0, world_size=1)
+    try:
+        steps: list[str] = []
+        run(parse_args(["--size", "1e4", "--chunks", "1e3,1e2", "--iters", "1", "--warmup", "0"]), env, steps.append)
+        assert [s.split(" (")[0] for s in steps] == ["mode 1 of 3", "mode 2 of 3", "mode 3 of 3"]
+        assert "chunks of 1,000 elements" in steps[1] and "median" in steps[1]
+        steps.clear()
+        run_sweep(parse_args(["--sweep", "8:64:2", "--iters", "1"]), env, steps.append)
+        assert steps == ["size 1 of 4 (8 B) measured", "size 2 of 4 (16 B) measured", "size 3 of 4 (32 B) measured",
+                         "size 4 of 4 (64 B) measured"]
+    finally:
+        dist.destroy_process_group()
+    r = subprocess.run([sys.executable, "-m", "ncclcheck.bench", "--size", "1e4", "--iters", "1"], capture_output=True,
+                       text=True, timeout=120, env=ENV)
+    assert r.returncode == 0 and "measured" not in r.stderr and "measured" not in r.stdout
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_progress_waits_a_second_then_goes_to_stderr(capsys):
+    from ncclcheck.bench.__main__ import _progress
+
+    _progress(after_s=60)("mode 1 of 2 (unchunked) measured")
+    _progress(after_s=0)("size 3 of 9 (1 MiB) measured")
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("ncclcheck.bench: size 3 of 9 (1 MiB) measured (") and "s so far)" in err
+    assert "mode 1" not in err

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import sys
+import time
 import warnings
 
 from ncclcheck.bench.config import BenchConfig, ConfigError, parse_args
@@ -23,6 +24,18 @@ OK, FAILED, USAGE, BELOW = 0, 1, 2, 3
 
 def _say(message: str) -> None:
     err_console.print(f"ncclcheck.bench: {message}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _progress(after_s: float = 1.0):
+    """Each finished step on stderr, once the run has taken longer than ``after_s``: a short run stays quiet."""
+    start = time.monotonic()
+
+    def show(step: str) -> None:
+        elapsed = time.monotonic() - start
+        if elapsed > after_s:
+            _say(f"{step} ({elapsed:.1f} s so far)")
+
+    return show
 
 
 def _status(code: int) -> int:
@@ -106,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
              "--nproc-per-node N (torchrun) or --nproc N (ncclcheck bench)")
     try:
         info = runner.environment(env)
-        result = runner.run_sweep(cfg, env) if cfg.sweep else runner.run(cfg, env)
+        shown = _progress() if env.rank == 0 else runner.quiet
+        result = runner.run_sweep(cfg, env, shown) if cfg.sweep else runner.run(cfg, env, shown)
     except runner.BenchError as exc:
         _say(f"error: rank {env.rank}: {exc}")
         return _status(USAGE)

@@ -16,14 +16,24 @@ import os
 import socket
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
+from ncclcheck.bench import fmt
 from ncclcheck.bench.config import BenchConfig, sweep_sizes
 from ncclcheck.bench.metrics import ModeResult, summarise, sweep_point
+
+
+# Told each finished step ("mode 2 of 4 (chunks of 1,000,000 elements)"); rank 0 shows it on stderr past a second.
+Progress = Callable[[str], None]
+
+
+def quiet(_: str) -> None:
+    """No progress to show (ranks other than 0)."""
 
 
 class BenchError(Exception):
@@ -186,7 +196,7 @@ def _gather_times(mine: list[float], env: Env) -> list[list[float]]:
     return out.view(env.world, len(mine)).tolist()
 
 
-def run(cfg: BenchConfig, env: Env) -> dict[str, Any]:
+def run(cfg: BenchConfig, env: Env, progress: Progress = quiet) -> dict[str, Any]:
     """Measure every mode; return (on every rank) the per-mode results and memory figures."""
     if cfg.exit_early_rank is not None and env.rank == cfg.exit_early_rank:
         os._exit(0)  # testing aid: a peer that never arrives
@@ -197,7 +207,8 @@ def run(cfg: BenchConfig, env: Env) -> dict[str, Any]:
     scratch: dict[int, torch.Tensor] = {}
     results: list[ModeResult] = []
     min_free = free_before
-    for chunk in (None, *cfg.chunks):
+    modes = (None, *cfg.chunks)
+    for i, chunk in enumerate(modes, 1):
         pairs = _views(x, y, chunk)
         for _ in range(cfg.warmup):
             _transfer(cfg, env, pairs, scratch)
@@ -207,6 +218,8 @@ def run(cfg: BenchConfig, env: Env) -> dict[str, Any]:
         gathered = _gather_times(mine, env)
         results.append(summarise(cfg.op, cfg.nbytes, env.world, chunk, len(pairs), gathered,
                                  results[0].median_s if results else None))
+        what = "unchunked" if chunk is None else f"chunks of {chunk:,} elements"
+        progress(f"mode {i} of {len(modes)} ({what}) measured, median {fmt.duration(results[-1].median_s)}")
     checked = _check(cfg, env, x, y) if cfg.check else None
     memory = {
         "torch_peak_allocated_bytes": torch.cuda.max_memory_allocated() if env.backend == "nccl" else None,
@@ -287,7 +300,7 @@ def _check_slice(env: Env, x: torch.Tensor) -> bool:
 SWEEP_REPEATS = 3
 
 
-def run_sweep(cfg: BenchConfig, env: Env) -> dict[str, Any]:
+def run_sweep(cfg: BenchConfig, env: Env, progress: Progress = quiet) -> dict[str, Any]:
     """One all_reduce measurement per size of ``--sweep``; every rank returns the same points."""
     if cfg.exit_early_rank is not None and env.rank == cfg.exit_early_rank:
         os._exit(0)  # testing aid: a peer that never arrives
@@ -302,8 +315,9 @@ def run_sweep(cfg: BenchConfig, env: Env) -> dict[str, Any]:
     mine: list[float] = []
     graphs: list[bool] = []
     checks: list[bool | None] = []
-    for nbytes in sizes:
+    for i, nbytes in enumerate(sizes, 1):
         t, g = _sweep_size(cfg, env, buf, nbytes, SWEEP_REPEATS)
+        progress(f"size {i} of {len(sizes)} ({fmt.size(nbytes)}) measured")
         mine.append(t)
         graphs.append(g)
         checks.append(_check_slice(env, buf.narrow(0, 0, nbytes // cfg.itemsize)) if cfg.check else None)
