@@ -27,7 +27,6 @@ from ncclcheck.bench import fmt
 from ncclcheck.bench.config import BenchConfig, sweep_sizes
 from ncclcheck.bench.metrics import ModeResult, summarise, sweep_point
 
-
 # Told each finished step ("mode 2 of 4 (chunks of 1,000,000 elements)"); rank 0 shows it on stderr past a second.
 Progress = Callable[[str], None]
 
