@@ -12,7 +12,10 @@ import sys
 from enum import Enum, IntEnum
 from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
 
+import click
 import typer
+from click.shell_completion import CompletionItem
+from typer.core import TyperCommand
 
 from ncclcheck import __version__
 
@@ -421,7 +424,17 @@ def explain_cmd(
         console.print(sizes_view(sizes, gather_world, shape.world_size is not None))
 
 
-@app.command("bench", add_help_option=False,
+class _BenchCommand(TyperCommand):
+    """``bench`` hands its options to the benchmark's own parser: completion offers those options and values."""
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+        from ncclcheck.bench.config import complete
+
+        own = super().shell_complete(ctx, incomplete) if incomplete.startswith("-") else []
+        return own + [CompletionItem(c) for c in complete(list(ctx.args), incomplete)]
+
+
+@app.command("bench", add_help_option=False, cls=_BenchCommand,
              context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def bench_cmd(
     ctx: typer.Context,

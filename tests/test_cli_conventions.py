@@ -113,6 +113,11 @@ def test_install_completion_installs_for_the_shell_named(tmp_path):
     ("ncclcheck explain --model q", ["qwen2.5-7b", "qwen2.5-vl-7b", "qwen3-8b", "qwen3-30b-a3b"]),
     ("ncclcheck explain --strategy f", ["fsdp", "fsdp2"]),
     ("ncclcheck analyze-log --dtype bf", ["bfloat16", "bf16"]),
+    # bench hands its options to the benchmark's parser; completion offers them and their values
+    ("ncclcheck bench --op all", ["all_reduce", "all_gather"]),
+    ("ncclcheck bench --size 1e8 --b", ["--bytes", "--backend"]),
+    ("ncclcheck bench --np", ["--nproc"]),
+    ("ncclcheck bench --backend g", ["gloo"]),
 ])
 def test_completion_offers_the_values_an_option_takes(words, offered):
     env = {**os.environ, "_NCCLCHECK_COMPLETE": "complete_bash", "COMP_WORDS": words,

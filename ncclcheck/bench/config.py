@@ -210,3 +210,17 @@ def parse_args(argv: list[str] | None) -> BenchConfig:
                        sync_per_chunk=a.sync_per_chunk, check=a.check, json=a.json, output=a.output,
                        from_log=a.from_log, log_op=log_op, exit_early_rank=a.exit_early_rank, sweep=sweep,
                        graph=a.graph, min_busbw=a.min_busbw, plot=a.plot, html=a.html)
+
+
+_USAGE_OPTION = re.compile(r"(--[\w-]+)(?: \{([^}]*)\})?")
+
+
+def complete(words: list[str], incomplete: str) -> list[str]:
+    """Shell completion of the benchmark's own options (read from its usage line, so it cannot drift): the
+    values of an option with choices right after it, else the option names."""
+    usage = parser(prog="bench").format_usage()
+    choices = {m[1]: m[2].split(",") for m in _USAGE_OPTION.finditer(usage) if m[2]}
+    if words and words[-1] in choices:
+        return [c for c in choices[words[-1]] if c.startswith(incomplete)]
+    names = dict.fromkeys(m[1] for m in _USAGE_OPTION.finditer(usage))
+    return [n for n in names if n.startswith(incomplete or "--") and n not in words]
