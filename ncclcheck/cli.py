@@ -105,7 +105,7 @@ def analyze_log(
     paths: Annotated[list[str], typer.Argument(metavar="PATH...", show_default=False,
                                                help="Log files, directories (recursive), globs, or - for stdin. "
                                                     "Plain text, .gz, .bz2 or .xz.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the machine-readable result (schema_version 4).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the machine-readable result (schema_version 5).")] = False,
     per_rank: Annotated[bool, typer.Option("--per-rank", help="With --json: every record, rank, edge and event one "
                                                               "by one (kilobytes per rank) besides the classes.")]
     = False,

@@ -21,7 +21,7 @@ def test_demo_incident_json_contract():
     r = runner.invoke(app, ["analyze-log", EXAMPLE, "--json"], catch_exceptions=False)
     assert (r.exit_code, r.stderr) == (1, "")
     j = json.loads(r.stdout)
-    assert j["schema_version"] == 4 and j["per_rank"] is None
+    assert j["schema_version"] == 5 and j["per_rank"] is None
     # Seven ranks timed out in the same all_reduce: one class of records, the first one's line as its evidence.
     (rec,) = j["records"]
     assert (rec["ranks"], rec["count"], rec["op_type"], rec["seq"], rec["numel_in"]) == (
@@ -64,7 +64,7 @@ def test_no_failure_exits_0(tmp_path):
     p.write_text("all good\n")
     r = runner.invoke(app, ["analyze-log", str(p), "-q"], catch_exceptions=False)
     assert (r.exit_code, r.stderr) == (0, f"ncclcheck: {p}: read, but holds nothing ncclcheck reads (no rank, "
-                                          "record, error, exit or setting)\n")
+                                          "record, error, exit, setting or host record)\n")
     assert "no_failure" in r.stdout
 
 

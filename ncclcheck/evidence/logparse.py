@@ -19,6 +19,7 @@ import signal
 from dataclasses import dataclass, field, replace
 
 from ncclcheck.evidence.frdump import Frame
+from ncclcheck.evidence.hostlog import HOST_WORDS, HostLog
 from ncclcheck.evidence.types import (
     PG,
     Clue,
@@ -39,6 +40,7 @@ from ncclcheck.evidence.types import (
     Mismatch,
     RankError,
     StatusMention,
+    SystemEvent,
     Who,
     WorkMention,
     is_default_group,
@@ -163,6 +165,7 @@ _FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap tes
     ("TIMEOUT(ms)", "TIMEOUT(ms)", re.compile(r"TIMEOUT\(ms\):\s*(\d+)")),
     ("world_size", "initialization options", re.compile(r"initialization options:.*?\bsize: (\d+)")),
     ("world_size", "nranks", re.compile(r"NCCL INFO comm 0x[0-9a-f]+ rank \d+ nranks (\d+) ")),
+    ("bus_id", "busId", re.compile(r"cudaDev \d+ (?:nvmlDev \d+ )?busId ([0-9a-fA-F]+)")),  # the rank's GPU
     # Lightning's "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/4" (1.x: "initializing ddp: …")
     ("world_size", "GLOBAL_RANK", re.compile(r"GLOBAL_RANK: \d+, MEMBER: \d+/(\d+)")),
 )
@@ -451,6 +454,8 @@ class LogParser:
         # out of the selection since (the one under it may be among them)
         self._await_detail: dict[Who, tuple[Loc, bool]] = {}
         self._prev_line = 0
+        self._hostlog = HostLog()
+        self._system: list[SystemEvent] = []
 
     # ------------------------------------------------------------------ feeding
     def feed(self, lineno: int, raw: bytes) -> None:
@@ -514,10 +519,10 @@ class LogParser:
         elif bytes_read and not ranks and not self._problems and not any(
                 (self._works, self._statuses, self._dumps, self._heartbeats, self._desync, self._mismatches,
                  self._errors, self._elastic, self._clues, self._facts, self._stacks, self._inits, self._endings,
-                 self._dump_events)):
+                 self._dump_events, self._system)):
             # Said, so that a file nothing could be read from does not pass for a quiet rank.
             self._problems.append(InputProblem(self.file, "read, but holds nothing ncclcheck reads (no rank, record, "
-                                                          "error, exit or setting)", fatal=False))
+                                                          "error, exit, setting or host record)", fatal=False))
         return FileScan(
             file=self.file,
             path_rank=self.path_rank,
@@ -538,6 +543,7 @@ class LogParser:
             group_inits=tuple(self._inits),
             endings=tuple(self._endings),
             dump_events=tuple(self._dump_events),
+            system=tuple(self._system),
             problems=tuple(self._problems),
         )
 
@@ -883,6 +889,9 @@ class LogParser:
 
     # ------------------------------------------------------------------ errors and facts
     def _error_or_fact(self, who: Who, text: str, loc: Loc) -> None:
+        if any(map(text.__contains__, HOST_WORDS)) and (event := self._hostlog.feed(text, loc)):
+            self._system.append(event)
+            return
         if ("operation to complete" in text or "monitoredBarrier" in text) and self._gloo_wait(who, text, loc):
             return
         if "of binary" in text and (m := _AGENT_FAILED.search(text)):

@@ -409,6 +409,7 @@ def read_lines(
     consumed = 0  # stream offset of buf[0]
     long_line = False  # inside a line longer than MAX_LINE, part of which was already read in pieces
     after_left = 0
+    every: bool | None = None  # every line, for a host's or a scheduler's records: told from the first block
     try:
         while True:
             n, error = _read_into(stream, compressed, view[held: held + BLOCK])
@@ -461,12 +462,14 @@ def read_lines(
                 if buf[end - 1] != 0x0A:
                     buf[end] = 0x0A
                     end += 1
-                lineno, _ = yield from _scan(buf, end, lineno, after_left, max(0, HEAD - consumed), on_problem)
+                every = _host_records(buf, end) if every is None else every
+                lineno, _ = yield from _scan(buf, end, lineno, after_left, max(0, HEAD - consumed), on_problem, every)
                 break
             cut = buf.rfind(b"\n", 0, end)
             if cut != -1:
+                every = _host_records(buf, cut + 1) if every is None else every
                 lineno, after_left = yield from _scan(buf, cut + 1, lineno, after_left, max(0, HEAD - consumed),
-                                                      on_problem)
+                                                      on_problem, every)
                 buf[: end - cut - 1] = buf[cut + 1: end]
                 consumed += cut + 1
                 end -= cut + 1
@@ -613,6 +616,21 @@ def _searched(buf: bytearray, size: int, trigger: re.Pattern[bytes], back: int, 
         m = search(buf, nxt, size)
 
 
+# What a host's or a scheduler's records look like at their start: a kernel log (dmesg, dmesg -T, journalctl -k,
+# kern.log, ISO stamps), kubectl's describe and events, Slurm's sacct and scontrol. Such inputs are read whole.
+_HOST_RECORDS = re.compile(
+    rb"^\[\s*\d+\.\d{6}\] |^\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] |"
+    rb"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ kernel: |^\d{4}-\d\d-\d\dT[\d:.,]+\S* \S+ kernel: |"
+    rb"^LAST SEEN\s+TYPE\s+REASON|^Name:\s+\S+\s*$|^Events:\s*$|^\s*JobID\s+JobName|^JobId=\d+ ", re.M)
+HOST_HEAD = 8192
+
+
+def _host_records(buf: bytearray, size: int) -> bool:
+    """Whether the input starts as a host's or a scheduler's records (one signature in its first lines is enough:
+    a pasted dmesg begins with it)."""
+    return _HOST_RECORDS.search(buf, 0, min(size, HOST_HEAD)) is not None
+
+
 def _scan(
     buf: bytearray,
     size: int,
@@ -620,10 +638,13 @@ def _scan(
     after_left: int,
     full_until: int,
     on_problem: Callable[[str], None] | None,
+    every: bool = False,
 ) -> Iterator[tuple[int, bytes]]:
-    """Yield the selected lines of ``buf[:size]`` (whole lines; ``buf[size - 1]`` is a newline)."""
-    spans: list[tuple[int, int]] = [(0, size)] if FULL else []
-    if after_left and not FULL:
+    """Yield the selected lines of ``buf[:size]`` (whole lines; ``buf[size - 1]`` is a newline); ``every``: all
+    of them (a host's or a scheduler's records, small and dense)."""
+    every = every or FULL
+    spans: list[tuple[int, int]] = [(0, size)] if every else []
+    if after_left and not every:
         end = 0
         n = 0
         while end < size and n < after_left:
@@ -631,19 +652,19 @@ def _scan(
             n += 1
         spans.append((0, end))
         after_left -= n
-    if full_until and not FULL:
+    if full_until and not every:
         for m in _HEAD_WANTED.finditer(buf, 0, min(size, full_until)):
             end = buf.find(b"\n", m.start(), size) + 1
             if 0 < end < size and m.group() == b"Last error":  # and the line under it: NCCL's reason
                 end = buf.find(b"\n", end, size) + 1 or end
             spans.append((buf.rfind(b"\n", 0, m.start()) + 1, end))
-    for word in WHOLE_WORDS:  # found whole: no anchor byte of theirs is rare
+    for word in () if every else WHOLE_WORDS:  # found whole: no anchor byte of theirs is rare
         at = buf.find(word, 0, size)
-        while at != -1 and not FULL:
+        while at != -1 and not every:
             end = buf.find(b"\n", at, size) + 1 or size
             spans.append((buf.rfind(b"\n", 0, at) + 1, end))
             at = buf.find(word, end, size)
-    for s in set(_triggered(buf, size)):
+    for s in () if every else set(_triggered(buf, size)):
         a = s
         for _ in range(BEFORE):
             if a == 0:

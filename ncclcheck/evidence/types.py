@@ -326,6 +326,25 @@ class InputProblem:
 
 
 @dataclass(frozen=True)
+class SystemEvent:
+    """What a host's kernel or a scheduler recorded about a process, a GPU or a node (see ``evidence/hostlog``)."""
+
+    kind: str  # oom_killed | xid | segfault | hung_task | pcie_error | evicted | node_failure | preempted | ...
+    source: str  # kernel | kubernetes | slurm
+    loc: Loc
+    text: str  # the line, as printed (its time stamp left off)
+    pid: int | None = None
+    process: str | None = None
+    bus: str | None = None  # a GPU's PCI place, domain:bus:device (0000:3b:00)
+    xid: int | None = None
+    host: str | None = None
+    pod: str | None = None
+    clock: str | None = None  # the time of day the line was written, as its host's clock said
+    monotonic_s: float | None = None  # seconds since that host booted (dmesg without -T)
+    details: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class FileScan:
     """Everything extracted from one input, in line order."""
 
@@ -349,5 +368,6 @@ class FileScan:
     endings: tuple[EndLine, ...] = ()
     live: tuple[LiveStack, ...] = ()
     dump_events: tuple[DumpEvent, ...] = ()
+    system: tuple[SystemEvent, ...] = ()
     problems: tuple[InputProblem, ...] = ()
     dump: Dump | None = None  # set when the input is a flight-recorder dump, not a text log

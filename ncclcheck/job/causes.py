@@ -16,7 +16,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ncclcheck.evidence.types import ErrorKind, FileScan, Loc
+from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, SystemEvent
+from ncclcheck.job.hosts import Joined, join_events
+from ncclcheck.job.xids import meaning
 from ncclcheck.ranks import rank_phrase
 
 SETUP = "setup"  # the communicator or the host: nothing ran yet, or NCCL could not build a transport
@@ -25,6 +27,7 @@ LAUNCHER = "launcher"  # rendezvous, store and launcher: no rank is the culprit
 DEVICE = "device"  # a CUDA error on one rank's GPU
 MEMORY = "memory"  # GPU or host memory
 PROGRAM = "program"  # the ranks' own calls disagree: different collectives, sizes or settings
+HOST = "host"  # the host or the scheduler ended the ranks on a node
 NCCL_DEBUG_RERUN = "NCCL_DEBUG=WARN (or NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV for the whole set-up)"
 PROBE = "Run `ncclcheck probe` inside the failing container on each node: it checks this setting and says what to set."
 
@@ -101,7 +104,7 @@ CATALOGUE: tuple[Cause, ...] = (
           "https://github.com/vllm-project/vllm/issues/4108"),
     Cause("gpu_hardware", DEVICE, "GPU hardware fault",
           _c(r"uncorrectable ECC|ECC error|\bXid\b|GPU is lost|fallen off the bus|fell off the bus|"
-             r"cudaErrorECCUncorrectable"),
+             r"cudaErrorECCUncorrectable|AER: Uncorrect"),
           "the GPU itself reported a fault (ECC, Xid, lost from the bus): no code change fixes it",
           ("On that host: `nvidia-smi -q -d ECC,PAGE_RETIREMENT` and `dmesg -T | grep -i xid`.",
            "Drain the node and rerun the job elsewhere; report the Xid code to the cluster's operators."),
@@ -134,7 +137,8 @@ CATALOGUE: tuple[Cause, ...] = (
            "A data loader's workers also use /dev/shm: the same fix applies when the bus error is outside NCCL."),
           "https://github.com/msr-fiddle/pipedream/issues/76", probe=True),
     Cause("native_crash", DEVICE, "a crash in native code (segmentation fault)",
-          _c(r"Segmentation fault|SIGSEGV|Caught signal 11 |Illegal instruction|SIGILL|SIGFPE"),
+          _c(r"Segmentation fault|SIGSEGV|Caught signal 11 |Illegal instruction|SIGILL|SIGFPE|segfault at|"
+             r"general protection fault"),
           "the process died of a fatal signal inside compiled code (a native extension, a CUDA or NCCL library, "
           "mismatched library versions, memory corruption): Python prints no traceback for it",
           ("Get the native stack: run with `python -X faulthandler` (or PYTHONFAULTHANDLER=1), or let it dump core "
@@ -233,6 +237,23 @@ CATALOGUE: tuple[Cause, ...] = (
            "`dmesg -T` say why it went away (OOM kill, node failure, preemption).",
            "The ranks and agents that lost the store are not the cause; collect the missing node's logs."),
           "https://github.com/pytorch/pytorch/issues/121944"),
+    Cause("node_failure", HOST, "a node of the job failed",
+          _c(r"NODE_FAIL|NodeNotReady|NodeShutdown|Node failure on|DUE TO NODE FAILURE"),
+          "the scheduler lost a node of the job (it stopped answering: a crash, a reboot, a power or network "
+          "fault): the ranks on it died with it, and the others lost them",
+          ("Give the node's own records to this tool: its kernel log (`journalctl -k -b -1` after a reboot), "
+           "and the scheduler's (`scontrol show node NODE`, `kubectl describe node NODE`).",
+           "Requeue the job without that node (`--exclude`, a node selector) until its operators clear it."),
+          "https://github.com/nebius/soperator/issues/854"),
+    Cause("scheduler_stop", HOST, "the scheduler took the job's processes away",
+          _c(r"PREEMPTED|Preempt(?:ed|ing)|\bEvicted\b|low on resource"),
+          "the scheduler stopped the ranks on a node to give it to other work (preemption) or because the node ran "
+          "short of a resource (eviction): the job did nothing wrong there, and the others only lost them",
+          ("Run in a partition or priority class that is not preempted, or make the job resume from its last "
+           "checkpoint (Slurm `--requeue`, an elastic restart policy).",
+           "An eviction for memory: ask for a memory request equal to the limit, so the pod is not the first "
+           "chosen."),
+          "https://github.com/kubeflow/kubeflow/issues/1261"),
     Cause("calls_disagree", PROGRAM, "the ranks disagree on a collective",
           _c(r"Mismatched collective detected|collective mismatch error|message truncated"),
           "one rank sent more (or another operation) than its peer expected: the ranks issued different "
@@ -339,8 +360,9 @@ class _Said:
     rank: int | None
     text: str
     loc: Loc
-    clue: str | None = None  # the Clue kind, None for an error line
+    clue: str | None = None  # the Clue kind, None for an error line; "system" for a host's or scheduler's record
     clock_s: float | None = None
+    joined: Joined | None = None
 
 
 def _said(scans: Sequence[FileScan]) -> list[_Said]:
@@ -350,11 +372,23 @@ def _said(scans: Sequence[FileScan]) -> list[_Said]:
             out.append(_Said(e.who.rank, e.message, e.loc))
         for c in s.clues:
             out.append(_Said(c.who.rank, c.text, c.loc, c.kind, c.clock_s))
+    # A host's or a scheduler's record speaks for the job only where it joins a rank (a PID, a GPU, a host of it):
+    # the rest of a node's kernel log is other processes' business.
+    # Where the inputs place no rank at all, a record stands for itself, said to be joined to none.
+    for j in join_events(scans):
+        if j.event.kind in _NOT_A_CAUSE:
+            continue
+        if j.ranks:
+            out += [_Said(r, j.event.text, j.event.loc, "system", None, j) for r in j.ranks]
+        elif j.by == "none":
+            out.append(_Said(None, j.event.text, j.event.loc, "system", None, j))
     return out
 
 
-def _detail(cause: Cause, hits: Sequence[_Said]) -> str:
+def _detail(cause: Cause, hits: Sequence[_Said], fired_s: float | None = None) -> str:
     texts = [h.text for h in hits]
+    if joined := next((h.joined for h in hits if h.joined is not None), None):
+        return describe(joined, fired_s)
     if cause.kind == "cuda_oom":
         return oom_line(max(texts, key=len))
     if cause.kind == "device_assert":
@@ -377,12 +411,13 @@ def _detail(cause: Cause, hits: Sequence[_Said]) -> str:
     return one_line(best.text)
 
 
-def _found(cause: Cause, hits: Sequence[_Said]) -> Diagnosis:
+def _found(cause: Cause, hits: Sequence[_Said], fired_s: float | None = None) -> Diagnosis:
     ranks = tuple(sorted({h.rank for h in hits if h.rank is not None}))
-    first = min(hits, key=lambda h: (h.clue != "cuda_assert", h.loc.file, h.loc.line))
+    first = min(hits, key=lambda h: (h.clue not in ("cuda_assert", "system"), h.loc.file, h.loc.line))
     locs = tuple(dict.fromkeys(h.loc for h in sorted(hits, key=lambda h: (h.rank is None, h.rank or 0))))[:8]
     clocks = [h.clock_s for h in hits if h.clock_s is not None]
-    return Diagnosis(cause, ranks, first.text, first.loc, locs, _detail(cause, hits), min(clocks, default=None))
+    return Diagnosis(cause, ranks, first.text, first.loc, locs, _detail(cause, hits, fired_s),
+                     min(clocks, default=None))
 
 
 # The setting a cause is about: where the log prints the value the job ran with, the verdict quotes it.
@@ -402,8 +437,12 @@ def _quoting_the_setting(d: Diagnosis, scans: Sequence[FileScan]) -> Diagnosis:
 _DIED_WITH = re.compile(r"died with <Signals\.SIG(\w+): \d+>")
 
 
-def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, str]] = ()) -> Diagnosis | None:
+def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, str]] = (),
+             fired_s: float | None = None) -> Diagnosis | None:
     """The first cause of the catalogue that the inputs show, or a cause read from what is missing.
+
+    ``fired_s``: when the first collective timed out (seconds into the day, by the job's log clock), to set a host's
+    record against.
 
     ``killed`` lists the ranks that died of a fatal signal (rank, where, signal): SIGKILL with no traceback is the
     host-OOM cause, SIGBUS NCCL's shared memory, SIGSEGV and the like a native crash.
@@ -413,7 +452,7 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
         hits = [s for s in said if cause.pattern.search(s.text)]
         # A killed rank is why its peers lost it (or read a cut message).
         if hits and not (cause.kind in ("remote_exited", "calls_disagree") and killed):
-            return _quoting_the_setting(_found(cause, hits), scans)
+            return _quoting_the_setting(_found(cause, hits, fired_s), scans)
     nccl = [s for s in said if s.clue is None and s.text.startswith("NCCL error")]
     if nccl:
         empty = [s for s in said if s.clue == "last_error" and not s.text]
@@ -455,6 +494,80 @@ def _versions(scans: Sequence[FileScan]) -> Diagnosis | None:
     locs = tuple(who[0][1] for who in seen.values())
     ranks = tuple(sorted({r for who in seen.values() for r, _ in who if r is not None}))
     return Diagnosis(VERSIONS, ranks, detail, locs[0], locs, f"NCCL versions differ: {detail}")
+
+
+# Records that say a process was slow or blocked, not why it died: findings, never the cause.
+_NOT_A_CAUSE = {"hung_task"}
+_WHAT = {"oom_killed": "was killed by the kernel's OOM killer", "scheduler_oom": "was ended by the scheduler for "
+         "its memory (OUT_OF_MEMORY)", "segfault": "died of a segmentation fault", "evicted": "was evicted",
+         "node_failure": "was on a node that failed", "preempted": "was preempted", "time_limit": "reached the job's "
+         "time limit", "cancelled": "was cancelled", "killed_by_scheduler": "was killed by the scheduler",
+         "pcie_error": "lost its GPU to an uncorrected PCIe error"}
+
+
+def _gib(kb: str) -> str:
+    return f"{int(kb) / (1 << 20):.2f} GiB"
+
+
+def _time_of_day(clock: str) -> float | None:
+    h, m, sec = clock.rsplit(" ", 1)[-1].split(":")
+    return int(h) * 3600 + int(m) * 60 + float(sec)
+
+
+def _against(ev: SystemEvent, fired_s: float | None) -> str:
+    """When the record was written against when the first collective timed out, as far as the clocks allow."""
+    if fired_s is None:
+        return ""
+    if ev.clock is None:
+        return (" (the kernel log's times count from its host's boot, dmesg without -T: they cannot be set against "
+                "the job's clock)") if ev.monotonic_s is not None else ""
+    gap = fired_s - (_time_of_day(ev.clock) or 0.0)
+    if abs(gap) > 12 * 3600:
+        return ""
+    when = f"{abs(gap):.0f} s {'before' if gap >= 0 else 'after'} the first timeout"
+    return f", {when} (by the two logs' clocks, which may disagree between hosts)"
+
+
+def describe(j: Joined, fired_s: float | None = None) -> str:
+    """One record in words, with the join: ``rank 1 (pid 506 on vm) was killed by the kernel's OOM killer at
+    2026-11-25 11:37:29 (memory cgroup /ncclcheck_oom at its limit of 4.00 GiB; the process held 3.43 GiB)``."""
+    ev = j.event
+    who = (rank_phrase(j.ranks) if j.ranks else f"process {ev.pid}" if ev.pid is not None else
+           f"pod {ev.pod}" if ev.pod else "a process")
+    place = [f"pid {ev.pid}"] if ev.pid is not None and j.ranks else []
+    if (ev.host or ev.pod) and j.ranks:
+        place.append(f"on {ev.pod or ev.host}")
+    elif ev.host and ev.pod:
+        place.append(f"on {ev.host}")
+    if ev.bus and ev.kind != "xid":
+        place.append(f"GPU {ev.bus}")
+    at = f" at {ev.clock}" if ev.clock else f" {ev.monotonic_s:.0f} s after its host booted" if ev.monotonic_s else ""
+    at += _against(ev, fired_s)
+    head = who + (f" ({' '.join(place)})" if place else "")
+    d = dict(ev.details)
+    if ev.kind == "xid" and ev.xid is not None:
+        text = f"the GPU of {who} (bus {ev.bus}) reported Xid {ev.xid}{at}: {meaning(ev.xid)}"
+    elif ev.source == "kubernetes" and ev.kind == "oom_killed":
+        text = f"{head} was OOMKilled (its container's memory limit; Kubernetes: {ev.text}){at}"
+    else:
+        text = f"{head} {_WHAT.get(ev.kind, 'was ended: ' + ev.text)}{at}"
+    if ev.kind == "oom_killed":
+        held = f"the process held {_gib(d['anon_rss_kb'])}" if "anon_rss_kb" in d else ""
+        if "limit_kb" in d and d.get("scope") == "cgroup":
+            limit = f"memory cgroup {d.get('memcg', '')} at its limit of {_gib(d['limit_kb'])}".replace("  ", " ")
+            text += f" ({limit}{'; ' + held if held else ''})"
+        elif held:
+            text += f" (host memory; {held})"
+    if ev.kind == "segfault" and "library" in d:
+        text += f", in {d['library']}"
+    if j.by == "none":
+        text += ("; no input says which rank that was (torchrun's console or the ranks' NCCL lines give each "
+                 "rank's PID, GPU and host)")
+    elif j.by:
+        text += f"; joined by {'PID' if j.by == 'pid' else 'GPU bus ID' if j.by == 'bus' else 'host'}"
+    if j.caveat:
+        text += f" ({j.caveat})"
+    return text
 
 
 def cause(kind: str) -> Cause:

@@ -1,9 +1,11 @@
-"""Where each rank ran, and which ranks a lost peer's address names.
+"""Where each rank ran, and which ranks a lost peer's address or a host's record names.
 
 NCCL's line header (``host:pid:tid [dev]``) and its bootstrap address (``Bootstrap : Using eth0:10.0.0.2<0>``) place
-a rank on a host; a transport's WARN line names the peer whose connection closed by host name or address
-(``Connection closed by remote peer node-7<51450>``, ``NET/Socket : peer 10.0.5.194<41988> …``).  A peer is a host,
-not a rank: the ranks the inputs place there are its candidates.
+a rank on a host; its ``Init COMPLETE`` line gives the GPU's bus (``busId 3b000``); torchrun's failure table and
+agent lines give each rank's PID and host. A transport's WARN line names the peer whose connection closed by host
+name or address (``Connection closed by remote peer node-7<51450>``): a peer is a host, not a rank, and the ranks
+the inputs place there are its candidates. A kernel's or a scheduler's record (``evidence/hostlog``) is joined to
+ranks by PID first, then by the GPU's bus, then by host, pod or node: the first that names a rank decides.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ncclcheck.evidence.types import ErrorKind, FileScan, Loc
+from ncclcheck.evidence.hostlog import bus_key
+from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, SystemEvent
 
 _PEER = re.compile(r"peer \[?([\w.:-]+?)\]?<(\d+)>")
 _ADDRESS = re.compile(r":([\d.]+|[0-9a-fA-F:]+%?\w*)<\d+>")
@@ -65,4 +68,74 @@ def peers_lost(scans: Sequence[FileScan]) -> list[PeerLost]:
             names = frozenset({m[1], m[1].split(".")[0]} if not m[1][0].isdigit() else {m[1]})
             ranks = tuple(sorted(r for r, at in hosts.items() if names & at))
             out.append(PeerLost(e.who.rank, f"{m[1]}<{m[2]}>", e.loc, ranks, names))
+    return out
+
+
+@dataclass(frozen=True)
+class Joined:
+    """A host's or a scheduler's record and the ranks it is about; ``by`` says through what (pid, bus, host), and
+    ``caveat`` what makes the join less than certain."""
+
+    event: SystemEvent
+    ranks: tuple[int, ...]
+    by: str
+    caveat: str = ""
+
+
+def rank_pids(scans: Sequence[FileScan]) -> dict[int, set[int]]:
+    """Each rank's process IDs: NCCL's line header, torchrun's failure table and agent lines."""
+    pids: dict[int, set[int]] = defaultdict(set)
+    for s in scans:
+        for f in s.facts:
+            if f.key == "pid" and f.who.rank is not None:
+                pids[f.who.rank].add(int(f.value))
+        for e in s.elastic:
+            if e.pid is not None and e.rank is not None:
+                pids[e.rank].add(e.pid)
+    return pids
+
+
+def rank_buses(scans: Sequence[FileScan]) -> dict[int, set[str]]:
+    """Each rank's GPU, as ``domain:bus:device``, from NCCL's ``busId`` of that rank's communicators."""
+    buses: dict[int, set[str]] = defaultdict(set)
+    for s in scans:
+        for f in s.facts:
+            if f.key == "bus_id" and f.who.rank is not None:
+                buses[f.who.rank].add(bus_key(f.value))
+    return buses
+
+
+def _hosts_with_tables(scans: Sequence[FileScan]) -> dict[int, frozenset[str]]:
+    names = {r: set(v) for r, v in rank_hosts(scans).items()}
+    for s in scans:
+        for e in s.elastic:
+            if e.host and e.rank is not None and not e.agent_line:
+                names.setdefault(e.rank, set()).update({e.host, e.host.split(".")[0]})
+    return {r: frozenset(v) for r, v in names.items()}
+
+
+def join_events(scans: Sequence[FileScan]) -> list[Joined]:
+    """Every host and scheduler record in the inputs, with the ranks it is about (none where nothing joins it;
+    ``by`` is then "none" where the inputs place no rank at all, so that nothing could have joined it)."""
+    events = [e for s in scans for e in s.system]
+    if not events:
+        return []
+    pids, buses, hosts = rank_pids(scans), rank_buses(scans), _hosts_with_tables(scans)
+    placed = bool(pids or buses or hosts)
+    many_hosts = len({min(v) for v in hosts.values() if v}) > 1
+    out: list[Joined] = []
+    for ev in events:
+        short = {ev.host, ev.host.split(".")[0]} if ev.host else set()
+        on_host = {r for r, at in hosts.items() if short & at}
+        elsewhere = {r for r, at in hosts.items() if short and at and not short & at}
+        if ev.pid is not None and (ranks := sorted(r for r, p in pids.items() if ev.pid in p and r not in elsewhere)):
+            caveat = "" if short or not many_hosts else "the record names no host, and PIDs repeat across hosts"
+            out.append(Joined(ev, tuple(ranks), "pid", caveat))
+        elif ev.bus is not None and (ranks := sorted(r for r, b in buses.items() if ev.bus in b and r not in elsewhere)):
+            caveat = "" if short or not many_hosts else "the record names no host, and every host has a GPU there"
+            out.append(Joined(ev, tuple(ranks), "bus", caveat))
+        elif on_host:
+            out.append(Joined(ev, tuple(sorted(on_host)), "host"))
+        else:
+            out.append(Joined(ev, (), "" if placed else "none"))
     return out

@@ -23,7 +23,19 @@ from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, RankError
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.build import build_job
-from ncclcheck.job.causes import DEVICE, LAUNCHER, MEMORY, NETWORK, PROBE, PROGRAM, SETUP, Diagnosis, diagnose, one_line
+from ncclcheck.job.causes import (
+    DEVICE,
+    HOST,
+    LAUNCHER,
+    MEMORY,
+    NETWORK,
+    PROBE,
+    PROGRAM,
+    SETUP,
+    Diagnosis,
+    diagnose,
+    one_line,
+)
 from ncclcheck.job.chain import chain_lines, root_words
 from ncclcheck.job.findings import (
     counter_findings,
@@ -508,7 +520,7 @@ def _with_cause(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
     c = d.cause
     stuck = sorted(s.rank for s in job.ranks if s.stuck is not None)
     at = f" ({d.loc})"
-    if c.family in (DEVICE, MEMORY):
+    if c.family in (DEVICE, MEMORY, HOST):
         ranks = list(d.ranks) or culprits
         waited = [r for r in stuck if r not in ranks]
         tail = f" {rank_phrase(waited, job.world).capitalize()} then waited for it." if waited else ""
@@ -580,7 +592,9 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
         kind, culprits, waiting, summary = _quiet_verdict(scans, job)
     killed_ranks = [(s.rank, s.ending.loc, s.ending.signal or "SIGKILL") for s in job.ranks
                     if s.ending.kind is EndKind.KILLED and s.ending.loc is not None]
-    kind, culprits, summary, cause = _with_cause(job, kind, culprits, summary, diagnose(scans, killed_ranks))
+    fired = [r.started_s + r.ran_for_ms / 1000 for r in job.records if r.started_s is not None and r.ran_for_ms]
+    kind, culprits, summary, cause = _with_cause(job, kind, culprits, summary,
+                                                 diagnose(scans, killed_ranks, min(fired, default=None)))
     waiting = [r for r in waiting if r not in culprits]
     if kind is not VerdictKind.NO_FAILURE:
         findings.insert(0, Finding(Severity.ERROR, kind.value.replace("_", "-"), summary, _evidence(job, culprits, cause)))

@@ -20,10 +20,11 @@ from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.types import PG, DesyncReport, FileScan, Loc
 from ncclcheck.findings import Finding
 from ncclcheck.job.causes import Diagnosis
+from ncclcheck.job.hosts import join_events
 from ncclcheck.job.model import Analysis, Edge, Group, GroupId, Position, RankState, Record, Work
 from ncclcheck.ranks import ranges
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 def pg_json(pg: PG | None) -> dict[str, Any] | None:
@@ -176,7 +177,19 @@ def _events(a: Analysis) -> dict[str, list[dict[str, Any]]]:
             {"rank": f.who.rank, "key": f.key, "value": f.value, "at": loc_json(f.loc)}
             for s in a.scans for f in s.facts
         ],
+        "system": _system(a),
     }
+
+
+def _system(a: Analysis) -> list[dict[str, Any]]:
+    """The host's and the scheduler's records, each with the ranks it was joined to and through what."""
+    return [
+        {"kind": e.kind, "source": e.source, "ranks": ranks_json(j.ranks), "joined_by": j.by or None,
+         "caveat": j.caveat or None, "pid": e.pid, "process": e.process, "bus": e.bus, "xid": e.xid, "host": e.host,
+         "pod": e.pod, "clock": e.clock, "monotonic_s": e.monotonic_s, "details": dict(e.details), "text": e.text,
+         "at": loc_json(e.loc)}
+        for j in join_events(a.scans) for e in (j.event,)
+    ]
 
 
 def _frame(f: Frame) -> dict[str, Any]:
@@ -430,6 +443,7 @@ def _folded_events(a: Analysis) -> dict[str, list[dict[str, Any]]]:
         {**_head(c), "key": f.key, "value": f.value, **at(c)}
         for c in _fold(each("facts"), attrgetter("key", "value"), attrgetter("who.rank")) for f in (c.first,)
     ]
+    out["system"] = _system(a)  # a host's records are few: one by one
     return out
 
 
