@@ -104,11 +104,11 @@ _HEAD_WANTED = re.compile(
 # Launchers' words about their tasks: Slurm's ("srun: error: node3: task 5: Killed", "slurmstepd: error: Detected 1
 # oom_kill event"), torchrun's agent's ("failed (exitcode: -9) local_rank: 2 (pid: …) of binary"), DeepSpeed's
 # ("[launch.py:321:sigkill_handler] [...] exits with return code = -9"), and a
-# process's last words on a fatal signal ("Caught signal 7 (Bus error", "Segmentation fault (core dumped)"): rare,
-# searched for whole in every block.
+# process's last words on a fatal signal ("Caught signal 7 (Bus error", "Segmentation fault (core dumped)"), and the
+# host's own lines pasted into a log (an OOM kill, an Xid, a segfault): rare, searched for whole in every block.
 WHOLE_WORDS = (b"srun: error: ", b"slurmstepd: error: ", b"failed (exitcode: ", b"sigkill_handler",
                b"Caught signal", b"Fatal Python error", b"Segmentation fault", b"Bus error", b"*** SIG", b"Signal: ",
-               b"OOMKilled")
+               b"OOMKill", b"NVRM: Xid", b"Killed process", b"segfault at")
 BEFORE = 8
 AFTER = 16
 HEAD = 16 << 10
@@ -620,7 +620,7 @@ def _searched(buf: bytearray, size: int, trigger: re.Pattern[bytes], back: int, 
 # kern.log, ISO stamps), kubectl's describe and events, Slurm's sacct and scontrol. Such inputs are read whole.
 _HOST_RECORDS = re.compile(
     rb"^\[\s*\d+\.\d{6}\] |^\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] |"
-    rb"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ kernel: |^\d{4}-\d\d-\d\dT[\d:.,]+\S* \S+ kernel: |"
+    rb"^\S{3,8} [ \d]\d \d\d:\d\d:\d\d (?:\S+ )?kernel: |^NVRM: |^\d{4}-\d\d-\d\dT[\d:.,]+\S* \S+ kernel: |"
     rb"^LAST SEEN\s+TYPE\s+REASON|^Name:\s+\S+\s*$|^Events:\s*$|^\s*JobID\s+JobName|^JobId=\d+ ", re.M)
 HOST_HEAD = 8192
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, SystemEvent
 from ncclcheck.job.hosts import Joined, join_events
-from ncclcheck.job.xids import meaning
+from ncclcheck.job.xids import fatal, meaning
 from ncclcheck.ranks import rank_phrase
 
 SETUP = "setup"  # the communicator or the host: nothing ran yet, or NCCL could not build a transport
@@ -74,7 +74,7 @@ CATALOGUE: tuple[Cause, ...] = (
           "https://github.com/Liuziyu77/Visual-RFT/issues/123"),
     Cause("host_oom", MEMORY, "killed for host memory (the OOM killer)",
           _c(r"oom_kill event|OOM[ -]Kill|OOMKilled|task \d+: Out Of Memory|Out of memory: Kill(?:ed)? process|"
-             r"Memory cgroup out of memory|oom-kill:"),
+             r"Memory cgroup out of memory|oom-kill:|^Killed process \d+ \("),
           "the process's host memory (RAM, not the GPU's) went past what its node, container or job step may use, "
           "and the kernel's OOM killer ended it with SIGKILL: no traceback, and its peers wait or lose it",
           ("Ask for more memory (Slurm `--mem`/`--mem-per-gpu`, the pod's memory limit) or use less of it: fewer "
@@ -376,7 +376,7 @@ def _said(scans: Sequence[FileScan]) -> list[_Said]:
     # the rest of a node's kernel log is other processes' business.
     # Where the inputs place no rank at all, a record stands for itself, said to be joined to none.
     for j in join_events(scans):
-        if j.event.kind in _NOT_A_CAUSE:
+        if j.event.kind in _NOT_A_CAUSE or j.event.xid is not None and not fatal(j.event.xid):
             continue
         if j.ranks:
             out += [_Said(r, j.event.text, j.event.loc, "system", None, j) for r in j.ranks]
@@ -473,7 +473,8 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
                          tuple(loc for _, loc, s in killed if s == sig)[:8],
                          f"{rank_phrase(ranks)} died of {sig} with no traceback" if ranks else
                          f"killed by {sig} with no traceback (the launcher's line names no rank)")
-    stops = [s for s in said if s.clue == "launcher" and ("death signal" in s.text or "CANCELLED AT" in s.text)]
+    stops = [s for s in said if s.clue == "launcher" and ("death signal" in s.text or "CANCELLED AT" in s.text)
+             or s.joined is not None and s.joined.event.kind in ("time_limit", "cancelled")]
     errors = [e for s in scans for e in s.errors if e.kind is not ErrorKind.EXCEPTION or "SignalException" not in e.message]
     timeouts = any(s.works or s.statuses for s in scans)
     if stops and not errors and not timeouts:
@@ -500,7 +501,7 @@ def _versions(scans: Sequence[FileScan]) -> Diagnosis | None:
 _NOT_A_CAUSE = {"hung_task"}
 _WHAT = {"oom_killed": "was killed by the kernel's OOM killer", "scheduler_oom": "was ended by the scheduler for "
          "its memory (OUT_OF_MEMORY)", "segfault": "died of a segmentation fault", "evicted": "was evicted",
-         "node_failure": "was on a node that failed", "preempted": "was preempted", "time_limit": "reached the job's "
+         "node_failure": "lost its node", "preempted": "was preempted", "time_limit": "reached the job's "
          "time limit", "cancelled": "was cancelled", "killed_by_scheduler": "was killed by the scheduler",
          "pcie_error": "lost its GPU to an uncorrected PCIe error"}
 
@@ -533,7 +534,8 @@ def describe(j: Joined, fired_s: float | None = None) -> str:
     2026-11-25 11:37:29 (memory cgroup /ncclcheck_oom at its limit of 4.00 GiB; the process held 3.43 GiB)``."""
     ev = j.event
     who = (rank_phrase(j.ranks) if j.ranks else f"process {ev.pid}" if ev.pid is not None else
-           f"pod {ev.pod}" if ev.pod else "a process")
+           f"pod {ev.pod}" if ev.pod else f"the ranks on {ev.host}" if ev.host else
+           "the job" if ev.source == "slurm" else "a process")
     place = [f"pid {ev.pid}"] if ev.pid is not None and j.ranks else []
     if (ev.host or ev.pod) and j.ranks:
         place.append(f"on {ev.pod or ev.host}")
@@ -546,9 +548,12 @@ def describe(j: Joined, fired_s: float | None = None) -> str:
     head = who + (f" ({' '.join(place)})" if place else "")
     d = dict(ev.details)
     if ev.kind == "xid" and ev.xid is not None:
-        text = f"the GPU of {who} (bus {ev.bus}) reported Xid {ev.xid}{at}: {meaning(ev.xid)}"
+        gpu = f"the GPU of {who}" if j.ranks or ev.pid is not None else "the GPU"
+        text = f"{gpu} (bus {ev.bus}) reported Xid {ev.xid}{at}: {meaning(ev.xid)}"
     elif ev.source == "kubernetes" and ev.kind == "oom_killed":
         text = f"{head} was OOMKilled (its container's memory limit; Kubernetes: {ev.text}){at}"
+    elif ev.source != "kernel":
+        text = f"{head} {_WHAT.get(ev.kind, 'was ended')}{at} ({ev.source.capitalize()}: {ev.text})"
     else:
         text = f"{head} {_WHAT.get(ev.kind, 'was ended: ' + ev.text)}{at}"
     if ev.kind == "oom_killed":

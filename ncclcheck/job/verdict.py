@@ -33,6 +33,7 @@ from ncclcheck.job.causes import (
     PROGRAM,
     SETUP,
     Diagnosis,
+    describe,
     diagnose,
     one_line,
 )
@@ -47,7 +48,7 @@ from ncclcheck.job.findings import (
     size_finding,
 )
 from ncclcheck.job.graph import UNKNOWN_NODE
-from ncclcheck.job.hosts import peers_lost, rank_hosts
+from ncclcheck.job.hosts import join_events, peers_lost, rank_hosts
 from ncclcheck.job.model import (
     Analysis,
     Edge,
@@ -526,7 +527,8 @@ def _with_cause(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
         tail = f" {rank_phrase(waited, job.world).capitalize()} then waited for it." if waited else ""
         why = "" if ", that is " in d.detail else f"; {c.why}"  # the kernel's meaning already says why
         return (VerdictKind.RANK_FAILED_FIRST, ranks,
-                f"{rank_phrase(ranks).capitalize() if ranks else 'A rank'} failed first: {d.detail}{at}{why}.{tail}",
+                f"{rank_phrase(ranks).capitalize() + ' failed first' if ranks else _nobody(c.family)}: "
+                f"{d.detail}{at}{why}.{tail}",
                 d)
     if c.family == SETUP:
         ranks = list(d.ranks) or culprits
@@ -547,6 +549,24 @@ def _with_cause(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
     if kind in (VerdictKind.NO_FAILURE, VerdictKind.ALL_RANKS_STUCK):
         return (VerdictKind.NCCL_ERROR, culprits, f"{_cap(c.title)}: {d.detail}{at}; {c.why}.", d)
     return kind, culprits, summary, d
+
+
+def _nobody(family: str) -> str:
+    """Who failed, where no rank is named: a node's fate is the job's, a crash is one process's."""
+    return "The job failed" if family == HOST else "A process failed"
+
+
+def _host_findings(scans: Sequence[FileScan], cause: Diagnosis | None) -> list[Finding]:
+    """Every host or scheduler record besides the one the verdict quotes: what it says, and whose it is."""
+    out: list[Finding] = []
+    for j in join_events(scans):
+        if cause is not None and j.event.loc in cause.locs:
+            continue
+        text = describe(j)
+        if not j.ranks and j.by == "":
+            text += "; no rank of these inputs had that PID, GPU or host: another process's record"
+        out.append(Finding(Severity.WARNING if j.ranks else Severity.INFO, "host-record", text, (j.event.loc,)))
+    return out
 
 
 def _explains(job: Job, culprits: Sequence[int], d: Diagnosis) -> bool:
@@ -598,6 +618,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     waiting = [r for r in waiting if r not in culprits]
     if kind is not VerdictKind.NO_FAILURE:
         findings.insert(0, Finding(Severity.ERROR, kind.value.replace("_", "-"), summary, _evidence(job, culprits, cause)))
+    findings += _host_findings(scans, cause)
     findings += counter_findings(records)
     findings += detector_findings(scans)
     findings += membership_findings(job)

@@ -44,6 +44,16 @@ XIDS: dict[int, tuple[str, str, str]] = {
 }
 
 
+# Codes that record a fault the GPU corrected or will correct at its next reset: a note for the operators, not why a
+# process died.
+NOT_FATAL = {63, 92}
+
+
+def fatal(code: int) -> bool:
+    """Whether an Xid can be why a process on that GPU died (an unknown code is taken as one)."""
+    return code not in NOT_FATAL
+
+
 def meaning(code: int) -> str:
     """What an Xid says and what to do: ``the GPU has fallen off the bus (…); for the node's operators: …``."""
     known = XIDS.get(code)
