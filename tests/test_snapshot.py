@@ -362,7 +362,8 @@ def test_archive_round_trip(tmp_path: Path):
     assert (live.global_rank, live.pid, live.host, live.collective, live.gpu_util) == (0, 4000, "node1", "all_reduce",
                                                                                       100)
     assert live.threads == s.ranks[0].threads
-    assert [(f.key, f.value) for f in scans[0].facts] == [("NCCL_DEBUG", "INFO"), ("world_size", "2")]
+    assert [(f.key, f.value) for f in scans[0].facts] == [("NCCL_DEBUG", "INFO"), ("world_size", "2"), ("pid", "4000"),
+                                                         ("host", "node1")]
     from_archive = verdict.decide(scans, 2)
     assert from_archive == verdict.decide(archive.snapshot_scans(s), 2)
     assert (from_archive.kind, from_archive.culprit_ranks) == (verdict.HOST_CODE, (1,))
@@ -535,3 +536,32 @@ def test_an_out_that_cannot_be_written_is_a_usage_error_before_anything_is_colle
     r = runner.invoke(app, ["snapshot", "--out", str(tmp_path / "missing" / "x.tar.gz")])
     assert r.exit_code == 2 and r.stdout == ""
     assert r.stderr.strip().endswith(f"no such directory: {tmp_path / 'missing'}")
+
+
+def test_the_nodes_kernel_log_travels_in_the_archive_and_joins_by_pid(tmp_path: Path):
+    """snapshot keeps the end of the node's kernel log (dmesg -T) in its archive; read back, an OOM kill of a
+    rank's PID names that rank; where dmesg cannot be read, the snapshot says so and the archive has no member."""
+    from dataclasses import replace
+
+    from ncclcheck.job.hosts import join_events
+
+    kill = ("[Wed Nov 25 11:37:29 2026] Memory cgroup out of memory: Killed process 4001 (python) total-vm:6855516kB, "
+            "anon-rss:3598628kB, file-rss:226300kB\n")
+    s = replace(_snapshot(tmp_path), kernel_log=kill)
+    path = tmp_path / "snapshot-node1.tar.gz"
+    archive.write(str(path), s)
+    with tarfile.open(path) as tar:
+        assert tar.getnames() == ["snapshot.json", "dumps/dump_rank_0", "kernel.log"]
+    scans = archive.read_archive(str(path))
+    [j] = join_events(scans)
+    assert (j.event.kind, j.event.pid, j.ranks, j.by, j.event.loc.file) == (
+        "oom_killed", 4001, (1,), "pid", "snapshot-node1.tar.gz:kernel.log")
+
+
+def test_a_kernel_log_that_cannot_be_read_is_said(monkeypatch):
+    class Refused:
+        returncode, stdout = 1, ""
+
+    monkeypatch.setattr(collect.subprocess, "run", lambda *a, **k: Refused())
+    text, note = collect.kernel_log()
+    assert text is None and "kernel.dmesg_restrict" in note and "run the snapshot as root" in note

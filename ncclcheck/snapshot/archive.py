@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ncclcheck.evidence.frdump import MAX_DUMP_BYTES, DumpError, Frame, parse_dump
+from ncclcheck.evidence.logparse import LogParser
 from ncclcheck.evidence.types import Fact, FileScan, InputProblem, LiveStack, LiveThread, Loc, Who
 from ncclcheck.snapshot.collect import Snapshot
 
@@ -65,8 +66,15 @@ def to_doc(s: Snapshot) -> dict[str, Any]:
     }
 
 
+KERNEL = "kernel.log"
+
+
 def dump_members(s: Snapshot) -> dict[str, bytes]:
-    return {f"dumps/{os.path.basename(r.dump.path)}": r.dump.data for r in s.ranks if r.dump}
+    """The members beside the document: each rank's dump, and the node's kernel log where it was read."""
+    members = {f"dumps/{os.path.basename(r.dump.path)}": r.dump.data for r in s.ranks if r.dump}
+    if s.kernel_log is not None:
+        members[KERNEL] = s.kernel_log.encode()
+    return members
 
 
 def write(path: str, s: Snapshot, extra: Mapping[str, Any] | None = None) -> None:
@@ -106,6 +114,10 @@ def scans(doc: Mapping[str, Any], dumps: Mapping[str, bytes], label: str) -> lis
             facts += (Fact(Who(global_rank=rank), "world_size", str(r["world_size"]), loc),)
         err = r.get("stack_error")
         problems = (InputProblem(name, f"no stack: {err}", False),) if isinstance(err, str) else ()
+        if isinstance(r.get("pid"), int):  # what joins the kernel's records (an OOM kill's PID) to the rank
+            facts += (Fact(Who(global_rank=rank), "pid", str(r["pid"]), loc),)
+        if host:
+            facts += (Fact(Who(global_rank=rank), "host", host, loc),)
         out.append(FileScan(file=name, path_rank=rank, lines=0, bytes_read=0, ranks_seen=(rank,), facts=facts,
                             live=(stack,), problems=problems))
         member = r.get("dump")
@@ -119,7 +131,18 @@ def scans(doc: Mapping[str, Any], dumps: Mapping[str, bytes], label: str) -> lis
                 continue
             out.append(FileScan(file=dname, path_rank=rank, lines=0, bytes_read=len(dumps[member]),
                                 ranks_seen=(rank,), dump=dump))
+    if KERNEL in dumps:
+        out.append(_kernel_scan(dumps[KERNEL], f"{label}:{KERNEL}"))
     return out
+
+
+def _kernel_scan(data: bytes, name: str) -> FileScan:
+    """The node's kernel log, read as any input is: its OOM kills, Xids and segfaults become host records."""
+    parser = LogParser(name, None)
+    lines = data.split(b"\n")
+    for n, line in enumerate(lines, 1):
+        parser.feed(n, line)
+    return parser.finish(len(lines), len(data))
 
 
 def snapshot_scans(s: Snapshot) -> list[FileScan]:
@@ -143,7 +166,7 @@ def load(path: str) -> tuple[dict[str, Any], dict[str, bytes]]:
                 limit = MAX_DOC_BYTES if m.name == DOC else MAX_DUMP_BYTES
                 if m.size > limit:
                     raise ArchiveError(f"member {m.name} is larger than {limit >> 20} MiB")
-                if m.name != DOC and not m.name.startswith("dumps/"):
+                if m.name not in (DOC, KERNEL) and not m.name.startswith("dumps/"):
                     continue
                 f = tar.extractfile(m)
                 data = f.read() if f else b""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +22,7 @@ from ncclcheck.snapshot import dumppipe, gpu, pyspy
 from ncclcheck.snapshot.procs import Job, RankProc
 
 MAX_SOURCE_BYTES = 4 << 20
+KERNEL_LINES = 4000  # the end of the node's kernel log kept in a snapshot: OOM kills and Xids of the last hours
 
 
 @dataclass(frozen=True)
@@ -52,12 +54,28 @@ class Snapshot:
     problems: tuple[str, ...] = ()
     py_spy: str | None = None
     native: bool = False
+    kernel_log: str | None = None  # the end of the node's kernel log (dmesg -T), where it could be read
+
+
+def kernel_log(timeout: float = 5.0) -> tuple[str | None, str | None]:
+    """The end of this node's kernel log (``dmesg -T``), or why it could not be read."""
+    try:
+        out = subprocess.run(["dmesg", "-T"], capture_output=True, text=True, errors="replace", timeout=timeout)
+    except FileNotFoundError:
+        return None, "no dmesg on this node: the kernel log (OOM kills, GPU Xid errors) is not in the snapshot"
+    except subprocess.TimeoutExpired:
+        return None, f"dmesg did not answer in {timeout:g} s: the kernel log is not in the snapshot"
+    if out.returncode != 0:
+        return None, ("the kernel log is not readable by this user (kernel.dmesg_restrict): run the snapshot as root, "
+                      "or keep `sudo dmesg -T` beside it")
+    return "\n".join(out.stdout.splitlines()[-KERNEL_LINES:]) + "\n", None
 
 
 def take(job: Job, py_spy: str | None, native: bool = False, timeout: float = 5.0, dump_wait: float = 8.0,
          dumps: bool = True, gpu_query: Callable[[], gpu.GpuState] = gpu.query,
          lint: Callable[[Sequence[RankProc]], list[tuple[Finding, tuple[int, ...]]]] | None = None,
-         host: str | None = None) -> Snapshot:
+         host: str | None = None,
+         kernel: Callable[[], tuple[str | None, str | None]] = kernel_log) -> Snapshot:
     """Collect everything from the job's ranks on this node; never raises for one rank's failure."""
     start, wall = time.monotonic(), time.time()
     plans = [dumppipe.plan(r) for r in job.ranks] if dumps else []
@@ -72,6 +90,7 @@ def take(job: Job, py_spy: str | None, native: bool = False, timeout: float = 5.
     problems: list[str] = []
     with ThreadPoolExecutor(max_workers=min(32, len(job.ranks) + 1)) as pool:
         smi = pool.submit(gpu_query)
+        klog = pool.submit(kernel)
         futures = {r.pid: pool.submit(pyspy.take, py_spy, r.pid, native, timeout) for r in job.ranks} if py_spy else {}
         stacks: dict[int, tuple[tuple[LiveThread, ...], str | None, bool]] = {}
         for pid, fut in futures.items():
@@ -80,8 +99,11 @@ def take(job: Job, py_spy: str | None, native: bool = False, timeout: float = 5.
             except pyspy.StackError as exc:
                 stacks[pid] = ((), str(exc), exc.ptrace)
         state = smi.result()
+        kernel_text, kernel_note = klog.result()
     if not py_spy:
         problems.append("py-spy is not installed, so no stacks were taken: pip install 'ncclcheck[live]'")
+    if kernel_note:
+        problems.append(kernel_note)
     if any(refused for _, _, refused in stacks.values()):
         problems.append("ptrace is not allowed, so py-spy could not read some ranks: " + pyspy.ptrace_help())
     got, why = dumppipe.collect(triggered, before, wall + dump_wait) if triggered else ([], {})
@@ -95,7 +117,7 @@ def take(job: Job, py_spy: str | None, native: bool = False, timeout: float = 5.
                                   by_rank.get(r.rank), None if r.rank in by_rank else notes.get(r.rank)))
     found = lint(job.ranks) if lint else []
     return Snapshot(host or socket.gethostname(), wall, time.monotonic() - start, job, tuple(results), state,
-                    tuple(found), read_sources(results), tuple(problems), py_spy, native)
+                    tuple(found), read_sources(results), tuple(problems), py_spy, native, kernel_text)
 
 
 def read_sources(results: Sequence[RankResult]) -> dict[tuple[str, int], str]:
