@@ -658,12 +658,15 @@ def _scan(
             if 0 < end < size and m.group() == b"Last error":  # and the line under it: NCCL's reason
                 end = buf.find(b"\n", end, size) + 1 or end
             spans.append((buf.rfind(b"\n", 0, m.start()) + 1, end))
-    for word in () if every else WHOLE_WORDS:  # found whole: no anchor byte of theirs is rare
-        at = buf.find(word, 0, size)
-        while at != -1 and not every:
+    # Found whole: no anchor byte of theirs is rare. StringZilla searches a block for all of them in about a
+    # twentieth of the time CPython's find takes.
+    find = _sz.Str(buf).find if ENGINE == "stringzilla" else buf.find
+    for word in () if every else WHOLE_WORDS:
+        at = find(word, 0, size)
+        while at != -1:
             end = buf.find(b"\n", at, size) + 1 or size
             spans.append((buf.rfind(b"\n", 0, at) + 1, end))
-            at = buf.find(word, end, size)
+            at = find(word, end, size)
     for s in () if every else set(_triggered(buf, size)):
         a = s
         for _ in range(BEFORE):
