@@ -174,3 +174,20 @@ def test_json_carries_the_records_and_their_joins():
     (oom,) = [e for e in j["events"]["system"] if e["kind"] == "oom_killed"]
     assert (oom["ranks"], oom["joined_by"], oom["pid"], oom["clock"], oom["details"]["limit_kb"]) == (
         "1", "pid", 506, "2026-11-25 11:37:29", "4194304")
+
+
+def test_a_pods_oomkill_joins_the_ranks_that_ran_in_it(tmp_path):
+    """`kubectl describe pod train-worker-1`: OOMKilled. The ranks whose NCCL lines were printed on host
+    train-worker-1 (a pod's hostname is its name) are the ones it killed; the others only waited."""
+    (tmp_path / "describe.txt").write_text(
+        "Name:             train-worker-1\nNamespace:        default\nNode:             gpu-node-4/10.0.0.14\n"
+        "Containers:\n  pytorch:\n    Last State:     Terminated\n      Reason:       OOMKilled\n"
+        "      Exit Code:    137\n")
+    for r, host in ((0, "train-master-0"), (1, "train-worker-1")):
+        (tmp_path / f"rank{r}.log").write_text(
+            f"{host}:{100 + r}:{200 + r} [0] NCCL INFO comm 0x55 rank {r} nranks 2 cudaDev 0 busId 1b000 - Init "
+            "COMPLETE\n")
+    v = run(tmp_path).verdict
+    assert (v.kind.value, list(v.culprit_ranks), v.cause.cause.kind) == ("rank_failed_first", [1], "host_oom")
+    assert "rank 1 (on train-worker-1) was OOMKilled (its container's memory limit" in v.summary
+    assert "joined by host" in v.summary

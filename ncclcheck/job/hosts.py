@@ -125,7 +125,8 @@ def join_events(scans: Sequence[FileScan]) -> list[Joined]:
     many_hosts = len({min(v) for v in hosts.values() if v}) > 1
     out: list[Joined] = []
     for ev in events:
-        short = {ev.host, ev.host.split(".")[0]} if ev.host else set()
+        # A pod's name is its hostname, the one NCCL's line header prints.
+        short = {n for name in (ev.host, ev.pod) if name for n in (name, name.split(".")[0])}
         on_host = {r for r, at in hosts.items() if short & at}
         elsewhere = {r for r, at in hosts.items() if short and at and not short & at}
         if ev.pid is not None and (ranks := sorted(r for r, p in pids.items() if ev.pid in p and r not in elsewhere)):
