@@ -128,15 +128,16 @@ def test_verdict_agrees_with_its_table(path):
 def test_live_deadlock_read_by_snapshot():
     """`ncclcheck snapshot` on the live 2 x H200 job (tools/live_snapshot.sh, 5.3 s): its archive reads as the deadlock,
     and the snapshot's own verdict, rebuilt from the archive as the command does, says the same."""
+    from ncclcheck.evidence import archive as evidence_archive
     from ncclcheck.job.records import merge_records
     from ncclcheck.job.verdict import decide
-    from ncclcheck.snapshot import archive, verdict
+    from ncclcheck.snapshot import verdict
 
     path = F / "live_cycle" / "snapshot" / "snapshot.tar.gz"
     a = run(path)
     assert (a.verdict.kind, a.verdict.cycle, a.verdict.culprit_ranks) == (VerdictKind.DEADLOCK, (0, 1), ())
-    doc, _ = archive.load(str(path))
-    scans = archive.read_archive(str(path))
+    doc, _ = evidence_archive.load(str(path))
+    scans = evidence_archive.read_archive(str(path))
     v = verdict.with_job_verdict(verdict.decide(scans, doc["job"]["world_size"]),
                                  decide(scans, merge_records(scans)).verdict)
     assert (v.kind, v.culprit_ranks, v.cycle) == ("deadlock", (), (0, 1))

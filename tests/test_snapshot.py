@@ -15,6 +15,7 @@ from conftest import DATA, REAL
 from typer.testing import CliRunner
 
 from ncclcheck.cli import app
+from ncclcheck.evidence import archive as evidence_archive
 from ncclcheck.evidence.frdump import Frame, parse_dump
 from ncclcheck.evidence.types import FileScan, LiveStack, LiveThread, Loc
 from ncclcheck.findings import Severity
@@ -354,7 +355,7 @@ def test_archive_round_trip(tmp_path: Path):
     archive.write(str(path), s, {"verdict": {"kind": "x"}})
     with tarfile.open(path) as tar:
         assert tar.getnames() == ["snapshot.json", "dumps/dump_rank_0"]
-    scans = archive.read_archive(str(path))
+    scans = evidence_archive.read_archive(str(path))
     assert [(f.file, f.path_rank, f.dump is not None, len(f.live)) for f in scans] == [
         ("snapshot-node1.tar.gz:rank0", 0, False, 1), ("snapshot-node1.tar.gz:dumps/dump_rank_0", 0, True, 0),
         ("snapshot-node1.tar.gz:rank1", 1, False, 1)]
@@ -373,9 +374,9 @@ def test_real_archive_from_four_h200():
     """Written by `ncclcheck snapshot --out` on 4xH200 (torch 2.11, NCCL 2.28.9): rank 3 asleep, ranks 0-2 in
     all_reduce #4 on the GPU, their host threads in torch.cuda.synchronize; dumps collected through the pipes."""
     path = SNAP / "h200x4" / "snapshot-nccl.tar.gz"
-    doc, dumps = archive.load(str(path))
+    doc, dumps = evidence_archive.load(str(path))
     assert sorted(dumps) == [f"dumps/dump_rank_{r}" for r in range(4)]
-    scans = archive.read_archive(str(path))
+    scans = evidence_archive.read_archive(str(path))
     v = verdict.decide(scans, doc["job"]["world_size"])
     assert v.summary == "rank 3 is in host code at hang_job.py:34, GPU idle; ranks 0-2 wait in all_reduce #4 (hang_job.py:35)."
     stored = doc["verdict"]  # written by schema 1, which called the culprits root_ranks
@@ -400,8 +401,8 @@ def test_two_nodes_merge_into_one_verdict(tmp_path: Path):
              "collective": "all_reduce" if t is waiting else None} for r, t in ranks.items()]}
         return _tar(tmp_path / f"snapshot-{host}.tar.gz", {"snapshot.json": json.dumps(doc).encode()})
 
-    one = archive.read_archive(node("node1", {0: waiting, 1: waiting}))
-    two = archive.read_archive(node("node2", {2: asleep, 3: waiting}))
+    one = evidence_archive.read_archive(node("node1", {0: waiting, 1: waiting}))
+    two = evidence_archive.read_archive(node("node2", {2: asleep, 3: waiting}))
     alone = verdict.decide(one)
     assert (alone.kind, alone.unknown_ranks) == (verdict.ELSEWHERE, (2, 3))
     both = verdict.decide(one + two)
@@ -446,7 +447,7 @@ def test_bad_archives_are_one_fatal_problem(tmp_path: Path):
         path = tmp_path / name
         if members is not None:
             _tar(path, members)
-        [scan] = archive.read_archive(str(path))
+        [scan] = evidence_archive.read_archive(str(path))
         assert scan.file == name and scan.live == () and scan.problems[0].fatal
         msgs[name] = scan.problems[0].message
     assert msgs["plain.tar.gz"].startswith("not a readable .tar.gz")
@@ -461,7 +462,7 @@ def test_archive_reader_ignores_links_and_strange_members_and_flags_bad_dumps(tm
            "ranks": [{"rank": 0, "pid": 1, "threads": [], "dump": "dumps/bad"}, {"rank": "x"}]}
     path = _tar(tmp_path / "s.tar.gz", {"snapshot.json": json.dumps(doc).encode(), "../escape": b"x",
                                         "dumps/bad": b"\x80\x04not a pickle"}, link="dumps/link")
-    scans = archive.read_archive(path)
+    scans = evidence_archive.read_archive(path)
     assert [(s.file, bool(s.problems and s.problems[0].fatal)) for s in scans] == [
         ("s.tar.gz:rank0", False), ("s.tar.gz:dumps/bad", True)]
     assert not (tmp_path.parent / "escape").exists()
@@ -552,7 +553,7 @@ def test_the_nodes_kernel_log_travels_in_the_archive_and_joins_by_pid(tmp_path: 
     archive.write(str(path), s)
     with tarfile.open(path) as tar:
         assert tar.getnames() == ["snapshot.json", "dumps/dump_rank_0", "kernel.log"]
-    scans = archive.read_archive(str(path))
+    scans = evidence_archive.read_archive(str(path))
     [j] = join_events(scans)
     assert (j.event.kind, j.event.pid, j.ranks, j.by, j.event.loc.file) == (
         "oom_killed", 4001, (1,), "pid", "snapshot-node1.tar.gz:kernel.log")

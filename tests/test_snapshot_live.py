@@ -22,7 +22,8 @@ from conftest import DATA
 from typer.testing import CliRunner
 
 from ncclcheck.cli import app
-from ncclcheck.snapshot import archive, pyspy, verdict
+from ncclcheck.evidence import archive as evidence_archive
+from ncclcheck.snapshot import pyspy, verdict
 
 pytest.importorskip("torch")
 JOB = DATA / "snapshot" / "hang_job.py"
@@ -109,7 +110,7 @@ def test_verdict_names_the_sleeping_rank_and_groups_the_waiting(job: Job, tmp_pa
     notes = {x["rank"]: x["dump_note"] for x in j["ranks"]}
     assert all(n.endswith("pipe does not exist: the NCCL process group has not started, or this PyTorch reads "
                           "another name") or "trace buffer is off" in n for n in notes.values())
-    scans = archive.read_archive(str(out))
+    scans = evidence_archive.read_archive(str(out))
     again = verdict.decide(scans, 3)
     assert (again.kind, again.culprit_ranks, again.waiting_ranks) == ("rank_in_host_code", (1,), (0, 2))
     a = _analyze(out)

@@ -62,7 +62,7 @@ def read_all(
     for src in packed:
         path = src.path or src.name
         if kinds[path] == "archive":
-            from ncclcheck.snapshot.archive import read_archive  # only when a snapshot archive is given
+            from ncclcheck.evidence.archive import read_archive  # only when a snapshot archive is given
 
             found = read_archive(path)
         else:
