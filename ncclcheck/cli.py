@@ -572,7 +572,7 @@ def snapshot_cmd(
     out: Annotated[Optional[str], typer.Option("--out", "-o", help="Also write everything to this archive "
                                                                    "(snapshot-<host>.tar.gz) for analyze-log.")]
     = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the machine-readable result (schema_version 2).")]
+    as_json: Annotated[bool, typer.Option("--json", help="Print the machine-readable result (schema_version 3).")]
     = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict.")] = False,
     all_threads: Annotated[bool, typer.Option("--all-threads", help="Print every thread, not only the main one.")]
@@ -593,11 +593,13 @@ def snapshot_cmd(
     import os
 
     from ncclcheck.console import console
-    from ncclcheck.job.records import merge_records
-    from ncclcheck.job.verdict import decide
+    from ncclcheck.job.analyze import analyze_scans
+    from ncclcheck.job.live import UNKNOWN
+    from ncclcheck.job.model import VerdictKind
+    from ncclcheck.ranks import compact
     from ncclcheck.render.snapshot import report as snapshot_report
     from ncclcheck.render.snapshot import snapshot_json
-    from ncclcheck.snapshot import archive, collect, procs, pyspy, verdict
+    from ncclcheck.snapshot import archive, collect, procs, pyspy
     from ncclcheck.snapshot.settings import lint_ranks
 
     if out is not None:
@@ -609,7 +611,7 @@ def snapshot_cmd(
     jobs = procs.candidates(d, pid, parents)
     if len(jobs) > 1:
         for j in jobs:
-            warn(f"pid {j.ranks[0].pid}: {j.label}, ranks {verdict.ranks_text(r.rank for r in j.ranks)}")
+            warn(f"pid {j.ranks[0].pid}: {j.label}, ranks {compact(r.rank for r in j.ranks)}")
         usage_error(f"{len(jobs)} jobs run " + (f"below pid {pid}" if pid is not None else "here")
                     + "; pick one with --pid RANK_PID")
     if not jobs:
@@ -621,7 +623,7 @@ def snapshot_cmd(
              f"environment{hidden}")
         raise typer.Exit(Exit.NO_INPUT)
     job = jobs[0]
-    warn(f"{job.label}: ranks {verdict.ranks_text(r.rank for r in job.ranks)} here "
+    warn(f"{job.label}: ranks {compact(r.rank for r in job.ranks)} here "
          f"(pids {', '.join(str(r.pid) for r in job.ranks)})")
     exe = pyspy.find_py_spy()
     snap = collect.take(job, exe, native, timeout, dump_wait, not no_dumps, lint=lint_ranks)
@@ -630,9 +632,7 @@ def snapshot_cmd(
             warn(f"rank {r.proc.rank} (pid {r.proc.pid}): {r.stack_error}")
     for problem in snap.problems:
         warn(problem)
-    scans = archive.snapshot_scans(snap)
-    result = verdict.decide(scans, job.world_size, collect.source_of(snap.sources))
-    result = verdict.with_job_verdict(result, decide(scans, merge_records(scans)).verdict)
+    result = analyze_scans(archive.snapshot_scans(snap))  # the one verdict engine, over the live evidence
     if out:
         try:
             archive.write(out, snap, {"verdict": snapshot_json(snap, result)["verdict"]})
@@ -644,9 +644,9 @@ def snapshot_cmd(
         typer.echo(json.dumps(snapshot_json(snap, result), indent=2))
     else:
         console.print(snapshot_report(snap, result, quiet, all_threads), crop=False)  # frames and exports: one line
-    if result.kind == verdict.UNKNOWN:
-        raise typer.Exit(Exit.NO_INPUT)
-    raise typer.Exit(Exit.OK if result.kind == verdict.NO_HANG else Exit.FOUND)
+    if all(p.state == UNKNOWN for p in result.job.live):
+        raise typer.Exit(Exit.NO_INPUT)  # no stack and no dump could be read: nothing was decided
+    raise typer.Exit(Exit.OK if result.verdict.kind is VerdictKind.NO_FAILURE else Exit.FOUND)
 
 
 def main() -> None:

@@ -127,21 +127,18 @@ def test_verdict_agrees_with_its_table(path):
 
 def test_live_deadlock_read_by_snapshot():
     """`ncclcheck snapshot` on the live 2 x H200 job (tools/live_snapshot.sh, 5.3 s): its archive reads as the deadlock,
-    and the snapshot's own verdict, rebuilt from the archive as the command does, says the same."""
+    and the snapshot's verdict, the job model's over the archive as the command builds it, says the same; the
+    verdict the snapshot stored then (its own engine's, schema 2) agreed."""
     from ncclcheck.evidence import archive as evidence_archive
-    from ncclcheck.job.records import merge_records
-    from ncclcheck.job.verdict import decide
-    from ncclcheck.snapshot import verdict
+    from ncclcheck.job.analyze import analyze_scans
 
     path = F / "live_cycle" / "snapshot" / "snapshot.tar.gz"
     a = run(path)
     assert (a.verdict.kind, a.verdict.cycle, a.verdict.culprit_ranks) == (VerdictKind.DEADLOCK, (0, 1), ())
     doc, _ = evidence_archive.load(str(path))
-    scans = evidence_archive.read_archive(str(path))
-    v = verdict.with_job_verdict(verdict.decide(scans, doc["job"]["world_size"]),
-                                 decide(scans, merge_records(scans)).verdict)
-    assert (v.kind, v.culprit_ranks, v.cycle) == ("deadlock", (), (0, 1))
-    assert v.summary == a.verdict.summary
+    v = analyze_scans(evidence_archive.read_archive(str(path))).verdict
+    assert (v.kind.value, v.culprit_ranks, v.cycle, v.summary) == ("deadlock", (), (0, 1), a.verdict.summary)
+    assert (doc["verdict"]["kind"], doc["verdict"]["cycle"]) == ("deadlock", [0, 1])
 
 
 # One real incident per sentence template, with the sentence as reviewed (the failure kinds' templates are in

@@ -307,7 +307,8 @@ def test_live_stacks_name_the_rank_in_host_code():
              stack(2, [("sleep", "<built-in>", 0), ("load_batch", "train.py", 47)], None)]
     a = decide(scans, merge_records(scans))
     assert (a.verdict.kind.value, a.verdict.culprit_ranks, a.verdict.waiting_ranks) == ("lagging_rank", (2,), (0, 1))
-    assert "rank 2 is still running, in host code at train.py:47 (load_batch), inside sleep" in a.verdict.summary
+    assert a.verdict.summary == ("Rank 2 is in host code at train.py:47 (load_batch), inside sleep, GPU idle; ranks 0-1 "
+                                 "wait in all_reduce (train.py:52 (step)).")
 
 
 def test_an_impossible_element_count_is_called_so(write):

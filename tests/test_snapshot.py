@@ -17,10 +17,13 @@ from typer.testing import CliRunner
 from ncclcheck.cli import app
 from ncclcheck.evidence import archive as evidence_archive
 from ncclcheck.evidence.frdump import Frame, parse_dump
-from ncclcheck.evidence.types import FileScan, LiveStack, LiveThread, Loc
+from ncclcheck.evidence.types import Fact, FileScan, LiveStack, LiveThread, Loc, Who
 from ncclcheck.findings import Severity
+from ncclcheck.job import live
+from ncclcheck.job.analyze import analyze_scans
+from ncclcheck.job.model import Analysis
 from ncclcheck.probe.host import Host
-from ncclcheck.snapshot import archive, collect, dumppipe, gpu, procs, pyspy, verdict
+from ncclcheck.snapshot import archive, collect, dumppipe, gpu, procs, pyspy
 from ncclcheck.snapshot.settings import lint_ranks
 
 SNAP = DATA / "snapshot"
@@ -102,9 +105,9 @@ def test_collective_from_real_stacks():
     sleeping = pyspy.parse((SNAP / "pyspy-sleeping-native.json").read_text(), 0)
     assert pyspy.collective_of(waiting[0].frames) == "all_reduce"
     assert pyspy.collective_of(sleeping[0].frames) is None
-    assert verdict.code_frame(waiting[0].frames).line == 35  # hang_job.py: dist.all_reduce(t)
-    assert verdict.code_frame(sleeping[0].frames).line == 34  # time.sleep(3600), native frames skipped
-    assert verdict.native_call(sleeping[0].frames) == "time_sleep"
+    assert live.code_frame(waiting[0].frames).line == 35  # hang_job.py: dist.all_reduce(t)
+    assert live.code_frame(sleeping[0].frames).line == 34  # time.sleep(3600), native frames skipped
+    assert live.native_call(sleeping[0].frames) == "time_sleep"
     # a user function named like a collective, outside torch.distributed, is not one
     assert pyspy.collective_of((Frame("all_reduce", "/w/mylib/comm.py", 3),)) is None
 
@@ -225,14 +228,15 @@ def test_not_a_pipe(tmp_path: Path):
     assert dumppipe.trigger(plan) == f"{plan.pipe} is not a named pipe"
 
 
-# ---------------------------------------------------------------- verdict
+# ---------------------------------------------------------------- the live verdict (the job model's)
 
 MAIN = Frame("main", "/w/train.py", 47)
 
 
-def _stack(rank: int, *frames: Frame, collective: str | None = None, util: int | None = None) -> FileScan:
+def _stack(rank: int, *frames: Frame, collective: str | None = None, util: int | None = None,
+           sources: tuple[tuple[str, int, str], ...] = ()) -> FileScan:
     st = LiveStack(rank, 1000 + rank, "node1", (LiveThread("MainThread", frames),), collective, util,
-                   Loc(f"node1:rank{rank}", 0))
+                   Loc(f"node1:rank{rank}", 0), sources)
     return FileScan(file=f"node1:rank{rank}", path_rank=rank, lines=0, bytes_read=0, ranks_seen=(rank,), live=(st,))
 
 
@@ -247,33 +251,43 @@ def _dump(rank: int) -> FileScan:
     return FileScan(file=name, path_rank=rank, lines=0, bytes_read=0, ranks_seen=(rank,), dump=d)
 
 
+def _world(n: int) -> FileScan:
+    """What the snapshot knows of the job's size (each rank's WORLD_SIZE), as the archive carries it."""
+    return FileScan(file="node1:job", path_rank=None, lines=0, bytes_read=0, ranks_seen=(),
+                    facts=(Fact(Who(global_rank=0), "world_size", str(n), Loc("node1:job", 0)),))
+
+
+def _live(*scans: FileScan, world: int | None = None) -> Analysis:
+    return analyze_scans([*scans, *((_world(world),) if world else ())])
+
+
 def test_verdict_host_code_root_and_grouped_waiters():
-    scans = [_waiting(0, 100), _waiting(1, 100), _waiting(2, 100), _stack(3, MAIN, util=0)]
-    v = verdict.decide(scans, 4, lambda f: "time.sleep(600)" if f == MAIN else None)
-    assert v.kind == verdict.HOST_CODE
-    assert v.summary == ("rank 3 is in host code at train.py:47 `time.sleep(600)`, GPU idle; ranks 0-2 wait in "
+    a = _live(_waiting(0, 100), _waiting(1, 100), _waiting(2, 100),
+              _stack(3, MAIN, util=0, sources=(("/w/train.py", 47, "time.sleep(600)"),)), world=4)
+    v = a.verdict
+    assert v.kind.value == "lagging_rank"
+    assert v.summary == ("Rank 3 is in host code at train.py:47 `time.sleep(600)`, GPU idle; ranks 0-2 wait in "
                          "all_reduce (train.py:52).")
     assert (v.culprit_ranks, v.waiting_ranks, v.unknown_ranks) == ((3,), (0, 1, 2), ())
-    assert [(g.ranks, g.state, g.collective) for g in v.groups] == [((0, 1, 2), "waiting", "all_reduce"),
-                                                                     ((3,), "host_code", None)]
+    assert [(g.ranks, g.state, g.collective) for g in a.job.stack_groups] == [((0, 1, 2), "waiting", "all_reduce"),
+                                                                               ((3,), "host_code", None)]
 
 
 def test_verdict_from_nccl_stacks_and_real_dumps():
     """With NCCL the waiting rank's host thread is past the call; its dump holds the pending collective."""
     sync = Frame("main", "/w/train.py", 53)
-    scans = [_stack(0, sync, util=100), _dump(0), _stack(1, MAIN, util=0), _dump(1)]
-    v = verdict.decide(scans)
-    assert v.kind == verdict.HOST_CODE
-    assert v.summary == ("rank 1 is in host code at train.py:47, GPU idle; rank 0 waits in all_reduce #4 "
-                         "(incident.py:41).")
-    p0 = v.positions[0]
+    a = _live(_stack(0, sync, util=100), _dump(0), _stack(1, MAIN, util=0), _dump(1))
+    assert a.verdict.kind.value == "lagging_rank"
+    assert a.verdict.summary == ("Rank 1 is in host code at train.py:47, GPU idle; rank 0 waits in all_reduce #4 "
+                                 "(incident.py:41).")
+    p0 = a.job.live[0]
     assert (p0.state, p0.seq, p0.pg, p0.host_where, p0.evidence) == ("waiting", 4, "0", sync, "stack+dump")
 
 
 def test_a_rank_without_dump_joins_its_numbered_twins():
-    v = verdict.decide([_stack(0, Frame("main", "/w/train.py", 53)), _dump(0), _waiting(2), _stack(1, MAIN)], 3)
-    assert v.kind == verdict.HOST_CODE
-    assert v.summary.endswith("ranks 0,2 wait in all_reduce #4 (incident.py:41).")
+    a = _live(_stack(0, Frame("main", "/w/train.py", 53)), _dump(0), _waiting(2), _stack(1, MAIN), world=3)
+    assert a.verdict.kind.value == "lagging_rank"
+    assert a.verdict.summary.endswith("ranks 0, 2 wait in all_reduce #4 (incident.py:41).")
 
 
 SYNC = (Frame("synchronize", "/py/torch/cuda/__init__.py", 1162), Frame("main", "/w/train.py", 53))
@@ -281,54 +295,46 @@ SYNC = (Frame("synchronize", "/py/torch/cuda/__init__.py", 1162), Frame("main", 
 
 def test_verdict_nccl_without_dumps_host_waits_on_the_gpu():
     """Real layout of the 4xH200 run without dumps: ranks 0-2 in torch.cuda.synchronize, GPU 100 %; rank 3 asleep."""
-    scans = [_stack(r, *SYNC, util=100) for r in (0, 1, 2)] + [_stack(3, MAIN, util=0)]
-    v = verdict.decide(scans, 4)
-    assert (v.kind, v.culprit_ranks, v.waiting_ranks) == (verdict.HOST_CODE, (3,), (0, 1, 2))
-    assert v.summary == ("rank 3 is in host code at train.py:47, GPU idle; ranks 0-2 wait on the GPU in "
+    a = _live(*(_stack(r, *SYNC, util=100) for r in (0, 1, 2)), _stack(3, MAIN, util=0), world=4)
+    v = a.verdict
+    assert (v.kind.value, v.culprit_ranks, v.waiting_ranks) == ("lagging_rank", (3,), (0, 1, 2))
+    assert v.summary == ("Rank 3 is in host code at train.py:47, GPU idle; ranks 0-2 wait on the GPU in "
                          "torch.cuda.synchronize (train.py:53), GPU 100% busy: with NCCL, likely inside a collective "
                          "that rank 3 has not joined (a flight-recorder dump would tell).")
-    assert [(g.ranks, g.state) for g in v.groups] == [((0, 1, 2), "gpu_wait"), ((3,), "host_code")]
+    assert [(g.ranks, g.state) for g in a.job.stack_groups] == [((0, 1, 2), "gpu_wait"), ((3,), "host_code")]
     native = (Frame("cuCtxSynchronize_v2", "/lib/libcuda.so", 0), Frame("main", "/w/train.py", 53))
-    assert verdict.cuda_wait(native) == "cuCtxSynchronize_v2"
-    assert verdict.cuda_wait((Frame("cudaMemcpyAsync", "/lib/libcudart.so", 0), MAIN)) is None
-    calm = verdict.decide([_stack(r, *SYNC, util=100) for r in (0, 1)], 2)
-    assert calm.kind == verdict.NO_HANG and "normal work, or a collective every rank has joined" in calm.summary
+    assert live.cuda_wait(native) == "cuCtxSynchronize_v2"
+    assert live.cuda_wait((Frame("cudaMemcpyAsync", "/lib/libcudart.so", 0), MAIN)) is None
 
 
 def test_verdict_dumps_alone():
-    v = verdict.decide([_dump(0), _dump(1)])
-    assert (v.kind, v.culprit_ranks, v.waiting_ranks) == (verdict.HOST_CODE, (1,), (0,))
-    assert v.summary == ("rank 1 is in host code at an unknown line (no stack; its dump's last collective, "
-                         "all_reduce #3, completed); rank 0 waits in all_reduce #4 (incident.py:41).")
-    assert v.groups == ()
+    """Dumps with no stack are read by the rest of the job model (no live positions): rank 1 completed #3, rank 0
+    waits in #4."""
+    a = _live(_dump(0), _dump(1))
+    assert (a.verdict.kind.value, a.verdict.culprit_ranks, a.verdict.waiting_ranks) == ("lagging_rank", (1,), (0,))
+    assert a.job.live == () and a.job.stack_groups == ()
 
 
-def test_verdict_all_waiting_elsewhere_mismatch_no_hang_unknown():
-    every = verdict.decide([_waiting(0), _waiting(1)], 2)
-    assert every.kind == verdict.ALL_WAITING and "suspect the network, NCCL or a GPU" in every.summary
-    other = verdict.decide([_waiting(0), _waiting(1)], 8)
-    assert (other.kind, other.unknown_ranks) == (verdict.ELSEWHERE, (2, 3, 4, 5, 6, 7))
-    assert "not seen here (2-7)" in other.summary
-    mixed = verdict.decide([_waiting(0), _waiting(1), _waiting(2, op="broadcast")], 3)
-    assert (mixed.kind, mixed.culprit_ranks, mixed.waiting_ranks) == (verdict.MISMATCH, (2,), (0, 1))
-    calm = verdict.decide([_stack(0, MAIN, util=0), _stack(1, MAIN, util=87)], 2)
-    assert calm.kind == verdict.NO_HANG and "rank 1 shows a busy GPU" in calm.summary
-    assert [g.ranks for g in calm.groups] == [(0, 1)]
+def test_verdict_all_waiting_elsewhere_no_hang_unknown():
+    every = _live(_waiting(0), _waiting(1), world=2).verdict
+    assert (every.kind.value, every.culprit_ranks) == ("all_ranks_stuck", ())
+    other = _live(_waiting(0), _waiting(1), world=8).verdict
+    assert (other.kind.value, other.unknown_ranks) == ("incomplete_evidence", (2, 3, 4, 5, 6, 7))
+    calm = _live(_stack(0, MAIN, util=0), _stack(1, MAIN, util=87), world=2)
+    assert calm.verdict.kind.value == "no_failure" and "Rank 1 shows a busy GPU" in calm.verdict.summary
+    assert [g.ranks for g in calm.job.stack_groups] == [(0, 1)]
     empty = FileScan(file="x", path_rank=0, lines=0, bytes_read=0, ranks_seen=(0,), live=(
         LiveStack(0, 1, None, (), None, None, Loc("x", 0)),))
-    assert verdict.decide([empty], 1).kind == verdict.UNKNOWN
+    nothing = _live(empty, world=1)
+    assert (nothing.verdict.kind.value, nothing.verdict.summary) == (
+        "incomplete_evidence", "No rank's stack or dump could be read: nothing to decide.")
 
 
 def test_native_address_frames_do_not_split_groups():
     inner = Frame("pthread_cond_wait", "/lib/libc.so.6", 0)
     a = _stack(0, Frame("0x7f2448ea3f16", "/lib/libc.so.6", 0), inner, MAIN)
     b = _stack(1, Frame("0x7f78ec8a3f16", "/lib/libc.so.6", 0), inner, MAIN)
-    assert [(g.ranks, g.frames) for g in verdict.decide([a, b], 2).groups] == [((0, 1), (inner, MAIN))]
-
-
-def test_ranks_text():
-    assert [verdict.ranks_text(r) for r in ([0, 1, 2, 3, 5], [0, 2], [7], range(64), [])] == [
-        "0-3,5", "0,2", "7", "0-63", ""]
+    assert [(g.ranks, g.frames) for g in _live(a, b, world=2).job.stack_groups] == [((0, 1), (inner, MAIN))]
 
 
 # ---------------------------------------------------------------- archive
@@ -365,9 +371,11 @@ def test_archive_round_trip(tmp_path: Path):
     assert live.threads == s.ranks[0].threads
     assert [(f.key, f.value) for f in scans[0].facts] == [("NCCL_DEBUG", "INFO"), ("world_size", "2"), ("pid", "4000"),
                                                          ("host", "node1")]
-    from_archive = verdict.decide(scans, 2)
-    assert from_archive == verdict.decide(archive.snapshot_scans(s), 2)
-    assert (from_archive.kind, from_archive.culprit_ranks) == (verdict.HOST_CODE, (1,))
+    from_archive = analyze_scans(scans).verdict
+    taken = analyze_scans(archive.snapshot_scans(s)).verdict  # the same document, its files named by host
+    assert (from_archive.kind, from_archive.summary, from_archive.culprit_ranks, from_archive.waiting_ranks) == (
+        taken.kind, taken.summary, taken.culprit_ranks, taken.waiting_ranks)
+    assert (from_archive.kind.value, from_archive.culprit_ranks) == ("lagging_rank", (1,))
 
 
 def test_real_archive_from_four_h200():
@@ -377,16 +385,20 @@ def test_real_archive_from_four_h200():
     doc, dumps = evidence_archive.load(str(path))
     assert sorted(dumps) == [f"dumps/dump_rank_{r}" for r in range(4)]
     scans = evidence_archive.read_archive(str(path))
-    v = verdict.decide(scans, doc["job"]["world_size"])
-    assert v.summary == "rank 3 is in host code at hang_job.py:34, GPU idle; ranks 0-2 wait in all_reduce #4 (hang_job.py:35)."
-    stored = doc["verdict"]  # written by schema 1, which called the culprits root_ranks
+    a = analyze_scans(scans)
+    v = a.verdict
+    assert v.summary == ("Rank 3 is in host code at hang_job.py:34 `time.sleep(3600)  # SLEEP`, GPU idle; ranks 0-2 "
+                         "wait in all_reduce #4 (hang_job.py:35).")
+    stored = doc["verdict"]  # written by schema 1 (its own verdict engine, which called the culprits root_ranks)
     assert doc["schema_version"] == 1
-    assert (stored["kind"], stored["root_ranks"], stored["waiting_ranks"]) == (v.kind, list(v.culprit_ranks),
+    assert (stored["kind"], stored["root_ranks"], stored["waiting_ranks"]) == ("rank_in_host_code",
+                                                                            list(v.culprit_ranks),
                                                                             list(v.waiting_ranks))
-    assert [(p.rank, p.state, p.seq, p.gpu_util, p.host_where.line) for p in v.positions] == [
+    assert v.kind.value == "lagging_rank"
+    assert [(p.rank, p.state, p.seq, p.gpu_util, p.host_where.line) for p in a.job.live] == [
         (0, "waiting", 4, 100, 37), (1, "waiting", 4, 100, 37), (2, "waiting", 4, 100, 37), (3, "host_code", None, 0, 34)]
-    assert [(g.ranks, g.state, g.pending) for g in v.groups] == [((0, 1, 2), "waiting", "all_reduce #4"),
-                                                                ((3,), "host_code", None)]
+    assert [(g.ranks, g.state, g.pending) for g in a.job.stack_groups] == [((0, 1, 2), "waiting", "all_reduce #4"),
+                                                                          ((3,), "host_code", None)]
 
 
 def test_two_nodes_merge_into_one_verdict(tmp_path: Path):
@@ -403,20 +415,11 @@ def test_two_nodes_merge_into_one_verdict(tmp_path: Path):
 
     one = evidence_archive.read_archive(node("node1", {0: waiting, 1: waiting}))
     two = evidence_archive.read_archive(node("node2", {2: asleep, 3: waiting}))
-    alone = verdict.decide(one)
-    assert (alone.kind, alone.unknown_ranks) == (verdict.ELSEWHERE, (2, 3))
-    both = verdict.decide(one + two)
-    assert (both.kind, both.culprit_ranks, both.waiting_ranks) == (verdict.HOST_CODE, (2,), (0, 1, 3))
-    assert both.summary == "rank 2 is in host code at train.py:47; ranks 0,1,3 wait in all_reduce (train.py:52)."
-    # The job model (analyze-log on the archives) says the same: one node is incomplete, both name rank 2.
-    from ncclcheck.job.records import merge_records
-    from ncclcheck.job.verdict import decide
-
-    j1 = decide(one, merge_records(one)).verdict
+    j1 = analyze_scans(one).verdict
     assert (j1.kind.value, j1.culprit_ranks, j1.unknown_ranks) == ("incomplete_evidence", (), (2, 3))
-    j2 = decide(one + two, merge_records(one + two)).verdict
+    j2 = analyze_scans(one + two).verdict
     assert (j2.kind.value, j2.culprit_ranks, j2.waiting_ranks) == ("lagging_rank", (2,), (0, 1, 3))
-    assert "rank 2 is still running, in host code at /w/train.py:47 (main)" in j2.summary
+    assert j2.summary == "Rank 2 is in host code at train.py:47; ranks 0-1, 3 wait in all_reduce (train.py:52)."
 
 
 def _tar(path: Path, members: dict[str, bytes], link: str | None = None) -> str:
@@ -439,7 +442,7 @@ def test_bad_archives_are_one_fatal_problem(tmp_path: Path):
         "plain.tar.gz": None,
         "nodoc.tar.gz": {"dumps/x": b"1"},
         "other.tar.gz": {"snapshot.json": b'{"format": "something"}'},
-        "newer.tar.gz": {"snapshot.json": json.dumps(doc | {"schema_version": 3}).encode()},
+        "newer.tar.gz": {"snapshot.json": json.dumps(doc | {"schema_version": 4}).encode()},
         "broken.tar.gz": {"snapshot.json": b"{"},
     }
     msgs = {}
@@ -453,7 +456,7 @@ def test_bad_archives_are_one_fatal_problem(tmp_path: Path):
     assert msgs["plain.tar.gz"].startswith("not a readable .tar.gz")
     assert msgs["nodoc.tar.gz"] == "no snapshot.json: not an ncclcheck snapshot archive"
     assert msgs["other.tar.gz"] == "snapshot.json is not an ncclcheck snapshot"
-    assert msgs["newer.tar.gz"].startswith("snapshot schema_version 3 is not one of 1, 2")
+    assert msgs["newer.tar.gz"].startswith("snapshot schema_version 4 is not one of 1, 2, 3")
     assert msgs["broken.tar.gz"].startswith("snapshot.json is not valid JSON")
 
 
@@ -512,14 +515,14 @@ def test_rank_table_never_splits_a_location(tmp_path: Path, columns: int):
     from ncclcheck.render.snapshot import report
 
     s = _snapshot(tmp_path)
-    v = verdict.decide(archive.snapshot_scans(s), 2)
+    a = analyze_scans(archive.snapshot_scans(s))
     # the issue's own case: a script name long enough that a folding table cut it (`make_incidents3.p|y:49`)
-    v = replace(v, positions=tuple(replace(p, where=Frame("main", "/work/tools/make_incidents3.py", 49))
-                                   for p in v.positions))
+    a = replace(a, job=replace(a.job, live=tuple(replace(p, where=Frame("main", "/work/tools/make_incidents3.py", 49))
+                                                 for p in a.job.live)))
     console = Console(width=columns, record=True, color_system=None)
-    console.print(report(s, v))
+    console.print(report(s, a))
     text = console.export_text()
-    where = [p.where for p in v.positions if p.where is not None]
+    where = [p.where for p in a.job.live if p.where is not None]
     assert where
     for f in where:
         assert f"{f.file.rsplit('/', 1)[-1]}:{f.line}" in text, (columns, text)

@@ -23,7 +23,8 @@ from typer.testing import CliRunner
 
 from ncclcheck.cli import app
 from ncclcheck.evidence import archive as evidence_archive
-from ncclcheck.snapshot import pyspy, verdict
+from ncclcheck.job.analyze import analyze_scans
+from ncclcheck.snapshot import pyspy
 
 pytest.importorskip("torch")
 JOB = DATA / "snapshot" / "hang_job.py"
@@ -94,9 +95,11 @@ def test_verdict_names_the_sleeping_rank_and_groups_the_waiting(job: Job, tmp_pa
     assert "Traceback" not in r.stderr and f"wrote {out}" in r.stderr
     assert "\x1b[" not in r.stdout
     j = json.loads(r.stdout)
-    assert (j["format"], j["schema_version"]) == ("ncclcheck-snapshot", 2)
+    assert (j["format"], j["schema_version"]) == ("ncclcheck-snapshot", 3)
     v = j["verdict"]
-    # The verdict is the job model's (the one analyze-log gives), over the snapshot's positions and stacks.
+    # The verdict is the job model's (analyze-log's verdict object), with the live positions and stack groups.
+    assert set(v) >= {"kind", "summary", "culprit_ranks", "waiting_ranks", "unknown_ranks", "pg", "seq", "chain",
+                      "findings", "next_steps", "cause", "cycle", "positions", "groups"}
     assert (v["kind"], v["culprit_ranks"], v["waiting_ranks"], v["unknown_ranks"]) == ("lagging_rank", [1], [0, 2], [])
     assert v["chain"][-1] == "Ranks 0, 2 are only waiting."
     where = {p["rank"]: (Path(p["where"]["file"]).name, p["where"]["line"], p["state"], p["collective"])
@@ -104,15 +107,15 @@ def test_verdict_names_the_sleeping_rank_and_groups_the_waiting(job: Job, tmp_pa
     assert where == {0: ("hang_job.py", WAIT, "waiting", "all_reduce"), 1: ("hang_job.py", SLEEP, "host_code", None),
                      2: ("hang_job.py", WAIT, "waiting", "all_reduce")}
     assert [(g["ranks"], g["collective"]) for g in v["groups"]] == [([0, 2], "all_reduce"), ([1], None)]
-    assert v["summary"] == (f"rank 1 is in host code at hang_job.py:{SLEEP} `time.sleep(3600)  # SLEEP`; ranks 0,2 "
+    assert v["summary"] == (f"Rank 1 is in host code at hang_job.py:{SLEEP} `time.sleep(3600)  # SLEEP`; ranks 0, 2 "
                             f"wait in all_reduce (hang_job.py:{WAIT} `dist.all_reduce(t)  # WAIT`).")
     assert ([x["rank"] for x in j["ranks"]], sorted(x["pid"] for x in j["ranks"])) == ([0, 1, 2], sorted(job.ranks))
     notes = {x["rank"]: x["dump_note"] for x in j["ranks"]}
     assert all(n.endswith("pipe does not exist: the NCCL process group has not started, or this PyTorch reads "
                           "another name") or "trace buffer is off" in n for n in notes.values())
     scans = evidence_archive.read_archive(str(out))
-    again = verdict.decide(scans, 3)
-    assert (again.kind, again.culprit_ranks, again.waiting_ranks) == ("rank_in_host_code", (1,), (0, 2))
+    again = analyze_scans(scans).verdict
+    assert (again.kind.value, again.summary, again.culprit_ranks) == ("lagging_rank", v["summary"], (1,))
     a = _analyze(out)
     assert (a["verdict"]["kind"], a["verdict"]["culprit_ranks"], a["verdict"]["waiting_ranks"]) == ("lagging_rank", [1],
                                                                                                    [0, 2])
@@ -124,8 +127,8 @@ def test_text_report_and_the_job_left_untouched(job: Job):
     r = _snapshot("--pid", str(job.ranks[0]))
     assert r.returncode == 1, r.stderr
     assert "verdict: lagging_rank" in r.stdout
-    assert f"rank 1 is in host code at hang_job.py:{SLEEP}" in r.stdout
-    assert "ranks 0,2: in all_reduce (1 thread)" in r.stdout
+    assert f"Rank 1 is in host code at hang_job.py:{SLEEP}" in r.stdout
+    assert "ranks 0, 2: in all_reduce (1 thread)" in r.stdout
     assert "TORCH_NCCL_DEBUG_INFO_PIPE_FILE is set but the trace buffer is off" in r.stdout
     for pid, created in before.items():
         p = psutil.Process(pid)
@@ -140,7 +143,7 @@ def test_py_spy_absent(job: Job, monkeypatch):
     assert r.exit_code == 3
     assert ("ncclcheck: py-spy is not installed, so no stacks were taken: pip install 'ncclcheck[live]'"
             in r.stderr.splitlines())
-    assert "verdict: unknown" in r.stdout
+    assert "verdict: incomplete_evidence" in r.stdout and "No rank's stack or dump could be read" in r.stdout
 
 
 def test_ptrace_refused(job: Job, monkeypatch, tmp_path: Path):

@@ -23,7 +23,7 @@ from ncclcheck.evidence.logparse import LogParser
 from ncclcheck.evidence.types import Fact, FileScan, InputProblem, LiveStack, LiveThread, Loc, Who
 
 FORMAT = "ncclcheck-snapshot"
-READABLE = (1, 2)  # what the reader takes: the collected data is the same, only the stored verdict differs
+READABLE = (1, 2, 3)  # what the reader takes: the collected data is the same, only the stored verdict differs
 DOC = "snapshot.json"
 KERNEL = "kernel.log"
 MAX_DOC_BYTES = 64 << 20
@@ -34,6 +34,9 @@ def scans(doc: Mapping[str, Any], dumps: Mapping[str, bytes], label: str) -> lis
     per dump."""
     out: list[FileScan] = []
     host = doc.get("host") if isinstance(doc.get("host"), str) else None
+    sources = {(x["file"], x["line"]): x["text"] for x in doc.get("sources") or ()
+               if isinstance(x, dict) and isinstance(x.get("file"), str) and isinstance(x.get("line"), int)
+               and isinstance(x.get("text"), str)}
     for r in doc.get("ranks") or ():
         if not isinstance(r, dict) or not isinstance(r.get("rank"), int):
             continue
@@ -43,9 +46,11 @@ def scans(doc: Mapping[str, Any], dumps: Mapping[str, bytes], label: str) -> lis
         threads = tuple(LiveThread(str(t.get("name", "?")), tuple(
             Frame(str(f.get("name", "?")), str(f.get("file", "?")), f["line"] if isinstance(f.get("line"), int) else 0)
             for f in t.get("frames") or () if isinstance(f, dict))) for t in r.get("threads") or () if isinstance(t, dict))
+        mine = {(f.file, f.line) for t in threads for f in t.frames}
         stack = LiveStack(rank, r["pid"] if isinstance(r.get("pid"), int) else 0, host, threads,
                           r.get("collective") if isinstance(r.get("collective"), str) else None,
-                          r.get("gpu_util") if isinstance(r.get("gpu_util"), int) else None, loc)
+                          r.get("gpu_util") if isinstance(r.get("gpu_util"), int) else None, loc,
+                          tuple((f, n, t) for (f, n), t in sources.items() if (f, n) in mine))
         settings = r.get("settings") if isinstance(r.get("settings"), dict) else {}
         facts = tuple(Fact(Who(global_rank=rank), str(k), str(v)[:300], loc) for k, v in settings.items()
                       if str(k).startswith(("NCCL_", "TORCH_")))

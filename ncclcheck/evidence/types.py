@@ -314,6 +314,7 @@ class LiveStack:
     collective: str | None
     gpu_util: int | None
     loc: Loc
+    sources: tuple[tuple[str, int, str], ...] = ()  # (file, line, text) of its frames, where the snapshot read them
 
 
 @dataclass(frozen=True)

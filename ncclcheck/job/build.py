@@ -33,6 +33,7 @@ from ncclcheck.evidence.types import (
 )
 from ncclcheck.job.causes import one_line
 from ncclcheck.job.graph import wait_for
+from ncclcheck.job.live import live_state
 from ncclcheck.job.model import (
     Ending,
     EndKind,
@@ -356,7 +357,9 @@ class _Builder:
             ranks |= set(g.members)
         states = [self._rank_state(r, positions.get(r, []), live.get(r)) for r in sorted(ranks)]
         edges, roots = wait_for(states, groups)
-        return Job(world, tuple(states), tuple(groups), tuple(edges), tuple(roots), tuple(self.records))
+        live, stack_groups = live_state(self.scans)
+        return Job(world, tuple(states), tuple(groups), tuple(edges), tuple(roots), tuple(self.records), live,
+                   stack_groups)
 
     def _groups(self, world: int | None) -> list[Group]:
         out = []

@@ -18,6 +18,7 @@ from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.types import PG, FileScan, InputProblem, LiveStack, Loc, RankError
 from ncclcheck.findings import Finding
 from ncclcheck.job.causes import Diagnosis
+from ncclcheck.job.live import LivePosition, StackGroup
 
 
 @dataclass(frozen=True)
@@ -235,6 +236,8 @@ class Job:
     edges: tuple[Edge, ...]
     roots: tuple[int, ...]
     records: tuple[Record, ...] = ()
+    live: tuple[LivePosition, ...] = ()  # where each rank of a live job is (snapshot stacks, with their dumps)
+    stack_groups: tuple[StackGroup, ...] = ()  # ranks whose main threads show the same stack
 
     def rank(self, r: int) -> RankState | None:
         return self._by_rank.get(r)

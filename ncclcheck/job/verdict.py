@@ -49,6 +49,7 @@ from ncclcheck.job.findings import (
 )
 from ncclcheck.job.graph import UNKNOWN_NODE
 from ncclcheck.job.hosts import join_events, peers_lost, rank_hosts
+from ncclcheck.job.live import HOST_CODE, UNKNOWN, live_summary
 from ncclcheck.job.model import (
     Analysis,
     Edge,
@@ -551,6 +552,21 @@ def _with_cause(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
     return kind, culprits, summary, d
 
 
+def _live_words(job: Job, kind: VerdictKind, culprits: Sequence[int], summary: str) -> tuple[VerdictKind, str]:
+    """A live job's positions in words (with the user's lines and the GPUs' state, as a snapshot shows them) where
+    they decide: the culprits are the ranks in host code, or nothing failed; no readable stack or dump at all is
+    nothing to decide."""
+    if not job.live:
+        return kind, summary
+    if all(p.state == UNKNOWN for p in job.live):
+        return VerdictKind.INCOMPLETE, "No rank's stack or dump could be read: nothing to decide."
+    text = live_summary(job.live)
+    host = sorted(p.rank for p in job.live if p.state == HOST_CODE)
+    if text and (kind is VerdictKind.NO_FAILURE or (culprits and sorted(culprits) == host)):
+        return kind, text
+    return kind, summary
+
+
 def _nobody(family: str) -> str:
     """Who failed, where no rank is named: a node's fate is the job's, a crash is one process's."""
     return "The job failed" if family == HOST else "A process failed"
@@ -616,6 +632,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     kind, culprits, summary, cause = _with_cause(job, kind, culprits, summary,
                                                  diagnose(scans, killed_ranks, min(fired, default=None)))
     waiting = [r for r in waiting if r not in culprits]
+    kind, summary = _live_words(job, kind, culprits, summary)
     if kind is not VerdictKind.NO_FAILURE:
         findings.insert(0, Finding(Severity.ERROR, kind.value.replace("_", "-"), summary, _evidence(job, culprits, cause)))
     findings += _host_findings(scans, cause)

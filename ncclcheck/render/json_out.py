@@ -21,7 +21,7 @@ from ncclcheck.evidence.types import PG, DesyncReport, FileScan, Loc
 from ncclcheck.findings import Finding
 from ncclcheck.job.causes import Diagnosis
 from ncclcheck.job.hosts import join_events
-from ncclcheck.job.model import Analysis, Edge, Group, GroupId, Position, RankState, Record, Work
+from ncclcheck.job.model import Analysis, Edge, Group, GroupId, Position, RankState, Record, Verdict, Work
 from ncclcheck.ranks import ranges
 
 SCHEMA_VERSION = 5
@@ -462,6 +462,24 @@ def _dumps(scans: Sequence[FileScan]) -> dict[str, Any]:
             "entries": sum(len(d.entries) for d in dumps)}
 
 
+def verdict_json(v: Verdict) -> dict[str, Any]:
+    """The verdict object, the same in analyze-log's and snapshot's JSON."""
+    return {
+        "kind": v.kind.value,
+        "summary": v.summary,
+        "culprit_ranks": list(v.culprit_ranks),
+        "waiting_ranks": list(v.waiting_ranks),
+        "unknown_ranks": list(v.unknown_ranks),
+        "pg": pg_json(v.pg),
+        "seq": v.seq,
+        "chain": list(v.chain),
+        "findings": [finding_json(f) for f in v.findings],
+        "next_steps": list(v.next_steps),
+        "cause": cause_json(v.cause),
+        "cycle": list(v.cycle),
+    }
+
+
 def analysis_json(a: Analysis, per_rank: bool = False) -> dict[str, Any]:
     """The whole result: folded classes at any scale; ``per_rank`` adds every item one by one."""
     v = a.verdict
@@ -472,20 +490,7 @@ def analysis_json(a: Analysis, per_rank: bool = False) -> dict[str, Any]:
         "problems": [{"file": p.file, "message": p.message, "fatal": p.fatal} for p in a.problems],
         "dtype_assumed": a.dtype,
         "records": _records(a.records),
-        "verdict": {
-            "kind": v.kind.value,
-            "summary": v.summary,
-            "culprit_ranks": list(v.culprit_ranks),
-            "waiting_ranks": list(v.waiting_ranks),
-            "unknown_ranks": list(v.unknown_ranks),
-            "pg": pg_json(v.pg),
-            "seq": v.seq,
-            "chain": list(v.chain),
-            "findings": [finding_json(f) for f in v.findings],
-            "next_steps": list(v.next_steps),
-            "cause": cause_json(v.cause),
-            "cycle": list(v.cycle),
-        },
+        "verdict": verdict_json(v),
         "job": {
             "world_size": job.world,
             "groups": _groups(job.groups),

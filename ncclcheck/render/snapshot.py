@@ -1,4 +1,5 @@
-"""Output of ``snapshot``: the verdict, a rank table, grouped stacks, dumps, settings and lint; or JSON."""
+"""Output of ``snapshot``: the job model's verdict, a rank table of its live positions, grouped stacks, dumps,
+settings and lint; or JSON (the collected document, and analyze-log's verdict object with the positions)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,16 @@ from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
-from ncclcheck.console import Fit, fit_table
+from ncclcheck.console import Fit, Unbroken, fit_table
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.findings import Severity
+from ncclcheck.job.live import LivePosition
+from ncclcheck.job.model import Analysis, VerdictKind
+from ncclcheck.ranks import compact, rank_phrase
+from ncclcheck.render.json_out import verdict_json
 from ncclcheck.snapshot.archive import to_doc
 from ncclcheck.snapshot.collect import Snapshot
 from ncclcheck.snapshot.dumppipe import ADVICE, ADVICE_EXPORT
-from ncclcheck.snapshot.verdict import NO_HANG, Position, SnapshotVerdict, ranks_text
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
@@ -24,41 +28,39 @@ def _frame(f: Frame | None) -> dict[str, Any] | None:
     return None if f is None else {"name": f.name, "file": f.file, "line": f.line}
 
 
-def verdict_json(v: SnapshotVerdict) -> dict[str, Any]:
-    return {
-        "kind": v.kind, "summary": v.summary, "chain": list(v.chain), "culprit_ranks": list(v.culprit_ranks),
-        "cycle": list(v.cycle),
-        "waiting_ranks": list(v.waiting_ranks), "unknown_ranks": list(v.unknown_ranks),
+def live_json(a: Analysis) -> dict[str, Any]:
+    """analyze-log's verdict object, with where each rank is and the stacks grouped (the job model's live state)."""
+    return verdict_json(a.verdict) | {
         "positions": [{"rank": p.rank, "state": p.state, "collective": p.collective, "seq": p.seq, "pg": p.pg,
                        "where": _frame(p.where), "host_where": _frame(p.host_where), "native": p.native,
-                       "gpu_util": p.gpu_util, "evidence": p.evidence} for p in v.positions],
+                       "gpu_util": p.gpu_util, "evidence": p.evidence} for p in a.job.live],
         "groups": [{"ranks": list(g.ranks), "state": g.state, "collective": g.collective, "pending": g.pending,
-                    "threads": g.threads, "frames": [_frame(f) for f in g.frames]} for g in v.groups],
+                    "threads": g.threads, "frames": [_frame(f) for f in g.frames]} for g in a.job.stack_groups],
     }
 
 
-def snapshot_json(s: Snapshot, v: SnapshotVerdict) -> dict[str, Any]:
+def snapshot_json(s: Snapshot, a: Analysis) -> dict[str, Any]:
     """Everything collected plus the verdict (the archive's snapshot.json holds the same)."""
-    return to_doc(s) | {"verdict": verdict_json(v)}
+    return to_doc(s) | {"verdict": live_json(a)}
 
 
 def _who(ranks: Sequence[int]) -> str:
-    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {ranks_text(ranks)}"
+    return rank_phrase(ranks)
 
 
 def _at(f: Frame | None) -> str:
     return "" if f is None else f"{f.file.rsplit('/', 1)[-1]}:{f.line}"
 
 
-def _state(p: Position) -> str:
+def _state(p: LivePosition) -> str:
     if p.state == "waiting":
         return f"waits in {p.collective}" + (f" #{p.seq}" if p.seq is not None else "")
     return {"host_code": "host code", "gpu_wait": "waits on the GPU", "unknown": "unknown"}.get(p.state, p.state)
 
 
-def rank_table(s: Snapshot, v: SnapshotVerdict) -> Fit:
+def rank_table(s: Snapshot, a: Analysis) -> Fit:
     """One row per rank, whole: a ``file:line`` or a pid is never split across lines (narrow terminals stack rows)."""
-    by_rank = {p.rank: p for p in v.positions}
+    by_rank = {p.rank: p for p in a.job.live}
     rows = []
     for r in s.ranks:
         p = by_rank.get(r.proc.rank)
@@ -88,11 +90,11 @@ def _frame_lines(frames: Sequence[Frame], s: Snapshot, indent: str = "    ") -> 
     return out
 
 
-def stacks(s: Snapshot, v: SnapshotVerdict, all_threads: bool) -> list[RenderableType]:
+def stacks(s: Snapshot, a: Analysis, all_threads: bool) -> list[RenderableType]:
     out: list[RenderableType] = [Text("stacks (main thread, innermost frame first; identical stacks once)",
                                       style="bold underline")]
     by_rank = {r.proc.rank: r for r in s.ranks}
-    for g in v.groups:
+    for g in a.job.stack_groups:
         head = f"{_who(g.ranks)}: " + (f"in {g.collective}" if g.collective else
                                        f"the host thread is here; the dump holds {g.pending}, not completed"
                                        if g.pending else "waits on the GPU" if g.state == "gpu_wait" else "host code")
@@ -147,8 +149,9 @@ def settings_section(s: Snapshot) -> list[RenderableType]:
     return out
 
 
-def report(s: Snapshot, v: SnapshotVerdict, quiet: bool = False, all_threads: bool = False) -> RenderableType:
+def report(s: Snapshot, a: Analysis, quiet: bool = False, all_threads: bool = False) -> RenderableType:
     """The verdict first, then the ranks, the stacks, dumps, settings and problems."""
+    v = a.verdict
     ranks = [r.proc.rank for r in s.ranks]
     head = Text(f"snapshot of {s.job.label} on {s.host}: {_who(ranks)}"
                 + (f" of {s.job.world_size}" if s.job.world_size else "") + f", taken in {s.seconds:.1f} s",
@@ -157,15 +160,15 @@ def report(s: Snapshot, v: SnapshotVerdict, quiet: bool = False, all_threads: bo
     for label, rs in (("culprit", v.culprit_ranks), ("waiting", v.waiting_ranks), ("not seen here", v.unknown_ranks)):
         if rs:
             body.append(f"\n{label}: ", style="bold")
-            body.append(ranks_text(rs))
-    panel = Panel(body, title=f"verdict: {v.kind}", title_align="left",
-                  border_style="green" if v.kind == NO_HANG else "red")
+            body.append(compact(rs, a.job.world))
+    panel = Panel(Unbroken(body, boxed=True), title=f"verdict: {v.kind.value}", title_align="left",
+                  border_style="green" if v.kind is VerdictKind.NO_FAILURE else "red")
     if quiet:
         return Group(head, panel)
     chain: list[RenderableType] = [Text("who waits for whom", style="bold underline")] if v.chain else []
     chain += [Text(f"  {line}") for line in v.chain]
-    parts: list[RenderableType] = [head, panel, *chain, rank_table(s, v), *stacks(s, v, all_threads), *dumps_section(s),
-                                   *settings_section(s)]
+    parts: list[RenderableType] = [head, panel, *chain, rank_table(s, a), *stacks(s, a, all_threads),
+                                   *dumps_section(s), *settings_section(s)]
     if s.problems:
         parts.append(Text("problems", style="bold underline"))
         parts += [Text(p) for p in s.problems]

@@ -21,7 +21,7 @@ from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.types import FileScan
 from ncclcheck.snapshot.collect import Snapshot
 
-SCHEMA_VERSION = 2  # 2: the verdict names its culprits ``culprit_ranks`` (as analyze-log does) and its ``cycle``
+SCHEMA_VERSION = 3  # 3: the verdict is analyze-log's verdict object with the live positions; 2: ``culprit_ranks``, ``cycle``
 
 
 def _frames(frames: tuple[Frame, ...]) -> list[dict[str, Any]]:
