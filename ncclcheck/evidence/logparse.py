@@ -1,14 +1,10 @@
 """Turn the lines of one log into typed events.
 
-The parser is a small state machine fed physical lines in order (with their line
-numbers; gaps are allowed, see ``reader``).  It
-
-* cleans each line (CR, ANSI colour codes and their ESC-less remnants),
-* joins terminal hard-wraps: a record whose terminator has not been seen yet
-  absorbs the following lines until it is complete,
-* matches fields on the text with all whitespace removed, so wraps that split a
-  token (``Timeo|ut(ms)``, ``OpTy|pe=``) still match, and extracts each field on
-  its own, so one corrupted field does not lose the others.
+The parser is a small state machine fed physical lines in order (with their line numbers; gaps are allowed, see
+``reader``). Each line is first repaired (``repair``: CR, progress bars, ANSI colour codes; terminal hard-wraps are
+joined until a record's terminator is seen); fields are then matched on the text with all whitespace removed, so
+wraps that split a token (``Timeo|ut(ms)``, ``OpTy|pe=``) still match, and each field is extracted on its own, so
+one corrupted field does not lose the others.
 """
 
 from __future__ import annotations
@@ -20,6 +16,20 @@ from dataclasses import dataclass, field, replace
 
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.hostlog import HOST_WORDS, HostLog
+from ncclcheck.evidence.repair import (
+    DUMP_START,
+    HEADER,
+    MAX_JOIN,
+    MISMATCH,
+    MISMATCH_START,
+    OPEN_TAIL,
+    STATUS_START,
+    clean,
+    incomplete,
+    squeeze,
+    unprefixed,
+    waits_for_digits,
+)
 from ncclcheck.evidence.types import (
     PG,
     Clue,
@@ -46,12 +56,6 @@ from ncclcheck.evidence.types import (
     is_default_group,
 )
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b|\[[0-9]{1,3}(?:;[0-9]{1,3})*m")
-# A tqdm-style progress bar another process drew into this line on the same terminal: "\r" and the bar, up to its
-# counts and stats ("\rEpoch 0:  45%|████▌     | 9/20 [00:03<00:04,  2.50it/s, loss=0.1]"); the line resumes after.
-_PROGRESS = re.compile(
-    r"\r[^\r\n|]{0,200}?\d{1,3}%\|[^|\r\n]{0,200}\|\s*[\d.]+[kMG]?/[\d.?]+[kMG]?(?:\s*\[[^\]\r\n]{0,200}\])?"
-)
 # "[rank3]:" as torchrun prints it; also with its "[" lost at the start of a paste, or "[rank3[]:" mangled.
 _GLOBAL_RANK = re.compile(r"(?:\[|(?:^|(?<=[\s:)|>]))\s*)rank(\d+)\[?\]:")
 _ROLE_RANK = re.compile(r"\[[A-Za-z_]+?(\d+)\]:")
@@ -60,11 +64,6 @@ _ROLE_RANK = re.compile(r"\[[A-Za-z_]+?(\d+)\]:")
 _LIGHTNING_RANK = re.compile(r"\[rank: (\d+)\] |GLOBAL_RANK: (\d+), MEMBER: ")
 # A rank prefix further along a line, right before the c10 header it belongs to.
 _GLUED_RANK = re.compile(r"\[rank(\d+)\]:(?=\[[EWIF]\d)")
-# A line that begins a new log record; a hard-wrap continuation never looks like this.
-_HEADER = re.compile(
-    r"(?:\[|^)rank\d+\[?\]:|\[[EWIF]\d{0,4}[ \d:.]*\S*\.(?:cpp|cc|h|hpp|py):\d+\]|^\S+:\d+:\d+ \[\d+\] |"
-    r"^(?:Traceback|Exception raised from|frame #)|^[EWIF]\d{4} "
-)
 # What precedes a record's text: a collector's own prefix (pdsh's "worker-4: ", a CRI timestamp, "[time] node4 ")
 # when a rank tag follows it, then the launcher's rank tags, Ray's actor prefix and quoting marks.
 _PY_PREFIX = re.compile(
@@ -83,8 +82,6 @@ _F_TIMEOUT = re.compile(r"Timeout\(ms\)=(\d+)")
 _GLOG_CLOCK = re.compile(r"\[[EWIF]\d{4} (\d\d):(\d\d):(\d\d(?:\.\d+)?)")
 _F_RANFOR = re.compile(r"ranfor(\d+)milliseconds")
 _MSG_RANK = re.compile(r"\[(?:PG[^\[\]]*?)?Rank(-?\d+)\](?=(?:Watchdogcaught|Work|Caught|CollectiveWork))")
-# Where a WorkNCCL printing ends; an async exception's message runs to the end of its first line.
-_WORK_DONE = re.compile(r"beforetimingout|timedoutin(?:blockingwait|calltowait)|\)\Z|raisedthefollowingasyncexception:.")
 
 # --- status lines ------------------------------------------------------------------
 _PG_PREFIX = re.compile(r"\[(PG[^\[\]]*?)Rank(-?\d+)\]")
@@ -111,14 +108,11 @@ _STATUS = (
         re.compile(r"TimeoutatNCCLwork:(-?\d+),lastenqueuedNCCLwork:(-?\d+),lastcompletedNCCLwork:(-?\d+)"),
     ),
 )
-_STATUS_START = re.compile(r"failuredetectedbywatchdog|detectedbywatchdogatwork|TimeoutatNCCLwork")
 _DUMP = re.compile(
     r"Received(?:adumpsignal|atimeoutsignal|aglobaltimeout).*?from(thislocalrank|anotherrank|rank(\d+))"
     r".*?LastenqueuedNCCLwork:(-?\d+),lastcompletedNCCLwork:(-?\d+)",
     re.IGNORECASE,
 )
-_DUMP_START = re.compile(r"Received(?:adumpsignal|atimeoutsignal|aglobaltimeout)")
-_COUNTERS_DONE = re.compile(r"lastcompleted(?:NCCL)?work:-?\d+")
 
 # --- heartbeat, desync, mismatch --------------------------------------------------------
 _HEARTBEAT = re.compile(r"Heartbeatmonitortimedout!")
@@ -130,12 +124,6 @@ _DESYNC_NEVER = re.compile(r"ranks\[([\d,]*)\]arethelaggingranks")
 _DESYNC_SNAP_HEAD = re.compile(r"^-?#(\d+)(\w+)ranks:")
 _DESYNC_SNAP_ROW = re.compile(r"^-?\[([\d,]+)\](finished|started|scheduled|joined)([A-Z0-9_]+)")
 _DESYNC_BODY = re.compile(r"^-?(?:\[[\d,]+\]|#\d+|Toourbestknowledge|Snapshotofranks|-)")
-_MISMATCH = re.compile(
-    r"Detectedmismatchbetweencollectivesonranks\.Rank(\d+)isrunningcollective:"
-    r"CollectiveFingerPrint\((.*?)\),butRank(\d+)isrunningcollective:CollectiveFingerPrint\((.*?)\)"
-    r"(?:\.Collectivesdiffer|\Z)"
-)
-_MISMATCH_START = re.compile(r"Detectedmismatchbetweencollectives")
 
 # --- errors and launcher summary -----------------------------------------------------
 _PY_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt))(?::\s?(.*))?$")
@@ -269,26 +257,12 @@ _LOG_HEAD = re.compile(r"^\[?[EWIF]\d{4} [\d:.]+ +\d*\s*[^\]]*\]\s*")
 _FRAME = re.compile(r"^#(\d+) (\S+) from (.+):(\d+)$")
 STACK_HEADER = "Stack trace of the failed collective:"
 
-MAX_JOIN = 8
 DETAIL_WITHIN = 200  # the line under "Last error:" is its process's next line; other ranks' lines may come between
 MAX_MESSAGE = 2000  # an OOM message lists every process on the GPU; its own numbers come last
 
 
-def squeeze(text: str) -> str:
-    """Remove all whitespace: hard wraps may split any token, so matching ignores it."""
-    return "".join(text.split())
 
 
-def clean(raw: bytes) -> str:
-    """Decode one physical line and strip CR, progress bars written into it, ANSI colour codes and their remnants."""
-    text = raw.decode("utf-8", "replace")
-    if "\r" in text:
-        if "%|" in text:
-            text = _PROGRESS.sub("", text)
-        text = text.replace("\r", " ")
-    if "\x1b" in text or "[0m" in text:
-        text = _ANSI.sub("", text)
-    return text.rstrip()
 
 
 def _int(s: str | None) -> int | None:
@@ -312,91 +286,16 @@ def _ranks(s: str) -> tuple[int, ...]:
     return tuple(int(x) for x in s.split(",") if x)
 
 
-# A line that ends with a rank prefix, or inside one ("[Ra", "[PGID0PGGUID0(default_pg)Ran"): squeezed text.
-_PREFIX_END = re.compile(r"\[(?:PG[^\[\]]*?)?Rank-?\d+\]\Z")
-_OPEN_PREFIX = re.compile(r"\[(?:R|Ra|Ran|Rank-?\d*|P|PG[^\[\]]*)?")
-# The end of a physical line that may be cut inside a rank prefix or right after one (raw text, last 100 chars).
-_OPEN_TAIL = re.compile(r"\[(?:R|Ra|Ran|Rank ?-?\d*|P|PG[^\[\]]*)?\s*\Z|Rank -?\d+\]\s*\S{0,2}\Z")
-_STARTS = (
-    "Watchdogcaughtcollectiveoperationtimeout:WorkNCCL(",
-    "Processgroupwatchdogthreadterminatedwithexception:",
-    "Exception(eitheranerrorortimeout)detectedbywatchdogatwork:",
-    "failuredetectedbywatchdogatworksequenceid:",
-    "TimeoutatNCCLwork:",
-    "Receivedadumpsignal",
-    "Detectedmismatchbetweencollectives",
-)
 
 
-def _cut_marker(sq: str) -> bool:
-    """True when the line may end inside a record's opening: in its first words after a "[...]" prefix, right
-    after a "[Rank N]" or "[PG ... Rank N]" prefix (the record follows on the next line), or inside such a prefix.
-
-    A terminal wraps at its width wherever that falls; the next line, which carries no header, completes it.
-    """
-    close = sq.rfind("]")
-    if sq.rfind("[") > close:
-        return _OPEN_PREFIX.fullmatch(sq, sq.rfind("[")) is not None
-    tail = sq[close + 1:]
-    if not tail:
-        return _PREFIX_END.search(sq) is not None
-    if len(tail) < 3:
-        return any(m.startswith(tail) for m in _STARTS) and _PREFIX_END.search(sq, 0, close + 1) is not None
-    # The opening words may follow other text on the line (an exception's name, pytest's "E"): look for where
-    # each opening would begin.
-    for m in _STARTS:
-        at = tail.rfind(m[:3])
-        if at != -1 and m.startswith(tail[at:]):
-            return True
-    return False
 
 
-_BOUNDARY = " :)]|>"
-_PYTEST_E = re.compile(r"E {3,}")
 
 
-def _unprefixed(first: str, cont: str) -> str:
-    """A continuation line without the prefix a log collector put before every line (``node-3: ``, a Ray actor's
-    ``(pid=…)``, a CRI timestamp): the leading text it shares with the record's first line, digits counting as
-    alike, up to a space, colon or bracket."""
-    n = 0
-    for a, b in zip(first, cont, strict=False):
-        if a != b and not (a.isdigit() and b.isdigit()):
-            break
-        n += 1
-    while n and cont[n - 1] not in _BOUNDARY:
-        n -= 1
-    # A collector's prefix has a digit or a mark in it, pytest's is "E" and spaces (an exception's every line); two
-    # wrap pieces that merely start alike ("n for ") have neither.
-    shared = cont[:n]
-    marked = any(c.isdigit() or c in ":|()[]<>" for c in shared) or _PYTEST_E.fullmatch(shared) is not None
-    return cont[n:] if n >= 2 and marked else cont
 
 
-def _waits_for_digits(sq: str) -> bool:
-    """A status line whose last counter ends the line: a wrap may have cut its digits ("last completed work: 2|15"),
-    so a next line that starts with a digit goes on with it."""
-    if not (_STATUS_START.search(sq) or _DUMP_START.search(sq)):
-        return False
-    done = _COUNTERS_DONE.search(sq)
-    return done is not None and done.end() == len(sq)
 
 
-def _incomplete(sq: str) -> bool:
-    """True when a squeezed logical line started a record but has not reached its end."""
-    if "WorkNCCL(" in sq:
-        last = sq.rfind("WorkNCCL(")
-        done = _WORK_DONE.search(sq, last)
-        # A watchdog's timeout always goes on to "ran for N milliseconds before timing out": a wrap right after the
-        # closing parenthesis has not reached the end yet.
-        if done is not None and done.group() == ")" and "atchdogcaught" in sq[:last]:
-            return True
-        return done is None
-    if _STATUS_START.search(sq) or _DUMP_START.search(sq):
-        return not _COUNTERS_DONE.search(sq) or _waits_for_digits(sq)
-    if _MISMATCH_START.search(sq):
-        return not _MISMATCH.search(sq)
-    return _cut_marker(sq)
 
 
 @dataclass
@@ -468,13 +367,13 @@ class LogParser:
             self._replaced = True
         if self._pend is not None:
             first, last, who, parts = self._pend
-            if lineno == last + 1 and len(parts) <= MAX_JOIN and text and not _HEADER.search(text) and (
-                    text[0].isdigit() or not _waits_for_digits(squeeze("".join(parts)))):
-                parts.append(_unprefixed(parts[0], text))
+            if lineno == last + 1 and len(parts) <= MAX_JOIN and text and not HEADER.search(text) and (
+                    text[0].isdigit() or not waits_for_digits(squeeze("".join(parts)))):
+                parts.append(unprefixed(parts[0], text))
                 self._pend = (first, lineno, who, parts)
                 if who.global_rank is not None:
                     self._carry = (lineno, who)
-                if not _incomplete(squeeze("".join(parts))):
+                if not incomplete(squeeze("".join(parts))):
                     self._pend = None
                     self._logical(first, who, "".join(parts), joined=True)
                 return
@@ -482,15 +381,15 @@ class LogParser:
             self._logical(first, who, "".join(parts), joined=True)
         who = self._who(text)
         if who.global_rank is None and self._carry is not None and self._carry[0] == lineno - 1 and text \
-                and not _HEADER.search(text) and not _ROLE_RANK.match(text):
+                and not HEADER.search(text) and not _ROLE_RANK.match(text):
             # A line with no prefix and no header of its own, right under a prefixed line: the rest of that line
             # (a terminal wraps it anywhere, also inside the prefix's record) or what the same process printed next.
             who = self._carry[1]
         self._carry = (lineno, who) if who.global_rank is not None and text else None
         if who.global_rank is not None:
             self._ranks.add(who.global_rank)
-        sq = squeeze(text) if _MAY_START.search(text) or _OPEN_TAIL.search(text, max(0, len(text) - 100)) else None
-        if sq is not None and _incomplete(sq):
+        sq = squeeze(text) if _MAY_START.search(text) or OPEN_TAIL.search(text, max(0, len(text) - 100)) else None
+        if sq is not None and incomplete(sq):
             self._pend = (lineno, lineno, who, [text])
             return
         self._logical(lineno, who, text, sq=sq)
@@ -656,10 +555,10 @@ class LogParser:
             if "Timeoutatcollective" in sq:
                 self._start_desync(who, loc, sq, lineno)
             return
-        if _STATUS_START.search(sq):
+        if STATUS_START.search(sq):
             self._status(who, sq, loc)
             return
-        if _DUMP_START.search(sq):
+        if DUMP_START.search(sq):
             self._dump(who, sq, loc)
             return
         if "Timeoutatcollective:" in sq:
@@ -668,8 +567,8 @@ class LogParser:
         if "Heartbeat" in sq or "gotstuck" in sq:
             self._heartbeat(who, sq, loc)
             return
-        if _MISMATCH_START.search(sq):
-            m = _MISMATCH.search(sq)
+        if MISMATCH_START.search(sq):
+            m = MISMATCH.search(sq)
             if m:
                 self._mismatches.append(Mismatch(who, int(m[1]), m[2], int(m[3]), m[4], loc))
             return
@@ -997,7 +896,7 @@ class LogParser:
         if lineno - loc.line > DETAIL_WITHIN:
             return
         body = _PY_PREFIX.sub("", text).strip()
-        empty = not body or bool(_HEADER.search(body)) or body.startswith(("Exception raised from", "Traceback"))
+        empty = not body or bool(HEADER.search(body)) or body.startswith(("Exception raised from", "Traceback"))
         if empty and gap:
             return  # lines were left out since: the one under it may be among them; say nothing rather than "empty"
         self._add_clue(who, "last_error", "" if empty else body, loc if empty else Loc(loc.file, lineno))
