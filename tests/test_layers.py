@@ -1,0 +1,65 @@
+"""The house's floors: every import in the package runs downwards, and one module decides verdicts.
+
+evidence (what was read) <- job (the one model and its verdict) <- explain (tensor names, over the model) <-
+renderers and the benchmark <- the CLI; the shared base (rank ranges, fabric arithmetic, settings, consoles) sits
+under them all, findings beside evidence. A live node's collectors (snapshot/) and the host probe (probe/) read the
+world like evidence does and decide nothing. Read from the source, so an import that runs back up a floor fails here.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "ncclcheck"
+FLOOR = {"ncclcheck": 0, "ranks": 0, "transfer": 0, "frsettings": 0, "console": 0,
+         "evidence": 1, "findings": 1, "probe": 2, "snapshot": 2, "job": 3, "explain": 4,
+         "render": 5, "bench": 5, "cli": 6, "__main__": 6}
+
+
+def _part(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def _imports() -> list[tuple[str, str, int]]:
+    out = []
+    for f in PACKAGE.rglob("*.py"):
+        name = ".".join(f.relative_to(PACKAGE.parent).with_suffix("").parts)
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ncclcheck"):
+                targets = [node.module]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names if a.name.startswith("ncclcheck")]
+            else:
+                continue
+            out += [(name, t, node.lineno) for t in targets]
+    return out
+
+
+def test_every_import_runs_downwards():
+    up = [f"{a}:{line} imports {b}" for a, b, line in _imports() if FLOOR[_part(b)] > FLOOR[_part(a)]]
+    assert up == []
+
+
+def test_every_part_has_a_floor():
+    assert {_part(a) for a, _, _ in _imports()} | {_part(b) for _, b, _ in _imports()} <= set(FLOOR)
+
+
+def test_no_core_module_reads_the_job_model_upside_down():
+    """evidence/ reads the world and knows nothing of the job model; job/ knows nothing of how it is shown."""
+    wrong = [(a, b) for a, b, _ in _imports()
+             if (_part(a) == "evidence" and _part(b) in ("job", "render", "snapshot", "cli"))
+             or (_part(a) == "job" and _part(b) in ("render", "cli", "snapshot", "explain"))]
+    assert wrong == []
+
+
+def test_one_module_decides_verdicts():
+    """A Verdict is built in ncclcheck/job/verdict.py alone: snapshot, analyze-log and the HTML report show it."""
+    builders = []
+    for f in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Verdict":
+                builders.append(str(f.relative_to(PACKAGE)))
+    assert sorted(set(builders)) == ["job/verdict.py"]
+    assert not (PACKAGE / "snapshot" / "verdict.py").exists()
