@@ -19,8 +19,15 @@ from ncclcheck.evidence.types import Loc, SystemEvent
 
 # Cheap words one of which every line read here holds: plain substring tests before any pattern.
 HOST_WORDS = ("Killed process", "Kill process", "oom-kill:", "memory: usage", "NVRM", "segfault at", "general protection",
-              "blocked for more than", "AER:", "OOMKill", "Evicted", "NodeNotReady", "Preempt", "NODE_FAIL",
-              "OUT_OF_ME", "JobState=", "Node failure", "Name:", "Node:", "TIMEOUT", "CANCELLED")
+              "blocked for more than", "AER:", "OOMKill", "Evicted", "NodeNotReady", "Preempt", "PREEMPT", "NODE_FAIL",
+              "OUT_OF_ME", "JobState=", "Node failure", "Name:", "Node:", " CANCELLED")
+# sacct's states a line may end with that other lines hold too ("TIMEOUT(ms)" in every ProcessGroupNCCL start line).
+_STATE_ENDS = ("TIMEOUT", "CANCELLED", "CANCELLED+")
+
+
+def maybe_host_record(text: str) -> bool:
+    """A cheap test before any pattern: could this line be a host's or a scheduler's record?"""
+    return any(map(text.__contains__, HOST_WORDS)) or text.endswith(_STATE_ENDS)
 
 # --- where a line says when and where it was written --------------------------------------------------------
 _MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov",

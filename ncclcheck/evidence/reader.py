@@ -463,13 +463,16 @@ def read_lines(
                     buf[end] = 0x0A
                     end += 1
                 every = _host_records(buf, end) if every is None else every
-                lineno, _ = yield from _scan(buf, end, lineno, after_left, max(0, HEAD - consumed), on_problem, every)
+                lineno, _ = yield from _scan(buf, end, lineno, after_left, max(0, HEAD - consumed), on_problem,
+                                             every or consumed + end <= SMALL)
                 break
             cut = buf.rfind(b"\n", 0, end)
             if cut != -1:
                 every = _host_records(buf, cut + 1) if every is None else every
+                # The start of an input no bigger than SMALL is handed over line by line: selecting lines costs more
+                # than parsing them there (a job of one small file per rank has 100,000 of them).
                 lineno, after_left = yield from _scan(buf, cut + 1, lineno, after_left, max(0, HEAD - consumed),
-                                                      on_problem, every)
+                                                      on_problem, every or consumed + cut + 1 <= SMALL)
                 buf[: end - cut - 1] = buf[cut + 1: end]
                 consumed += cut + 1
                 end -= cut + 1
@@ -623,6 +626,7 @@ _HOST_RECORDS = re.compile(
     rb"^\S{3,8} [ \d]\d \d\d:\d\d:\d\d (?:\S+ )?kernel: |^NVRM: |^\d{4}-\d\d-\d\dT[\d:.,]+\S* \S+ kernel: |"
     rb"^LAST SEEN\s+TYPE\s+REASON|^Name:\s+\S+\s*$|^Events:\s*$|^\s*JobID\s+JobName|^JobId=\d+ ", re.M)
 HOST_HEAD = 8192
+SMALL = 4096  # bytes: an input this small is parsed whole
 
 
 def _host_records(buf: bytearray, size: int) -> bool:

@@ -127,7 +127,7 @@ CATALOGUE: tuple[Cause, ...] = (
            "device_id=), and move tensors and the model to that device, not to `cuda:0` or a fixed index.",
            "Do not set CUDA_VISIBLE_DEVICES to one same GPU for every process of a node; start as many processes "
            "as the node has GPUs."),
-          "https://github.com/NVIDIA/Megatron-LM/issues/661"),
+          "https://github.com/Peterande/D-FINE/issues/289"),
     Cause("shm_bus_error", SETUP, "SIGBUS in NCCL's shared memory (/dev/shm too small)",
           _c(r"Caught signal 7|signal 7 \(SIGBUS\)|SIGBUS|Bus error"),
           "NCCL's shared-memory segments in /dev/shm were created but the memory behind them ran out when "
