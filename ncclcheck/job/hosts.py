@@ -82,27 +82,26 @@ class Joined:
     caveat: str = ""
 
 
-def rank_pids(scans: Sequence[FileScan]) -> dict[int, set[int]]:
-    """Each rank's process IDs: NCCL's line header, torchrun's failure table and agent lines."""
-    pids: dict[int, set[int]] = defaultdict(set)
+def _facts_by_rank(scans: Sequence[FileScan], key: str) -> dict[int, set[str]]:
+    values: dict[int, set[str]] = defaultdict(set)
     for s in scans:
         for f in s.facts:
-            if f.key == "pid" and f.who.rank is not None:
-                pids[f.who.rank].add(int(f.value))
-        for e in s.elastic:
-            if e.pid is not None and e.rank is not None:
-                pids[e.rank].add(e.pid)
+            if f.key == key and f.who.rank is not None:
+                values[f.who.rank].add(f.value)
+    return values
+
+
+def rank_pids(scans: Sequence[FileScan]) -> dict[int, set[int]]:
+    """Each rank's process IDs: NCCL's line header, torchrun's failure table and agent lines."""
+    pids = {r: {int(v) for v in vs} for r, vs in _facts_by_rank(scans, "pid").items()}
+    for e in (e for s in scans for e in s.elastic if e.pid is not None and e.rank is not None):
+        pids.setdefault(e.rank, set()).add(e.pid)
     return pids
 
 
 def rank_buses(scans: Sequence[FileScan]) -> dict[int, set[str]]:
     """Each rank's GPU, as ``domain:bus:device``, from NCCL's ``busId`` of that rank's communicators."""
-    buses: dict[int, set[str]] = defaultdict(set)
-    for s in scans:
-        for f in s.facts:
-            if f.key == "bus_id" and f.who.rank is not None:
-                buses[f.who.rank].add(bus_key(f.value))
-    return buses
+    return {r: {bus_key(v) for v in vs} for r, vs in _facts_by_rank(scans, "bus_id").items()}
 
 
 def _hosts_with_tables(scans: Sequence[FileScan]) -> dict[int, frozenset[str]]:
