@@ -156,7 +156,7 @@ def report(a: Analysis, quiet: bool = False) -> RenderableType:
     findings = [f for f in a.verdict.findings if f.code != a.verdict.kind.value.replace("_", "-")]
     if findings:
         parts.append(Text("findings", style="bold underline"))
-        parts += finding_lines(findings, max_evidence=6)
+        parts += [unbroken(line) for line in finding_lines(findings, max_evidence=6)]
     if a.verdict.next_steps:
         parts.append(Text("next steps", style="bold underline"))
         for i, step in enumerate(a.verdict.next_steps, 1):
