@@ -21,7 +21,8 @@ LEAKS = re.compile(r"\bNone\b|\bnull\b|\bnan\b|#\?|PG \?|\(\?\)")
 INPUTS = sorted(
     [*(DATA / "corpus").glob("*.log"), *(DATA / "failure_corpus").glob("*.log"), *(DATA / "failures").iterdir(),
      *(DATA / "real4").iterdir(), *(DATA / "real").iterdir(), *(DATA / "real_gloo").glob("*/attempt_0"),
-     ROOT / "examples" / "incident-8rank", *(sorted(CONFORMANCE.glob("*.log")) if CONFORMANCE.is_dir() else [])],
+     ROOT / "examples" / "incident-8rank", *(sorted(CONFORMANCE.glob("*.log")) if CONFORMANCE.is_dir() else []),
+     *(DATA / "host" / "public").glob("*.log"), DATA / "host" / "xid", DATA / "host" / "real"],
     key=str)
 
 
