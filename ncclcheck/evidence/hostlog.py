@@ -172,27 +172,18 @@ class HostLog:
             obj = _K8S_OBJECT.search(rest)
             pod = obj[2] if obj and obj[1] == "pod" else self.pod
             host = obj[2] if obj and obj[1] == "node" else self.node
-            return SystemEvent(_K8S_KINDS[m[2]], "kubernetes", loc, body[:300], host=host, pod=pod,
-                               pid=_pid_in(rest))
+            return SystemEvent(_K8S_KINDS[m[2]], "kubernetes", loc, body[:300], host=host, pod=pod)
         if "JobState=" in body and (m := _SCONTROL.search(body)) and m[1] in _STATES:
             return SystemEvent(_STATES[m[1]], "slurm", loc, body[:300], details=(("reason", m[2] or ""),))
         if "Node failure" in body and (m := _NODE_FAILURE.search(body)):
             return SystemEvent("node_failure", "slurm", loc, body[:300], host=m[1])
         if m := _SACCT.match(body):
             state = m[2].rstrip("+").split(" ")[0]
-            kind = _STATES.get(state) or _STATES.get(state[:9])
+            kind = _STATES.get(state)
             if kind is None:
                 return None
             return SystemEvent(kind, "slurm", loc, body.strip()[:300], details=(("job", m[1]),))
         return None
-
-
-_KERNEL_PID = re.compile(r"Killed process (\d+)")
-
-
-def _pid_in(text: str) -> int | None:
-    m = _KERNEL_PID.search(text)
-    return int(m[1]) if m else None
 
 
 def _stamped(ev: SystemEvent, m: re.Match[str]) -> SystemEvent:

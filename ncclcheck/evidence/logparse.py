@@ -996,6 +996,12 @@ class LogParser:
             self._facts[k] = Fact(who, key, value[:300], loc)
 
 
+def launcher_signal(line: str) -> str | None:
+    """The signal a launcher's CalledProcessError says its child died of (``died with <Signals.SIGKILL: 9>``)."""
+    m = _CALLED_PROCESS.search(line)
+    return signal.Signals(int(m[2])).name if m and m[2] else None
+
+
 def fatal_signal(line: str) -> str | None:
     """The fatal signal a process reports it dies of on this line (``SIGBUS``), or None; SIGABRT is not one."""
     m = _FATAL_SIGNAL.search(line)

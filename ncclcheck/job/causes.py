@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ncclcheck.evidence.logparse import launcher_signal
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, SystemEvent
 from ncclcheck.job.hosts import Joined, join_events
 from ncclcheck.job.xids import fatal, meaning
@@ -434,9 +435,6 @@ def _quoting_the_setting(d: Diagnosis, scans: Sequence[FileScan]) -> Diagnosis:
                              "NCCL could use", locs=(*d.locs, fact.loc)[:8])
 
 
-_DIED_WITH = re.compile(r"died with <Signals\.SIG(\w+): \d+>")
-
-
 def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, str]] = (),
              fired_s: float | None = None) -> Diagnosis | None:
     """The first cause of the catalogue that the inputs show, or a cause read from what is missing.
@@ -464,7 +462,7 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
     if versions is not None:
         return versions
     if not killed:  # a launcher's report of a kill it could not tie to a rank ("died with <Signals.SIGKILL: 9>")
-        killed = [(None, s.loc, f"SIG{m[1]}") for s in said if (m := _DIED_WITH.search(s.text))][:1]
+        killed = [(None, s.loc, sig) for s in said if (sig := launcher_signal(s.text))][:1]
     if killed:
         sig = killed[0][2]
         ranks = [r for r, _, s in killed if s == sig and r is not None]

@@ -10,7 +10,7 @@ graph; the verdict says them in words where the live evidence is what decides (:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ncclcheck.evidence.frdump import Dump, Entry, Frame, user_frame
 from ncclcheck.evidence.types import FileScan, LiveStack
@@ -110,7 +110,7 @@ def position(rank: int, stack: LiveStack | None, dump: Dump | None) -> LivePosit
         p = LivePosition(rank, UNKNOWN, None, None, None, None, None, util, evidence)
     if stack and p.where is not None:
         text = next((t for f, n, t in stack.sources if (f, n) == (p.where.file, p.where.line)), None)
-        p = LivePosition(**{**p.__dict__, "text": text})
+        p = replace(p, text=text)
     return p
 
 

@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.types import LiveThread
 from ncclcheck.findings import Finding
 from ncclcheck.snapshot import dumppipe, gpu, pyspy
@@ -150,7 +149,3 @@ def _read(path: str) -> str | None:
             return f.read()
     except OSError:
         return None
-
-
-def source_of(sources: Mapping[tuple[str, int], str]) -> Callable[[Frame], str | None]:
-    return lambda f: sources.get((f.file, f.line))
