@@ -40,9 +40,13 @@ class PG:
 class Named(Protocol):
     """A group's name as a log or a dump gives it (a ``PG`` here, the job model's ``GroupId``)."""
 
-    id: str | None
-    guid: str | None
-    desc: str | None
+    # read-only members, so that frozen dataclasses match
+    @property
+    def id(self) -> str | None: ...
+    @property
+    def guid(self) -> str | None: ...
+    @property
+    def desc(self) -> str | None: ...
 
 
 def is_default_group(pg: Named | None) -> bool:

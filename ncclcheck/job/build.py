@@ -357,8 +357,8 @@ class _Builder:
             ranks |= set(g.members)
         states = [self._rank_state(r, positions.get(r, []), live.get(r)) for r in sorted(ranks)]
         edges, roots = wait_for(states, groups)
-        live, stack_groups = live_state(self.scans)
-        return Job(world, tuple(states), tuple(groups), tuple(edges), tuple(roots), tuple(self.records), live,
+        live_positions, stack_groups = live_state(self.scans)
+        return Job(world, tuple(states), tuple(groups), tuple(edges), tuple(roots), tuple(self.records), live_positions,
                    stack_groups)
 
     def _groups(self, world: int | None) -> list[Group]:
@@ -507,7 +507,7 @@ def _order(e: Entry) -> int:
     return e.record_id if e.record_id is not None else (e.seq or e.p2p_seq or 0)
 
 
-def _stuck_order(w: Work) -> int:
+def _stuck_order(w: Work) -> float:
     """Dumps order works across groups (record id); logs by the line where the timeout was printed."""
     return w.order
 

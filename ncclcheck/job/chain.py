@@ -33,9 +33,9 @@ def _distances(job: Job, roots: Sequence[int]) -> dict[int, int]:
     for e in job.edges:
         into[e.target].append(e.waiter)
     dist: dict[int, int] = {r: 0 for r in roots}
-    frontier = list(roots) + ([] if roots else [None])  # type: ignore[list-item]
+    frontier: list[int | None] = list(roots) + ([] if roots else [None])
     while frontier:
-        nxt = []
+        nxt: list[int | None] = []
         for t in frontier:
             for w in into.get(t, ()):
                 if w not in dist:
@@ -82,7 +82,7 @@ def chain_lines(job: Job, roots: Sequence[int], limit: int | None = None) -> tup
     dist = _distances(job, roots)
     # Second fold: the same wait in many sibling groups (every data-parallel group of a mesh waiting for
     # its member in the straggler's tensor-parallel group) reads as one line.
-    siblings: dict[tuple, list[tuple]] = defaultdict(list)
+    siblings: dict[tuple[object, ...], list[tuple[GroupId, int | None, EdgeReason, tuple[int | None, ...]]]] = defaultdict(list)
     for key in folded:
         group, seq, reason, targets = key
         e = sample[key]
@@ -106,22 +106,22 @@ def chain_lines(job: Job, roots: Sequence[int], limit: int | None = None) -> tup
             lines.append(f"{rank_phrase(waiters, job.world)} {verb} in {group.label()} {e.work.number} "
                          f"({e.work.describe()}) for {whom}: {why}.")
             continue
-        targets = sorted({t for key in keys for t in key[3] if t is not None})
-        first = job.rank(targets[0]) if targets else None
+        named = sorted({t for key in keys for t in key[3] if t is not None})
+        first = job.rank(named[0]) if named else None
         why = (f"each is stuck in {first.stuck.describe()} {first.stuck.number} of {first.stuck.group.label()}"
                if first is not None and first.stuck is not None and e.reason is EdgeReason.BLOCKED_ELSEWHERE
-               else "their membership is not in these inputs" if not targets else _MANY[e.reason])
-        whom = f"its member among {rank_phrase(targets)}" if targets else "members not named in these inputs"
+               else "their membership is not in these inputs" if not named else _MANY[e.reason])
+        whom = f"its member among {rank_phrase(named)}" if named else "members not named in these inputs"
         label = f"PG {e.work.group.id}" + (f" ({e.work.group.desc})" if e.work.group.desc else "")
         lines.append(f"{rank_phrase(waiters, job.world)} {verb} in {len(keys)} groups {label} {e.work.number} "
                      f"({e.work.describe()}), each for {whom}: {why}.")
-    waiters = {e.waiter for e in job.edges}
+    who_waits = {e.waiter for e in job.edges}
     for r in roots:
         s = job.rank(r)
-        if s is None or s.ending.kind is EndKind.UNKNOWN or r in waiters or s.stuck is not None:
+        if s is None or s.ending.kind is EndKind.UNKNOWN or r in who_waits or s.stuck is not None:
             continue
         lines.append(f"rank {r} {root_words(s)}; it waits for no one: it is the root.")
-    waiting = sorted(waiters - set(roots))
+    waiting = sorted(who_waits - set(roots))
     if waiting and roots:
         lines.append(f"{rank_phrase(waiting, job.world, roots).capitalize()} {'is' if len(waiting) == 1 else 'are'} only "
                      "waiting.")

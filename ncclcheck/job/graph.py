@@ -42,7 +42,8 @@ class _Graph:
         self.groups = {g.id: g for g in groups}
         self.pos = {(s.rank, p.group): p for s in states for p in s.positions}
         self.edges: list[tuple[int, Work, int | None, EdgeReason, str]] = []
-        self.cache: dict[tuple, tuple[list[tuple[int | None, EdgeReason, str]], bool]] = {}
+        self.cache: dict[tuple[GroupId, int | None, tuple[object, ...]],
+                         tuple[list[tuple[int | None, EdgeReason, str]], bool]] = {}
 
     def add(self, waiter: int, w: Work, target: int | None, reason: EdgeReason, detail: str) -> None:
         self.edges.append((waiter, w, target, reason, detail))
@@ -64,10 +65,11 @@ class _Graph:
         """What every member of the group says about work ``w``: evaluated once for all its waiters."""
         g = self.groups.get(w.group)
         members = g.members if g else ()
+        found: list[tuple[int | None, EdgeReason, str]]
         found = [(m, *edge) for m in members if (edge := self._member(w, m)) is not None]
         # Members without any input are one edge, not one each: logs of some nodes of a 100,000-rank job would
         # otherwise give every waiter an edge to every rank not collected (waiters x missing ranks).
-        absent = [m for m, reason, _ in found if reason is EdgeReason.UNKNOWN and self._no_input(m)]
+        absent = [m for m, reason, _ in found if m is not None and reason is EdgeReason.UNKNOWN and self._no_input(m)]
         if len(absent) > 1:
             gone = set(absent)
             found = [x for x in found if x[0] not in gone]

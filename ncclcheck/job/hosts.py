@@ -94,8 +94,9 @@ def _facts_by_rank(scans: Sequence[FileScan], key: str) -> dict[int, set[str]]:
 def rank_pids(scans: Sequence[FileScan]) -> dict[int, set[int]]:
     """Each rank's process IDs: NCCL's line header, torchrun's failure table and agent lines."""
     pids = {r: {int(v) for v in vs} for r, vs in _facts_by_rank(scans, "pid").items()}
-    for e in (e for s in scans for e in s.elastic if e.pid is not None and e.rank is not None):
-        pids.setdefault(e.rank, set()).add(e.pid)
+    for e in (e for s in scans for e in s.elastic):
+        if e.pid is not None and e.rank is not None:
+            pids.setdefault(e.rank, set()).add(e.pid)
     return pids
 
 

@@ -131,8 +131,8 @@ def live_state(scans: Sequence[FileScan]) -> tuple[tuple[LivePosition, ...], tup
 
 
 def _groups(stacks: Mapping[int, LiveStack], positions: Sequence[LivePosition]) -> tuple[StackGroup, ...]:
-    groups: dict[tuple, list[int]] = {}
-    threads: dict[tuple, int] = {}
+    groups: dict[tuple[str, str | None, str | None, tuple[Frame, ...]], list[int]] = {}
+    threads: dict[tuple[str, str | None, str | None, tuple[Frame, ...]], int] = {}
     for p in positions:
         st = stacks.get(p.rank)
         if not st or not st.threads:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from ncclcheck.evidence.types import FileScan
 from ncclcheck.job.model import Record
@@ -48,7 +49,7 @@ def by_file(records: Sequence[Record]) -> dict[str, list[Record]]:
 def find_restart(scan: FileScan, mine: Sequence[Record]) -> Restart | None:
     """The first line of the last run in ``scan``, when its records (``mine``, in line order) show the job ran
     more than once."""
-    seen: dict[tuple, Record] = {}
+    seen: dict[tuple[int | None, str | None, str | None], Record] = {}
     boundary: Record | None = None
     prior: Record | None = None
     for r in mine:
@@ -86,7 +87,7 @@ def _renumbered(before: Sequence[Record], boundary: Record) -> bool:
 
 def last_run(scan: FileScan, line: int) -> FileScan:
     """``scan`` without the evidence printed before ``line``."""
-    changes = {}
+    changes: dict[str, Any] = {}
     for f in fields(scan):
         value = getattr(scan, f.name)
         if isinstance(value, tuple) and value and hasattr(value[0], "loc") and f.name != "problems":
@@ -104,7 +105,8 @@ def latest_attempts(scans: Sequence[FileScan]) -> tuple[list[FileScan], list[str
         m = _ATTEMPT.match(s.file)
         if m:
             best[m[1]] = max(best.get(m[1], -1), int(m[2]))
-    keep, dropped = [], []
+    keep: list[FileScan] = []
+    dropped: list[FileScan] = []
     for s in scans:
         m = _ATTEMPT.match(s.file)
         (dropped if m and int(m[2]) < best[m[1]] else keep).append(s)

@@ -484,7 +484,7 @@ def _quiet_verdict(scans: Sequence[FileScan], job: Job) -> tuple[VerdictKind, li
                 f"A process failed: {one_line(e.message)} ({e.loc}){more}. The line names no rank; the per-rank logs "
                 "(torchrun --log-dir DIR --redirects 3 --tee 3) or a [rankN]: prefix would.")
     missing = sorted(set(range(job.world)) - {s.rank for s in job.ranks if s.present}) if job.world else []
-    if missing:
+    if missing and job.world:
         return (VerdictKind.INCOMPLETE, [], [],
                 f"Nothing failed in these inputs, but they cover {job.world - len(missing)} of the job's {job.world} "
                 f"ranks: {rank_phrase(missing, job.world)} left no input. A node that died or a rank killed there "
@@ -653,13 +653,13 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                                 f"{len(earlier_attempts)} file(s) of earlier torchrun attempts were set aside: each "
                                 "attempt is a separate run, and the latest one is analysed. Give an earlier attempt's "
                                 "directory on its own to analyse it.", tuple(Loc(f, 0) for f in earlier_attempts[:4])))
-    restarts = [c for s in scans for c in s.clues if c.kind == "launcher" and "will restart worker group" in c.text]
-    if restarts:
+    relaunches = [c for s in scans for c in s.clues if c.kind == "launcher" and "will restart worker group" in c.text]
+    if relaunches:
         findings.append(Finding(Severity.INFO, "elastic-restarts",
-                                f"torchrun restarted the workers after a failure {len(restarts)} time(s) (last: "
-                                f"{restarts[-1].text}). Each attempt is a run of its own: if they all fail the same "
+                                f"torchrun restarted the workers after a failure {len(relaunches)} time(s) (last: "
+                                f"{relaunches[-1].text}). Each attempt is a run of its own: if they all fail the same "
                                 "way, more restarts will not help. Give one attempt's directory (attempt_N) to analyse "
-                                "it alone.", tuple(c.loc for c in restarts[:8])))
+                                "it alone.", tuple(c.loc for c in relaunches[:8])))
     elastic_root = next((f for s in scans for f in s.elastic if f.root_cause), None)
     if elastic_root is not None and primary is not None:
         findings.append(Finding(Severity.INFO, "root-cause-caveat",
@@ -708,7 +708,7 @@ def _consistent(job: Job, kind: VerdictKind, culprits: list[int], summary: str) 
             f"{rank_phrase(waiting, job.world)} then waited for {'it' if len(gone) == 1 else 'them'}.")
 
 
-def _evidence(job: Job, culprits: Sequence[int], cause: Diagnosis | None = None) -> tuple:
+def _evidence(job: Job, culprits: Sequence[int], cause: Diagnosis | None = None) -> tuple[Loc, ...]:
     """The cause's lines first, then the culprits' endings, then the waiters' stuck works: at most eight lines."""
     locs = list(cause.locs) if cause is not None else []
     locs += [s.ending.loc for s in job.ranks if s.rank in culprits and s.ending.loc is not None]
