@@ -51,7 +51,7 @@ def scans(doc: Mapping[str, Any], dumps: Mapping[str, bytes], label: str) -> lis
                           r.get("collective") if isinstance(r.get("collective"), str) else None,
                           r.get("gpu_util") if isinstance(r.get("gpu_util"), int) else None, loc,
                           tuple((f, n, t) for (f, n), t in sources.items() if (f, n) in mine))
-        settings = r.get("settings") if isinstance(r.get("settings"), dict) else {}
+        settings = s if isinstance(s := r.get("settings"), dict) else {}
         facts = tuple(Fact(Who(global_rank=rank), str(k), str(v)[:300], loc) for k, v in settings.items()
                       if str(k).startswith(("NCCL_", "TORCH_")))
         if isinstance(r.get("world_size"), int):

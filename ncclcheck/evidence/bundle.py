@@ -128,7 +128,8 @@ def _bool(v: Any, ctx: _Context) -> bool:
 def _str(v: Any, ctx: _Context) -> str:
     if type(v) is not str:
         raise TypeError(f"{v!r} is not a string")
-    return ctx.shared.setdefault(v, v)
+    same: str = ctx.shared.setdefault(v, v)
+    return same
 
 
 def _number(v: Any, ctx: _Context) -> float:

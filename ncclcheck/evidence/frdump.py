@@ -229,8 +229,8 @@ def parse_dump(data: bytes, file: str) -> Dump:
         raise DumpError(f"corrupt or truncated dump ({type(exc).__name__}: {exc})") from None
     if not isinstance(raw, Mapping) or not isinstance(raw.get("entries"), list):
         raise DumpError("not a flight-recorder dump (no 'entries' list)")
-    cfg = raw.get("pg_config") if isinstance(raw.get("pg_config"), Mapping) else {}
-    status = raw.get("pg_status") if isinstance(raw.get("pg_status"), Mapping) else {}
+    cfg = c if isinstance(c := raw.get("pg_config"), Mapping) else {}
+    status = s if isinstance(s := raw.get("pg_status"), Mapping) else {}
     return Dump(
         file=file,
         rank=_int(raw.get("rank")) if _int(raw.get("rank")) is not None else rank_from_name(file),
