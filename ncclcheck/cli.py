@@ -393,13 +393,18 @@ def explain_cmd(
             usage_error("; ".join(unreadable) or "no readable --log input")
         for line in unreadable:
             warn(line)
-        result = analyze(sources, dtype, lambda scan: [warn(f"{p.file}: {p.message}") for p in scan.problems])
-        sizes = {group_key(g.id): g.size for g in result.job.groups if g.size}
+
+        def problems(scan: FileScan) -> None:
+            for p in scan.problems:
+                warn(f"{p.file}: {p.message}")
+
+        result = analyze(sources, dtype, problems)
+        pg_sizes = {group_key(g.id): g.size for g in result.job.groups if g.size}
         for r in result.records:
             if not r.numel_in or (r.op_type, r.numel_in, r.numel_out) in triples:
                 continue
-            if world_size is None and sizes.get(group_key(r.pg)):
-                group_sizes[(r.op_type, r.numel_in, r.numel_out)] = sizes[group_key(r.pg)]  # the log's own
+            if world_size is None and pg_sizes.get(group_key(r.pg)):
+                group_sizes[(r.op_type, r.numel_in, r.numel_out)] = pg_sizes[group_key(r.pg)]  # the log's own
             if max(r.numel_in, r.numel_out or 0) > MAX_NUMEL:
                 warn(f"{r.loc}: NumelIn={r.numel_in} is more than any tensor can have (at most "
                      "2^63 - 1): a corrupted line, skipped")
@@ -420,7 +425,7 @@ def explain_cmd(
         return
     for e in explanations:
         console.print(explanation_view(e))
-    if sizes:
+    if sizes and gather_world is not None:  # the table is built only without triples, and then with its world
         console.print(sizes_view(sizes, gather_world, shape.world_size is not None))
 
 
