@@ -248,7 +248,7 @@ def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = Non
     world, relation = _world(n, numel_out, fam, m)
     given_out, numel_out = numel_out, numel_out or None  # 0 (a scatter's non-root rank) says nothing
     inferred = fam is None and numel_out is not None and numel_out != n
-    if inferred:
+    if inferred and numel_out is not None:
         fam = ops.ALLGATHER if numel_out > n else ops.REDUCESCATTER
     table = table or builtin_table(m)
     setting = Setting(m, table, world, DTYPE_BYTES[dtype], bucket_cap_mb)

@@ -16,6 +16,7 @@ import importlib.util
 import os
 import sys
 from collections.abc import Mapping
+from typing import Any
 
 from ncclcheck.explain.counts import ExplainError
 from ncclcheck.explain.params import Param
@@ -94,7 +95,7 @@ def _inputs(module: object) -> dict | None:
     return out
 
 
-def _first_float(out: object) -> object | None:
+def _first_float(out: object) -> Any:  # a torch tensor, or None
     import torch
 
     if isinstance(out, torch.Tensor):
@@ -154,14 +155,14 @@ def table_of(module: object, origin: str, source: str, notes: tuple[str, ...] = 
     ready, why = _ready_order(module)
     seen = set(ready)
     unused = [p.name for p in params if p.trainable and p.name not in seen]
-    notes = list(notes)
+    noted = list(notes)
     if why:
-        notes.append(f"gradient-ready order inferred, so DDP's rebuilt buckets are approximate: {why}")
+        noted.append(f"gradient-ready order inferred, so DDP's rebuilt buckets are approximate: {why}")
     elif unused:
-        notes.append(f"{len(unused)} parameters got no gradient in the meta pass (used only with other inputs, "
+        noted.append(f"{len(unused)} parameters got no gradient in the meta pass (used only with other inputs, "
                      "such as images): their place in the gradient-ready order is inferred")
     return Table(params, buffers, _blocks(module), ready, _tp_plan(module), _embedding(module), origin, source,
-                 tuple(notes))
+                 tuple(noted))
 
 
 def _embedding(module: object) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ncclcheck.explain.counts import ExplainError
 
@@ -95,7 +96,7 @@ class Model:
         return (layer + 1) % max(self.sparse_step, 1) == 0
 
 
-def merge(base: Model, **overrides: object) -> Model:
+def merge(base: Model, **overrides: Any) -> Model:
     """Flags override the config: only the values given replace the base's."""
     return replace(base, **{k: v for k, v in overrides.items() if v is not None})
 
@@ -187,8 +188,8 @@ def model_from_dict(cfg: dict, source: str) -> Model:
     labels = num("num_labels") or (len(cfg["id2label"]) if isinstance(cfg.get("id2label"), dict) else None)
     experts = num("num_local_experts") or num("num_experts") or num("n_routed_experts")
     shared = num("shared_expert_intermediate_size")
-    if shared is None and num("n_shared_experts") and num("moe_intermediate_size"):
-        shared = num("n_shared_experts") * num("moe_intermediate_size")
+    if shared is None and (n_shared := num("n_shared_experts")) and (moe := num("moe_intermediate_size")):
+        shared = n_shared * moe
     dense = merged.get("mlp_only_layers") or []
     vision = None
     vc = cfg.get("vision_config")

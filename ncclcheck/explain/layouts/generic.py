@@ -77,9 +77,9 @@ def shapes(s: Setting) -> list[Shape]:
                                                              f"{len(names)} tensors)", 1, tuple(names)))
     if params:
         total = sum(p.numel for p in params)
-        names = tuple(p.name for p in params)
+        every = tuple(p.name for p in params)
         out.append(Shape("model", BROADCAST, total, None, f"the whole model's {len(params)} parameters broadcast "
                                                           "(DDP's initial sync of module states, one buffer)", 1,
-                         names))
-        out.append(Shape("model", ALLREDUCE, total, None, f"all {len(params)} gradients in one all_reduce", 1, names))
+                         every))
+        out.append(Shape("model", ALLREDUCE, total, None, f"all {len(params)} gradients in one all_reduce", 1, every))
     return out
