@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator, Sequence
 
 from rich.cells import cell_len
-from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
@@ -109,7 +109,7 @@ def fit_table(title: str | None, headers: Sequence[str], rows: Sequence[Sequence
 class Indented:
     """A renderable moved right by ``n`` columns, its lines not padded out to the width (no trailing spaces)."""
 
-    def __init__(self, renderable: object, n: int) -> None:
+    def __init__(self, renderable: RenderableType, n: int) -> None:
         self.renderable, self.n = renderable, n
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:

@@ -342,8 +342,8 @@ def _timeline(a: Analysis, ev: _Evidence) -> tuple[str, str]:
     lanes = _lanes(job)
     culprits, waiting = set(v.culprit_ranks), set(v.waiting_ranks)
     targets = _targets(job)
-    members = [_members_of(ln, job.groups) for ln in lanes]
-    cells = {s.rank: [_cells(s, ln, m) for ln, m in zip(lanes, members, strict=True)] for s in job.ranks}
+    lane_members = [_members_of(ln, job.groups) for ln in lanes]
+    cells = {s.rank: [_cells(s, ln, m) for ln, m in zip(lanes, lane_members, strict=True)] for s in job.ranks}
 
     def fold(with_targets: bool) -> dict[tuple, list[RankState]]:
         rows: dict[tuple, list[RankState]] = {}
@@ -464,7 +464,7 @@ def _by_work(edges: Sequence[Edge]) -> dict[tuple[GroupId, int | None], list[Edg
     return out
 
 
-def _chain_evidence(line: str, edges: Sequence[Edge], job: Job, roots: set[int]) -> list[Loc | None]:
+def _chain_evidence(line: str, edges: Sequence[Edge], job: Job, roots: set[int]) -> list[Loc]:
     """The lines behind one chain line: the stuck works of the waiters it names, or the root's ending."""
     head = line.split(" wait", 1)[0]
     named = set(map(int, re.findall(r"\d+", head)))

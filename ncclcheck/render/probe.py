@@ -68,9 +68,9 @@ def report(p: Probe, findings: Sequence[Finding], recs: Sequence[Recommendation]
     else:
         parts.append(Text("network interfaces: not available here"))
     if p.rdma:
-        rows = [(r.hca, r.state or "", r.rate or "", r.link_layer or "", ",".join(map(str, r.roce_v2_gids)))
-                for r in p.rdma]
-        parts.append(fit_table("RDMA", ("port", "state", "rate", "link layer", "RoCE v2 GIDs"), rows))
+        rdma_rows = [(r.hca, r.state or "", r.rate or "", r.link_layer or "", ",".join(map(str, r.roce_v2_gids)))
+                     for r in p.rdma]
+        parts.append(fit_table("RDMA", ("port", "state", "rate", "link layer", "RoCE v2 GIDs"), rdma_rows))
         parts.append(unbroken(Text(f"uverbs devices: {', '.join(p.uverbs) or 'none'}; libibverbs loads: "
                                    f"{'yes' if p.libibverbs else 'no'}")))
     else:

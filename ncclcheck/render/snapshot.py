@@ -138,11 +138,11 @@ def settings_section(s: Snapshot) -> list[RenderableType]:
     for key, ranks in groups.items():
         text = " ".join(f"{k}={v}" for k, v in key) or "no NCCL_ / TORCH_NCCL_ / TORCH_FR_ variables set"
         out.append(Text(f"{_who(ranks)}: {text}"))
-    for f, ranks in s.findings:
+    for f, found_on in s.findings:
         line = Text()
         line.append(f"{f.severity.value:<8}", style=_STYLE[f.severity])
         line.append(f"{f.code}: ", style="bold")
-        line.append(f"{f.message} ({_who(ranks)})")
+        line.append(f"{f.message} ({_who(found_on)})")
         if f.fix:
             line.append("\n        fix: " + f.fix)
         out.append(line)
