@@ -91,7 +91,8 @@ def parse_sweep(text: str) -> tuple[int, int, int]:
 
 def sweep_sizes(lo: int, hi: int, factor: int, itemsize: int) -> list[int]:
     """The byte sizes of a sweep, each a whole number of elements (as nccl-tests: count = size / type size)."""
-    sizes, s = [], lo
+    sizes: list[int] = []
+    s = lo
     while s <= hi:
         b = s // itemsize * itemsize
         if b and (not sizes or b != sizes[-1]):
@@ -185,7 +186,7 @@ def parse_args(argv: list[str] | None) -> BenchConfig:
         if errors:
             raise ConfigError(errors[0])
         rec = next((r for r in records if r.numel_in), None)
-        if rec is None:
+        if rec is None or rec.numel_in is None:  # the second never holds: it tells the type checker
             raise ConfigError(f"--from-log: no watchdog line with NumelIn in {a.from_log}")
         size, log_op = rec.numel_in, rec.op_type
         op = _LOG_OPS.get(rec.op_type or "", "all_reduce")

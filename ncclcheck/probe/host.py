@@ -202,7 +202,7 @@ class Interface:
 
 def _int(text: str | None, base: int = 10) -> int | None:
     try:
-        return int(text, base) if text not in (None, "") else None  # type: ignore[arg-type]
+        return int(text, base) if text not in (None, "") else None
     except ValueError:
         return None
 
@@ -232,7 +232,7 @@ def interfaces(host: Host) -> tuple[Interface, ...]:
     addrs = host.addresses()
     net = host.path("sys/class/net")
     names = sorted(os.listdir(net)) if os.path.isdir(net) else sorted(addrs)
-    out = []
+    out: list[Interface] = []
     for name in names:
         flags = _int(host.read("sys/class/net", name, "flags"), 16)
         oper = host.read("sys/class/net", name, "operstate")
