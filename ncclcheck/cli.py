@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from ncclcheck.evidence.reader import Source
     from ncclcheck.evidence.types import FileScan, InputProblem
+    from ncclcheck.job.verdict import TensorOf
 
 
 class Exit(IntEnum):
@@ -260,7 +261,7 @@ def _write(path: str, text: str | bytes) -> None:
 
 
 def _tensor_of(config: Optional[str], checkpoint: Optional[str], module: Optional[str], trust_remote_code: bool,
-               dtype: str, bucket_cap_mb: Optional[float]):
+               dtype: str, bucket_cap_mb: Optional[float]) -> TensorOf | None:
     """analyze-log's namer of the hung collective's tensor, from the model the user gave (None: none given)."""
     if not (config or checkpoint or module):
         return None

@@ -217,9 +217,9 @@ def _lane_key(g: GroupId, p2p: bool) -> tuple[str | None, str | None, bool]:
 
 
 def _lanes(job: Job) -> list[_Lane]:
-    tops: dict[tuple, list[int]] = defaultdict(list)
-    stuck: dict[tuple, list[int]] = defaultdict(list)
-    gids: dict[tuple, GroupId] = {}
+    tops: dict[tuple[str | None, str | None, bool], list[int]] = defaultdict(list)
+    stuck: dict[tuple[str | None, str | None, bool], list[int]] = defaultdict(list)
+    gids: dict[tuple[str | None, str | None, bool], GroupId] = {}
     for s in job.ranks:
         for p in s.positions:
             top = top_seq(p)
@@ -270,7 +270,7 @@ def _cells(s: RankState, lane: _Lane, members: set[int] | None) -> list[Slot | N
     return [collective_slot(p, c) for c in lane.cols]
 
 
-def _cell_key(c: Slot | None) -> tuple:
+def _cell_key(c: Slot | None) -> tuple[object, ...]:
     if c is None:
         return ("absent",)
     w = c.work
@@ -345,8 +345,9 @@ def _timeline(a: Analysis, ev: _Evidence) -> tuple[str, str]:
     lane_members = [_members_of(ln, job.groups) for ln in lanes]
     cells = {s.rank: [_cells(s, ln, m) for ln, m in zip(lanes, lane_members, strict=True)] for s in job.ranks}
 
-    def fold(with_targets: bool) -> dict[tuple, list[RankState]]:
-        rows: dict[tuple, list[RankState]] = {}
+    # role, how it ended, its cells lane by lane, whom it waits for
+    def fold(with_targets: bool) -> dict[tuple[str, str, tuple[object, ...], tuple[int | None, ...]], list[RankState]]:
+        rows: dict[tuple[str, str, tuple[object, ...], tuple[int | None, ...]], list[RankState]] = {}
         for s in job.ranks:
             key = (_role(s, culprits, waiting), s.ending.kind.value,
                    tuple(tuple(_cell_key(c) for c in lane) for lane in cells[s.rank]),

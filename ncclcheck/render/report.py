@@ -47,7 +47,11 @@ def verdict_panel(a: Analysis) -> Panel:
                  border_style="green" if ok else "red")
 
 
-def _state_key(s: RankState, culprits: set[int]) -> tuple:
+# culprit or not, how it ended, where it is stuck (group, number, op, counts), its group's counters
+_StateKey = tuple[bool, str, tuple[object, ...] | None, tuple[int | None, int | None] | None]
+
+
+def _state_key(s: RankState, culprits: set[int]) -> _StateKey:
     """Ranks in the same state share a row; sibling groups (same ID and description) share one too."""
     w = s.stuck
     where = None if w is None else (w.group.id, w.group.desc, w.seq, w.op, w.numel_in, w.numel_out)
@@ -78,7 +82,7 @@ def rank_table(a: Analysis) -> tuple[_FirstThatFits | None, int]:
         return None, 0
     culprits = set(a.verdict.culprit_ranks)
     names = short_names([s.file for s in a.scans])
-    rows: dict[tuple, list[RankState]] = {}
+    rows: dict[_StateKey, list[RankState]] = {}
     for s in job.ranks:
         rows.setdefault(_state_key(s, culprits), []).append(s)
     order = sorted(rows, key=lambda k: (not k[0], k[1] == EndKind.UNKNOWN.value, min(r.rank for r in rows[k])))

@@ -37,7 +37,7 @@ def _slots(p: Position) -> list[Slot]:
     return [s for s in slots if s.state not in ("not_issued", "unknown")] + p2p_slots(p, KEEP)
 
 
-def _node(rank: int, g: GroupId, slot: Slot, seen: dict[tuple, int]) -> Hashable:
+def _node(rank: int, g: GroupId, slot: Slot, seen: dict[tuple[tuple[str | None, str | None], int, int], int]) -> Hashable:
     """What one work is across ranks: a collective is its group and number; a send is its receive."""
     w = slot.work
     if not slot.p2p:
@@ -112,7 +112,7 @@ def trace_json(a: Analysis) -> dict[str, Any]:
     items: list[tuple[RankState, Position, Slot, Hashable]] = []
     chains: list[list[Hashable]] = []
     for s in job.ranks:
-        seen: dict[tuple, int] = {}
+        seen: dict[tuple[tuple[str | None, str | None], int, int], int] = {}
         dump_order: list[tuple[float, Hashable]] = []
         for p in s.positions:
             slots = _slots(p)

@@ -46,8 +46,8 @@ def lint_ranks(ranks: Sequence[RankProc], host: Host | None = None,
         return []
     base_host = replace(host or this_host(), run=None)  # no nvidia-smi here: gpu.py reads it once
     base: Probe = collect(replace(base_host, env=dict(ranks[0].env)), with_versions=False)
-    groups: dict[tuple, list[int]] = {}
-    probes: dict[tuple, Probe] = {}
+    groups: dict[tuple[tuple[tuple[str, str, str], ...], int | None], list[int]] = {}
+    probes: dict[tuple[tuple[tuple[str, str, str], ...], int | None], Probe] = {}
     for r in ranks:
         h = replace(base_host, env=dict(r.env), home=r.env.get("HOME", base_host.home))
         found = settings(h, launcher_env(r.pid))
