@@ -32,8 +32,10 @@ demo: $(STAMP)
 test: $(STAMP) $(TORCH_STAMP)
 	NCCLCHECK_REQUIRE_TORCH=1 $(BIN)/python -m pytest -q $(if $(TESTS),-x -k "$(TESTS)")
 
+## Ruff on the sources, tests and tools; mypy on the package (settings in pyproject.toml; needs no torch).
 lint: $(STAMP)
 	$(BIN)/ruff check ncclcheck tests tools
+	$(BIN)/mypy
 
 ## Benchmarks: start-up (ncclcheck --help vs a minimal Typer app), analyze-log vs grep -c -F WorkNCCL on ~1 GiB
 ## of generated logs, then jobs of 1,000 to 100,000 ranks and their per-node evidence files merged.
@@ -47,4 +49,4 @@ bench-explain: $(STAMP) $(TORCH_STAMP)
 	$(BIN)/python tools/bench_explain.py
 
 clean:
-	rm -rf $(VENV) .bench .pytest_cache .hypothesis
+	rm -rf $(VENV) .bench .pytest_cache .hypothesis .mypy_cache
