@@ -27,6 +27,28 @@ def first(names: tuple[str, ...]) -> int:
     raise SystemExit(f"worker.py: none of {', '.join(names)} is set")
 
 
+def misbehave(mode: str, rank: int, culprit: int, step: int) -> None:
+    """At step 3, the culprit rank fails as ``mode`` says (every rank, for ``timelimit``)."""
+    if step != 3:
+        return
+    if mode == "timelimit":
+        time.sleep(3600)
+    if rank != culprit:
+        return
+    if mode == "raise":
+        raise RuntimeError(f"rank {rank}: a bad batch at step {step}")
+    if mode == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if mode == "hang":
+        time.sleep(int(os.environ.get("WORKER_SLEEP", "40")))
+    if mode == "oom":
+        hog = []
+        while True:  # grows until the launcher's memory limit (or the kernel) stops it
+            hog.append(bytearray(64 << 20))
+            hog[-1][::4096] = b"x" * len(range(0, 64 << 20, 4096))
+            time.sleep(0.05)
+
+
 def main() -> None:
     mode = sys.argv[1]
     culprit = int(sys.argv[2]) if len(sys.argv) > 2 else 1
@@ -37,21 +59,7 @@ def main() -> None:
     print(f"rank {rank} of {world} joined (pid {os.getpid()})", flush=True)
     t = torch.ones(1 << 16)
     for step in range(6):
-        if rank == culprit and step == 3:
-            if mode == "raise":
-                raise RuntimeError(f"rank {rank}: a bad batch at step {step}")
-            if mode == "kill":
-                os.kill(os.getpid(), signal.SIGKILL)
-            if mode == "hang":
-                time.sleep(int(os.environ.get("WORKER_SLEEP", "40")))
-            if mode == "oom":
-                hog = []
-                while True:  # grows until the launcher's memory limit (or the kernel) stops it
-                    hog.append(bytearray(64 << 20))
-                    hog[-1][:: 4096] = b"x" * len(range(0, 64 << 20, 4096))
-                    time.sleep(0.05)
-        if mode == "timelimit" and step == 3:
-            time.sleep(3600)
+        misbehave(mode, rank, culprit, step)
         dist.all_reduce(t)
         print(f"rank {rank} step {step} done, loss {1.0 / (step + 1):.4f}", flush=True)
     dist.destroy_process_group()
