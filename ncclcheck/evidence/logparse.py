@@ -321,6 +321,7 @@ class LogParser:
         self._works: list[WorkMention] = []
         self._node_offset = 0  # where [defaultN]: is a node's rank: the first global rank of this file's node
         self._role_global: dict[int, int] = {}  # launcher tag N -> global rank, from lines that carry both
+        self._pid_rank: dict[int, int] = {}  # a worker's PID -> its global rank, where the launcher pairs them
         self._whos: dict[tuple[int | None, int | None], Who] = {}
         self._async_errors: dict[tuple[Who, int | None], str | None] = {}  # latest async exception's error by (who, seq)
         self._statuses: list[StatusMention] = []
@@ -381,6 +382,8 @@ class LogParser:
                 return
             self._pend = None
             self._logical(first, who, "".join(parts), joined=True)
+        if "rank=" in text and (paired := formats.pid_rank(text)):
+            self._pid_rank.setdefault(*paired)
         who = self._who(text)
         if who.global_rank is None and self._carry is not None and self._carry[0] == lineno - 1 and text \
                 and not HEADER.search(text) and not _ROLE_RANK.match(text):
@@ -502,6 +505,8 @@ class LogParser:
             return self._one_who(int(ranks[-1]), self.path_rank)
         if not ranks and text.startswith("[") and (tag := formats.rank_tag(text)) is not None:
             return self._one_who(tag, self.path_rank)  # a launcher's own tag of the global rank (Open MPI's)
+        if not ranks and text.startswith("(") and (pid := formats.pid_tag(text)) in self._pid_rank:
+            return self._one_who(self._pid_rank[pid], self.path_rank)  # Ray's worker, by its PID
         if role and int(role[1]) in self._role_global:
             return self._one_who(self._role_global[int(role[1])], self.path_rank)
         if self.path_rank is None and role:

@@ -6,6 +6,7 @@ usage: lightning_job.py MODE [CULPRIT]   (modes as worker.py's)
 from __future__ import annotations
 
 import datetime
+import os
 import sys
 
 import lightning as L
@@ -13,6 +14,10 @@ import torch
 from lightning.pytorch.strategies import DDPStrategy
 
 from worker import misbehave
+
+# Lightning starts its ranks one after another, and the store's connect timeout is this one too: on a loaded
+# machine 10 s is not enough for the last rank to come up (lightning/slowstart: 30 s was not either).
+TIMEOUT = int(os.environ.get("WORKER_TIMEOUT", "120"))
 
 
 class Tiny(L.LightningModule):
@@ -37,7 +42,7 @@ def main() -> None:
     data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(64, 32)), batch_size=2)
     trainer = L.Trainer(accelerator="cpu", devices=4, max_steps=6, logger=False, enable_checkpointing=False,
                         enable_model_summary=False,
-                        strategy=DDPStrategy(process_group_backend="gloo", timeout=datetime.timedelta(seconds=10)))
+                        strategy=DDPStrategy(process_group_backend="gloo", timeout=datetime.timedelta(seconds=TIMEOUT)))
     trainer.fit(Tiny(mode, culprit), data)
 
 

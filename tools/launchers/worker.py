@@ -50,8 +50,9 @@ def misbehave(mode: str, rank: int, culprit: int, step: int) -> None:
 
 
 def main() -> None:
-    mode = sys.argv[1]
-    culprit = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+    argv = [a for a in sys.argv[1:] if not a.startswith("--local_rank")]  # DeepSpeed's launcher adds it
+    mode = argv[0]
+    culprit = int(argv[1]) if len(argv) > 1 else 1
     rank, world = first(RANK_VARS), first(SIZE_VARS)
     port = os.environ.get("MASTER_PORT", "29611")
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,

@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import re
 
-from ncclcheck.evidence.formats import mpi, slurm
+from ncclcheck.evidence.formats import mpi, ray, slurm
 from ncclcheck.evidence.formats.lines import LauncherLines, LineFormat, TaskEnd
 
 __all__ = ["LINE_FORMATS", "PATH_RANKS", "RANK_TAGS", "WORDS", "LauncherLines", "LineFormat", "TaskEnd",
-           "is_stop", "path_rank", "rank_tag"]
+           "is_stop", "path_rank", "pid_rank", "pid_tag", "rank_tag"]
 
 LINE_FORMATS: tuple[LineFormat, ...] = mpi.LINES + slurm.LINES
 RANK_TAGS: tuple[re.Pattern[str], ...] = mpi.RANK_TAGS
 PATH_RANKS: tuple[re.Pattern[str], ...] = mpi.PATH_RANKS + slurm.PATH_RANKS
 # The literal words the block reader must keep whole, wherever they stand.
-WORDS: tuple[bytes, ...] = tuple(dict.fromkeys(f.word.encode() for f in LINE_FORMATS))
+WORDS: tuple[bytes, ...] = tuple(dict.fromkeys([*(f.word.encode() for f in LINE_FORMATS),
+                                                *(w.encode() for w in ray.WORDS)]))
 
 
 def rank_tag(text: str) -> int | None:
@@ -44,3 +45,21 @@ def path_rank(path: str) -> int | None:
 def is_stop(text: str) -> bool:
     """Whether a launcher's line says it stopped the whole job (a time limit, a cancellation), naming no rank."""
     return any(f.stop and f.word in text and f.pattern.search(text) for f in LINE_FORMATS)
+
+
+def pid_rank(text: str) -> tuple[int, int] | None:
+    """(PID, global rank) where a launcher's line pairs them (Ray Train's worker table)."""
+    if "rank=" not in text:
+        return None
+    for pattern, pid, rank in ray.PID_RANKS:
+        if m := pattern.search(text):
+            return int(m[pid]), int(m[rank])
+    return None
+
+
+def pid_tag(text: str) -> int | None:
+    """The PID a launcher's prefix names as the line's process (Ray's "(RayTrainWorker pid=5665)"); None for a
+    line the launcher merged across processes."""
+    if (m := ray.PID_TAG.match(text)) and not text.rstrip().endswith(ray.MERGED):
+        return int(m[1])
+    return None
