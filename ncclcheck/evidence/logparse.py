@@ -386,7 +386,8 @@ class LogParser:
             self._pid_rank.setdefault(*paired)
         who = self._who(text)
         if who.global_rank is None and self._carry is not None and self._carry[0] == lineno - 1 and text \
-                and not HEADER.search(text) and not _ROLE_RANK.match(text):
+                and not HEADER.search(text) and not _ROLE_RANK.match(text) \
+                and not (text.startswith("(") and formats.pid_tag(text) is not None):
             # A line with no prefix and no header of its own, right under a prefixed line: the rest of that line
             # (a terminal wraps it anywhere, also inside the prefix's record) or what the same process printed next.
             who = self._carry[1]

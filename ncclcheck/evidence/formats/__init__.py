@@ -58,8 +58,8 @@ def pid_rank(text: str) -> tuple[int, int] | None:
 
 
 def pid_tag(text: str) -> int | None:
-    """The PID a launcher's prefix names as the line's process (Ray's "(RayTrainWorker pid=5665)"); None for a
-    line the launcher merged across processes."""
-    if (m := ray.PID_TAG.match(text)) and not text.rstrip().endswith(ray.MERGED):
-        return int(m[1])
+    """The PID a launcher's prefix names as the line's process (Ray's "(RayTrainWorker pid=5665)"); -1 for a
+    line the launcher merged across processes (it is no one process's), None for a line without such a prefix."""
+    if m := ray.PID_TAG.match(text):
+        return -1 if text.rstrip().endswith(ray.MERGED) else int(m[1])
     return None

@@ -17,7 +17,7 @@ PID_RANKS = (
     (re.compile(r"^\(RayTrainWorker pid=(\d+)[^)]*\) Setting up process group for: \S+ \[rank=(\d+), world_size="),
      1, 2),
 )
-# The PID of the process a line is from.
-PID_TAG = re.compile(r"^\((?:RayTrainWorker|\w+Worker\w*) pid=(\d+)(?:, ip=[\d.]+)?\)")
+# The actor and PID of the process a line is from (a worker's, the controller's, any actor's).
+PID_TAG = re.compile(r"^\(\w+ pid=(\d+)(?:, ip=[\d.]+)?\)")
 MERGED = "across cluster]"
 WORDS = ("world_rank=", "Setting up process group for")
