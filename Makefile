@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TORCH_STAMP := $(VENV)/.torch
 
-.PHONY: demo test lint bench bench-explain clean
+.PHONY: demo test lint bench bench-explain test-launchers clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,12 +37,24 @@ lint: $(STAMP)
 	$(BIN)/ruff check ncclcheck tests tools
 	$(BIN)/mypy
 
+## Record small failing jobs under each launcher that is installed (tools/launchers/, docs/launchers.md) into a
+## temporary folder, then run the launcher fixtures' tests (make test runs those too).
+test-launchers: $(STAMP) $(TORCH_STAMP)
+	@out=$$(mktemp -d); \
+	if command -v srun >/dev/null && [ "$$(id -u)" = 0 ]; then tools/launchers/slurm.sh $$out/slurm; else echo "skip Slurm: apt-get install slurm-wlm munge (as root)"; fi; \
+	if command -v mpirun >/dev/null; then tools/launchers/mpi.sh $$out/mpi; else echo "skip Open MPI: apt-get install openmpi-bin"; fi; \
+	if command -v pdsh >/dev/null; then tools/launchers/pdsh.sh $$out/pdsh; else echo "skip pdsh: apt-get install pdsh"; fi; \
+	if [ -x .venv-launchers/bin/python ]; then tools/launchers/python_launchers.sh $$out; else echo "skip Accelerate, Lightning, DeepSpeed, Ray: see docs/launchers.md"; fi; \
+	echo "recorded under $$out"
+	$(BIN)/python -m pytest -q tests/test_launchers.py
+
 ## Benchmarks: start-up (ncclcheck --help vs a minimal Typer app), analyze-log vs grep -c -F WorkNCCL on ~1 GiB
 ## of generated logs, then jobs of 1,000 to 100,000 ranks and their per-node evidence files merged.
 bench: $(STAMP)
 	$(BIN)/python tools/bench_startup.py
 	$(BIN)/python tools/bench_analyze.py --mib $(or $(MIB),1024)
 	$(BIN)/python tools/bench_scale.py --sizes $(or $(SCALE),1000,4000,16000,64000,100000)
+	$(BIN)/python tools/bench_files.py --ranks $(or $(FILES),100000)
 
 ## How often explain names the tensor each recorded collective carried (tables built by transformers).
 bench-explain: $(STAMP) $(TORCH_STAMP)

@@ -14,6 +14,7 @@ import re
 import signal
 from dataclasses import dataclass, field, replace
 
+from ncclcheck.evidence import formats
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.hostlog import HostLog, maybe_host_record
 from ncclcheck.evidence.repair import (
@@ -68,7 +69,8 @@ _GLUED_RANK = re.compile(r"\[rank(\d+)\]:(?=\[[EWIF]\d)")
 # when a rank tag follows it, then the launcher's rank tags, Ray's actor prefix and quoting marks.
 _PY_PREFIX = re.compile(
     r"^(?:.{0,160}?(?=\[[A-Za-z_]*\d+\]:))?"
-    r"(?:\s*(?:\([\w.\[\]=]+ pid=\d+(?:, ip=[\d.]+)?\)|\[[A-Za-z_]*\d+\]:|\[rank: \d+\]|>|`+|\*\*))+\s?"
+    r"(?:\s*(?:\([\w.\[\]=]+ pid=\d+(?:, ip=[\d.]+)?\)|\[[A-Za-z_]*\d+\]:|\[rank: \d+\]|>|`+|\*\*|"
+    + "|".join(tag.pattern for tag in formats.RANK_TAGS) + r"))+\s?"
 )
 
 # --- WorkNCCL(...) printings (on whitespace-free text) ---------------------------------
@@ -319,6 +321,7 @@ class LogParser:
         self._works: list[WorkMention] = []
         self._node_offset = 0  # where [defaultN]: is a node's rank: the first global rank of this file's node
         self._role_global: dict[int, int] = {}  # launcher tag N -> global rank, from lines that carry both
+        self._pid_rank: dict[int, int] = {}  # a worker's PID -> its global rank, where the launcher pairs them
         self._whos: dict[tuple[int | None, int | None], Who] = {}
         self._async_errors: dict[tuple[Who, int | None], str | None] = {}  # latest async exception's error by (who, seq)
         self._statuses: list[StatusMention] = []
@@ -353,6 +356,7 @@ class LogParser:
         self._await_detail: dict[Who, tuple[Loc, bool]] = {}
         self._prev_line = 0
         self._hostlog = HostLog()
+        self._launcher = formats.LauncherLines(formats.LINE_FORMATS)
         self._system: list[SystemEvent] = []
 
     # ------------------------------------------------------------------ feeding
@@ -378,9 +382,12 @@ class LogParser:
                 return
             self._pend = None
             self._logical(first, who, "".join(parts), joined=True)
+        if "rank=" in text and (paired := formats.pid_rank(text)):
+            self._pid_rank.setdefault(*paired)
         who = self._who(text)
         if who.global_rank is None and self._carry is not None and self._carry[0] == lineno - 1 and text \
-                and not HEADER.search(text) and not _ROLE_RANK.match(text):
+                and not HEADER.search(text) and not _ROLE_RANK.match(text) \
+                and not (text.startswith("(") and formats.pid_tag(text) is not None):
             # A line with no prefix and no header of its own, right under a prefixed line: the rest of that line
             # (a terminal wraps it anywhere, also inside the prefix's record) or what the same process printed next.
             who = self._carry[1]
@@ -497,6 +504,10 @@ class LogParser:
                 # torchrun's "[default3]:[rank3]:": the launcher's tag is that process's, on its lines without one
                 self._role_global.setdefault(int(role[1]), int(ranks[-1]))
             return self._one_who(int(ranks[-1]), self.path_rank)
+        if not ranks and text.startswith("[") and (tag := formats.rank_tag(text)) is not None:
+            return self._one_who(tag, self.path_rank)  # a launcher's own tag of the global rank (Open MPI's)
+        if not ranks and text.startswith("(") and (pid := formats.pid_tag(text)) in self._pid_rank:
+            return self._one_who(self._pid_rank[pid], self.path_rank)  # Ray's worker, by its PID
         if role and int(role[1]) in self._role_global:
             return self._one_who(self._role_global[int(role[1])], self.path_rank)
         if self.path_rank is None and role:
@@ -801,6 +812,9 @@ class LogParser:
         if "srun: error: " in text and (m := _SRUN_TASKS.search(text)):
             self._srun_failed(m, loc)
             return
+        if said := self._launcher.feed(text):
+            self._launcher_line(*said, text, loc)
+            return
         if any(map(text.__contains__, _SIGNAL_WORDS)) and self._fatal_signal(who, text, loc):
             return
         # Here, not on every line (a timeout record is never a clue), and behind plain substring tests.
@@ -954,6 +968,15 @@ class LogParser:
             for rank in range(int(lo), int(hi or lo) + 1):
                 self._elastic.append(ElasticFailure(rank=rank, local_rank=None, exitcode=code, pid=None, signal=sig,
                                                     host=m[1], time=None, root_cause=False, loc=loc))
+
+    def _launcher_line(self, fmt: formats.LineFormat, end: formats.TaskEnd | None, text: str, loc: Loc) -> None:
+        """A launcher's report of one worker's end (a global rank), or of a stop of the whole job (a clue)."""
+        if end is None:  # quoted from its own words on: a label or a progress bar may stand before them
+            at = m.start() if (m := fmt.pattern.search(text)) else 0
+            self._add_clue(self._one_who(None, None), "launcher", text[at:].strip()[:300], loc)
+            return
+        self._elastic.append(ElasticFailure(rank=end.rank, local_rank=None, exitcode=end.exitcode, pid=end.pid,
+                                            signal=end.signal, host=end.host, time=None, root_cause=False, loc=loc))
 
     def _fatal_signal(self, who: Who, text: str, loc: Loc) -> bool:
         """A line in which the process itself reports the fatal signal it dies of (a segfault or bus error in

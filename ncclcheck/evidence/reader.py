@@ -49,6 +49,7 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO, cast
 
+from ncclcheck.evidence import formats
 from ncclcheck.evidence.encoding import Transcoded, is_binary, sniff
 
 try:  # SIMD substring search and byte counting; the pure-Python path below is kept, and measured beside it
@@ -108,7 +109,7 @@ _HEAD_WANTED = re.compile(
 # host's own lines pasted into a log (an OOM kill, an Xid, a segfault): rare, searched for whole in every block.
 WHOLE_WORDS = (b"srun: error: ", b"slurmstepd: error: ", b"failed (exitcode: ", b"sigkill_handler",
                b"Caught signal", b"Fatal Python error", b"Segmentation fault", b"Bus error", b"*** SIG", b"Signal: ",
-               b"OOMKill", b"NVRM: Xid", b"Killed process", b"segfault at")
+               b"OOMKill", b"NVRM: Xid", b"Killed process", b"segfault at") + formats.WORDS
 BEFORE = 8
 AFTER = 16
 HEAD = 16 << 10
@@ -156,7 +157,7 @@ class Source:
         if m:
             return int(m[1])
         m = _PATH_RANK[1].search(os.path.basename(norm))
-        return int(m[1]) if m else None
+        return int(m[1]) if m else formats.path_rank(norm)
 
     def size(self) -> int:
         """Bytes on disk (0 for streams, and for a file that vanished since it was found)."""

@@ -12,6 +12,11 @@ from ncclcheck.evidence.reader import InputError, Source, open_source, read_line
 from ncclcheck.evidence.types import FileScan, InputProblem
 
 PARALLEL_MIN_BYTES = 64 << 20
+# Many small files (one per rank) are worth the workers too: the cost is per file (a parser, a scan, its trip back),
+# not per byte. Files go to the workers in chunks of consecutive inputs, so the trip is per chunk, not per file.
+PARALLEL_MIN_FILES = 512
+CHUNK_BYTES = 16 << 20
+CHUNKS_PER_WORKER = 8  # enough chunks that a slow one does not leave the other workers idle at the end
 
 
 def _dump_scan(source: Source, stream: BinaryIO) -> FileScan:
@@ -59,13 +64,13 @@ def scan_all(
     on_done: Callable[[FileScan], None] | None = None,
     workers: int | None = None,
 ) -> Iterator[FileScan]:
-    """Yield one scan per source, in input order; use worker processes for large inputs.
+    """Yield one scan per source, in input order; use worker processes for large inputs or many files.
 
     Streams (pipes, FIFOs, stdin) are always read in this process: a worker could not reopen them.
     """
     total = sum(s.size() for s in sources)
     n = workers if workers is not None else min(os.cpu_count() or 1, len(sources))
-    if n <= 1 or total < PARALLEL_MIN_BYTES:
+    if n <= 1 or (total < PARALLEL_MIN_BYTES and len(sources) < PARALLEL_MIN_FILES):
         for s in sources:
             result = scan_source(s)
             if on_done:
@@ -75,9 +80,38 @@ def scan_all(
     from concurrent.futures import ProcessPoolExecutor  # only needed for large inputs
 
     with ProcessPoolExecutor(max_workers=n) as pool:
-        futures = {i: pool.submit(scan_source, s) for i, s in enumerate(sources) if not s.stream}
-        for i, s in enumerate(sources):
-            result = futures[i].result() if i in futures else scan_source(s)
+        chunks = _chunks([s for s in sources if not s.stream], n)
+        futures = {chunk[0]: (chunk, pool.submit(_scan_chunk, chunk)) for chunk in chunks}
+        done: dict[Source, FileScan] = {}
+        for s in sources:
+            if s.stream:
+                result = scan_source(s)
+            else:
+                if s in futures:  # the first of its chunk: the whole chunk's scans arrive together
+                    chunk, future = futures.pop(s)
+                    done.update(zip(chunk, future.result()))
+                result = done.pop(s)
             if on_done:
                 on_done(result)
             yield result
+
+
+def _scan_chunk(sources: list[Source]) -> list[FileScan]:
+    """Scan consecutive inputs in one worker: one trip to and from it for all of them."""
+    return [scan_source(s) for s in sources]
+
+
+def _chunks(sources: list[Source], workers: int) -> list[list[Source]]:
+    """Consecutive inputs grouped so that each group is at most CHUNK_BYTES (a larger file alone) and there are
+    about CHUNKS_PER_WORKER groups a worker."""
+    per = max(1, len(sources) // (workers * CHUNKS_PER_WORKER))
+    chunks: list[list[Source]] = []
+    size = 0
+    for s in sources:
+        b = s.size()
+        if not chunks or len(chunks[-1]) >= per or size + b > CHUNK_BYTES:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(s)
+        size += b
+    return chunks

@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ncclcheck.evidence import formats
 from ncclcheck.evidence.logparse import launcher_signal
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, SystemEvent
 from ncclcheck.job.hosts import Joined, join_events
@@ -75,7 +76,8 @@ CATALOGUE: tuple[Cause, ...] = (
           "https://github.com/Liuziyu77/Visual-RFT/issues/123"),
     Cause("host_oom", MEMORY, "killed for host memory (the OOM killer)",
           _c(r"oom_kill event|OOM[ -]Kill|OOMKilled|task \d+: Out Of Memory|Out of memory: Kill(?:ed)? process|"
-             r"Memory cgroup out of memory|oom-kill:|^Killed process \d+ \("),
+             r"Memory cgroup out of memory|oom-kill:|^Killed process \d+ \(|Exceeded job memory limit|"
+             r"(?:Step|Job) \S+ exceeded memory limit"),
           "the process's host memory (RAM, not the GPU's) went past what its node, container or job step may use, "
           "and the kernel's OOM killer ended it with SIGKILL: no traceback, and its peers wait or lose it",
           ("Ask for more memory (Slurm `--mem`/`--mem-per-gpu`, the pod's memory limit) or use less of it: fewer "
@@ -471,7 +473,8 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
                          tuple(loc for _, loc, s in killed if s == sig)[:8],
                          f"{rank_phrase(ranks)} died of {sig} with no traceback" if ranks else
                          f"killed by {sig} with no traceback (the launcher's line names no rank)")
-    stops = [s for s in said if s.clue == "launcher" and ("death signal" in s.text or "CANCELLED AT" in s.text)
+    stops = [s for s in said if s.clue == "launcher" and ("death signal" in s.text or "CANCELLED AT" in s.text
+                                                           or formats.is_stop(s.text))
              or s.joined is not None and s.joined.event.kind in ("time_limit", "cancelled")]
     errors = [e for s in scans for e in s.errors if e.kind is not ErrorKind.EXCEPTION or "SignalException" not in e.message]
     timeouts = any(s.works or s.statuses for s in scans)

@@ -349,6 +349,11 @@ def _roots(job: Job) -> _Roots:
     return _Roots(named, inferred, absent, leaves)
 
 
+# A rank's word that its peers went away. From a rank the others waited for until their timeout, it is their leaving
+# after it (they kept the connection open all that time), not a failed transport: the rank was late, not cut off.
+_PEER_LEFT = re.compile(r"Connection (?:closed|reset)|closed by peer|remote process exit", re.IGNORECASE)
+
+
 def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind, list[int], str]:
     """Some ranks are stuck: the roots' endings name the kind."""
     by_rank = {s.rank: s for s in job.ranks}
@@ -370,7 +375,9 @@ def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind,
     mism = _mismatch_culprits(job, roots.named)
     if mism is not None:
         return VerdictKind.COLLECTIVE_MISMATCH, mism[0], mism[1]
-    errs = [r for r in culprits if by_rank[r].ending.kind is EndKind.NCCL_ERROR]
+    timed_out = any(s.stuck is not None and s.stuck.state == "timed_out" for s in job.ranks)
+    errs = [r for r in culprits if by_rank[r].ending.kind is EndKind.NCCL_ERROR
+            and not (timed_out and _PEER_LEFT.search(by_rank[r].ending.detail))]
     if errs:
         return (VerdictKind.NCCL_ERROR, errs,
                 "; ".join(f"rank {r}: {by_rank[r].ending.detail}" for r in errs) + ".")
@@ -381,12 +388,16 @@ def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind,
                f" {'It is' if one else 'They are'} named by elimination: the only {'rank' if one else 'ranks'} in "
                "these inputs that waited nowhere, while the groups that lead there have members the inputs do not "
                "name.")
-        timed_out = any(s.stuck is not None and s.stuck.state == "timed_out" for s in job.ranks)
         if timed_out:
             limit = f" until the {human_seconds(primary.timeout_ms / 1000)} timeout" if primary.timeout_ms else ""
             waited = f"waited{limit}"
         else:  # a live job, or dumps taken before any timeout: they are still waiting
             waited = "wait" if len(waiting) > 1 or not waiting else "waits"
+        late = [r for r in culprits if by_rank[r].ending.kind is EndKind.NCCL_ERROR]
+        if late:
+            how += (f" The connection error of {rank_phrase(late)} came from the others leaving after their timeout "
+                    f"(they kept the connection open until then): {rank_phrase(late)} arrived late, the transport "
+                    "did not fail.")
         hung = all(by_rank[r].ending.kind is EndKind.HUNG for r in culprits)
         return (VerdictKind.WATCHDOG_STUCK if hung else VerdictKind.LAGGING_RANK, culprits,
                 f"{rank_phrase(waiting, job.world, culprits).capitalize()} {waited}; the trail of who waits for "

@@ -1,0 +1,52 @@
+"""Jobs recorded under the real launchers (tools/launchers/*.sh: Slurm, Open MPI, pdsh running torchrun; gloo on
+CPU), each read as the launcher's console and as its per-rank files: the culprit rank and the kind of failure are
+what the run did (tests/data/launchers/truth.json), whichever form is read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run
+
+from ncclcheck.evidence import formats
+
+LAUNCHERS = Path(__file__).parent / "data" / "launchers"
+TRUTH = {k: v for k, v in json.loads((LAUNCHERS / "truth.json").read_text()).items() if not k.startswith("_")}
+CASES = [(case, tuple(inputs)) for case, t in TRUTH.items() for inputs in t["inputs"]]
+
+
+@pytest.mark.parametrize(("case", "inputs"), CASES, ids=[f"{c}:{'+'.join(i)}" for c, i in CASES])
+def test_each_recorded_run_names_the_rank_and_the_failure_the_run_had(case, inputs):
+    truth = TRUTH[case]
+    v = run(*(LAUNCHERS / case / x for x in inputs)).verdict
+    got = (v.kind.value, list(v.culprit_ranks))
+    assert got == (truth["kind"], truth["culprits"]), v.summary
+    if "cause" in truth:
+        assert v.cause is not None and v.cause.cause.kind == truth["cause"], v.summary
+
+
+def test_every_recorded_case_is_held_by_the_truth_table():
+    recorded = {f"{d.parent.name}/{d.name}" for d in LAUNCHERS.glob("*/*") if (d / "WHAT.txt").exists()}
+    assert recorded == set(TRUTH)
+
+
+@pytest.mark.parametrize("fmt", formats.LINE_FORMATS, ids=lambda f: f"{f.source}:{f.word}")
+def test_every_launcher_line_format_reads_its_example(fmt):
+    assert fmt.word in fmt.example and fmt.pattern.search(fmt.example)
+
+
+def test_open_mpi_names_the_rank_in_its_tag_and_its_output_folders():
+    assert formats.rank_tag("[1,3]<stderr>:[rank3]: Traceback (most recent call last):") == 3
+    assert formats.path_rank("mpi/kill/ranks/1/rank.12/stderr") == 12
+    assert formats.path_rank("slurm/raise/tasks/7.log") == 7
+    assert formats.path_rank("logs/train.log") is None
+
+
+def test_a_two_line_open_mpi_report_names_the_first_process_that_failed():
+    lines = formats.LauncherLines(formats.LINE_FORMATS)
+    assert lines.feed("  Process name: [[11946,1],2]") is None
+    fmt, end = lines.feed("  Exit code:    1")
+    assert (end.rank, end.exitcode, fmt.source) == (2, 1, "Open MPI")
+    assert lines.feed("  Exit code:    1") is None  # no worker named before it
