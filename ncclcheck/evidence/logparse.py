@@ -504,8 +504,8 @@ class LogParser:
                 # torchrun's "[default3]:[rank3]:": the launcher's tag is that process's, on its lines without one
                 self._role_global.setdefault(int(role[1]), int(ranks[-1]))
             return self._one_who(int(ranks[-1]), self.path_rank)
-        if not ranks and text.startswith("[") and (tag := formats.rank_tag(text)) is not None:
-            return self._one_who(tag, self.path_rank)  # a launcher's own tag of the global rank (Open MPI's)
+        if not ranks and text.startswith("[") and (tagged := formats.rank_tag(text)) is not None:
+            return self._one_who(tagged, self.path_rank)  # a launcher's own tag of the global rank (Open MPI's)
         if not ranks and text.startswith("(") and (pid := formats.pid_tag(text)) in self._pid_rank:
             return self._one_who(self._pid_rank[pid], self.path_rank)  # Ray's worker, by its PID
         if role and int(role[1]) in self._role_global:

@@ -89,7 +89,7 @@ def scan_all(
             else:
                 if s in futures:  # the first of its chunk: the whole chunk's scans arrive together
                     chunk, future = futures.pop(s)
-                    done.update(zip(chunk, future.result()))
+                    done.update(zip(chunk, future.result(), strict=True))
                 result = done.pop(s)
             if on_done:
                 on_done(result)

@@ -1,4 +1,6 @@
-"""A small job under HF Accelerate (`accelerate launch --multi_gpu --num_processes 4`: gloo on the CPU where no GPU is) that fails on purpose.
+"""A small job under HF Accelerate that fails on purpose.
+
+`accelerate launch --multi_gpu --num_processes 4` runs it on the CPU with gloo where no GPU is.
 
 usage: accelerate_job.py MODE [CULPRIT]   (modes as worker.py's)
 """
@@ -11,7 +13,6 @@ import sys
 import torch
 from accelerate import Accelerator
 from accelerate.utils import InitProcessGroupKwargs
-
 from worker import misbehave
 
 

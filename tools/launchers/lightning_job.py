@@ -12,7 +12,6 @@ import sys
 import lightning as L
 import torch
 from lightning.pytorch.strategies import DDPStrategy
-
 from worker import misbehave
 
 # Lightning starts its ranks one after another, and the store's connect timeout is this one too: on a loaded

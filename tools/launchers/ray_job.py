@@ -12,7 +12,6 @@ import torch
 import torch.distributed as dist
 from ray.train import RunConfig, ScalingConfig, get_context
 from ray.train.torch import TorchConfig, TorchTrainer
-
 from worker import misbehave
 
 
