@@ -129,7 +129,7 @@ def report_findings(scans: Sequence[FileScan]) -> list[Finding]:
                 out.append(Finding(Severity.INFO, "monitored-barrier",
                                    f"Rank {f.who.rank}'s monitored_barrier names the rank{'s' if len(missing) > 1 else ''}"
                                    f" that never reached it: {rank_phrase(missing)}.", (f.loc,)))
-    stacks = {st.who.rank: st for s in scans for st in s.stacks if st.who.rank is not None}
+    stacks = {st.who.rank: st for s in scans for st in s.stacks if st.who.rank is not None and st.frames}
     if stacks:
         where = "; ".join(f"rank {r}: {st.frames[0].name} from {user_frame(st.frames)}" for r, st in
                           sorted(stacks.items()))
