@@ -212,11 +212,9 @@ _CLUE_GATE = re.compile(
     r"|workers joined|will restart worker group|" + _NCCL_SAYS.pattern
 )
 # Launchers' lines about their workers: Slurm's "srun: error: node3: tasks 8-13,15: Killed", torchrun's agent
-# "failed (exitcode: -9) local_rank: 3 (pid: 812917) of binary", DeepSpeed's "[launch.py:321:sigkill_handler] [...,
-# '--local_rank=7', ...] exits with return code = -9".
+# "failed (exitcode: -9) local_rank: 3 (pid: 812917) of binary" (others: evidence/formats/).
 _SRUN_TASKS = re.compile(r"srun: error: (\S+): tasks? (\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*): (.+)$")
 _AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\) of binary")
-_DEEPSPEED_EXIT = re.compile(r"sigkill_handler\].*?--local_rank=(\d+).*exits with return code = (-?\d+)")
 # A process's own last words on a fatal signal: UCX's "Caught signal 7 (Bus error: …)", glog's "*** SIGSEGV (@0x0)
 # received by PID …", Python's faulthandler "Fatal Python error: Segmentation fault", MPI's "Signal: Bus error (7)", a
 # shell's "Bus error (core dumped)". SIGABRT is left out: the watchdog's abort after a timeout ends ranks with it.
@@ -806,9 +804,6 @@ class LogParser:
         if "of binary" in text and (m := _AGENT_FAILED.search(text)):
             self._agent_failed(int(m[2]), int(m[1]), int(m[3]), loc)
             return
-        if "sigkill_handler" in text and (m := _DEEPSPEED_EXIT.search(text)):
-            self._agent_failed(int(m[1]), int(m[2]), None, loc)  # DeepSpeed's launcher says as much as torchrun's
-            return
         if "srun: error: " in text and (m := _SRUN_TASKS.search(text)):
             self._srun_failed(m, loc)
             return
@@ -971,9 +966,11 @@ class LogParser:
 
     def _launcher_line(self, fmt: formats.LineFormat, end: formats.TaskEnd | None, text: str, loc: Loc) -> None:
         """A launcher's report of one worker's end (a global rank), or of a stop of the whole job (a clue)."""
-        if end is None:  # quoted from its own words on: a label or a progress bar may stand before them
+        if end is None or end.rank is None:  # quoted from its own words on: a label or a progress bar may stand before
             at = m.start() if (m := fmt.pattern.search(text)) else 0
-            self._add_clue(self._one_who(None, None), "launcher", text[at:].strip()[:300], loc)
+            body = text[at:].strip()  # a long command line in the middle is cut, its end (the exit code) kept
+            self._add_clue(self._one_who(None, None), "launcher",
+                           body if len(body) <= 300 else f"{body[:140]} … {body[-150:]}", loc)
             return
         self._elastic.append(ElasticFailure(rank=end.rank, local_rank=None, exitcode=end.exitcode, pid=end.pid,
                                             signal=end.signal, host=end.host, time=None, root_cause=False, loc=loc))
@@ -1020,9 +1017,10 @@ class LogParser:
 
 
 def launcher_signal(line: str) -> str | None:
-    """The signal a launcher's CalledProcessError says its child died of (``died with <Signals.SIGKILL: 9>``)."""
+    """The signal a launcher's line says a child died of, where the line names no rank: a CalledProcessError's
+    ``died with <Signals.SIGKILL: 9>``, DeepSpeed's ``exits with return code = -9``."""
     m = _CALLED_PROCESS.search(line)
-    return signal.Signals(int(m[2])).name if m and m[2] else None
+    return signal.Signals(int(m[2])).name if m and m[2] else formats.rankless_signal(line)
 
 
 def fatal_signal(line: str) -> str | None:

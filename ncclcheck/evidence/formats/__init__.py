@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import re
 
-from ncclcheck.evidence.formats import mpi, ray, slurm
+from ncclcheck.evidence.formats import deepspeed, mpi, ray, slurm
 from ncclcheck.evidence.formats.lines import LauncherLines, LineFormat, TaskEnd
 
-__all__ = ["LINE_FORMATS", "PATH_RANKS", "RANK_TAGS", "WORDS", "LauncherLines", "LineFormat", "TaskEnd",
+__all__ = ["LINE_FORMATS", "rankless_signal", "PATH_RANKS", "RANK_TAGS", "WORDS", "LauncherLines", "LineFormat", "TaskEnd",
            "is_stop", "path_rank", "pid_rank", "pid_tag", "rank_tag"]
 
-LINE_FORMATS: tuple[LineFormat, ...] = mpi.LINES + slurm.LINES
+LINE_FORMATS: tuple[LineFormat, ...] = mpi.LINES + slurm.LINES + deepspeed.LINES
 RANK_TAGS: tuple[re.Pattern[str], ...] = mpi.RANK_TAGS
 PATH_RANKS: tuple[re.Pattern[str], ...] = mpi.PATH_RANKS + slurm.PATH_RANKS
 # The literal words the block reader must keep whole, wherever they stand.
@@ -62,4 +62,13 @@ def pid_tag(text: str) -> int | None:
     line the launcher merged across processes (it is no one process's), None for a line without such a prefix."""
     if m := ray.PID_TAG.match(text):
         return -1 if text.rstrip().endswith(ray.MERGED) else int(m[1])
+    return None
+
+
+def rankless_signal(text: str) -> str | None:
+    """The fatal signal a launcher's line says one of its workers died of, where the line cannot say which worker
+    (DeepSpeed's "exits with return code = -9")."""
+    for fmt in LINE_FORMATS:
+        if fmt.rankless and fmt.read is not None and fmt.word in text and (m := fmt.pattern.search(text)):
+            return fmt.read(m).signal
     return None

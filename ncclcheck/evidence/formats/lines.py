@@ -24,7 +24,8 @@ class TaskEnd:
 class LineFormat:
     """One line a launcher prints: a cheap literal ``word`` the line must hold, the ``pattern`` that reads it, and
     what it means (``read``), or ``stop``: the launcher stopped the whole job (a time limit) and names no worker.
-    ``example`` is a real line of that shape (the tests read each one)."""
+    ``rankless``: the line reports a worker's end but cannot say which worker. ``example`` is a real line of that
+    shape (the tests read each one)."""
 
     source: str
     word: str
@@ -32,6 +33,7 @@ class LineFormat:
     example: str
     read: Callable[[re.Match[str]], TaskEnd] | None = None
     stop: bool = False
+    rankless: bool = False
 
 
 def signal_name(number: int) -> str | None:
@@ -51,14 +53,16 @@ class LauncherLines:
         self._held: tuple[LineFormat, TaskEnd] | None = None
 
     def feed(self, text: str) -> tuple[LineFormat, TaskEnd | None] | None:
-        """The format of a launcher's line and the worker end it reports (None for a job-wide stop); None for
-        any other line, and for the first line of a two-line report."""
+        """The format of a launcher's line and the worker end it reports (None for a job-wide stop; one whose rank
+        is None for a rankless report); None for any other line, and for the first line of a two-line report."""
         for fmt in self._formats:
             if fmt.word not in text or not (m := fmt.pattern.search(text)):
                 continue
             if fmt.stop or fmt.read is None:
                 return fmt, None
             end = fmt.read(m)
+            if fmt.rankless:
+                return fmt, end
             if end.rank is not None and end.exitcode is None and end.signal is None:
                 self._held = (fmt, end)  # its end is on the next report line
                 return None

@@ -19,7 +19,8 @@ LINES = (
                "srun: Exceeded job memory limit", stop=True),
     # "slurmstepd: error: *** STEP 11.0 ON vm CANCELLED AT 2026-11-25T15:05:34 DUE TO TIME LIMIT ***"; Slurm 21+
     # names the host in the program's name ("slurmstepd-vm: error:").
-    LineFormat("Slurm", "CANCELLED AT", re.compile(r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT"),
+    LineFormat("Slurm", "CANCELLED AT",
+               re.compile(r"(?:slurmstepd(?:-[\w.-]+)?: error: )?\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT"),
                "0: slurmstepd-vm: error: *** STEP 11.0 ON vm CANCELLED AT 2026-11-25T15:05:34 DUE TO TIME LIMIT ***",
                stop=True),
 )
