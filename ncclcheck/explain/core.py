@@ -74,6 +74,8 @@ class Explanation:
     dtype: str
     source: str = "the built-in layouts"  # where the parameter table came from
     source_notes: tuple[str, ...] = ()  # what in that table is inferred rather than known
+    ready_how: str = ""  # how the table's gradient-ready order was learnt (observed in a pass, or inferred)
+    ready_observed: bool = False
 
     @property
     def matches(self) -> tuple[Candidate, ...]:
@@ -339,7 +341,8 @@ def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = Non
                      "parameters and layouts not considered")
     return Explanation(n, given_out, op, fam, world, strategy, tuple(factors), tuple(facts), tuple(ranked),
                        tuple(ruled_out), searched, chance, tuple(_advice(n, ranked, fam, m, world, table)), transfer,
-                       dtype, table.source if table.params else "none (no parameters known)", table.notes)
+                       dtype, table.source if table.params else "none (no parameters known)", table.notes,
+                       table.ready_how, table.ready_observed)
 
 
 DEFAULT_GATHER_WORLD = 8
