@@ -315,6 +315,9 @@ def explain_cmd(
     trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help="Let --config run the model code "
                                                                                 "beside config.json (auto_map).")]
     = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Build the table from --config again instead of "
+                                                              "reading it from the cache (~/.cache/ncclcheck; "
+                                                              "NCCLCHECK_NO_CACHE=1 does the same).")] = False,
     bucket_cap_mb: Annotated[Optional[float], typer.Option(min=0.001, help="DDP's bucket_cap_mb, if your job set it "
                                                                            "(default 25, with a 1 MiB first "
                                                                            "bucket).")] = None,
@@ -368,7 +371,8 @@ def explain_cmd(
     if strategy and strategy.lower() not in STRATEGIES:
         usage_error(f"unknown strategy {strategy!r}; one of: {', '.join(STRATEGIES)}")
     try:
-        loaded = load(PRESETS[model.lower()] if model else Model(), config, checkpoint, module, trust_remote_code)
+        loaded = load(PRESETS[model.lower()] if model else Model(), config, checkpoint, module, trust_remote_code,
+                      use_cache=not no_cache)
     except ExplainError as exc:
         usage_error(str(exc))
     for w in loaded.warnings:

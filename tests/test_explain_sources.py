@@ -104,7 +104,7 @@ def test_the_users_own_module_is_read_on_the_meta_device(monkeypatch):
     monkeypatch.chdir(DATA / "module")
     j, err = _json(["--module", "tinynet:build", "--numel", "215379", "--op", "ALLREDUCE", "--world-size", "2"])
     assert j["table"] == {"origin": "module", "source": "tinynet:build (TinyNet) built on the meta device",
-                          "notes": [NO_INPUT + "; DDP's rebuilt buckets are approximate"],
+                          "notes": ["gradient-ready order " + NO_INPUT + "; DDP's rebuilt buckets are approximate"],
                           "ready_order": {"observed": False, "how": NO_INPUT},
                           "parameters": 33, "numel": 215379, "buffers": 0}
     assert j["explanations"][0]["ready_order"] == {"observed": False, "how": NO_INPUT}

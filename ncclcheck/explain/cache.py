@@ -2,7 +2,7 @@
 
 Building a table imports torch and transformers and runs the model on the meta device: seconds. The table itself
 is a few kB of names and shapes, and it changes only with what built it, so it is stored under a key made of
-everything that does: the config's content, the transformers and torch versions, the code that builds and reads
+everything that does: the config's content, the installed transformers and torch, the code that builds and reads
 tables (this package's own files), and the inputs the caller says change it (custom code allowed, the code files
 beside the config, a named block class, an adapter). A hit reads one JSON file.
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib.metadata
+import importlib.util
 import json
 import os
 import tempfile
@@ -41,11 +41,18 @@ def directory() -> str | None:
     return os.path.join(base, "ncclcheck")
 
 
-def _version(package: str) -> str:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
+def _install(package: str) -> str:
+    """Which install of a package this is, found without importing it or reading its metadata (~20 ms each): the
+    path, size and modification time of its ``__init__.py``, which any upgrade or reinstall changes."""
+    spec = importlib.util.find_spec(package)
+    origin = spec.origin if spec is not None else None
+    if not origin:
         return ""
+    try:
+        st = os.stat(origin)
+    except OSError:
+        return origin
+    return f"{origin}:{st.st_size}:{st.st_mtime_ns}"
 
 
 def _code_digest() -> str:
@@ -60,8 +67,8 @@ def _code_digest() -> str:
 def key(config: Mapping, inputs: Mapping[str, object] | None = None) -> str:
     """The entry's name: a digest of the config's content, the versions and code that build a table, and the
     caller's other inputs that change it (JSON-able values)."""
-    parts = {"format": FORMAT, "config": config, "transformers": _version("transformers"),
-             "torch": _version("torch"), "code": _code_digest(), "inputs": dict(inputs or {})}
+    parts = {"format": FORMAT, "config": config, "transformers": _install("transformers"),
+             "torch": _install("torch"), "code": _code_digest(), "inputs": dict(inputs or {})}
     text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

@@ -11,7 +11,6 @@ imported only here, and only when a table is asked for.
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import importlib.util
 import os
 import sys
@@ -38,6 +37,8 @@ def available(package: str) -> bool:
 
 def installed(package: str) -> str | None:
     """The installed version of a package, found without importing it; None when it is not installed."""
+    import importlib.metadata
+
     try:
         return importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
@@ -322,6 +323,25 @@ def _offline() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # its config checks are not ours to print
+
+
+def build_inputs(cfg: dict, path: str, trust_remote_code: bool) -> dict[str, object]:
+    """What besides the config itself changes the table ``table_from_config`` builds (the cache's key): whether
+    custom code may run, and that code (every .py file beside the config)."""
+    out: dict[str, object] = {"trust_remote_code": trust_remote_code}
+    if trust_remote_code and isinstance(cfg.get("auto_map"), dict):
+        import hashlib
+
+        folder = path if os.path.isdir(path) else os.path.dirname(path) or "."
+        h = hashlib.sha256()
+        try:
+            for name in sorted(n for n in os.listdir(folder) if n.endswith(".py")):
+                with open(os.path.join(folder, name), "rb") as f:
+                    h.update(name.encode() + b"\0" + f.read())
+        except OSError as exc:
+            h.update(str(exc).encode())
+        out["code"] = h.hexdigest()
+    return out
 
 
 def table_from_config(cfg: dict, path: str, trust_remote_code: bool = False) -> Table:
