@@ -47,6 +47,7 @@ def explanation_json(e: Explanation) -> dict[str, Any]:
         "coincidence_chance": e.chance,
         "advice": list(e.advice),
         "dtype_assumed": e.dtype,
+        "dtype_source": e.dtype_from,
         "transfer_seconds": {name: t for name, t in e.transfer},
         "table_source": e.source,
         "table_notes": list(e.source_notes),
@@ -117,7 +118,8 @@ def explanation_view(e: Explanation) -> RenderableType:
                                                                        "coincidence" if flagged else "")))
     times = "; ".join(f"{name} {human_seconds(s)}" for name, s in e.transfer)
     ranks = f" over {e.world} ranks" if e.world else ""
-    parts.append(Text(f"one {e.op or 'ALLREDUCE'} of it{ranks} ({e.dtype} assumed): {times}"))
+    how = {"config": "from the config's torch_dtype", "--dtype": "as given"}.get(e.dtype_from, "assumed")
+    parts.append(Text(f"one {e.op or 'ALLREDUCE'} of it{ranks} ({e.dtype} {how}): {times}"))
     parts += [Text(f"advice: {a}") for a in e.advice]
     return Indented(Group(*parts), 0)  # no line ends in the spaces a wrap leaves
 
