@@ -110,7 +110,7 @@ def load(digest: str) -> tuple[Table | None, str | None]:
             raise ValueError("written for another key or format")
         fields = {k: _decode(v) for k, v in entry["table"].items()}
         return Table(**fields), None
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no entry (or no cache folder) yet
         return None, None
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
