@@ -368,7 +368,7 @@ def test_the_configs_dtype_is_read(cfg, dtype):
 
 
 def _llama_config(tmp_path: Path, **extra: object) -> str:
-    p = tmp_path / "config.json"
+    p = tmp_path / f"config{len(list(tmp_path.iterdir()))}.json"
     p.write_text(json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 64,
                              "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
                              "num_key_value_heads": 2, "vocab_size": 100, **extra}))
