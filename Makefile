@@ -56,8 +56,10 @@ bench: $(STAMP)
 	$(BIN)/python tools/bench_scale.py --sizes $(or $(SCALE),1000,4000,16000,64000,100000)
 	$(BIN)/python tools/bench_files.py --ranks $(or $(FILES),100000)
 
-## How often explain names the tensor each recorded collective carried (tables built by transformers).
+## explain --config cold and warm (time, memory) beside a bare import of torch and transformers; then how often
+## explain names the tensor each recorded collective carried (tables built by transformers).
 bench-explain: $(STAMP) $(TORCH_STAMP)
+	$(BIN)/python tools/bench_explain_speed.py
 	$(BIN)/python tools/bench_explain.py
 
 clean:

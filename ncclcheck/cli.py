@@ -316,6 +316,9 @@ def explain_cmd(
     trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help="Let --config run the model code "
                                                                                 "beside config.json (auto_map).")]
     = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Build the table from --config again instead of "
+                                                              "reading it from the cache (~/.cache/ncclcheck; "
+                                                              "NCCLCHECK_NO_CACHE=1 does the same).")] = False,
     bucket_cap_mb: Annotated[Optional[float], typer.Option(min=0.001, help="DDP's bucket_cap_mb, if your job set it "
                                                                            "(default 25, with a 1 MiB first "
                                                                            "bucket).")] = None,
@@ -337,8 +340,9 @@ def explain_cmd(
     head_bias: Annotated[bool, typer.Option("--head-bias", help="The classification head has a bias.")] = False,
     world_size: Annotated[Optional[int], typer.Option(min=1, help="Ranks in the process group.")] = None,
     tp: Annotated[Optional[int], typer.Option(min=1, help="Tensor-parallel degree.")] = None,
-    dtype: Annotated[str, typer.Option(help="Element type for bytes and times.", autocompletion=_complete_dtypes)]
-    = "float32",
+    dtype: Annotated[Optional[str], typer.Option(help="Element type for bytes and times (default: the config's "
+                                                      "torch_dtype, else float32).",
+                                                 autocompletion=_complete_dtypes)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the machine-readable result (schema_version 3).")]
     = False,
 ) -> None:
@@ -359,7 +363,8 @@ def explain_cmd(
     from ncclcheck.explain.table import builtin_table
     from ncclcheck.render.explain import explain_json, explanation_view, sizes_view
 
-    _check_dtype(dtype)
+    if dtype is not None:
+        _check_dtype(dtype)
     if model and (config or checkpoint or module):
         usage_error("give --model, or --config / --checkpoint / --module, not both")
     if numel and log:
@@ -369,7 +374,8 @@ def explain_cmd(
     if strategy and strategy.lower() not in STRATEGIES:
         usage_error(f"unknown strategy {strategy!r}; one of: {', '.join(STRATEGIES)}")
     try:
-        loaded = load(PRESETS[model.lower()] if model else Model(), config, checkpoint, module, trust_remote_code)
+        loaded = load(PRESETS[model.lower()] if model else Model(), config, checkpoint, module, trust_remote_code,
+                      use_cache=not no_cache)
     except ExplainError as exc:
         usage_error(str(exc))
     for w in loaded.warnings:
@@ -377,11 +383,13 @@ def explain_cmd(
     shape = merge(loaded.model, batch=batch, seq=seq, hidden=hidden, layers=layers, vocab=vocab, heads=heads,
                   kv_heads=kv_heads, head_dim=head_dim, intermediate=intermediate, world_size=world_size, tp=tp,
                   num_labels=num_labels, head_bias=head_bias or None)
-    triples: list[tuple[Optional[str], int, Optional[int]]] = []
-    group_sizes: dict[tuple[Optional[str], int, Optional[int]], int] = {}  # --log: each record's group size
+    dtype_from = "--dtype" if dtype else "config" if shape.dtype else "default"
+    dtype = dtype or shape.dtype or "float32"
+    # (op, NumelIn, NumelOut, ranks): with --log, each record's own group's size where the logs state it.
+    triples: list[tuple[Optional[str], int, Optional[int], Optional[int]]] = []
     n = _count(numel, "--numel")
     if n is not None:
-        triples.append((op, n, _count(numel_out, "--numel-out")))
+        triples.append((op, n, _count(numel_out, "--numel-out"), world_size))
     elif numel_out is not None:
         usage_error("--numel-out needs --numel")
     if log:
@@ -401,22 +409,26 @@ def explain_cmd(
 
         result = analyze(sources, dtype, problems)
         pg_sizes = {group_key(g.id): g.size for g in result.job.groups if g.size}
+        overridden: set[int] = set()
         for r in result.records:
-            if not r.numel_in or (r.op_type, r.numel_in, r.numel_out) in triples:
+            ranks = pg_sizes.get(group_key(r.pg)) or world_size  # the group's own size, as the logs state it
+            if not r.numel_in or (r.op_type, r.numel_in, r.numel_out, ranks) in triples:
                 continue
-            if world_size is None and pg_sizes.get(group_key(r.pg)):
-                group_sizes[(r.op_type, r.numel_in, r.numel_out)] = pg_sizes[group_key(r.pg)]  # the log's own
             if max(r.numel_in, r.numel_out or 0) > MAX_NUMEL:
                 warn(f"{r.loc}: NumelIn={r.numel_in} is more than any tensor can have (at most "
                      "2^63 - 1): a corrupted line, skipped")
                 continue
-            triples.append((r.op_type, r.numel_in, r.numel_out))
+            if world_size and ranks is not None and ranks != world_size and ranks not in overridden:
+                overridden.add(ranks)
+                warn(f"the logs say a group of {ranks} ranks ran some of these collectives: they are explained and "
+                     f"timed over {ranks}, not --world-size {world_size}")
+            triples.append((r.op_type, r.numel_in, r.numel_out, ranks))
         if not triples:
             usage_error("no watchdog line with NumelIn found in " + ", ".join(log))
     strat = strategy.lower() if strategy else None
     table = loaded.table or builtin_table(shape)
-    explanations = [explain(n_in, merge(shape, world_size=group_sizes.get((o, n_in, n_out))), n_out, o, dtype, strat,
-                            table, bucket_cap_mb) for o, n_in, n_out in triples]
+    explanations = [explain(n_in, merge(shape, world_size=ranks), n_out, o, dtype, strat, table, bucket_cap_mb,
+                            dtype_from) for o, n_in, n_out, ranks in triples]
     gather_world, sizes = size_table(shape, ("float32", "bfloat16"), table) if not triples else (None, [])
     if not triples and not sizes:
         usage_error("nothing to show: give --numel/--log, or the model shape (--batch --seq --hidden or "

@@ -24,6 +24,13 @@ def run(*paths: str | os.PathLike[str]) -> Analysis:
     return analyze(sources, workers=1)
 
 
+@pytest.fixture(autouse=True)
+def _own_table_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test gets an empty table cache of its own: none reads another's tables or the user's."""
+    monkeypatch.setenv("NCCLCHECK_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.delenv("NCCLCHECK_NO_CACHE", raising=False)
+
+
 @pytest.fixture
 def write(tmp_path: Path):
     """Write a log file from lines and return its path."""

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from ncclcheck.cli import app
 from ncclcheck.explain.core import COINCIDENCE, MATCH, explain, size_table
 from ncclcheck.explain.counts import ExplainError, factorize, parse_count
-from ncclcheck.explain.models import PRESETS, Model, merge, model_from_config
+from ncclcheck.explain.models import PRESETS, Model, merge, model_from_config, model_from_dict
 from ncclcheck.explain.params import parameters
 
 QWEN = merge(PRESETS["qwen2.5-7b"], batch=8, seq=2048, world_size=8)
@@ -354,3 +354,55 @@ def test_cli_no_line_ends_in_spaces(columns):
                       env={"COLUMNS": columns})
     assert r.exit_code == 0 and r.stdout.count("\n") > 20
     assert [line for line in r.stdout.splitlines() if line != line.rstrip()] == []
+
+
+@pytest.mark.parametrize(("cfg", "dtype"), [
+    ({"torch_dtype": "bfloat16"}, "bfloat16"),
+    ({"dtype": "float16"}, "float16"),  # transformers >= 4.56 writes dtype
+    ({"torch_dtype": "auto"}, None),
+    ({"text_config": {"torch_dtype": "bfloat16"}}, "bfloat16"),
+    ({}, None),
+])
+def test_the_configs_dtype_is_read(cfg, dtype):
+    assert model_from_dict({"model_type": "llama", **cfg}, "config.json").dtype == dtype
+
+
+def _llama_config(tmp_path: Path, **extra: object) -> str:
+    p = tmp_path / f"config{len(list(tmp_path.iterdir()))}.json"
+    p.write_text(json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 64,
+                             "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+                             "num_key_value_heads": 2, "vocab_size": 100, **extra}))
+    return str(p)
+
+
+def test_cli_the_configs_dtype_sets_bytes_and_times_unless_dtype_is_given(tmp_path):
+    """A bfloat16 model moves 2 bytes an element: the same times as --dtype bfloat16, and the answer says why."""
+    args = ["explain", "--numel", "1000000", "--op", "ALLREDUCE", "--world-size", "8", "--json"]
+    cfg = _llama_config(tmp_path, torch_dtype="bfloat16")
+    from_config = json.loads(runner.invoke(app, [*args, "--config", cfg]).stdout)["explanations"][0]
+    given_bf16 = json.loads(runner.invoke(app, [*args, "--config", cfg, "--dtype", "bfloat16"]).stdout)
+    given_fp32 = json.loads(runner.invoke(app, [*args, "--config", cfg, "--dtype", "float32"]).stdout)
+    assert from_config["dtype_assumed"] == "bfloat16" and from_config["dtype_source"] == "config"
+    assert from_config["transfer_seconds"] == given_bf16["explanations"][0]["transfer_seconds"]
+    assert given_bf16["explanations"][0]["dtype_source"] == "--dtype"
+    assert given_fp32["explanations"][0]["dtype_assumed"] == "float32"
+    assert from_config["transfer_seconds"] != given_fp32["explanations"][0]["transfer_seconds"]
+    plain = json.loads(runner.invoke(app, [*args, "--config", _llama_config(tmp_path)]).stdout)["explanations"][0]
+    assert plain["dtype_assumed"] == "float32" and plain["dtype_source"] == "default"
+    text = " ".join(runner.invoke(app, [*args[:-1], "--config", cfg]).stdout.split())
+    assert "one ALLREDUCE of it over 8 ranks (bfloat16 from the config's torch_dtype): " in text
+
+
+def test_cli_each_logged_collective_is_timed_over_its_own_groups_size():
+    """rank0's tensor-parallel group has 2 ranks and rank2's default group 4: the same count in each is explained
+    and timed over its own group, whatever --world-size says, and stderr says so once."""
+    logs = Path(__file__).parent / "data" / "explain" / "groups"
+    r = runner.invoke(app, ["explain", "--log", str(logs / "rank0.log"), "--log", str(logs / "rank2.log"),
+                            "--world-size", "4", "--json"])
+    assert r.exit_code == 0
+    got = [(e["numel"], e["world_size"]) for e in json.loads(r.stdout)["explanations"]]
+    assert got == [(1000000, 2), (1000000, 4)]
+    times = [e["transfer_seconds"]["NVLink 4 (H100/H200, ring)"] for e in json.loads(r.stdout)["explanations"]]
+    assert times[0] < times[1]  # a ring all_reduce moves 2(W-1)/W of the tensor: 1.0 for 2 ranks, 1.5 for 4
+    assert r.stderr == ("ncclcheck: the logs say a group of 2 ranks ran some of these collectives: they are explained "
+                        "and timed over 2, not --world-size 4\n")

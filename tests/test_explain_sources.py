@@ -95,15 +95,19 @@ def test_bucket_cap_mb_gives_the_buckets_of_the_run_that_set_it(tmp_path):
     assert not [c for c in j["explanations"][0]["candidates"] if c["exact"] and c["kind"] == "ddp_bucket"]
 
 
+NO_INPUT = "inferred from the layer names: no example input is known for this module (it has no config)"
+
+
 def test_the_users_own_module_is_read_on_the_meta_device(monkeypatch):
     """TinyNet: embedding 1000 x 64, three blocks of 50,243 parameters (LayerNorm 128, qkv 12,480, proj 4,160,
     fc1 16,835, fc2 16,640), head 650: 215,379 in all."""
     monkeypatch.chdir(DATA / "module")
     j, err = _json(["--module", "tinynet:build", "--numel", "215379", "--op", "ALLREDUCE", "--world-size", "2"])
     assert j["table"] == {"origin": "module", "source": "tinynet:build (TinyNet) built on the meta device",
-                          "notes": ["gradient-ready order inferred, so DDP's rebuilt buckets are approximate: no "
-                                    "example input is known for this module"],
+                          "notes": ["gradient-ready order " + NO_INPUT + "; DDP's rebuilt buckets are approximate"],
+                          "ready_order": {"observed": False, "how": NO_INPUT},
                           "parameters": 33, "numel": 215379, "buffers": 0}
+    assert j["explanations"][0]["ready_order"] == {"observed": False, "how": NO_INPUT}
     assert j["explanations"][0]["candidates"][0]["kind"] == "ddp_bucket"
     j, _ = _json(["--module", "tinynet:build", "--numel", "25122", "--numel-out", "50244", "--op", "_ALLGATHER_BASE"])
     first = j["explanations"][0]["candidates"][0]

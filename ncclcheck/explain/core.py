@@ -74,6 +74,9 @@ class Explanation:
     dtype: str
     source: str = "the built-in layouts"  # where the parameter table came from
     source_notes: tuple[str, ...] = ()  # what in that table is inferred rather than known
+    ready_how: str = ""  # how the table's gradient-ready order was learnt (observed in a pass, or inferred)
+    ready_observed: bool = False
+    dtype_from: str = "default"  # where the dtype came from: "--dtype", "config" (its torch_dtype) or "default"
 
     @property
     def matches(self) -> tuple[Candidate, ...]:
@@ -238,11 +241,11 @@ def _as_gloo_records(shapes: Sequence[Shape]) -> list[Shape]:
 
 def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = None, dtype: str = "float32",
             strategy: str | None = None, table: Table | None = None,
-            bucket_cap_mb: float | None = None) -> Explanation:
+            bucket_cap_mb: float | None = None, dtype_from: str = "default") -> Explanation:
     """Rank the candidates that could produce exactly ``n`` elements, with the facts that rule others out.
 
     ``table`` is the model's tensors (from the model itself, a checkpoint or a module); without one the built-in
-    layouts are used."""
+    layouts are used. ``dtype_from`` says where the dtype came from (``--dtype``, ``config``, ``default``)."""
     factors = factorize(n)
     fam = ops.family(op)
     world, relation = _world(n, numel_out, fam, m)
@@ -339,7 +342,8 @@ def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = Non
                      "parameters and layouts not considered")
     return Explanation(n, given_out, op, fam, world, strategy, tuple(factors), tuple(facts), tuple(ranked),
                        tuple(ruled_out), searched, chance, tuple(_advice(n, ranked, fam, m, world, table)), transfer,
-                       dtype, table.source if table.params else "none (no parameters known)", table.notes)
+                       dtype, table.source if table.params else "none (no parameters known)", table.notes,
+                       table.ready_how, table.ready_observed, dtype_from)
 
 
 DEFAULT_GATHER_WORLD = 8

@@ -11,7 +11,6 @@ imported only here, and only when a table is asked for.
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import importlib.util
 import os
 import sys
@@ -39,6 +38,8 @@ def available(package: str) -> bool:
 
 def installed(package: str) -> str | None:
     """The installed version of a package, found without importing it; None when it is not installed."""
+    import importlib.metadata
+
     try:
         return importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
@@ -81,17 +82,71 @@ def _tp_plan(module: object) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def _inputs(module: object) -> dict | None:
-    """Meta-device inputs for the model's forward: token ids, and decoder ids for an encoder-decoder model."""
+def _sub(config: object, *keys: str) -> object:
+    """The first of the config's sub-configs that exists (a vision or audio tower keeps its sizes there)."""
+    for k in keys:
+        sub = getattr(config, k, None)
+        if sub is not None:
+            return sub
+    return config
+
+
+def _token(config: object, *names: str) -> int:
+    """A special token id of the config that an input must hold (0 where the config names none)."""
+    for n in names:
+        v = getattr(config, n, None)
+        if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+            return v
+    return 0
+
+
+def _inputs(module: object, device: str = "meta") -> dict | None:
+    """Inputs for the model's forward, from its own signature and config: token ids, images of its image size and
+    channels, audio features of its mel bins and length, raw audio, and decoder ids for an encoder-decoder. Each
+    token row ends with the end-of-sequence id (a classification head pools there and checks it is present)."""
+    import inspect
+
     import torch
 
     config = getattr(module, "config", None)
-    if config is None or not hasattr(module, "get_input_embeddings"):
+    forward = getattr(module, "forward", None)
+    if config is None or forward is None:
         return None
-    ids = torch.zeros(READY_BATCH, READY_SEQ, dtype=torch.long, device="meta")
-    out = {"input_ids": ids}
-    if getattr(config, "is_encoder_decoder", False):
-        out["decoder_input_ids"] = ids
+    try:
+        names = set(inspect.signature(forward).parameters)
+    except (TypeError, ValueError):
+        return None
+    text = _sub(config, "text_config", "decoder")
+    ids = torch.zeros(READY_BATCH, READY_SEQ, dtype=torch.long, device=device)
+    eos = _token(text, "eos_token_id")
+    if device != "meta":
+        ids[:, -1] = eos
+    out: dict = {}
+    main = getattr(module, "main_input_name", "input_ids")
+    if "input_ids" in names and hasattr(module, "get_input_embeddings"):
+        out["input_ids"] = ids
+    if "pixel_values" in names:
+        vision = _sub(config, "vision_config")
+        size = getattr(vision, "image_size", None)
+        size = size[0] if isinstance(size, (list, tuple)) else size
+        if isinstance(size, int):
+            chans = getattr(vision, "num_channels", 3)
+            out["pixel_values"] = torch.zeros(READY_BATCH, chans, size, size, device=device)
+    if "input_features" in names:
+        audio = _sub(config, "audio_config", "encoder_config")
+        bins, positions = getattr(audio, "num_mel_bins", None), getattr(audio, "max_source_positions", None)
+        if isinstance(bins, int) and isinstance(positions, int):  # two frames per position (a stride-2 conv)
+            out["input_features"] = torch.zeros(READY_BATCH, bins, 2 * positions, device=device)
+    if "input_values" in names:
+        out["input_values"] = torch.zeros(READY_BATCH, 16000, device=device)  # one second of 16 kHz audio
+    if getattr(config, "is_encoder_decoder", False) and "decoder_input_ids" in names:
+        start = _token(config, "decoder_start_token_id", "bos_token_id")
+        dec = torch.full((READY_BATCH, READY_SEQ), start, dtype=torch.long, device=device)
+        if device != "meta":
+            dec[:, -1] = eos
+        out["decoder_input_ids"] = dec
+    if main not in out:
+        return None
     return out
 
 
@@ -108,11 +163,11 @@ def _first_float(out: object) -> Any:  # a torch tensor, or None
     return None
 
 
-def _ready_order(module: object) -> tuple[tuple[str, ...], str | None]:
-    """Parameter names in the order their gradients are accumulated, from a forward and backward pass on the meta
-    device; with why it could not run where it could not."""
+def _ready_order(module: object, device: str = "meta") -> tuple[tuple[str, ...], str | None]:
+    """Parameter names in the order their gradients are accumulated, from one forward and backward pass; with why
+    it could not run where it could not."""
 
-    inputs = _inputs(module)
+    inputs = _inputs(module, device)
     if inputs is None:
         return (), "no example input is known for this module"
     order: list[str] = []
@@ -141,9 +196,98 @@ def _backward(module: object, inputs: dict, order: list[str]) -> tuple[tuple[str
             return tuple(order), None
         except _BUILD_ERRORS as exc:
             if attempt or not hasattr(config, "_experts_implementation"):
-                return (), f"the meta forward and backward pass failed ({type(exc).__name__})"
+                return (), f"the forward and backward pass failed ({type(exc).__name__})"
             config._experts_implementation = "batched_mm"  # type: ignore[union-attr]
     return (), None
+
+
+# Widths a shrunk copy takes: the module tree (layers, experts, heads, which projections exist) is the config's,
+# only the sizes of tensors shrink, so the gradient-ready order is the same and the names map one to one.
+_WIDTH = 32
+_VOCAB = 64
+_WIDE = ("hidden_size", "d_model", "n_embd", "embed_dim", "projection_dim", "text_embed_dim", "vision_embed_dim")
+_MLP = ("intermediate_size", "ffn_dim", "encoder_ffn_dim", "decoder_ffn_dim", "d_ff", "n_inner",
+        "moe_intermediate_size", "shared_expert_intermediate_size", "decoder_intermediate_size")
+_LATENT = ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
+_HEADS = ("num_attention_heads", "n_head", "num_heads", "encoder_attention_heads", "decoder_attention_heads")
+_TOKENS = ("pad_token_id", "eos_token_id", "bos_token_id", "decoder_start_token_id", "sep_token_id", "cls_token_id")
+
+
+def _shrunk_dict(d: dict) -> dict:
+    """A config dict with small widths: head_dim 8, the hidden size heads × 8, MLP and latent widths 32, a
+    vocabulary of 64 with the special tokens renumbered into it; sub-configs (text, vision, audio) alike."""
+    out = dict(d)
+    for k, v in d.items():
+        if isinstance(v, dict) and ("model_type" in v or k.endswith("_config")):
+            out[k] = _shrunk_dict(v)
+    heads = max((v for k in _HEADS if isinstance(v := d.get(k), int) and not isinstance(v, bool)), default=0)
+    head_dim = 8
+    if heads and any(isinstance(d.get(k), int) for k in _WIDE):
+        for k in _WIDE:
+            if isinstance(d.get(k), int) and not isinstance(d.get(k), bool):
+                out[k] = heads * head_dim
+        if isinstance(d.get("head_dim"), int) or isinstance(d.get("d_kv"), int):
+            out["head_dim" if "head_dim" in d else "d_kv"] = head_dim
+    for k in _MLP + _LATENT:
+        if isinstance(d.get(k), int) and not isinstance(d.get(k), bool) and d[k] > _WIDTH:
+            out[k] = _WIDTH
+    vocab = d.get("vocab_size")
+    if isinstance(vocab, int) and not isinstance(vocab, bool) and vocab > _VOCAB:
+        out["vocab_size"] = _VOCAB
+        high = sorted({t for k in _TOKENS if isinstance(t := d.get(k), int) and not isinstance(t, bool) and t >= _VOCAB})
+        new = {t: _VOCAB - 1 - i for i, t in enumerate(high)}  # special tokens keep distinct ids in the small table
+        for k in _TOKENS:
+            if d.get(k) in new and not isinstance(d.get(k), bool):
+                out[k] = new[d[k]]
+    return out
+
+
+def _shrunk_order(module: object) -> tuple[tuple[str, ...], str | None]:
+    """The gradient-ready order from a shrunk copy of the same class run on the CPU (cheap, and it runs what the
+    meta device cannot: ``.item()``, data-dependent branches); its names must equal the model's one to one."""
+    import torch
+
+    config = getattr(module, "config", None)
+    to_dict = getattr(config, "to_dict", None)
+    if not callable(to_dict):
+        return (), "no config to shrink"
+    try:
+        small_config = type(config).from_dict(_shrunk_dict(to_dict()))
+        torch.manual_seed(0)
+        with torch.device("cpu"):
+            small = type(module)(small_config)
+    except _BUILD_ERRORS as exc:
+        return (), f"a shrunk copy could not be built ({type(exc).__name__})"
+    names = [n for n, _ in module.named_parameters()]  # type: ignore[attr-defined]
+    if [n for n, _ in small.named_parameters()] != names:
+        return (), "a shrunk copy has other parameters than the model"
+    for p, q in zip(small.parameters(), module.parameters(), strict=True):  # type: ignore[attr-defined]
+        p.requires_grad_(q.requires_grad)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tensors this small gain nothing from threads, and on a busy machine they spin
+    try:
+        return _ready_order(small, "cpu")
+    finally:
+        torch.set_num_threads(threads)
+
+
+# How the gradient-ready order was learnt, as the answer says it.
+READY_SHRUNK = "observed: one forward and backward pass of a shrunk copy (same modules, tiny widths) on the CPU"
+READY_META = "observed: one forward and backward pass on the meta device"
+
+
+def ready_order(module: object) -> tuple[tuple[str, ...], str]:
+    """The gradient-ready order and how it was learnt: a shrunk copy on the CPU (fast; Python's meta kernels are
+    not), else the model itself on the meta device; empty with the reasons when neither pass ran."""
+    if getattr(module, "config", None) is None:
+        return (), "inferred from the layer names: no example input is known for this module (it has no config)"
+    order, why_small = _shrunk_order(module)
+    if order:
+        return order, READY_SHRUNK
+    order, why_meta = _ready_order(module)
+    if order:
+        return order, READY_META
+    return (), f"inferred from the layer names: {why_small}; on the meta device, {why_meta}"
 
 
 def table_of(module: object, origin: str, source: str, notes: tuple[str, ...] = ()) -> Table:
@@ -152,17 +296,17 @@ def table_of(module: object, origin: str, source: str, notes: tuple[str, ...] = 
                    for n, p in module.named_parameters())  # type: ignore[attr-defined]
     buffers = tuple(Param(n, tuple(b.shape), _dtype(b), False)
                     for n, b in module.named_buffers())  # type: ignore[attr-defined]
-    ready, why = _ready_order(module)
+    ready, how = ready_order(module)
     seen = set(ready)
     unused = [p.name for p in params if p.trainable and p.name not in seen]
     noted = list(notes)
-    if why:
-        noted.append(f"gradient-ready order inferred, so DDP's rebuilt buckets are approximate: {why}")
+    if not ready:
+        noted.append(f"gradient-ready order {how}; DDP's rebuilt buckets are approximate")
     elif unused:
-        noted.append(f"{len(unused)} parameters got no gradient in the meta pass (used only with other inputs, "
-                     "such as images): their place in the gradient-ready order is inferred")
+        noted.append(f"{len(unused)} parameters got no gradient in the example pass (used only with other inputs): "
+                     "their place in the gradient-ready order is inferred")
     return Table(params, buffers, _blocks(module), ready, _tp_plan(module), _embedding(module), origin, source,
-                 tuple(noted))
+                 tuple(noted), how)
 
 
 def _embedding(module: object) -> str:
@@ -180,6 +324,25 @@ def _offline() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # its config checks are not ours to print
+
+
+def build_inputs(cfg: dict, path: str, trust_remote_code: bool) -> dict[str, object]:
+    """What besides the config itself changes the table ``table_from_config`` builds (the cache's key): whether
+    custom code may run, and that code (every .py file beside the config)."""
+    out: dict[str, object] = {"trust_remote_code": trust_remote_code}
+    if trust_remote_code and isinstance(cfg.get("auto_map"), dict):
+        import hashlib
+
+        folder = path if os.path.isdir(path) else os.path.dirname(path) or "."
+        h = hashlib.sha256()
+        try:
+            for name in sorted(n for n in os.listdir(folder) if n.endswith(".py")):
+                with open(os.path.join(folder, name), "rb") as f:
+                    h.update(name.encode() + b"\0" + f.read())
+        except OSError as exc:
+            h.update(str(exc).encode())
+        out["code"] = h.hexdigest()
+    return out
 
 
 def table_from_config(cfg: dict, path: str, trust_remote_code: bool = False) -> Table:

@@ -65,6 +65,7 @@ class Model:
     vision: Vision | None = None
     num_labels: int | None = None  # a sequence-classification head replaces the LM head
     head_bias: bool = False
+    dtype: str | None = None  # the config's torch_dtype: what the weights are trained in, unless the user says
 
     @property
     def kv_dim(self) -> int | None:
@@ -166,6 +167,19 @@ def model_from_config(path: str) -> Model:
     return model_from_dict(cfg, path)
 
 
+_DTYPES = {"bfloat16", "float16", "float32", "float64"}
+
+
+def _config_dtype(*dicts: dict) -> str | None:
+    """The config's ``torch_dtype`` (``dtype`` since transformers 4.56), where it names a floating-point type."""
+    for d in dicts:
+        for k in ("torch_dtype", "dtype"):
+            v = d.get(k)
+            if isinstance(v, str) and v.removeprefix("torch.") in _DTYPES:
+                return v.removeprefix("torch.")
+    return None
+
+
 def model_from_dict(cfg: dict, source: str) -> Model:
     """The shape facts of a parsed config; ``source`` names it in errors."""
     text = cfg.get("text_config") or cfg.get("llm_config") or cfg.get("language_config") or {}
@@ -229,4 +243,5 @@ def model_from_dict(cfg: dict, source: str) -> Model:
         v_head_dim=num("v_head_dim"),
         vision=vision,
         num_labels=labels if classify else None,
+        dtype=_config_dtype(cfg, text if isinstance(text, dict) else {}),
     )

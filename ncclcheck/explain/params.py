@@ -7,8 +7,10 @@ compare them with models that transformers built.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -153,8 +155,10 @@ def buffers(m: Model) -> list[Param]:
 _BLOCK = re.compile(r"^(.*\.(?:layers|blocks)\.\d+)\.")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def block_of(name: str) -> str | None:
-    """The repeated block (``model.layers.3``, ``model.visual.blocks.0``) a parameter belongs to, if any."""
+    """The repeated block (``model.layers.3``, ``model.visual.blocks.0``) a parameter belongs to, if any (asked
+    for every tensor of every candidate: remembered per name)."""
     mt = _BLOCK.match(name)
     return mt[1] if mt else None
 
@@ -204,13 +208,11 @@ def backward_order(params: Sequence[Param]) -> list[Param]:
 def describe(params: Sequence[Param], members: Sequence[Param]) -> str:
     """Name a set of parameters by the whole blocks it holds and what is left over."""
     names = {p.name for p in members}
-    by_block: dict[str, int] = {}
-    for p in params:
-        b = block_of(p.name)
-        if b:
-            by_block[b] = by_block.get(b, 0) + 1
-    whole = [b for b, count in by_block.items() if sum(1 for p in members if block_of(p.name) == b) == count]
-    extra = [p.name for p in members if block_of(p.name) not in whole]
+    by_block = Counter(b for p in params if (b := block_of(p.name)))
+    held = Counter(block_of(p.name) for p in members)
+    whole = [b for b, count in by_block.items() if held[b] == count]
+    kept = set(whole)
+    extra = [p.name for p in members if block_of(p.name) not in kept]
     parts = []
     if whole:
         idx = ", ".join(b.rpartition(".")[2] for b in whole)

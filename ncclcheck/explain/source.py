@@ -23,10 +23,11 @@ class Loaded:
 
 
 def load(base: Model, config: str | None = None, checkpoint: str | None = None, module: str | None = None,
-         trust_remote_code: bool = False) -> Loaded:
+         trust_remote_code: bool = False, use_cache: bool = True) -> Loaded:
     """Read what the user gave. A config refused for custom code, an unreadable checkpoint and a failing module
-    raise ExplainError; a config transformers cannot build falls back to the built-in layouts, with a warning."""
-    from ncclcheck.explain.frommodel import RemoteCodeRefused, available, table_from_config, table_from_factory
+    raise ExplainError; a config transformers cannot build falls back to the built-in layouts, with a warning. A
+    table built from a config is kept in the cache (``cache.py``) unless ``use_cache`` is off."""
+    from ncclcheck.explain.frommodel import RemoteCodeRefused, available, table_from_factory
 
     if checkpoint and module:
         raise ExplainError("give --checkpoint or --module, not both")
@@ -51,9 +52,27 @@ def load(base: Model, config: str | None = None, checkpoint: str | None = None, 
                         f"used instead of the model's own table; {HF_HINT}")
         return Loaded(base, None, tuple(warnings))
     try:
-        return Loaded(base, table_from_config(cfg, path, trust_remote_code), tuple(warnings))
+        return Loaded(base, _from_config(cfg, path, trust_remote_code, use_cache, warnings), tuple(warnings))
     except RemoteCodeRefused:
         raise
     except ExplainError as exc:
         warnings.append(f"{exc}; the built-in layouts are used instead")
         return Loaded(base, None, tuple(warnings))
+
+
+def _from_config(cfg: dict, path: str, trust_remote_code: bool, use_cache: bool, warnings: list[str]) -> Table:
+    """The config's table from the cache when it holds one, else built by transformers (and then kept)."""
+    from ncclcheck.explain import cache
+    from ncclcheck.explain.frommodel import build_inputs, table_from_config
+
+    digest = cache.key(cfg, build_inputs(cfg, path, trust_remote_code)) if use_cache else None
+    if digest:
+        table, note = cache.load(digest)
+        if note:
+            warnings.append(note)
+        if table is not None:
+            return table
+    table = table_from_config(cfg, path, trust_remote_code)
+    if digest:
+        cache.store(digest, table)
+    return table

@@ -18,6 +18,7 @@ from ncclcheck.explain.params import Param, backward_order, buffers, parameters
 from ncclcheck.explain.params import units as units_by_name
 
 BUILTIN, TRANSFORMERS, CHECKPOINT, MODULE = "built-in", "transformers", "checkpoint", "module"
+READY_RULE = "inferred from the layer names (head first, blocks last to first, embeddings last)"
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,11 @@ class Table:
     origin: str = BUILTIN
     source: str = "the built-in layouts"  # said in every answer
     notes: tuple[str, ...] = ()  # what is inferred rather than known
+    ready_how: str = READY_RULE  # how the gradient-ready order was learnt ("observed: ..." or "inferred ...")
+
+    @property
+    def ready_observed(self) -> bool:
+        return bool(self.ready)
 
     @property
     def trainable(self) -> tuple[Param, ...]:

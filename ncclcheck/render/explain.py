@@ -47,9 +47,11 @@ def explanation_json(e: Explanation) -> dict[str, Any]:
         "coincidence_chance": e.chance,
         "advice": list(e.advice),
         "dtype_assumed": e.dtype,
+        "dtype_source": e.dtype_from,
         "transfer_seconds": {name: t for name, t in e.transfer},
         "table_source": e.source,
         "table_notes": list(e.source_notes),
+        "ready_order": {"observed": e.ready_observed, "how": e.ready_how},
     }
 
 
@@ -60,7 +62,9 @@ def explain_json(model: Model, explanations: Sequence[Explanation], sizes: Seque
         "schema_version": SCHEMA_VERSION,
         "model": asdict(model),
         "table": {"origin": table.origin, "source": table.source if table.params else None,
-                  "notes": list(table.notes), "parameters": len(table.params),
+                  "notes": list(table.notes),
+                  "ready_order": {"observed": table.ready_observed, "how": table.ready_how},
+                  "parameters": len(table.params),
                   "numel": sum(p.numel for p in table.params), "buffers": len(table.buffers)},
         "explanations": [explanation_json(e) for e in explanations],
         "sizes": [
@@ -96,6 +100,8 @@ def explanation_view(e: Explanation) -> RenderableType:
     parts += [Indented(Text(f"- {f}"), 2) for f in e.facts[1:]]
     parts.append(Text(f"parameter table: {e.source}"))
     parts += [Indented(Text(f"- inferred: {n}"), 2) for n in e.source_notes]
+    if e.ready_observed:  # an inferred order is among the notes, with what it makes approximate
+        parts.append(Indented(Text(f"- gradient-ready order {e.ready_how}"), 2))
     if e.matches:
         parts.append(Text("exact matches, most structural first:", style="bold"))
         parts += [_candidate(i, c) for i, c in enumerate(e.matches, 1)]
@@ -112,7 +118,8 @@ def explanation_view(e: Explanation) -> RenderableType:
                                                                        "coincidence" if flagged else "")))
     times = "; ".join(f"{name} {human_seconds(s)}" for name, s in e.transfer)
     ranks = f" over {e.world} ranks" if e.world else ""
-    parts.append(Text(f"one {e.op or 'ALLREDUCE'} of it{ranks} ({e.dtype} assumed): {times}"))
+    how = {"config": "from the config's torch_dtype", "--dtype": "as given"}.get(e.dtype_from, "assumed")
+    parts.append(Text(f"one {e.op or 'ALLREDUCE'} of it{ranks} ({e.dtype} {how}): {times}"))
     parts += [Text(f"advice: {a}") for a in e.advice]
     return Indented(Group(*parts), 0)  # no line ends in the spaces a wrap leaves
 
