@@ -448,10 +448,13 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
     host-OOM cause, SIGBUS NCCL's shared memory, SIGSEGV and the like a native crash.
     """
     said = _said(scans)
+    # A launcher's report of a kill it could not tie to a rank ("died with <Signals.SIGKILL: 9>", DeepSpeed's
+    # "exits with return code = -9").
+    unnamed = [(None, s.loc, sig) for s in said if (sig := launcher_signal(s.text))][:1]
     for cause in CATALOGUE:
         hits = [s for s in said if cause.pattern.search(s.text)]
         # A killed rank is why its peers lost it (or read a cut message).
-        if hits and not (cause.kind in ("remote_exited", "calls_disagree") and killed):
+        if hits and not (cause.kind in ("remote_exited", "calls_disagree") and (killed or unnamed)):
             return _quoting_the_setting(_found(cause, hits, fired_s), scans)
     nccl = [s for s in said if s.clue is None and s.text.startswith("NCCL error")]
     if nccl:
@@ -463,8 +466,7 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
     versions = _versions(scans)
     if versions is not None:
         return versions
-    if not killed:  # a launcher's report of a kill it could not tie to a rank ("died with <Signals.SIGKILL: 9>")
-        killed = [(None, s.loc, sig) for s in said if (sig := launcher_signal(s.text))][:1]
+    killed = killed or unnamed
     if killed:
         sig = killed[0][2]
         ranks = [r for r, _, s in killed if s == sig and r is not None]
