@@ -14,10 +14,15 @@ from ncclcheck.evidence import formats
 
 LAUNCHERS = Path(__file__).parent / "data" / "launchers"
 TRUTH = {k: v for k, v in json.loads((LAUNCHERS / "truth.json").read_text()).items() if not k.startswith("_")}
-CASES = [(case, tuple(inputs)) for case, t in TRUTH.items() for inputs in t["inputs"]]
+# A reading the engine still gets wrong is named in the truth ("known_miss": {"input+input": "the mechanism"}) and
+# runs as a strict xfail: a fix that makes it right fails the suite until the line goes.
+CASES = [pytest.param(case, tuple(inputs), id=f"{case}:{'+'.join(inputs)}",
+                      marks=[pytest.mark.xfail(strict=True, reason=t["known_miss"]["+".join(inputs)])]
+                      if "+".join(inputs) in t.get("known_miss", {}) else [])
+         for case, t in TRUTH.items() for inputs in t["inputs"]]
 
 
-@pytest.mark.parametrize(("case", "inputs"), CASES, ids=[f"{c}:{'+'.join(i)}" for c, i in CASES])
+@pytest.mark.parametrize(("case", "inputs"), CASES)
 def test_each_recorded_run_names_the_rank_and_the_failure_the_run_had(case, inputs):
     truth = TRUTH[case]
     v = run(*(LAUNCHERS / case / x for x in inputs)).verdict
