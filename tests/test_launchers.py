@@ -55,3 +55,20 @@ def test_a_two_line_open_mpi_report_names_the_first_process_that_failed():
     fmt, end = lines.feed("  Exit code:    1")
     assert (end.rank, end.exitcode, fmt.source) == (2, 1, "Open MPI")
     assert lines.feed("  Exit code:    1") is None  # no worker named before it
+
+
+def test_an_error_its_process_outlived_is_not_how_it_ended(write):
+    """Ray's controller logs a traceback with a warning and goes on; the worker's error is its last word."""
+    log = write("ray.log",
+                "(TrainController pid=41) Failed to send resource request. It's safe to ignore this error.",
+                "(TrainController pid=41) Traceback (most recent call last):",
+                "(TrainController pid=41)   File \"a.py\", line 1, in f",
+                "(TrainController pid=41) ray.exceptions.GetTimeoutError: Get timed out: some object(s) not ready.",
+                "(TrainController pid=41) Attempting to start training worker group of size 2",
+                "(TrainController pid=41) - (ip=10.0.0.2, pid=55) world_rank=0, local_rank=0, node_rank=0",
+                "(TrainController pid=41) - (ip=10.0.0.2, pid=56) world_rank=1, local_rank=1, node_rank=0",
+                "(RayTrainWorker pid=56) Traceback (most recent call last):",
+                "(RayTrainWorker pid=56) RuntimeError: a bad batch")
+    v = run(log).verdict
+    assert (v.kind.value, v.culprit_ranks) == ("rank_failed_first", (1,)), v.summary
+    assert "GetTimeoutError" not in v.summary

@@ -320,6 +320,10 @@ class LogParser:
         self._node_offset = 0  # where [defaultN]: is a node's rank: the first global rank of this file's node
         self._role_global: dict[int, int] = {}  # launcher tag N -> global rank, from lines that carry both
         self._pid_rank: dict[int, int] = {}  # a worker's PID -> its global rank, where the launcher pairs them
+        # The PID the launcher names on the current line; each PID's last error; errors their process outlived
+        self._line_pid: int | None = None
+        self._pid_error: dict[int, int] = {}
+        self._outlived: set[int] = set()
         self._whos: dict[tuple[int | None, int | None], Who] = {}
         self._async_errors: dict[tuple[Who, int | None], str | None] = {}  # latest async exception's error by (who, seq)
         self._statuses: list[StatusMention] = []
@@ -382,6 +386,9 @@ class LogParser:
             self._logical(first, who, "".join(parts), joined=True)
         if "rank=" in text and (paired := formats.pid_rank(text)):
             self._pid_rank.setdefault(*paired)
+        self._line_pid = formats.pid_tag(text) if text.startswith("(") else None
+        if self._line_pid in self._pid_error and _went_on(text):
+            self._outlived.add(self._pid_error.pop(self._line_pid))
         who = self._who(text)
         if who.global_rank is None and self._carry is not None and self._carry[0] == lineno - 1 and text \
                 and not HEADER.search(text) and not _ROLE_RANK.match(text) \
@@ -438,7 +445,7 @@ class LogParser:
             heartbeats=tuple(self._heartbeats),
             desync=tuple(self._desync),
             mismatches=tuple(self._mismatches),
-            errors=tuple(self._errors),
+            errors=tuple(e for i, e in enumerate(self._errors) if i not in self._outlived),
             elastic=tuple(self._elastic),
             clues=tuple(self._clues),
             facts=tuple(self._facts.values()),
@@ -1008,12 +1015,27 @@ class LogParser:
         return True
 
     def _error(self, who: Who, kind: ErrorKind, message: str, loc: Loc) -> None:
+        if self._line_pid is not None and self._line_pid >= 0:
+            self._pid_error[self._line_pid] = len(self._errors)
         self._errors.append(RankError(who, kind, message[:MAX_MESSAGE], loc))
 
     def _fact(self, who: Who, key: str, value: str, loc: Loc) -> None:
         k = (key, value, who.rank)
         if k not in self._facts:
             self._facts[k] = Fact(who, key, value[:300], loc)
+
+
+def _went_on(text: str) -> bool:
+    """Whether a line a launcher tagged with its process's PID is that process going on with its work: not a part
+    of a traceback, not an error line, not blank. An error its process outlived (a traceback logged with a warning,
+    as Ray's controller does) is not how it ended."""
+    body = _PY_PREFIX.sub("", text, count=1)
+    line = body.strip()
+    return bool(line) and not body[:1].isspace() and not line.startswith(_TRACEBACK_PARTS) and \
+        _PY_ERROR.match(line) is None
+
+
+_TRACEBACK_PARTS = ("Traceback", "File ", "During handling", "The above exception", "^", "~", "[")
 
 
 def launcher_signal(line: str) -> str | None:
