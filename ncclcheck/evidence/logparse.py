@@ -26,6 +26,7 @@ from ncclcheck.evidence.repair import (
     STATUS_START,
     clean,
     incomplete,
+    last_bar,
     squeeze,
     unprefixed,
     waits_for_digits,
@@ -198,6 +199,42 @@ _FACT_WORDS = ("initialization options", "Terminating the process", "NCCL versio
                "Using network", "TIMEOUT(ms)", "nranks", "set by environment", "NCCL WARN", "GLOBAL_RANK")
 _ERROR_WORDS = ("Error", "Exception", "Interrupt", "terminate called")
 
+# --- what a rank was busy with: work of its own that may outlast a collective timeout ----------------------
+# A progress bar's description or a framework's line for evaluation, checkpoint saving, dataset preprocessing or
+# compiling. The words are plain substring tests before the pattern; the rank's last such line is kept.
+BUSY_WORDS = ("valuat", "alidat", "aving", "heckpoint", "okeniz", "Map", "Filter", "reprocess", "ompil", "utotun")
+_BUSY = re.compile(
+    r"(?i)(?P<eval>evaluat|validat|running evaluation|eval(?:uation)? loop)|"
+    r"(?P<save>sav(?:ing|e)\b.{0,40}checkpoint|checkpoint.{0,40}(?:is about to be saved|saving)|saving model|"
+    r"saving (?:to|the)\b)|"
+    r"(?P<preprocess>running tokenizer|tokeniz(?:ing|ation)|\b(?:map|filter)(?: \(num_proc=\d+\))?:|grouping texts|"
+    r"preprocess(?:ing)?\b)|"
+    r"(?P<compile>compil(?:ing|e) |torch\.compile|autotun)"
+)
+# Where another line starts inside a progress bar's line: a launcher's tag, a rank prefix, a glog header.
+_GLUED_LINE = re.compile(r"(?<=[\]s])(?:\[[A-Za-z_]+\d+\]:|\[rank\d+\]:|[EWIF]\d{4} \d\d:|\[[EWIF][\d ][^\]]{0,60}\.(?:cpp|cc|py):\d+\])")
+_BAR_AT_ZERO = re.compile(r"\b0%\|")
+_NOT_BUSY = re.compile(r"(?i)error|exception|traceback|failed|warning: .*deprecat")
+# The framework a job runs under, from its own lines and the paths of its tracebacks: each sets the timeout its own way.
+_FRAMEWORKS = (
+    ("hf_trainer", "transformers", re.compile(r"transformers[/\\]trainer|TrainingArguments")),
+    ("hf_trainer", "*****", re.compile(r"\*\*\*\*\* Running (?:training|Evaluation) \*\*\*\*\*")),
+    ("lightning", "ightning", re.compile(r"(?:pytorch_)?lightning[/\\.]|Lightning")),
+    ("lightning", "GLOBAL_RANK", re.compile(r"GLOBAL_RANK: \d+, MEMBER: ")),
+    ("deepspeed", "eep", re.compile(r"deepspeed[/\\.]|\[deepspeed\]|DeepSpeed")),
+    ("accelerate", "ccelerat", re.compile(r"accelerate[/\\.]|Accelerator\b|accelerate launch")),
+)
+_FRAMEWORK_WORDS = ("transformers", "*****", "ightning", "GLOBAL_RANK", "eep", "ccelerat")
+
+
+def busy_phase(text: str) -> str | None:
+    """Which legitimate work a line says its rank is doing: ``eval``, ``save``, ``preprocess``, ``compile``."""
+    if not any(map(text.__contains__, BUSY_WORDS)) or _NOT_BUSY.search(text):
+        return None
+    m = _BUSY.search(text)
+    return m.lastgroup if m else None
+
+
 # --- clues: the lines that say why, beside the error line itself ---------------------------
 # NCCL's own sentences for a failed set-up or transport, wherever they stand (a paste often keeps only them).
 _NCCL_SAYS = re.compile(
@@ -361,6 +398,7 @@ class LogParser:
         if self._await_detail and lineno != self._prev_line + 1:
             self._await_detail = {w: (loc, True) for w, (loc, _) in self._await_detail.items()}
         self._prev_line = lineno
+        bar = last_bar(raw) if b"%|" in raw and b"\r" in raw else None
         text = clean(raw)
         if not self._replaced and "\ufffd" in text:
             self._replaced = True
@@ -387,6 +425,8 @@ class LogParser:
         self._carry = (lineno, who) if who.global_rank is not None and text else None
         if who.global_rank is not None:
             self._ranks.add(who.global_rank)
+        if bar is not None:
+            self._busy(who, bar, Loc(self.file, lineno))
         sq = squeeze(text) if _MAY_START.search(text) or OPEN_TAIL.search(text, max(0, len(text) - 100)) else None
         if sq is not None and incomplete(sq):
             self._pend = (lineno, lineno, who, [text])
@@ -493,7 +533,7 @@ class LogParser:
             ranks = [tag[1] or tag[2]]
         role = _ROLE_RANK.match(text)
         if ranks:
-            if role and not role[0].startswith("[rank"):
+            if role and not role[0].startswith("[rank") and text.startswith("[rank", role.end()):
                 # torchrun's "[default3]:[rank3]:": the launcher's tag is that process's, on its lines without one
                 self._role_global.setdefault(int(role[1]), int(ranks[-1]))
             return self._one_who(int(ranks[-1]), self.path_rank)
@@ -536,6 +576,8 @@ class LogParser:
             if self._desync_line(lineno, squeeze(text)):
                 return
             self._close_desync()
+        if any(map(text.__contains__, BUSY_WORDS)):
+            self._busy(who, text, loc)
         in_table = (self._table is not None or self._table_root or text.startswith("Root Cause")
                     or _ELASTIC_KEY.match(text) or _ELASTIC_ENTRY.match(text))
         if in_table and self._table_line(loc, text):
@@ -792,6 +834,10 @@ class LogParser:
             return
         if ("operation to complete" in text or "monitoredBarrier" in text) and self._gloo_wait(who, text, loc):
             return
+        if any(map(text.__contains__, _FRAMEWORK_WORDS)):
+            for name, word, pattern in _FRAMEWORKS:
+                if word in text and pattern.search(text):
+                    self._fact(who, "framework", name, loc)
         if "of binary" in text and (m := _AGENT_FAILED.search(text)):
             self._agent_failed(int(m[2]), int(m[1]), int(m[3]), loc)
             return
@@ -986,6 +1032,23 @@ class LogParser:
                                            numel_out=None, tensor_shape=None, timeout_ms=timeout, ran_for_ms=None,
                                            evidence=evidence, loc=loc, clock_s=_clock(text)))
         return True
+
+    def _busy(self, who: Who, text: str, loc: Loc) -> None:
+        """The rank's last line about legitimate work of its own (evaluation, saving, preprocessing, compiling),
+        quoted as printed without its prefixes; one per rank, the latest."""
+        if (glued := _GLUED_LINE.search(text, 1)) is not None:
+            text = text[:glued.start()]  # another process's line glued after a progress bar without its newline
+            who = self._who(text)
+        if busy_phase(text) is None:
+            return
+        body = _LOG_HEAD.sub("", _PY_PREFIX.sub("", text).strip())
+        body = " ".join(body.split())  # a bar's padding
+        old = [k for k in self._facts if k[0] == "busy" and k[2] == who.rank]
+        if old and _BAR_AT_ZERO.search(body):
+            return  # a bar just (re)started says less than the one before it
+        for k in old:
+            del self._facts[k]
+        self._facts[("busy", "", who.rank)] = Fact(who, "busy", body[:200], loc)
 
     def _error(self, who: Who, kind: ErrorKind, message: str, loc: Loc) -> None:
         self._errors.append(RankError(who, kind, message[:MAX_MESSAGE], loc))

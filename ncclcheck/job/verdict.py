@@ -65,6 +65,7 @@ from ncclcheck.job.model import (
     Work,
 )
 from ncclcheck.job.runs import Restart
+from ncclcheck.job.slow import Busy, busy_rank, slow_steps
 from ncclcheck.ranks import rank_phrase
 from ncclcheck.transfer import human_seconds
 
@@ -633,8 +634,17 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                                                  diagnose(scans, killed_ranks, min(fired, default=None)))
     waiting = [r for r in waiting if r not in culprits]
     kind, summary = _live_words(job, kind, culprits, summary)
+    busy = (busy_rank(scans, culprits[0], primary.timeout_ms) if kind is VerdictKind.LAGGING_RANK and
+            primary is not None and len(culprits) == 1 else None)
+    if busy is not None:
+        summary += " " + busy.words()
+    elif primary is not None and kind in (VerdictKind.LAGGING_RANK, VerdictKind.INCOMPLETE) and (
+            unnamed := busy_rank(scans, None, primary.timeout_ms)) is not None:
+        findings.append(Finding(Severity.WARNING, "busy-rank", unnamed.words(), (unnamed.loc,),
+                                " ".join(slow_steps(unnamed))))
     if kind is not VerdictKind.NO_FAILURE:
-        findings.insert(0, Finding(Severity.ERROR, kind.value.replace("_", "-"), summary, _evidence(job, culprits, cause)))
+        findings.insert(0, Finding(Severity.ERROR, kind.value.replace("_", "-"), summary,
+                                   _evidence(job, culprits, cause, busy)))
     findings += _host_findings(scans, cause)
     findings += counter_findings(records)
     findings += detector_findings(scans)
@@ -675,7 +685,8 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     host_kill = cause is not None and cause.cause.kind == "host_kill"
     dumps = {sc.dump.rank for sc in scans if sc.dump is not None}
     dumped = bool(dumps) and {s.rank for s in job.ranks if s.present} <= dumps
-    steps = next_steps(kind, culprits, killed and not host_kill, unknown, dumped and not unknown)
+    steps = next_steps(kind, culprits, killed and not host_kill, unknown, dumped and not unknown, bool(waiting),
+                       slow_steps(busy) if busy is not None else ())
     if cause is not None:
         steps = (*cause.cause.fix, *((PROBE,) if cause.cause.probe else ()), *steps)
     verdict = Verdict(kind, summary, tuple(culprits), tuple(waiting), tuple(unknown), pg,
@@ -708,9 +719,11 @@ def _consistent(job: Job, kind: VerdictKind, culprits: list[int], summary: str) 
             f"{rank_phrase(waiting, job.world)} then waited for {'it' if len(gone) == 1 else 'them'}.")
 
 
-def _evidence(job: Job, culprits: Sequence[int], cause: Diagnosis | None = None) -> tuple:
-    """The cause's lines first, then the culprits' endings, then the waiters' stuck works: at most eight lines."""
+def _evidence(job: Job, culprits: Sequence[int], cause: Diagnosis | None = None, busy: Busy | None = None) -> tuple:
+    """The cause's lines first (or the slow rank's last line), then the culprits' endings, then the waiters' stuck
+    works: at most eight lines."""
     locs = list(cause.locs) if cause is not None else []
+    locs += [busy.loc] if busy is not None else []
     locs += [s.ending.loc for s in job.ranks if s.rank in culprits and s.ending.loc is not None]
     locs += [s.stuck.loc for s in job.ranks if s.stuck is not None and s.stuck.loc is not None]
     return tuple(dict.fromkeys(locs))[:8]
