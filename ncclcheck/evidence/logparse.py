@@ -132,6 +132,7 @@ _PY_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt))(?::\s?(
 # kubectl logs --prefix's "[pod/job-worker-1/pytorch] ".
 _LABEL = re.compile(r"^(?:\d{4}-\d\d-\d\dT[\d:.]+Z |\[pod/[^\]\s]+\] |[\w.@-]{1,64}: (?=\S))")
 _NCCL_WARN = re.compile(r"NCCL WARN (.*)")
+_WARN_SOURCE = re.compile(r"(\S+\.cc:\d+) NCCL WARN")
 # NCCL's own line header, "host:pid:tid [cudaDev] " (after a rank tag or NCCL's timestamp, if any).
 _NCCL_HEAD = re.compile(r"(?:^|[\]:] ?)([A-Za-z0-9][\w.-]*):(\d+):\d+ \[\d+\] (?=NCCL |[\w/.]+\.cc:\d+ NCCL )")
 _CASCADE = re.compile(
@@ -212,12 +213,12 @@ _BUSY = re.compile(
     r"(?P<compile>compil(?:ing|e) |torch\.compile|autotun)"
 )
 # Where another line starts inside a progress bar's line: a launcher's tag, a rank prefix, a glog header.
-_GLUED_LINE = re.compile(r"(?<=[\]s])(?:\[[A-Za-z_]+\d+\]:|\[rank\d+\]:|[EWIF]\d{4} \d\d:|\[[EWIF][\d ][^\]]{0,60}\.(?:cpp|cc|py):\d+\])")
+_GLUED_LINE = re.compile(r"(?<=[\]s])(?:\[[A-Za-z_]+\d+\]:|\[rank\d+\]:|[EWIF]\d{4} \d\d:|\[[EWIF][\d ][^\]]{0,60}\.(?:cpp|cc|py):\d+\]|Traceback \(most recent call last\))")
 _BAR_AT_ZERO = re.compile(r"\b0%\|")
 _NOT_BUSY = re.compile(r"(?i)error|exception|traceback|failed|warning: .*deprecat")
 # The framework a job runs under, from its own lines and the paths of its tracebacks: each sets the timeout its own way.
 _FRAMEWORKS = (
-    ("hf_trainer", "transformers", re.compile(r"transformers[/\\]trainer|TrainingArguments")),
+    ("hf_trainer", "transformers", re.compile(r"transformers[/\\](?:trainer|training_args)|TrainingArguments")),
     ("hf_trainer", "*****", re.compile(r"\*\*\*\*\* Running (?:training|Evaluation) \*\*\*\*\*")),
     ("lightning", "ightning", re.compile(r"(?:pytorch_)?lightning[/\\.]|Lightning")),
     ("lightning", "GLOBAL_RANK", re.compile(r"GLOBAL_RANK: \d+, MEMBER: ")),
@@ -251,7 +252,7 @@ _CLUE_GATE = re.compile(
 # '--local_rank=7', ...] exits with return code = -9".
 _SRUN_TASKS = re.compile(r"srun: error: (\S+): tasks? (\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*): (.+)$")
 _AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\) of binary")
-_DEEPSPEED_EXIT = re.compile(r"sigkill_handler\].*?--local_rank=(\d+).*exits with return code = (-?\d+)")
+_DEEPSPEED_EXIT = re.compile(r"sigkill_handler\].*?(?:--local_rank=(\d+).*)?exits with return code = (-?\d+)")
 # A process's own last words on a fatal signal: UCX's "Caught signal 7 (Bus error: …)", glog's "*** SIGSEGV (@0x0)
 # received by PID …", Python's faulthandler "Fatal Python error: Segmentation fault", MPI's "Signal: Bus error (7)", a
 # shell's "Bus error (core dumped)". SIGABRT is left out: the watchdog's abort after a timeout ends ranks with it.
@@ -281,7 +282,7 @@ _CUDA_ERROR = re.compile(r"CUDA error: (.+?)(?:\.?$|\. | Search for | CUDA kerne
 _STORE_FAIL = re.compile(
     r"(?:TCPStore|\[c10d\]|c10d store|[Ss]ocket).*?(Failed to recv.*|Broken pipe.*|Connection (?:refused|reset by peer)"
     r".*|(?:client socket )?has timed out.*|failed to connect.*|has failed to (?:listen|bind).*|Timed out after \d+ seconds "
-    r"waiting for (?:clients|workers).*|The connection to the C10d store has failed.*)"
+    r"waiting for (?:clients|workers).*|The connection to the C10d store has failed.*|.*cannot be retrieved.*)"
 )
 _LAUNCHER = re.compile(
     r"Received (\S+) death signal|Sending process (\d+) closing signal (SIG\w+)|has failed to shutdown the rendezvous"
@@ -842,7 +843,10 @@ class LogParser:
             self._agent_failed(int(m[2]), int(m[1]), int(m[3]), loc)
             return
         if "sigkill_handler" in text and (m := _DEEPSPEED_EXIT.search(text)):
-            self._agent_failed(int(m[1]), int(m[2]), None, loc)  # DeepSpeed's launcher says as much as torchrun's
+            if m[1] is not None:  # DeepSpeed's launcher says as much as torchrun's
+                self._agent_failed(int(m[1]), int(m[2]), None, loc)
+            else:  # a command without --local_rank (the rank in the environment): a process, no rank named
+                self._add_clue(who, "launcher", _LOG_HEAD.sub("", text.strip())[:300], loc, _clock(text))
             return
         if "srun: error: " in text and (m := _SRUN_TASKS.search(text)):
             self._srun_failed(m, loc)
@@ -877,6 +881,9 @@ class LogParser:
                 msg = warn[1].strip()
                 kind = ErrorKind.CONNECTION if _CONNECTION.search(msg) else ErrorKind.NCCL_WARN
                 self._error(who, kind, msg, loc)
+                if "nvls" in text and (src := _WARN_SOURCE.search(text)):
+                    # NVLink SHARP's set-up fails with a bare CUDA error: only the source file says it was NVLS
+                    self._add_clue(who, "nccl", f"{src[1]} NCCL WARN {msg}", loc)
                 return
         if "NCCL error" in text and self._nccl_error(who, text, loc):
             return
@@ -1062,7 +1069,13 @@ class LogParser:
 def launcher_signal(line: str) -> str | None:
     """The signal a launcher's CalledProcessError says its child died of (``died with <Signals.SIGKILL: 9>``)."""
     m = _CALLED_PROCESS.search(line)
-    return signal.Signals(int(m[2])).name if m and m[2] else None
+    if m and m[2]:
+        return signal.Signals(int(m[2])).name
+    code = _DEEPSPEED_EXIT.search(line) if "exits with return code" in line else None
+    try:
+        return signal.Signals(-int(code[2])).name if code and int(code[2]) < 0 else None
+    except ValueError:
+        return None
 
 
 def fatal_signal(line: str) -> str | None:

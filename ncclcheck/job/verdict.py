@@ -26,6 +26,7 @@ from ncclcheck.job.build import build_job
 from ncclcheck.job.causes import (
     DEVICE,
     HOST,
+    LATE,
     LAUNCHER,
     MEMORY,
     NETWORK,
@@ -33,6 +34,8 @@ from ncclcheck.job.causes import (
     PROGRAM,
     SETUP,
     Diagnosis,
+    awaited_rank,
+    awaiting_ranks,
     describe,
     diagnose,
     one_line,
@@ -510,14 +513,27 @@ _RESTATABLE = {VerdictKind.NO_FAILURE, VerdictKind.RANK_FAILED_FIRST, VerdictKin
 
 
 def _with_cause(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
-                d: Diagnosis | None) -> tuple[VerdictKind, list[int], str, Diagnosis | None]:
+                d: Diagnosis | None, hosts: dict[int, frozenset[str]] | None = None,
+                ) -> tuple[VerdictKind, list[int], str, Diagnosis | None]:
     """Let the catalogue's cause name the failure, where the verdict so far only said that ranks failed or waited.
 
     A hang with a root of its own (a lagging rank, a mismatch) keeps its verdict; the cause stands beside it
-    only when it is about the same ranks.
+    only when it is about the same ranks. Two causes decide whatever the hang looked like: an InfiniBand/RoCE
+    completion error is the transport's failure between the ranks that report it (never a lagging rank), and
+    ranks that waited for another's NCCL id name that rank.
     """
     if d is None:
         return kind, culprits, summary, None
+    if d.cause.kind == "ib_error" and kind not in (VerdictKind.DEADLOCK, VerdictKind.COLLECTIVE_MISMATCH):
+        where = [f"rank {r} ({min(hs, key=len)})" if (hs := (hosts or {}).get(r)) else f"rank {r}"
+                 for r in d.ranks]
+        seen = f" seen by {', '.join(where)}" if where else ""
+        return (VerdictKind.NCCL_ERROR, [], f"{_cap(d.cause.title)}{seen}: {d.detail} ({d.loc}); {d.cause.why}.", d)
+    if d.cause.family == LATE and (late := awaited_rank(d)) is not None:
+        waited = sorted({*d.ranks, *awaiting_ranks(d)} - {late})
+        who = rank_phrase(waited, job.world).capitalize() if waited else "Ranks"
+        return (VerdictKind.LAGGING_RANK, [late],
+                f"{who} waited for rank {late} to set up NCCL: {d.detail} ({d.loc}). {_cap(d.cause.why)}.", d)
     if kind not in _RESTATABLE and not _explains(job, culprits, d):
         return kind, culprits, summary, (d if set(d.ranks) & set(culprits) else None)
     c = d.cause
@@ -631,15 +647,17 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                     if s.ending.kind is EndKind.KILLED and s.ending.loc is not None]
     fired = [r.started_s + r.ran_for_ms / 1000 for r in job.records if r.started_s is not None and r.ran_for_ms]
     kind, culprits, summary, cause = _with_cause(job, kind, culprits, summary,
-                                                 diagnose(scans, killed_ranks, min(fired, default=None)))
+                                                 diagnose(scans, killed_ranks, min(fired, default=None)),
+                                                 rank_hosts(scans))
     waiting = [r for r in waiting if r not in culprits]
     kind, summary = _live_words(job, kind, culprits, summary)
-    busy = (busy_rank(scans, culprits[0], primary.timeout_ms) if kind is VerdictKind.LAGGING_RANK and
-            primary is not None and len(culprits) == 1 else None)
+    timeout_ms = primary.timeout_ms if primary is not None else None
+    busy = (busy_rank(scans, culprits[0], timeout_ms) if kind is VerdictKind.LAGGING_RANK and len(culprits) == 1
+            else None)
     if busy is not None:
         summary += " " + busy.words()
-    elif primary is not None and kind in (VerdictKind.LAGGING_RANK, VerdictKind.INCOMPLETE) and (
-            unnamed := busy_rank(scans, None, primary.timeout_ms)) is not None:
+    elif kind in (VerdictKind.LAGGING_RANK, VerdictKind.INCOMPLETE) and (
+            unnamed := busy_rank(scans, None, timeout_ms)) is not None:
         findings.append(Finding(Severity.WARNING, "busy-rank", unnamed.words(), (unnamed.loc,),
                                 " ".join(slow_steps(unnamed))))
     if kind is not VerdictKind.NO_FAILURE:
