@@ -557,3 +557,26 @@ def test_every_reference_is_authoritative():
     for c in (*CATALOGUE, cause("nccl_no_reason"), cause("nccl_system_error"), cause("host_kill"),
               cause("nccl_version_mismatch")):
         assert c.source.startswith(_AUTHORITIES), (c.kind, c.source)
+
+
+def _summary(host: str, rank: int, local: int, code: int, pid: int) -> str:
+    """torchrun's failure summary as its agent prints it (the layout of tests/data/failures/slow_eval/console.log)."""
+    sig = " (SIGKILL)" if code == -9 else ""
+    return ("============================================================\ntrain.py FAILED\n"
+            "------------------------------------------------------------\nFailures:\n  <NO_OTHER_FAILURES>\n"
+            "------------------------------------------------------------\nRoot Cause (first observed failure):\n[0]:\n"
+            f"  time      : 2026-11-25_14:59:59\n  host      : {host}\n  rank      : {rank} (local_rank: {local})\n"
+            f"  exitcode  : {code} (pid: {pid}){sig}\n  error_file: <N/A>\n"
+            "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html\n"
+            "============================================================\n")
+
+
+def test_each_nodes_root_cause_is_quoted(tmp_path):
+    """Two nodes' consoles, each with torchrun's own 'Root Cause': both are quoted, with their hosts and exits,
+    not only the first file's."""
+    (tmp_path / "node0.log").write_text(_summary("node-a", 2, 2, 1, 501))
+    (tmp_path / "node1.log").write_text(_summary("node-b", 9, 1, -9, 902))
+    f = next(f for f in run(tmp_path).verdict.findings if f.code == "torchrun-root-cause")
+    assert f.message == ("torchrun's 'Root Cause' on each node names rank 2 on node-a (exitcode 1); rank 9 on node-b "
+                         "(exitcode -9, SIGKILL).")
+    assert [x.file.rsplit("/", 1)[-1] for x in f.evidence] == ["node0.log", "node1.log"]

@@ -213,7 +213,10 @@ _BUSY = re.compile(
     r"(?P<compile>compil(?:ing|e) |torch\.compile|autotun)"
 )
 # Where another line starts inside a progress bar's line: a launcher's tag, a rank prefix, a glog header.
-_GLUED_LINE = re.compile(r"(?<=[\]s])(?:\[[A-Za-z_]+\d+\]:|\[rank\d+\]:|[EWIF]\d{4} \d\d:|\[[EWIF][\d ][^\]]{0,60}\.(?:cpp|cc|py):\d+\]|Traceback \(most recent call last\))")
+_GLUED_LINE = re.compile(
+    r"(?<=[\]s])(?:\[[A-Za-z_]+\d+\]:|\[rank\d+\]:|[EWIF]\d{4} \d\d:|\[[EWIF][\d ][^\]]{0,60}\.(?:cpp|cc|py):\d+\]"
+    r"|Traceback \(most recent call last\))"
+)
 _BAR_AT_ZERO = re.compile(r"\b0%\|")
 _NOT_BUSY = re.compile(r"(?i)error|exception|traceback|failed|warning: .*deprecat")
 # The framework a job runs under, from its own lines and the paths of its tracebacks: each sets the timeout its own way.

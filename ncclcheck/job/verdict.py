@@ -15,12 +15,13 @@ The roots of the wait-for graph are the answer; how they ended names the verdict
 from __future__ import annotations
 
 import re
+import signal
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ncclcheck.evidence.frdump import Frame
-from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, RankError
+from ncclcheck.evidence.types import ElasticFailure, ErrorKind, FileScan, Loc, RankError
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.build import build_job
 from ncclcheck.job.causes import (
@@ -688,11 +689,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                                 f"{restarts[-1].text}). Each attempt is a run of its own: if they all fail the same "
                                 "way, more restarts will not help. Give one attempt's directory (attempt_N) to analyse "
                                 "it alone.", tuple(c.loc for c in restarts[:8])))
-    elastic_root = next((f for s in scans for f in s.elastic if f.root_cause), None)
-    if elastic_root is not None and primary is not None:
-        findings.append(Finding(Severity.INFO, "root-cause-caveat",
-                                f"torchrun's 'Root Cause' names rank {elastic_root.rank}: that is only the first process "
-                                "to exit, not necessarily the rank that hung.", (elastic_root.loc,)))
+    findings += _root_causes(scans, primary is not None)
     found = kind is not VerdictKind.NO_FAILURE
     killed = any(s.ending.kind is EndKind.KILLED and s.ending.signal in (None, "SIGKILL")
                  for s in job.ranks if s.rank in culprits)
@@ -711,6 +708,36 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                       named.seq if named is not None else _detail_seq(scans),
                       chain_lines(job, culprits or ring) if found else (), tuple(findings), steps, cause, tuple(ring))
     return Analysis(tuple(scans), tuple(records), job, verdict, dtype)
+
+
+def _signal_name(number: int) -> str | None:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return None
+
+
+def _root_causes(scans: Sequence[FileScan], hung: bool) -> list[Finding]:
+    """torchrun's 'Root Cause' of every node's summary, each quoted: on a hang each is only the first process of its
+    node to exit, not necessarily the rank that hung."""
+    roots = list({(f.rank, f.host, f.loc.file): f for s in scans for f in s.elastic if f.root_cause}.values())
+    if not roots:
+        return []
+    nodes = len({(f.host, f.loc.file) for f in roots}) > 1
+
+    def said(f: ElasticFailure) -> str:
+        sig = f.signal or (_signal_name(-f.exitcode) if f.exitcode is not None and f.exitcode < 0 else None)
+        how = f"exitcode {f.exitcode}" + (f", {sig}" if sig else "") if f.exitcode is not None else ""
+        where = f" on {f.host}" if f.host and nodes else ""
+        return f"rank {f.rank}{where}" + (f" ({how})" if how and nodes else "")
+
+    each = "; ".join(said(f) for f in roots[:8])
+    if not hung:
+        return [Finding(Severity.INFO, "torchrun-root-cause", f"torchrun's 'Root Cause' {'on each node ' if nodes else ''}"
+                        f"names {each}.", tuple(f.loc for f in roots[:8]))]
+    what = ("each is only the first process of its node to exit" if nodes else "that is only the first process to exit")
+    return [Finding(Severity.INFO, "root-cause-caveat", f"torchrun's 'Root Cause' {'on each node ' if nodes else ''}"
+                    f"names {each}: {what}, not necessarily the rank that hung.", tuple(f.loc for f in roots[:8]))]
 
 
 _FP_SEQ = re.compile(r"SequenceNumber=(\d+)")
