@@ -123,3 +123,13 @@ def test_the_busy_line_is_read_deep_in_a_log():
     filler = "".join(f"[rank0]: step {i} loss 0.{i % 97:02d}\n" for i in range(5000))
     v = run_text(filler + "[rank0]: Saving model checkpoint to out/checkpoint-5000\n" + SLOW_NCCL.split("\n", 1)[1]).verdict
     assert 'its last line is "Saving model checkpoint to out/checkpoint-5000"' in v.summary
+
+
+def test_two_nodes_eight_ranks_golden(monkeypatch):
+    """Two torchrun agents of 4 ranks each (tools/make_incidents_slow.sh, eval_2nodes): rank 0 evaluated while the
+    other seven waited. Both consoles and both log directories together: rank 0, busy, its own last bar quoted."""
+    monkeypatch.chdir(FAILURES)
+    a = run("slow_eval_2nodes")
+    assert _golden(a) == json.loads((EXPECTED / "slow_eval_2nodes.json").read_text())
+    f = next(f for f in a.verdict.findings if f.code == "root-cause-caveat")
+    assert f.message.startswith("torchrun's 'Root Cause' on each node names rank 1 on localhost")

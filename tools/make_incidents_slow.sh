@@ -13,3 +13,13 @@ for scen in eval save tokenize; do
     "$script" "$scen" > "$dir/console.log" 2>&1
   echo "$scen exit=$?"
 done
+# Two "nodes" of 4 ranks each (two torchrun agents on this host, one c10d rendezvous): rank 0 evaluates while the
+# other seven wait; each node keeps its own console and log directory.
+dir="$out/eval_2nodes"; mkdir -p "$dir"
+port=$((29600 + RANDOM % 300))
+for node in 0 1; do
+  timeout 120 torchrun --nnodes 2 --nproc-per-node 4 --rdzv-backend c10d --rdzv-endpoint "localhost:$port" \
+    --rdzv-id slow2n --log-dir "$dir/node$node" --redirects 3 --tee 3 "$script" eval > "$dir/node$node.console.log" 2>&1 &
+done
+wait
+echo "eval_2nodes done"
