@@ -77,7 +77,7 @@ SLOW_NCCL = (
      "TrainingArguments(ddp_timeout=7200)"),
     ('[rank0]:  File "/usr/lib/python3/site-packages/lightning/pytorch/trainer/trainer.py", line 44, in fit\n',
      "DDPStrategy(timeout="),
-    ("[rank0]:[2024-03-01 10:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] DeepSpeed info: version=0.14.0\n",
+    ('[rank0]:  File "/usr/lib/python3/site-packages/deepspeed/runtime/engine.py", line 1976, in backward\n',
      "deepspeed.init_distributed(timeout="),
     ('[rank0]:  File "/usr/lib/python3/site-packages/accelerate/accelerator.py", line 12, in prepare\n',
      "InitProcessGroupKwargs(timeout="),
@@ -133,3 +133,10 @@ def test_two_nodes_eight_ranks_golden(monkeypatch):
     assert _golden(a) == json.loads((EXPECTED / "slow_eval_2nodes.json").read_text())
     f = next(f for f in a.verdict.findings if f.code == "root-cause-caveat")
     assert f.message.startswith("torchrun's 'Root Cause' on each node names rank 1 on localhost")
+
+
+def test_every_busy_word_reaches_the_parser():
+    """The reader hands over every line holding a word the parser reads a busy line by, wherever it stands."""
+    from ncclcheck.evidence import logparse, reader
+
+    assert {w.encode() for w in logparse.BUSY_WORDS} <= set(reader.WHOLE_WORDS)

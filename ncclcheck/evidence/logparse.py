@@ -219,16 +219,14 @@ _GLUED_LINE = re.compile(
 )
 _BAR_AT_ZERO = re.compile(r"\b0%\|")
 _NOT_BUSY = re.compile(r"(?i)error|exception|traceback|failed|warning: .*deprecat")
-# The framework a job runs under, from its own lines and the paths of its tracebacks: each sets the timeout its own way.
+# The framework a job runs under, from the paths of its tracebacks (lines every selection of a log keeps) and
+# Lightning's start line: each sets the timeout its own way.
 _FRAMEWORKS = (
-    ("hf_trainer", "transformers", re.compile(r"transformers[/\\](?:trainer|training_args)|TrainingArguments")),
-    ("hf_trainer", "*****", re.compile(r"\*\*\*\*\* Running (?:training|Evaluation) \*\*\*\*\*")),
-    ("lightning", "ightning", re.compile(r"(?:pytorch_)?lightning[/\\.]|Lightning")),
-    ("lightning", "GLOBAL_RANK", re.compile(r"GLOBAL_RANK: \d+, MEMBER: ")),
-    ("deepspeed", "eep", re.compile(r"deepspeed[/\\.]|\[deepspeed\]|DeepSpeed")),
-    ("accelerate", "ccelerat", re.compile(r"accelerate[/\\.]|Accelerator\b|accelerate launch")),
+    ("hf_trainer", re.compile(r"transformers[/\\](?:trainer|training_args)")),
+    ("lightning", re.compile(r"lightning[/\\]|GLOBAL_RANK: \d+, MEMBER: ")),
+    ("deepspeed", re.compile(r"deepspeed[/\\]")),
+    ("accelerate", re.compile(r"accelerate[/\\]")),
 )
-_FRAMEWORK_WORDS = ("transformers", "*****", "ightning", "GLOBAL_RANK", "eep", "ccelerat")
 
 
 def busy_phase(text: str) -> str | None:
@@ -838,9 +836,9 @@ class LogParser:
             return
         if ("operation to complete" in text or "monitoredBarrier" in text) and self._gloo_wait(who, text, loc):
             return
-        if any(map(text.__contains__, _FRAMEWORK_WORDS)):
-            for name, word, pattern in _FRAMEWORKS:
-                if word in text and pattern.search(text):
+        if 'File "' in text or "GLOBAL_RANK" in text:
+            for name, pattern in _FRAMEWORKS:
+                if pattern.search(text):
                     self._fact(who, "framework", name, loc)
         if "of binary" in text and (m := _AGENT_FAILED.search(text)):
             self._agent_failed(int(m[2]), int(m[1]), int(m[3]), loc)

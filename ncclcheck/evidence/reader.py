@@ -110,7 +110,8 @@ WHOLE_WORDS = (b"srun: error: ", b"slurmstepd: error: ", b"failed (exitcode: ", 
                b"Caught signal", b"Fatal Python error", b"Segmentation fault", b"Bus error", b"*** SIG", b"Signal: ",
                b"OOMKill", b"NVRM: Xid", b"Killed process", b"segfault at",
                # a rank's own work that may outlast a timeout (evidence/logparse.py BUSY_WORDS): its last such line
-               b"Evaluat", b"Validat", b"Saving ", b"saving ", b"okeniz")
+               b"valuat", b"alidat", b"aving", b"heckpoint", b"okeniz", b"Map", b"Filter", b"reprocess", b"ompil",
+               b"utotun")
 BEFORE = 8
 AFTER = 16
 HEAD = 16 << 10
