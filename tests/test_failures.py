@@ -580,3 +580,16 @@ def test_each_nodes_root_cause_is_quoted(tmp_path):
     assert f.message == ("torchrun's 'Root Cause' on each node names rank 2 on node-a (exitcode 1); rank 9 on node-b "
                          "(exitcode -9, SIGKILL).")
     assert [x.file.rsplit("/", 1)[-1] for x in f.evidence] == ["node0.log", "node1.log"]
+
+
+@pytest.mark.parametrize(("others", "step"), [
+    (_timeouts([0]), "Fix the first error on rank 1; the other ranks' timeouts are only its cascade."),
+    ("[rank0]: torch.distributed.DistBackendError: NCCL error in: x.cpp:1, remote process exited or there was a network "
+     "error, NCCL version 2.21.5\n", "Fix the first error on rank 1; the other ranks' NCCL errors are only its cascade."),
+    ("", "Fix the error on rank 1."),
+])
+def test_the_cascade_is_named_only_where_there_is_one(others, step):
+    """Rank 1 ran out of memory: the other ranks' timeouts, or their NCCL errors, are its cascade; where no other rank
+    printed anything there is no cascade to speak of."""
+    v = run_text(others + "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n").verdict
+    assert v.culprit_ranks == (1,) and step in v.next_steps

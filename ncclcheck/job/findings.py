@@ -204,11 +204,12 @@ def mismatch_summary(ms: Sequence[Mismatch]) -> tuple[list[int], list[int], str]
 
 
 def next_steps(kind: VerdictKind, culprits: Sequence[int], killed: bool = False,
-               missing: Sequence[int] = (), dumped: bool = False, waited: bool = True,
+               missing: Sequence[int] = (), dumped: bool = False, waited: str = "timeouts",
                slow: Sequence[str] = ()) -> tuple[str, ...]:
     """What to do, by verdict kind; ``dumped``: every rank's flight-recorder dump is already in the inputs, so
-    advice to capture them next time is left out; ``waited``: other ranks timed out waiting (else there is no
-    cascade to speak of); ``slow``: the steps for a lagging rank that was only busy (job/slow.py)."""
+    advice to capture them next time is left out; ``waited``: what the other ranks printed after the culprit failed
+    ("timeouts", "NCCL errors"; empty: nothing, so there is no cascade to speak of); ``slow``: the steps for a
+    lagging rank that was only busy (job/slow.py)."""
     who = rank_phrase(culprits) if culprits else "the culprit rank"
     record_next = () if dumped else (RECORD_NEXT,)
     if kind is VerdictKind.INCOMPLETE:
@@ -218,7 +219,7 @@ def next_steps(kind: VerdictKind, culprits: Sequence[int], killed: bool = False,
                 "With torchrun: `--log-dir DIR --redirects 3 --tee 3` keeps one file per rank (DIR/attempt_0/<rank>/).",
                 *record_next)
     if kind is VerdictKind.RANK_FAILED_FIRST:
-        steps = [f"Fix the first error on {who}; the other ranks' timeouts are only its cascade." if waited else
+        steps = [f"Fix the first error on {who}; the other ranks' {waited} are only its cascade." if waited else
                  f"Fix the error on {who}.",
                  "Raising the timeout will not help: the failed rank will never arrive."]
         if killed:

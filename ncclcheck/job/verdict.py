@@ -700,7 +700,10 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     host_kill = cause is not None and cause.cause.kind == "host_kill"
     dumps = {sc.dump.rank for sc in scans if sc.dump is not None}
     dumped = bool(dumps) and {s.rank for s in job.ranks if s.present} <= dumps
-    steps = next_steps(kind, culprits, killed and not host_kill, unknown, dumped and not unknown, bool(waiting),
+    others = [s for s in job.ranks if s.rank in waiting]
+    waited = ("timeouts" if any(s.stuck is not None for s in others) else
+              "NCCL errors" if any(s.ending.kind is EndKind.NCCL_ERROR for s in others) else "")
+    steps = next_steps(kind, culprits, killed and not host_kill, unknown, dumped and not unknown, waited,
                        slow_steps(busy) if busy is not None else ())
     if cause is not None:
         steps = (*cause.cause.fix, *((PROBE,) if cause.cause.probe else ()), *steps)
