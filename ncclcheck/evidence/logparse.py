@@ -218,6 +218,7 @@ _GLUED_LINE = re.compile(
     r"|Traceback \(most recent call last\))"
 )
 _BAR_AT_ZERO = re.compile(r"\b0%\|")
+_BUSY_DONE = re.compile(r"(?i)\b(?:saved|finished|done|completed?)\b|\b100%\|")
 _NOT_BUSY = re.compile(r"(?i)error|exception|traceback|failed|warning: .*deprecat")
 # The framework a job runs under, from the paths of its tracebacks (lines every selection of a log keeps) and
 # Lightning's start line: each sets the timeout its own way.
@@ -1047,6 +1048,10 @@ class LogParser:
         if (glued := _GLUED_LINE.search(text, 1)) is not None:
             text = text[:glued.start()]  # another process's line glued after a progress bar without its newline
             who = self._who(text)
+        if _BUSY_DONE.search(text):  # the work finished ("Checkpoint saved", a bar at 100%): not what it is doing
+            for k in [k for k in self._facts if k[0] == "busy" and k[2] == who.rank]:
+                del self._facts[k]
+            return
         if busy_phase(text) is None:
             return
         body = _LOG_HEAD.sub("", _PY_PREFIX.sub("", text).strip())
