@@ -593,3 +593,10 @@ def test_the_cascade_is_named_only_where_there_is_one(others, step):
     printed anything there is no cascade to speak of."""
     v = run_text(others + "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n").verdict
     assert v.culprit_ranks == (1,) and step in v.next_steps
+
+
+def test_an_ib_error_after_a_rank_raised_is_that_ranks_failure():
+    """Rank 2 raised and exited; rank 3's NIC then gave up on it: rank 2 failed first, the IB error is the echo."""
+    v = run_text(IB_WARN + '[rank2]: Traceback (most recent call last):\n[rank2]:   File "train.py", line 3, in '
+                 "<module>\n[rank2]: ValueError: bad shape in batch 7\n").verdict
+    assert (v.kind.value, v.culprit_ranks) == ("rank_failed_first", (2,))

@@ -525,7 +525,10 @@ def _with_cause(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
     """
     if d is None:
         return kind, culprits, summary, None
-    if d.cause.kind == "ib_error" and kind not in (VerdictKind.DEADLOCK, VerdictKind.COLLECTIVE_MISMATCH):
+    # A rank that failed on its own (an exception, an exit) before its peers' NICs gave up is the cause; their
+    # completion errors are its echo.
+    echo = kind is VerdictKind.RANK_FAILED_FIRST and bool(culprits) and not set(culprits) & set(d.ranks)
+    if d.cause.kind == "ib_error" and not echo and kind not in (VerdictKind.DEADLOCK, VerdictKind.COLLECTIVE_MISMATCH):
         where = [f"rank {r} ({min(hs, key=len)})" if (hs := (hosts or {}).get(r)) else f"rank {r}"
                  for r in d.ranks]
         seen = f" seen by {', '.join(where)}" if where else ""
