@@ -600,3 +600,17 @@ def test_an_ib_error_after_a_rank_raised_is_that_ranks_failure():
     v = run_text(IB_WARN + '[rank2]: Traceback (most recent call last):\n[rank2]:   File "train.py", line 3, in '
                  "<module>\n[rank2]: ValueError: bad shape in batch 7\n").verdict
     assert (v.kind.value, v.culprit_ranks) == ("rank_failed_first", (2,))
+
+
+@pytest.mark.parametrize(("line", "kind"), [
+    ("[W socket.cpp:601] [c10d] The IPv6 network addresses of (node-17, 29500) cannot be retrieved (gai error: -2 - "
+     "Name or service not known).", "host_unresolvable"),
+    ("fail to new train...e= NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:272, unhanled system error",
+     "nccl_system_error"),
+    ("node2:242431:242479 [5] transport/nvls.cc:158 NCCL WARN Cuda failure 1 'invalid argument'", "nvls_fabric"),
+])
+def test_a_new_causes_line_is_read_deep_in_a_log(line, kind):
+    """Past the head the reader reads whole, among thousands of ordinary lines, each new cause's line still reaches
+    the parser."""
+    filler = "".join(f"step {i} loss 0.{i % 97:02d}\n" for i in range(5000))
+    assert run_text(filler + line + "\n").verdict.cause.cause.kind == kind
