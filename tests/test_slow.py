@@ -143,9 +143,12 @@ def test_every_busy_word_reaches_the_parser():
 
 
 @pytest.mark.parametrize("done", ["[rank0]:Evaluating: 100%|██████████| 50/50 [00:15<00:00,  3.33it/s]\n",
-                                  "[rank0]: Saving model checkpoint to out/checkpoint-500\n[rank0]: Checkpoint saved\n"])
+                                  "[rank0]: Saving model checkpoint to out/checkpoint-500\n[rank0]: Checkpoint saved\n",
+                                  "[rank0]: ***** Running Evaluation *****\n[rank0]: {'eval_loss': 0.51, 'eval_runtime': "
+                                  "12.3, 'epoch': 1.0}\n"])
 def test_finished_work_is_not_what_the_rank_is_doing(done):
-    """A bar at 100% or a "saved" line ends that work: a rank that then hung elsewhere is not called busy."""
+    """A bar at 100%, a "saved" line or the HF Trainer's evaluation metrics end that work: a rank that then hung
+    elsewhere is not called busy."""
     v = run_text(done + SLOW_NCCL.split("\n", 1)[1]).verdict
     assert v.culprit_ranks == (0,) and "busy" not in v.summary
     assert not any("raising the timeout does help" in s for s in v.next_steps)

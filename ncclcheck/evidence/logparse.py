@@ -203,7 +203,8 @@ _ERROR_WORDS = ("Error", "Exception", "Interrupt", "terminate called")
 # --- what a rank was busy with: work of its own that may outlast a collective timeout ----------------------
 # A progress bar's description or a framework's line for evaluation, checkpoint saving, dataset preprocessing or
 # compiling. The words are plain substring tests before the pattern; the rank's last such line is kept.
-BUSY_WORDS = ("valuat", "alidat", "aving", "heckpoint", "okeniz", "Map", "Filter", "reprocess", "ompil", "utotun")
+BUSY_WORDS = ("valuat", "alidat", "aving", "heckpoint", "okeniz", "Map", "Filter", "reprocess", "ompil", "utotun",
+              "eval_runtime")
 _BUSY = re.compile(
     r"(?i)(?P<eval>evaluat|validat|running evaluation|eval(?:uation)? loop)|"
     r"(?P<save>sav(?:ing|e)\b.{0,40}checkpoint|checkpoint.{0,40}(?:is about to be saved|saving)|saving model|"
@@ -218,7 +219,8 @@ _GLUED_LINE = re.compile(
     r"|Traceback \(most recent call last\))"
 )
 _BAR_AT_ZERO = re.compile(r"\b0%\|")
-_BUSY_DONE = re.compile(r"(?i)\b(?:saved|finished|done|completed?)\b|\b100%\|")
+# Work that ended: "Checkpoint saved", a bar at 100%, the HF Trainer's metrics after an evaluation ('eval_runtime').
+_BUSY_DONE = re.compile(r"(?i)\b(?:saved|finished|done|completed?)\b|\b100%\||eval_runtime")
 _NOT_BUSY = re.compile(r"(?i)error|exception|traceback|failed|warning: .*deprecat")
 # The framework a job runs under, from the paths of its tracebacks (lines every selection of a log keeps) and
 # Lightning's start line: each sets the timeout its own way.

@@ -111,7 +111,7 @@ WHOLE_WORDS = (b"srun: error: ", b"slurmstepd: error: ", b"failed (exitcode: ", 
                b"OOMKill", b"NVRM: Xid", b"Killed process", b"segfault at",
                # a rank's own work that may outlast a timeout (evidence/logparse.py BUSY_WORDS): its last such line
                b"valuat", b"alidat", b"aving", b"heckpoint", b"okeniz", b"Map", b"Filter", b"reprocess", b"ompil",
-               b"utotun",
+               b"utotun", b"eval_runtime",
                # a name the resolver could not resolve, NCCL's bare system error (lower-case words no anchor takes)
                b"gai error", b"cannot be retrieved", b"system error")
 BEFORE = 8
