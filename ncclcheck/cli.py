@@ -192,6 +192,10 @@ def analyze_log(
         result = analyze(sources, dtype, done, jobs, unreadable, tensor_of)
     if not any(s.bytes_read or s.dump is not None or s.live for s in result.scans):
         warn("no log lines: every input was empty" if result.scans else "no readable input")
+        if as_json:  # a script reading stdout always gets an object: the problems, and no verdict
+            from ncclcheck.render.json_out import no_input_json
+
+            typer.echo(json.dumps(no_input_json(result), indent=2))
         raise typer.Exit(Exit.NO_INPUT)
     if html is not None:
         from ncclcheck.render.html import report_html

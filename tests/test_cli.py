@@ -109,3 +109,27 @@ def test_commands_in_steps_paste_whole(columns):
     assert r.exit_code == 1
     assert "`torchrun --log-dir DIR --redirects 3 --tee 3`" in r.stdout
     assert "`dmesg -T`" in r.stdout
+
+
+def test_json_without_any_readable_input_is_still_an_object(tmp_path):
+    """--json with nothing to read: exit 3, the reasons on stderr, and on stdout one JSON object whose `problems`
+    say why and whose verdict is null (a script never parses an empty stdout)."""
+    empty = tmp_path / "empty.log"
+    empty.write_text("")
+    r = runner.invoke(app, ["analyze-log", "--json", str(tmp_path / "missing.log"), str(empty)])
+    assert r.exit_code == 3
+    j = json.loads(r.stdout)
+    assert j["schema_version"] == 5 and j["verdict"] is None and j["records"] == []
+    assert [(p["file"], p["fatal"]) for p in j["problems"]] == [(str(tmp_path / "missing.log"), True), (str(empty), False)]
+
+
+def test_evidence_paths_name_the_ranks_file():
+    """A torchrun per-rank file is named with its attempt folder: `attempt_0/3/stderr.log`, never a bare
+    `3/stderr.log` (whose rank and attempt a reader cannot tell)."""
+    from ncclcheck.render.report import short_names
+
+    names = short_names(["logs/run/attempt_0/3/stderr.log", "logs/run/attempt_0/2/stderr.log", "logs/console.log",
+                         "logs/run/attempt_1/3/stderr.log"])
+    assert names == {"logs/run/attempt_0/3/stderr.log": "attempt_0/3/stderr.log",
+                     "logs/run/attempt_0/2/stderr.log": "attempt_0/2/stderr.log", "logs/console.log": "console.log",
+                     "logs/run/attempt_1/3/stderr.log": "attempt_1/3/stderr.log"}

@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -314,6 +314,7 @@ OPS = [None, "ALLREDUCE", "_ALLGATHER_BASE", "_REDUCE_SCATTER_BASE", "BROADCAST"
        "REDUCE", "COALESCED"]
 
 
+@settings(deadline=None)  # a property of the answer, not of speed: a loaded machine must not fail it
 @given(st.integers(1, 2**63 - 1), st.sampled_from(OPS), st.one_of(st.none(), st.integers(0, 2**40)),
        st.sampled_from(list(PRESETS)), st.one_of(st.none(), st.integers(1, 64)),
        st.one_of(st.none(), st.integers(1, 16)), st.sampled_from([None, "ddp", "zero3", "fsdp2", "tp"]))

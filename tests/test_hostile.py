@@ -299,7 +299,9 @@ def test_empty_file_is_no_input(tmp_path):
 def test_nothing_piped_is_no_input():
     r = ncclcheck("-", "--json", input=b"")
     no_traceback(r)
-    assert (r.returncode, r.stdout) == (3, "")
+    out = json.loads(r.stdout)  # --json always prints its object: the problem, and no verdict
+    assert (r.returncode, out["verdict"], out["problems"]) == (
+        3, None, [{"file": "<stdin>", "message": "empty input (no log lines)", "fatal": False}])
     assert r.stderr == "ncclcheck: <stdin>: empty input (no log lines)\nncclcheck: no log lines: every input was empty\n"
 
 

@@ -110,3 +110,18 @@ def test_installed_benchmark_runs_on_cpu(installed: Path):
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
     assert result["schema_version"] == 1
+
+
+def test_the_build_backend_warns_of_nothing(tmp_path: Path):
+    """`make demo` installs the package first: the backend reading pyproject.toml must print no deprecation warning
+    (the license as an SPDX string, not a table), checked with every warning an error."""
+    need(importlib.util.find_spec("setuptools") is not None,
+         "setuptools (the build backend) is not installed: pip install 'ncclcheck[test]'")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "ncclcheck", tmp_path / "ncclcheck", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "out").mkdir()
+    r = subprocess.run([sys.executable, "-W", "error", "-c", "import setuptools.build_meta as b; "
+                        "b.prepare_metadata_for_build_wheel('out')"], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]

@@ -27,6 +27,7 @@ from ncclcheck.evidence.repair import (
     STATUS_START,
     clean,
     incomplete,
+    last_bar,
     squeeze,
     unprefixed,
     waits_for_digits,
@@ -133,6 +134,7 @@ _PY_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt))(?::\s?(
 # kubectl logs --prefix's "[pod/job-worker-1/pytorch] ".
 _LABEL = re.compile(r"^(?:\d{4}-\d\d-\d\dT[\d:.]+Z |\[pod/[^\]\s]+\] |[\w.@-]{1,64}: (?=\S))")
 _NCCL_WARN = re.compile(r"NCCL WARN (.*)")
+_WARN_SOURCE = re.compile(r"(\S+\.cc:\d+) NCCL WARN")
 # NCCL's own line header, "host:pid:tid [cudaDev] " (after a rank tag or NCCL's timestamp, if any).
 _NCCL_HEAD = re.compile(r"(?:^|[\]:] ?)([A-Za-z0-9][\w.-]*):(\d+):\d+ \[\d+\] (?=NCCL |[\w/.]+\.cc:\d+ NCCL )")
 _CASCADE = re.compile(
@@ -200,6 +202,46 @@ _FACT_WORDS = ("initialization options", "Terminating the process", "NCCL versio
                "Using network", "TIMEOUT(ms)", "nranks", "set by environment", "NCCL WARN", "GLOBAL_RANK")
 _ERROR_WORDS = ("Error", "Exception", "Interrupt", "terminate called")
 
+# --- what a rank was busy with: work of its own that may outlast a collective timeout ----------------------
+# A progress bar's description or a framework's line for evaluation, checkpoint saving, dataset preprocessing or
+# compiling. The words are plain substring tests before the pattern; the rank's last such line is kept.
+BUSY_WORDS = ("valuat", "alidat", "aving", "heckpoint", "okeniz", "Map", "Filter", "reprocess", "ompil", "utotun",
+              "eval_runtime")
+_BUSY = re.compile(
+    r"(?i)(?P<eval>evaluat|validat|running evaluation|eval(?:uation)? loop)|"
+    r"(?P<save>sav(?:ing|e)\b.{0,40}checkpoint|checkpoint.{0,40}(?:is about to be saved|saving)|saving model|"
+    r"saving (?:to|the)\b)|"
+    r"(?P<preprocess>running tokenizer|tokeniz(?:ing|ation)|\b(?:map|filter)(?: \(num_proc=\d+\))?:|grouping texts|"
+    r"preprocess(?:ing)?\b)|"
+    r"(?P<compile>compil(?:ing|e) |torch\.compile|autotun)"
+)
+# Where another line starts inside a progress bar's line: a launcher's tag, a rank prefix, a glog header.
+_GLUED_LINE = re.compile(
+    r"(?<=[\]s])(?:\[[A-Za-z_]+\d+\]:|\[rank\d+\]:|[EWIF]\d{4} \d\d:|\[[EWIF][\d ][^\]]{0,60}\.(?:cpp|cc|py):\d+\]"
+    r"|Traceback \(most recent call last\))"
+)
+_BAR_AT_ZERO = re.compile(r"\b0%\|")
+# Work that ended: "Checkpoint saved", a bar at 100%, the HF Trainer's metrics after an evaluation ('eval_runtime').
+_BUSY_DONE = re.compile(r"(?i)\b(?:saved|finished|done|completed?)\b|\b100%\||eval_runtime")
+_NOT_BUSY = re.compile(r"(?i)error|exception|traceback|failed|warning: .*deprecat")
+# The framework a job runs under, from the paths of its tracebacks (lines every selection of a log keeps) and
+# Lightning's start line: each sets the timeout its own way.
+_FRAMEWORKS = (
+    ("hf_trainer", re.compile(r"transformers[/\\](?:trainer|training_args)")),
+    ("lightning", re.compile(r"lightning[/\\]|GLOBAL_RANK: \d+, MEMBER: ")),
+    ("deepspeed", re.compile(r"deepspeed[/\\]")),
+    ("accelerate", re.compile(r"accelerate[/\\]")),
+)
+
+
+def busy_phase(text: str) -> str | None:
+    """Which legitimate work a line says its rank is doing: ``eval``, ``save``, ``preprocess``, ``compile``."""
+    if not any(map(text.__contains__, BUSY_WORDS)) or _NOT_BUSY.search(text):
+        return None
+    m = _BUSY.search(text)
+    return m.lastgroup if m else None
+
+
 # --- clues: the lines that say why, beside the error line itself ---------------------------
 # NCCL's own sentences for a failed set-up or transport, wherever they stand (a paste often keeps only them).
 _NCCL_SAYS = re.compile(
@@ -244,7 +286,7 @@ _CUDA_ERROR = re.compile(r"CUDA error: (.+?)(?:\.?$|\. | Search for | CUDA kerne
 _STORE_FAIL = re.compile(
     r"(?:TCPStore|\[c10d\]|c10d store|[Ss]ocket).*?(Failed to recv.*|Broken pipe.*|Connection (?:refused|reset by peer)"
     r".*|(?:client socket )?has timed out.*|failed to connect.*|has failed to (?:listen|bind).*|Timed out after \d+ seconds "
-    r"waiting for (?:clients|workers).*|The connection to the C10d store has failed.*)"
+    r"waiting for (?:clients|workers).*|The connection to the C10d store has failed.*|.*cannot be retrieved.*)"
 )
 _LAUNCHER = re.compile(
     r"Received (\S+) death signal|Sending process (\d+) closing signal (SIG\w+)|has failed to shutdown the rendezvous"
@@ -367,6 +409,7 @@ class LogParser:
         if self._await_detail and lineno != self._prev_line + 1:
             self._await_detail = {w: (loc, True) for w, (loc, _) in self._await_detail.items()}
         self._prev_line = lineno
+        bar = last_bar(raw) if b"%|" in raw and b"\r" in raw else None
         text = clean(raw)
         if not self._replaced and "\ufffd" in text:
             self._replaced = True
@@ -399,6 +442,8 @@ class LogParser:
         self._carry = (lineno, who) if who.global_rank is not None and text else None
         if who.global_rank is not None:
             self._ranks.add(who.global_rank)
+        if bar is not None:
+            self._busy(who, bar, Loc(self.file, lineno))
         sq = squeeze(text) if _MAY_START.search(text) or OPEN_TAIL.search(text, max(0, len(text) - 100)) else None
         if sq is not None and incomplete(sq):
             self._pend = (lineno, lineno, who, [text])
@@ -505,7 +550,7 @@ class LogParser:
             ranks = [tag[1] or tag[2]]
         role = _ROLE_RANK.match(text)
         if ranks:
-            if role and not role[0].startswith("[rank"):
+            if role and not role[0].startswith("[rank") and text.startswith("[rank", role.end()):
                 # torchrun's "[default3]:[rank3]:": the launcher's tag is that process's, on its lines without one
                 self._role_global.setdefault(int(role[1]), int(ranks[-1]))
             return self._one_who(int(ranks[-1]), self.path_rank)
@@ -552,6 +597,8 @@ class LogParser:
             if self._desync_line(lineno, squeeze(text)):
                 return
             self._close_desync()
+        if any(map(text.__contains__, BUSY_WORDS)):
+            self._busy(who, text, loc)
         in_table = (self._table is not None or self._table_root or text.startswith("Root Cause")
                     or _ELASTIC_KEY.match(text) or _ELASTIC_ENTRY.match(text))
         if in_table and self._table_line(loc, text):
@@ -808,6 +855,10 @@ class LogParser:
             return
         if ("operation to complete" in text or "monitoredBarrier" in text) and self._gloo_wait(who, text, loc):
             return
+        if 'File "' in text or "GLOBAL_RANK" in text:
+            for name, pattern in _FRAMEWORKS:
+                if pattern.search(text):
+                    self._fact(who, "framework", name, loc)
         if "of binary" in text and (m := _AGENT_FAILED.search(text)):
             self._agent_failed(int(m[2]), int(m[1]), int(m[3]), loc)
             return
@@ -847,6 +898,9 @@ class LogParser:
                 msg = warn[1].strip()
                 kind = ErrorKind.CONNECTION if _CONNECTION.search(msg) else ErrorKind.NCCL_WARN
                 self._error(who, kind, msg, loc)
+                if "nvls" in text and (src := _WARN_SOURCE.search(text)):
+                    # NVLink SHARP's set-up fails with a bare CUDA error: only the source file says it was NVLS
+                    self._add_clue(who, "nccl", f"{src[1]} NCCL WARN {msg}", loc)
                 return
         if "NCCL error" in text and self._nccl_error(who, text, loc):
             return
@@ -1013,6 +1067,27 @@ class LogParser:
                                            numel_out=None, tensor_shape=None, timeout_ms=timeout, ran_for_ms=None,
                                            evidence=evidence, loc=loc, clock_s=_clock(text)))
         return True
+
+    def _busy(self, who: Who, text: str, loc: Loc) -> None:
+        """The rank's last line about legitimate work of its own (evaluation, saving, preprocessing, compiling),
+        quoted as printed without its prefixes; one per rank, the latest."""
+        if (glued := _GLUED_LINE.search(text, 1)) is not None:
+            text = text[:glued.start()]  # another process's line glued after a progress bar without its newline
+            who = self._who(text)
+        if _BUSY_DONE.search(text):  # the work finished ("Checkpoint saved", a bar at 100%): not what it is doing
+            for k in [k for k in self._facts if k[0] == "busy" and k[2] == who.rank]:
+                del self._facts[k]
+            return
+        if busy_phase(text) is None:
+            return
+        body = _LOG_HEAD.sub("", _PY_PREFIX.sub("", text).strip())
+        body = " ".join(body.split())  # a bar's padding
+        old = [k for k in self._facts if k[0] == "busy" and k[2] == who.rank]
+        if old and _BAR_AT_ZERO.search(body):
+            return  # a bar just (re)started says less than the one before it
+        for k in old:
+            del self._facts[k]
+        self._facts[("busy", "", who.rank)] = Fact(who, "busy", body[:200], loc)
 
     def _error(self, who: Who, kind: ErrorKind, message: str, loc: Loc) -> None:
         if self._line_pid is not None and self._line_pid >= 0:

@@ -109,7 +109,12 @@ _HEAD_WANTED = re.compile(
 # host's own lines pasted into a log (an OOM kill, an Xid, a segfault): rare, searched for whole in every block.
 WHOLE_WORDS = (b"srun: error: ", b"slurmstepd: error: ", b"failed (exitcode: ", b"sigkill_handler",
                b"Caught signal", b"Fatal Python error", b"Segmentation fault", b"Bus error", b"*** SIG", b"Signal: ",
-               b"OOMKill", b"NVRM: Xid", b"Killed process", b"segfault at") + formats.WORDS
+               b"OOMKill", b"NVRM: Xid", b"Killed process", b"segfault at",
+               # a rank's own work that may outlast a timeout (evidence/logparse.py BUSY_WORDS): its last such line
+               b"valuat", b"alidat", b"aving", b"heckpoint", b"okeniz", b"Map", b"Filter", b"reprocess", b"ompil",
+               b"utotun", b"eval_runtime",
+               # a name the resolver could not resolve, NCCL's bare system error (lower-case words no anchor takes)
+               b"gai error", b"cannot be retrieved", b"system error") + formats.WORDS
 BEFORE = 8
 AFTER = 16
 HEAD = 16 << 10

@@ -70,6 +70,16 @@ def clean(raw: bytes) -> str:
     return text.rstrip()
 
 
+def last_bar(raw: bytes) -> str | None:
+    """The last state of a progress bar drawn with carriage returns (``Evaluating:  40%|####  | 20/50 [...]``), which
+    :func:`clean` removes from the line: where a rank's log ends in one, it is what the rank was doing."""
+    text = raw.decode("utf-8", "replace")
+    for part in reversed(text.split("\r")):
+        if "%|" in part and part.strip():
+            return part.strip()
+    return None
+
+
 def cut_marker(sq: str) -> bool:
     """True when the line may end inside a record's opening: in its first words after a "[...]" prefix, right
     after a "[Rank N]" or "[PG ... Rank N]" prefix (the record follows on the next line), or inside such a prefix.

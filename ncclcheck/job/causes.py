@@ -30,6 +30,7 @@ DEVICE = "device"  # a CUDA error on one rank's GPU
 MEMORY = "memory"  # GPU or host memory
 PROGRAM = "program"  # the ranks' own calls disagree: different collectives, sizes or settings
 HOST = "host"  # the host or the scheduler ended the ranks on a node
+LATE = "late"  # ranks waited for one rank to reach NCCL's set-up: that rank was slow, stuck or dead
 NCCL_DEBUG_RERUN = "NCCL_DEBUG=WARN (or NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV for the whole set-up)"
 PROBE = "Run `ncclcheck probe` inside the failing container on each node: it checks this setting and says what to set."
 
@@ -73,7 +74,7 @@ CATALOGUE: tuple[Cause, ...] = (
            "If much memory is 'reserved by PyTorch but unallocated', set "
            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (fragmentation).",
            "Check `nvidia-smi` for other processes on the same GPU (two ranks on one device, a leftover job)."),
-          "https://github.com/Liuziyu77/Visual-RFT/issues/123"),
+          "https://pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf"),
     Cause("host_oom", MEMORY, "killed for host memory (the OOM killer)",
           _c(r"oom_kill event|OOM[ -]Kill|OOMKilled|task \d+: Out Of Memory|Out of memory: Kill(?:ed)? process|"
              r"Memory cgroup out of memory|oom-kill:|^Killed process \d+ \(|Exceeded job memory limit|"
@@ -85,7 +86,7 @@ CATALOGUE: tuple[Cause, ...] = (
            "mmap=True.",
            "The scheduler's accounting shows the peak: `sacct -j JOBID --format=JobID,State,MaxRSS,ReqMem`; on the "
            "node, `dmesg -T | grep -i -E 'killed process|out of memory'` names the process."),
-          "https://github.com/nextflow-io/nextflow/issues/5932"),
+          "https://docs.kernel.org/admin-guide/cgroup-v2.html#memory"),
     Cause("device_assert", DEVICE, "CUDA device-side assert",
           _c(r"device-side assert|Assertion `.*` failed"),
           "a kernel checked an index or a value on the GPU and stopped: most often an index past the end of an "
@@ -104,14 +105,14 @@ CATALOGUE: tuple[Cause, ...] = (
            "kernel.",
            "Try without custom/fused kernels (flash attention, Triton, custom all-reduce) to bisect.",
            "If it moves between runs and hosts, check `dmesg -T | grep -i xid` for a hardware fault."),
-          "https://github.com/vllm-project/vllm/issues/4108"),
+          "https://docs.nvidia.com/compute-sanitizer/ComputeSanitizer/index.html"),
     Cause("gpu_hardware", DEVICE, "GPU hardware fault",
           _c(r"uncorrectable ECC|ECC error|\bXid\b|GPU is lost|fallen off the bus|fell off the bus|"
              r"cudaErrorECCUncorrectable|AER: Uncorrect"),
           "the GPU itself reported a fault (ECC, Xid, lost from the bus): no code change fixes it",
           ("On that host: `nvidia-smi -q -d ECC,PAGE_RETIREMENT` and `dmesg -T | grep -i xid`.",
            "Drain the node and rerun the job elsewhere; report the Xid code to the cluster's operators."),
-          "https://github.com/vllm-project/vllm/issues/7896"),
+          "https://docs.nvidia.com/deploy/xid-errors/index.html"),
     Cause("invalid_device", DEVICE, "a GPU index that does not exist",
           _c(r"invalid device ordinal|cudaErrorInvalidDevice"),
           "the process asked for a GPU by an index this host does not have: more processes per node than "
@@ -120,7 +121,21 @@ CATALOGUE: tuple[Cause, ...] = (
            "(or CUDA_VISIBLE_DEVICES) gives.",
            "Select the device from the launcher's LOCAL_RANK (`torch.cuda.set_device(int(os.environ['LOCAL_RANK']))`),"
            " not from the global rank or a fixed number."),
-          "https://github.com/HRNet/HRNet-Semantic-Segmentation/issues/171"),
+          "https://pytorch.org/docs/stable/elastic/run.html"),
+    Cause("nvls_fabric", SETUP, "NVLink SHARP (NVLS) could not be set up: the fabric manager's state",
+          _c(r"nvls\.cc.*(?:Cuda failure|failed|error)|NVLS.*(?:multicast|bind).*(?:fail|error)|"
+             r"cuMulticast\w* failed|multicast (?:object|bind)\w* failed"),
+          "NCCL's NVLink SHARP transport (transport/nvls.cc) binds multicast memory through the NVSwitches; CUDA "
+          "refuses it ('invalid argument', 'unknown error', error 401) when nvidia-fabricmanager was restarted while "
+          "processes held GPU resources and the GPUs were not reset after, or when an NVSwitch or the fabric is "
+          "faulty. Nothing in the job is wrong",
+          ("At once: NCCL_NVLS_ENABLE=0 (NCCL then uses NVLink without NVLS: the job runs, without NVLS's speed-up).",
+           "Check the node: `nvidia-smi -q | grep -A 2 -i fabric` (every GPU's fabric State Completed, Status "
+           "Success) and `systemctl status nvidia-fabricmanager` (active, no errors in `journalctl -u "
+           "nvidia-fabricmanager`).",
+           "Fix: with no process on the GPUs, stop nvidia-fabricmanager, reset the GPUs (`nvidia-smi -r`), start "
+           "nvidia-fabricmanager again; or reboot the node. If it comes back, report the NVSwitch to the operators."),
+          "https://github.com/NVIDIA/nccl/issues/976"),
     Cause("duplicate_gpu", SETUP, "two ranks on one GPU",
           _c(r"Duplicate GPU detected|both on CUDA device"),
           "two ranks of one communicator use the same GPU: each process must select its own device before NCCL "
@@ -130,7 +145,7 @@ CATALOGUE: tuple[Cause, ...] = (
            "device_id=), and move tensors and the model to that device, not to `cuda:0` or a fixed index.",
            "Do not set CUDA_VISIBLE_DEVICES to one same GPU for every process of a node; start as many processes "
            "as the node has GPUs."),
-          "https://github.com/Peterande/D-FINE/issues/289"),
+          "https://pytorch.org/docs/stable/distributed.html"),
     Cause("shm_bus_error", SETUP, "SIGBUS in NCCL's shared memory (/dev/shm too small)",
           _c(r"Caught signal 7|signal 7 \(SIGBUS\)|SIGBUS|Bus error"),
           "NCCL's shared-memory segments in /dev/shm were created but the memory behind them ran out when "
@@ -138,7 +153,7 @@ CATALOGUE: tuple[Cause, ...] = (
           ("Docker: `docker run --shm-size=16g …` or `--ipc=host`.",
            "Kubernetes: mount an emptyDir with `medium: Memory` at /dev/shm in the pod spec.",
            "A data loader's workers also use /dev/shm: the same fix applies when the bus error is outside NCCL."),
-          "https://github.com/msr-fiddle/pipedream/issues/76", probe=True),
+          "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html", probe=True),
     Cause("native_crash", DEVICE, "a crash in native code (segmentation fault)",
           _c(r"Segmentation fault|SIGSEGV|Caught signal 11 |Illegal instruction|SIGILL|SIGFPE|segfault at|"
              r"general protection fault"),
@@ -176,11 +191,17 @@ CATALOGUE: tuple[Cause, ...] = (
           "https://github.com/NVIDIA/nccl/issues/952", probe=True),
     Cause("ib_error", NETWORK, "InfiniBand/RoCE transport error",
           _c(r"NET/IB.*(?:completion|error)|ibv_\w+ failed|IBV_WC_|transport retry counter|Got completion from peer"),
-          "the RDMA fabric dropped a transfer (link flap, wrong GID index or traffic class on RoCE, a bad cable "
-          "or port)",
-          ("Run nccl-tests' all_reduce_perf across the same nodes; check `ibstat` link state and error counters.",
-           "On RoCE check NCCL_IB_GID_INDEX and NCCL_IB_TC against the fabric's settings; NCCL_IB_TIMEOUT raises "
-           "the retry window."),
+          "the NIC gave up on a transfer with the named peer: a completion error of the RDMA transport, not a "
+          "timeout. Status 12 (transport retry counter exceeded, often with vendor err 129) means the peer never "
+          "acknowledged: the peer's process or host is gone, or the path between the two (a link, a switch port, a "
+          "cable, RoCE's GID index or traffic class) dropped the packets",
+          ("Check the link on both hosts: `ibstat` or `ibv_devinfo` (State Active, Physical state LinkUp) and the "
+           "port's error counters (`perfquery`; `ethtool -S` on RoCE); run nccl-tests' all_reduce_perf across the "
+           "same two nodes.",
+           "On RoCE, NCCL_IB_GID_INDEX must name the RoCE v2 address on every node (`show_gids`) and NCCL_IB_TC the "
+           "fabric's lossless class; NCCL_IB_TIMEOUT raises the retry window on a congested fabric.",
+           "Where a host has ports that are down or on another fabric, name the ones NCCL may use: NCCL_IB_HCA "
+           "(e.g. `=mlx5_0,mlx5_1`)."),
           "https://github.com/NVIDIA/nccl/issues/1405", probe=True),
     Cause("p2p_unsupported", SETUP, "GPU peer-to-peer path broken (ACS/IOMMU)",
           _c(r"peer access is not supported|peer mapping resources exhausted|cudaIpc\w* failed|cuIpc\w* failed|"
@@ -197,10 +218,11 @@ CATALOGUE: tuple[Cause, ...] = (
           ("Pick another port (MASTER_PORT, --rdzv-endpoint host:PORT) or let torchrun choose one: "
            "`--rdzv-endpoint localhost:0` or `--standalone` on one node.",
            "Find the holder: `ss -ltnp | grep PORT`."),
-          "https://github.com/meta-pytorch/torchtune/issues/392"),
+          "https://pytorch.org/docs/stable/elastic/run.html#stacked-single-node-multi-worker"),
     Cause("host_unresolvable", LAUNCHER, "the store's host name does not resolve",
-          _c(r"host not found|Name or service not known|Temporary failure in name resolution|"
-             r"nodename nor servname|Unable to find address for"),
+          _c(r"^(?!.*\((?:localhost|127\.0\.0\.1|::1), \d+\) cannot be retrieved)"
+             r".*(?:host not found|Name or service not known|Temporary failure in name resolution|"
+             r"nodename nor servname|Unable to find address for|gai error: -[23]\b|cannot be retrieved)"),
           "MASTER_ADDR (or the --rdzv-endpoint host) is a name this node cannot resolve: a typo, a name known "
           "only on the head node, or a container without the cluster's DNS",
           ("Check on each node: `getent hosts $MASTER_ADDR`; use an IP address or a name every node resolves.",
@@ -214,7 +236,19 @@ CATALOGUE: tuple[Cause, ...] = (
           ("Find the ranks that never joined: their logs (or their absence) say why; check that WORLD_SIZE "
            "matches the ranks actually launched.",
            "From a missing node: `nc -zv MASTER_ADDR MASTER_PORT` (firewall, wrong address)."),
-          "https://github.com/OpenRLHF/OpenRLHF/issues/1040"),
+          "https://pytorch.org/docs/stable/distributed.html#torch.distributed.TCPStore"),
+    Cause("nccl_id_wait", LATE, "ranks waited for another rank to set up NCCL",
+          _c(r"retrieving ncclUniqueId from \[\d+\].*store->get\('\d+'\) got error|"
+             r"retreiving ncclUniqueId from \[\d+\].*store->get"),
+          "the rank named in brackets creates the NCCL communicator's id and posts it in the store when it reaches "
+          "its first collective of the group; the others reached theirs and waited for that id until the timeout. "
+          "The store was reachable: that rank had not got there yet (busy before its first collective: tokenising, "
+          "loading, evaluating, a barrier inside main_process_first), or was stuck or dead",
+          ("Look at what that rank printed last: a progress bar or a dataset map means it was only slow (see the "
+           "steps on a busy rank); an error means it died first.",
+           "If it was slow: preprocess before launching, or raise the timeout of that phase (init_process_group's "
+           "timeout=, the HF Trainer's ddp_timeout)."),
+          "https://github.com/huggingface/transformers/issues/17106"),
     Cause("store_unreachable", LAUNCHER, "the store could not be reached",
           _c(r"client socket has timed out.*connect|failed to connect|connect\(\) timed out|Connection refused|"
              r"No route to host|Socket Timeout"),
@@ -247,7 +281,7 @@ CATALOGUE: tuple[Cause, ...] = (
           ("Give the node's own records to this tool: its kernel log (`journalctl -k -b -1` after a reboot), "
            "and the scheduler's (`scontrol show node NODE`, `kubectl describe node NODE`).",
            "Requeue the job without that node (`--exclude`, a node selector) until its operators clear it."),
-          "https://github.com/nebius/soperator/issues/854"),
+          "https://slurm.schedmd.com/sacct.html#SECTION_JOB-STATE-CODES"),
     Cause("scheduler_stop", HOST, "the scheduler took the job's processes away",
           _c(r"PREEMPTED|Preempt(?:ed|ing)|\bEvicted\b|low on resource"),
           "the scheduler stopped the ranks on a node to give it to other work (preemption) or because the node ran "
@@ -256,7 +290,7 @@ CATALOGUE: tuple[Cause, ...] = (
            "checkpoint (Slurm `--requeue`, an elastic restart policy).",
            "An eviction for memory: ask for a memory request equal to the limit, so the pod is not the first "
            "chosen."),
-          "https://github.com/kubeflow/kubeflow/issues/1261"),
+          "https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/"),
     Cause("calls_disagree", PROGRAM, "the ranks disagree on a collective",
           _c(r"Mismatched collective detected|collective mismatch error|message truncated"),
           "one rank sent more (or another operation) than its peer expected: the ranks issued different "
@@ -282,7 +316,22 @@ NO_REASON = Cause(
     re.compile(r"(?!)"),
     "NCCL returned an error but printed no reason: its 'Last error:' is empty or absent",
     (f"Rerun with {NCCL_DEBUG_RERUN}: NCCL prints the reason as a WARN line.",),
-    "https://github.com/NVIDIA/nccl/issues/1837", probe=True)
+    "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-debug", probe=True)
+SYSTEM_ERROR = Cause(
+    "nccl_system_error", SETUP, "NCCL's system call failed, with no reason printed",
+    re.compile(r"(?!)"),
+    "NCCL reported 'unhandled system error' (ncclSystemError: a socket, shared-memory or memory call failed) and "
+    "printed no WARN line saying which. Most often, in this order: a container's small /dev/shm (64 MiB by "
+    "default), the socket transport picking an interface the other ranks cannot reach (a docker bridge, a "
+    "virtual or down interface), or a container network the other node cannot reach",
+    ("Inside the container: `df -h /dev/shm`; if it is 64 MiB, run it with `--ipc=host` or `--shm-size=16g` "
+     "(Kubernetes: an emptyDir with `medium: Memory` at /dev/shm).",
+     "`ip -br addr` on every node: set NCCL_SOCKET_IFNAME to the interface the nodes reach each other on "
+     "(`=eth0`, or exclude with `=^docker,lo,veth`).",
+     "Across nodes in containers: run them with host networking (`--network=host`, `hostNetwork: true`), or "
+     "make sure each container's address is routable from the other node.",
+     f"Rerun with {NCCL_DEBUG_RERUN}: the WARN line names the call that failed, which decides between these."),
+    "https://github.com/NVIDIA/nccl/issues/473", probe=True)
 HOST_KILL = Cause(
     "host_kill", MEMORY, "killed by SIGKILL (most often the host's OOM killer)",
     re.compile(r"(?!)"),
@@ -292,7 +341,7 @@ HOST_KILL = Cause(
      "limit and the scheduler's log.",
      "Host memory grows with data-loader workers, pinned memory and checkpoint loading: lower them or ask "
      "for more memory."),
-    "https://github.com/TorchSSL/TorchSSL/issues/4")
+    "https://docs.kernel.org/admin-guide/mm/concepts.html#oom-killer")
 STOPPED = Cause(
     "stopped_externally", LAUNCHER, "the job was stopped from outside",
     re.compile(r"(?!)"),
@@ -310,18 +359,26 @@ VERSIONS = Cause(
     "protocol may differ between them",
     ("Run every node from the same image or environment; `python -c 'import torch; print(torch.cuda.nccl."
      "version())'` on each.",),
-    "https://github.com/NVIDIA/nccl/issues/286")
-ALL_CAUSES = (*CATALOGUE, NO_REASON, HOST_KILL, STOPPED, VERSIONS)
+    "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html")
+ALL_CAUSES = (*CATALOGUE, NO_REASON, SYSTEM_ERROR, HOST_KILL, STOPPED, VERSIONS)
 _BY_KIND = {c.kind: c for c in ALL_CAUSES}
 # The cause of a death by signal that the launcher reports without a line of the process's own.
 _BY_SIGNAL = {"SIGBUS": _BY_KIND["shm_bus_error"], "SIGSEGV": _BY_KIND["native_crash"],
               "SIGILL": _BY_KIND["native_crash"], "SIGFPE": _BY_KIND["native_crash"]}
 
+_SYSTEM = re.compile(r"unhandled system error|unhanled system error|ncclSystemError", re.IGNORECASE)
 _OOM = re.compile(r"Tried to allocate ([\d.]+ [KMGT]?i?B)")
 _OOM_GPU = re.compile(r"GPU (\d+) has a total capacity of ([\d.]+ [KMGT]?i?B) of which ([\d.]+ [KMGT]?i?B) is free")
 _OOM_OLD = re.compile(r"GPU (\d+); ([\d.]+ [KMGT]?i?B) total capacity; .*?([\d.]+ [KMGT]?i?B) free")
 _OOM_MINE = re.compile(r"this process has ([\d.]+ [KMGT]?i?B) memory in use")
 _OOM_FRAG = re.compile(r"([\d.]+ [KMGT]?i?B) is reserved by PyTorch but unallocated")
+_IB_STATUS = re.compile(r"(?:status=|with error )(\d+)")
+# ibv_wc_status values NCCL prints as "status=N" / "error N" (verbs.h)
+_IB_MEANING = {4: "local protection error: memory registration, often GPUDirect RDMA", 5: "flushed: the queue pair "
+               "had already failed", 10: "remote access error", 12: "transport retry counter exceeded: the peer "
+               "never acknowledged", 13: "receiver-not-ready retry counter exceeded"}
+_ID_FROM = re.compile(r"ncclUniqueId from \[(\d+)\]")
+_ID_BY = re.compile(r"\[(\d+)\] is setting up NCCL communicator")
 _STORE_ADDR = re.compile(r"remote=\[?([\w.:-]+?)\]?:(\d+)\)")
 # What the asserting kernel usually means.
 _KERNELS = (
@@ -405,7 +462,17 @@ def _detail(cause: Cause, hits: Sequence[_Said], fired_s: float | None = None) -
         first = next((h.text for h in hits if h.clue == "store"), texts[0])
         at = f" (store at {', '.join(addrs)})" if addrs else ""
         return one_line(first.split("): ", 1)[-1]) + at
-    if cause.kind == "nccl_no_reason":
+    if cause.kind == "ib_error":
+        best = next((h for h in hits if h.clue == "last_error" and h.text), None) or hits[0]
+        text = best.text.split("Last error:")[-1].strip()
+        m = _IB_STATUS.search(text)
+        said = _IB_MEANING.get(int(m[1])) if m else None
+        return one_line(text) + (f" (status {m[1]}: {said})" if m and said else "")
+    if cause.kind == "nccl_id_wait":
+        m = _ID_FROM.search(hits[0].text)
+        return (f"the ranks waited for rank {m[1]}'s NCCL id in the store until the timeout"
+                if m else "ranks waited for another rank's NCCL id in the store") + f": {one_line(hits[0].text)}"
+    if cause.kind in ("nccl_no_reason", "nccl_system_error"):
         error = next((h.text for h in hits if h.clue is None), None)
         empty = any(h.clue == "last_error" for h in hits)
         return (one_line(error) + "; " if error else "") + (
@@ -454,15 +521,16 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
     for cause in CATALOGUE:
         hits = [s for s in said if cause.pattern.search(s.text)]
         # A killed rank is why its peers lost it (or read a cut message).
-        if hits and not (cause.kind in ("remote_exited", "calls_disagree") and (killed or unnamed)):
+        if hits and not (cause.kind in ("remote_exited", "calls_disagree", "ib_error") and (killed or unnamed)):
             return _quoting_the_setting(_found(cause, hits, fired_s), scans)
-    nccl = [s for s in said if s.clue is None and s.text.startswith("NCCL error")]
+    nccl = [s for s in said if s.clue is None and (s.text.startswith("NCCL error") or _SYSTEM.search(s.text))]
     if nccl:
         empty = [s for s in said if s.clue == "last_error" and not s.text]
         said_why = {c.rank for c in said if c.clue == "last_error" and c.text}
         unexplained = [s for s in nccl if s.rank not in said_why]
         if empty or unexplained:
-            return _found(NO_REASON, unexplained + empty)
+            system = any(_SYSTEM.search(s.text) for s in unexplained)
+            return _found(SYSTEM_ERROR if system else NO_REASON, unexplained + empty)
     versions = _versions(scans)
     if versions is not None:
         return versions
@@ -576,6 +644,17 @@ def describe(j: Joined, fired_s: float | None = None) -> str:
     if j.caveat:
         text += f" ({j.caveat})"
     return text
+
+
+def awaited_rank(d: Diagnosis) -> int | None:
+    """The rank whose NCCL id the others waited for (``retrieving ncclUniqueId from [0]``)."""
+    m = _ID_FROM.search(d.text)
+    return int(m[1]) if m else None
+
+
+def awaiting_ranks(d: Diagnosis) -> list[int]:
+    """The ranks that say they waited for it (``[1] is setting up NCCL communicator``), where no prefix names them."""
+    return sorted({int(m[1]) for loc_text in (d.text,) for m in _ID_BY.finditer(loc_text)})
 
 
 def cause(kind: str) -> Cause:

@@ -52,10 +52,14 @@ def size_finding(w: Work, dtype: str, group: Group | None, model_given: bool = F
         times_shorter = f"{ratio:,.0f}x" if ratio < 1e6 else "over a million times"
         msg += (f" Even {where} that is {times_shorter} shorter than the {human_seconds(timeout)} timeout: the "
                 "size cannot explain it. A rank never arrived, or the transport hung.")
+        advice = ("The size is not why it timed out: shrinking the tensor will not help, and a longer timeout helps "
+                  "only a rank that was busy with legitimate work (see the verdict).")
+        if count == 1:  # barrier() on NCCL is a one-element all_reduce: there is no tensor of the model to name
+            msg += " One element is what barrier() issues on NCCL, or a scalar (a loss, a flag): no model tensor."
+            return Finding(Severity.INFO, "size-not-the-cause", msg, loc, advice)
         explain = f"ncclcheck explain --numel {w.numel_in or w.numel_out} --config config.json"
         tail = "" if model_given else f" What tensor it is: {explain}"
-        return Finding(Severity.INFO, "size-not-the-cause", msg, loc,
-                       f"Do not raise the timeout or shrink the tensor.{tail}")
+        return Finding(Severity.INFO, "size-not-the-cause", msg, loc, f"{advice}{tail}")
     return Finding(Severity.WARNING, "size-plausible", msg + " On a slow network the size alone comes close to the "
                    "timeout.", loc, "Check which fabric NCCL used (NCCL_DEBUG=INFO: 'Using network ...').")
 
@@ -200,9 +204,12 @@ def mismatch_summary(ms: Sequence[Mismatch]) -> tuple[list[int], list[int], str]
 
 
 def next_steps(kind: VerdictKind, culprits: Sequence[int], killed: bool = False,
-               missing: Sequence[int] = (), dumped: bool = False) -> tuple[str, ...]:
+               missing: Sequence[int] = (), dumped: bool = False, waited: str = "timeouts",
+               slow: Sequence[str] = ()) -> tuple[str, ...]:
     """What to do, by verdict kind; ``dumped``: every rank's flight-recorder dump is already in the inputs, so
-    advice to capture them next time is left out."""
+    advice to capture them next time is left out; ``waited``: what the other ranks printed after the culprit failed
+    ("timeouts", "NCCL errors"; empty: nothing, so there is no cascade to speak of); ``slow``: the steps for a
+    lagging rank that was only busy (job/slow.py)."""
     who = rank_phrase(culprits) if culprits else "the culprit rank"
     record_next = () if dumped else (RECORD_NEXT,)
     if kind is VerdictKind.INCOMPLETE:
@@ -212,7 +219,8 @@ def next_steps(kind: VerdictKind, culprits: Sequence[int], killed: bool = False,
                 "With torchrun: `--log-dir DIR --redirects 3 --tee 3` keeps one file per rank (DIR/attempt_0/<rank>/).",
                 *record_next)
     if kind is VerdictKind.RANK_FAILED_FIRST:
-        steps = [f"Fix the first error on {who}; the other ranks' timeouts are only its cascade.",
+        steps = [f"Fix the first error on {who}; the other ranks' {waited} are only its cascade." if waited else
+                 f"Fix the error on {who}.",
                  "Raising the timeout will not help: the failed rank will never arrive."]
         if killed:
             steps.insert(0, "A kill by SIGKILL with no traceback is most often the kernel's OOM killer: on that host "
@@ -230,6 +238,8 @@ def next_steps(kind: VerdictKind, culprits: Sequence[int], killed: bool = False,
                 "checkpoint code).",
                 "Reproduce with TORCH_DISTRIBUTED_DEBUG=DETAIL: the mismatch becomes an immediate error that names "
                 "both collectives.", *record_next)
+    if kind is VerdictKind.LAGGING_RANK and slow:
+        return (*slow, *record_next)
     if kind is VerdictKind.LAGGING_RANK:
         return (f"Look at what {who} was doing instead of joining (rank-0-only saving or evaluation, a slow data "
                 "loader, uneven data, a crash whose log is missing): while it hangs, `ncclcheck snapshot` on its node "

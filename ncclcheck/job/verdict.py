@@ -15,17 +15,19 @@ The roots of the wait-for graph are the answer; how they ended names the verdict
 from __future__ import annotations
 
 import re
+import signal
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ncclcheck.evidence.frdump import Frame
-from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, RankError
+from ncclcheck.evidence.types import ElasticFailure, ErrorKind, FileScan, Loc, RankError
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.build import build_job
 from ncclcheck.job.causes import (
     DEVICE,
     HOST,
+    LATE,
     LAUNCHER,
     MEMORY,
     NETWORK,
@@ -33,6 +35,8 @@ from ncclcheck.job.causes import (
     PROGRAM,
     SETUP,
     Diagnosis,
+    awaited_rank,
+    awaiting_ranks,
     describe,
     diagnose,
     one_line,
@@ -65,6 +69,7 @@ from ncclcheck.job.model import (
     Work,
 )
 from ncclcheck.job.runs import Restart
+from ncclcheck.job.slow import Busy, busy_rank, slow_steps
 from ncclcheck.ranks import rank_phrase
 from ncclcheck.transfer import human_seconds
 
@@ -520,14 +525,30 @@ _RESTATABLE = {VerdictKind.NO_FAILURE, VerdictKind.RANK_FAILED_FIRST, VerdictKin
 
 
 def _with_cause(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
-                d: Diagnosis | None) -> tuple[VerdictKind, list[int], str, Diagnosis | None]:
+                d: Diagnosis | None, hosts: dict[int, frozenset[str]] | None = None,
+                ) -> tuple[VerdictKind, list[int], str, Diagnosis | None]:
     """Let the catalogue's cause name the failure, where the verdict so far only said that ranks failed or waited.
 
     A hang with a root of its own (a lagging rank, a mismatch) keeps its verdict; the cause stands beside it
-    only when it is about the same ranks.
+    only when it is about the same ranks. Two causes decide whatever the hang looked like: an InfiniBand/RoCE
+    completion error is the transport's failure between the ranks that report it (never a lagging rank), and
+    ranks that waited for another's NCCL id name that rank.
     """
     if d is None:
         return kind, culprits, summary, None
+    # A rank that failed on its own (an exception, an exit) before its peers' NICs gave up is the cause; their
+    # completion errors are its echo.
+    echo = kind is VerdictKind.RANK_FAILED_FIRST and bool(culprits) and not set(culprits) & set(d.ranks)
+    if d.cause.kind == "ib_error" and not echo and kind not in (VerdictKind.DEADLOCK, VerdictKind.COLLECTIVE_MISMATCH):
+        where = [f"rank {r} ({min(hs, key=len)})" if (hs := (hosts or {}).get(r)) else f"rank {r}"
+                 for r in d.ranks]
+        seen = f" seen by {', '.join(where)}" if where else ""
+        return (VerdictKind.NCCL_ERROR, [], f"{_cap(d.cause.title)}{seen}: {d.detail} ({d.loc}); {d.cause.why}.", d)
+    if d.cause.family == LATE and (late := awaited_rank(d)) is not None:
+        waited = sorted({*d.ranks, *awaiting_ranks(d)} - {late})
+        who = rank_phrase(waited, job.world).capitalize() if waited else "Ranks"
+        return (VerdictKind.LAGGING_RANK, [late],
+                f"{who} waited for rank {late} to set up NCCL: {d.detail} ({d.loc}). {_cap(d.cause.why)}.", d)
     if kind not in _RESTATABLE and not _explains(job, culprits, d):
         return kind, culprits, summary, (d if set(d.ranks) & set(culprits) else None)
     c = d.cause
@@ -641,11 +662,22 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                     if s.ending.kind is EndKind.KILLED and s.ending.loc is not None]
     fired = [r.started_s + r.ran_for_ms / 1000 for r in job.records if r.started_s is not None and r.ran_for_ms]
     kind, culprits, summary, cause = _with_cause(job, kind, culprits, summary,
-                                                 diagnose(scans, killed_ranks, min(fired, default=None)))
+                                                 diagnose(scans, killed_ranks, min(fired, default=None)),
+                                                 rank_hosts(scans))
     waiting = [r for r in waiting if r not in culprits]
     kind, summary = _live_words(job, kind, culprits, summary)
+    timeout_ms = primary.timeout_ms if primary is not None else None
+    busy = (busy_rank(scans, culprits[0], timeout_ms) if kind is VerdictKind.LAGGING_RANK and len(culprits) == 1
+            else None)
+    if busy is not None:
+        summary += " " + busy.words()
+    elif kind in (VerdictKind.LAGGING_RANK, VerdictKind.INCOMPLETE) and (
+            unnamed := busy_rank(scans, None, timeout_ms)) is not None:
+        findings.append(Finding(Severity.WARNING, "busy-rank", unnamed.words(), (unnamed.loc,),
+                                " ".join(slow_steps(unnamed))))
     if kind is not VerdictKind.NO_FAILURE:
-        findings.insert(0, Finding(Severity.ERROR, kind.value.replace("_", "-"), summary, _evidence(job, culprits, cause)))
+        findings.insert(0, Finding(Severity.ERROR, kind.value.replace("_", "-"), summary,
+                                   _evidence(job, culprits, cause, busy)))
     findings += _host_findings(scans, cause)
     findings += counter_findings(records)
     findings += detector_findings(scans)
@@ -671,11 +703,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                                 f"{relaunches[-1].text}). Each attempt is a run of its own: if they all fail the same "
                                 "way, more restarts will not help. Give one attempt's directory (attempt_N) to analyse "
                                 "it alone.", tuple(c.loc for c in relaunches[:8])))
-    elastic_root = next((f for s in scans for f in s.elastic if f.root_cause), None)
-    if elastic_root is not None and primary is not None:
-        findings.append(Finding(Severity.INFO, "root-cause-caveat",
-                                f"torchrun's 'Root Cause' names rank {elastic_root.rank}: that is only the first process "
-                                "to exit, not necessarily the rank that hung.", (elastic_root.loc,)))
+    findings += _root_causes(scans, primary is not None)
     found = kind is not VerdictKind.NO_FAILURE
     killed = any(s.ending.kind is EndKind.KILLED and s.ending.signal in (None, "SIGKILL")
                  for s in job.ranks if s.rank in culprits)
@@ -686,13 +714,47 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     host_kill = cause is not None and cause.cause.kind == "host_kill"
     dumps = {sc.dump.rank for sc in scans if sc.dump is not None}
     dumped = bool(dumps) and {s.rank for s in job.ranks if s.present} <= dumps
-    steps = next_steps(kind, culprits, killed and not host_kill, unknown, dumped and not unknown)
+    others = [s for s in job.ranks if s.rank in waiting]
+    waited = ("timeouts" if any(s.stuck is not None for s in others) else
+              "NCCL errors" if any(s.ending.kind is EndKind.NCCL_ERROR for s in others) else "")
+    steps = next_steps(kind, culprits, killed and not host_kill, unknown, dumped and not unknown, waited,
+                       slow_steps(busy) if busy is not None else ())
     if cause is not None:
         steps = (*cause.cause.fix, *((PROBE,) if cause.cause.probe else ()), *steps)
     verdict = Verdict(kind, summary, tuple(culprits), tuple(waiting), tuple(unknown), pg,
                       named.seq if named is not None else _detail_seq(scans),
                       chain_lines(job, culprits or ring) if found else (), tuple(findings), steps, cause, tuple(ring))
     return Analysis(tuple(scans), tuple(records), job, verdict, dtype)
+
+
+def _signal_name(number: int) -> str | None:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return None
+
+
+def _root_causes(scans: Sequence[FileScan], hung: bool) -> list[Finding]:
+    """torchrun's 'Root Cause' of every node's summary, each quoted: on a hang each is only the first process of its
+    node to exit, not necessarily the rank that hung."""
+    roots = list({(f.rank, f.host, f.loc.file): f for s in scans for f in s.elastic if f.root_cause}.values())
+    if not roots:
+        return []
+    nodes = len({(f.host, f.loc.file) for f in roots}) > 1
+
+    def said(f: ElasticFailure) -> str:
+        sig = f.signal or (_signal_name(-f.exitcode) if f.exitcode is not None and f.exitcode < 0 else None)
+        how = f"exitcode {f.exitcode}" + (f", {sig}" if sig else "") if f.exitcode is not None else ""
+        where = f" on {f.host}" if f.host and nodes else ""
+        return f"rank {f.rank}{where}" + (f" ({how})" if how and nodes else "")
+
+    each = "; ".join(said(f) for f in roots[:8])
+    if not hung:
+        return [Finding(Severity.INFO, "torchrun-root-cause", f"torchrun's 'Root Cause' {'on each node ' if nodes else ''}"
+                        f"names {each}.", tuple(f.loc for f in roots[:8]))]
+    what = ("each is only the first process of its node to exit" if nodes else "that is only the first process to exit")
+    return [Finding(Severity.INFO, "root-cause-caveat", f"torchrun's 'Root Cause' {'on each node ' if nodes else ''}"
+                    f"names {each}: {what}, not necessarily the rank that hung.", tuple(f.loc for f in roots[:8]))]
 
 
 _FP_SEQ = re.compile(r"SequenceNumber=(\d+)")
@@ -719,9 +781,12 @@ def _consistent(job: Job, kind: VerdictKind, culprits: list[int], summary: str) 
             f"{rank_phrase(waiting, job.world)} then waited for {'it' if len(gone) == 1 else 'them'}.")
 
 
-def _evidence(job: Job, culprits: Sequence[int], cause: Diagnosis | None = None) -> tuple[Loc, ...]:
-    """The cause's lines first, then the culprits' endings, then the waiters' stuck works: at most eight lines."""
+def _evidence(job: Job, culprits: Sequence[int], cause: Diagnosis | None = None,
+              busy: Busy | None = None) -> tuple[Loc, ...]:
+    """The cause's lines first (or the slow rank's last line), then the culprits' endings, then the waiters' stuck
+    works: at most eight lines."""
     locs = list(cause.locs) if cause is not None else []
+    locs += [busy.loc] if busy is not None else []
     locs += [s.ending.loc for s in job.ranks if s.rank in culprits and s.ending.loc is not None]
     locs += [s.stuck.loc for s in job.ranks if s.stuck is not None and s.stuck.loc is not None]
     return tuple(dict.fromkeys(locs))[:8]

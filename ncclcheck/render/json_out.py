@@ -480,6 +480,14 @@ def verdict_json(v: Verdict) -> dict[str, Any]:
     }
 
 
+def no_input_json(a: Analysis) -> dict[str, Any]:
+    """The result when no input held a line: the same object, with the problems that say why and nothing decided."""
+    return {"schema_version": SCHEMA_VERSION, "inputs": _inputs(a.scans),
+            "problems": [{"file": p.file, "message": p.message, "fatal": p.fatal} for p in a.problems],
+            "dtype_assumed": a.dtype, "records": [], "verdict": None, "job": None, "events": None,
+            "flight_recorder": None, "per_rank": None}
+
+
 def analysis_json(a: Analysis, per_rank: bool = False) -> dict[str, Any]:
     """The whole result: folded classes at any scale; ``per_rank`` adds every item one by one."""
     v = a.verdict

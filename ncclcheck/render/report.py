@@ -61,14 +61,18 @@ def _state_key(s: RankState, culprits: set[int]) -> _StateKey:
 
 
 def short_names(files: Sequence[str]) -> dict[str, str]:
-    """Each input by the fewest trailing path parts that still tell it apart (``0/stderr.log``, ``console.log``)."""
+    """Each input by the fewest trailing path parts that still tell it apart (``console.log``), never cut at a bare
+    number: a rank's folder is named with the folder above it (``attempt_0/3/stderr.log``, not ``3/stderr.log``),
+    which says whose file and which attempt it is."""
     parts = {f: f.replace("\\", "/").split("/") for f in files}
     out = {}
     for f, p in parts.items():
         for n in range(1, len(p) + 1):
             tail = p[-n:]
             if all(q[-n:] != tail for g, q in parts.items() if g != f):
-                out[f] = "/".join(tail)
+                while n < len(p) and p[-n].isdigit():
+                    n += 1
+                out[f] = "/".join(p[-n:])
                 break
         else:
             out[f] = f

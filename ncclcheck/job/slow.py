@@ -1,0 +1,110 @@
+"""A slow rank is not a dead one: what a lagging rank was busy with, and the fixes that fit it.
+
+"Raising the timeout will not help" is true of a rank that died or will never arrive. A rank that was only busy
+with legitimate work of its own longer than the timeout (evaluation or validation on the main process only, a
+checkpoint saved by rank 0, the dataset tokenised before the first collective, a first-step compile) would have
+arrived: there the fixes are to spread or move that work, or to give that phase a longer timeout. The rank's own
+last line tells the two apart (a progress bar, "Evaluating", "Saving checkpoint", "Running tokenizer"), with no
+error and no fatal signal after it. Each framework sets the timeout its own way, so the fix is said in the
+framework the log shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ncclcheck.evidence.logparse import busy_phase
+from ncclcheck.evidence.types import FileScan, Loc
+from ncclcheck.transfer import human_seconds
+
+# The order in which a framework's own setting wins: the HF Trainer passes its ddp_timeout to Accelerate and to
+# DeepSpeed, so a Trainer job is fixed through the Trainer.
+_PRECEDENCE = ("hf_trainer", "lightning", "deepspeed", "accelerate")
+FRAMEWORK_NAMES = {"hf_trainer": "the Hugging Face Trainer", "lightning": "Lightning", "deepspeed": "DeepSpeed",
+                   "accelerate": "Accelerate", "torch": "plain PyTorch"}
+_LONGER = {
+    "hf_trainer": "`TrainingArguments(ddp_timeout=7200)` (`--ddp_timeout 7200`; seconds, default 1800)",
+    "lightning": "`Trainer(strategy=DDPStrategy(timeout=datetime.timedelta(hours=2)))`",
+    "deepspeed": "`deepspeed.init_distributed(timeout=datetime.timedelta(hours=2))`",
+    "accelerate": "`Accelerator(kwargs_handlers=[InitProcessGroupKwargs(timeout=datetime.timedelta(hours=2))])`",
+    "torch": "`dist.init_process_group(backend, timeout=datetime.timedelta(hours=2))`, or a group of its own for "
+             "that phase: `dist.new_group(timeout=...)`",
+}
+_PHASE = {"eval": "evaluation", "save": "checkpoint saving", "preprocess": "dataset preprocessing",
+          "compile": "compiling"}
+_SPREAD = {
+    "eval": "Evaluate on every rank (a DistributedSampler over the eval set, the metrics reduced with all_reduce) "
+            "instead of on rank 0 alone while the others go on to the next collective.",
+    "save": "Save from every rank at once with the distributed checkpoint API (`torch.distributed.checkpoint.save`, "
+            "or `async_save` to overlap it with training), instead of rank 0 writing the whole model while the "
+            "others wait.",
+    "preprocess": "Tokenise and preprocess the dataset once before launching (a separate script, `dataset.map(...)` "
+                  "then `save_to_disk`, or a warm cache), so no rank does it while the others wait in a barrier.",
+    "compile": "Warm the compile cache before the timed run (the same job once, or TORCHINDUCTOR_CACHE_DIR on shared "
+               "storage), so the first step does not compile on one rank while the others wait.",
+}
+
+
+@dataclass(frozen=True)
+class Busy:
+    """A lagging rank's last line about legitimate work of its own."""
+
+    rank: int | None  # None: a line no prefix names (a console of one node's processes, without [rankN]:)
+    phase: str  # eval, save, preprocess, compile
+    line: str
+    loc: Loc
+    framework: str  # hf_trainer, lightning, deepspeed, accelerate, torch
+    framework_loc: Loc | None
+    timeout_ms: int | None
+
+    def words(self) -> str:
+        """``Rank 0 was busy, not dead: its last line is "Evaluating: 40%|…" (file:58), evaluation on it alone…``"""
+        over = f" outlasted the {human_seconds(self.timeout_ms / 1000)} timeout" if self.timeout_ms else \
+            " outlasted the timeout"
+        if self.rank is None:
+            return (f"A process was busy: \"{self.line}\" ({self.loc}) names no rank, and frameworks draw progress "
+                    "bars on the main process (rank 0) only. If that is the rank the others waited for, it was busy, "
+                    f"not dead: {_PHASE[self.phase]} on that rank alone{over} while the others waited.")
+        return (f"Rank {self.rank} was busy, not dead: its last line is \"{self.line}\" ({self.loc}), with no error or "
+                f"fatal signal after it; {_PHASE[self.phase]} on that rank alone{over} while the others waited.")
+
+
+def framework(scans: Sequence[FileScan]) -> tuple[str, Loc | None]:
+    """The framework the job's lines show (its tracebacks' paths, its own lines), else plain PyTorch."""
+    seen = {f.value: f.loc for s in scans for f in s.facts if f.key == "framework"}
+    name = next((n for n in _PRECEDENCE if n in seen), "torch")
+    return name, seen.get(name)
+
+
+def busy_rank(scans: Sequence[FileScan], rank: int | None, timeout_ms: int | None) -> Busy | None:
+    """What ``rank`` was busy with, from its last such line (its own file's before a console's); ``None``: a
+    line that names no rank."""
+    lines = [(s.path_rank is None, f) for s in scans for f in s.facts if f.key == "busy" and f.who.rank == rank]
+    if not lines:
+        return None
+    _, f = min(lines, key=lambda x: x[0])
+    phase = busy_phase(f.value)
+    if phase is None:
+        return None
+    name, loc = framework(scans)
+    return Busy(rank, phase, f.value, f.loc, name, loc, timeout_ms)
+
+
+def _default(timeout_ms: int | None) -> str:
+    """Whose default the timeout is, where it is one."""
+    if timeout_ms == 600_000:
+        return " 10 min is PyTorch's default for NCCL."
+    if timeout_ms == 1_800_000:
+        return " 30 min is the default of the HF Trainer's ddp_timeout, DeepSpeed, Lightning and gloo."
+    return ""
+
+
+def slow_steps(b: Busy) -> tuple[str, ...]:
+    """Both fixes, in the user's framework: spread or move the work; or a longer timeout for that phase."""
+    via = FRAMEWORK_NAMES[b.framework] + (f", by {b.framework_loc}" if b.framework_loc is not None else "")
+    who = f"Rank {b.rank}" if b.rank is not None else "A rank that was only busy"
+    return (f"{who} would have arrived: raising the timeout does help here, as does moving the work. "
+            f"{_SPREAD[b.phase]}",
+            f"Or give that phase a longer timeout ({via}): {_LONGER[b.framework]}.{_default(b.timeout_ms)}",
+            "If it should not take that long, profile that rank while it works (`py-spy dump --pid <pid>`).")
