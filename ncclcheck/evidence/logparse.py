@@ -1090,8 +1090,8 @@ class LogParser:
         self._facts[("busy", "", who.rank)] = Fact(who, "busy", body[:200], loc)
 
     def _error(self, who: Who, kind: ErrorKind, message: str, loc: Loc) -> None:
-        if self._line_pid is not None and self._line_pid >= 0:
-            self._pid_error[self._line_pid] = len(self._errors)
+        if kind is ErrorKind.EXCEPTION and self._line_pid is not None and self._line_pid >= 0:
+            self._pid_error[self._line_pid] = len(self._errors)  # a Python exception: did its process go on?
         self._errors.append(RankError(who, kind, message[:MAX_MESSAGE], loc))
 
     def _fact(self, who: Who, key: str, value: str, loc: Loc) -> None:
