@@ -108,7 +108,9 @@ _HEAD_WANTED = re.compile(
 # host's own lines pasted into a log (an OOM kill, an Xid, a segfault): rare, searched for whole in every block.
 WHOLE_WORDS = (b"srun: error: ", b"slurmstepd: error: ", b"failed (exitcode: ", b"sigkill_handler",
                b"Caught signal", b"Fatal Python error", b"Segmentation fault", b"Bus error", b"*** SIG", b"Signal: ",
-               b"OOMKill", b"NVRM: Xid", b"Killed process", b"segfault at")
+               b"OOMKill", b"NVRM: Xid", b"Killed process", b"segfault at",
+               # statements of the job's world (launchers' echoes, torchrun's launch configs, Accelerate)
+               b"WORLD_SIZE", b"world_size", b"Num processes", b"nnodes", b"nproc", b"max_nodes", b"store-based")
 BEFORE = 8
 AFTER = 16
 HEAD = 16 << 10

@@ -19,6 +19,7 @@ from ncclcheck.evidence.types import PG, FileScan, InputProblem, LiveStack, Loc,
 from ncclcheck.findings import Finding
 from ncclcheck.job.causes import Diagnosis
 from ncclcheck.job.live import LivePosition, StackGroup
+from ncclcheck.job.world import WorldStatement
 
 
 @dataclass(frozen=True)
@@ -238,6 +239,7 @@ class Job:
     records: tuple[Record, ...] = ()
     live: tuple[LivePosition, ...] = ()  # where each rank of a live job is (snapshot stacks, with their dumps)
     stack_groups: tuple[StackGroup, ...] = ()  # ranks whose main threads show the same stack
+    world_stated: WorldStatement | None = None  # the line the world size comes from; None: nothing states it
 
     def rank(self, r: int) -> RankState | None:
         return self._by_rank.get(r)
@@ -292,3 +294,6 @@ class Analysis:
     verdict: Verdict
     dtype: str
     problems: tuple[InputProblem, ...] = field(default=())  # every input that could not be read, or only in part
+    attempt: int | None = None  # which attempt of a restarted job this is (None: the inputs show one attempt)
+    attempt_count: int = 1  # how many attempts the inputs hold
+    attempts: tuple[Analysis, ...] = ()  # with --attempt all: every attempt's own analysis, in order
