@@ -15,7 +15,7 @@ from ncclcheck.evidence.types import FileScan, InputProblem
 from ncclcheck.job.model import Analysis
 from ncclcheck.job.records import merge_records
 from ncclcheck.findings import Finding, Severity
-from ncclcheck.job.attempts import AttemptError, split
+from ncclcheck.job.attempts import AttemptError, global_ranks, split
 from ncclcheck.job.runs import by_file, find_restart, last_run
 from ncclcheck.ranks import rank_phrase
 from ncclcheck.job.verdict import TensorOf, decide
@@ -111,7 +111,7 @@ def analyze_scans(scans: Sequence[FileScan], dtype: str = "float32", problems: S
     others are summarised in one finding each.
     """
     scans = sorted(scans, key=lambda s: s.file)
-    attempts = split([s for s in scans if not any(p.fatal for p in s.problems)])
+    attempts = split(global_ranks([s for s in scans if not any(p.fatal for p in s.problems)]))
     every = [_one(a, dtype, tensor_of) for a in attempts]
     n = len(every)
     if attempt in ("last", "all"):

@@ -24,6 +24,7 @@ from ncclcheck.evidence.types import FileScan
 from ncclcheck.job.world import WORLD_FACTS
 
 _ATTEMPT_DIR = re.compile(r"^(.*)attempt_(\d+)[/\\]")
+_WORKER_DIR = re.compile(r"^(.*attempt_\d+)[/\\]\d+[/\\][^/\\]+$")
 RESTART_WORDS = ("will restart worker group", "Restarting worker group")
 
 
@@ -89,6 +90,40 @@ def within(scan: FileScan, lo: int, hi: int | None) -> FileScan:
     kept = changes.get("facts", ())
     changes["facts"] = (*kept, *(f for f in scan.facts if f.key in WORLD_FACTS and f not in kept))
     return replace(scan, **changes)
+
+
+def global_ranks(scans: Sequence[FileScan]) -> list[FileScan]:
+    """torchrun's ``--log-dir`` names a worker's folder by its *local* rank: ``attempt_0/1/`` of the second node of
+    4-process nodes is global rank 5. Where the ``[rankN]:`` prefixes in the folders of one attempt name global ranks
+    that are their folders' numbers plus one offset (a node's ranks are consecutive), every folder of it is moved by
+    that offset, those whose files carry no prefix (a quiet rank's ``stdout.log``) too."""
+    offsets: dict[str, set[int]] = {}
+    for s in scans:
+        if s.path_rank is not None and (m := _WORKER_DIR.match(s.file)):
+            found = offsets.setdefault(m[1], set())
+            found.update(w.global_rank - s.path_rank for v in _located(s) if (w := getattr(v, "who", None)) is not None
+                         and w.global_rank is not None)
+    out = []
+    for s in scans:
+        m = _WORKER_DIR.match(s.file) if s.path_rank is not None else None
+        shift = offsets.get(m[1], set()) if m else set()
+        if len(shift) == 1 and (by := next(iter(shift))) != 0:
+            s = _moved(s, s.path_rank + by)  # type: ignore[operator]
+        out.append(s)
+    return out
+
+
+def _moved(scan: FileScan, rank: int) -> FileScan:
+    """``scan`` with its path's rank read as global rank ``rank``."""
+    old = scan.path_rank
+    changes: dict[str, object] = {}
+    for f in fields(scan):
+        value = getattr(scan, f.name)
+        if isinstance(value, tuple) and value and hasattr(value[0], "who"):
+            changes[f.name] = tuple(
+                replace(v, who=replace(v.who, path_rank=rank)) if v.who.path_rank == old else v for v in value)
+    seen = {r for r in scan.ranks_seen if r != old} | {rank}
+    return replace(scan, path_rank=rank, ranks_seen=tuple(sorted(seen)), **changes)
 
 
 def split(scans: Sequence[FileScan]) -> list[list[FileScan]]:
