@@ -259,3 +259,45 @@ def test_two_agents_in_one_console_are_not_two_attempts():
     text = "".join((WORLD / "twonodes" / f"node{n}.console.log").read_text() for n in (0, 1))
     a = run_text(text)
     assert (a.attempt, a.verdict.kind.value, a.verdict.culprit_ranks) == (None, "lagging_rank", (5,))
+
+
+# --- group membership from a mesh's layout ---------------------------------------------------------------------
+
+def _mesh_console(init_lines: bool = True) -> str:
+    """tp=2 x dp=4 over 8 ranks (tp groups 0-1, 2-3, 4-5, 6-7; dp groups 0,2,4,6 and 1,3,5,7). Rank 5 prints
+    nothing; rank 4, its tp peer, times out in tp #4; the others finished tp #4 and time out in dp #4."""
+    out = []
+
+    def line(r: int, text: str) -> None:
+        out.append(f"[rank{r}]:[E1125 10:00:00.000000000 ProcessGroupNCCL.cpp:1] {text}\n")
+
+    for r in (0, 1, 2, 3, 4, 6, 7):
+        tp, dp = f"PG ID 1 PG GUID tp{r // 2}(tp) Rank {r % 2}", f"PG ID 2 PG GUID dp{r % 2}(dp) Rank {r // 2}"
+        if init_lines:
+            line(r, f"[{tp}] ProcessGroupNCCL initialization options: size: 2, global rank: {r}, TIMEOUT(ms): 600000")
+            line(r, f"[{dp}] ProcessGroupNCCL initialization options: size: 4, global rank: {r}, TIMEOUT(ms): 600000")
+        pg, rank, numel = (tp, r % 2, 4096) if r == 4 else (dp, r // 2, 1048576)
+        line(r, f"[Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4, OpType=ALLREDUCE, "
+                f"NumelIn={numel}, NumelOut={numel}, Timeout(ms)=600000) ran for 600010 milliseconds before timing out.")
+        line(r, f"[{pg}]  failure detected by watchdog at work sequence id: 4 PG status: last enqueued work: 4, "
+                "last completed work: 3")
+    return "".join(out)
+
+
+def test_a_silent_member_of_a_stuck_group_is_placed_by_the_mesh_layout_and_named():
+    a = run_text(_mesh_console())
+    groups = {(g.id.guid, g.source.value): g.members for g in a.job.groups if g.id.guid != "0"}
+    assert groups[("tp2", "layout")] == (4, 5) and groups[("dp1", "layout")] == (1, 3, 5, 7)
+    v = a.verdict
+    assert (v.kind.value, v.culprit_ranks) == ("lagging_rank", (5,))
+    assert 5 in v.unknown_ranks and "rank 5" in v.summary
+    placed = sorted(f.message for f in v.findings if f.code == "members-from-layout")
+    assert [m.split(", are placed")[0] for m in placed] == ["The members of PG 1 (tp, GUID tp2), 4-5",
+                                                             "The members of PG 2 (dp, GUID dp1), 1-7 by 2"]
+    assert all(m.endswith("rank 5, with no input, is a member by its place.") for m in placed)
+
+
+def test_without_the_groups_sizes_no_member_is_invented():
+    a = run_text(_mesh_console(init_lines=False))
+    assert not [g for g in a.job.groups if g.source.value == "layout"]
+    assert 5 not in a.verdict.culprit_ranks

@@ -12,13 +12,13 @@ from ncclcheck.evidence import bundle
 from ncclcheck.evidence.reader import Source
 from ncclcheck.evidence.scan import scan_all
 from ncclcheck.evidence.types import FileScan, InputProblem
-from ncclcheck.job.model import Analysis
-from ncclcheck.job.records import merge_records
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.attempts import AttemptError, global_ranks, split
+from ncclcheck.job.model import Analysis
+from ncclcheck.job.records import merge_records
 from ncclcheck.job.runs import by_file, find_restart, last_run
-from ncclcheck.ranks import rank_phrase
 from ncclcheck.job.verdict import TensorOf, decide
+from ncclcheck.ranks import rank_phrase
 
 # ``ncclcheck snapshot --out`` writes these; logs compressed as .tar.gz are not a thing PyTorch or torchrun writes.
 SNAPSHOT_SUFFIXES = (".tar.gz", ".tgz")

@@ -35,7 +35,6 @@ from ncclcheck.evidence.types import (
 from ncclcheck.job.causes import one_line
 from ncclcheck.job.graph import wait_for
 from ncclcheck.job.live import live_state
-from ncclcheck.job.world import WorldStatement, statements, strongest
 from ncclcheck.job.model import (
     Ending,
     EndKind,
@@ -48,6 +47,7 @@ from ncclcheck.job.model import (
     Record,
     Work,
 )
+from ncclcheck.job.world import WorldStatement, statements, strongest
 from ncclcheck.transfer import GATHER_SCATTER_OPS
 
 REAL_FAILURES = {ErrorKind.OOM, ErrorKind.CUDA, ErrorKind.EXCEPTION}
@@ -364,12 +364,51 @@ class _Builder:
         return Job(world, tuple(states), tuple(groups), tuple(edges), tuple(roots), tuple(self.records), live,
                    stack_groups, stated)
 
+    def _layout(self) -> dict[tuple[str, str], tuple[int, ...]]:
+        """Members of sub-groups placed from what their lines say: the group's size (its ``initialization options``
+        line, or its siblings': the groups of one mesh dimension, same description or ID, have one size) and the
+        group ranks of the members that printed (``[PG … Rank k]``). A dimension's groups are evenly strided (tp
+        groups 4-5 and 6-7, dp groups 1, 3, 5, 7): the stride comes from two members of the group or from a sibling.
+        So rank 5, silent, is placed in tp group 4-5 where rank 4 printed group rank 0 of size 2."""
+        def sibling(g: _GroupB) -> tuple[str, str | None]:
+            return ("desc", g.desc) if g.desc and g.desc != "default_pg" else ("id", g.id)
+
+        def pairs(g: _GroupB) -> list[tuple[int, int]]:
+            return sorted((k, r) for r, k in g.members.items() if k is not None)
+
+        sizes: dict[tuple[str, str | None], set[int]] = defaultdict(set)
+        strides: dict[tuple[str, str | None], set[int]] = defaultdict(set)
+        subgroups = [(key, g) for key, g in self.groups.items() if key not in (_DEFAULT_KEY, ("unknown", ""))
+                     and g.exact is None and sibling(g)[1] is not None]
+        for _, g in subgroups:
+            if g.size:
+                sizes[sibling(g)].add(g.size)
+            if (st := _stride(pairs(g))) is not None:
+                strides[sibling(g)].add(st)
+        out: dict[tuple[str, str], tuple[int, ...]] = {}
+        for key, g in subgroups:
+            known = pairs(g)
+            size = {g.size} if g.size else sizes[sibling(g)]
+            stride = _stride(known)
+            if stride is None and len(strides[sibling(g)]) == 1:
+                stride = next(iter(strides[sibling(g)]))
+            if not known or stride is None or len(size) != 1 or len(known) >= (n := next(iter(size))):
+                continue
+            base = known[0][1] - known[0][0] * stride
+            members = tuple(base + i * stride for i in range(n))
+            if base >= 0 and all(0 <= k < n and members[k] == r for k, r in known):
+                out[key] = members
+        return out
+
     def _groups(self, world: int | None) -> list[Group]:
         out = []
+        placed = self._layout()
         for key, g in self.groups.items():
             members = tuple(sorted(g.members))
             if g.exact:
                 out.append(Group(g.gid(), g.exact, len(g.exact), MemberSource.PG_CONFIG))
+            elif key in placed:
+                out.append(Group(g.gid(), placed[key], len(placed[key]), MemberSource.LAYOUT))
             elif key == _DEFAULT_KEY and (world or g.size):
                 n = g.size or world or 0
                 out.append(Group(g.gid(), tuple(range(n)), n, MemberSource.DEFAULT_GROUP))
@@ -510,6 +549,16 @@ class _Builder:
                     return Ending(EndKind.EXITED, "exited with status 0 while the others still needed it (torchrun's "
                                   "failure table lists the ranks around it, not this one)", first.loc)
         return None
+
+
+def _stride(pairs: Sequence[tuple[int, int]]) -> int | None:
+    """The one stride of (group rank, global rank) pairs, or None: fewer than two, or no single positive stride."""
+    found = set()
+    for (k1, r1), (k2, r2) in zip(pairs, pairs[1:], strict=False):
+        if k2 == k1 or (r2 - r1) % (k2 - k1):
+            return None
+        found.add((r2 - r1) // (k2 - k1))
+    return found.pop() if len(found) == 1 and min(found) > 0 else None
 
 
 def _earlier(a: Work, b: Work) -> bool:

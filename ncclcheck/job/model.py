@@ -89,6 +89,7 @@ class MemberSource(str, Enum):
     INIT_LINES = "init_lines"  # every member printed its "initialization options" line
     DEFAULT_GROUP = "default_group"  # the world group holds every rank
     ALL_RANKS = "all_ranks"  # every rank of the job printed in it: a group has no members outside the job
+    LAYOUT = "layout"  # its size and some members' group ranks, laid out as its sibling groups are (a mesh)
     PARTIAL = "partial"  # some members are known (status or init lines), others are not
     UNKNOWN = "unknown"
 
@@ -105,7 +106,7 @@ class Group:
     @property
     def exact(self) -> bool:
         return self.source in (MemberSource.PG_CONFIG, MemberSource.INIT_LINES, MemberSource.DEFAULT_GROUP,
-                               MemberSource.ALL_RANKS)
+                               MemberSource.ALL_RANKS, MemberSource.LAYOUT)
 
 
 @dataclass(frozen=True)

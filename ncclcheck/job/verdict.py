@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ncclcheck.evidence.frdump import Frame
-from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, RankError
+from ncclcheck.evidence.types import ErrorKind, FileScan, RankError
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.build import build_job
 from ncclcheck.job.causes import (
