@@ -301,3 +301,16 @@ def test_without_the_groups_sizes_no_member_is_invented():
     a = run_text(_mesh_console(init_lines=False))
     assert not [g for g in a.job.groups if g.source.value == "layout"]
     assert 5 not in a.verdict.culprit_ranks
+
+
+def test_the_agents_restart_line_splits_a_console():
+    """At LOGLEVEL=INFO the agent says it restarts the workers: the lines after it are the next attempt's."""
+    text = ("[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+            "[2026-11-24 02:31:44,000] torch.distributed.elastic.agent.server.api: [WARNING] [default] Worker group "
+            "FAILED. 1/1 attempts left; will restart worker group\n"
+            "[rank0]: RuntimeError: simulated data error\n")
+    a = run_text(text)
+    assert (a.attempt, a.attempt_count, a.verdict.culprit_ranks) == (1, 2, (0,))
+    assert "out of memory" not in a.verdict.summary
+    earlier = [f for f in a.verdict.findings if f.code == "earlier-attempt"]
+    assert len(earlier) == 1 and "culprit: rank 1" in earlier[0].message and str(earlier[0].evidence[0]).endswith(":1")

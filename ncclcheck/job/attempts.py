@@ -61,10 +61,10 @@ def console_starts(scan: FileScan) -> list[int]:
         if f.key == "agent_failed":
             agent, _, line = f.value.partition("@")
             failed.append((agent, int(line)))
+    if not said and len(failed) < 2:
+        return []  # one attempt: nothing to split (the common case, and the cheap one)
     failed.sort(key=lambda x: x[1])
     worker = _worker_lines(scan)
-    if not worker:
-        return []
     ends = list(said)
     for i, (agent, line) in enumerate(failed):
         later = [ln for a, ln in failed[i + 1:] if a == agent]
