@@ -99,7 +99,9 @@ _HEAD_WANTED = re.compile(
     rb"NCCL version|Bootstrap|NET/|Using network|TIMEOUT\(ms\)|nranks|set by environment|NCCL WARN|environments|"
     rb"initialization options|Error|Exception|Interrupt|terminate called|Terminating the process|Aborting process|"
     rb"\[TC\]|[Dd]ump|[Ff]light [Rr]ecorder|Last error|Assertion `|TCPStore|\[c10d\]|[Rr]endezvous|death signal|"
-    rb"closing signal|clients joined|will restart worker group|GLOBAL_RANK|\[rank: \d"
+    rb"closing signal|clients joined|will restart worker group|GLOBAL_RANK|\[rank: \d|"
+    # the job's world as launchers and scripts echo it at start-up (torchrun's launch configs, Accelerate, DeepSpeed)
+    rb"WORLD_SIZE|world_size|Num processes|nnodes|nproc|max_nodes|store-based"
 )
 # Launchers' words about their tasks: Slurm's ("srun: error: node3: task 5: Killed", "slurmstepd: error: Detected 1
 # oom_kill event"), torchrun's agent's ("failed (exitcode: -9) local_rank: 2 (pid: …) of binary"), DeepSpeed's
@@ -109,8 +111,7 @@ _HEAD_WANTED = re.compile(
 WHOLE_WORDS = (b"srun: error: ", b"slurmstepd: error: ", b"failed (exitcode: ", b"sigkill_handler",
                b"Caught signal", b"Fatal Python error", b"Segmentation fault", b"Bus error", b"*** SIG", b"Signal: ",
                b"OOMKill", b"NVRM: Xid", b"Killed process", b"segfault at",
-               # statements of the job's world (launchers' echoes, torchrun's launch configs, Accelerate)
-               b"WORLD_SIZE", b"world_size", b"Num processes", b"nnodes", b"nproc", b"max_nodes", b"store-based")
+               b"worker group")  # torchrun's agent restarting the workers: where an attempt ends
 BEFORE = 8
 AFTER = 16
 HEAD = 16 << 10
