@@ -136,6 +136,9 @@ def analyze_log(
                                                                                 "beside config.json.")] = False,
     bucket_cap_mb: Annotated[Optional[float], typer.Option(min=0.001, help="DDP's bucket_cap_mb, if the job set "
                                                                            "it.")] = None,
+    attempt: Annotated[str, typer.Option("--attempt", metavar="N|last|all", help="Which attempt of a job torchrun "
+                                         "restarted to analyse: its number, the last (default), or all of them.")]
+    = "last",
 ) -> None:
     """Read every rank's logs and say which collective hung, which rank caused it, and why.
 
@@ -147,11 +150,15 @@ def analyze_log(
     from ncclcheck.evidence.reader import InputError, resolve
     from ncclcheck.evidence.types import InputProblem
     from ncclcheck.job.analyze import analyze
+    from ncclcheck.job.attempts import AttemptError
     from ncclcheck.job.model import VerdictKind
     from ncclcheck.render.json_out import analysis_json
     from ncclcheck.render.report import report
 
     _check_dtype(dtype)
+    which: int | str = int(attempt) if attempt.isdigit() else attempt
+    if which not in ("last", "all") and not isinstance(which, int):
+        usage_error(f"--attempt {attempt}: give an attempt's number, last or all")
     if evidence_out is not None and (as_json or html or trace or quiet):
         usage_error("--evidence-out writes the evidence only; give --json, --html, --trace or --quiet to the run "
                     "that reads the evidence files")
@@ -185,11 +192,14 @@ def analyze_log(
 
     if evidence_out is not None:
         _evidence(evidence_out, sources, done, jobs, unreadable)
-    if progress is not None:
-        with progress:
-            result = analyze(sources, dtype, done, jobs, unreadable, tensor_of)
-    else:
-        result = analyze(sources, dtype, done, jobs, unreadable, tensor_of)
+    try:
+        if progress is not None:
+            with progress:
+                result = analyze(sources, dtype, done, jobs, unreadable, tensor_of, which)
+        else:
+            result = analyze(sources, dtype, done, jobs, unreadable, tensor_of, which)
+    except AttemptError as exc:
+        usage_error(str(exc))
     if not any(s.bytes_read or s.dump is not None or s.live for s in result.scans):
         warn("no log lines: every input was empty" if result.scans else "no readable input")
         if as_json:  # a script reading stdout always gets an object: the problems, and no verdict
@@ -208,7 +218,10 @@ def analyze_log(
     if as_json:
         typer.echo(json.dumps(analysis_json(result, per_rank), indent=2))
     else:
-        console.print(report(result, quiet), crop=False)
+        for each in result.attempts or (result,):
+            if result.attempts:
+                console.print(f"attempt {each.attempt} of {each.attempt_count}", style="bold", crop=False)
+            console.print(report(each, quiet), crop=False)
     raise typer.Exit(Exit.OK if result.verdict.kind is VerdictKind.NO_FAILURE else Exit.FOUND)
 
 

@@ -334,7 +334,7 @@ def test_a_process_that_reports_its_fatal_signal_died_of_it(line, sig):
     form it is printed (UCX, glog, faulthandler, MPI, a shell): the rank died of that signal."""
     s = _scan(f"[rank2]: {line}\n")
     assert [(e.who.rank, e.kind.value) for e in s.errors] == [(2, "killed")]
-    ending = run_text(f"[rank2]: {line}\n").job.ranks[0].ending
+    ending = run_text(f"[rank2]: {line}\n").job.rank(2).ending
     assert (ending.kind.value, ending.signal) == ("killed", sig)
 
 
@@ -389,7 +389,7 @@ def test_lightning_names_each_rank_and_the_world():
     s = _scan("initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/4\n[rank: 1] Global seed set to 42\n"
               "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/4\n")
     assert s.ranks_seen == (0, 1)
-    assert {(f.key, f.value) for f in s.facts} == {("world_size", "4"), ("framework", "lightning")}
+    assert {(f.key, f.value) for f in s.facts} == {("lightning_world", "4"), ("framework", "lightning")}
     v = run_text("initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/2\nInitializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2\n"
                  "[rank: 1] Seed set to 42\n").verdict
     assert v.kind.value == "no_failure"

@@ -233,7 +233,10 @@ def test_torchrun_attempts_are_separate_runs(tmp_path):
     shutil.copytree(REAL4 / "uneven_ddp" / "attempt_0", tmp_path / "run" / "attempt_1")
     a = run(tmp_path / "run")
     assert (a.verdict.kind.value, a.verdict.culprit_ranks) == ("collective_mismatch", (3,))
-    assert any(f.code == "earlier-runs" and "2 file(s)" in f.message for f in a.verdict.findings)
+    earlier = [f for f in a.verdict.findings if f.code == "earlier-attempt"]
+    assert len(earlier) == 1 and earlier[0].message.startswith("Attempt 0 of 2 (an earlier attempt: torchrun "
+                                                                "restarted the workers after it) ended in lagging_rank")
+    assert (a.attempt, a.attempt_count) == (1, 2)
 
 
 _OPS = ("ALLREDUCE", "_ALLGATHER_BASE", "_REDUCE_SCATTER_BASE", "BROADCAST", "SEND", "RECV", "ALLTOALL_BASE")

@@ -369,7 +369,7 @@ def test_archive_round_trip(tmp_path: Path):
     assert (live.global_rank, live.pid, live.host, live.collective, live.gpu_util) == (0, 4000, "node1", "all_reduce",
                                                                                       100)
     assert live.threads == s.ranks[0].threads
-    assert [(f.key, f.value) for f in scans[0].facts] == [("NCCL_DEBUG", "INFO"), ("world_size", "2"), ("pid", "4000"),
+    assert [(f.key, f.value) for f in scans[0].facts] == [("NCCL_DEBUG", "INFO"), ("launcher_world", "2"), ("pid", "4000"),
                                                          ("host", "node1")]
     from_archive = analyze_scans(scans).verdict
     taken = analyze_scans(archive.snapshot_scans(s)).verdict  # the same document, its files named by host

@@ -55,7 +55,7 @@ def scans(doc: Mapping[str, Any], dumps: Mapping[str, bytes], label: str) -> lis
         facts = tuple(Fact(Who(global_rank=rank), str(k), str(v)[:300], loc) for k, v in settings.items()
                       if str(k).startswith(("NCCL_", "TORCH_")))
         if isinstance(r.get("world_size"), int):
-            facts += (Fact(Who(global_rank=rank), "world_size", str(r["world_size"]), loc),)
+            facts += (Fact(Who(global_rank=rank), "launcher_world", str(r["world_size"]), loc),)
         err = r.get("stack_error")
         problems = (InputProblem(name, f"no stack: {err}", False),) if isinstance(err, str) else ()
         if isinstance(r.get("pid"), int):  # what joins the kernel's records (an OOM kill's PID) to the rank

@@ -156,10 +156,23 @@ _FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap tes
     ("network", "Using network", re.compile(r"NCCL INFO Using network (\S+)")),
     ("TIMEOUT(ms)", "TIMEOUT(ms)", re.compile(r"TIMEOUT\(ms\):\s*(\d+)")),
     ("world_size", "initialization options", re.compile(r"initialization options:.*?\bsize: (\d+)")),
-    ("world_size", "nranks", re.compile(r"NCCL INFO comm 0x[0-9a-f]+ rank \d+ nranks (\d+) ")),
+    # A communicator's size: the world's, or a sub-group's (the world is at least that large).
+    ("nccl_nranks", "nranks", re.compile(r"NCCL INFO comm 0x[0-9a-f]+ rank \d+ nranks (\d+) ")),
     ("bus_id", "busId", re.compile(r"cudaDev \d+ (?:nvmlDev \d+ )?busId ([0-9a-fA-F]+)")),  # the rank's GPU
     # Lightning's "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/4" (1.x: "initializing ddp: …")
-    ("world_size", "GLOBAL_RANK", re.compile(r"GLOBAL_RANK: \d+, MEMBER: \d+/(\d+)")),
+    ("lightning_world", "GLOBAL_RANK", re.compile(r"GLOBAL_RANK: \d+, MEMBER: \d+/(\d+)")),
+    # The world as launchers and frameworks echo it: an environment dump or a script's own print (WORLD_SIZE=8),
+    # DeepSpeed's launcher (dist_world_size=16) and its comm (world_size=8), torchrun's agent's rendezvous result
+    # (global_world_sizes=[8, 8, ...]), Accelerate's state ("Num processes: 8"), torch 1.x's store barrier.
+    ("launcher_world", "WORLD_SIZE", re.compile(r"\bWORLD_SIZE['\"]?\s*[=:]\s*['\"]?(\d+)")),
+    ("launcher_world", "world_size", re.compile(r"(?<![\w.])(?:dist_)?world_size['\"]?\s*[=:]\s*['\"]?(\d+)")),
+    ("launcher_world", "global_world_sizes", re.compile(r"global_world_sizes=\[(\d+)")),
+    ("accelerate_world", "Num processes", re.compile(r"\bNum processes: (\d+)")),
+    ("launcher_world", "store-based barrier", re.compile(r"store-based barrier for key:\S+ with (\d+) nodes")),
+    # torchrun's command line or its launch configs (LOGLEVEL=INFO): nodes times processes per node, when fixed.
+    ("nnodes", "nnodes", re.compile(r"--nnodes[= ](\d+)(?![:\d])")),
+    ("nnodes", "max_nodes", re.compile(r"(?:^|\])\s*max_nodes\s*:\s*(\d+)\s*$")),
+    ("nproc_per_node", "nproc", re.compile(r"--nproc[-_]per[-_]node[= ](\d+)|(?:^|\])\s*nproc_per_node\s*:\s*(\d+)\s*$")),
 )
 _GROUP_INIT = re.compile(
     r"initialization options:\s*size:\s*(\d+),\s*global rank:\s*(\d+)(?:,\s*TIMEOUT\(ms\):\s*(\d+))?"
@@ -199,7 +212,8 @@ _RECORDISH = re.compile(
 )
 # Words one of which a line with a fact (or an error) holds: plain substring tests, cheaper than one alternation.
 _FACT_WORDS = ("initialization options", "Terminating the process", "NCCL version", "Bootstrap", "NET/",
-               "Using network", "TIMEOUT(ms)", "nranks", "set by environment", "NCCL WARN", "GLOBAL_RANK")
+               "Using network", "TIMEOUT(ms)", "nranks", "set by environment", "NCCL WARN", "GLOBAL_RANK",
+               "WORLD_SIZE", "world_size", "Num processes", "store-based barrier", "nnodes", "max_nodes", "nproc")
 _ERROR_WORDS = ("Error", "Exception", "Interrupt", "terminate called")
 
 # --- what a rank was busy with: work of its own that may outlast a collective timeout ----------------------
@@ -251,7 +265,7 @@ _NCCL_SAYS = re.compile(
 _CLUE_GATE = re.compile(
     r"Last error|Assertion `|CUDA error|TCPStore|\[c10d\]|death signal|closing signal|[Rr]endezvous|clients joined"
     r"|CANCELLED AT|oom_kill|OOM ?Kill|Out Of Memory"
-    r"|workers joined|will restart worker group|" + _NCCL_SAYS.pattern
+    r"|workers joined|will restart worker group|Restarting worker group|" + _NCCL_SAYS.pattern
 )
 # Launchers' lines about their workers: Slurm's "srun: error: node3: tasks 8-13,15: Killed", torchrun's agent
 # "failed (exitcode: -9) local_rank: 3 (pid: 812917) of binary" (others: evidence/formats/).
@@ -279,7 +293,7 @@ _MONITORED_MISSING = re.compile(r"Ranks? (\d+(?:, \d+)*) failed to pass monitore
 _MONITORED_REACHED = re.compile(r"Rank \d+ successfully reached monitoredBarrier, but received errors while waiting")
 # Words one of which every clue line holds: plain substring tests first, the gate's regex only where one is there.
 _CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "CANCELLED", "ssertion", "TCPStore", "c10d", "signal",
-               "endezvous", "joined", "restart", "interface", "AF_INET", "plugin", "peer", "Call to")
+               "endezvous", "joined", "restart", "Restart", "interface", "AF_INET", "plugin", "peer", "Call to")
 _LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(.*)$")
 _CUDA_ASSERT = re.compile(r"([\w.]+\.cuh?):(\d+): (.*?): block: \[[\d,]+\], thread: \[[\d,]+\] Assertion `(.+)` failed")
 _CUDA_ERROR = re.compile(r"CUDA error: (.+?)(?:\.?$|\. | Search for | CUDA kernel errors)")
@@ -291,8 +305,10 @@ _STORE_FAIL = re.compile(
 _LAUNCHER = re.compile(
     r"Received (\S+) death signal|Sending process (\d+) closing signal (SIG\w+)|has failed to shutdown the rendezvous"
     r"|(Rendezvous(?:Timeout|Closed|Connection|GracefulExit)Error)|attempts left; will restart worker group"
+    r"|Restarting worker group"
     r"|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT|oom_kill event|OOM Killed|OOMKilled"
 )
+_GLOG_PID = re.compile(r"^[EWIF]\d{4} [\d:.]+ +(\d+) ")
 _LOG_HEAD = re.compile(r"^\[?[EWIF]\d{4} [\d:.]+ +\d*\s*[^\]]*\]\s*")
 
 _FRAME = re.compile(r"^#(\d+) (\S+) from (.+):(\d+)$")
@@ -861,6 +877,9 @@ class LogParser:
                     self._fact(who, "framework", name, loc)
         if "of binary" in text and (m := _AGENT_FAILED.search(text)):
             self._agent_failed(int(m[2]), int(m[1]), int(m[3]), loc)
+            # Where an attempt of the worker group ended, and which agent said so (glog's thread id is its PID).
+            agent = _GLOG_PID.match(text)
+            self._fact(Who(), "agent_failed", f"{agent[1] if agent else ''}@{loc.line}", loc)
             return
         if "srun: error: " in text and (m := _SRUN_TASKS.search(text)):
             self._srun_failed(m, loc)
@@ -886,7 +905,7 @@ class LogParser:
             for key, word, pattern in _FACTS:
                 # A sub-group's creation line gives its own size, not the world's (the group creation keeps it).
                 if word in text and not (subgroup and key == "world_size") and (m := pattern.search(text)):
-                    self._fact(who, key, m[1].strip(), loc)
+                    self._fact(who, key, next(g for g in m.groups() if g is not None).strip(), loc)
             if _SETTING_LINE.search(text):
                 for m in _SETTING.finditer(text):
                     self._fact(who, m[1], m[2], loc)

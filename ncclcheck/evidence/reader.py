@@ -100,7 +100,9 @@ _HEAD_WANTED = re.compile(
     rb"NCCL version|Bootstrap|NET/|Using network|TIMEOUT\(ms\)|nranks|set by environment|NCCL WARN|environments|"
     rb"initialization options|Error|Exception|Interrupt|terminate called|Terminating the process|Aborting process|"
     rb"\[TC\]|[Dd]ump|[Ff]light [Rr]ecorder|Last error|Assertion `|TCPStore|\[c10d\]|[Rr]endezvous|death signal|"
-    rb"closing signal|clients joined|will restart worker group|GLOBAL_RANK|\[rank: \d"
+    rb"closing signal|clients joined|will restart worker group|GLOBAL_RANK|\[rank: \d|"
+    # the job's world as launchers and scripts echo it at start-up (torchrun's launch configs, Accelerate, DeepSpeed)
+    rb"WORLD_SIZE|world_size|Num processes|nnodes|nproc|max_nodes|store-based"
 )
 # Launchers' words about their tasks: Slurm's ("srun: error: node3: task 5: Killed", "slurmstepd: error: Detected 1
 # oom_kill event"), torchrun's agent's ("failed (exitcode: -9) local_rank: 2 (pid: …) of binary"), DeepSpeed's
@@ -114,7 +116,9 @@ WHOLE_WORDS = (b"srun: error: ", b"slurmstepd: error: ", b"failed (exitcode: ", 
                b"valuat", b"alidat", b"aving", b"heckpoint", b"okeniz", b"Map", b"Filter", b"reprocess", b"ompil",
                b"utotun", b"eval_runtime",
                # a name the resolver could not resolve, NCCL's bare system error (lower-case words no anchor takes)
-               b"gai error", b"cannot be retrieved", b"system error") + formats.WORDS
+               b"gai error", b"cannot be retrieved", b"system error",
+               # torchrun's agent restarting the workers: where an attempt ends
+               b"worker group") + formats.WORDS
 BEFORE = 8
 AFTER = 16
 HEAD = 16 << 10

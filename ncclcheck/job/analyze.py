@@ -12,10 +12,13 @@ from ncclcheck.evidence import bundle
 from ncclcheck.evidence.reader import Source
 from ncclcheck.evidence.scan import scan_all
 from ncclcheck.evidence.types import FileScan, InputProblem
+from ncclcheck.findings import Finding, Severity
+from ncclcheck.job.attempts import AttemptError, global_ranks, split
 from ncclcheck.job.model import Analysis
 from ncclcheck.job.records import merge_records
-from ncclcheck.job.runs import by_file, find_restart, last_run, latest_attempts
+from ncclcheck.job.runs import by_file, find_restart, last_run
 from ncclcheck.job.verdict import TensorOf, decide
+from ncclcheck.ranks import rank_phrase
 
 # ``ncclcheck snapshot --out`` writes these; logs compressed as .tar.gz are not a thing PyTorch or torchrun writes.
 SNAPSHOT_SUFFIXES = (".tar.gz", ".tgz")
@@ -87,6 +90,7 @@ def analyze(
     workers: int | None = None,
     problems: Sequence[InputProblem] = (),
     tensor_of: TensorOf | None = None,
+    attempt: int | str = "last",
 ) -> Analysis:
     """Scan every source, merge the timeout records and decide the verdict.
 
@@ -94,24 +98,57 @@ def analyze(
     reported with the problems found while reading, so that the result names every input.
     """
     scans, unopened = read_all(sources, on_done, workers)
-    return analyze_scans(scans, dtype, (*problems, *unopened), tensor_of)
+    return analyze_scans(scans, dtype, (*problems, *unopened), tensor_of, attempt)
 
 
 def analyze_scans(scans: Sequence[FileScan], dtype: str = "float32", problems: Sequence[InputProblem] = (),
-                  tensor_of: TensorOf | None = None) -> Analysis:
+                  tensor_of: TensorOf | None = None, attempt: int | str = "last") -> Analysis:
     """The verdict from scans already read (here, or on the nodes and carried in evidence files).
 
     Scans are taken in file-name order, so that the answer does not depend on how the inputs were given or split
-    among evidence files.
+    among evidence files. A restarted job's attempts are analysed apart (:mod:`ncclcheck.job.attempts`):
+    ``attempt`` is the one analysed (its number, or "last"), or "all" for every one (``Analysis.attempts``); the
+    others are summarised in one finding each.
     """
     scans = sorted(scans, key=lambda s: s.file)
-    readable, earlier_attempts = latest_attempts([s for s in scans if not any(p.fatal for p in s.problems)])
-    records = merge_records(readable)
+    attempts = split(global_ranks([s for s in scans if not any(p.fatal for p in s.problems)]))
+    every = [_one(a, dtype, tensor_of) for a in attempts]
+    n = len(every)
+    if attempt in ("last", "all"):
+        index = n - 1
+    elif isinstance(attempt, int) and 0 <= attempt < n:
+        index = attempt
+    else:
+        raise AttemptError(f"--attempt {attempt}: the inputs hold {n} attempt{'s' if n != 1 else ''} "
+                         f"(0{f'-{n - 1}' if n > 1 else ''})")
+    chosen = every[index]
+    if n > 1:
+        others = tuple(_attempt_finding(i, n, a, index) for i, a in enumerate(every) if i != index)
+        v = chosen.verdict
+        chosen = replace(chosen, verdict=replace(v, findings=(*v.findings, *others)), attempt=index, attempt_count=n)
+        if attempt == "all":
+            chosen = replace(chosen, attempts=tuple(replace(a, attempt=i, attempt_count=n) for i, a in enumerate(every)))
+    return replace(chosen, problems=(*problems, *(p for s in scans for p in s.problems)))
+
+
+def _one(scans: list[FileScan], dtype: str, tensor_of: TensorOf | None) -> Analysis:
+    """One attempt: its records merged, a run appended to the same file (a restart by hand) set apart."""
+    records = merge_records(scans)
     per_file = by_file(records)
-    restarts = [r for r in (find_restart(s, per_file.get(s.file, ())) for s in readable) if r is not None]
+    restarts = [r for r in (find_restart(s, per_file.get(s.file, ())) for s in scans) if r is not None]
     if restarts:
         cut = {r.file: r.line for r in restarts}
-        readable = [last_run(s, cut[s.file]) if s.file in cut else s for s in readable]
-        records = merge_records(readable)
-    a = decide(readable, records, dtype, restarts, earlier_attempts, tensor_of)
-    return replace(a, problems=(*problems, *(p for s in scans for p in s.problems)))
+        scans = [last_run(s, cut[s.file]) if s.file in cut else s for s in scans]
+        records = merge_records(scans)
+    return decide(scans, records, dtype, restarts, tensor_of)
+
+
+def _attempt_finding(i: int, n: int, a: Analysis, analysed: int) -> Finding:
+    """One line for an attempt not analysed here: how it ended, with its evidence."""
+    v = a.verdict
+    when = "an earlier attempt: torchrun restarted the workers after it" if i < analysed else "a later attempt"
+    culprit = f" (culprit: {rank_phrase(v.culprit_ranks)})" if v.culprit_ranks else ""
+    head = next((f for f in v.findings if f.code == v.kind.value.replace("_", "-")), None)
+    return Finding(Severity.INFO, "earlier-attempt" if i < analysed else "later-attempt",
+                   f"Attempt {i} of {n} ({when}) ended in {v.kind.value}{culprit}: {v.summary} It is a job of its "
+                   f"own: analyse it with --attempt {i}.", head.evidence if head is not None else ())

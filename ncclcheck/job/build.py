@@ -14,6 +14,7 @@ What each source contributes:
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -46,12 +47,14 @@ from ncclcheck.job.model import (
     Record,
     Work,
 )
+from ncclcheck.job.world import WorldStatement, statements, strongest
 from ncclcheck.transfer import GATHER_SCATTER_OPS
 
 REAL_FAILURES = {ErrorKind.OOM, ErrorKind.CUDA, ErrorKind.EXCEPTION}
 # Signals that end a rank on its own account; SIGABRT is the watchdog's abort, SIGTERM torchrun's clean-up.
 FATAL_SIGNALS = {"SIGKILL", "SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE"}
 _DEFAULT_KEY = ("guid", "0")
+_CLOSING = re.compile(r"Sending process (\d+) closing signal (SIG\w+)")
 # Status lines alone ("failure detected by watchdog") follow errors as well as timeouts.
 _NOT_TIMEOUT = {"failure_detected", "exception_detected"}
 
@@ -310,33 +313,32 @@ class _Builder:
                                         loc=ls.loc)
 
     # ------------------------------------------------------------------ the whole job
-    def world(self) -> int | None:
-        sizes: list[int] = []
-        d = self.groups.get(_DEFAULT_KEY)
-        if d is not None and d.size:
-            sizes.append(d.size)
-        for s in self.scans:
-            sizes += [int(f.value) for f in s.facts if f.key == "world_size"]
-            # monitored_barrier's missing ranks are members of its group: the job is at least that large.
-            sizes += [max(map(int, f.value.split(","))) + 1 for f in s.facts if f.key == "monitored_barrier_missing"]
-            sizes += [e.rank + 1 for e in s.elastic if e.rank is not None]
-            for ds in s.desync:
-                sizes += [max(r) + 1 for *_, r in ds.snapshot if r]
-        for g in self.groups.values():
+    def world(self) -> WorldStatement | None:
+        """The strongest statement of the world (see :mod:`ncclcheck.job.world`); a failure table is none."""
+        found = statements(self.scans)
+        for key, g in self.groups.items():
             if g.exact:
-                sizes.append(max(g.exact) + 1)
+                kind = "dump" if key == _DEFAULT_KEY else "group_members"
+                found.append(WorldStatement(max(g.exact) + 1 if kind == "group_members" else len(g.exact), kind, None))
         for r in self.records:
             small, big = sorted((r.numel_in or 0, r.numel_out or 0))
             if small and big > small and big % small == 0 and r.op_type in GATHER_SCATTER_OPS and is_default_group(r.pg):
-                sizes.append(big // small)
-        return max(sizes) if sizes else None
+                found.append(WorldStatement(big // small, "gather", r.loc))
+        seen = set(self.seen) | {r for r, _ in self.pos}
+        if seen:
+            top = max(seen)
+            files = sorted(self.files.get(top, ()))
+            found.append(WorldStatement(top + 1, "ranks_seen", Loc(files[0], 0) if files else None))
+        return strongest(found)
 
     def job(self) -> Job:
         self._index()
         self.from_records()
         self.from_text()
         self.from_dumps()
-        world = self.world()
+        stated = self.world()
+        # Ranks seen show the job is at least that large, not its size: the world group then stays "partial".
+        world = stated.size if stated is not None and stated.kind != "ranks_seen" else None
         live = {ls.global_rank: ls for s in self.scans for ls in s.live}
         for r, ls in live.items():
             self.seen.add(r)
@@ -350,7 +352,8 @@ class _Builder:
             stuck = p.stuck if p.stuck is None else _regroup(p.stuck, gid)
             positions[rank].append(Position(rank, gid, p.group_rank, p.enq, p.started, p.done, stuck,
                                             tuple(_regroup(w, gid) for w in p.works), p.source))
-        ranks = set(self.seen) | set(positions)
+        # A failure table's ranks are ranks of the job (their endings say how they failed); they bound nothing.
+        ranks = set(self.seen) | set(positions) | set(self.elastic)
         if world:
             ranks |= set(range(world))
         for g in groups:
@@ -358,15 +361,54 @@ class _Builder:
         states = [self._rank_state(r, positions.get(r, []), live.get(r)) for r in sorted(ranks)]
         edges, roots = wait_for(states, groups)
         live_positions, stack_groups = live_state(self.scans)
-        return Job(world, tuple(states), tuple(groups), tuple(edges), tuple(roots), tuple(self.records), live_positions,
-                   stack_groups)
+        return Job(world, tuple(states), tuple(groups), tuple(edges), tuple(roots), tuple(self.records),
+                   live_positions, stack_groups, stated)
+
+    def _layout(self) -> dict[tuple[str, str], tuple[int, ...]]:
+        """Members of sub-groups placed from what their lines say: the group's size (its ``initialization options``
+        line, or its siblings': the groups of one mesh dimension, same description or ID, have one size) and the
+        group ranks of the members that printed (``[PG … Rank k]``). A dimension's groups are evenly strided (tp
+        groups 4-5 and 6-7, dp groups 1, 3, 5, 7): the stride comes from two members of the group or from a sibling.
+        So rank 5, silent, is placed in tp group 4-5 where rank 4 printed group rank 0 of size 2."""
+        def sibling(g: _GroupB) -> tuple[str, str | None]:
+            return ("desc", g.desc) if g.desc and g.desc != "default_pg" else ("id", g.id)
+
+        def pairs(g: _GroupB) -> list[tuple[int, int]]:
+            return sorted((k, r) for r, k in g.members.items() if k is not None)
+
+        sizes: dict[tuple[str, str | None], set[int]] = defaultdict(set)
+        strides: dict[tuple[str, str | None], set[int]] = defaultdict(set)
+        subgroups = [(key, g) for key, g in self.groups.items() if key not in (_DEFAULT_KEY, ("unknown", ""))
+                     and g.exact is None and sibling(g)[1] is not None]
+        for _, g in subgroups:
+            if g.size:
+                sizes[sibling(g)].add(g.size)
+            if (st := _stride(pairs(g))) is not None:
+                strides[sibling(g)].add(st)
+        out: dict[tuple[str, str], tuple[int, ...]] = {}
+        for key, g in subgroups:
+            known = pairs(g)
+            size = {g.size} if g.size else sizes[sibling(g)]
+            stride = _stride(known)
+            if stride is None and len(strides[sibling(g)]) == 1:
+                stride = next(iter(strides[sibling(g)]))
+            if not known or stride is None or len(size) != 1 or len(known) >= (n := next(iter(size))):
+                continue
+            base = known[0][1] - known[0][0] * stride
+            members = tuple(base + i * stride for i in range(n))
+            if base >= 0 and all(0 <= k < n and members[k] == r for k, r in known):
+                out[key] = members
+        return out
 
     def _groups(self, world: int | None) -> list[Group]:
         out = []
+        placed = self._layout()
         for key, g in self.groups.items():
             members = tuple(sorted(g.members))
             if g.exact:
                 out.append(Group(g.gid(), g.exact, len(g.exact), MemberSource.PG_CONFIG))
+            elif key in placed:
+                out.append(Group(g.gid(), placed[key], len(placed[key]), MemberSource.LAYOUT))
             elif key == _DEFAULT_KEY and (world or g.size):
                 n = g.size or world or 0
                 out.append(Group(g.gid(), tuple(range(n)), n, MemberSource.DEFAULT_GROUP))
@@ -411,6 +453,23 @@ class _Builder:
             listed = {f.rank for f in s.elastic if f.rank is not None}
             if listed:
                 self.tables.append((listed, s.elastic[0]))
+        # The launcher's "Sending process N closing signal SIGTERM": which processes it stopped, joined to ranks by PID
+        # (NCCL's line header and torchrun's failure table give a rank's PID).
+        self.stopped: dict[int, tuple[str, Loc]] = {}
+        for s in self.scans:
+            for c in s.clues:
+                if c.kind == "launcher" and (m := _CLOSING.search(c.text)):
+                    self.stopped.setdefault(int(m[1]), (m[2], c.loc))
+        self.pid_of: dict[int, int] = {}
+        if self.stopped:
+            for s in self.scans:
+                for fact in s.facts:
+                    if fact.key == "pid" and fact.who.rank is not None and fact.value.isdigit():
+                        self.pid_of.setdefault(fact.who.rank, int(fact.value))
+            for r, fs in self.elastic.items():
+                for f in fs:
+                    if f.pid is not None and not f.agent_line:
+                        self.pid_of.setdefault(r, f.pid)
 
     def _first_error(self, rank: int) -> RankError | None:
         return self.errors.get(rank)
@@ -440,6 +499,11 @@ class _Builder:
         if timeouts:
             first = min(timeouts, key=_stuck_order)
             return Ending(EndKind.TIMED_OUT, f"timed out in {first.describe()} {first.number}", first.loc)
+        pid = self.pid_of.get(rank)
+        if pid is not None and pid in self.stopped and not any(f.signal or f.exitcode for f in elastic):
+            sig, loc = self.stopped[pid]
+            return Ending(EndKind.ABORTED, f"stopped by the launcher ({sig} to its PID {pid}) after another process "
+                          "failed; it printed no error of its own", loc)
         exited = self._exited(rank)
         if exited is not None:
             return exited
@@ -470,14 +534,31 @@ class _Builder:
         return Ending(EndKind.UNKNOWN, "no input from this rank")
 
     def _exited(self, rank: int) -> Ending | None:
-        """A rank missing from a torchrun failure table that lists its other ranks exited with status 0."""
+        """A rank missing from a torchrun failure table that lists its other ranks exited with status 0, unless the
+        launcher stopped processes no input ties to a rank: then it may be one of them."""
+        unplaced = sorted(set(self.stopped) - set(self.pid_of.values()))
         for listed, first in self.tables:
+            if rank not in listed and rank in self.seen and unplaced:
+                sig, loc = self.stopped[unplaced[0]]
+                return Ending(EndKind.ABORTED, f"not in torchrun's failure table, while the launcher stopped "
+                              f"{len(unplaced)} process(es) ({sig}) that these inputs do not tie to a rank: most likely "
+                              "stopped after another process failed, not exited", loc)
             if rank not in listed and rank in self.seen:
                 lo, hi = min(listed | {rank}), max(listed | {rank})
                 if len(listed) == hi - lo and all(r in listed or r == rank for r in range(lo, hi + 1)):
                     return Ending(EndKind.EXITED, "exited with status 0 while the others still needed it (torchrun's "
                                   "failure table lists the ranks around it, not this one)", first.loc)
         return None
+
+
+def _stride(pairs: Sequence[tuple[int, int]]) -> int | None:
+    """The one stride of (group rank, global rank) pairs, or None: fewer than two, or no single positive stride."""
+    found = set()
+    for (k1, r1), (k2, r2) in zip(pairs, pairs[1:], strict=False):
+        if k2 == k1 or (r2 - r1) % (k2 - k1):
+            return None
+        found.add((r2 - r1) // (k2 - k1))
+    return found.pop() if len(found) == 1 and min(found) > 0 else None
 
 
 def _earlier(a: Work, b: Work) -> bool:

@@ -9,7 +9,7 @@ from ncclcheck.evidence.frdump import user_frame
 from ncclcheck.evidence.types import ErrorKind, FileScan, Mismatch
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.frsettings import export
-from ncclcheck.job.model import Group, Job, Record, VerdictKind, Work
+from ncclcheck.job.model import Group, Job, MemberSource, Record, VerdictKind, Work
 from ncclcheck.ranks import ranges, rank_phrase
 from ncclcheck.transfer import DTYPE_BYTES, FABRICS, collective_bytes, human_bytes, human_seconds, transfer_seconds
 
@@ -155,6 +155,14 @@ def membership_findings(job: Job) -> list[Finding]:
                 f"The members of {g.id.label()} are not in these inputs{known}: who its waiters wait for is partly "
                 "inferred.", (), "Flight-recorder dumps (pg_config) or TORCH_CPP_LOG_LEVEL=INFO ('initialization "
                 "options' lines) name every member."))
+        if g.id in stuck_groups and g.source is MemberSource.LAYOUT:
+            silent = [m for m in g.members if (s := job.rank(m)) is None or not s.present]
+            out.append(Finding(
+                Severity.INFO, "members-from-layout",
+                f"The members of {g.id.label()}, {ranges(g.members)}, are placed from its size ({g.size}) and the group "
+                "ranks its members printed, laid out as the other groups of its kind"
+                + (f": {rank_phrase(silent)}, with no input, is a member by its place" if silent else "") + ".", (),
+                "Flight-recorder dumps (pg_config) name every member exactly."))
     dumped = {s.rank for s in job.ranks for p in s.positions if p.source == "dump"}
     if dumped:
         expected = {m for g in job.groups if g.exact for m in g.members}

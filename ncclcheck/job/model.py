@@ -19,6 +19,7 @@ from ncclcheck.evidence.types import PG, FileScan, InputProblem, LiveStack, Loc,
 from ncclcheck.findings import Finding
 from ncclcheck.job.causes import Diagnosis
 from ncclcheck.job.live import LivePosition, StackGroup
+from ncclcheck.job.world import WorldStatement
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ class MemberSource(str, Enum):
     INIT_LINES = "init_lines"  # every member printed its "initialization options" line
     DEFAULT_GROUP = "default_group"  # the world group holds every rank
     ALL_RANKS = "all_ranks"  # every rank of the job printed in it: a group has no members outside the job
+    LAYOUT = "layout"  # its size and some members' group ranks, laid out as its sibling groups are (a mesh)
     PARTIAL = "partial"  # some members are known (status or init lines), others are not
     UNKNOWN = "unknown"
 
@@ -104,7 +106,7 @@ class Group:
     @property
     def exact(self) -> bool:
         return self.source in (MemberSource.PG_CONFIG, MemberSource.INIT_LINES, MemberSource.DEFAULT_GROUP,
-                               MemberSource.ALL_RANKS)
+                               MemberSource.ALL_RANKS, MemberSource.LAYOUT)
 
 
 @dataclass(frozen=True)
@@ -238,6 +240,7 @@ class Job:
     records: tuple[Record, ...] = ()
     live: tuple[LivePosition, ...] = ()  # where each rank of a live job is (snapshot stacks, with their dumps)
     stack_groups: tuple[StackGroup, ...] = ()  # ranks whose main threads show the same stack
+    world_stated: WorldStatement | None = None  # the line the world size comes from; None: nothing states it
 
     def rank(self, r: int) -> RankState | None:
         return self._by_rank.get(r)
@@ -292,3 +295,6 @@ class Analysis:
     verdict: Verdict
     dtype: str
     problems: tuple[InputProblem, ...] = field(default=())  # every input that could not be read, or only in part
+    attempt: int | None = None  # which attempt of a restarted job this is (None: the inputs show one attempt)
+    attempt_count: int = 1  # how many attempts the inputs hold
+    attempts: tuple[Analysis, ...] = ()  # with --attempt all: every attempt's own analysis, in order

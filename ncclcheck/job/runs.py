@@ -1,14 +1,13 @@
-"""Several runs of one job in the inputs: a restart appending to the same file, or torchrun's attempts.
+"""Several runs of one job in one file, which no launcher line separates: a restart appending to the same file.
 
 A process times out at most once per process group and run (the watchdog then takes it down), so
 two distinct timeouts of the same rank in the same group within one file mean the job ran again.
-torchrun restarts write ``<log-dir>/<run id>/attempt_<N>/<rank>/``. Runs are separate incidents: the
+(torchrun's own restarts are attempts: :mod:`ncclcheck.job.attempts`.) Runs are separate incidents: the
 last one is analysed, and the earlier ones are mentioned.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -93,21 +92,3 @@ def last_run(scan: FileScan, line: int) -> FileScan:
         if isinstance(value, tuple) and value and hasattr(value[0], "loc") and f.name != "problems":
             changes[f.name] = tuple(v for v in value if v.loc.line >= line)
     return replace(scan, **changes)
-
-
-_ATTEMPT = re.compile(r"^(.*)attempt_(\d+)[/\\]")
-
-
-def latest_attempts(scans: Sequence[FileScan]) -> tuple[list[FileScan], list[str]]:
-    """Only the highest ``attempt_N`` of each torchrun log directory; the files of earlier attempts."""
-    best: dict[str, int] = {}
-    for s in scans:
-        m = _ATTEMPT.match(s.file)
-        if m:
-            best[m[1]] = max(best.get(m[1], -1), int(m[2]))
-    keep: list[FileScan] = []
-    dropped: list[FileScan] = []
-    for s in scans:
-        m = _ATTEMPT.match(s.file)
-        (dropped if m and int(m[2]) < best[m[1]] else keep).append(s)
-    return keep, [s.file for s in dropped]

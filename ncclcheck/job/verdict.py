@@ -636,8 +636,7 @@ TensorOf = Callable[[Work, Group | None], Finding | None]
 
 
 def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "float32",
-           restarts: Sequence[Restart] = (), earlier_attempts: Sequence[str] = (),
-           tensor_of: TensorOf | None = None) -> Analysis:
+           restarts: Sequence[Restart] = (), tensor_of: TensorOf | None = None) -> Analysis:
     """Build the job model and decide the verdict, the chain and the findings (of the last run of each file).
 
     ``tensor_of`` names the tensor of the hung collective (explain's table, when the user gave the model)."""
@@ -691,11 +690,6 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                                 f"the last run, from line {r.line}, is analysed; the earlier run timed out too "
                                 f"({earlier}). Analyse it separately if it matters.",
                                 tuple(x.loc for x in r.earlier[:4])))
-    if earlier_attempts:
-        findings.append(Finding(Severity.INFO, "earlier-runs",
-                                f"{len(earlier_attempts)} file(s) of earlier torchrun attempts were set aside: each "
-                                "attempt is a separate run, and the latest one is analysed. Give an earlier attempt's "
-                                "directory on its own to analyse it.", tuple(Loc(f, 0) for f in earlier_attempts[:4])))
     relaunches = [c for s in scans for c in s.clues if c.kind == "launcher" and "will restart worker group" in c.text]
     if relaunches:
         findings.append(Finding(Severity.INFO, "elastic-restarts",

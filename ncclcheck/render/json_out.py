@@ -21,7 +21,7 @@ from ncclcheck.evidence.types import PG, DesyncReport, FileScan, Loc
 from ncclcheck.findings import Finding
 from ncclcheck.job.causes import Diagnosis
 from ncclcheck.job.hosts import join_events
-from ncclcheck.job.model import Analysis, Edge, Group, GroupId, Position, RankState, Record, Verdict, Work
+from ncclcheck.job.model import Analysis, Edge, Group, GroupId, Job, Position, RankState, Record, Verdict, Work
 from ncclcheck.ranks import ranges
 
 SCHEMA_VERSION = 5
@@ -488,6 +488,15 @@ def no_input_json(a: Analysis) -> dict[str, Any]:
             "flight_recorder": None, "per_rank": None}
 
 
+def _world_source(job: Job) -> dict[str, Any] | None:
+    """The line the world size comes from (``exact``: it states the size; else it only shows ranks up to it)."""
+    w = job.world_stated
+    if w is None:
+        return None
+    return {"size": w.size, "exact": w.exact, "kind": w.kind, "says": w.words(),
+            "at": str(w.loc) if w.loc is not None else None}
+
+
 def analysis_json(a: Analysis, per_rank: bool = False) -> dict[str, Any]:
     """The whole result: folded classes at any scale; ``per_rank`` adds every item one by one."""
     v = a.verdict
@@ -501,6 +510,7 @@ def analysis_json(a: Analysis, per_rank: bool = False) -> dict[str, Any]:
         "verdict": verdict_json(v),
         "job": {
             "world_size": job.world,
+            "world_source": _world_source(job),
             "groups": _groups(job.groups),
             "ranks": _ranks(job.ranks),
             "edges": _edges(job.edges),
@@ -510,4 +520,6 @@ def analysis_json(a: Analysis, per_rank: bool = False) -> dict[str, Any]:
         "events": _folded_events(a),
         "flight_recorder": _dumps(a.scans),
         "per_rank": _per_rank(a) if per_rank else None,
+        "attempt": {"index": a.attempt, "of": a.attempt_count} if a.attempt is not None else None,
+        "attempts": [analysis_json(x, per_rank) for x in a.attempts] if a.attempts else None,
     }

@@ -145,6 +145,15 @@ def finding_lines(findings: Sequence[Finding], max_evidence: int | None = None) 
     return out
 
 
+def world_line(a: Analysis) -> str:
+    """The job's size and the line it comes from, or that nothing states it."""
+    w = a.job.world_stated
+    if w is None:
+        return ("world: unknown: no line of these inputs states the job's size or names a global rank (torchrun's "
+                "failure summary lists only the processes that failed)")
+    return f"world: {w.words()}"
+
+
 def report(a: Analysis, quiet: bool = False) -> RenderableType:
     """The full report, or only the verdict with ``quiet``."""
     parts: list[RenderableType] = [verdict_panel(a)]
@@ -161,6 +170,7 @@ def report(a: Analysis, quiet: bool = False) -> RenderableType:
         parts.append(table)
         if hidden:
             parts.append(Text(f"... {hidden} more states in --json", style="dim"))
+    parts.append(unbroken(Text(world_line(a))))
     findings = [f for f in a.verdict.findings if f.code != a.verdict.kind.value.replace("_", "-")]
     if findings:
         parts.append(Text("findings", style="bold underline"))
