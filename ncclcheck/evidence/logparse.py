@@ -878,8 +878,11 @@ class LogParser:
         if "of binary" in text and (m := _AGENT_FAILED.search(text)):
             self._agent_failed(int(m[2]), int(m[1]), int(m[3]), loc)
             # Where an attempt of the worker group ended, and which agent said so (glog's thread id is its PID).
-            agent = _GLOG_PID.match(text)
-            self._fact(Who(), "agent_failed", f"{agent[1] if agent else ''}@{loc.line}", loc)
+            # A collector's label ("node1: " from pdsh) tells the agents of two nodes apart as well.
+            label = _LABEL.match(text)
+            agent = _GLOG_PID.match(text[label.end():] if label else text)
+            who_said = f"{label[0] if label else ''}{agent[1] if agent else ''}"
+            self._fact(Who(), "agent_failed", f"{who_said}@{loc.line}", loc)
             return
         if "srun: error: " in text and (m := _SRUN_TASKS.search(text)):
             self._srun_failed(m, loc)

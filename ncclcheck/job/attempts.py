@@ -60,7 +60,7 @@ def console_starts(scan: FileScan) -> list[int]:
     failed: list[tuple[str, int]] = []
     for f in scan.facts:
         if f.key == "agent_failed":
-            agent, _, at = f.value.partition("@")
+            agent, _, at = f.value.rpartition("@")
             failed.append((agent, int(at)))
     if not said and len(failed) < 2:
         return []  # one attempt: nothing to split (the common case, and the cheap one)

@@ -499,8 +499,11 @@ def _quiet_verdict(scans: Sequence[FileScan], job: Job) -> tuple[VerdictKind, li
         return (VerdictKind.RANK_FAILED_FIRST, [], [],
                 f"A process failed: {one_line(e.message)} ({e.loc}){more}. The line names no rank; the per-rank logs "
                 "(torchrun --log-dir DIR --redirects 3 --tee 3) or a [rankN]: prefix would.")
-    missing = sorted(set(range(job.world)) - {s.rank for s in job.ranks if s.present}) if job.world else []
-    if missing and job.world:
+    present = {s.rank for s in job.ranks if s.present}
+    missing = sorted(set(range(job.world)) - present) if job.world else []
+    # A launcher's console that tags no line with a rank (Accelerate's, DeepSpeed's) carries its workers' output
+    # untagged: that no rank is named there says nothing of which ranks it covers.
+    if missing and job.world and present:
         return (VerdictKind.INCOMPLETE, [], [],
                 f"Nothing failed in these inputs, but they cover {job.world - len(missing)} of the job's {job.world} "
                 f"ranks: {rank_phrase(missing, job.world)} left no input. A node that died or a rank killed there "
