@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TORCH_STAMP := $(VENV)/.torch
 
-.PHONY: demo test lint bench bench-explain clean
+.PHONY: demo test lint bench bench-explain bench-truth clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,10 @@ bench: $(STAMP)
 ## How often explain names the tensor each recorded collective carried (tables built by transformers).
 bench-explain: $(STAMP) $(TORCH_STAMP)
 	$(BIN)/python tools/bench_explain.py
+
+## How often analyze-log gives the verdict, cause, culprits and fix a public thread confirmed (tests/data/public_threads).
+bench-truth: $(STAMP)
+	$(BIN)/python tools/bench_truth.py
 
 clean:
 	rm -rf $(VENV) .bench .pytest_cache .hypothesis
