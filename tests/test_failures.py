@@ -459,3 +459,26 @@ def test_the_nccl_header_places_a_rank():
     s = _scan("[rank5]:[2026-11-22 11:30:05] node-7:31337:2001 [1] NCCL INFO Bootstrap : Using eth0:10.0.0.7<0>\n")
     assert {(f.key, f.value) for f in s.facts} >= {("host", "node-7"), ("pid", "31337"),
                                                    ("bootstrap", "eth0:10.0.0.7<0>")}
+
+
+@pytest.mark.parametrize(("line", "kind", "message"), [
+    # PyTorch before 1.8 (nccl/issues/473)
+    ("RuntimeError: NCCL Error 2: unhandled system error", "nccl_error", "NCCL error: unhandled system error"),
+    # nccl-tests' NCCLCHECK, with and without its "Test " (nccl-tests/issues/14, nccl/issues/473)
+    ("fastmoe: Test NCCL failure common.cu:777 'unhandled system error'", "nccl_error",
+     "NCCL error: unhandled system error"),
+    ("NCCL failure common.cu:874 'unhandled system error'", "nccl_error", "NCCL error: unhandled system error"),
+    # NCCL 2.2's WARN header without the word NCCL (nccl-tests/issues/14)
+    ("e66aa18dc444:3171:3171 [0] include/socket.h:311 WARN Socket creation failed : Address family not supported "
+     "by protocol", "nccl_warn", "Socket creation failed : Address family not supported by protocol"),
+    ("node1:6601:6625 [0] include/socket.h:385 NCCL WARN Net : Connection closed by remote peer", "connection_closed",
+     "Net : Connection closed by remote peer"),
+])
+def test_older_nccl_error_formats_are_nccl_errors(line, kind, message):
+    """Every generation's way of saying an NCCL call failed is read as NCCL's error, never as a Python exception."""
+    assert [(e.kind.value, e.message) for e in _scan(line + "\n").errors] == [(kind, message)]
+
+
+def test_a_warning_word_is_not_an_old_nccl_warn():
+    """Only NCCL's own header ('[cudaDev] file.cc:line WARN') makes a WARN line NCCL's."""
+    assert _scan("2024-01-01 WARN disk almost full\n[W socket.cpp:601] WARN later\n").errors == ()

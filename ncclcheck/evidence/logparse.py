@@ -131,6 +131,8 @@ _PY_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt))(?::\s?(
 # kubectl logs --prefix's "[pod/job-worker-1/pytorch] ".
 _LABEL = re.compile(r"^(?:\d{4}-\d\d-\d\dT[\d:.]+Z |\[pod/[^\]\s]+\] |[\w.@-]{1,64}: (?=\S))")
 _NCCL_WARN = re.compile(r"NCCL WARN (.*)")
+# NCCL before 2.3 printed "host:pid:tid [cudaDev] include/socket.h:311 WARN <message>", without the word NCCL.
+_OLD_WARN = re.compile(r"\[\d+\] [\w/.]+\.(?:cc|cu|h|c):\d+ WARN (.*)")
 # NCCL's own line header, "host:pid:tid [cudaDev] " (after a rank tag or NCCL's timestamp, if any).
 _NCCL_HEAD = re.compile(r"(?:^|[\]:] ?)([A-Za-z0-9][\w.-]*):(\d+):\d+ \[\d+\] (?=NCCL |[\w/.]+\.cc:\d+ NCCL )")
 _CASCADE = re.compile(
@@ -162,8 +164,10 @@ _GROUP_INIT = re.compile(
 )
 _TERMINATING = re.compile(r"Terminating the process after attempting to dump debug info, due to ([^.]*)")
 _ASYNC = re.compile(r"raised the following async exception:\s*(.*)")
-# "NCCL error: <reason>, NCCL version ..." or the older "NCCL error in: <file>:<line>, <reason>, NCCL version ...".
-_NCCL_ERROR = re.compile(r"NCCL error(?: in: \S+,)?:?\s*(.*)")
+# "NCCL error: <reason>, NCCL version ..." or the older "NCCL error in: <file>:<line>, <reason>, NCCL version ...";
+# before PyTorch 1.8 "NCCL Error 2: <reason>", and nccl-tests' "Test NCCL failure common.cu:874 '<reason>'".
+_NCCL_ERROR = re.compile(r"NCCL [Ee]rror(?: \d+)?(?: in: \S+,)?:?\s*(.*)|NCCL failure \S+:\d+ '([^']*)'")
+_NCCL_ERROR_WORDS = ("NCCL error", "NCCL Error", "NCCL failure")
 
 # --- flight-recorder dump steps (2.4+) and the nccl2 backend ([TC] lines) ----------------
 _DUMP_EVENTS = (
@@ -832,7 +836,11 @@ class LogParser:
                 kind = ErrorKind.CONNECTION if _CONNECTION.search(msg) else ErrorKind.NCCL_WARN
                 self._error(who, kind, msg, loc)
                 return
-        if "NCCL error" in text and self._nccl_error(who, text, loc):
+        if " WARN " in text and (warn := _OLD_WARN.search(text)):
+            msg = warn[1].strip()
+            self._error(who, ErrorKind.CONNECTION if _CONNECTION.search(msg) else ErrorKind.NCCL_WARN, msg, loc)
+            return
+        if any(map(text.__contains__, _NCCL_ERROR_WORDS)) and self._nccl_error(who, text, loc):
             return
         if not any(map(text.__contains__, _ERROR_WORDS)):
             return
@@ -915,7 +923,7 @@ class LogParser:
         m = _NCCL_ERROR.search(text)
         if not m or "WorkNCCL(" in text:
             return False
-        message = "NCCL error: " + m[1].strip()
+        message = "NCCL error: " + (m[1] if m[1] is not None else m[2]).strip()
         key = (who.rank, message[:200])
         # Without a rank, a text some rank already printed is that rank's restatement (what(): ...).
         restated = who.rank is None and any(k[1] == key[1] for k in self._nccl_errors)
