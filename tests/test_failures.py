@@ -482,3 +482,11 @@ def test_older_nccl_error_formats_are_nccl_errors(line, kind, message):
 def test_a_warning_word_is_not_an_old_nccl_warn():
     """Only NCCL's own header ('[cudaDev] file.cc:line WARN') makes a WARN line NCCL's."""
     assert _scan("2024-01-01 WARN disk almost full\n[W socket.cpp:601] WARN later\n").errors == ()
+
+
+def test_composer_launcher_names_each_global_rank_exit():
+    """MosaicML Composer's launcher says, per worker, its global rank, PID and exit code (llm-foundry/issues/203)."""
+    s = _scan("ERROR:composer.cli.launcher:Rank 1 crashed with exit code -6.\n"
+              "Global rank 0 (PID 786) exited with code -6\nGlobal rank 1 (PID 787) exited with code -6\n")
+    assert [(e.rank, e.local_rank, e.exitcode, e.pid, e.signal) for e in s.elastic] == [
+        (0, None, -6, 786, "SIGABRT"), (1, None, -6, 787, "SIGABRT")]

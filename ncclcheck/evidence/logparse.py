@@ -219,6 +219,8 @@ _CLUE_GATE = re.compile(
 _SRUN_TASKS = re.compile(r"srun: error: (\S+): tasks? (\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*): (.+)$")
 _AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\) of binary")
 _DEEPSPEED_EXIT = re.compile(r"sigkill_handler\].*?--local_rank=(\d+).*exits with return code = (-?\d+)")
+# MosaicML Composer's launcher, once per worker: "Global rank 1 (PID 787) exited with code -6".
+_COMPOSER_EXIT = re.compile(r"Global rank (\d+) \(PID (\d+)\) exited with code (-?\d+)")
 # A process's own last words on a fatal signal: UCX's "Caught signal 7 (Bus error: …)", glog's "*** SIGSEGV (@0x0)
 # received by PID …", Python's faulthandler "Fatal Python error: Segmentation fault", MPI's "Signal: Bus error (7)", a
 # shell's "Bus error (core dumped)". SIGABRT is left out: the watchdog's abort after a timeout ends ranks with it.
@@ -313,6 +315,13 @@ class _Desync:
     snap_head: tuple[int, str] | None = None
     last_line: int = 0
 
+
+def _signal_name(code: int) -> str | None:
+    """The signal a launcher's negative exit code stands for (-6: SIGABRT), or None."""
+    try:
+        return signal.Signals(-code).name if code < 0 else None
+    except ValueError:
+        return None
 
 class LogParser:
     """Incremental parser for one input; feed lines, then call :meth:`finish`."""
@@ -805,6 +814,12 @@ class LogParser:
         if "srun: error: " in text and (m := _SRUN_TASKS.search(text)):
             self._srun_failed(m, loc)
             return
+        if "Global rank" in text and (m := _COMPOSER_EXIT.search(text)):
+            code = int(m[3])
+            self._elastic.append(ElasticFailure(rank=int(m[1]), local_rank=None, exitcode=code, pid=int(m[2]),
+                                                signal=_signal_name(code), host=None, time=None, root_cause=False,
+                                                loc=loc))
+            return
         if any(map(text.__contains__, _SIGNAL_WORDS)) and self._fatal_signal(who, text, loc):
             return
         # Here, not on every line (a timeout record is never a clue), and behind plain substring tests.
@@ -938,13 +953,9 @@ class LogParser:
         ``ERROR:torch.distributed…:``, ``[time] torch.distributed…: [ERROR]``, glog; DeepSpeed's launcher). It names
         the local rank only: on one node that is the rank; a failure table in the same input, which names the global
         rank, is preferred (see :meth:`finish`)."""
-        try:
-            sig = signal.Signals(-code).name if code < 0 else None
-        except ValueError:
-            sig = None
         self._elastic.append(ElasticFailure(rank=local_rank, local_rank=local_rank, exitcode=code, pid=pid,
-                                            signal=sig, host=None, time=None, root_cause=False, loc=loc,
-                                            agent_line=True))
+                                            signal=_signal_name(code), host=None, time=None, root_cause=False,
+                                            loc=loc, agent_line=True))
 
     def _srun_failed(self, m: re.Match[str], loc: Loc) -> None:
         """Slurm's "srun: error: node3: tasks 8-13,15: Exited with exit code 1" (or "Killed", "Out Of Memory"): the
