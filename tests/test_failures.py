@@ -490,3 +490,14 @@ def test_composer_launcher_names_each_global_rank_exit():
               "Global rank 0 (PID 786) exited with code -6\nGlobal rank 1 (PID 787) exited with code -6\n")
     assert [(e.rank, e.local_rank, e.exitcode, e.pid, e.signal) for e in s.elastic] == [
         (0, None, -6, 786, "SIGABRT"), (1, None, -6, 787, "SIGABRT")]
+
+
+def test_older_one_rank_mismatch_messages_pair_up():
+    """PyTorch 1.10-1.12's DETAIL check names one rank and its own fingerprint per message (JOTR/issues/4)."""
+    fp = ("CollectiveFingerPrint(OpType=ALLGATHER, TensorShape\n=[{}, 256], TensorDtypes=Float, "
+          "TensorDeviceTypes=TensorOptions(dtype=float (default), memory_format=(nullopt))")
+    s = _scan("".join(f"RuntimeError: Detected mismatch between collectives on ranks. Rank {r} is running inconsistent "
+                      f"collective: {fp.format(n)}\n" for r, n in ((0, 41), (1, 40))))
+    assert [(m.rank_a, m.rank_b) for m in s.mismatches] == [(0, 1)]
+    assert "TensorShape=[41,256]" in s.mismatches[0].fingerprint_a
+    assert "TensorShape=[40,256]" in s.mismatches[0].fingerprint_b

@@ -21,6 +21,7 @@ from ncclcheck.evidence.repair import (
     HEADER,
     MAX_JOIN,
     MISMATCH,
+    MISMATCH_ONE,
     MISMATCH_START,
     OPEN_TAIL,
     STATUS_START,
@@ -339,6 +340,7 @@ class LogParser:
         self._heartbeats: list[Heartbeat] = []
         self._desync: list[DesyncReport] = []
         self._mismatches: list[Mismatch] = []
+        self._mismatch_one: tuple[Who, int, str, Loc] | None = None  # an older one-rank DETAIL message to pair
         self._errors: list[RankError] = []
         self._elastic: list[ElasticFailure] = []
         self._facts: dict[tuple[str, str, int | None], Fact] = {}
@@ -583,8 +585,19 @@ class LogParser:
             m = MISMATCH.search(sq)
             if m:
                 self._mismatches.append(Mismatch(who, int(m[1]), m[2], int(m[3]), m[4], loc))
+            elif m := MISMATCH_ONE.search(sq):
+                self._one_rank_mismatch(who, int(m[1]), m[2], loc)
             return
         self._error_or_fact(who, text, loc)
+
+    def _one_rank_mismatch(self, who: Who, rank: int, fingerprint: str, loc: Loc) -> None:
+        """Pair an older one-rank DETAIL message with the next one of another rank and another fingerprint."""
+        first = self._mismatch_one
+        if first is not None and first[1] != rank and first[2] != fingerprint:
+            self._mismatches.append(Mismatch(first[0], first[1], first[2], rank, fingerprint, first[3]))
+            self._mismatch_one = None
+        elif first is None or first[1] == rank:
+            self._mismatch_one = (who, rank, fingerprint, loc)
 
     def _work(self, who: Who, sq: str, loc: Loc, text: str) -> None:
         start = sq.find("WorkNCCL(")
