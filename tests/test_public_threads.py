@@ -53,3 +53,10 @@ def test_known_misses_name_cases():
     stems = {p.stem for p in LOGS}
     assert set(MISSES) <= stems
     assert all(len(m) > 20 for m in MISSES.values())
+
+
+def test_corpus_is_broad():
+    """At least 40 threads from at least 20 projects, each a .log with its sidecar."""
+    assert len(LOGS) >= 40
+    assert len({bench_truth.truth(p)["project"] for p in LOGS}) >= 20
+    assert {p.stem for p in CORPUS.glob("*.json")} == {p.stem for p in LOGS}
