@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TORCH_STAMP := $(VENV)/.torch
 
-.PHONY: demo test lint bench bench-explain test-launchers clean
+.PHONY: demo test lint bench bench-explain bench-truth test-launchers clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,10 @@ bench: $(STAMP)
 bench-explain: $(STAMP) $(TORCH_STAMP)
 	$(BIN)/python tools/bench_explain_speed.py
 	$(BIN)/python tools/bench_explain.py
+
+## How often analyze-log gives the verdict, cause, culprits and fix a public thread confirmed (tests/data/public_threads).
+bench-truth: $(STAMP)
+	$(BIN)/python tools/bench_truth.py
 
 clean:
 	rm -rf $(VENV) .bench .pytest_cache .hypothesis .mypy_cache

@@ -614,3 +614,45 @@ def test_a_new_causes_line_is_read_deep_in_a_log(line, kind):
     the parser."""
     filler = "".join(f"step {i} loss 0.{i % 97:02d}\n" for i in range(5000))
     assert run_text(filler + line + "\n").verdict.cause.cause.kind == kind
+
+
+@pytest.mark.parametrize(("line", "kind", "message"), [
+    # PyTorch before 1.8 (nccl/issues/473)
+    ("RuntimeError: NCCL Error 2: unhandled system error", "nccl_error", "NCCL error: unhandled system error"),
+    # nccl-tests' NCCLCHECK, with and without its "Test " (nccl-tests/issues/14, nccl/issues/473)
+    ("fastmoe: Test NCCL failure common.cu:777 'unhandled system error'", "nccl_error",
+     "NCCL error: unhandled system error"),
+    ("NCCL failure common.cu:874 'unhandled system error'", "nccl_error", "NCCL error: unhandled system error"),
+    # NCCL 2.2's WARN header without the word NCCL (nccl-tests/issues/14)
+    ("e66aa18dc444:3171:3171 [0] include/socket.h:311 WARN Socket creation failed : Address family not supported "
+     "by protocol", "nccl_warn", "Socket creation failed : Address family not supported by protocol"),
+    ("node1:6601:6625 [0] include/socket.h:385 NCCL WARN Net : Connection closed by remote peer", "connection_closed",
+     "Net : Connection closed by remote peer"),
+])
+def test_older_nccl_error_formats_are_nccl_errors(line, kind, message):
+    """Every generation's way of saying an NCCL call failed is read as NCCL's error, never as a Python exception."""
+    assert [(e.kind.value, e.message) for e in _scan(line + "\n").errors] == [(kind, message)]
+
+
+def test_a_warning_word_is_not_an_old_nccl_warn():
+    """Only NCCL's own header ('[cudaDev] file.cc:line WARN') makes a WARN line NCCL's."""
+    assert _scan("2024-01-01 WARN disk almost full\n[W socket.cpp:601] WARN later\n").errors == ()
+
+
+def test_composer_launcher_names_each_global_rank_exit():
+    """MosaicML Composer's launcher says, per worker, its global rank, PID and exit code (llm-foundry/issues/203)."""
+    s = _scan("ERROR:composer.cli.launcher:Rank 1 crashed with exit code -6.\n"
+              "Global rank 0 (PID 786) exited with code -6\nGlobal rank 1 (PID 787) exited with code -6\n")
+    assert [(e.rank, e.local_rank, e.exitcode, e.pid, e.signal) for e in s.elastic] == [
+        (0, None, -6, 786, "SIGABRT"), (1, None, -6, 787, "SIGABRT")]
+
+
+def test_older_one_rank_mismatch_messages_pair_up():
+    """PyTorch 1.10-1.12's DETAIL check names one rank and its own fingerprint per message (JOTR/issues/4)."""
+    fp = ("CollectiveFingerPrint(OpType=ALLGATHER, TensorShape\n=[{}, 256], TensorDtypes=Float, "
+          "TensorDeviceTypes=TensorOptions(dtype=float (default), memory_format=(nullopt))")
+    s = _scan("".join(f"RuntimeError: Detected mismatch between collectives on ranks. Rank {r} is running inconsistent "
+                      f"collective: {fp.format(n)}\n" for r, n in ((0, 41), (1, 40))))
+    assert [(m.rank_a, m.rank_b) for m in s.mismatches] == [(0, 1)]
+    assert "TensorShape=[41,256]" in s.mismatches[0].fingerprint_a
+    assert "TensorShape=[40,256]" in s.mismatches[0].fingerprint_b

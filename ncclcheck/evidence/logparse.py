@@ -22,6 +22,7 @@ from ncclcheck.evidence.repair import (
     HEADER,
     MAX_JOIN,
     MISMATCH,
+    MISMATCH_ONE,
     MISMATCH_START,
     OPEN_TAIL,
     STATUS_START,
@@ -135,6 +136,8 @@ _PY_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt))(?::\s?(
 _LABEL = re.compile(r"^(?:\d{4}-\d\d-\d\dT[\d:.]+Z |\[pod/[^\]\s]+\] |[\w.@-]{1,64}: (?=\S))")
 _NCCL_WARN = re.compile(r"NCCL WARN (.*)")
 _WARN_SOURCE = re.compile(r"(\S+\.cc:\d+) NCCL WARN")
+# NCCL before 2.3 printed "host:pid:tid [cudaDev] include/socket.h:311 WARN <message>", without the word NCCL.
+_OLD_WARN = re.compile(r"\[\d+\] [\w/.]+\.(?:cc|cu|h|c):\d+ WARN (.*)")
 # NCCL's own line header, "host:pid:tid [cudaDev] " (after a rank tag or NCCL's timestamp, if any).
 _NCCL_HEAD = re.compile(r"(?:^|[\]:] ?)([A-Za-z0-9][\w.-]*):(\d+):\d+ \[\d+\] (?=NCCL |[\w/.]+\.cc:\d+ NCCL )")
 _CASCADE = re.compile(
@@ -179,8 +182,10 @@ _GROUP_INIT = re.compile(
 )
 _TERMINATING = re.compile(r"Terminating the process after attempting to dump debug info, due to ([^.]*)")
 _ASYNC = re.compile(r"raised the following async exception:\s*(.*)")
-# "NCCL error: <reason>, NCCL version ..." or the older "NCCL error in: <file>:<line>, <reason>, NCCL version ...".
-_NCCL_ERROR = re.compile(r"NCCL error(?: in: \S+,)?:?\s*(.*)")
+# "NCCL error: <reason>, NCCL version ..." or the older "NCCL error in: <file>:<line>, <reason>, NCCL version ...";
+# before PyTorch 1.8 "NCCL Error 2: <reason>", and nccl-tests' "Test NCCL failure common.cu:874 '<reason>'".
+_NCCL_ERROR = re.compile(r"NCCL [Ee]rror(?: \d+)?(?: in: \S+,)?:?\s*(.*)|NCCL failure \S+:\d+ '([^']*)'")
+_NCCL_ERROR_WORDS = ("NCCL error", "NCCL Error", "NCCL failure")
 
 # --- flight-recorder dump steps (2.4+) and the nccl2 backend ([TC] lines) ----------------
 _DUMP_EVENTS = (
@@ -271,6 +276,8 @@ _CLUE_GATE = re.compile(
 # "failed (exitcode: -9) local_rank: 3 (pid: 812917) of binary" (others: evidence/formats/).
 _SRUN_TASKS = re.compile(r"srun: error: (\S+): tasks? (\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*): (.+)$")
 _AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\) of binary")
+# MosaicML Composer's launcher, once per worker: "Global rank 1 (PID 787) exited with code -6".
+_COMPOSER_EXIT = re.compile(r"Global rank (\d+) \(PID (\d+)\) exited with code (-?\d+)")
 # A process's own last words on a fatal signal: UCX's "Caught signal 7 (Bus error: …)", glog's "*** SIGSEGV (@0x0)
 # received by PID …", Python's faulthandler "Fatal Python error: Segmentation fault", MPI's "Signal: Bus error (7)", a
 # shell's "Bus error (core dumped)". SIGABRT is left out: the watchdog's abort after a timeout ends ranks with it.
@@ -368,6 +375,13 @@ class _Desync:
     last_line: int = 0
 
 
+def _signal_name(code: int) -> str | None:
+    """The signal a launcher's negative exit code stands for (-6: SIGABRT), or None."""
+    try:
+        return signal.Signals(-code).name if code < 0 else None
+    except ValueError:
+        return None
+
 class LogParser:
     """Incremental parser for one input; feed lines, then call :meth:`finish`."""
 
@@ -389,6 +403,7 @@ class LogParser:
         self._heartbeats: list[Heartbeat] = []
         self._desync: list[DesyncReport] = []
         self._mismatches: list[Mismatch] = []
+        self._mismatch_one: tuple[Who, int, str, Loc] | None = None  # an older one-rank DETAIL message to pair
         self._errors: list[RankError] = []
         self._elastic: list[ElasticFailure] = []
         self._facts: dict[tuple[str, str, int | None], Fact] = {}
@@ -649,8 +664,19 @@ class LogParser:
             m = MISMATCH.search(sq)
             if m:
                 self._mismatches.append(Mismatch(who, int(m[1]), m[2], int(m[3]), m[4], loc))
+            elif m := MISMATCH_ONE.search(sq):
+                self._one_rank_mismatch(who, int(m[1]), m[2], loc)
             return
         self._error_or_fact(who, text, loc)
+
+    def _one_rank_mismatch(self, who: Who, rank: int, fingerprint: str, loc: Loc) -> None:
+        """Pair an older one-rank DETAIL message with the next one of another rank and another fingerprint."""
+        first = self._mismatch_one
+        if first is not None and first[1] != rank and first[2] != fingerprint:
+            self._mismatches.append(Mismatch(first[0], first[1], first[2], rank, fingerprint, first[3]))
+            self._mismatch_one = None
+        elif first is None or first[1] == rank:
+            self._mismatch_one = (who, rank, fingerprint, loc)
 
     def _work(self, who: Who, sq: str, loc: Loc, text: str) -> None:
         start = sq.find("WorkNCCL(")
@@ -889,6 +915,11 @@ class LogParser:
             return
         if said := self._launcher.feed(text):
             self._launcher_line(*said, text, loc)
+        if "Global rank" in text and (m := _COMPOSER_EXIT.search(text)):
+            code = int(m[3])
+            self._elastic.append(ElasticFailure(rank=int(m[1]), local_rank=None, exitcode=code, pid=int(m[2]),
+                                                signal=_signal_name(code), host=None, time=None, root_cause=False,
+                                                loc=loc))
             return
         if any(map(text.__contains__, _SIGNAL_WORDS)) and self._fatal_signal(who, text, loc):
             return
@@ -924,7 +955,11 @@ class LogParser:
                     # NVLink SHARP's set-up fails with a bare CUDA error: only the source file says it was NVLS
                     self._add_clue(who, "nccl", f"{src[1]} NCCL WARN {msg}", loc)
                 return
-        if "NCCL error" in text and self._nccl_error(who, text, loc):
+        if " WARN " in text and (warn := _OLD_WARN.search(text)):
+            msg = warn[1].strip()
+            self._error(who, ErrorKind.CONNECTION if _CONNECTION.search(msg) else ErrorKind.NCCL_WARN, msg, loc)
+            return
+        if any(map(text.__contains__, _NCCL_ERROR_WORDS)) and self._nccl_error(who, text, loc):
             return
         if not any(map(text.__contains__, _ERROR_WORDS)):
             return
@@ -1007,7 +1042,7 @@ class LogParser:
         m = _NCCL_ERROR.search(text)
         if not m or "WorkNCCL(" in text:
             return False
-        message = "NCCL error: " + m[1].strip()
+        message = "NCCL error: " + (m[1] if m[1] is not None else m[2]).strip()
         key = (who.rank, message[:200])
         # Without a rank, a text some rank already printed is that rank's restatement (what(): ...).
         restated = who.rank is None and any(k[1] == key[1] for k in self._nccl_errors)
@@ -1022,13 +1057,9 @@ class LogParser:
         ``ERROR:torch.distributed…:``, ``[time] torch.distributed…: [ERROR]``, glog; DeepSpeed's launcher). It names
         the local rank only: on one node that is the rank; a failure table in the same input, which names the global
         rank, is preferred (see :meth:`finish`)."""
-        try:
-            sig = signal.Signals(-code).name if code < 0 else None
-        except ValueError:
-            sig = None
         self._elastic.append(ElasticFailure(rank=local_rank, local_rank=local_rank, exitcode=code, pid=pid,
-                                            signal=sig, host=None, time=None, root_cause=False, loc=loc,
-                                            agent_line=True))
+                                            signal=_signal_name(code), host=None, time=None, root_cause=False,
+                                            loc=loc, agent_line=True))
 
     def _srun_failed(self, m: re.Match[str], loc: Loc) -> None:
         """Slurm's "srun: error: node3: tasks 8-13,15: Exited with exit code 1" (or "Killed", "Out Of Memory"): the

@@ -34,6 +34,11 @@ MISMATCH = re.compile(
     r"(?:\.Collectivesdiffer|\Z)"
 )
 MISMATCH_START = re.compile(r"Detectedmismatchbetweencollectives")
+# PyTorch 1.10-1.12's DETAIL check: each rank names only itself and its own fingerprint, in a message of its own.
+MISMATCH_ONE = re.compile(
+    r"Detectedmismatchbetweencollectivesonranks\.Rank(\d+)isrunninginconsistentcollective:"
+    r"CollectiveFingerPrint\((.*)\)\Z"
+)
 MAX_JOIN = 8  # physical lines one logical line may span
 # A line that ends with a rank prefix, or inside one ("[Ra", "[PGID0PGGUID0(default_pg)Ran"): squeezed text.
 PREFIX_END = re.compile(r"\[(?:PG[^\[\]]*?)?Rank-?\d+\]\Z")
@@ -143,5 +148,5 @@ def incomplete(sq: str) -> bool:
     if STATUS_START.search(sq) or DUMP_START.search(sq):
         return not COUNTERS_DONE.search(sq) or waits_for_digits(sq)
     if MISMATCH_START.search(sq):
-        return not MISMATCH.search(sq)
+        return not MISMATCH.search(sq) and not MISMATCH_ONE.search(sq)
     return cut_marker(sq)
