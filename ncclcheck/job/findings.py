@@ -52,8 +52,7 @@ def size_finding(w: Work, dtype: str, group: Group | None, model_given: bool = F
         times_shorter = f"{ratio:,.0f}x" if ratio < 1e6 else "over a million times"
         msg += (f" Even {where} that is {times_shorter} shorter than the {human_seconds(timeout)} timeout: the "
                 "size cannot explain it. A rank never arrived, or the transport hung.")
-        advice = ("The size is not why it timed out: shrinking the tensor will not help, and a longer timeout helps "
-                  "only a rank that was busy with legitimate work (see the verdict).")
+        advice = "Shrinking the tensor will not help; a longer timeout helps only a rank busy with legitimate work."
         if count == 1:  # barrier() on NCCL is a one-element all_reduce: there is no tensor of the model to name
             msg += " One element is what barrier() issues on NCCL, or a scalar (a loss, a flag): no model tensor."
             return Finding(Severity.INFO, "size-not-the-cause", msg, loc, advice)
