@@ -517,6 +517,8 @@ def _with_cause(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
     """
     if d is None:
         return kind, culprits, summary, None
+    if kind is VerdictKind.COLLECTIVE_MISMATCH and d.cause.family == PROGRAM:
+        return kind, culprits, summary, d  # the catalogue says why calls disagree; the verdict already says who
     if kind not in _RESTATABLE and not _explains(job, culprits, d):
         return kind, culprits, summary, (d if set(d.ranks) & set(culprits) else None)
     c = d.cause

@@ -1,0 +1,76 @@
+"""Catalogue causes read from how NCCL, Gloo and PyTorch word a mechanism, on lines worded as other releases and
+ranks print them (not the public threads' own text, which tests/test_public_threads.py checks)."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import run
+
+from ncclcheck.evidence.types import Loc, Mismatch, Who
+from ncclcheck.job.findings import mismatch_summary
+
+
+@pytest.mark.parametrize(("text", "kind", "cause", "fix"), [
+    # Older NCCL's socket for an address of no family: no usable interface was found.
+    ("[rank3]: node7:88:88 [3] include/socket.h:390 NCCL WARN Socket creation failed : Address family not supported "
+     "by protocol\n", "setup_failure", "no_socket_interface", "NCCL_SOCKET_IFNAME"),
+    # An address received from another rank with family 0: another NCCL laid the record out.
+    ("[rank5]: node2:41:77 [5] NCCL WARN ncclSocketInit: connecting to address 0.0.0.0<0> with family 0 is neither "
+     "AF_INET(2) nor AF_INET6(10)\n", "setup_failure", "nccl_version_mismatch", "same image or environment"),
+    # The bootstrap's truncation is not a collective of the user's.
+    ("[rank2]: node1:9:12 [2] bootstrap.cc:84 NCCL WARN Message truncated : received 512 bytes instead of 8\n",
+     "setup_failure", "bootstrap_mismatch", "NCCL version"),
+    ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, invalid usage (run with "
+     "NCCL_DEBUG=WARN for details), NCCL version 2.21.5\n", "setup_failure", "nccl_invalid_usage", "device_ids="),
+    ("[rank0]: RuntimeError: Gloo connectFullMesh failed with [/pytorch/third_party/gloo/gloo/transport/tcp/"
+     "pair.cc:446] Connection refused\n", "setup_failure", "gloo_unreachable", "GLOO_SOCKET_IFNAME"),
+    ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).\n"
+     "RuntimeError: DataLoader worker (pid 31337) is killed by signal: Killed.\n", "rank_failed_first", "host_oom",
+     "data-loader workers"),
+    ("[rank0]: torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
+     "address. port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use\n",
+     "launcher_failure", "port_in_use", "started twice"),
+])
+def test_a_mechanism_names_its_cause(tmp_path, text, kind, cause, fix):
+    """Each line is read as the cause of its mechanism, with the verdict kind and a fix that fits it."""
+    log = tmp_path / "console.log"
+    log.write_text(text)
+    v = run(log).verdict
+    assert v.cause is not None, v.summary
+    assert (v.kind.value, v.cause.cause.kind) == (kind, cause), v.summary
+    assert fix in " ".join((*v.cause.cause.fix, *v.next_steps))
+
+
+def test_the_data_paths_truncation_is_still_a_disagreement(tmp_path):
+    """NET/Socket's 'receiving N bytes instead of M' is the ranks' collectives disagreeing, not NCCL's set-up."""
+    log = tmp_path / "console.log"
+    log.write_text("[rank1]: node1:9:12 [1] transport/net_socket.cc:480 NCCL WARN NET/Socket : peer 10.0.0.2<4567> "
+                   "message truncated : receiving 1048576 bytes instead of 65536.\n")
+    v = run(log).verdict
+    assert v.cause is not None and v.cause.cause.kind == "calls_disagree"
+
+
+def _m(reporter: int, a: str, other: int, b: str) -> Mismatch:
+    return Mismatch(Who(reporter), reporter, a, other, b, Loc("x.log", reporter + 1))
+
+
+def test_a_detail_report_names_no_side_without_a_majority():
+    """Each rank names itself and the first rank that differs: with one rank against one, neither is the culprit;
+    with a majority, the ranks that differ from it are."""
+    assert mismatch_summary([_m(1, "ALLREDUCE [8]", 0, "ALLREDUCE [4]")])[0] == []
+    three = [_m(0, "ALLREDUCE [8]", 2, "BROADCAST [1]"), _m(1, "ALLREDUCE [8]", 2, "BROADCAST [1]")]
+    assert mismatch_summary(three)[0] == [2]
+
+
+def test_a_detail_report_carries_the_catalogue_cause(tmp_path):
+    """TORCH_DISTRIBUTED_DEBUG=DETAIL's report is a collective mismatch whose cause is calls_disagree."""
+    log = tmp_path / "console.log"
+    fp = ("CollectiveFingerPrint(SequenceNumber=12, OpType=ALLGATHER, TensorShape=[{}], TensorDtypes=Float, "
+          "TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda, layout=Strided (default), "
+          "requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt)))")
+    log.write_text(f"[rank0]: RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running "
+                   f"collective: {fp.format(7)}, but Rank 1 is running collective: {fp.format(6)}.Collectives differ "
+                   "in the following aspects:   Tensor Tensor shapes: 7vs 6\n")
+    v = run(log).verdict
+    assert v.kind.value == "collective_mismatch" and v.culprit_ranks == ()
+    assert v.cause is not None and v.cause.cause.kind == "calls_disagree"
