@@ -74,3 +74,22 @@ def test_a_detail_report_carries_the_catalogue_cause(tmp_path):
     v = run(log).verdict
     assert v.kind.value == "collective_mismatch" and v.culprit_ranks == ()
     assert v.cause is not None and v.cause.cause.kind == "calls_disagree"
+
+
+def test_a_watchdog_stuck_at_exit_is_the_teardown(tmp_path):
+    """A heartbeat failure after the ranks' exit warning is the groups' teardown at exit: no culprit, and
+    destroy_process_group() is the fix; the same failure with no exit warning before it blames its rank."""
+    exit_line = ("[rank{r}]:[W301 10:00:0{r}.000000000 ProcessGroupNCCL.cpp:1250] Warning: WARNING: "
+                 "destroy_process_group() was not called before program exit, which can leak resources.\n")
+    stuck = ("[rank1]:[E301 10:09:00.000000000 ProcessGroupNCCL.cpp:1600] [PG ID 3 PG GUID 7(TENSOR_MODEL_PARALLEL) "
+             "Rank 1] ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in monitoring "
+             "enqueued collectives.\n")
+    log = tmp_path / "console.log"
+    log.write_text(exit_line.format(r=0) + exit_line.format(r=2) + stuck)
+    v = run(log).verdict
+    assert (v.kind.value, v.culprit_ranks) == ("watchdog_stuck", ())
+    assert "destroy_process_group()" in v.next_steps[0]
+    log.write_text(stuck + exit_line.format(r=0))
+    v = run(log).verdict
+    assert (v.kind.value, v.culprit_ranks) == ("watchdog_stuck", (1,))
+    assert not any("destroy_process_group()" in s for s in v.next_steps)

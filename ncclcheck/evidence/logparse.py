@@ -159,6 +159,9 @@ _FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap tes
     ("bus_id", "busId", re.compile(r"cudaDev \d+ (?:nvmlDev \d+ )?busId ([0-9a-fA-F]+)")),  # the rank's GPU
     # Lightning's "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/4" (1.x: "initializing ddp: …")
     ("world_size", "GLOBAL_RANK", re.compile(r"GLOBAL_RANK: \d+, MEMBER: \d+/(\d+)")),
+    # ProcessGroupNCCL's destructor at interpreter exit (2.4+): the program has ended, its groups are being torn down.
+    ("exit_without_destroy", "destroy_process_group", re.compile(r"(destroy_process_group\(\) was not called before "
+                                                                 r"program exit)")),
 )
 _GROUP_INIT = re.compile(
     r"initialization options:\s*size:\s*(\d+),\s*global rank:\s*(\d+)(?:,\s*TIMEOUT\(ms\):\s*(\d+))?"
@@ -200,7 +203,8 @@ _RECORDISH = re.compile(
 )
 # Words one of which a line with a fact (or an error) holds: plain substring tests, cheaper than one alternation.
 _FACT_WORDS = ("initialization options", "Terminating the process", "NCCL version", "Bootstrap", "NET/",
-               "Using network", "TIMEOUT(ms)", "nranks", "set by environment", "NCCL WARN", "GLOBAL_RANK")
+               "Using network", "TIMEOUT(ms)", "nranks", "set by environment", "NCCL WARN", "GLOBAL_RANK",
+               "destroy_process_group")
 _ERROR_WORDS = ("Error", "Exception", "Interrupt", "terminate called")
 
 # --- clues: the lines that say why, beside the error line itself ---------------------------

@@ -450,6 +450,15 @@ def _lost_peer_verdict(scans: Sequence[FileScan], job: Job,
     return VerdictKind.NCCL_ERROR, [], nccl_err, f"{said} No rank in these inputs stopped without an error: suspect the network."
 
 
+def _exit_teardown(scans: Sequence[FileScan]) -> list:
+    """ProcessGroupNCCL's exit warnings printed before a heartbeat failure (in its file, or by its rank): the
+    watchdog fired while the groups were torn down at the interpreter's exit, not during the job's work."""
+    beats = [h for s in scans for h in s.heartbeats]
+    return [f for s in scans for f in s.facts if f.key == "exit_without_destroy" and any(
+        (f.loc.file == h.loc.file and f.loc.line < h.loc.line) or
+        (f.who.rank is not None and f.who.rank == h.who.rank) for h in beats)]
+
+
 def _quiet_verdict(scans: Sequence[FileScan], job: Job) -> tuple[VerdictKind, list[int], list[int], str]:
     """No rank is stuck in a collective: a stuck watchdog, a DETAIL mismatch, a failure, an NCCL error, or nothing."""
     by_rank = {s.rank: s for s in job.ranks}
@@ -457,6 +466,17 @@ def _quiet_verdict(scans: Sequence[FileScan], job: Job) -> tuple[VerdictKind, li
     mismatches = [m for s in scans for m in s.mismatches]
     failed = [s.rank for s in job.ranks if s.ending.kind in _FAILED]
     nccl_err = [s.rank for s in job.ranks if s.ending.kind is EndKind.NCCL_ERROR]
+    if heartbeats and (exits := _exit_teardown(scans)):
+        hung = sorted({h.who.rank for h in heartbeats if h.who.rank is not None})
+        said = sorted({f.who.rank for f in exits if f.who.rank is not None})
+        groups = sorted({h.pg.label() for h in heartbeats if h.pg is not None})
+        return (VerdictKind.WATCHDOG_STUCK, [], [],
+                f"The heartbeat monitor fired on {rank_phrase(hung) or 'a rank'}"
+                f"{' in ' + ', '.join(groups) if groups else ''} after the program had ended: "
+                f"{rank_phrase(said) or 'the ranks'} printed 'destroy_process_group() was not called before program "
+                f"exit' ({exits[0].loc}) before it. The work was done; the process groups were being torn down by the "
+                "interpreter's exit, on each rank in its own order, and a communicator's teardown hung. No rank is the "
+                "culprit.")
     if heartbeats:
         hung = sorted({h.who.rank for h in heartbeats if h.who.rank is not None})
         return (VerdictKind.WATCHDOG_STUCK, hung, [],
@@ -501,6 +521,13 @@ def _is_failure(e: RankError) -> bool:
     """An error line that says something failed: any exception, NCCL or CUDA error, lost connection, or a failing
     NCCL WARN."""
     return e.kind is not ErrorKind.NCCL_WARN or bool(_FAILING_WARN.search(e.message))
+
+
+EXIT_TEARDOWN_STEP = (
+    "Call `torch.distributed.destroy_process_group()` at the end of the program on every rank, after its last "
+    "collective and before it exits: the groups (and their NCCL communicators) are then torn down together instead of "
+    "by each process's exit (https://pytorch.org/docs/stable/distributed.html#shutdown); a job with many groups (expert or "
+    "pipeline parallel) hangs there most (modelscope/ms-swift#7992).")
 
 
 # Verdicts a cause from the catalogue may restate: they name a failure but not why it happened.
@@ -678,6 +705,8 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     dumps = {sc.dump.rank for sc in scans if sc.dump is not None}
     dumped = bool(dumps) and {s.rank for s in job.ranks if s.present} <= dumps
     steps = next_steps(kind, culprits, killed and not host_kill, unknown, dumped and not unknown)
+    if primary is None and _exit_teardown(scans):
+        steps = (EXIT_TEARDOWN_STEP, *steps)
     if cause is not None:
         steps = (*cause.cause.fix, *((PROBE,) if cause.cause.probe else ()), *steps)
     verdict = Verdict(kind, summary, tuple(culprits), tuple(waiting), tuple(unknown), pg,
