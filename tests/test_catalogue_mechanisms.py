@@ -93,3 +93,21 @@ def test_a_watchdog_stuck_at_exit_is_the_teardown(tmp_path):
     v = run(log).verdict
     assert (v.kind.value, v.culprit_ranks) == ("watchdog_stuck", (1,))
     assert not any("destroy_process_group()" in s for s in v.next_steps)
+
+
+@pytest.mark.parametrize(("prefix", "kind", "culprits"), [
+    ("[Rank 0]", "all_ranks_stuck", ()),  # its own watchdog aborted it: it waited too
+    ("[PG 0 Rank 0]", "lagging_rank", (1,)),  # a later monitor aborts a rank for another's timeout too
+])
+def test_a_rank_aborted_by_its_watchdog_was_waiting_too(tmp_path, prefix, kind, culprits):
+    """A rank dead of SIGABRT with no line of its own is not a straggler where only its own watchdog could abort it
+    (timeouts without a [PG ...] prefix): every rank waited, and the transport is suspected."""
+    log = tmp_path / "console.log"
+    log.write_text(f"[E ProcessGroupNCCL.cpp:821] {prefix} Watchdog caught collective operation timeout: "
+                   "WorkNCCL(SeqNum=3, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800417 milliseconds before "
+                   "timing out.\n"
+                   "Global rank 1 (PID 4242) exited with code -6\n")
+    v = run(log).verdict
+    assert (v.kind.value, v.culprit_ranks) == (kind, culprits), v.summary
+    if kind == "all_ranks_stuck":
+        assert any("NCCL_P2P_DISABLE" in s for s in v.next_steps)

@@ -349,6 +349,16 @@ def _roots(job: Job) -> _Roots:
     return _Roots(named, inferred, absent, leaves)
 
 
+def _watchdog_aborted(s: RankState) -> bool:
+    """A rank the launcher reports dead of SIGABRT with no collective of its own in the inputs.
+
+    Releases that print timeouts without a ``[PG ...]`` prefix predate the heartbeat monitor: their watchdog
+    aborted a process only after one of its own works timed out or failed, so such a rank was waiting somewhere
+    too. Later releases' monitor thread also aborts a rank when another rank signals a timeout through the store,
+    so there it may have been anywhere."""
+    return s.ending.kind is EndKind.ABORTED and "SIGABRT" in s.ending.detail and s.stuck is None
+
+
 def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind, list[int], str]:
     """Some ranks are stuck: the roots' endings name the kind."""
     by_rank = {s.rank: s for s in job.ranks}
@@ -374,6 +384,15 @@ def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind,
     if errs:
         return (VerdictKind.NCCL_ERROR, errs,
                 "; ".join(f"rank {r}: {by_rank[r].ending.detail}" for r in errs) + ".")
+    if culprits and primary.group.id is None and all(_watchdog_aborted(by_rank[r]) for r in culprits) and any(
+            s.stuck is not None and s.stuck.state == "timed_out" for s in job.ranks):
+        return (VerdictKind.ALL_RANKS_STUCK, [],
+                f"{rank_phrase(waiting, job.world).capitalize()} timed out in {where}; {rank_phrase(culprits)} printed "
+                f"no timeout here but died of SIGABRT, the watchdog's abort, which follows only a timeout or an NCCL "
+                f"error of its own: {'it was' if len(culprits) == 1 else 'they were'} waiting in a collective too, not "
+                "lagging in host code (its own stderr names the collective). If it was the same one, every rank "
+                "waited in it and no member was missing: suspect the transport (GPU peer-to-peer over PCIe, the "
+                "network, NCCL itself); if it was another, the ranks' calls disagree.")
     if culprits:
         lines = "; ".join(f"rank {r} {root_words(by_rank[r])}{_last_frame(by_rank[r])}" for r in culprits[:4])
         one = len(culprits) == 1
