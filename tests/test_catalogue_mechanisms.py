@@ -111,3 +111,30 @@ def test_a_rank_aborted_by_its_watchdog_was_waiting_too(tmp_path, prefix, kind, 
     assert (v.kind.value, v.culprit_ranks) == (kind, culprits), v.summary
     if kind == "all_ranks_stuck":
         assert any("NCCL_P2P_DISABLE" in s for s in v.next_steps)
+
+
+_LONE_TIMEOUT = ("[E ProcessGroupNCCL.cpp:475] [Rank 1] Watchdog caught collective operation timeout: "
+                 "WorkNCCL(SeqNum=40, OpType=BROADCAST, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran for 600312 "
+                 "milliseconds before timing out.\n")
+
+
+@pytest.mark.parametrize("before", [
+    "Rank 0 finished\nRank 2 has completed\n",  # the program's own word for the other ranks
+    "Training completed. Do not forget to share your model on huggingface.co/models =)\n",  # its own loop ended
+    "`Trainer.fit` stopped: `max_steps=5000` reached.\n",
+])
+def test_a_rank_alone_after_the_end_issued_an_extra_collective(tmp_path, before):
+    """A rank that times out after the others completed, or after its own training ended, ran a collective the others
+    never will: collective_mismatch naming it, with the rank-dependent branch to look for."""
+    log = tmp_path / "console.log"
+    log.write_text(before + _LONE_TIMEOUT)
+    v = run(log).verdict
+    assert (v.kind.value, v.culprit_ranks) == ("collective_mismatch", (1,)), v.summary
+    assert "if rank == 0:" in v.summary
+
+
+def test_a_lone_timeout_with_nothing_ended_stays_incomplete(tmp_path):
+    """Without a word that the work was over, who the rank waited for is not in the inputs."""
+    log = tmp_path / "console.log"
+    log.write_text(_LONE_TIMEOUT + "Rank 1 completed\n")  # its own rank, after its timeout: not the others
+    assert run(log).verdict.kind.value == "incomplete_evidence"

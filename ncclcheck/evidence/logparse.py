@@ -160,6 +160,12 @@ _FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap tes
     # Lightning's "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/4" (1.x: "initializing ddp: …")
     ("world_size", "GLOBAL_RANK", re.compile(r"GLOBAL_RANK: \d+, MEMBER: \d+/(\d+)")),
     # ProcessGroupNCCL's destructor at interpreter exit (2.4+): the program has ended, its groups are being torn down.
+    # The program's own word that a rank's work is over: "Rank 3 completed" (value: the rank it names), Lightning's
+    # "`Trainer.fit` stopped: `max_epochs=N` reached", HF Trainer's "Training completed." (value: the words).
+    ("work_done", "completed", re.compile(r"\b[Rr]ank (\d+) (?:has )?(?:completed|finished)\b")),
+    ("work_done", "finished", re.compile(r"\b[Rr]ank (\d+) (?:has )?(?:completed|finished)\b")),
+    ("work_done", "Trainer.fit", re.compile(r"(`Trainer\.fit` stopped: `max_(?:epochs|steps)=[^`]*` reached)")),
+    ("work_done", "Training completed", re.compile(r"(Training completed)\. Do not forget")),
     ("exit_without_destroy", "destroy_process_group", re.compile(r"(destroy_process_group\(\) was not called before "
                                                                  r"program exit)")),
 )
@@ -204,7 +210,7 @@ _RECORDISH = re.compile(
 # Words one of which a line with a fact (or an error) holds: plain substring tests, cheaper than one alternation.
 _FACT_WORDS = ("initialization options", "Terminating the process", "NCCL version", "Bootstrap", "NET/",
                "Using network", "TIMEOUT(ms)", "nranks", "set by environment", "NCCL WARN", "GLOBAL_RANK",
-               "destroy_process_group")
+               "destroy_process_group", "completed", "finished", "Trainer.fit")
 _ERROR_WORDS = ("Error", "Exception", "Interrupt", "terminate called")
 
 # --- clues: the lines that say why, beside the error line itself ---------------------------

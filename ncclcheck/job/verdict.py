@@ -478,6 +478,37 @@ def _exit_teardown(scans: Sequence[FileScan]) -> list:
         (f.who.rank is not None and f.who.rank == h.who.rank) for h in beats)]
 
 
+def _alone_after_the_end(scans: Sequence[FileScan], job: Job,
+                         primary: Work) -> tuple[VerdictKind, list[int], str] | None:
+    """Ranks stuck in a collective after the program said the others' work, or their own training, was over.
+
+    Where the inputs name no member that could still arrive, a rank that waits after the others printed that they
+    completed, or after its own training loop ended, issued a collective the others never will (or a larger one):
+    code that only it runs (``if rank == 0`` around a checkpoint, a barrier, logging), or a size that differs.
+    """
+    stuck = {s.rank: s.stuck for s in job.ranks if s.stuck is not None}
+    if not stuck or any(s.ending.kind is EndKind.UNKNOWN for s in job.ranks):
+        return None
+    facts = [f for sc in scans for f in sc.facts if f.key == "work_done"]
+    others = sorted({int(f.value) for f in facts if f.value.isdigit()} - set(stuck))
+    ended = [f for f in facts if not f.value.isdigit() and any(
+        w.loc is not None and w.loc.file == f.loc.file and f.loc.line < w.loc.line for w in stuck.values())]
+    if not others and not ended:
+        return None
+    ranks = sorted(stuck)
+    if others:
+        line = next(f.loc for f in facts if f.value.isdigit() and int(f.value) in others)
+        why = f"the program printed that {rank_phrase(others)} completed ({line})"
+    else:
+        why = (f"its training loop had ended first ({ended[0].value}, {ended[0].loc}), and the others, in step with "
+               "it through every training step, ended theirs too")
+    return (VerdictKind.COLLECTIVE_MISMATCH, ranks,
+            f"{rank_phrase(ranks).capitalize()} waited in {_place(primary)} after the others' work was over: {why}. "
+            f"No other rank will issue it: {rank_phrase(ranks)} ran a collective the others did not (one inside code "
+            "only that rank runs, such as `if rank == 0:` or `is_global_zero` around a checkpoint save, a barrier or "
+            "logging), or one of another size that the others' smaller call let them finish.")
+
+
 def _quiet_verdict(scans: Sequence[FileScan], job: Job) -> tuple[VerdictKind, list[int], list[int], str]:
     """No rank is stuck in a collective: a stuck watchdog, a DETAIL mismatch, a failure, an NCCL error, or nothing."""
     by_rank = {s.rank: s for s in job.ranks}
@@ -664,6 +695,8 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     if primary is not None:
         roots = _roots(job)
         kind, culprits, summary = _consistent(job, *_stuck_verdict(job, roots, primary))
+        if kind is VerdictKind.INCOMPLETE and (alone := _alone_after_the_end(scans, job, primary)) is not None:
+            kind, culprits, summary = alone
         if kind is VerdictKind.DEADLOCK:
             ring = _cycle(job, roots.named)
         waiting = sorted(s.rank for s in job.ranks if s.stuck is not None and s.rank not in culprits)
