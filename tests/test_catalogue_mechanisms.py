@@ -138,3 +138,14 @@ def test_a_lone_timeout_with_nothing_ended_stays_incomplete(tmp_path):
     log = tmp_path / "console.log"
     log.write_text(_LONE_TIMEOUT + "Rank 1 completed\n")  # its own rank, after its timeout: not the others
     assert run(log).verdict.kind.value == "incomplete_evidence"
+
+
+def test_an_abort_reported_before_any_timeout_is_not_the_watchdogs(tmp_path):
+    """SIGABRT reported before the others' timeout is a crash of that rank's own (an uncaught C++ exception), not
+    its watchdog: it stays the rank the others waited for."""
+    log = tmp_path / "console.log"
+    log.write_text("Global rank 1 (PID 4242) exited with code -6\n"
+                   "[E ProcessGroupNCCL.cpp:821] [Rank 0] Watchdog caught collective operation timeout: "
+                   "WorkNCCL(SeqNum=3, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800417 milliseconds before "
+                   "timing out.\n")
+    assert run(log).verdict.culprit_ranks == (1,)

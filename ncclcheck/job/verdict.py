@@ -349,14 +349,17 @@ def _roots(job: Job) -> _Roots:
     return _Roots(named, inferred, absent, leaves)
 
 
-def _watchdog_aborted(s: RankState) -> bool:
+def _watchdog_aborted(s: RankState, timeouts: Sequence[Loc]) -> bool:
     """A rank the launcher reports dead of SIGABRT with no collective of its own in the inputs.
 
     Releases that print timeouts without a ``[PG ...]`` prefix predate the heartbeat monitor: their watchdog
     aborted a process only after one of its own works timed out or failed, so such a rank was waiting somewhere
     too. Later releases' monitor thread also aborts a rank when another rank signals a timeout through the store,
-    so there it may have been anywhere."""
-    return s.ending.kind is EndKind.ABORTED and "SIGABRT" in s.ending.detail and s.stuck is None
+    so there it may have been anywhere. Its abort must be reported after another rank's timeout (in the same
+    file): an abort before any timeout is a crash of its own (an uncaught C++ exception also ends in SIGABRT)."""
+    e = s.ending
+    return (e.kind is EndKind.ABORTED and "SIGABRT" in e.detail and s.stuck is None and e.loc is not None
+            and any(t.file == e.loc.file and t.line < e.loc.line for t in timeouts))
 
 
 def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind, list[int], str]:
@@ -384,8 +387,9 @@ def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind,
     if errs:
         return (VerdictKind.NCCL_ERROR, errs,
                 "; ".join(f"rank {r}: {by_rank[r].ending.detail}" for r in errs) + ".")
-    if culprits and primary.group.id is None and all(_watchdog_aborted(by_rank[r]) for r in culprits) and any(
-            s.stuck is not None and s.stuck.state == "timed_out" for s in job.ranks):
+    timeouts = [s.stuck.loc for s in job.ranks if s.stuck is not None and s.stuck.state == "timed_out"
+                and s.stuck.loc is not None]
+    if culprits and primary.group.id is None and all(_watchdog_aborted(by_rank[r], timeouts) for r in culprits):
         return (VerdictKind.ALL_RANKS_STUCK, [],
                 f"{rank_phrase(waiting, job.world).capitalize()} timed out in {where}; {rank_phrase(culprits)} printed "
                 f"no timeout here but died of SIGABRT, the watchdog's abort, which follows only a timeout or an NCCL "
