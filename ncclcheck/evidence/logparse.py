@@ -176,6 +176,15 @@ _FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap tes
     ("nnodes", "nnodes", re.compile(r"--nnodes[= ](\d+)(?![:\d])")),
     ("nnodes", "max_nodes", re.compile(r"(?:^|\])\s*max_nodes\s*:\s*(\d+)\s*$")),
     ("nproc_per_node", "nproc", re.compile(r"--nproc[-_]per[-_]node[= ](\d+)|(?:^|\])\s*nproc_per_node\s*:\s*(\d+)\s*$")),
+    # ProcessGroupNCCL's destructor at interpreter exit (2.4+): the program has ended, its groups are being torn down.
+    # The program's own word that a rank's work is over: "Rank 3 completed" (value: the rank it names), Lightning's
+    # "`Trainer.fit` stopped: `max_epochs=N` reached", HF Trainer's "Training completed." (value: the words).
+    ("work_done", "completed", re.compile(r"\b[Rr]ank (\d+) (?:has )?(?:completed|finished)\b")),
+    ("work_done", "finished", re.compile(r"\b[Rr]ank (\d+) (?:has )?(?:completed|finished)\b")),
+    ("work_done", "Trainer.fit", re.compile(r"(`Trainer\.fit` stopped: `max_(?:epochs|steps)=[^`]*` reached)")),
+    ("work_done", "Training completed", re.compile(r"(Training completed)\. Do not forget")),
+    ("exit_without_destroy", "destroy_process_group", re.compile(r"(destroy_process_group\(\) was not called before "
+                                                                 r"program exit)")),
 )
 _GROUP_INIT = re.compile(
     r"initialization options:\s*size:\s*(\d+),\s*global rank:\s*(\d+)(?:,\s*TIMEOUT\(ms\):\s*(\d+))?"
@@ -218,7 +227,8 @@ _RECORDISH = re.compile(
 # Words one of which a line with a fact (or an error) holds: plain substring tests, cheaper than one alternation.
 _FACT_WORDS = ("initialization options", "Terminating the process", "NCCL version", "Bootstrap", "NET/",
                "Using network", "TIMEOUT(ms)", "nranks", "set by environment", "NCCL WARN", "GLOBAL_RANK",
-               "WORLD_SIZE", "world_size", "Num processes", "store-based barrier", "nnodes", "max_nodes", "nproc")
+               "WORLD_SIZE", "world_size", "Num processes", "store-based barrier", "nnodes", "max_nodes", "nproc",
+               "destroy_process_group", "completed", "finished", "Trainer.fit")
 _ERROR_WORDS = ("Error", "Exception", "Interrupt", "terminate called")
 
 # --- what a rank was busy with: work of its own that may outlast a collective timeout ----------------------

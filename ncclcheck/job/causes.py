@@ -66,6 +66,23 @@ def _c(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE)
 
 
+# Read two ways: the versions the ranks print differ (see _versions), or one rank's NCCL read another's set-up
+# record as an address of no family: ncclSocketInit refuses an address that is neither AF_INET nor AF_INET6, and
+# an address NCCL received (the unique id, a peer's bootstrap record) has family 0 when the sender's NCCL laid the
+# record out differently. A local interface is never family 0: NCCL only lists AF_INET and AF_INET6 ones.
+VERSIONS = Cause(
+    "nccl_version_mismatch", SETUP, "ranks load different NCCL versions",
+    _c(r"connecting to address.{0,80}with family 0 is neither AF_INET"),
+    "the ranks run different NCCL versions (nodes with different images or environments), and NCCL's set-up "
+    "records differ between versions: a rank reads the address another sent with no address family (family 0), "
+    "or the ranks print different versions",
+    ("Run every node from the same image or environment; `python -c 'import torch; print(torch.cuda.nccl."
+     "version())'` on each.",
+     "A pip-installed nvidia-nccl-cu* package overrides the NCCL torch was built with: install the same version "
+     "on every node (`pip list | grep nccl`)."),
+    "https://github.com/NVIDIA/nccl/issues/1267")
+
+
 CATALOGUE: tuple[Cause, ...] = (
     Cause("cuda_oom", MEMORY, "CUDA out of memory",
           _c(r"CUDA out of memory|OutOfMemoryError|Cuda failure 'out of memory'|CUBLAS_STATUS_ALLOC_FAILED"),
@@ -78,7 +95,7 @@ CATALOGUE: tuple[Cause, ...] = (
     Cause("host_oom", MEMORY, "killed for host memory (the OOM killer)",
           _c(r"oom_kill event|OOM[ -]Kill|OOMKilled|task \d+: Out Of Memory|Out of memory: Kill(?:ed)? process|"
              r"Memory cgroup out of memory|oom-kill:|^Killed process \d+ \(|Exceeded job memory limit|"
-             r"(?:Step|Job) \S+ exceeded memory limit"),
+             r"(?:Step|Job) \S+ exceeded memory limit|DataLoader worker \(pid[^)]*\) is killed by signal: Killed"),
           "the process's host memory (RAM, not the GPU's) went past what its node, container or job step may use, "
           "and the kernel's OOM killer ended it with SIGKILL: no traceback, and its peers wait or lose it",
           ("Ask for more memory (Slurm `--mem`/`--mem-per-gpu`, the pod's memory limit) or use less of it: fewer "
@@ -173,8 +190,12 @@ CATALOGUE: tuple[Cause, ...] = (
            "Kubernetes: mount an emptyDir with `medium: Memory` at /dev/shm in the pod spec.",
            "Only as a last resort NCCL_SHM_DISABLE=1 (slower intra-node traffic)."),
           "https://github.com/NVIDIA/nccl/issues/342", probe=True),
+    VERSIONS,
+    # Older NCCL created its socket for the address of the interface it found; with none found the address
+    # has no family, and socket() fails with "Address family not supported by protocol" (nccl-tests#14).
     Cause("no_socket_interface", SETUP, "no usable network interface for NCCL",
-          _c(r"no socket interface found|No usable listening interface|neither AF_INET|NCCL_SOCKET_IFNAME.*not found"),
+          _c(r"no socket interface found|No usable listening interface|neither AF_INET|NCCL_SOCKET_IFNAME.*not found|"
+             r"Socket creation failed\W+Address family not supported"),
           "NCCL found no interface matching NCCL_SOCKET_IFNAME (or none at all) to bootstrap over",
           ("Set NCCL_SOCKET_IFNAME to an interface that exists on every node (`ip -br addr`), or unset it to let "
            "NCCL pick; a prefix such as `^lo,docker` excludes instead of naming.",
@@ -189,6 +210,16 @@ CATALOGUE: tuple[Cause, ...] = (
            "expects (libnccl-net.so, aws-ofi-nccl).",
            "Check the HCAs: `ibv_devinfo`; NCCL_IB_HCA must name devices that exist."),
           "https://github.com/NVIDIA/nccl/issues/952", probe=True),
+    Cause("gloo_unreachable", SETUP, "Gloo could not connect its ranks",
+          _c(r"connectFullMesh failed"),
+          "creating a Gloo process group (the backend of CPU collectives, and the group vLLM, SGLang and DeepSpeed "
+          "create beside NCCL) connects a TCP pair between every two ranks, each over the address of the interface "
+          "Gloo picked from the host name; on nodes with several interfaces that address may not be reachable from "
+          "the other node, and the connection fails",
+          ("Set GLOO_SOCKET_IFNAME to the interface the nodes reach each other on (`ip -br addr`; the one of "
+           "MASTER_ADDR), on every node, as NCCL_SOCKET_IFNAME is for NCCL.",
+           "Check that the host name resolves to that interface's address on each node (`getent hosts $(hostname)`)."),
+          "https://github.com/sgl-project/sglang/issues/3226"),
     Cause("ib_error", NETWORK, "InfiniBand/RoCE transport error",
           _c(r"NET/IB.*(?:completion|error)|ibv_\w+ failed|IBV_WC_|transport retry counter|Got completion from peer"),
           "the NIC gave up on a transfer with the named peer: a completion error of the RDMA transport, not a "
@@ -217,7 +248,10 @@ CATALOGUE: tuple[Cause, ...] = (
           "another job (or a leftover process) holds MASTER_PORT / the rendezvous port on this host",
           ("Pick another port (MASTER_PORT, --rdzv-endpoint host:PORT) or let torchrun choose one: "
            "`--rdzv-endpoint localhost:0` or `--standalone` on one node.",
-           "Find the holder: `ss -ltnp | grep PORT`."),
+           "Find the holder: `ss -ltnp | grep PORT`.",
+           "If no other process holds it, the job was started twice: a script that starts its own workers "
+           "(mp.spawn, a fixed MASTER_PORT) launched under torchrun, or two launchers, binds the port once per "
+           "launch; start it one way only (`python script.py` or torchrun, not both)."),
           "https://pytorch.org/docs/stable/elastic/run.html#stacked-single-node-multi-worker"),
     Cause("host_unresolvable", LAUNCHER, "the store's host name does not resolve",
           _c(r"^(?!.*\((?:localhost|127\.0\.0\.1|::1), \d+\) cannot be retrieved)"
@@ -291,17 +325,37 @@ CATALOGUE: tuple[Cause, ...] = (
            "An eviction for memory: ask for a memory request equal to the limit, so the pod is not the first "
            "chosen."),
           "https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/"),
+    Cause("bootstrap_mismatch", SETUP, "NCCL's set-up messages disagree between ranks",
+          _c(r"bootstrap\.cc:\d+.{0,40}truncated|Message truncated : received \d+ bytes instead of"),
+          "NCCL's bootstrap (the socket exchange that sets up communicators and their connections, bootstrap.cc) "
+          "received a message longer than it expected ('received N bytes instead of M'; the data path says "
+          "'receiving'), and those messages' sizes are fixed by NCCL's code, not by the user's calls: the ranks "
+          "run NCCL versions whose set-up messages differ, or that NCCL version has a defect (2.19 had one)",
+          ("Check that every rank loads the same NCCL (`python -c 'import torch; print(torch.cuda.nccl.version())'`"
+           " on each node, and any nvidia-nccl-cu* package pip installed).",
+           "If they match, change the NCCL version: upgrade, or downgrade to the last that worked (2.18.6 "
+           "in the thread)."),
+          "https://github.com/NVIDIA/nccl/issues/1176"),
+    Cause("nccl_invalid_usage", SETUP, "NCCL refused the call (invalid usage)",
+          _c(r"ncclInvalidUsage|\binvalid usage\b"),
+          "NCCL returned ncclInvalidUsage: most often two ranks of one communicator ended on one GPU (no "
+          "torch.cuda.set_device before the first collective, so a barrier() or collective ran on the GPU "
+          "numbered by the rank or on cuda:0, not the rank's own device; newer NCCL says 'Duplicate GPU "
+          "detected'), else calls NCCL forbids (one communicator used from two streams in a group)",
+          ("Call `torch.cuda.set_device(local_rank)` before init_process_group (or pass device_id=), and "
+           "`dist.barrier(device_ids=[local_rank])` where a barrier runs before any collective.",
+           f"Rerun with {NCCL_DEBUG_RERUN}: NCCL names what it refused in a WARN line."),
+          "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"),
     Cause("calls_disagree", PROGRAM, "the ranks disagree on a collective",
-          _c(r"Mismatched collective detected|collective mismatch error|message truncated"),
+          _c(r"Mismatched collective detected|collective mismatch error|message truncated|"
+             r"Detected mismatch between collectives"),
           "one rank sent more (or another operation) than its peer expected: the ranks issued different "
           "collectives, sizes or orders (code that branches on the rank or the data), or ran different NCCL "
           "settings (NCCL_PROTO, NCCL_ALGO) or versions",
           ("Rerun with TORCH_DISTRIBUTED_DEBUG=DETAIL: PyTorch checks each collective's op and shapes across the "
            "ranks and names the one that differs.",
            "Give every node the same image and the same NCCL_* environment; if the error goes away with "
-           "NCCL_PROTO=SIMPLE, the settings differ, otherwise the calls do.",
-           "In NCCL's own set-up (a bootstrap.cc line, NCCL 2.19-2.20) it was a defect of NCCL: try another "
-           "NCCL version."),
+           "NCCL_PROTO=SIMPLE, the settings differ, otherwise the calls do."),
           "https://github.com/NVIDIA/nccl/issues/626"),
     Cause("remote_exited", NETWORK, "a peer exited or the network failed",
           _c(r"remote process exited|ncclRemoteError|Connection reset by peer|Connection closed by remote peer"),
@@ -352,15 +406,7 @@ STOPPED = Cause(
      "live job), or `py-spy dump --pid PID` of each rank.",
      f"Rerun with {NCCL_DEBUG_RERUN} to see how far NCCL's set-up got."),
     "")  # read from the launcher's own behaviour (tests/data/failures/no_init), not from one thread
-VERSIONS = Cause(
-    "nccl_version_mismatch", SETUP, "ranks load different NCCL versions",
-    re.compile(r"(?!)"),
-    "the ranks print different NCCL versions: nodes run different images or environments, and NCCL's wire "
-    "protocol may differ between them",
-    ("Run every node from the same image or environment; `python -c 'import torch; print(torch.cuda.nccl."
-     "version())'` on each.",),
-    "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html")
-ALL_CAUSES = (*CATALOGUE, NO_REASON, SYSTEM_ERROR, HOST_KILL, STOPPED, VERSIONS)
+ALL_CAUSES = (*CATALOGUE, NO_REASON, SYSTEM_ERROR, HOST_KILL, STOPPED)
 _BY_KIND = {c.kind: c for c in ALL_CAUSES}
 # The cause of a death by signal that the launcher reports without a line of the process's own.
 _BY_SIGNAL = {"SIGBUS": _BY_KIND["shm_bus_error"], "SIGSEGV": _BY_KIND["native_crash"],
@@ -432,6 +478,11 @@ def _said(scans: Sequence[FileScan]) -> list[_Said]:
             out.append(_Said(e.who.rank, e.message, e.loc))
         for c in s.clues:
             out.append(_Said(c.who.rank, c.text, c.loc, c.kind, c.clock_s))
+        # TORCH_DISTRIBUTED_DEBUG=DETAIL's report is read into a Mismatch, not an error line; it is said here in
+        # its own words so that the catalogue's pattern sees it.
+        for m in s.mismatches:
+            out.append(_Said(m.who.rank, f"Detected mismatch between collectives on ranks {m.rank_a} and {m.rank_b} "
+                                         "(TORCH_DISTRIBUTED_DEBUG=DETAIL)", m.loc, "mismatch"))
     # A host's or a scheduler's record speaks for the job only where it joins a rank (a PID, a GPU, a host of it):
     # the rest of a node's kernel log is other processes' business.
     # Where the inputs place no rank at all, a record stands for itself, said to be joined to none.

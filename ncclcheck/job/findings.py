@@ -197,12 +197,11 @@ def mismatch_summary(ms: Sequence[Mismatch]) -> tuple[list[int], list[int], str]
     for fp in ran.values():
         counts[fp] = counts.get(fp, 0) + 1
     top = max(counts, key=lambda k: counts[k])
-    reporters = {m.rank_a for m in ms}
-    if list(counts.values()).count(counts[top]) > 1:  # a tie: PyTorch names its own rank first, the other differs
-        culprit = sorted({m.rank_b for m in ms} - reporters) or sorted({m.rank_b for m in ms})
-    else:
-        culprit = sorted(r for r, fp in ran.items() if fp != top)
-    waiting = sorted(r for r in ran if r not in culprit)
+    # Each rank compares its own fingerprint with every rank's and names itself and the first that differs: being
+    # named second says nothing. With no majority (two ranks, one report) neither side is shown to be wrong.
+    tie = list(counts.values()).count(counts[top]) > 1
+    culprit = [] if tie else sorted(r for r, fp in ran.items() if fp != top)
+    waiting = [] if tie else sorted(r for r in ran if r not in culprit)  # with no culprit, no one waited for one
     by_fp: dict[str, list[int]] = {}
     for r, fp in ran.items():
         by_fp.setdefault(fp, []).append(r)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ncclcheck.evidence.frdump import Frame
-from ncclcheck.evidence.types import ElasticFailure, ErrorKind, FileScan, Loc, RankError
+from ncclcheck.evidence.types import ElasticFailure, ErrorKind, Fact, FileScan, Loc, RankError
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.build import build_job
 from ncclcheck.job.causes import (
@@ -359,6 +359,19 @@ def _roots(job: Job) -> _Roots:
 _PEER_LEFT = re.compile(r"Connection (?:closed|reset)|closed by peer|remote process exit", re.IGNORECASE)
 
 
+def _watchdog_aborted(s: RankState, timeouts: Sequence[Loc]) -> bool:
+    """A rank the launcher reports dead of SIGABRT with no collective of its own in the inputs.
+
+    Releases that print timeouts without a ``[PG ...]`` prefix predate the heartbeat monitor: their watchdog
+    aborted a process only after one of its own works timed out or failed, so such a rank was waiting somewhere
+    too. Later releases' monitor thread also aborts a rank when another rank signals a timeout through the store,
+    so there it may have been anywhere. Its abort must be reported after another rank's timeout (in the same
+    file): an abort before any timeout is a crash of its own (an uncaught C++ exception also ends in SIGABRT)."""
+    e = s.ending
+    return (e.kind is EndKind.ABORTED and "SIGABRT" in e.detail and s.stuck is None and e.loc is not None
+            and any(t.file == e.loc.file and t.line < e.loc.line for t in timeouts))
+
+
 def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind, list[int], str]:
     """Some ranks are stuck: the roots' endings name the kind."""
     by_rank = {s.rank: s for s in job.ranks}
@@ -386,6 +399,16 @@ def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind,
     if errs:
         return (VerdictKind.NCCL_ERROR, errs,
                 "; ".join(f"rank {r}: {by_rank[r].ending.detail}" for r in errs) + ".")
+    timeouts = [s.stuck.loc for s in job.ranks if s.stuck is not None and s.stuck.state == "timed_out"
+                and s.stuck.loc is not None]
+    if culprits and primary.group.id is None and all(_watchdog_aborted(by_rank[r], timeouts) for r in culprits):
+        return (VerdictKind.ALL_RANKS_STUCK, [],
+                f"{rank_phrase(waiting, job.world).capitalize()} timed out in {where}; {rank_phrase(culprits)} printed "
+                f"no timeout here but died of SIGABRT, the watchdog's abort, which follows only a timeout or an NCCL "
+                f"error of its own: {'it was' if len(culprits) == 1 else 'they were'} waiting in a collective too, not "
+                "lagging in host code (its own stderr names the collective). If it was the same one, every rank "
+                "waited in it and no member was missing: suspect the transport (GPU peer-to-peer over PCIe, the "
+                "network, NCCL itself); if it was another, the ranks' calls disagree.")
     if culprits:
         lines = "; ".join(f"rank {r} {root_words(by_rank[r])}{_last_frame(by_rank[r])}" for r in culprits[:4])
         one = len(culprits) == 1
@@ -466,6 +489,46 @@ def _lost_peer_verdict(scans: Sequence[FileScan], job: Job,
     return VerdictKind.NCCL_ERROR, [], nccl_err, f"{said} No rank in these inputs stopped without an error: suspect the network."
 
 
+def _exit_teardown(scans: Sequence[FileScan]) -> list[Fact]:
+    """ProcessGroupNCCL's exit warnings printed before a heartbeat failure (in its file, or by its rank): the
+    watchdog fired while the groups were torn down at the interpreter's exit, not during the job's work."""
+    beats = [h for s in scans for h in s.heartbeats]
+    return [f for s in scans for f in s.facts if f.key == "exit_without_destroy" and any(
+        (f.loc.file == h.loc.file and f.loc.line < h.loc.line) or
+        (f.who.rank is not None and f.who.rank == h.who.rank) for h in beats)]
+
+
+def _alone_after_the_end(scans: Sequence[FileScan], job: Job,
+                         primary: Work) -> tuple[VerdictKind, list[int], str] | None:
+    """Ranks stuck in a collective after the program said the others' work, or their own training, was over.
+
+    Where the inputs name no member that could still arrive, a rank that waits after the others printed that they
+    completed, or after its own training loop ended, issued a collective the others never will (or a larger one):
+    code that only it runs (``if rank == 0`` around a checkpoint, a barrier, logging), or a size that differs.
+    """
+    stuck = {s.rank: s.stuck for s in job.ranks if s.stuck is not None}
+    if not stuck or any(s.ending.kind is EndKind.UNKNOWN for s in job.ranks):
+        return None
+    facts = [f for sc in scans for f in sc.facts if f.key == "work_done"]
+    others = sorted({int(f.value) for f in facts if f.value.isdigit()} - set(stuck))
+    ended = [f for f in facts if not f.value.isdigit() and any(
+        w.loc is not None and w.loc.file == f.loc.file and f.loc.line < w.loc.line for w in stuck.values())]
+    if not others and not ended:
+        return None
+    ranks = sorted(stuck)
+    if others:
+        line = next(f.loc for f in facts if f.value.isdigit() and int(f.value) in others)
+        why = f"the program printed that {rank_phrase(others)} completed ({line})"
+    else:
+        why = (f"its training loop had ended first ({ended[0].value}, {ended[0].loc}), and the others, in step with "
+               "it through every training step, ended theirs too")
+    return (VerdictKind.COLLECTIVE_MISMATCH, ranks,
+            f"{rank_phrase(ranks).capitalize()} waited in {_place(primary)} after the others' work was over: {why}. "
+            f"No other rank will issue it: {rank_phrase(ranks)} ran a collective the others did not (one inside code "
+            "only that rank runs, such as `if rank == 0:` or `is_global_zero` around a checkpoint save, a barrier or "
+            "logging), or one of another size that the others' smaller call let them finish.")
+
+
 def _quiet_verdict(scans: Sequence[FileScan], job: Job) -> tuple[VerdictKind, list[int], list[int], str]:
     """No rank is stuck in a collective: a stuck watchdog, a DETAIL mismatch, a failure, an NCCL error, or nothing."""
     by_rank = {s.rank: s for s in job.ranks}
@@ -473,6 +536,17 @@ def _quiet_verdict(scans: Sequence[FileScan], job: Job) -> tuple[VerdictKind, li
     mismatches = [m for s in scans for m in s.mismatches]
     failed = [s.rank for s in job.ranks if s.ending.kind in _FAILED]
     nccl_err = [s.rank for s in job.ranks if s.ending.kind is EndKind.NCCL_ERROR]
+    if heartbeats and (exits := _exit_teardown(scans)):
+        hung = sorted({h.who.rank for h in heartbeats if h.who.rank is not None})
+        said = sorted({f.who.rank for f in exits if f.who.rank is not None})
+        groups = sorted({h.pg.label() for h in heartbeats if h.pg is not None})
+        return (VerdictKind.WATCHDOG_STUCK, [], [],
+                f"The heartbeat monitor fired on {rank_phrase(hung) or 'a rank'}"
+                f"{' in ' + ', '.join(groups) if groups else ''} after the program had ended: "
+                f"{rank_phrase(said) or 'the ranks'} printed 'destroy_process_group() was not called before program "
+                f"exit' ({exits[0].loc}) before it. The work was done; the process groups were being torn down by the "
+                "interpreter's exit, on each rank in its own order, and a communicator's teardown hung. No rank is the "
+                "culprit.")
     if heartbeats:
         hung = sorted({h.who.rank for h in heartbeats if h.who.rank is not None})
         return (VerdictKind.WATCHDOG_STUCK, hung, [],
@@ -522,6 +596,13 @@ def _is_failure(e: RankError) -> bool:
     return e.kind is not ErrorKind.NCCL_WARN or bool(_FAILING_WARN.search(e.message))
 
 
+EXIT_TEARDOWN_STEP = (
+    "Call `torch.distributed.destroy_process_group()` at the end of the program on every rank, after its last "
+    "collective and before it exits: the groups (and their NCCL communicators) are then torn down together instead of "
+    "by each process's exit (https://pytorch.org/docs/stable/distributed.html#shutdown); a job with many groups (expert or "
+    "pipeline parallel) hangs there most (modelscope/ms-swift#7992).")
+
+
 # Verdicts a cause from the catalogue may restate: they name a failure but not why it happened.
 _RESTATABLE = {VerdictKind.NO_FAILURE, VerdictKind.RANK_FAILED_FIRST, VerdictKind.NCCL_ERROR, VerdictKind.ALL_RANKS_STUCK,
                VerdictKind.INCOMPLETE}
@@ -539,6 +620,8 @@ def _with_cause(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
     """
     if d is None:
         return kind, culprits, summary, None
+    if kind is VerdictKind.COLLECTIVE_MISMATCH and d.cause.family == PROGRAM:
+        return kind, culprits, summary, d  # the catalogue says why calls disagree; the verdict already says who
     # A rank that failed on its own (an exception, an exit) before its peers' NICs gave up is the cause; their
     # completion errors are its echo.
     echo = kind is VerdictKind.RANK_FAILED_FIRST and bool(culprits) and not set(culprits) & set(d.ranks)
@@ -650,6 +733,8 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     if primary is not None:
         roots = _roots(job)
         kind, culprits, summary = _consistent(job, *_stuck_verdict(job, roots, primary))
+        if kind is VerdictKind.INCOMPLETE and (alone := _alone_after_the_end(scans, job, primary)) is not None:
+            kind, culprits, summary = alone
         if kind is VerdictKind.DEADLOCK:
             ring = _cycle(job, roots.named)
         waiting = sorted(s.rank for s in job.ranks if s.stuck is not None and s.rank not in culprits)
@@ -716,6 +801,8 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
               "NCCL errors" if any(s.ending.kind is EndKind.NCCL_ERROR for s in others) else "")
     steps = next_steps(kind, culprits, killed and not host_kill, unknown, dumped and not unknown, waited,
                        slow_steps(busy) if busy is not None else ())
+    if primary is None and _exit_teardown(scans):
+        steps = (EXIT_TEARDOWN_STEP, *steps)
     if cause is not None:
         steps = (*cause.cause.fix, *((PROBE,) if cause.cause.probe else ()), *steps)
     verdict = Verdict(kind, summary, tuple(culprits), tuple(waiting), tuple(unknown), pg,
