@@ -122,7 +122,7 @@ def test_a_shrunk_config_keeps_its_special_tokens_distinct_and_inside_the_small_
            "pad_token_id": 5, "num_attention_heads": 32, "hidden_size": 4096, "intermediate_size": 14336}
     small = frommodel._shrunk_dict(cfg)
     assert small == {"vocab_size": 64, "bos_token_id": 63, "eos_token_id": [62, 61, 60], "pad_token_id": 5,
-                     "num_attention_heads": 32, "hidden_size": 256, "intermediate_size": 32}
+                     "num_attention_heads": 4, "hidden_size": 32, "intermediate_size": 32}
 
 
 def test_a_llama_with_several_end_tokens_runs_shrunk():

@@ -204,6 +204,7 @@ def _backward(module: object, inputs: dict, order: list[str]) -> tuple[tuple[str
 # only the sizes of tensors shrink, so the gradient-ready order is the same and the names map one to one.
 _WIDTH = 32
 _VOCAB = 64
+_HEADS_SMALL = 4
 _WIDE = ("hidden_size", "d_model", "n_embd", "embed_dim", "projection_dim", "text_embed_dim", "vision_embed_dim")
 _MLP = ("intermediate_size", "ffn_dim", "encoder_ffn_dim", "decoder_ffn_dim", "d_ff", "n_inner",
         "moe_intermediate_size", "shared_expert_intermediate_size", "decoder_intermediate_size")
@@ -217,13 +218,24 @@ def _is_int(v: object) -> bool:
 
 
 def _shrunk_dict(d: dict) -> dict:
-    """A config dict with small widths: head_dim 8, the hidden size heads × 8, MLP and latent widths 32, a
+    """A config dict with small widths: as many attention heads as key/value heads (else 4), head_dim 8, the
+    hidden size heads × 8, MLP and latent widths 32, a
     vocabulary of 64 with the special tokens renumbered into it; sub-configs (text, vision, audio) alike."""
     out = dict(d)
     for k, v in d.items():
         if isinstance(v, dict) and ("model_type" in v or k.endswith("_config")):
             out[k] = _shrunk_dict(v)
-    heads = max((v for k in _HEADS if _is_int(v := d.get(k))), default=0)
+    counts = [v for k in _HEADS if _is_int(v := d.get(k)) and v > 0]
+    kv = d.get("num_key_value_heads")
+    heads = max(counts, default=0)
+    if counts and _is_int(kv) and kv > 0 and all(c % kv == 0 for c in counts):
+        heads = kv  # fewer heads (as many as the key/value heads): same modules, smaller tensors
+    elif counts and all(c % _HEADS_SMALL == 0 for c in counts):
+        heads = _HEADS_SMALL
+    if heads:
+        for k in _HEADS:
+            if _is_int(d.get(k)) and d[k] > 0:
+                out[k] = heads
     head_dim = 8
     if heads and any(_is_int(d.get(k)) for k in _WIDE):
         for k in _WIDE:
