@@ -200,7 +200,7 @@ def _backward(module: object, inputs: dict, order: list[str]) -> tuple[tuple[str
     return (), None
 
 
-# Widths a shrunk copy takes: the module tree (layers, experts, heads, which projections exist) is the config's,
+# Widths a shrunk copy takes: the module tree (layers, experts, which projections exist) is the config's,
 # only the sizes of tensors shrink, so the gradient-ready order is the same and the names map one to one.
 _WIDTH = 32
 _VOCAB = 64
