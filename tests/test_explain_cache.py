@@ -138,3 +138,11 @@ def test_a_hit_imports_neither_torch_nor_transformers(tmp_path):
     r = subprocess.run([sys.executable, "-c", code, "explain", "--config", str(cfg), *ARGS], capture_output=True,
                        text=True, env=os.environ, check=False)
     assert r.returncode == 0 and "IMPORTED []" in r.stderr, r.stderr
+
+
+def test_a_cache_folder_that_cannot_be_read_is_one_note(tmp_path, monkeypatch):
+    monkeypatch.setenv("NCCLCHECK_CACHE_DIR", str(tmp_path))
+    entry = tmp_path / "tables" / "ef" / ("ef" * 32 + ".json")
+    entry.mkdir(parents=True)  # a folder where the entry should be
+    table, note = cache.load("ef" * 32)
+    assert table is None and note == f"cached table {entry} could not be read (Is a directory): ignored, the table is built again"

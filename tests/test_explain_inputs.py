@@ -114,3 +114,21 @@ def test_the_answer_says_which_order_was_used_in_json_and_text(tmp_path):
     assert j["explanations"][0]["ready_order"] == {"observed": True, "how": READY_SHRUNK}
     r = CliRunner().invoke(app, ["explain", "--config", str(p), "--numel", "99"], env={"COLUMNS": "200"})
     assert f"  - gradient-ready order {READY_SHRUNK}\n" in r.stdout
+
+
+def test_a_shrunk_config_keeps_its_special_tokens_distinct_and_inside_the_small_vocabulary():
+    """Llama 3.1 names three end-of-sequence tokens, all above the shrunk vocabulary of 64."""
+    cfg = {"vocab_size": 128256, "bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009],
+           "pad_token_id": 5, "num_attention_heads": 32, "hidden_size": 4096, "intermediate_size": 14336}
+    small = frommodel._shrunk_dict(cfg)
+    assert small == {"vocab_size": 64, "bos_token_id": 63, "eos_token_id": [62, 61, 60], "pad_token_id": 5,
+                     "num_attention_heads": 4, "hidden_size": 32, "intermediate_size": 32}
+
+
+def test_a_llama_with_several_end_tokens_runs_shrunk():
+    cfg = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 128,
+           "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 128256,
+           "bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009]}
+    model = _meta_model(cfg)
+    order, how = frommodel.ready_order(model)
+    assert how == READY_SHRUNK and order == frommodel._ready_order(model)[0]

@@ -56,11 +56,17 @@ def _install(package: str) -> str:
 
 
 def _code_digest() -> str:
+    """A digest of the table-building code; where its files cannot be read (a zipped install), the version."""
     h = hashlib.sha256()
     here = os.path.dirname(os.path.abspath(__file__))
-    for name in _CODE:
-        with open(os.path.join(here, name), "rb") as f:
-            h.update(f.read())
+    try:
+        for name in _CODE:
+            with open(os.path.join(here, name), "rb") as f:
+                h.update(f.read())
+    except OSError:
+        from ncclcheck import __version__
+
+        return __version__
     return h.hexdigest()
 
 

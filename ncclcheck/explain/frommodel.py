@@ -201,10 +201,11 @@ def _backward(module: object, inputs: dict, order: list[str]) -> tuple[tuple[str
     return (), None
 
 
-# Widths a shrunk copy takes: the module tree (layers, experts, heads, which projections exist) is the config's,
+# Widths a shrunk copy takes: the module tree (layers, experts, which projections exist) is the config's,
 # only the sizes of tensors shrink, so the gradient-ready order is the same and the names map one to one.
 _WIDTH = 32
 _VOCAB = 64
+_HEADS_SMALL = 4
 _WIDE = ("hidden_size", "d_model", "n_embd", "embed_dim", "projection_dim", "text_embed_dim", "vision_embed_dim")
 _MLP = ("intermediate_size", "ffn_dim", "encoder_ffn_dim", "decoder_ffn_dim", "d_ff", "n_inner",
         "moe_intermediate_size", "shared_expert_intermediate_size", "decoder_intermediate_size")
@@ -213,32 +214,49 @@ _HEADS = ("num_attention_heads", "n_head", "num_heads", "encoder_attention_heads
 _TOKENS = ("pad_token_id", "eos_token_id", "bos_token_id", "decoder_start_token_id", "sep_token_id", "cls_token_id")
 
 
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def _shrunk_dict(d: dict) -> dict:
-    """A config dict with small widths: head_dim 8, the hidden size heads × 8, MLP and latent widths 32, a
+    """A config dict with small widths: as many attention heads as key/value heads (else 4), head_dim 8, the
+    hidden size heads × 8, MLP and latent widths 32, a
     vocabulary of 64 with the special tokens renumbered into it; sub-configs (text, vision, audio) alike."""
     out = dict(d)
     for k, v in d.items():
         if isinstance(v, dict) and ("model_type" in v or k.endswith("_config")):
             out[k] = _shrunk_dict(v)
-    heads = max((v for k in _HEADS if isinstance(v := d.get(k), int) and not isinstance(v, bool)), default=0)
+    counts = [v for k in _HEADS if _is_int(v := d.get(k)) and v > 0]
+    kv = d.get("num_key_value_heads")
+    heads = max(counts, default=0)
+    if counts and _is_int(kv) and kv > 0 and all(c % kv == 0 for c in counts):
+        heads = kv  # fewer heads (as many as the key/value heads): same modules, smaller tensors
+    elif counts and all(c % _HEADS_SMALL == 0 for c in counts):
+        heads = _HEADS_SMALL
+    if heads:
+        for k in _HEADS:
+            if _is_int(d.get(k)) and d[k] > 0:
+                out[k] = heads
     head_dim = 8
-    if heads and any(isinstance(d.get(k), int) for k in _WIDE):
+    if heads and any(_is_int(d.get(k)) for k in _WIDE):
         for k in _WIDE:
-            if isinstance(d.get(k), int) and not isinstance(d.get(k), bool):
+            if _is_int(d.get(k)):
                 out[k] = heads * head_dim
-        if isinstance(d.get("head_dim"), int) or isinstance(d.get("d_kv"), int):
-            out["head_dim" if "head_dim" in d else "d_kv"] = head_dim
+        for k in ("head_dim", "d_kv"):
+            if _is_int(d.get(k)):
+                out[k] = head_dim
     for k in _MLP + _LATENT:
-        if isinstance(d.get(k), int) and not isinstance(d.get(k), bool) and d[k] > _WIDTH:
+        if _is_int(d.get(k)) and d[k] > _WIDTH:
             out[k] = _WIDTH
     vocab = d.get("vocab_size")
-    if isinstance(vocab, int) and not isinstance(vocab, bool) and vocab > _VOCAB:
+    if _is_int(vocab) and vocab > _VOCAB:
         out["vocab_size"] = _VOCAB
-        high = sorted({t for k in _TOKENS if isinstance(t := d.get(k), int) and not isinstance(t, bool) and t >= _VOCAB})
+        ids = {k: v if isinstance(v, list) else [v] for k in _TOKENS if (v := d.get(k)) is not None}
+        high = sorted({t for v in ids.values() for t in v if _is_int(t) and t >= _VOCAB})
         new = {t: _VOCAB - 1 - i for i, t in enumerate(high)}  # special tokens keep distinct ids in the small table
-        for k in _TOKENS:
-            if d.get(k) in new and not isinstance(d.get(k), bool):
-                out[k] = new[d[k]]
+        for k, v in ids.items():
+            small = [new.get(t, t) if _is_int(t) else t for t in v]
+            out[k] = small if isinstance(d[k], list) else small[0]
     return out
 
 

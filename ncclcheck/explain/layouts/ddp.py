@@ -60,7 +60,7 @@ def shapes(s: Setting) -> list[Shape]:
     first, cap, said = caps(s)
     rebuilt = buckets(t.ready_order(), s.itemsize, first, cap)
     out += _bookkeeping(s, params, len(rebuilt))
-    how = "gradient-ready order measured on the meta device" if t.ready else "gradient-ready order"
+    how = "gradient-ready order observed in a forward and backward pass" if t.ready else "gradient-ready order"
     orders = [(f"rebuilt in {how}", said, rebuilt),
               ("first iteration with find_unused_parameters=True, reverse registration order", said,
                buckets(list(reversed(params)), s.itemsize, first, cap))]
