@@ -20,6 +20,7 @@ import json
 import os
 import tempfile
 from collections.abc import Mapping
+from typing import Any
 
 from ncclcheck.explain.params import Param
 from ncclcheck.explain.table import Table
@@ -114,7 +115,7 @@ def load(digest: str) -> tuple[Table | None, str | None]:
             entry = json.load(f)
         if entry.get("format") != FORMAT or entry.get("key") != digest:
             raise ValueError("written for another key or format")
-        fields = {k: _decode(v) for k, v in entry["table"].items()}
+        fields: dict[str, Any] = {k: _decode(v) for k, v in entry["table"].items()}
         return Table(**fields), None
     except (FileNotFoundError, NotADirectoryError):  # no entry (or no cache folder) yet
         return None, None

@@ -15,7 +15,7 @@ import importlib.util
 import os
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from ncclcheck.explain.counts import ExplainError
 from ncclcheck.explain.params import Param
@@ -214,7 +214,7 @@ _HEADS = ("num_attention_heads", "n_head", "num_heads", "encoder_attention_heads
 _TOKENS = ("pad_token_id", "eos_token_id", "bos_token_id", "decoder_start_token_id", "sep_token_id", "cls_token_id")
 
 
-def _is_int(v: object) -> bool:
+def _is_int(v: object) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
@@ -265,15 +265,16 @@ def _shrunk_order(module: object) -> tuple[tuple[str, ...], str | None]:
     meta device cannot: ``.item()``, data-dependent branches); its names must equal the model's one to one."""
     import torch
 
-    config = getattr(module, "config", None)
+    config: Any = getattr(module, "config", None)
     to_dict = getattr(config, "to_dict", None)
     if not callable(to_dict):
         return (), "no config to shrink"
+    model_class: Any = type(module)
     try:
         small_config = type(config).from_dict(_shrunk_dict(to_dict()))
         torch.manual_seed(0)
         with torch.device("cpu"):
-            small = type(module)(small_config)
+            small = model_class(small_config)
     except _BUILD_ERRORS as exc:
         return (), f"a shrunk copy could not be built ({type(exc).__name__})"
     names = [n for n, _ in module.named_parameters()]  # type: ignore[attr-defined]
