@@ -211,7 +211,9 @@ CATALOGUE: tuple[Cause, ...] = (
            "Check the HCAs: `ibv_devinfo`; NCCL_IB_HCA must name devices that exist."),
           "https://github.com/NVIDIA/nccl/issues/952", probe=True),
     Cause("gloo_unreachable", SETUP, "Gloo could not connect its ranks",
-          _c(r"connectFullMesh failed"),
+          # "Connection refused" is a peer that listens nowhere (gone, or an earlier attempt's address in the
+          # store), not an interface the other node cannot reach.
+          _c(r"connectFullMesh failed(?![^\n]*Connection refused)"),
           "creating a Gloo process group (the backend of CPU collectives, and the group vLLM, SGLang and DeepSpeed "
           "create beside NCCL) connects a TCP pair between every two ranks, each over the address of the interface "
           "Gloo picked from the host name; on nodes with several interfaces that address may not be reachable from "
@@ -219,7 +221,7 @@ CATALOGUE: tuple[Cause, ...] = (
           ("Set GLOO_SOCKET_IFNAME to the interface the nodes reach each other on (`ip -br addr`; the one of "
            "MASTER_ADDR), on every node, as NCCL_SOCKET_IFNAME is for NCCL.",
            "Check that the host name resolves to that interface's address on each node (`getent hosts $(hostname)`)."),
-          "https://github.com/sgl-project/sglang/issues/3226"),
+          "https://pytorch.org/docs/stable/distributed.html#choosing-the-network-interface-to-use"),
     Cause("ib_error", NETWORK, "InfiniBand/RoCE transport error",
           _c(r"NET/IB.*(?:completion|error)|ibv_\w+ failed|IBV_WC_|transport retry counter|Got completion from peer"),
           "the NIC gave up on a transfer with the named peer: a completion error of the RDMA transport, not a "
