@@ -949,11 +949,14 @@ class LogParser:
         if "Out Of Memory" in what:  # Slurm's own word that the step's memory limit killed it: a cause, not a guess
             first = int(m[2].split(",")[0].split("-")[0])
             self._add_clue(self._one_who(first, None), "launcher", m[0], loc)
-        for part in m[2].split(","):
+        for part in m[2].split(","):  # a range is one entry: "tasks 0-30000000" is 45 bytes, not 30 million ranks
             lo, _, hi = part.partition("-")
-            for rank in range(int(lo), int(hi or lo) + 1):
-                self._elastic.append(ElasticFailure(rank=rank, local_rank=None, exitcode=code, pid=None, signal=sig,
-                                                    host=m[1], time=None, root_cause=False, loc=loc))
+            first, last = int(lo), int(hi or lo)
+            if last < first:
+                continue
+            self._elastic.append(ElasticFailure(rank=first, local_rank=None, exitcode=code, pid=None, signal=sig,
+                                                host=m[1], time=None, root_cause=False, loc=loc,
+                                                last_rank=last if last > first else None))
 
     def _fatal_signal(self, who: Who, text: str, loc: Loc) -> bool:
         """A line in which the process itself reports the fatal signal it dies of (a segfault or bus error in

@@ -251,6 +251,7 @@ class ElasticFailure:
     root_cause: bool
     loc: Loc
     agent_line: bool = False  # from the agent's "failed (exitcode: …) local_rank: …" line: ``rank`` is the local rank
+    last_rank: int | None = None  # a launcher's task range (srun's ``tasks 0-7``): ranks ``rank`` to this, one entry
 
 
 @dataclass(frozen=True)

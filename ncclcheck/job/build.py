@@ -15,7 +15,7 @@ What each source contributes:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ncclcheck.evidence.frdump import Dump, Entry, numel
@@ -32,7 +32,7 @@ from ncclcheck.evidence.types import (
     is_default_group,
 )
 from ncclcheck.job.causes import one_line
-from ncclcheck.job.graph import wait_for
+from ncclcheck.job.graph import gaps, wait_for
 from ncclcheck.job.live import live_state
 from ncclcheck.job.model import (
     Ending,
@@ -52,6 +52,11 @@ REAL_FAILURES = {ErrorKind.OOM, ErrorKind.CUDA, ErrorKind.EXCEPTION}
 # Signals that end a rank on its own account; SIGABRT is the watchdog's abort, SIGTERM torchrun's clean-up.
 FATAL_SIGNALS = {"SIGKILL", "SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE"}
 _DEFAULT_KEY = ("guid", "0")
+# A world the inputs only state (an init line's size, NCCL's nranks, a launcher's task range, a dump's pg_config)
+# gets one state per rank only while it is at most this many ranks, or twice the ranks the inputs hold: a number
+# written in one line must not set the memory the answer takes. Beyond it the world is reported as stated and the
+# ranks without input are kept as ranges (Job.unlisted).
+STATED_LIMIT = 1 << 17
 # Status lines alone ("failure detected by watchdog") follow errors as well as timeouts.
 _NOT_TIMEOUT = {"failure_detected", "exception_detected"}
 
@@ -77,6 +82,7 @@ class _GroupB:
     members: dict[int, int | None] = field(default_factory=dict)  # global -> group rank
     exact: tuple[int, ...] | None = None
     size: int | None = None
+    size_at: Loc | None = None  # the line that stated ``size``
     _gid: GroupId | None = None  # shared by every work of the group while its identity stays the same
     last: PG | GroupId | None = None  # the identity absorbed last
 
@@ -216,7 +222,8 @@ class _Builder:
                 key = self.group(gi.pg)
                 self.member(key, rank, gi.group_rank)
                 g = self.groups[key]
-                g.size = g.size or gi.size
+                if not g.size and gi.size:
+                    g.size, g.size_at = gi.size, gi.loc
             for st in s.statuses:
                 if st.who.global_rank is not None and st.pg is not None and st.pg != PG():
                     self.member(self.group(st.pg), st.who.global_rank, st.rank)
@@ -248,7 +255,7 @@ class _Builder:
             g = self.groups[key]
             if ranks:
                 g.exact = tuple(sorted(ranks))
-                g.size = len(ranks)
+                g.size, g.size_at = len(ranks), Loc(d.file, 0)
                 for i, r in enumerate(ranks):
                     self.member(key, r, i)
         by_pg: dict[str, list[Entry]] = defaultdict(list)
@@ -310,33 +317,37 @@ class _Builder:
                                         loc=ls.loc)
 
     # ------------------------------------------------------------------ the whole job
-    def world(self) -> int | None:
-        sizes: list[int] = []
+    def world(self) -> tuple[int | None, Loc | None]:
+        """The job's size and the line that states it (the largest any line states or implies)."""
+        sizes: list[tuple[int, Loc | None]] = []
         d = self.groups.get(_DEFAULT_KEY)
         if d is not None and d.size:
-            sizes.append(d.size)
+            sizes.append((d.size, d.size_at))
         for s in self.scans:
-            sizes += [int(f.value) for f in s.facts if f.key == "world_size"]
+            sizes += [(int(f.value), f.loc) for f in s.facts if f.key == "world_size"]
             # monitored_barrier's missing ranks are members of its group: the job is at least that large.
-            sizes += [max(map(int, f.value.split(","))) + 1 for f in s.facts if f.key == "monitored_barrier_missing"]
-            sizes += [e.rank + 1 for e in s.elastic if e.rank is not None]
+            sizes += [(max(map(int, f.value.split(","))) + 1, f.loc) for f in s.facts
+                      if f.key == "monitored_barrier_missing"]
+            sizes += [(_last(e) + 1, e.loc) for e in s.elastic if e.rank is not None]
             for ds in s.desync:
-                sizes += [max(r) + 1 for *_, r in ds.snapshot if r]
+                sizes += [(max(r) + 1, ds.loc) for *_, r in ds.snapshot if r]
         for g in self.groups.values():
             if g.exact:
-                sizes.append(max(g.exact) + 1)
+                sizes.append((max(g.exact) + 1, g.size_at))
         for r in self.records:
             small, big = sorted((r.numel_in or 0, r.numel_out or 0))
             if small and big > small and big % small == 0 and r.op_type in GATHER_SCATTER_OPS and is_default_group(r.pg):
-                sizes.append(big // small)
-        return max(sizes) if sizes else None
+                sizes.append((big // small, r.loc))
+        if not sizes:
+            return None, None
+        return max(sizes, key=lambda x: x[0])
 
     def job(self) -> Job:
         self._index()
         self.from_records()
         self.from_text()
         self.from_dumps()
-        world = self.world()
+        world, world_at = self.world()
         live = {ls.global_rank: ls for s in self.scans for ls in s.live}
         for r, ls in live.items():
             self.seen.add(r)
@@ -350,16 +361,22 @@ class _Builder:
             stuck = p.stuck if p.stuck is None else _regroup(p.stuck, gid)
             positions[rank].append(Position(rank, gid, p.group_rank, p.enq, p.started, p.done, stuck,
                                             tuple(_regroup(w, gid) for w in p.works), p.source))
-        ranks = set(self.seen) | set(positions)
-        if world:
-            ranks |= set(range(world))
+        ranks = set(self.seen) | set(positions) | set(self.elastic)
         for g in groups:
-            ranks |= set(g.members)
+            if not isinstance(g.members, range):
+                ranks |= set(g.members)
+        unlisted: tuple[range, ...] = ()
+        if world and world <= max(STATED_LIMIT, 2 * len(ranks)):
+            ranks |= set(range(world))
+            for lo, hi, _ in self.spans:
+                ranks |= set(range(lo, hi + 1))
+        elif world:
+            unlisted = gaps(sorted(r for r in ranks if 0 <= r < world), range(world))
         states = [self._rank_state(r, positions.get(r, []), live.get(r)) for r in sorted(ranks)]
         edges, roots = wait_for(states, groups)
         live, stack_groups = live_state(self.scans)
         return Job(world, tuple(states), tuple(groups), tuple(edges), tuple(roots), tuple(self.records), live,
-                   stack_groups)
+                   stack_groups, world_at, unlisted)
 
     def _groups(self, world: int | None) -> list[Group]:
         out = []
@@ -369,16 +386,16 @@ class _Builder:
                 out.append(Group(g.gid(), g.exact, len(g.exact), MemberSource.PG_CONFIG))
             elif key == _DEFAULT_KEY and (world or g.size):
                 n = g.size or world or 0
-                out.append(Group(g.gid(), tuple(range(n)), n, MemberSource.DEFAULT_GROUP))
+                out.append(Group(g.gid(), range(n), n, MemberSource.DEFAULT_GROUP))
             elif g.size and len(members) >= g.size:
                 out.append(Group(g.gid(), members, g.size, MemberSource.INIT_LINES))
-            elif world and members == tuple(range(world)):
+            elif world and len(members) == world and members[0] == 0 and members[-1] == world - 1:
                 out.append(Group(g.gid(), members, world, MemberSource.ALL_RANKS))
             elif key == ("unknown", "") and world:
-                out.append(Group(g.gid(), tuple(range(world)), world, MemberSource.DEFAULT_GROUP))
+                out.append(Group(g.gid(), range(world), world, MemberSource.DEFAULT_GROUP))
             elif key == _DEFAULT_KEY and members:
                 # The world group holds every rank up to the highest seen, whatever its size: a gap is a member.
-                out.append(Group(g.gid(), tuple(range(max(members) + 1)), None, MemberSource.PARTIAL))
+                out.append(Group(g.gid(), range(max(members) + 1), None, MemberSource.PARTIAL))
             else:
                 out.append(Group(g.gid(), members, g.size, MemberSource.PARTIAL if members else MemberSource.UNKNOWN))
         return out
@@ -395,7 +412,8 @@ class _Builder:
         self.errors: dict[int, RankError] = {}
         self.nccl_errors: dict[int, WorkMention] = {}
         self.elastic: dict[int, list[ElasticFailure]] = defaultdict(list)
-        self.tables: list[tuple[set[int], ElasticFailure]] = []
+        self.tables: list[tuple[list[tuple[int, int]], ElasticFailure]] = []
+        self.spans: list[tuple[int, int, ElasticFailure]] = []
         self.heartbeats = {h.who.rank: h for s in self.scans for h in s.heartbeats if h.who.rank is not None}
         for s in self.scans:
             for e in s.errors:
@@ -406,9 +424,11 @@ class _Builder:
                 if w.evidence == "async_exception" and rank is not None:
                     self.nccl_errors.setdefault(rank, w)
             for f in s.elastic:
-                if f.rank is not None:
+                if f.rank is not None and f.last_rank is not None:
+                    self.spans.append((f.rank, f.last_rank, f))  # a launcher's task range: kept as one
+                elif f.rank is not None:
                     self.elastic[f.rank].append(f)
-            listed = {f.rank for f in s.elastic if f.rank is not None}
+            listed = merged((f.rank, _last(f)) for f in s.elastic if f.rank is not None)
             if listed:
                 self.tables.append((listed, s.elastic[0]))
 
@@ -416,7 +436,7 @@ class _Builder:
         return self.errors.get(rank)
 
     def _ending(self, rank: int, positions: list[Position], err: RankError | None, live: LiveStack | None) -> Ending:
-        elastic = self.elastic.get(rank, [])
+        elastic = self.elastic.get(rank, []) + [f for lo, hi, f in self.spans if lo <= rank <= hi]
         for f in elastic:
             if f.signal in FATAL_SIGNALS:
                 code = f" (exit code {f.exitcode})" if f.exitcode is not None else ""
@@ -472,12 +492,29 @@ class _Builder:
     def _exited(self, rank: int) -> Ending | None:
         """A rank missing from a torchrun failure table that lists its other ranks exited with status 0."""
         for listed, first in self.tables:
-            if rank not in listed and rank in self.seen:
-                lo, hi = min(listed | {rank}), max(listed | {rank})
-                if len(listed) == hi - lo and all(r in listed or r == rank for r in range(lo, hi + 1)):
-                    return Ending(EndKind.EXITED, "exited with status 0 while the others still needed it (torchrun's "
-                                  "failure table lists the ranks around it, not this one)", first.loc)
+            # the listed ranks and this one are one unbroken run: it is the one the table leaves out
+            if rank in self.seen and not any(lo <= rank <= hi for lo, hi in listed) and \
+                    len(merged([*listed, (rank, rank)])) == 1:
+                return Ending(EndKind.EXITED, "exited with status 0 while the others still needed it (torchrun's "
+                              "failure table lists the ranks around it, not this one)", first.loc)
         return None
+
+
+def _last(f: ElasticFailure) -> int:
+    """The last rank an entry is about (a launcher's task range ``0-7`` is one entry)."""
+    assert f.rank is not None
+    return f.last_rank if f.last_rank is not None else f.rank
+
+
+def merged(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Inclusive rank intervals merged where they touch or overlap: ``(0, 2), (3, 5), (7, 7)`` -> ``(0, 5), (7, 7)``."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(spans):
+        if out and lo <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
 
 
 def _earlier(a: Work, b: Work) -> bool:

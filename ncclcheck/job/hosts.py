@@ -104,12 +104,20 @@ def rank_buses(scans: Sequence[FileScan]) -> dict[int, set[str]]:
     return {r: {bus_key(v) for v in vs} for r, vs in _facts_by_rank(scans, "bus_id").items()}
 
 
+# Slurm runs at most 65533 tasks on one node (MaxTasksPerNode's ceiling): a longer task range is no node's.
+SPAN_LIMIT = 65533
+
+
 def _hosts_with_tables(scans: Sequence[FileScan]) -> dict[int, frozenset[str]]:
     names = {r: set(v) for r, v in rank_hosts(scans).items()}
     for s in scans:
         for e in s.elastic:
             if e.host and e.rank is not None and not e.agent_line:
-                names.setdefault(e.rank, set()).update({e.host, e.host.split(".")[0]})
+                last = e.last_rank if e.last_rank is not None else e.rank
+                if last - e.rank >= SPAN_LIMIT:
+                    continue  # more tasks than one node runs: a damaged line, not a table of hosts to expand
+                for r in range(e.rank, last + 1):
+                    names.setdefault(r, set()).update({e.host, e.host.split(".")[0]})
     return {r: frozenset(v) for r, v in names.items()}
 
 

@@ -11,6 +11,7 @@ rank stuck in a group to the members it waits for; its sinks are the roots.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -97,7 +98,7 @@ class Group:
     """A process group and who is in it."""
 
     id: GroupId
-    members: tuple[int, ...]  # global ranks known to be members
+    members: Sequence[int]  # global ranks known to be members: a tuple, or a range (the world group: never expanded)
     size: int | None
     source: MemberSource
 
@@ -238,6 +239,12 @@ class Job:
     records: tuple[Record, ...] = ()
     live: tuple[LivePosition, ...] = ()  # where each rank of a live job is (snapshot stacks, with their dumps)
     stack_groups: tuple[StackGroup, ...] = ()  # ranks whose main threads show the same stack
+    world_at: Loc | None = None  # the line that states the world size
+    unlisted: tuple[range, ...] = ()  # ranks of a stated world far beyond the inputs: no input, no state, as ranges
+
+    @property
+    def unlisted_count(self) -> int:
+        return sum(len(r) for r in self.unlisted)
 
     def rank(self, r: int) -> RankState | None:
         return self._by_rank.get(r)
