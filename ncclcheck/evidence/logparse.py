@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.hostlog import HostLog, maybe_host_record
+from ncclcheck.evidence.linear import then
 from ncclcheck.evidence.repair import (
     DUMP_START,
     HEADER,
@@ -57,7 +58,8 @@ from ncclcheck.evidence.types import (
 )
 
 # "[rank3]:" as torchrun prints it; also with its "[" lost at the start of a paste, or "[rank3[]:" mangled.
-_GLOBAL_RANK = re.compile(r"(?:\[|(?:^|(?<=[\s:)|>]))\s*)rank(\d+)\[?\]:")
+# "[ rank3]:" or "rank3]:" at the start, after a space or after ":)|>" (a run of spaces is its own boundary)
+_GLOBAL_RANK = re.compile(r"(?:\[\s*|(?<![^\s:)|>]))rank(\d+)\[?\]:")
 _ROLE_RANK = re.compile(r"\[[A-Za-z_]+?(\d+)\]:")
 # Lightning's tag of the global rank on its own messages ("[rank: 3] "), and the line each rank prints when it starts
 # ("Initializing distributed: GLOBAL_RANK: 3, MEMBER: 4/8").
@@ -135,7 +137,7 @@ _NCCL_WARN = re.compile(r"NCCL WARN (.*)")
 _NCCL_HEAD = re.compile(r"(?:^|[\]:] ?)([A-Za-z0-9][\w.-]*):(\d+):\d+ \[\d+\] (?=NCCL |[\w/.]+\.cc:\d+ NCCL )")
 _CASCADE = re.compile(
     r"Watchdog caught|communicator was aborted|watchdog thread terminated|Some NCCL operations have failed"
-    r"|ChildFailedError|Detected mismatch between collectives|DistBackendError.*(?:watchdog|Watchdog)"
+    r"|ChildFailedError|Detected mismatch between collectives|" + then("DistBackendError", "watchdog|Watchdog", lazy=False)
 )
 _CONNECTION = re.compile(r"Connection (?:closed|reset|refused)|remote process exit|ncclRemoteError|Broken pipe", re.I)
 _ELASTIC_KEY = re.compile(r"^\s+(time|host|rank|exitcode|error_file|traceback)\s*:\s?(.*)$")
@@ -151,7 +153,7 @@ _FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap tes
     ("net_socket", "NET/Socket", re.compile(r"NET/Socket\s*:\s*Using\s+(.*)")),
     ("network", "Using network", re.compile(r"NCCL INFO Using network (\S+)")),
     ("TIMEOUT(ms)", "TIMEOUT(ms)", re.compile(r"TIMEOUT\(ms\):\s*(\d+)")),
-    ("world_size", "initialization options", re.compile(r"initialization options:.*?\bsize: (\d+)")),
+    ("world_size", "initialization options", re.compile(then(r"initialization options:", r"\bsize: (\d+)"))),
     ("world_size", "nranks", re.compile(r"NCCL INFO comm 0x[0-9a-f]+ rank \d+ nranks (\d+) ")),
     ("bus_id", "busId", re.compile(r"cudaDev \d+ (?:nvmlDev \d+ )?busId ([0-9a-fA-F]+)")),  # the rank's GPU
     # Lightning's "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/4" (1.x: "initializing ddp: …")
@@ -214,12 +216,13 @@ _CLUE_GATE = re.compile(
 # '--local_rank=7', ...] exits with return code = -9".
 _SRUN_TASKS = re.compile(r"srun: error: (\S+): tasks? (\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*): (.+)$")
 _AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\) of binary")
-_DEEPSPEED_EXIT = re.compile(r"sigkill_handler\].*?--local_rank=(\d+).*exits with return code = (-?\d+)")
+_DEEPSPEED_EXIT = re.compile(then(r"sigkill_handler\]", r"--local_rank=(\d+)")
+                             + r"(?:(?!sigkill_handler\]|--local_rank=).)*exits with return code = (-?\d+)")
 # A process's own last words on a fatal signal: UCX's "Caught signal 7 (Bus error: …)", glog's "*** SIGSEGV (@0x0)
 # received by PID …", Python's faulthandler "Fatal Python error: Segmentation fault", MPI's "Signal: Bus error (7)", a
 # shell's "Bus error (core dumped)". SIGABRT is left out: the watchdog's abort after a timeout ends ranks with it.
 _FATAL_SIGNAL = re.compile(
-    r"Caught signal (\d+) \(|(SIG[A-Z]+) \(@0x[0-9a-f]+\) received by PID|"
+    r"Caught signal (\d+) \(|(SIG[A-Z]{1,12}) \(@0x[0-9a-f]+\) received by PID|"
     r"Fatal Python error: (Segmentation fault|Bus error|Illegal instruction|Floating point exception)|"
     r"Signal: [\w ]+ \((\d+)\)$|^(Segmentation fault|Bus error|Illegal instruction)(?: \(core dumped\))?$")
 _SIGNAL_WORDS = ("ignal", "SIG", "fault", "rror", "nstruction")
@@ -229,7 +232,8 @@ _SIGNAL_OF = {"Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "Illegal i
 # launch): "CalledProcessError: Command '[…, '--local_rank=1', …]' died with <Signals.SIGKILL: 9>." or "returned
 # non-zero exit status 1."
 _CALLED_PROCESS = re.compile(
-    r"CalledProcessError: Command '(.*)' (?:died with <Signals\.SIG\w+: (\d+)>|returned non-zero exit status (\d+))")
+    r"CalledProcessError: Command '((?:(?!CalledProcessError: ).)*)' "
+    r"(?:died with <Signals\.SIG\w+: (\d+)>|returned non-zero exit status (\d+))")
 _CMD_LOCAL_RANK = re.compile(r"--local[_-]rank[=', ]+(\d+)")
 # gloo's timeouts (tcp/unbound_buffer.cc) and monitored_barrier's verdicts (ProcessGroupGloo.cpp).
 _GLOO_TIMEOUT = re.compile(r"Timed out waiting (\d+)ms for (?:recv|send) operation to complete")
@@ -239,13 +243,14 @@ _MONITORED_REACHED = re.compile(r"Rank \d+ successfully reached monitoredBarrier
 _CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "CANCELLED", "ssertion", "TCPStore", "c10d", "signal",
                "endezvous", "joined", "restart", "interface", "AF_INET", "plugin", "peer", "Call to")
 _LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(.*)$")
-_CUDA_ASSERT = re.compile(r"([\w.]+\.cuh?):(\d+): (.*?): block: \[[\d,]+\], thread: \[[\d,]+\] Assertion `(.+)` failed")
+_CUDA_ASSERT = re.compile(r"(?<![\w.])([\w.]+\.cuh?):(\d+): ((?:(?!\.cuh?:\d+: ).)*?): block: \[[\d,]+\], "
+                          r"thread: \[[\d,]+\] Assertion `((?:(?!Assertion `).)+)` failed")
 _CUDA_ERROR = re.compile(r"CUDA error: (.+?)(?:\.?$|\. | Search for | CUDA kernel errors)")
-_STORE_FAIL = re.compile(
-    r"(?:TCPStore|\[c10d\]|c10d store|[Ss]ocket).*?(Failed to recv.*|Broken pipe.*|Connection (?:refused|reset by peer)"
-    r".*|(?:client socket )?has timed out.*|failed to connect.*|has failed to (?:listen|bind).*|Timed out after \d+ seconds "
-    r"waiting for (?:clients|workers).*|The connection to the C10d store has failed.*)"
-)
+_STORE_FAIL = re.compile(then(
+    r"TCPStore|\[c10d\]|c10d store|[Ss]ocket",
+    r"Failed to recv|Broken pipe|Connection (?:refused|reset by peer)|(?:client socket )?has timed out|failed to connect"
+    r"|has failed to (?:listen|bind)|Timed out after \d+ seconds waiting for (?:clients|workers)"
+    r"|The connection to the C10d store has failed"))
 _LAUNCHER = re.compile(
     r"Received (\S+) death signal|Sending process (\d+) closing signal (SIG\w+)|has failed to shutdown the rendezvous"
     r"|(Rendezvous(?:Timeout|Closed|Connection|GracefulExit)Error)|attempts left; will restart worker group"

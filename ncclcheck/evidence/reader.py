@@ -34,7 +34,6 @@ still found while memory stays bounded.
 
 from __future__ import annotations
 
-import bz2
 import errno
 import glob
 import gzip
@@ -50,6 +49,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from ncclcheck.evidence.encoding import Transcoded, is_binary, sniff
+from ncclcheck.evidence.inflate import InflateLimit, bounded
 
 try:  # SIMD substring search and byte counting; the pure-Python path below is kept, and measured beside it
     import stringzilla as _sz
@@ -367,12 +367,7 @@ def _close(source: Source, stream: BinaryIO) -> None:
         stream.close()
 
 
-_MAGIC: tuple[tuple[bytes, Callable[[BinaryIO], BinaryIO]], ...] = (
-    (b"\x1f\x8b", lambda f: gzip.GzipFile(fileobj=f)),  # noqa: SIM115  # type: ignore[return-value]
-    (b"BZh", lambda f: bz2.BZ2File(f)),  # noqa: SIM115  # type: ignore[return-value]
-    (b"\xfd7zXZ\x00", lambda f: lzma.LZMAFile(f)),  # noqa: SIM115  # type: ignore[return-value]
-)
-_DECOMPRESS_ERRORS = (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile, OSError)
+_DECOMPRESS_ERRORS = (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile, OSError, InflateLimit)
 
 
 def read_lines(
@@ -391,11 +386,8 @@ def read_lines(
     block per read costs more in page faults than the whole anchor search.
     """
     raw, head = opened if opened is not None else open_source(source)
-    stream, compressed = raw, False
-    for magic, wrap in _MAGIC:
-        if head.startswith(magic):
-            stream, compressed = wrap(raw), True
-            break
+    inflated = bounded(raw, head)  # decompressed under evidence/inflate.py's limits, the same for every input
+    stream, compressed = (raw, False) if inflated is None else (inflated, True)
     encoding = None if compressed else sniff(head)
     if encoding is not None:  # read as UTF-8 from here on, through the same block reader as archives
         stream, compressed = Transcoded(raw, encoding), True  # type: ignore[assignment]
@@ -413,7 +405,9 @@ def read_lines(
     try:
         while True:
             n, error = _read_into(stream, compressed, view[held: held + BLOCK])
-            if error is not None:
+            if isinstance(error, InflateLimit):
+                on_problem(str(error))
+            elif error is not None:
                 kind = "compressed data is truncated or corrupt" if compressed else "read failed"
                 on_problem(f"{kind} after {total + n} bytes ({error}); the rest is ignored")
             eof = n == 0 or error is not None

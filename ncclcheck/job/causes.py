@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ncclcheck.evidence.linear import then
 from ncclcheck.evidence.logparse import launcher_signal
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, SystemEvent
 from ncclcheck.job.hosts import Joined, join_events
@@ -85,7 +86,7 @@ CATALOGUE: tuple[Cause, ...] = (
            "node, `dmesg -T | grep -i -E 'killed process|out of memory'` names the process."),
           "https://github.com/nextflow-io/nextflow/issues/5932"),
     Cause("device_assert", DEVICE, "CUDA device-side assert",
-          _c(r"device-side assert|Assertion `.*` failed"),
+          _c(r"device-side assert|" + then(r"Assertion `", r"` failed", lazy=False)),
           "a kernel checked an index or a value on the GPU and stopped: most often an index past the end of an "
           "embedding (a token id >= vocab size) or a label >= the number of classes",
           ("Rerun with CUDA_LAUNCH_BLOCKING=1 to get the Python line of the failing kernel (CUDA errors are "
@@ -148,8 +149,8 @@ CATALOGUE: tuple[Cause, ...] = (
            "(`python -m torch.utils.collect_env`); an extension built against another torch crashes this way."),
           "https://github.com/pytorch/pytorch/issues/135486"),
     Cause("shm_exhausted", SETUP, "/dev/shm too small for NCCL",
-          _c(r"(?:/dev/shm|shared memory segment|posix_fallocate|ncclShmOpen|shm_open).*(?:No space left|"
-             r"failed|error)|Error while creating shared memory"),
+          _c(then(r"/dev/shm|shared memory segment|posix_fallocate|ncclShmOpen|shm_open", r"No space left|failed|error",
+               lazy=False) + r"|Error while creating shared memory"),
           "NCCL's shared-memory transport between the ranks of one node creates segments in /dev/shm; a "
           "container's default is 64 MiB, too small for a few GPUs",
           ("Docker: `docker run --shm-size=16g …` or `--ipc=host`.",
@@ -157,15 +158,16 @@ CATALOGUE: tuple[Cause, ...] = (
            "Only as a last resort NCCL_SHM_DISABLE=1 (slower intra-node traffic)."),
           "https://github.com/NVIDIA/nccl/issues/342", probe=True),
     Cause("no_socket_interface", SETUP, "no usable network interface for NCCL",
-          _c(r"no socket interface found|No usable listening interface|neither AF_INET|NCCL_SOCKET_IFNAME.*not found"),
+          _c(r"no socket interface found|No usable listening interface|neither AF_INET|"
+             + then(r"NCCL_SOCKET_IFNAME", r"not found", lazy=False)),
           "NCCL found no interface matching NCCL_SOCKET_IFNAME (or none at all) to bootstrap over",
           ("Set NCCL_SOCKET_IFNAME to an interface that exists on every node (`ip -br addr`), or unset it to let "
            "NCCL pick; a prefix such as `^lo,docker` excludes instead of naming.",
            "Interface names may differ between nodes: list them all (`eth0,ens5`) or set it per node."),
           "https://github.com/NVIDIA/nccl/issues/286", probe=True),
     Cause("net_plugin", SETUP, "NCCL network plugin or transport not available",
-          _c(r"Failed to initialize any NET plugin|Could not find NET with name|NET/Plugin.*(?:failed to|error)|"
-             r"Failed to initialize NET plugin"),
+          _c(r"Failed to initialize any NET plugin|Could not find NET with name|"
+             + then(r"NET/Plugin", r"failed to|error", lazy=False) + r"|Failed to initialize NET plugin"),
           "NCCL_NET (or a plugin in the image) asks for a transport this host cannot provide, e.g. NCCL_NET=IB "
           "without InfiniBand devices or without the plugin library",
           ("Unset NCCL_NET (NCCL then picks IB when it works, else sockets), or install the plugin the image "
@@ -173,7 +175,8 @@ CATALOGUE: tuple[Cause, ...] = (
            "Check the HCAs: `ibv_devinfo`; NCCL_IB_HCA must name devices that exist."),
           "https://github.com/NVIDIA/nccl/issues/952", probe=True),
     Cause("ib_error", NETWORK, "InfiniBand/RoCE transport error",
-          _c(r"NET/IB.*(?:completion|error)|ibv_\w+ failed|IBV_WC_|transport retry counter|Got completion from peer"),
+          _c(then(r"NET/IB", r"completion|error", lazy=False)
+             + r"|ibv_\w{1,40} failed|IBV_WC_|transport retry counter|Got completion from peer"),
           "the RDMA fabric dropped a transfer (link flap, wrong GID index or traffic class on RoCE, a bad cable "
           "or port)",
           ("Run nccl-tests' all_reduce_perf across the same nodes; check `ibstat` link state and error counters.",
@@ -181,8 +184,8 @@ CATALOGUE: tuple[Cause, ...] = (
            "the retry window."),
           "https://github.com/NVIDIA/nccl/issues/1405", probe=True),
     Cause("p2p_unsupported", SETUP, "GPU peer-to-peer path broken (ACS/IOMMU)",
-          _c(r"peer access is not supported|peer mapping resources exhausted|cudaIpc\w* failed|cuIpc\w* failed|"
-             r"P2P.*not supported"),
+          _c(r"peer access is not supported|peer mapping resources exhausted|cudaIpc\w{0,40} failed|cuIpc\w{0,40} failed|"
+             + then(r"P2P", r"not supported", lazy=False)),
           "PCIe ACS or the IOMMU routes GPU-to-GPU traffic through the CPU or blocks it; NCCL's P2P transport "
           "then fails or hangs",
           ("Confirm with NCCL_P2P_DISABLE=1 once (it should then work, slower).",
@@ -214,7 +217,8 @@ CATALOGUE: tuple[Cause, ...] = (
            "From a missing node: `nc -zv MASTER_ADDR MASTER_PORT` (firewall, wrong address)."),
           "https://github.com/OpenRLHF/OpenRLHF/issues/1040"),
     Cause("store_unreachable", LAUNCHER, "the store could not be reached",
-          _c(r"client socket has timed out.*connect|failed to connect|connect\(\) timed out|Connection refused|"
+          _c(then(r"client socket has timed out", r"connect", lazy=False)
+             + r"|failed to connect|connect\(\) timed out|Connection refused|"
              r"No route to host|Socket Timeout"),
           "a rank or agent could not connect to the rendezvous store (MASTER_ADDR:MASTER_PORT or --rdzv-endpoint): "
           "wrong address, a firewall, or the store's host not up yet",
@@ -319,7 +323,7 @@ _OOM = re.compile(r"Tried to allocate ([\d.]+ [KMGT]?i?B)")
 _OOM_GPU = re.compile(r"GPU (\d+) has a total capacity of ([\d.]+ [KMGT]?i?B) of which ([\d.]+ [KMGT]?i?B) is free")
 _OOM_OLD = re.compile(r"GPU (\d+); ([\d.]+ [KMGT]?i?B) total capacity; .*?([\d.]+ [KMGT]?i?B) free")
 _OOM_MINE = re.compile(r"this process has ([\d.]+ [KMGT]?i?B) memory in use")
-_OOM_FRAG = re.compile(r"([\d.]+ [KMGT]?i?B) is reserved by PyTorch but unallocated")
+_OOM_FRAG = re.compile(r"(?<![\d.])([\d.]+ [KMGT]?i?B) is reserved by PyTorch but unallocated")
 _STORE_ADDR = re.compile(r"remote=\[?([\w.:-]+?)\]?:(\d+)\)")
 # What the asserting kernel usually means.
 _KERNELS = (

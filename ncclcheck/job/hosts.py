@@ -19,7 +19,10 @@ from ncclcheck.evidence.hostlog import bus_key
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, SystemEvent
 
 _PEER = re.compile(r"peer \[?([\w.:-]+?)\]?<(\d+)>")
-_ADDRESS = re.compile(r":([\d.]+|[0-9a-fA-F:]+%?\w*)<\d+>")
+# An interface's address in NCCL's "eth0:10.0.0.1<0>" / "ib0:fe80::1%ib0<0>". Linear on any line: the IPv6 run is
+# taken whole once (a lookahead and its backreference do not backtrack) and bounded, and no start is tried inside
+# ":::" (no address holds three colons).
+_ADDRESS = re.compile(r"(?<!::):(?P<addr>[\d.]{1,15}|(?=(?P<v6>[0-9a-fA-F:]{1,39}))(?P=v6)(?:%\w{1,16})?)<\d+>")
 _LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 _TRANSPORT = (ErrorKind.CONNECTION, ErrorKind.NCCL_WARN, ErrorKind.NCCL_ERROR)
 
@@ -49,7 +52,7 @@ def rank_hosts(scans: Sequence[FileScan]) -> dict[int, frozenset[str]]:
             if f.key == "host":
                 names[f.who.rank] |= {f.value, f.value.split(".")[0]}
             elif f.key in ("bootstrap", "net_socket") and (m := _ADDRESS.search(f.value)):
-                names[f.who.rank].add(m[1])
+                names[f.who.rank].add(m["addr"])
     return {r: frozenset(v) for r, v in names.items()}
 
 
