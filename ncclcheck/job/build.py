@@ -35,6 +35,7 @@ from ncclcheck.job.causes import one_line
 from ncclcheck.job.graph import gaps, wait_for
 from ncclcheck.job.live import live_state
 from ncclcheck.job.model import (
+    STATED_LIMIT,
     Ending,
     EndKind,
     Group,
@@ -52,11 +53,7 @@ REAL_FAILURES = {ErrorKind.OOM, ErrorKind.CUDA, ErrorKind.EXCEPTION}
 # Signals that end a rank on its own account; SIGABRT is the watchdog's abort, SIGTERM torchrun's clean-up.
 FATAL_SIGNALS = {"SIGKILL", "SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE"}
 _DEFAULT_KEY = ("guid", "0")
-# A world the inputs only state (an init line's size, NCCL's nranks, a launcher's task range, a dump's pg_config)
-# gets one state per rank only while it is at most this many ranks, or twice the ranks the inputs hold: a number
-# written in one line must not set the memory the answer takes. Beyond it the world is reported as stated and the
-# ranks without input are kept as ranges (Job.unlisted).
-STATED_LIMIT = 1 << 17
+
 # Status lines alone ("failure detected by watchdog") follow errors as well as timeouts.
 _NOT_TIMEOUT = {"failure_detected", "exception_detected"}
 
@@ -365,8 +362,12 @@ class _Builder:
         for g in groups:
             if not isinstance(g.members, range):
                 ranks |= set(g.members)
+        limit = max(STATED_LIMIT, 2 * len(ranks))
+        for g in groups:
+            if isinstance(g.members, range) and len(g.members) <= limit:
+                ranks |= set(g.members)
         unlisted: tuple[range, ...] = ()
-        if world and world <= max(STATED_LIMIT, 2 * len(ranks)):
+        if world and world <= limit:
             ranks |= set(range(world))
             for lo, hi, _ in self.spans:
                 ranks |= set(range(lo, hi + 1))

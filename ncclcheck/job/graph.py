@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ncclcheck.job.model import Edge, EdgeReason, EndKind, Group, GroupId, Position, RankState, Work
+from ncclcheck.job.model import STATED_LIMIT, Edge, EdgeReason, EndKind, Group, GroupId, Position, RankState, Work
 from ncclcheck.ranks import ranges, ranges_of, rank_phrase
 
 _ENDED = {EndKind.EXCEPTION, EndKind.KILLED, EndKind.EXITED, EndKind.NCCL_ERROR}
@@ -65,7 +65,7 @@ class _Graph:
         g = self.groups.get(w.group)
         members: Sequence[int] = g.members if g else ()
         beyond = ""
-        if len(members) > len(self.by_rank):
+        if len(members) > max(STATED_LIMIT, len(self.by_rank)):
             # A stated world far beyond the ranks read: only ranks with a state can say anything; the rest are one
             # edge in rank ranges, never one call per member.
             inside = members if isinstance(members, range) else set(members)

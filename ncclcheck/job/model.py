@@ -21,6 +21,12 @@ from ncclcheck.findings import Finding
 from ncclcheck.job.causes import Diagnosis
 from ncclcheck.job.live import LivePosition, StackGroup
 
+# A world the inputs only state (an init line's size, NCCL's nranks, a launcher's task range, a dump's pg_config)
+# gets one state per rank only while it is at most this many ranks, or twice the ranks the inputs hold: a number
+# written in one line must not set the memory the answer takes. Beyond it the world is reported as stated and the
+# ranks without input are kept as ranges (Job.unlisted); the wait-for graph takes such a group's members as ranges.
+STATED_LIMIT = 1 << 17
+
 
 @dataclass(frozen=True)
 class Record:

@@ -19,9 +19,9 @@ from typing import Any
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.types import PG, DesyncReport, FileScan, Loc
 from ncclcheck.findings import Finding
-from ncclcheck.job.build import STATED_LIMIT as LISTED
 from ncclcheck.job.causes import Diagnosis
 from ncclcheck.job.hosts import join_events
+from ncclcheck.job.model import STATED_LIMIT as LISTED
 from ncclcheck.job.model import Analysis, Edge, Group, GroupId, Position, RankState, Record, Verdict, Work
 from ncclcheck.ranks import ranges, ranges_of
 
