@@ -14,6 +14,7 @@ import re
 import signal
 from dataclasses import dataclass, field, replace
 
+from ncclcheck.evidence import stamps
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.hostlog import HostLog, maybe_host_record
 from ncclcheck.evidence.linear import then
@@ -81,7 +82,6 @@ _F_SHAPE = re.compile(r"TensorShape=(\[[^\]]*\])")
 _F_IN = re.compile(r"NumelIn=(\d+)")
 _F_OUT = re.compile(r"NumelOut=(\d+)")
 _F_TIMEOUT = re.compile(r"Timeout\(ms\)=(\d+)")
-_GLOG_CLOCK = re.compile(r"\[[EWIF]\d{4} (\d\d):(\d\d):(\d\d(?:\.\d+)?)")
 _F_RANFOR = re.compile(r"ranfor(\d+)milliseconds")
 _MSG_RANK = re.compile(r"\[(?:PG[^\[\]]*?)?Rank(-?\d+)\](?=(?:Watchdogcaught|Work|Caught|CollectiveWork))")
 
@@ -1027,9 +1027,8 @@ def fatal_signal(line: str) -> str | None:
 
 
 def _clock(text: str) -> float | None:
-    """Seconds since midnight from a c10 log header (``[E1122 11:18:45.006097316 ...``)."""
-    m = _GLOG_CLOCK.search(text, 0, 300)
-    return int(m[1]) * 3600 + int(m[2]) * 60 + float(m[3]) if m else None
+    """The stamp (evidence/stamps.py: date and time) of a c10 log header (``[E1122 11:18:45.006097316 ...``)."""
+    return stamps.glog(text)
 
 
 def _field(pattern: re.Pattern[str], text: str) -> int | None:

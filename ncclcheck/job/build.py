@@ -35,6 +35,9 @@ from ncclcheck.job.causes import one_line
 from ncclcheck.job.graph import gaps, wait_for
 from ncclcheck.job.live import live_state
 from ncclcheck.job.model import (
+    BY_LINE,
+    BY_RECORD,
+    BY_START,
     STATED_LIMIT,
     Ending,
     EndKind,
@@ -154,6 +157,8 @@ class _Builder:
                 rank = w.who.rank if w.who.rank is not None else w.rank
                 if w.evidence == "async_exception" and rank is not None:
                     self.async_errors.setdefault((rank, w.seq), w)
+        untimed = {self._record_rank(r) for r in self.records if r.started_s is None}
+        timed = {self._record_rank(r) for r in self.records} - untimed
         keyed = {self.group(r.pg) for r in self.records if r.pg is not None}
         only = next(iter(keyed)) if len(keyed) == 1 else None
         for rec in self.records:
@@ -172,7 +177,9 @@ class _Builder:
             if rec.seq is not None and (op or "") not in ("SEND", "RECV"):
                 p.enq = _hi(p.enq, rec.seq)  # a send's or receive's SeqNum counts p2p ops, not collectives
             numel = rec.numel_in if rec.numel_in is not None else (err.numel_in if err else None)
-            order = rec.started_s * 1000 if rec.started_s is not None else rec.loc.line
+            # A rank's timeouts ordered by their start stamps when each has one, else all by line: never a start
+            # time against a line number.
+            order = (BY_START, rec.started_s) if rank in timed else (BY_LINE, rec.loc.line)
             work = Work(self.groups[key].gid(), rec.seq, op, numel, rec.numel_out,
                         p2p=(op or "") in ("SEND", "RECV"), state="timed_out" if timed_out else "failed",
                         timeout_ms=rec.timeout_ms, ran_for_ms=rec.ran_for_ms, order=order, loc=rec.loc)
@@ -211,7 +218,7 @@ class _Builder:
                     # "from this local rank": this process's own watchdog timed out; its WorkNCCL line is missing.
                     assert d.last_completed is not None
                     p.stuck = Work(self.groups[key].gid(), d.last_completed + 1, None, state="timed_out",
-                                   order=d.loc.line, loc=d.loc)
+                                   order=(BY_LINE, d.loc.line), loc=d.loc)
             for gi in s.group_inits:
                 rank = gi.global_rank if gi.global_rank is not None else gi.who.rank
                 if rank is None:
@@ -294,7 +301,7 @@ class _Builder:
             peer = members[e.peer] if members and e.peer < len(members) else e.peer if gid.guid == "0" else None
         return Work(gid, e.p2p_seq if e.is_p2p else e.seq, op_name(e.op), e.numel_in,
                     sum(numel(s) for s in e.output_sizes) if e.output_sizes else None, e.input_sizes, e.dtypes,
-                    e.is_p2p, peer, e.state, e.user_frame(), e.timeout_ms, None, e.record_id or 0, None)
+                    e.is_p2p, peer, e.state, e.user_frame(), e.timeout_ms, None, (BY_RECORD, e.record_id or 0), None)
 
     def _live_position(self, rank: int, ls: LiveStack) -> None:
         """A rank whose Python stack is inside a collective waits in it, in a group the stack does not name.
@@ -310,7 +317,7 @@ class _Builder:
         frame = next((f for f in frames if "/torch/" not in f.file and not f.file.startswith("<")), None)
         op = op_name(ls.collective) if ls.collective else "CUDA_SYNCHRONIZE"  # NCCL: blocked behind GPU work
         key = self.group(None)
-        self.at(rank, key).stuck = Work(self.groups[key].gid(), None, op, state="scheduled", frame=frame, order=0,
+        self.at(rank, key).stuck = Work(self.groups[key].gid(), None, op, state="scheduled", frame=frame, order=(BY_LINE, 0),
                                         loc=ls.loc)
 
     # ------------------------------------------------------------------ the whole job
@@ -545,7 +552,7 @@ def _order(e: Entry) -> int:
     return e.record_id if e.record_id is not None else (e.seq or e.p2p_seq or 0)
 
 
-def _stuck_order(w: Work) -> int:
+def _stuck_order(w: Work) -> tuple[int, float]:
     """Dumps order works across groups (record id); logs by the line where the timeout was printed."""
     return w.order
 

@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ncclcheck.evidence import stamps
 from ncclcheck.evidence.linear import then
 from ncclcheck.evidence.logparse import launcher_signal
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, SystemEvent
@@ -58,7 +59,7 @@ class Diagnosis:
     loc: Loc
     locs: tuple[Loc, ...]
     detail: str  # one line, in the inputs' own numbers (the OOM's sizes, the assert's kernel)
-    clock_s: float | None = None  # the earliest time of day a line of it was printed, when the lines carry one
+    clock_s: float | None = None  # the earliest stamp (date and time) a line of it was printed, when lines carry one
 
 
 def _c(pattern: str) -> re.Pattern[str]:
@@ -512,7 +513,7 @@ def _gib(kb: str) -> str:
     return f"{int(kb) / (1 << 20):.2f} GiB"
 
 
-def _time_of_day(clock: str) -> float | None:
+def _time_of_day(clock: str) -> float:
     h, m, sec = clock.rsplit(" ", 1)[-1].split(":")
     return int(h) * 3600 + int(m) * 60 + float(sec)
 
@@ -524,7 +525,8 @@ def _against(ev: SystemEvent, fired_s: float | None) -> str:
     if ev.clock is None:
         return (" (the kernel log's times count from its host's boot, dmesg without -T: they cannot be set against "
                 "the job's clock)") if ev.monotonic_s is not None else ""
-    gap = fired_s - (_time_of_day(ev.clock) or 0.0)
+    when = stamps.of_clock(ev.clock)  # with its date: right across midnight
+    gap = fired_s - when if when is not None else stamps.time_of_day(fired_s) - _time_of_day(ev.clock)
     if abs(gap) > 12 * 3600:
         return ""
     when = f"{abs(gap):.0f} s {'before' if gap >= 0 else 'after'} the first timeout"

@@ -21,6 +21,9 @@ from ncclcheck.findings import Finding
 from ncclcheck.job.causes import Diagnosis
 from ncclcheck.job.live import LivePosition, StackGroup
 
+# Work.order's kinds, in the order they rank: a dump's record ids, then start stamps, then line numbers.
+BY_RECORD, BY_START, BY_LINE = 0, 1, 2
+
 # A world the inputs only state (an init line's size, NCCL's nranks, a launcher's task range, a dump's pg_config)
 # gets one state per rank only while it is at most this many ranks, or twice the ranks the inputs hold: a number
 # written in one line must not set the memory the answer takes. Beyond it the world is reported as stated and the
@@ -49,7 +52,7 @@ class Record:
     loc: Loc
     path_rank: int | None = None
     locs: tuple[Loc, ...] = ()
-    started_s: float | None = None  # when the work started, time of day (header clock minus ran-for)
+    started_s: float | None = None  # when the work started, a stamp: date and time (header's minus ran-for)
     group_rank: int | None = None  # from the status line's PG prefix; the watchdog's "[Rank N]" can be stale
 
     @property
@@ -131,7 +134,9 @@ class Work:
     frame: Frame | None = None
     timeout_ms: int | None = None
     ran_for_ms: int | None = None
-    order: float = 0  # issue order on its rank (dump record id; start time or line in logs): the earliest stuck work
+    # Issue order on its rank, as (how it is known, value): a dump's record id, a log's start stamp (evidence/
+    # stamps.py: date and time), or a log's line. Values of two kinds are never compared: the kind decides first.
+    order: tuple[int, float] = (2, 0)
     loc: Loc | None = None
 
     def signature(self) -> tuple[object, ...]:
