@@ -1,10 +1,12 @@
 """Decompression with limits: one rule for every compressed input (logs, kernel logs, evidence files, archives).
 
-A compressed file may inflate to anything: 1 MB of gzip is 1 GiB of zeros, 1 MB of bzip2 far more. Real logs
-compress 5 to 50 times (a chatty NCCL_DEBUG=INFO log with xz, at most about 150), so:
+A compressed file may inflate to anything: 1 MB of gzip is 1 GiB of zeros (1030:1, deflate's ceiling), 1 MB of
+bzip2 far more. Real logs compress 5 to 50 times with gzip, about 300 times when every line is the same; xz and
+bzip2 reach thousands on such lines, as on zeros. So:
 
-* the first ``FREE`` bytes (64 MiB) of output are always read;
-* beyond them, the output may be at most ``RATIO`` (250) times the compressed bytes read so far;
+* the first ``FREE`` bytes (32 MiB) of output are always read;
+* beyond them, the output may be at most ``RATIO`` (500) times the compressed bytes read so far: every gzip bomb
+  stops there, within a second; an xz or bzip2 log of one line repeated over 32 MiB stops too, and says so;
 * and never more than ``ABSOLUTE`` (16 GiB) from one input.
 
 Past a limit reading stops with :class:`InflateLimit`, whose message is the one-line problem the user sees.
@@ -19,8 +21,8 @@ import lzma
 from collections.abc import Callable
 from typing import BinaryIO
 
-FREE = 64 << 20
-RATIO = 250
+FREE = 32 << 20
+RATIO = 500
 ABSOLUTE = 16 << 30
 
 GZIP_MAGIC = b"\x1f\x8b"
