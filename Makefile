@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TORCH_STAMP := $(VENV)/.torch
 
-.PHONY: demo test lint bench bench-explain bench-truth test-launchers clean
+.PHONY: demo test lint bench bench-hostile bench-explain bench-truth test-launchers clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,12 @@ bench: $(STAMP)
 	$(BIN)/python tools/bench_analyze.py --mib $(or $(MIB),1024)
 	$(BIN)/python tools/bench_scale.py --sizes $(or $(SCALE),1000,4000,16000,64000,100000)
 	$(BIN)/python tools/bench_files.py --ranks $(or $(FILES),100000)
+	$(BIN)/python tools/bench_hostile.py
+
+## Hostile inputs (issue 34): claimed worlds, 1 MiB lines, gzip bombs, midnight, bare failure lines at offsets;
+## each answered in < 5 s and < 300 MB, or the target fails.
+bench-hostile: $(STAMP)
+	$(BIN)/python tools/bench_hostile.py
 
 ## explain --config cold and warm (time, memory) beside a bare import of torch and transformers; then how often
 ## explain names the tensor each recorded collective carried (tables built by transformers).

@@ -8,8 +8,11 @@ from collections.abc import Iterable
 def ranges(ranks: Iterable[int]) -> str:
     """``[0, 1, 2, 5, 7, 8]`` -> ``0-2, 5, 7-8``; strided runs too: ``0-504 by 8``; empty -> ``none``.
 
-    Data-parallel groups of a mesh are every n-th rank; printed one by one, 512 of them fill a screen.
+    Data-parallel groups of a mesh are every n-th rank; printed one by one, 512 of them fill a screen. A ``range``
+    (the world group's members) is written from its ends, never expanded.
     """
+    if isinstance(ranks, range):
+        return _range_text(ranks)
     rs = sorted(set(ranks))
     if not rs:
         return "none"
@@ -35,8 +38,29 @@ def ranges(ranks: Iterable[int]) -> str:
     return ", ".join(out)
 
 
+def _range_text(r: range) -> str:
+    r = r if r.step > 0 else r[::-1]
+    if len(r) == 0:
+        return "none"
+    if len(r) == 1:
+        return str(r[0])
+    if r.step == 1:
+        return f"{r[0]}-{r[-1]}"
+    if len(r) >= 4:
+        return f"{r[0]}-{r[-1]} by {r.step}"
+    return ", ".join(map(str, r))
+
+
+def ranges_of(spans: Iterable[range]) -> str:
+    """Ranges (sorted, apart) as one rank set: ``range(1, 5), range(9, 10)`` -> ``1-4, 9``; never expanded."""
+    text = ", ".join(_range_text(r) for r in spans if len(r))
+    return text or "none"
+
+
 def compact(ranks: Iterable[int], world: int | None = None) -> str:
     """The ranges, or with the world size known ``all but <the rest>`` when that is shorter."""
+    if isinstance(ranks, range):
+        return _range_text(ranks)
     rs = sorted(set(ranks))
     direct = ranges(rs)
     if world and len(rs) > world // 2 and rs and rs[-1] < world:
@@ -51,9 +75,13 @@ def rank_phrase(ranks: Iterable[int], world: int | None = None, exclude: Iterabl
 
     With the world size known, a set of most ranks prints as its complement when that is shorter.
     """
+    if isinstance(ranks, range) and not world:
+        return ("rank " if len(ranks) == 1 else "ranks ") + _range_text(ranks)
     rs = sorted(set(ranks))
     others = set(exclude)
-    if world and others and len(rs) > 2 and set(rs) == set(range(world)) - others:
+    # "every rank but the excluded ones", told by counting: the world may be far larger than the ranks given
+    if world and others and len(rs) > 2 and rs[0] >= 0 and rs[-1] < world and not others & set(rs) and \
+            len(rs) == world - sum(1 for r in others if 0 <= r < world):
         return f"all {len(rs)} other ranks"
     if world and len(rs) == world and len(rs) > 2:
         return f"all {world} ranks"

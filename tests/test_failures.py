@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from ncclcheck.cli import app
 from ncclcheck.evidence.logparse import LogParser
 from ncclcheck.job.causes import CATALOGUE, cause, diagnose, oom_line
+from ncclcheck.job.model import EndKind
 from ncclcheck.render.json_out import analysis_json
 
 FAILURES = DATA / "failures"
@@ -307,15 +308,17 @@ def test_inputs_that_cover_part_of_the_job_are_no_clean_bill(tmp_path):
 
 def test_srun_task_lines_name_the_ranks_and_how_they_ended(tmp_path):
     """Slurm's own words (ParlAI#3084's lines): "tasks 2-7", "tasks 8-13,15" and "task 14" are ranks 2-15, each
-    exited with code 1; "Killed" / "Out Of Memory" is a SIGKILL."""
+    exited with code 1; "Killed" / "Out Of Memory" is a SIGKILL. A range is one entry (2 to 7), never expanded."""
     log = tmp_path / "slurm.out"
     log.write_text("srun: error: slurm-job-compute-0-0: tasks 2-7: Exited with exit code 1\n"
                    "srun: error: slurm-job-compute-0-1: tasks 8-13,15: Exited with exit code 1\n"
                    "srun: error: slurm-job-compute-0-1: task 14: Exited with exit code 1\n"
                    "srun: error: node9: task 16: Killed\n")
     failures = [e for s in run(log).scans for e in s.elastic]
-    assert sorted(e.rank for e in failures) == list(range(2, 17))
+    assert sorted((e.rank, e.last_rank) for e in failures) == [(2, 7), (8, 13), (14, None), (15, None), (16, None)]
     assert {(e.exitcode, e.signal) for e in failures if e.rank < 16} == {(1, None)}
+    job = run(log).job
+    assert [s.rank for s in job.ranks if s.ending.kind is EndKind.EXCEPTION] == list(range(2, 16))
     assert [(e.rank, e.signal, e.host) for e in failures if e.rank == 16] == [(16, "SIGKILL", "node9")]
 
 

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ncclcheck.evidence.frdump import MAX_DUMP_BYTES, DumpError, Frame, parse_dump
+from ncclcheck.evidence.inflate import GZIP_MAGIC, InflateLimit, bounded
 from ncclcheck.evidence.logparse import LogParser
 from ncclcheck.evidence.types import Fact, FileScan, InputProblem, LiveStack, LiveThread, Loc, Who
 
@@ -98,7 +99,8 @@ def load(path: str) -> tuple[dict[str, Any], dict[str, bytes]]:
     doc: dict[str, Any] | None = None
     dumps: dict[str, bytes] = {}
     try:
-        with tarfile.open(path, "r:gz") as tar:
+        # Streamed through evidence/inflate.py's limits: a member skipped is still inflated to be passed over.
+        with open(path, "rb") as raw, tarfile.open(fileobj=bounded(raw, GZIP_MAGIC) or raw, mode="r|") as tar:
             for m in tar:
                 if not m.isfile():
                     continue
@@ -119,6 +121,8 @@ def load(path: str) -> tuple[dict[str, Any], dict[str, bytes]]:
                     doc = raw
                 else:
                     dumps[m.name] = data
+    except InflateLimit as exc:
+        raise ArchiveError(str(exc)) from None
     except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
         raise ArchiveError(f"not a readable .tar.gz ({getattr(exc, 'strerror', None) or exc})") from None
     except (ValueError, UnicodeDecodeError) as exc:

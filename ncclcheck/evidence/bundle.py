@@ -24,6 +24,7 @@ from typing import Any
 
 from ncclcheck import __version__
 from ncclcheck.evidence.frdump import Frame
+from ncclcheck.evidence.inflate import InflateLimit, read_bounded
 from ncclcheck.evidence.types import PG, FileScan, InputProblem, Loc, Who
 
 FORMAT = 1
@@ -64,11 +65,9 @@ def dumps(scans: Sequence[FileScan], problems: Sequence[InputProblem], compress:
 def read(path: str) -> tuple[list[FileScan], list[InputProblem]]:
     """The scans and the unopened inputs an evidence file holds."""
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-        if data.startswith(GZIP_MAGIC):
-            data = gzip.decompress(data)
-        doc = json.loads(data)
+        doc = json.loads(read_bounded(path))  # gzip under evidence/inflate.py's limits, as every compressed input
+    except InflateLimit as exc:
+        raise BundleError(str(exc)) from None
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BundleError(f"not a readable evidence file ({exc})") from exc
     if not isinstance(doc, dict):

@@ -43,15 +43,15 @@ _STAMP = re.compile(
 )
 
 # --- the kernel ---------------------------------------------------------------------------------------------
-_KILLED = re.compile(r"(?:(Memory cgroup) out of memory: |Out of memory: )?Kill(?:ed)? process (\d+) \(([^)]*)\)"
-                     r"(?:.*?anon-rss:(\d+)kB)?")
-_CONSTRAINT = re.compile(r"oom-kill:constraint=(\w+),.*?task_memcg=([^,]*),task=([^,]*),pid=(\d+)")
+_KILLED = re.compile(r"(?:(Memory cgroup) out of memory: |Out of memory: )?Kill(?:ed)? process (\d+) \(([^)]{0,64})\)"
+                     r"(?:(?:(?!Kill(?:ed)? process).)*?anon-rss:(\d+)kB)?")
+_CONSTRAINT = re.compile(r"oom-kill:constraint=(\w+),(?:(?!oom-kill:).)*?task_memcg=([^,]*),task=([^,]*),pid=(\d+)")
 _LIMIT = re.compile(r"^memory: usage (\d+)kB, limit (\d+)kB")
 _XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?\): (\d+),"
                   r"\s*(?:pid=['\"]?(\d+|<unknown>)['\"]?,\s*)?(?:name=([^,]*),\s*)?(.*)")
 _OFF_BUS = re.compile(r"NVRM: GPU (?:at )?(?:PCI:)?([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?:? "
                       r"(?:GPU )?has fallen off the bus")
-_SEGFAULT = re.compile(r"(\S+?)\[(\d+)\]: segfault at (\w+) (?:.*? in ([^\[\s]+)\[)?")
+_SEGFAULT = re.compile(r"(?<!\S)(\S+?)\[(\d+)\]: segfault at (\w+) (?:(?:(?!segfault at).)*? in ([^\[\s]+)\[)?")
 _TRAP = re.compile(r"traps: (\S+?)\[(\d+)\] (general protection fault|trap [\w ]+?)(?: .*? in ([^\[\s]+)\[)?")
 _HUNG = re.compile(r"INFO: task (\S+?):(\d+) blocked for more than (\d+) seconds")
 _AER = re.compile(r"AER: (?:Uncorrected|Uncorrectable) \((Fatal|Non-Fatal)\) error (?:received|message received "

@@ -14,9 +14,10 @@ import re
 import signal
 from dataclasses import dataclass, field, replace
 
-from ncclcheck.evidence import formats
+from ncclcheck.evidence import formats, stamps
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.hostlog import HostLog, maybe_host_record
+from ncclcheck.evidence.linear import then
 from ncclcheck.evidence.repair import (
     DUMP_START,
     HEADER,
@@ -60,7 +61,8 @@ from ncclcheck.evidence.types import (
 )
 
 # "[rank3]:" as torchrun prints it; also with its "[" lost at the start of a paste, or "[rank3[]:" mangled.
-_GLOBAL_RANK = re.compile(r"(?:\[|(?:^|(?<=[\s:)|>]))\s*)rank(\d+)\[?\]:")
+# "[ rank3]:" or "rank3]:" at the start, after a space or after ":)|>" (a run of spaces is its own boundary)
+_GLOBAL_RANK = re.compile(r"(?:\[\s*|(?<![^\s:)|>]))rank(\d+)\[?\]:")
 _ROLE_RANK = re.compile(r"\[[A-Za-z_]+?(\d+)\]:")
 # Lightning's tag of the global rank on its own messages ("[rank: 3] "), and the line each rank prints when it starts
 # ("Initializing distributed: GLOBAL_RANK: 3, MEMBER: 4/8").
@@ -83,7 +85,6 @@ _F_SHAPE = re.compile(r"TensorShape=(\[[^\]]*\])")
 _F_IN = re.compile(r"NumelIn=(\d+)")
 _F_OUT = re.compile(r"NumelOut=(\d+)")
 _F_TIMEOUT = re.compile(r"Timeout\(ms\)=(\d+)")
-_GLOG_CLOCK = re.compile(r"\[[EWIF]\d{4} (\d\d):(\d\d):(\d\d(?:\.\d+)?)")
 _F_RANFOR = re.compile(r"ranfor(\d+)milliseconds")
 _MSG_RANK = re.compile(r"\[(?:PG[^\[\]]*?)?Rank(-?\d+)\](?=(?:Watchdogcaught|Work|Caught|CollectiveWork))")
 
@@ -142,7 +143,7 @@ _OLD_WARN = re.compile(r"\[\d+\] [\w/.]+\.(?:cc|cu|h|c):\d+ WARN (.*)")
 _NCCL_HEAD = re.compile(r"(?:^|[\]:] ?)([A-Za-z0-9][\w.-]*):(\d+):\d+ \[\d+\] (?=NCCL |[\w/.]+\.cc:\d+ NCCL )")
 _CASCADE = re.compile(
     r"Watchdog caught|communicator was aborted|watchdog thread terminated|Some NCCL operations have failed"
-    r"|ChildFailedError|Detected mismatch between collectives|DistBackendError.*(?:watchdog|Watchdog)"
+    r"|ChildFailedError|Detected mismatch between collectives|" + then("DistBackendError", "watchdog|Watchdog", lazy=False)
 )
 _CONNECTION = re.compile(r"Connection (?:closed|reset|refused)|remote process exit|ncclRemoteError|Broken pipe", re.I)
 _ELASTIC_KEY = re.compile(r"^\s+(time|host|rank|exitcode|error_file|traceback)\s*:\s?(.*)$")
@@ -158,7 +159,7 @@ _FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap tes
     ("net_socket", "NET/Socket", re.compile(r"NET/Socket\s*:\s*Using\s+(.*)")),
     ("network", "Using network", re.compile(r"NCCL INFO Using network (\S+)")),
     ("TIMEOUT(ms)", "TIMEOUT(ms)", re.compile(r"TIMEOUT\(ms\):\s*(\d+)")),
-    ("world_size", "initialization options", re.compile(r"initialization options:.*?\bsize: (\d+)")),
+    ("world_size", "initialization options", re.compile(then(r"initialization options:", r"\bsize: (\d+)"))),
     # A communicator's size: the world's, or a sub-group's (the world is at least that large).
     ("nccl_nranks", "nranks", re.compile(r"NCCL INFO comm 0x[0-9a-f]+ rank \d+ nranks (\d+) ")),
     ("bus_id", "busId", re.compile(r"cudaDev \d+ (?:nvmlDev \d+ )?busId ([0-9a-fA-F]+)")),  # the rank's GPU
@@ -292,7 +293,7 @@ _COMPOSER_EXIT = re.compile(r"Global rank (\d+) \(PID (\d+)\) exited with code (
 # received by PID …", Python's faulthandler "Fatal Python error: Segmentation fault", MPI's "Signal: Bus error (7)", a
 # shell's "Bus error (core dumped)". SIGABRT is left out: the watchdog's abort after a timeout ends ranks with it.
 _FATAL_SIGNAL = re.compile(
-    r"Caught signal (\d+) \(|(SIG[A-Z]+) \(@0x[0-9a-f]+\) received by PID|"
+    r"Caught signal (\d+) \(|(SIG[A-Z]{1,12}) \(@0x[0-9a-f]+\) received by PID|"
     r"Fatal Python error: (Segmentation fault|Bus error|Illegal instruction|Floating point exception)|"
     r"Signal: [\w ]+ \((\d+)\)$|^(Segmentation fault|Bus error|Illegal instruction)(?: \(core dumped\))?$")
 _SIGNAL_WORDS = ("ignal", "SIG", "fault", "rror", "nstruction")
@@ -302,7 +303,8 @@ _SIGNAL_OF = {"Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "Illegal i
 # launch): "CalledProcessError: Command '[…, '--local_rank=1', …]' died with <Signals.SIGKILL: 9>." or "returned
 # non-zero exit status 1."
 _CALLED_PROCESS = re.compile(
-    r"CalledProcessError: Command '(.*)' (?:died with <Signals\.SIG\w+: (\d+)>|returned non-zero exit status (\d+))")
+    r"CalledProcessError: Command '((?:(?!CalledProcessError: ).)*)' "
+    r"(?:died with <Signals\.SIG\w+: (\d+)>|returned non-zero exit status (\d+))")
 _CMD_LOCAL_RANK = re.compile(r"--local[_-]rank[=', ]+(\d+)")
 # gloo's timeouts (tcp/unbound_buffer.cc) and monitored_barrier's verdicts (ProcessGroupGloo.cpp).
 _GLOO_TIMEOUT = re.compile(r"Timed out waiting (\d+)ms for (?:recv|send) operation to complete")
@@ -312,13 +314,14 @@ _MONITORED_REACHED = re.compile(r"Rank \d+ successfully reached monitoredBarrier
 _CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "CANCELLED", "ssertion", "TCPStore", "c10d", "signal",
                "endezvous", "joined", "restart", "Restart", "interface", "AF_INET", "plugin", "peer", "Call to")
 _LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(.*)$")
-_CUDA_ASSERT = re.compile(r"([\w.]+\.cuh?):(\d+): (.*?): block: \[[\d,]+\], thread: \[[\d,]+\] Assertion `(.+)` failed")
+_CUDA_ASSERT = re.compile(r"(?<![\w.])([\w.]+\.cuh?):(\d+): ((?:(?!\.cuh?:\d+: ).)*?): block: \[[\d,]+\], "
+                          r"thread: \[[\d,]+\] Assertion `((?:(?!Assertion `).)+)` failed")
 _CUDA_ERROR = re.compile(r"CUDA error: (.+?)(?:\.?$|\. | Search for | CUDA kernel errors)")
-_STORE_FAIL = re.compile(
-    r"(?:TCPStore|\[c10d\]|c10d store|[Ss]ocket).*?(Failed to recv.*|Broken pipe.*|Connection (?:refused|reset by peer)"
-    r".*|(?:client socket )?has timed out.*|failed to connect.*|has failed to (?:listen|bind).*|Timed out after \d+ seconds "
-    r"waiting for (?:clients|workers).*|The connection to the C10d store has failed.*|.*cannot be retrieved.*)"
-)
+_STORE_FAIL = re.compile(then(
+    r"TCPStore|\[c10d\]|c10d store|[Ss]ocket",
+    r"Failed to recv|Broken pipe|Connection (?:refused|reset by peer)|(?:client socket )?has timed out|failed to connect"
+    r"|has failed to (?:listen|bind)|Timed out after \d+ seconds waiting for (?:clients|workers)"
+    r"|The connection to the C10d store has failed|cannot be retrieved"))
 _LAUNCHER = re.compile(
     r"Received (\S+) death signal|Sending process (\d+) closing signal (SIG\w+)|has failed to shutdown the rendezvous"
     r"|(Rendezvous(?:Timeout|Closed|Connection|GracefulExit)Error)|attempts left; will restart worker group"
@@ -1082,11 +1085,14 @@ class LogParser:
         if "Out Of Memory" in what:  # Slurm's own word that the step's memory limit killed it: a cause, not a guess
             first = int(m[2].split(",")[0].split("-")[0])
             self._add_clue(self._one_who(first, None), "launcher", m[0], loc)
-        for part in m[2].split(","):
+        for part in m[2].split(","):  # a range is one entry: "tasks 0-30000000" is 45 bytes, not 30 million ranks
             lo, _, hi = part.partition("-")
-            for rank in range(int(lo), int(hi or lo) + 1):
-                self._elastic.append(ElasticFailure(rank=rank, local_rank=None, exitcode=code, pid=None, signal=sig,
-                                                    host=m[1], time=None, root_cause=False, loc=loc))
+            first, last = int(lo), int(hi or lo)
+            if last < first:
+                continue
+            self._elastic.append(ElasticFailure(rank=first, local_rank=None, exitcode=code, pid=None, signal=sig,
+                                                host=m[1], time=None, root_cause=False, loc=loc,
+                                                last_rank=last if last > first else None))
 
     def _launcher_line(self, fmt: formats.LineFormat, end: formats.TaskEnd | None, text: str, loc: Loc) -> None:
         """A launcher's report of one worker's end (a global rank), or of a stop of the whole job (a clue)."""
@@ -1200,9 +1206,8 @@ def fatal_signal(line: str) -> str | None:
 
 
 def _clock(text: str) -> float | None:
-    """Seconds since midnight from a c10 log header (``[E1122 11:18:45.006097316 ...``)."""
-    m = _GLOG_CLOCK.search(text, 0, 300)
-    return int(m[1]) * 3600 + int(m[2]) * 60 + float(m[3]) if m else None
+    """The stamp (evidence/stamps.py: date and time) of a c10 log header (``[E1122 11:18:45.006097316 ...``)."""
+    return stamps.glog(text)
 
 
 def _field(pattern: re.Pattern[str], text: str) -> int | None:

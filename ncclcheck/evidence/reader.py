@@ -34,7 +34,6 @@ still found while memory stays bounded.
 
 from __future__ import annotations
 
-import bz2
 import errno
 import glob
 import gzip
@@ -47,10 +46,11 @@ import sys
 import zlib
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
-from typing import BinaryIO, cast
+from typing import BinaryIO
 
 from ncclcheck.evidence import formats
 from ncclcheck.evidence.encoding import Transcoded, is_binary, sniff
+from ncclcheck.evidence.inflate import InflateLimit, bounded
 
 try:  # SIMD substring search and byte counting; the pure-Python path below is kept, and measured beside it
     import stringzilla as _sz
@@ -378,13 +378,7 @@ def _close(source: Source, stream: BinaryIO) -> None:
         stream.close()
 
 
-# cast: the decompressors are binary streams, though not typing.BinaryIO subclasses
-_MAGIC: tuple[tuple[bytes, Callable[[BinaryIO], BinaryIO]], ...] = (
-    (b"\x1f\x8b", lambda f: cast(BinaryIO, gzip.GzipFile(fileobj=f))),  # noqa: SIM115
-    (b"BZh", lambda f: cast(BinaryIO, bz2.BZ2File(f))),  # noqa: SIM115
-    (b"\xfd7zXZ\x00", lambda f: cast(BinaryIO, lzma.LZMAFile(f))),  # noqa: SIM115
-)
-_DECOMPRESS_ERRORS = (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile, OSError)
+_DECOMPRESS_ERRORS = (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile, OSError, InflateLimit)
 
 
 def read_lines(
@@ -403,11 +397,8 @@ def read_lines(
     block per read costs more in page faults than the whole anchor search.
     """
     raw, head = opened if opened is not None else open_source(source)
-    stream, compressed = raw, False
-    for magic, wrap in _MAGIC:
-        if head.startswith(magic):
-            stream, compressed = wrap(raw), True
-            break
+    inflated = bounded(raw, head)  # decompressed under evidence/inflate.py's limits, the same for every input
+    stream, compressed = (raw, False) if inflated is None else (inflated, True)
     encoding = None if compressed else sniff(head)
     if encoding is not None:  # read as UTF-8 from here on, through the same block reader as archives
         stream, compressed = Transcoded(raw, encoding), True  # type: ignore[assignment]
@@ -425,14 +416,16 @@ def read_lines(
     try:
         while True:
             n, error = _read_into(stream, compressed, view[held: held + BLOCK])
-            if error is not None:
+            if isinstance(error, InflateLimit):
+                on_problem(str(error))
+            elif error is not None:
                 kind = "compressed data is truncated or corrupt" if compressed else "read failed"
                 on_problem(f"{kind} after {total + n} bytes ({error}); the rest is ignored")
             eof = n == 0 or error is not None
             nul = buf.find(b"\x00", held, held + n) if n else -1
             if nul != -1:  # runs of zero bytes a crashed or truncated write left: skipped, counted, reported
                 chunk = bytes(buf[held: held + n])
-                text = chunk.replace(b"\x00", b"")
+                text = chunk.translate(None, b"\x00")  # deletes in one pass: replace() is 30x slower on zeros
                 if total == 0 and is_binary(text[:8192]):
                     raise InputError(source.name, "binary file (not text once its NUL bytes are set aside), skipped")
                 first_nul = total + nul - held if first_nul == -1 else first_nul

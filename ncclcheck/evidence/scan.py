@@ -19,10 +19,20 @@ CHUNK_BYTES = 16 << 20
 CHUNKS_PER_WORKER = 8  # enough chunks that a slow one does not leave the other workers idle at the end
 
 
+def _read_upto(stream: BinaryIO, limit: int) -> bytes:
+    """At most ``limit`` bytes, read in pieces: ``read(limit)`` sets aside the whole limit before reading a byte."""
+    parts: list[bytes] = []
+    size = 0
+    while size < limit and (piece := stream.read(min(1 << 20, limit - size))):
+        parts.append(piece)
+        size += len(piece)
+    return b"".join(parts)
+
+
 def _dump_scan(source: Source, stream: BinaryIO) -> FileScan:
     """Read a flight-recorder dump to the end, bounded."""
     try:
-        data = stream.read(MAX_DUMP_BYTES + 1)
+        data = _read_upto(stream, MAX_DUMP_BYTES + 1)
     except OSError as exc:
         return FileScan(source.name, source.path_rank, 0, 0, (),
                         problems=(InputProblem(source.name, f"read failed ({exc.strerror or exc})", True),))

@@ -86,7 +86,7 @@ class WorkMention:
     evidence: str  # watchdog_timeout | thread_terminated | what | blocking_wait | async_exception | ...
     loc: Loc
     error: str | None = None  # async_exception: the NCCL error raised on this work (not a timeout)
-    clock_s: float | None = None  # time of day of the glog header, in seconds (no date: compare within a job only)
+    clock_s: float | None = None  # the glog header's date and time as a stamp (evidence/stamps.py)
     comm: str | None = None  # nccl2_timeout: the communicator's name from "[name=...]" (the group's name)
     pg: PG | None = None  # the "[PG ... Rank N]" prefix before it (a restatement's own group, when printed)
 
@@ -238,7 +238,7 @@ class Clue:
     kind: str
     text: str
     loc: Loc
-    clock_s: float | None = None  # time of day of the line's log header, when it has one
+    clock_s: float | None = None  # the line's header date and time as a stamp (evidence/stamps.py), when it has one
 
 
 @dataclass(frozen=True)
@@ -255,6 +255,7 @@ class ElasticFailure:
     root_cause: bool
     loc: Loc
     agent_line: bool = False  # from the agent's "failed (exitcode: …) local_rank: …" line: ``rank`` is the local rank
+    last_rank: int | None = None  # a launcher's task range (srun's ``tasks 0-7``): ranks ``rank`` to this, one entry
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ncclcheck.evidence.frdump import Dump, Entry, numel
@@ -33,9 +33,13 @@ from ncclcheck.evidence.types import (
     is_default_group,
 )
 from ncclcheck.job.causes import one_line
-from ncclcheck.job.graph import wait_for
+from ncclcheck.job.graph import gaps, wait_for
 from ncclcheck.job.live import live_state
 from ncclcheck.job.model import (
+    BY_LINE,
+    BY_RECORD,
+    BY_START,
+    STATED_LIMIT,
     Ending,
     EndKind,
     Group,
@@ -80,6 +84,7 @@ class _GroupB:
     members: dict[int, int | None] = field(default_factory=dict)  # global -> group rank
     exact: tuple[int, ...] | None = None
     size: int | None = None
+    size_at: Loc | None = None  # the line that stated ``size``
     _gid: GroupId | None = None  # shared by every work of the group while its identity stays the same
     last: PG | GroupId | None = None  # the identity absorbed last
 
@@ -154,6 +159,8 @@ class _Builder:
                 rank = w.who.rank if w.who.rank is not None else w.rank
                 if w.evidence == "async_exception" and rank is not None:
                     self.async_errors.setdefault((rank, w.seq), w)
+        untimed = {self._record_rank(r) for r in self.records if r.started_s is None}
+        timed = {self._record_rank(r) for r in self.records} - untimed
         keyed = {self.group(r.pg) for r in self.records if r.pg is not None}
         only = next(iter(keyed)) if len(keyed) == 1 else None
         for rec in self.records:
@@ -172,7 +179,10 @@ class _Builder:
             if rec.seq is not None and (op or "") not in ("SEND", "RECV"):
                 p.enq = _hi(p.enq, rec.seq)  # a send's or receive's SeqNum counts p2p ops, not collectives
             numel = rec.numel_in if rec.numel_in is not None else (err.numel_in if err else None)
-            order = rec.started_s * 1000 if rec.started_s is not None else rec.loc.line
+            # A rank's timeouts ordered by their start stamps when each has one, else all by line: never a start
+            # time against a line number.
+            order = ((BY_START, rec.started_s) if rank in timed and rec.started_s is not None
+                     else (BY_LINE, float(rec.loc.line)))
             work = Work(self.groups[key].gid(), rec.seq, op, numel, rec.numel_out,
                         p2p=(op or "") in ("SEND", "RECV"), state="timed_out" if timed_out else "failed",
                         timeout_ms=rec.timeout_ms, ran_for_ms=rec.ran_for_ms, order=order, loc=rec.loc)
@@ -211,7 +221,7 @@ class _Builder:
                     # "from this local rank": this process's own watchdog timed out; its WorkNCCL line is missing.
                     assert d.last_completed is not None
                     p.stuck = Work(self.groups[key].gid(), d.last_completed + 1, None, state="timed_out",
-                                   order=d.loc.line, loc=d.loc)
+                                   order=(BY_LINE, d.loc.line), loc=d.loc)
             for gi in s.group_inits:
                 rank = gi.global_rank if gi.global_rank is not None else gi.who.rank
                 if rank is None:
@@ -219,7 +229,8 @@ class _Builder:
                 key = self.group(gi.pg)
                 self.member(key, rank, gi.group_rank)
                 g = self.groups[key]
-                g.size = g.size or gi.size
+                if not g.size and gi.size:
+                    g.size, g.size_at = gi.size, gi.loc
             for st in s.statuses:
                 if st.who.global_rank is not None and st.pg is not None and st.pg != PG():
                     self.member(self.group(st.pg), st.who.global_rank, st.rank)
@@ -251,7 +262,7 @@ class _Builder:
             g = self.groups[key]
             if ranks:
                 g.exact = tuple(sorted(ranks))
-                g.size = len(ranks)
+                g.size, g.size_at = len(ranks), Loc(d.file, 0)
                 for i, r in enumerate(ranks):
                     self.member(key, r, i)
         by_pg: dict[str, list[Entry]] = defaultdict(list)
@@ -293,7 +304,7 @@ class _Builder:
             peer = members[e.peer] if members and e.peer < len(members) else e.peer if gid.guid == "0" else None
         return Work(gid, e.p2p_seq if e.is_p2p else e.seq, op_name(e.op), e.numel_in,
                     sum(numel(s) for s in e.output_sizes) if e.output_sizes else None, e.input_sizes, e.dtypes,
-                    e.is_p2p, peer, e.state, e.user_frame(), e.timeout_ms, None, e.record_id or 0, None)
+                    e.is_p2p, peer, e.state, e.user_frame(), e.timeout_ms, None, (BY_RECORD, e.record_id or 0), None)
 
     def _live_position(self, rank: int, ls: LiveStack) -> None:
         """A rank whose Python stack is inside a collective waits in it, in a group the stack does not name.
@@ -309,7 +320,7 @@ class _Builder:
         frame = next((f for f in frames if "/torch/" not in f.file and not f.file.startswith("<")), None)
         op = op_name(ls.collective) if ls.collective else "CUDA_SYNCHRONIZE"  # NCCL: blocked behind GPU work
         key = self.group(None)
-        self.at(rank, key).stuck = Work(self.groups[key].gid(), None, op, state="scheduled", frame=frame, order=0,
+        self.at(rank, key).stuck = Work(self.groups[key].gid(), None, op, state="scheduled", frame=frame, order=(BY_LINE, 0),
                                         loc=ls.loc)
 
     # ------------------------------------------------------------------ the whole job
@@ -339,6 +350,7 @@ class _Builder:
         stated = self.world()
         # Ranks seen show the job is at least that large, not its size: the world group then stays "partial".
         world = stated.size if stated is not None and stated.kind != "ranks_seen" else None
+        world_at = stated.loc if stated is not None and stated.kind != "ranks_seen" else None
         live = {ls.global_rank: ls for s in self.scans for ls in s.live}
         for r, ls in live.items():
             self.seen.add(r)
@@ -354,15 +366,25 @@ class _Builder:
                                             tuple(_regroup(w, gid) for w in p.works), p.source))
         # A failure table's ranks are ranks of the job (their endings say how they failed); they bound nothing.
         ranks = set(self.seen) | set(positions) | set(self.elastic)
-        if world:
-            ranks |= set(range(world))
         for g in groups:
-            ranks |= set(g.members)
+            if not isinstance(g.members, range):
+                ranks |= set(g.members)
+        limit = max(STATED_LIMIT, 2 * len(ranks))
+        for g in groups:
+            if isinstance(g.members, range) and len(g.members) <= limit:
+                ranks |= set(g.members)
+        unlisted: tuple[range, ...] = ()
+        if world and world <= limit:
+            ranks |= set(range(world))
+            for lo, hi, _ in self.spans:
+                ranks |= set(range(lo, hi + 1))
+        elif world:
+            unlisted = gaps(sorted(r for r in ranks if 0 <= r < world), range(world))
         states = [self._rank_state(r, positions.get(r, []), live.get(r)) for r in sorted(ranks)]
         edges, roots = wait_for(states, groups)
         live_positions, stack_groups = live_state(self.scans)
         return Job(world, tuple(states), tuple(groups), tuple(edges), tuple(roots), tuple(self.records),
-                   live_positions, stack_groups, stated)
+                   live_positions, stack_groups, stated, world_at, unlisted)
 
     def _layout(self) -> dict[tuple[str, str], tuple[int, ...]]:
         """Members of sub-groups placed from what their lines say: the group's size (its ``initialization options``
@@ -411,16 +433,16 @@ class _Builder:
                 out.append(Group(g.gid(), placed[key], len(placed[key]), MemberSource.LAYOUT))
             elif key == _DEFAULT_KEY and (world or g.size):
                 n = g.size or world or 0
-                out.append(Group(g.gid(), tuple(range(n)), n, MemberSource.DEFAULT_GROUP))
+                out.append(Group(g.gid(), range(n), n, MemberSource.DEFAULT_GROUP))
             elif g.size and len(members) >= g.size:
                 out.append(Group(g.gid(), members, g.size, MemberSource.INIT_LINES))
-            elif world and members == tuple(range(world)):
+            elif world and len(members) == world and members[0] == 0 and members[-1] == world - 1:
                 out.append(Group(g.gid(), members, world, MemberSource.ALL_RANKS))
             elif key == ("unknown", "") and world:
-                out.append(Group(g.gid(), tuple(range(world)), world, MemberSource.DEFAULT_GROUP))
+                out.append(Group(g.gid(), range(world), world, MemberSource.DEFAULT_GROUP))
             elif key == _DEFAULT_KEY and members:
                 # The world group holds every rank up to the highest seen, whatever its size: a gap is a member.
-                out.append(Group(g.gid(), tuple(range(max(members) + 1)), None, MemberSource.PARTIAL))
+                out.append(Group(g.gid(), range(max(members) + 1), None, MemberSource.PARTIAL))
             else:
                 out.append(Group(g.gid(), members, g.size, MemberSource.PARTIAL if members else MemberSource.UNKNOWN))
         return out
@@ -437,7 +459,8 @@ class _Builder:
         self.errors: dict[int, RankError] = {}
         self.nccl_errors: dict[int, WorkMention] = {}
         self.elastic: dict[int, list[ElasticFailure]] = defaultdict(list)
-        self.tables: list[tuple[set[int], ElasticFailure]] = []
+        self.tables: list[tuple[list[tuple[int, int]], ElasticFailure]] = []
+        self.spans: list[tuple[int, int, ElasticFailure]] = []
         self.heartbeats = {h.who.rank: h for s in self.scans for h in s.heartbeats if h.who.rank is not None}
         for s in self.scans:
             for e in s.errors:
@@ -448,9 +471,11 @@ class _Builder:
                 if w.evidence == "async_exception" and rank is not None:
                     self.nccl_errors.setdefault(rank, w)
             for f in s.elastic:
-                if f.rank is not None:
+                if f.rank is not None and f.last_rank is not None:
+                    self.spans.append((f.rank, f.last_rank, f))  # a launcher's task range: kept as one
+                elif f.rank is not None:
                     self.elastic[f.rank].append(f)
-            listed = {f.rank for f in s.elastic if f.rank is not None}
+            listed = merged((f.rank, _last(f)) for f in s.elastic if f.rank is not None)
             if listed:
                 self.tables.append((listed, s.elastic[0]))
         # The launcher's "Sending process N closing signal SIGTERM": which processes it stopped, joined to ranks by PID
@@ -475,7 +500,7 @@ class _Builder:
         return self.errors.get(rank)
 
     def _ending(self, rank: int, positions: list[Position], err: RankError | None, live: LiveStack | None) -> Ending:
-        elastic = self.elastic.get(rank, [])
+        elastic = self.elastic.get(rank, []) + [f for lo, hi, f in self.spans if lo <= rank <= hi]
         for f in elastic:
             if f.signal in FATAL_SIGNALS:
                 code = f" (exit code {f.exitcode})" if f.exitcode is not None else ""
@@ -538,17 +563,35 @@ class _Builder:
         launcher stopped processes no input ties to a rank: then it may be one of them."""
         unplaced = sorted(set(self.stopped) - set(self.pid_of.values()))
         for listed, first in self.tables:
-            if rank not in listed and rank in self.seen and unplaced:
+            inside = any(lo <= rank <= hi for lo, hi in listed)
+            if not inside and rank in self.seen and unplaced:
                 sig, loc = self.stopped[unplaced[0]]
                 return Ending(EndKind.ABORTED, f"not in torchrun's failure table, while the launcher stopped "
                               f"{len(unplaced)} process(es) ({sig}) that these inputs do not tie to a rank: most likely "
                               "stopped after another process failed, not exited", loc)
-            if rank not in listed and rank in self.seen:
-                lo, hi = min(listed | {rank}), max(listed | {rank})
-                if len(listed) == hi - lo and all(r in listed or r == rank for r in range(lo, hi + 1)):
-                    return Ending(EndKind.EXITED, "exited with status 0 while the others still needed it (torchrun's "
-                                  "failure table lists the ranks around it, not this one)", first.loc)
+            # the listed ranks and this one are one unbroken run: it is the one the table leaves out
+            if rank in self.seen and not inside and \
+                    len(merged([*listed, (rank, rank)])) == 1:
+                return Ending(EndKind.EXITED, "exited with status 0 while the others still needed it (torchrun's "
+                              "failure table lists the ranks around it, not this one)", first.loc)
         return None
+
+
+def _last(f: ElasticFailure) -> int:
+    """The last rank an entry is about (a launcher's task range ``0-7`` is one entry)."""
+    assert f.rank is not None
+    return f.last_rank if f.last_rank is not None else f.rank
+
+
+def merged(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Inclusive rank intervals merged where they touch or overlap: ``(0, 2), (3, 5), (7, 7)`` -> ``(0, 5), (7, 7)``."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(spans):
+        if out and lo <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
 
 
 def _stride(pairs: Sequence[tuple[int, int]]) -> int | None:
@@ -588,7 +631,7 @@ def _order(e: Entry) -> int:
     return e.record_id if e.record_id is not None else (e.seq or e.p2p_seq or 0)
 
 
-def _stuck_order(w: Work) -> float:
+def _stuck_order(w: Work) -> tuple[int, float]:
     """Dumps order works across groups (record id); logs by the line where the timeout was printed."""
     return w.order
 

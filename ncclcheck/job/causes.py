@@ -16,7 +16,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ncclcheck.evidence import formats
+from ncclcheck.evidence import formats, stamps
+from ncclcheck.evidence.linear import then
 from ncclcheck.evidence.logparse import launcher_signal
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, SystemEvent
 from ncclcheck.job.hosts import Joined, join_events
@@ -59,7 +60,7 @@ class Diagnosis:
     loc: Loc
     locs: tuple[Loc, ...]
     detail: str  # one line, in the inputs' own numbers (the OOM's sizes, the assert's kernel)
-    clock_s: float | None = None  # the earliest time of day a line of it was printed, when the lines carry one
+    clock_s: float | None = None  # the earliest stamp (date and time) a line of it was printed, when lines carry one
 
 
 def _c(pattern: str) -> re.Pattern[str]:
@@ -105,7 +106,7 @@ CATALOGUE: tuple[Cause, ...] = (
            "node, `dmesg -T | grep -i -E 'killed process|out of memory'` names the process."),
           "https://docs.kernel.org/admin-guide/cgroup-v2.html#memory"),
     Cause("device_assert", DEVICE, "CUDA device-side assert",
-          _c(r"device-side assert|Assertion `.*` failed"),
+          _c(r"device-side assert|" + then(r"Assertion `", r"` failed", lazy=False)),
           "a kernel checked an index or a value on the GPU and stopped: most often an index past the end of an "
           "embedding (a token id >= vocab size) or a label >= the number of classes",
           ("Rerun with CUDA_LAUNCH_BLOCKING=1 to get the Python line of the failing kernel (CUDA errors are "
@@ -182,8 +183,8 @@ CATALOGUE: tuple[Cause, ...] = (
            "(`python -m torch.utils.collect_env`); an extension built against another torch crashes this way."),
           "https://github.com/pytorch/pytorch/issues/135486"),
     Cause("shm_exhausted", SETUP, "/dev/shm too small for NCCL",
-          _c(r"(?:/dev/shm|shared memory segment|posix_fallocate|ncclShmOpen|shm_open).*(?:No space left|"
-             r"failed|error)|Error while creating shared memory"),
+          _c(then(r"/dev/shm|shared memory segment|posix_fallocate|ncclShmOpen|shm_open", r"No space left|failed|error",
+               lazy=False) + r"|Error while creating shared memory"),
           "NCCL's shared-memory transport between the ranks of one node creates segments in /dev/shm; a "
           "container's default is 64 MiB, too small for a few GPUs",
           ("Docker: `docker run --shm-size=16g …` or `--ipc=host`.",
@@ -194,16 +195,17 @@ CATALOGUE: tuple[Cause, ...] = (
     # Older NCCL created its socket for the address of the interface it found; with none found the address
     # has no family, and socket() fails with "Address family not supported by protocol" (nccl-tests#14).
     Cause("no_socket_interface", SETUP, "no usable network interface for NCCL",
-          _c(r"no socket interface found|No usable listening interface|neither AF_INET|NCCL_SOCKET_IFNAME.*not found|"
-             r"Socket creation failed\W+Address family not supported"),
+          _c(r"no socket interface found|No usable listening interface|neither AF_INET|"
+             + then(r"NCCL_SOCKET_IFNAME", r"not found", lazy=False)
+             + r"|Socket creation failed\W{1,8}Address family not supported"),
           "NCCL found no interface matching NCCL_SOCKET_IFNAME (or none at all) to bootstrap over",
           ("Set NCCL_SOCKET_IFNAME to an interface that exists on every node (`ip -br addr`), or unset it to let "
            "NCCL pick; a prefix such as `^lo,docker` excludes instead of naming.",
            "Interface names may differ between nodes: list them all (`eth0,ens5`) or set it per node."),
           "https://github.com/NVIDIA/nccl/issues/286", probe=True),
     Cause("net_plugin", SETUP, "NCCL network plugin or transport not available",
-          _c(r"Failed to initialize any NET plugin|Could not find NET with name|NET/Plugin.*(?:failed to|error)|"
-             r"Failed to initialize NET plugin"),
+          _c(r"Failed to initialize any NET plugin|Could not find NET with name|"
+             + then(r"NET/Plugin", r"failed to|error", lazy=False) + r"|Failed to initialize NET plugin"),
           "NCCL_NET (or a plugin in the image) asks for a transport this host cannot provide, e.g. NCCL_NET=IB "
           "without InfiniBand devices or without the plugin library",
           ("Unset NCCL_NET (NCCL then picks IB when it works, else sockets), or install the plugin the image "
@@ -223,7 +225,8 @@ CATALOGUE: tuple[Cause, ...] = (
            "Check that the host name resolves to that interface's address on each node (`getent hosts $(hostname)`)."),
           "https://pytorch.org/docs/stable/distributed.html#choosing-the-network-interface-to-use"),
     Cause("ib_error", NETWORK, "InfiniBand/RoCE transport error",
-          _c(r"NET/IB.*(?:completion|error)|ibv_\w+ failed|IBV_WC_|transport retry counter|Got completion from peer"),
+          _c(then(r"NET/IB", r"completion|error", lazy=False)
+             + r"|ibv_\w{1,40} failed|IBV_WC_|transport retry counter|Got completion from peer"),
           "the NIC gave up on a transfer with the named peer: a completion error of the RDMA transport, not a "
           "timeout. Status 12 (transport retry counter exceeded, often with vendor err 129) means the peer never "
           "acknowledged: the peer's process or host is gone, or the path between the two (a link, a switch port, a "
@@ -237,8 +240,8 @@ CATALOGUE: tuple[Cause, ...] = (
            "(e.g. `=mlx5_0,mlx5_1`)."),
           "https://github.com/NVIDIA/nccl/issues/1405", probe=True),
     Cause("p2p_unsupported", SETUP, "GPU peer-to-peer path broken (ACS/IOMMU)",
-          _c(r"peer access is not supported|peer mapping resources exhausted|cudaIpc\w* failed|cuIpc\w* failed|"
-             r"P2P.*not supported"),
+          _c(r"peer access is not supported|peer mapping resources exhausted|cudaIpc\w{0,40} failed|cuIpc\w{0,40} failed|"
+             + then(r"P2P", r"not supported", lazy=False)),
           "PCIe ACS or the IOMMU routes GPU-to-GPU traffic through the CPU or blocks it; NCCL's P2P transport "
           "then fails or hangs",
           ("Confirm with NCCL_P2P_DISABLE=1 once (it should then work, slower).",
@@ -286,7 +289,8 @@ CATALOGUE: tuple[Cause, ...] = (
            "timeout=, the HF Trainer's ddp_timeout)."),
           "https://github.com/huggingface/transformers/issues/17106"),
     Cause("store_unreachable", LAUNCHER, "the store could not be reached",
-          _c(r"client socket has timed out.*connect|failed to connect|connect\(\) timed out|Connection refused|"
+          _c(then(r"client socket has timed out", r"connect", lazy=False)
+             + r"|failed to connect|connect\(\) timed out|Connection refused|"
              r"No route to host|Socket Timeout"),
           "a rank or agent could not connect to the rendezvous store (MASTER_ADDR:MASTER_PORT or --rdzv-endpoint): "
           "wrong address, a firewall, or the store's host not up yet",
@@ -419,7 +423,7 @@ _OOM = re.compile(r"Tried to allocate ([\d.]+ [KMGT]?i?B)")
 _OOM_GPU = re.compile(r"GPU (\d+) has a total capacity of ([\d.]+ [KMGT]?i?B) of which ([\d.]+ [KMGT]?i?B) is free")
 _OOM_OLD = re.compile(r"GPU (\d+); ([\d.]+ [KMGT]?i?B) total capacity; .*?([\d.]+ [KMGT]?i?B) free")
 _OOM_MINE = re.compile(r"this process has ([\d.]+ [KMGT]?i?B) memory in use")
-_OOM_FRAG = re.compile(r"([\d.]+ [KMGT]?i?B) is reserved by PyTorch but unallocated")
+_OOM_FRAG = re.compile(r"(?<![\d.])([\d.]+ [KMGT]?i?B) is reserved by PyTorch but unallocated")
 _IB_STATUS = re.compile(r"(?:status=|with error )(\d+)")
 # ibv_wc_status values NCCL prints as "status=N" / "error N" (verbs.h)
 _IB_MEANING = {4: "local protection error: memory registration, often GPUDirect RDMA", 5: "flushed: the queue pair "
@@ -634,7 +638,7 @@ def _gib(kb: str) -> str:
     return f"{int(kb) / (1 << 20):.2f} GiB"
 
 
-def _time_of_day(clock: str) -> float | None:
+def _time_of_day(clock: str) -> float:
     h, m, sec = clock.rsplit(" ", 1)[-1].split(":")
     return int(h) * 3600 + int(m) * 60 + float(sec)
 
@@ -646,11 +650,12 @@ def _against(ev: SystemEvent, fired_s: float | None) -> str:
     if ev.clock is None:
         return (" (the kernel log's times count from its host's boot, dmesg without -T: they cannot be set against "
                 "the job's clock)") if ev.monotonic_s is not None else ""
-    gap = fired_s - (_time_of_day(ev.clock) or 0.0)
+    when = stamps.of_clock(ev.clock)  # with its date: right across midnight
+    gap = fired_s - when if when is not None else stamps.time_of_day(fired_s) - _time_of_day(ev.clock)
     if abs(gap) > 12 * 3600:
         return ""
-    when = f"{abs(gap):.0f} s {'before' if gap >= 0 else 'after'} the first timeout"
-    return f", {when} (by the two logs' clocks, which may disagree between hosts)"
+    said = f"{abs(gap):.0f} s {'before' if gap >= 0 else 'after'} the first timeout"
+    return f", {said} (by the two logs' clocks, which may disagree between hosts)"
 
 
 def describe(j: Joined, fired_s: float | None = None) -> str:

@@ -10,7 +10,7 @@ from ncclcheck.evidence.types import ErrorKind, FileScan, Mismatch
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.frsettings import export
 from ncclcheck.job.model import Group, Job, MemberSource, Record, VerdictKind, Work
-from ncclcheck.ranks import ranges, rank_phrase
+from ncclcheck.ranks import ranges, ranges_of, rank_phrase
 from ncclcheck.transfer import DTYPE_BYTES, FABRICS, collective_bytes, human_bytes, human_seconds, transfer_seconds
 
 MAX_NUMEL = 2**63 - 1  # a tensor's element count is an int64
@@ -143,8 +143,19 @@ def report_findings(scans: Sequence[FileScan]) -> list[Finding]:
 
 
 def membership_findings(job: Job) -> list[Finding]:
-    """Say where the inputs do not tell who is in a group, or which dumps are missing."""
+    """Say where the inputs do not tell who is in a group, or which dumps are missing, or that the world is only
+    stated."""
     out: list[Finding] = []
+    if job.unlisted and job.world:
+        at = f" as stated by {job.world_at}" if job.world_at is not None else ""
+        held = job.world - job.unlisted_count
+        out.append(Finding(
+            Severity.INFO, "world-as-stated",
+            f"World {job.world:,}{at}; these inputs hold {held:,} of its ranks. The other "
+            f"{job.unlisted_count:,} (ranks {ranges_of(job.unlisted)}) left no input: unknown, not guilty, and kept "
+            "as ranges, not one by one.", (job.world_at,) if job.world_at is not None else (),
+            "If the job is not this large, the line is damaged or from another run; otherwise collect the logs of "
+            "the ranks the verdict waits for."))
     stuck_groups = {s.stuck.group for s in job.ranks if s.stuck is not None}
     for g in job.groups:
         if g.id in stuck_groups and not g.exact:
@@ -164,7 +175,7 @@ def membership_findings(job: Job) -> list[Finding]:
                 "Flight-recorder dumps (pg_config) name every member exactly."))
     dumped = {s.rank for s in job.ranks for p in s.positions if p.source == "dump"}
     if dumped:
-        expected = {m for g in job.groups if g.exact for m in g.members}
+        expected = {m for g in job.groups if g.exact and not isinstance(g.members, range) for m in g.members}
         missing = sorted(expected - dumped)
         if missing:
             out.append(Finding(Severity.WARNING, "fr-missing-dumps",

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ncclcheck.job.model import Edge, EdgeReason, EndKind, Group, GroupId, Position, RankState, Work
-from ncclcheck.ranks import rank_phrase
+from ncclcheck.job.model import STATED_LIMIT, Edge, EdgeReason, EndKind, Group, GroupId, Position, RankState, Work
+from ncclcheck.ranks import ranges, ranges_of, rank_phrase
 
 _ENDED = {EndKind.EXCEPTION, EndKind.KILLED, EndKind.EXITED, EndKind.NCCL_ERROR}
 
@@ -64,7 +64,18 @@ class _Graph:
     def _members(self, w: Work) -> tuple[list[tuple[int | None, EdgeReason, str]], bool]:
         """What every member of the group says about work ``w``: evaluated once for all its waiters."""
         g = self.groups.get(w.group)
-        members = g.members if g else ()
+        members: Sequence[int] = g.members if g else ()
+        beyond = ""
+        if len(members) > max(STATED_LIMIT, len(self.by_rank)):
+            # A stated world far beyond the ranks read: only ranks with a state can say anything; the rest are one
+            # edge in rank ranges, never one call per member.
+            inside = members if isinstance(members, range) else set(members)
+            known = sorted(m for m in self.by_rank if m in inside)
+            if isinstance(members, range) and members.step == 1:
+                beyond = ranges_of(gaps(known, members))
+            else:
+                beyond = ranges(sorted(set(members) - set(known)))
+            members = known
         found: list[tuple[int | None, EdgeReason, str]]
         found = [(m, *edge) for m in members if (edge := self._member(w, m)) is not None]
         # Members without any input are one edge, not one each: logs of some nodes of a 100,000-rank job would
@@ -74,6 +85,8 @@ class _Graph:
             gone = set(absent)
             found = [x for x in found if x[0] not in gone]
             found.append((None, EdgeReason.UNKNOWN, NO_INPUT + rank_phrase(absent)))
+        if beyond and beyond != "none":
+            found.append((None, EdgeReason.UNKNOWN, f"{NO_INPUT}ranks {beyond}"))
         # Members that completed this very number did something else with it: the waiter is the odd one out.
         passed = any((p := self.pos.get((m, w.group))) is not None and p.last_completed is not None
                      and w.seq is not None and p.last_completed >= w.seq for m in members)
@@ -254,3 +267,15 @@ def wait_for(states: Sequence[RankState], groups: Sequence[Group]) -> tuple[list
     roots = sorted({r for c in sinks for r in c})
     return edges, roots
 
+
+def gaps(present: Sequence[int], span: range) -> tuple[range, ...]:
+    """The ranks of ``span`` (step 1) not in ``present`` (sorted, inside it), as ranges: one per gap."""
+    out: list[range] = []
+    nxt = span.start
+    for r in present:
+        if r > nxt:
+            out.append(range(nxt, r))
+        nxt = max(nxt, r + 1)
+    if nxt < span.stop:
+        out.append(range(nxt, span.stop))
+    return tuple(out)

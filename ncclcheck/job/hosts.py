@@ -19,7 +19,10 @@ from ncclcheck.evidence.hostlog import bus_key
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, SystemEvent
 
 _PEER = re.compile(r"peer \[?([\w.:-]+?)\]?<(\d+)>")
-_ADDRESS = re.compile(r":([\d.]+|[0-9a-fA-F:]+%?\w*)<\d+>")
+# An interface's address in NCCL's "eth0:10.0.0.1<0>" / "ib0:fe80::1%ib0<0>". Linear on any line: the IPv6 run is
+# taken whole once (a lookahead and its backreference do not backtrack) and bounded, and no start is tried inside
+# ":::" (no address holds three colons).
+_ADDRESS = re.compile(r"(?<!::):(?P<addr>[\d.]{1,15}|(?=(?P<v6>[0-9a-fA-F:]{1,39}))(?P=v6)(?:%\w{1,16})?)<\d+>")
 _LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 _TRANSPORT = (ErrorKind.CONNECTION, ErrorKind.NCCL_WARN, ErrorKind.NCCL_ERROR)
 
@@ -49,7 +52,7 @@ def rank_hosts(scans: Sequence[FileScan]) -> dict[int, frozenset[str]]:
             if f.key == "host":
                 names[f.who.rank] |= {f.value, f.value.split(".")[0]}
             elif f.key in ("bootstrap", "net_socket") and (m := _ADDRESS.search(f.value)):
-                names[f.who.rank].add(m[1])
+                names[f.who.rank].add(m["addr"])
     return {r: frozenset(v) for r, v in names.items()}
 
 
@@ -105,12 +108,20 @@ def rank_buses(scans: Sequence[FileScan]) -> dict[int, set[str]]:
     return {r: {bus_key(v) for v in vs} for r, vs in _facts_by_rank(scans, "bus_id").items()}
 
 
+# Slurm runs at most 65533 tasks on one node (MaxTasksPerNode's ceiling): a longer task range is no node's.
+SPAN_LIMIT = 65533
+
+
 def _hosts_with_tables(scans: Sequence[FileScan]) -> dict[int, frozenset[str]]:
     names = {r: set(v) for r, v in rank_hosts(scans).items()}
     for s in scans:
         for e in s.elastic:
             if e.host and e.rank is not None and not e.agent_line:
-                names.setdefault(e.rank, set()).update({e.host, e.host.split(".")[0]})
+                last = e.last_rank if e.last_rank is not None else e.rank
+                if last - e.rank >= SPAN_LIMIT:
+                    continue  # more tasks than one node runs: a damaged line, not a table of hosts to expand
+                for r in range(e.rank, last + 1):
+                    names.setdefault(r, set()).update({e.host, e.host.split(".")[0]})
     return {r: frozenset(v) for r, v in names.items()}
 
 

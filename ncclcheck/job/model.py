@@ -11,6 +11,7 @@ rank stuck in a group to the members it waits for; its sinks are the roots.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -20,6 +21,15 @@ from ncclcheck.findings import Finding
 from ncclcheck.job.causes import Diagnosis
 from ncclcheck.job.live import LivePosition, StackGroup
 from ncclcheck.job.world import WorldStatement
+
+# Work.order's kinds, in the order they rank: a dump's record ids, then start stamps, then line numbers.
+BY_RECORD, BY_START, BY_LINE = 0, 1, 2
+
+# A world the inputs only state (an init line's size, NCCL's nranks, a launcher's task range, a dump's pg_config)
+# gets one state per rank only while it is at most this many ranks, or twice the ranks the inputs hold: a number
+# written in one line must not set the memory the answer takes. Beyond it the world is reported as stated and the
+# ranks without input are kept as ranges (Job.unlisted); the wait-for graph takes such a group's members as ranges.
+STATED_LIMIT = 1 << 17
 
 
 @dataclass(frozen=True)
@@ -43,7 +53,7 @@ class Record:
     loc: Loc
     path_rank: int | None = None
     locs: tuple[Loc, ...] = ()
-    started_s: float | None = None  # when the work started, time of day (header clock minus ran-for)
+    started_s: float | None = None  # when the work started, a stamp: date and time (header's minus ran-for)
     group_rank: int | None = None  # from the status line's PG prefix; the watchdog's "[Rank N]" can be stale
 
     @property
@@ -99,7 +109,7 @@ class Group:
     """A process group and who is in it."""
 
     id: GroupId
-    members: tuple[int, ...]  # global ranks known to be members
+    members: Sequence[int]  # global ranks known to be members: a tuple, or a range (the world group: never expanded)
     size: int | None
     source: MemberSource
 
@@ -126,7 +136,9 @@ class Work:
     frame: Frame | None = None
     timeout_ms: int | None = None
     ran_for_ms: int | None = None
-    order: float = 0  # issue order on its rank (dump record id; start time or line in logs): the earliest stuck work
+    # Issue order on its rank, as (how it is known, value): a dump's record id, a log's start stamp (evidence/
+    # stamps.py: date and time), or a log's line. Values of two kinds are never compared: the kind decides first.
+    order: tuple[int, float] = (2, 0)
     loc: Loc | None = None
 
     def signature(self) -> tuple[object, ...]:
@@ -241,6 +253,12 @@ class Job:
     live: tuple[LivePosition, ...] = ()  # where each rank of a live job is (snapshot stacks, with their dumps)
     stack_groups: tuple[StackGroup, ...] = ()  # ranks whose main threads show the same stack
     world_stated: WorldStatement | None = None  # the line the world size comes from; None: nothing states it
+    world_at: Loc | None = None  # the line that states the world size
+    unlisted: tuple[range, ...] = ()  # ranks of a stated world far beyond the inputs: no input, no state, as ranges
+
+    @property
+    def unlisted_count(self) -> int:
+        return sum(len(r) for r in self.unlisted)
 
     def rank(self, r: int) -> RankState | None:
         return self._by_rank.get(r)

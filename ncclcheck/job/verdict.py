@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.types import ElasticFailure, ErrorKind, Fact, FileScan, Loc, RankError
 from ncclcheck.findings import Finding, Severity
-from ncclcheck.job.build import build_job
+from ncclcheck.job.build import FATAL_SIGNALS, build_job
 from ncclcheck.job.causes import (
     DEVICE,
     HOST,
@@ -51,7 +51,7 @@ from ncclcheck.job.findings import (
     report_findings,
     size_finding,
 )
-from ncclcheck.job.graph import UNKNOWN_NODE
+from ncclcheck.job.graph import UNKNOWN_NODE, gaps
 from ncclcheck.job.hosts import join_events, peers_lost, rank_hosts
 from ncclcheck.job.live import HOST_CODE, UNKNOWN, live_summary
 from ncclcheck.job.model import (
@@ -70,7 +70,7 @@ from ncclcheck.job.model import (
 )
 from ncclcheck.job.runs import Restart
 from ncclcheck.job.slow import Busy, busy_rank, slow_steps
-from ncclcheck.ranks import rank_phrase
+from ncclcheck.ranks import ranges_of, rank_phrase
 from ncclcheck.transfer import human_seconds
 
 _FAILED = {EndKind.EXCEPTION, EndKind.KILLED, EndKind.EXITED}
@@ -257,7 +257,7 @@ def _stuck_everywhere(job: Job) -> tuple[list[int], list[str]]:
     names = []
     for gid in {w.group for ws in stuck.values() for w in ws}:
         g = groups.get(gid)
-        if g is None or not g.exact or any(m not in stuck for m in g.members):
+        if g is None or not g.exact or len(g.members) > len(stuck) or any(m not in stuck for m in g.members):
             return [], []
         sigs = {next((w.seq, w.signature()) for w in stuck[m] if w.group == gid) for m in g.members}
         if len(sigs) != 1:
@@ -298,11 +298,11 @@ def _inferred_roots(job: Job) -> list[int]:
 def _culprits_work(job: Job, primary: Work, culprits: Sequence[int]) -> Work:
     """The collective the verdict names: where the waiting began, unless a culprit is not in that group; then the
     first waiter's collective in a group the culprit is in (the one it did not join)."""
-    members = {g.id: set(g.members) for g in job.groups}
-    if not culprits or set(culprits) & members.get(primary.group, set(culprits)):
+    members = {g.id: g.members if isinstance(g.members, range) else set(g.members) for g in job.groups}
+    if not culprits or any(c in members.get(primary.group, culprits) for c in culprits):
         return primary
     theirs = [s.stuck for s in job.ranks if s.stuck is not None and s.rank not in culprits
-              and set(culprits) & members.get(s.stuck.group, set())]
+              and any(c in members.get(s.stuck.group, ()) for c in culprits)]
     return theirs[0] if theirs else primary
 
 
@@ -348,7 +348,7 @@ def _roots(job: Job) -> _Roots:
     absent = [r for r in ranks if by_rank[r].ending.kind is EndKind.UNKNOWN]
     named = [r for r in ranks if r not in absent]
     leaves = UNKNOWN_NODE in job.roots
-    if len(absent) == 1 and not named and unknown == absent and not leaves:
+    if len(absent) == 1 and not named and unknown == absent and not leaves and not job.unlisted:
         named = absent  # every other rank is accounted for: the one without input is the one waited for
     inferred = _inferred_roots(job) if leaves and not named and not absent else []
     return _Roots(named, inferred, absent, leaves)
@@ -370,6 +370,14 @@ def _watchdog_aborted(s: RankState, timeouts: Sequence[Loc]) -> bool:
     e = s.ending
     return (e.kind is EndKind.ABORTED and "SIGABRT" in e.detail and s.stuck is None and e.loc is not None
             and any(t.file == e.loc.file and t.line < e.loc.line for t in timeouts))
+
+
+def _absent_phrase(job: Job, listed: Sequence[int]) -> str:
+    """The ranks without input: those with a state, and the ranges of a stated world that have none."""
+    if not job.unlisted:
+        return rank_phrase(listed, job.world)
+    spans = gaps(sorted(s.rank for s in job.ranks if s.present), range(job.world or 0))
+    return f"ranks {ranges_of(spans)}"
 
 
 def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind, list[int], str]:
@@ -431,15 +439,15 @@ def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind,
                 f"{rank_phrase(waiting, job.world, culprits).capitalize()} {waited}; the trail of who waits for "
                 f"whom ends at {rank_phrase(culprits)}: {lines}.{how}")
     unknown = [s.rank for s in job.ranks if s.ending.kind is EndKind.UNKNOWN]
-    if roots.leaves_inputs or roots.absent or unknown:
+    if roots.leaves_inputs or roots.absent or unknown or job.unlisted:
         ran = f" for {human_seconds(primary.ran_for_ms / 1000)}" if primary.ran_for_ms else ""
         done = [p.last_completed for s in job.ranks if s.stuck is not None for p in s.positions
                 if p.group == primary.group and p.last_completed is not None]
         after = f" after completing #{max(done)}" if done else ""
         head = f"{rank_phrase(waiting, job.world).capitalize()} waited{ran} in {where}{after}; "
-        if roots.absent or unknown:
+        if roots.absent or unknown or job.unlisted:
             return (VerdictKind.INCOMPLETE, [],
-                    head + f"the ranks waited for are not in these inputs ({rank_phrase(roots.absent or unknown)}). "
+                    head + f"the ranks waited for are not in these inputs ({_absent_phrase(job, roots.absent or unknown)}). "
                     "They are unknown, not guilty: the culprit is among them.")
         # Nothing says the job has other ranks: only that the group's members are not named.
         return (VerdictKind.INCOMPLETE, [],
@@ -560,7 +568,18 @@ def _quiet_verdict(scans: Sequence[FileScan], job: Job) -> tuple[VerdictKind, li
                 "; ".join(f"Rank {r} failed: {by_rank[r].ending.detail}" for r in failed) + ".")
     if nccl_err:
         return _lost_peer_verdict(scans, job, nccl_err)
-    elastic = sorted({f.rank for s in scans for f in s.elastic if f.rank is not None})
+    # A launcher's task range of a stated world far beyond the inputs: said as stated, its ranks never listed.
+    spans = [f for s in scans for f in s.elastic if f.rank is not None and f.last_rank is not None
+             and job.rank(f.rank) is None]
+    killed = [f for f in spans if f.signal in FATAL_SIGNALS]
+    if killed:
+        f = killed[0]
+        assert f.rank is not None and f.last_rank is not None
+        return (VerdictKind.RANK_FAILED_FIRST, [], [],
+                f"The launcher reports {f.last_rank - f.rank + 1:,} tasks killed by {f.signal}"
+                f"{' on ' + f.host if f.host else ''} (ranks {f.rank}-{f.last_rank}, {f.loc}); these inputs hold none "
+                "of them, so they are reported as stated, not one by one.")
+    elastic = sorted({f.rank for s in scans for f in s.elastic if f.rank is not None and f not in spans})
     if elastic:
         return (VerdictKind.ALL_RANKS_STUCK, [], elastic,
                 "Every failed rank in torchrun's summary ended by SIGABRT (the watchdog's abort after a collective "
@@ -573,14 +592,16 @@ def _quiet_verdict(scans: Sequence[FileScan], job: Job) -> tuple[VerdictKind, li
         return (VerdictKind.RANK_FAILED_FIRST, [], [],
                 f"A process failed: {one_line(e.message)} ({e.loc}){more}. The line names no rank; the per-rank logs "
                 "(torchrun --log-dir DIR --redirects 3 --tee 3) or a [rankN]: prefix would.")
-    present = {s.rank for s in job.ranks if s.present}
-    missing = sorted(set(range(job.world)) - present) if job.world else []
+    present = sorted(s.rank for s in job.ranks if s.present and 0 <= s.rank < (job.world or 0))
     # A launcher's console that tags no line with a rank (Accelerate's, DeepSpeed's) carries its workers' output
     # untagged: that no rank is named there says nothing of which ranks it covers.
-    if missing and job.world and present:
+    if job.world and present and len(present) < job.world:
+        # Every rank of a world that was materialised has a state; a stated world's other ranks are ranges.
+        missing = _absent_phrase(job, [s.rank for s in job.ranks if not s.present and 0 <= s.rank < job.world])
         return (VerdictKind.INCOMPLETE, [], [],
-                f"Nothing failed in these inputs, but they cover {job.world - len(missing)} of the job's {job.world} "
-                f"ranks: {rank_phrase(missing, job.world)} left no input. A node that died or a rank killed there "
+                f"Nothing failed in these inputs, but they cover {len(present)} of the job's {job.world} "
+                f"ranks: {missing} left no input. A node that "
+                "died or a rank killed there "
                 "shows only in its own logs, its agent's console or the host's kernel log (dmesg -T).")
     return (VerdictKind.NO_FAILURE, [], [],
             "No collective timeout, NCCL error, desync, heartbeat failure or rank failure found in these inputs.")

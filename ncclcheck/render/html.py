@@ -251,13 +251,24 @@ def _position(s: RankState, lane: _Lane) -> Position | None:
     return next((p for p in mine if p.stuck is not None), mine[0] if mine else None)
 
 
-def _members_of(lane: _Lane, groups: Sequence[Group]) -> set[int] | None:
+def _members_of(lane: _Lane, groups: Sequence[Group]) -> _Members | None:
     """Every member of the lane's groups; None where the inputs do not name all members of one of them."""
     mine = [g for g in groups if _lane_key(g.id, lane.p2p) == _lane_key(lane.gid, lane.p2p)]
-    return {r for g in mine for r in g.members} if all(g.exact for g in mine) else None
+    return _Members(mine) if all(g.exact for g in mine) else None
 
 
-def _cells(s: RankState, lane: _Lane, members: set[int] | None) -> list[Slot | None]:
+class _Members:
+    """The members of some groups, each kept as it is (a range stays a range): ``rank in members``."""
+
+    def __init__(self, groups: Sequence[Group]) -> None:
+        self.spans = [g.members for g in groups if isinstance(g.members, range)]
+        self.listed = {r for g in groups if not isinstance(g.members, range) for r in g.members}
+
+    def __contains__(self, rank: int) -> bool:
+        return rank in self.listed or any(rank in r for r in self.spans)
+
+
+def _cells(s: RankState, lane: _Lane, members: _Members | None) -> list[Slot | None]:
     """The lane's columns for one rank; None where the rank is known not to be a member of those groups."""
     p = _position(s, lane)
     if p is None:

@@ -21,8 +21,9 @@ from ncclcheck.evidence.types import PG, DesyncReport, FileScan, Loc
 from ncclcheck.findings import Finding
 from ncclcheck.job.causes import Diagnosis
 from ncclcheck.job.hosts import join_events
+from ncclcheck.job.model import STATED_LIMIT as LISTED
 from ncclcheck.job.model import Analysis, Edge, Group, GroupId, Job, Position, RankState, Record, Verdict, Work
-from ncclcheck.ranks import ranges
+from ncclcheck.ranks import ranges, ranges_of
 
 SCHEMA_VERSION = 5
 
@@ -118,7 +119,10 @@ def _rank(s: RankState) -> dict[str, Any]:
 
 
 def _group(g: Group) -> dict[str, Any]:
-    return {**group_json(g.id), "members": list(g.members), "size": g.size, "members_source": g.source.value}
+    # A stated world's group far beyond the ranks read is written in the report's notation, never expanded.
+    members: list[int] | str | None = (ranks_json(g.members) if isinstance(g.members, range) and len(g.members) > LISTED
+                                       else list(g.members))
+    return {**group_json(g.id), "members": members, "size": g.size, "members_source": g.source.value}
 
 
 def _edge(e: Edge) -> dict[str, Any]:
@@ -341,7 +345,7 @@ def _groups(groups: Sequence[Group]) -> list[dict[str, Any]]:
         g = gs[0]
         out.append({"id": g.id.id, "desc": g.id.desc, "guid": g.id.guid if len(gs) == 1 else None, "groups": len(gs),
                     "size": g.size, "members_source": g.source.value,
-                    "members": ranks_json(m for x in gs for m in x.members)})
+                    "members": ranks_json(gs[0].members if len(gs) == 1 else (m for x in gs for m in x.members))})
     return out
 
 
@@ -511,6 +515,9 @@ def analysis_json(a: Analysis, per_rank: bool = False) -> dict[str, Any]:
         "job": {
             "world_size": job.world,
             "world_source": _world_source(job),
+            "world_stated_at": None if job.world_at is None else loc_json(job.world_at),
+            # ranks of a stated world far beyond the inputs: no input and no entry in "ranks" (never expanded)
+            "unlisted_ranks": ranges_of(job.unlisted) if job.unlisted else None,
             "groups": _groups(job.groups),
             "ranks": _ranks(job.ranks),
             "edges": _edges(job.edges),

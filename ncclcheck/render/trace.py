@@ -113,7 +113,7 @@ def trace_json(a: Analysis) -> dict[str, Any]:
     chains: list[list[Hashable]] = []
     for s in job.ranks:
         seen: dict[tuple[tuple[str | None, str | None], int, int], int] = {}
-        dump_order: list[tuple[float, Hashable]] = []
+        dump_order: list[tuple[tuple[int, float], Hashable]] = []
         for p in s.positions:
             slots = _slots(p)
             nodes = [_node(s.rank, p.group, sl, seen) for sl in slots]

@@ -1,0 +1,158 @@
+"""Every module-level pattern of the package searches a hostile 1 MiB line in linear time.
+
+The patterns are found by walking the package's modules: every ``re.Pattern`` held at module level, inside tuples,
+lists, dicts and dataclasses (the cause catalogue's). Each is fed lines made of what its loops loop on: long runs of
+single characters and of every literal word in the pattern (with and without separators), none of which matches at
+the end. Every shape is timed at 64 KiB; the worst are timed again at 1 MiB and must take under a generous second per
+MiB: a quadratic pattern takes minutes there (one of 63 KB took 13 s), a linear one milliseconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import pkgutil
+import re
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import ncclcheck
+
+try:
+    import re._parser as sre_parse  # type: ignore[import-not-found]
+except ImportError:  # Python 3.10
+    import sre_parse  # type: ignore[no-redef]
+
+MiB = 1 << 20
+PER_MIB_S = 1.0
+CHARS = " \t0a:[(.-_/,=|\"'xSZ"
+
+
+def _walk(obj: object, where: str, seen: set[int], out: dict[str, re.Pattern]) -> None:
+    if id(obj) in seen:
+        return
+    seen.add(id(obj))
+    if isinstance(obj, re.Pattern):
+        out.setdefault(where, obj)
+    elif isinstance(obj, (tuple, list, set, frozenset)):
+        for i, x in enumerate(obj):
+            _walk(x, f"{where}[{i}]", seen, out)
+    elif isinstance(obj, dict):
+        for k, x in obj.items():
+            _walk(x, f"{where}[{k!r}]", seen, out)
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for f in dataclasses.fields(obj):
+            _walk(getattr(obj, f.name), f"{where}.{f.name}", seen, out)
+
+
+_TORCH = re.compile(r"^(?:import|from) torch\b", re.M)
+
+
+def patterns() -> dict[str, re.Pattern]:
+    """Every module's patterns. The modules this walk imports are taken out of ``sys.modules`` again, and a module
+    that imports torch when imported (the benchmark's runner, which holds no pattern) is left alone: other tests
+    import them under their own conditions (torch missing, a fresh import)."""
+    out: dict[str, re.Pattern] = {}
+    seen: set[int] = set()
+    before = set(sys.modules)
+    for m in pkgutil.walk_packages(ncclcheck.__path__, "ncclcheck."):
+        spec = importlib.util.find_spec(m.name)
+        if m.name.endswith("__main__") or spec is None or spec.origin is None:
+            continue  # running it is what importing it does
+        if _TORCH.search(Path(spec.origin).read_text()):
+            assert "re.compile" not in Path(spec.origin).read_text(), f"{m.name} holds patterns: test them"
+            continue
+        mod = importlib.import_module(m.name)
+        for name, value in vars(mod).items():
+            _walk(value, f"{m.name}.{name}", seen, out)
+    for name in set(sys.modules) - before:
+        del sys.modules[name]
+    return out
+
+
+PATTERNS = patterns()
+
+
+def _literals(p: re.Pattern) -> set[str]:
+    """The literal runs of a pattern: what a hostile line repeats so that every loop after them is tried."""
+    words: set[str] = set()
+    text = p.pattern.decode("latin-1") if isinstance(p.pattern, bytes) else p.pattern
+
+    def go(items) -> None:
+        cur: list[str] = []
+        for op, av in items:
+            name = str(op)
+            if name == "LITERAL":
+                cur.append(chr(av))
+                continue
+            if cur:
+                words.add("".join(cur))
+            cur = []
+            if name == "SUBPATTERN":
+                go(av[-1])
+            elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+                go(av[2])
+            elif name == "BRANCH":
+                for b in av[1]:
+                    go(b)
+            elif name in ("ASSERT", "ASSERT_NOT"):
+                go(av[1])
+            elif name == "ATOMIC_GROUP":
+                go(av)
+        if cur:
+            words.add("".join(cur))
+
+    go(sre_parse.parse(text, p.flags & ~re.UNICODE if isinstance(p.pattern, bytes) else p.flags))
+    return {w for w in words if w.strip()}
+
+
+def shapes(p: re.Pattern, n: int) -> list[str]:
+    out = [c * n for c in CHARS]
+    for w in sorted(_literals(p)):
+        for unit in (w, w + " ", w + "1 ", w + "a"):
+            out.append((unit * (n // len(unit) + 1))[:n])
+    return out
+
+
+def _timed(p: re.Pattern, line: str) -> float:
+    data = line.encode("latin-1", "replace") if isinstance(p.pattern, bytes) else line
+    start = time.perf_counter()
+    p.search(data)
+    return time.perf_counter() - start
+
+
+def test_the_walk_finds_the_catalogue_and_the_parsers():
+    names = set(PATTERNS)
+    assert len(names) > 150
+    assert any(n.startswith("ncclcheck.job.causes.CATALOGUE[") and n.endswith(".pattern") for n in names)
+    assert "ncclcheck.evidence.logparse._STORE_FAIL" in names and "ncclcheck.evidence.logparse._CUDA_ASSERT" in names
+
+
+def test_a_quadratic_pattern_is_caught():
+    """The test's own yardstick: the store-failure pattern as it was (a leading lazy ``.*?``) fails it."""
+    old = re.compile(r"(?:TCPStore|\[c10d\]|c10d store|[Ss]ocket).*?(Failed to recv.*|Broken pipe.*)")
+    line = {n: next(s for s in shapes(old, n) if s.startswith("[c10d]")) for n in (4 << 10, 16 << 10)}
+    small, large = (min(_timed(old, line[n]) for _ in range(2)) for n in (4 << 10, 16 << 10))
+    assert large > 8 * small  # four times the line, sixteen times the time: a linear pattern takes four
+
+
+@pytest.mark.parametrize("name", sorted(PATTERNS))
+def test_every_pattern_is_linear_on_a_hostile_line(name):
+    """Every shape at 16 KiB, the two worst at 128 KiB and at 1 MiB: a quadratic pattern fails at a size where it
+    still fails fast (each step is 8 or 64 times the line, 64 or 4096 times the time)."""
+    p = PATTERNS[name]
+    times = sorted(((_timed(p, s), i) for i, s in enumerate(shapes(p, 16 << 10))), reverse=True)
+    for size in (16 << 10, 128 << 10, MiB):
+        if size > 16 << 10:
+            lines = shapes(p, size)
+            times = sorted(((_timed(p, lines[i] + "\x00"), i) for _, i in times[:2]), reverse=True)
+        took, i = times[0]
+        budget = PER_MIB_S * max(size / MiB, 1 / 4)
+        if took >= budget:  # a loaded machine's hiccup does not come back twice; a quadratic pattern does
+            line = shapes(p, size)[i] + "\x00"
+            took = min(took, _timed(p, line), _timed(p, line))
+        assert took < budget, f"{name}: {took:.2f} s on {size >> 10} KiB of {shapes(p, 16)[i]!r}... (quadratic?)"
