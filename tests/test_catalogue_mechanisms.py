@@ -22,8 +22,10 @@ from ncclcheck.job.findings import mismatch_summary
      "setup_failure", "bootstrap_mismatch", "NCCL version"),
     ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, invalid usage (run with "
      "NCCL_DEBUG=WARN for details), NCCL version 2.21.5\n", "setup_failure", "nccl_invalid_usage", "device_ids="),
-    ("[rank0]: RuntimeError: Gloo connectFullMesh failed with [/pytorch/third_party/gloo/gloo/transport/tcp/"
-     "pair.cc:446] Connection refused\n", "setup_failure", "gloo_unreachable", "GLOO_SOCKET_IFNAME"),
+    # The shape sglang#3226 posted (a peer's address the pair could not reach). "Connection refused" is not read
+    # so: a peer listening nowhere, as a restarted attempt with a stale store shows (tests/data/world/restart_setup).
+    ("[rank0]: RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/"
+     "pair.cc:144] no error\n", "setup_failure", "gloo_unreachable", "GLOO_SOCKET_IFNAME"),
     ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).\n"
      "RuntimeError: DataLoader worker (pid 31337) is killed by signal: Killed.\n", "rank_failed_first", "host_oom",
      "data-loader workers"),

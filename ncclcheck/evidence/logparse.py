@@ -136,7 +136,7 @@ _PY_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt))(?::\s?(
 # kubectl logs --prefix's "[pod/job-worker-1/pytorch] ".
 _LABEL = re.compile(r"^(?:\d{4}-\d\d-\d\dT[\d:.]+Z |\[pod/[^\]\s]+\] |[\w.@-]{1,64}: (?=\S))")
 _NCCL_WARN = re.compile(r"NCCL WARN (.*)")
-_WARN_SOURCE = re.compile(r"(\S+\.cc:\d+) NCCL WARN")
+_WARN_SOURCE = re.compile(r"(?<!\S)(\S+\.cc:\d+) NCCL WARN")
 # NCCL before 2.3 printed "host:pid:tid [cudaDev] include/socket.h:311 WARN <message>", without the word NCCL.
 _OLD_WARN = re.compile(r"\[\d+\] [\w/.]+\.(?:cc|cu|h|c):\d+ WARN (.*)")
 # NCCL's own line header, "host:pid:tid [cudaDev] " (after a rank tag or NCCL's timestamp, if any).
@@ -253,7 +253,7 @@ _GLUED_LINE = re.compile(
 _BAR_AT_ZERO = re.compile(r"\b0%\|")
 # Work that ended: "Checkpoint saved", a bar at 100%, the HF Trainer's metrics after an evaluation ('eval_runtime').
 _BUSY_DONE = re.compile(r"(?i)\b(?:saved|finished|done|completed?)\b|\b100%\||eval_runtime")
-_NOT_BUSY = re.compile(r"(?i)error|exception|traceback|failed|warning: .*deprecat")
+_NOT_BUSY = re.compile(r"(?i)error|exception|traceback|failed|" + then(r"warning: ", r"deprecat"))
 # The framework a job runs under, from the paths of its tracebacks (lines every selection of a log keeps) and
 # Lightning's start line: each sets the timeout its own way.
 _FRAMEWORKS = (

@@ -330,7 +330,9 @@ class _Builder:
         for key, g in self.groups.items():
             if g.exact:
                 kind = "dump" if key == _DEFAULT_KEY else "group_members"
-                found.append(WorldStatement(max(g.exact) + 1 if kind == "group_members" else len(g.exact), kind, None))
+                # A world group's list states its size; a member numbered past it (a damaged dump) makes it larger.
+                size = max(g.exact) + 1 if kind == "group_members" else max(len(g.exact), max(g.exact) + 1)
+                found.append(WorldStatement(size, kind, None))
         for r in self.records:
             small, big = sorted((r.numel_in or 0, r.numel_out or 0))
             if small and big > small and big % small == 0 and r.op_type in GATHER_SCATTER_OPS and is_default_group(r.pg):
@@ -340,6 +342,10 @@ class _Builder:
             top = max(seen)
             files = sorted(self.files.get(top, ()))
             found.append(WorldStatement(top + 1, "ranks_seen", Loc(files[0], 0) if files else None))
+        # The tasks a launcher names (Slurm's "tasks 0-7: Killed") ran: the job has at least that many.
+        if self.spans:
+            lo, hi, e = max(self.spans, key=lambda x: x[1])
+            found.append(WorldStatement(hi + 1, "ranks_seen", e.loc))
         return strongest(found)
 
     def job(self) -> Job:
@@ -374,10 +380,12 @@ class _Builder:
             if isinstance(g.members, range) and len(g.members) <= limit:
                 ranks |= set(g.members)
         unlisted: tuple[range, ...] = ()
+        # The tasks a launcher names are ranks of the job, listed one by one only as far as the limit goes.
+        for lo, hi, _ in self.spans:
+            if hi - lo < limit:
+                ranks |= set(range(lo, hi + 1))
         if world and world <= limit:
             ranks |= set(range(world))
-            for lo, hi, _ in self.spans:
-                ranks |= set(range(lo, hi + 1))
         elif world:
             unlisted = gaps(sorted(r for r in ranks if 0 <= r < world), range(world))
         states = [self._rank_state(r, positions.get(r, []), live.get(r)) for r in sorted(ranks)]

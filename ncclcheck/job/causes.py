@@ -96,7 +96,7 @@ CATALOGUE: tuple[Cause, ...] = (
     Cause("host_oom", MEMORY, "killed for host memory (the OOM killer)",
           _c(r"oom_kill event|OOM[ -]Kill|OOMKilled|task \d+: Out Of Memory|Out of memory: Kill(?:ed)? process|"
              r"Memory cgroup out of memory|oom-kill:|^Killed process \d+ \(|Exceeded job memory limit|"
-             r"(?:Step|Job) \S+ exceeded memory limit|DataLoader worker \(pid[^)]*\) is killed by signal: Killed"),
+             r"(?:Step|Job) \S{1,64} exceeded memory limit|DataLoader worker \(pid[^)]{0,64}\) is killed by signal: Killed"),
           "the process's host memory (RAM, not the GPU's) went past what its node, container or job step may use, "
           "and the kernel's OOM killer ended it with SIGKILL: no traceback, and its peers wait or lose it",
           ("Ask for more memory (Slurm `--mem`/`--mem-per-gpu`, the pod's memory limit) or use less of it: fewer "
@@ -141,8 +141,9 @@ CATALOGUE: tuple[Cause, ...] = (
            " not from the global rank or a fixed number."),
           "https://pytorch.org/docs/stable/elastic/run.html"),
     Cause("nvls_fabric", SETUP, "NVLink SHARP (NVLS) could not be set up: the fabric manager's state",
-          _c(r"nvls\.cc.*(?:Cuda failure|failed|error)|NVLS.*(?:multicast|bind).*(?:fail|error)|"
-             r"cuMulticast\w* failed|multicast (?:object|bind)\w* failed"),
+          _c(then(r"nvls\.cc", r"Cuda failure|failed|error", lazy=False) + "|"
+             + then(r"NVLS", then(r"multicast|bind", r"fail|error", lazy=False), lazy=False)
+             + r"|cuMulticast\w{0,40} failed|multicast (?:object|bind)\w{0,40} failed"),
           "NCCL's NVLink SHARP transport (transport/nvls.cc) binds multicast memory through the NVSwitches; CUDA "
           "refuses it ('invalid argument', 'unknown error', error 401) when nvidia-fabricmanager was restarted while "
           "processes held GPU resources and the GPUs were not reset after, or when an NVSwitch or the fabric is "

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from ncclcheck.evidence.formats.lines import LineFormat, TaskEnd, signal_name
+from ncclcheck.evidence.linear import then
 
 
 def _exit(m: re.Match[str]) -> TaskEnd:
@@ -22,7 +23,7 @@ def _exit(m: re.Match[str]) -> TaskEnd:
 
 LINES = (
     LineFormat("DeepSpeed", "exits with return code",
-               re.compile(r"sigkill_handler\].*exits with return code = (-?\d+)"),
+               re.compile(then(r"sigkill_handler\]", r"exits with return code = (-?\d+)", lazy=False)),
                "[2026-11-25 15:28:08,874] [ERROR] [launch.py:259:sigkill_handler] ['python3', '-u', 'worker.py', "
                "'--local_rank=3', 'kill', '1'] exits with return code = -9", read=_exit, rankless=True),
 )

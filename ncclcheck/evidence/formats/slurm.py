@@ -15,7 +15,7 @@ PATH_RANKS = (re.compile(r"(?:^|/)(\d{1,7})\.(?:log|out|err|txt)$"),)
 LINES = (
     # Memory enforced by accounting (JobAcctGatherParams=OverMemoryKill, no cgroup): the step's tasks are summed,
     # and every task is killed at once, so no one task is named.
-    LineFormat("Slurm", "xceeded", re.compile(r"Exceeded job memory limit|(?:Step|Job) \S+ exceeded memory limit"),
+    LineFormat("Slurm", "xceeded", re.compile(r"Exceeded job memory limit|(?:Step|Job) \S{1,64} exceeded memory limit"),
                "srun: Exceeded job memory limit", stop=True),
     # "slurmstepd: error: *** STEP 11.0 ON vm CANCELLED AT 2026-11-25T15:05:34 DUE TO TIME LIMIT ***"; Slurm 21+
     # names the host in the program's name ("slurmstepd-vm: error:").
