@@ -15,7 +15,7 @@ import signal
 from dataclasses import dataclass, field, replace
 
 from ncclcheck.evidence.frdump import Frame
-from ncclcheck.evidence.hostlog import HostLog, maybe_host_record
+from ncclcheck.evidence.hostlog import RECORD_WORDS, HostLog, maybe_host_record
 from ncclcheck.evidence.repair import (
     DUMP_START,
     HEADER,
@@ -238,6 +238,15 @@ _MONITORED_REACHED = re.compile(r"Rank \d+ successfully reached monitoredBarrier
 # Words one of which every clue line holds: plain substring tests first, the gate's regex only where one is there.
 _CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "CANCELLED", "ssertion", "TCPStore", "c10d", "signal",
                "endezvous", "joined", "restart", "interface", "AF_INET", "plugin", "peer", "Call to")
+# Launchers' and gloo's lines about a rank, and NCCL's own error, each found behind one of these words.
+_LAUNCHER_WORDS = ("of binary", "sigkill_handler", "srun: error: ", "operation to complete", "monitoredBarrier",
+                   "NCCL error", "Terminating the process", "[TC]")
+# What the reader must keep wherever it stands: every line this parser reads into an error, a clue, a death by
+# signal, a launcher's or a host's report or an ending holds one of the words its own cheap tests look for before
+# any pattern.  The reader searches every block for them (``reader.WHOLE_WORDS`` is made from these), so a line read
+# behind one of these tests is found at any offset; tests/test_keep.py checks that every alternative of every pattern
+# read here holds one of them, and that every cause's example line is found deep in a long log.
+KEEP_WORDS = tuple(dict.fromkeys((*_ERROR_WORDS, *_CLUE_WORDS, *_SIGNAL_WORDS, *_LAUNCHER_WORDS, *RECORD_WORDS)))
 _LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(.*)$")
 _CUDA_ASSERT = re.compile(r"([\w.]+\.cuh?):(\d+): (.*?): block: \[[\d,]+\], thread: \[[\d,]+\] Assertion `(.+)` failed")
 _CUDA_ERROR = re.compile(r"CUDA error: (.+?)(?:\.?$|\. | Search for | CUDA kernel errors)")
