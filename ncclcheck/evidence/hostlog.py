@@ -21,9 +21,9 @@ from ncclcheck.evidence.types import Loc, SystemEvent
 # those of a record one line makes (a kill, an Xid, a segfault, an eviction, a scheduler's state), which the reader
 # keeps wherever it stands in any log; the rest only qualify a record beside them (kubectl describe's Name: and
 # Node:, the OOM account's usage line, sacct's state column), read where the input is a host's records (read whole).
-RECORD_WORDS = ("Kill", "kill", "NVRM", "segfault at", "general protection",
-                "blocked for more than", "AER:", "Evicted", "NodeNotReady", "Preempt", "PREEMPT",
-                "NODE_FAIL", "OUT_OF_ME", "JobState=", "Node failure", " CANCELLED")
+RECORD_WORDS = ("Kill", "kill", "NVRM", "segfault at", "traps: ", "blocked for more than", "AER:", "Evicted",
+                "NodeNotReady", "NodeShutdown", "Rebooted", "Preempt", "PREEMPT", "NODE_FAIL", "OUT_OF_ME",
+                "JobState=", "Node failure", " CANCELLED")
 HOST_WORDS = (*RECORD_WORDS, "memory: usage", "Name:", "Node:")
 # sacct's states a line may end with that other lines hold too ("TIMEOUT(ms)" in every ProcessGroupNCCL start line).
 _STATE_ENDS = ("TIMEOUT", "CANCELLED", "CANCELLED+")

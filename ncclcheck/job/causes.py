@@ -171,7 +171,7 @@ CATALOGUE: tuple[Cause, ...] = (
            "Check the HCAs: `ibv_devinfo`; NCCL_IB_HCA must name devices that exist."),
           "https://github.com/NVIDIA/nccl/issues/952", probe=True),
     Cause("ib_error", NETWORK, "InfiniBand/RoCE transport error",
-          _c(r"NET/IB.*(?:completion|error)|ibv_\w+ failed|IBV_WC_|transport retry counter|Got completion from peer"),
+          _c(r"NET/IB.*(?:completion|error)|ibv_\w+ failed|Got completion from peer"),
           "the RDMA fabric dropped a transfer (link flap, wrong GID index or traffic class on RoCE, a bad cable "
           "or port)",
           ("Run nccl-tests' all_reduce_perf across the same nodes; check `ibstat` link state and error counters.",
@@ -179,7 +179,7 @@ CATALOGUE: tuple[Cause, ...] = (
            "the retry window."),
           "https://github.com/NVIDIA/nccl/issues/1405", probe=True),
     Cause("p2p_unsupported", SETUP, "GPU peer-to-peer path broken (ACS/IOMMU)",
-          _c(r"peer access is not supported|peer mapping resources exhausted|cudaIpc\w* failed|cuIpc\w* failed|"
+          _c(r"peer access is not supported|peer mapping resources exhausted|cuIpc\w* failed|"
              r"P2P.*not supported"),
           "PCIe ACS or the IOMMU routes GPU-to-GPU traffic through the CPU or blocks it; NCCL's P2P transport "
           "then fails or hangs",
