@@ -222,7 +222,7 @@ _FATAL_SIGNAL = re.compile(
     r"Caught signal (\d+) \(|(SIG[A-Z]+) \(@0x[0-9a-f]+\) received by PID|"
     r"Fatal Python error: (Segmentation fault|Bus error|Illegal instruction|Floating point exception)|"
     r"Signal: [\w ]+ \((\d+)\)$|^(Segmentation fault|Bus error|Illegal instruction)(?: \(core dumped\))?$")
-_SIGNAL_WORDS = ("ignal", "SIG", "fault", "rror", "nstruction")
+_SIGNAL_WORDS = ("ignal", "SIG", "Segmentation", "rror", "nstruction")
 _SIGNAL_OF = {"Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "Illegal instruction": "SIGILL",
               "Floating point exception": "SIGFPE"}
 # The launcher's report of a child that failed, from subprocess (torch.distributed.launch before torchrun, accelerate
@@ -242,11 +242,16 @@ _CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "CANCELLED", "ssertio
 _LAUNCHER_WORDS = ("of binary", "sigkill_handler", "srun: error: ", "operation to complete", "monitoredBarrier",
                    "NCCL error", "Terminating the process", "[TC]")
 # What the reader must keep wherever it stands: every line this parser reads into an error, a clue, a death by
-# signal, a launcher's or a host's report or an ending holds one of the words its own cheap tests look for before
-# any pattern.  The reader searches every block for them (``reader.WHOLE_WORDS`` is made from these), so a line read
-# behind one of these tests is found at any offset; tests/test_keep.py checks that every alternative of every pattern
-# read here holds one of them, and that every cause's example line is found deep in a long log.
-KEEP_WORDS = tuple(dict.fromkeys((*_ERROR_WORDS, *_CLUE_WORDS, *_SIGNAL_WORDS, *_LAUNCHER_WORDS, *RECORD_WORDS)))
+# signal, a launcher's or a host's report, an ending or a setting holds one of the words its own cheap tests look
+# for before any pattern.  The reader searches every block for them (``reader.WHOLE_WORDS`` is made from these), so
+# a line read behind one of these tests is found at any offset; tests/test_keep.py checks that every alternative of
+# every pattern read here holds one of them, and that every cause's example line is found deep in a long log.
+# The settings a rank ran with (``NCCL_SOCKET_IFNAME set by environment to eth2``), which NCCL prints as each
+# communicator is set up, however late: kept too.  Other set-up facts (``nranks``, ``NET/``) are read in the head
+# only (reader.HEAD), as NCCL's INFO chatter repeats their words on every channel line.
+_SETTING_WORDS = ("set by environment", "ProcessGroupNCCL environments")
+KEEP_WORDS = tuple(dict.fromkeys((*_ERROR_WORDS, *_CLUE_WORDS, *_SIGNAL_WORDS, *_LAUNCHER_WORDS, *RECORD_WORDS,
+                                  *_SETTING_WORDS)))
 _LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(.*)$")
 _CUDA_ASSERT = re.compile(r"([\w.]+\.cuh?):(\d+): (.*?): block: \[[\d,]+\], thread: \[[\d,]+\] Assertion `(.+)` failed")
 _CUDA_ERROR = re.compile(r"CUDA error: (.+?)(?:\.?$|\. | Search for | CUDA kernel errors)")

@@ -115,7 +115,7 @@ _HEAD_WANTED = re.compile(
 WHOLE_WORDS = tuple(sorted({w.encode() for w in KEEP_WORDS if not any(o != w and o in w for o in KEEP_WORDS)}))
 BEFORE = 8
 AFTER = 16
-HEAD = 64 << 10  # NCCL prints a communicator's set-up after up to a few hundred lines of INFO chatter
+HEAD = 16 << 10
 FULL = False  # hand over every line: the reference the tests hold the selection to
 # "stringzilla" where it is installed, else "python"; NCCLCHECK_ENGINE=python forces the pure-Python search.
 ENGINE = "stringzilla" if _sz is not None and os.environ.get("NCCLCHECK_ENGINE", "") != "python" else "python"
