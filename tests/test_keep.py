@@ -74,12 +74,10 @@ def _alternatives(pattern: re.Pattern[str]) -> list[tuple[str, object]]:
     """The top-level alternatives of a pattern, as (text, parsed sequence)."""
     parsed = sre_parse.parse(pattern.pattern, pattern.flags)
     items = list(parsed)
-    if len(items) == 1 and items[0][0] is sre.BRANCH:
-        branches = items[0][1][1]
-    else:
-        branches = [parsed]
+    branches = items[0][1][1] if len(items) == 1 and items[0][0] is sre.BRANCH else [parsed]
     texts = _split(pattern.pattern)
-    return list(zip(texts if len(texts) == len(branches) else [pattern.pattern] * len(branches), branches))
+    texts = texts if len(texts) == len(branches) else [pattern.pattern] * len(branches)
+    return list(zip(texts, branches, strict=True))
 
 
 def _split(pattern: str) -> list[str]:
