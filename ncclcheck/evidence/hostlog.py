@@ -22,8 +22,7 @@ from ncclcheck.evidence.types import Loc, SystemEvent
 # keeps wherever it stands in any log; the rest only qualify a record beside them (kubectl describe's Name: and
 # Node:, the OOM account's usage line, sacct's state column), read where the input is a host's records (read whole).
 RECORD_WORDS = ("Kill", "kill", "NVRM", "segfault at", "traps: ", "blocked for more than", "AER:", "Evicted",
-                "NodeNotReady", "NodeShutdown", "Rebooted", "Preempt", "PREEMPT", "NODE_FAIL", "OUT_OF_ME",
-                "JobState=", "Node failure", " CANCELLED")
+                "Node", "Rebooted", "Preempt", "PREEMPT", "NODE_FAIL", "OUT_OF_ME", "JobState=", " CANCELLED")
 HOST_WORDS = (*RECORD_WORDS, "memory: usage", "Name:", "Node:")
 # sacct's states a line may end with that other lines hold too ("TIMEOUT(ms)" in every ProcessGroupNCCL start line).
 _STATE_ENDS = ("TIMEOUT", "CANCELLED", "CANCELLED+")

@@ -249,7 +249,7 @@ _LAUNCHER_WORDS = ("of binary", "sigkill_handler", "srun: error: ", "operation t
 # The settings a rank ran with (``NCCL_SOCKET_IFNAME set by environment to eth2``), which NCCL prints as each
 # communicator is set up, however late: kept too.  Other set-up facts (``nranks``, ``NET/``) are read in the head
 # only (reader.HEAD), as NCCL's INFO chatter repeats their words on every channel line.
-_SETTING_WORDS = ("set by environment", "ProcessGroupNCCL environments")
+_SETTING_WORDS = ("environment",)  # "set by environment to", "ProcessGroupNCCL environments:"
 KEEP_WORDS = tuple(dict.fromkeys((*_ERROR_WORDS, *_CLUE_WORDS, *_SIGNAL_WORDS, *_LAUNCHER_WORDS, *RECORD_WORDS,
                                   *_SETTING_WORDS)))
 _LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(.*)$")

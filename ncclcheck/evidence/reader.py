@@ -109,8 +109,8 @@ _HEAD_WANTED = re.compile(
     rb"\[TC\]|[Dd]ump|[Ff]light [Rr]ecorder|Last error|Assertion `|TCPStore|\[c10d\]|[Rr]endezvous|death signal|"
     rb"closing signal|clients joined|will restart worker group|GLOBAL_RANK|\[rank: \d"
 )
-# Every line the parser reads into an error, a clue, a death by signal, a launcher's or a host's report or an ending
-# holds one of its ``KEEP_WORDS`` (the words its own cheap tests look for): each block is searched for them whole,
+# Every line the parser reads into an error, a clue, a death by signal, a launcher's or a host's report, an ending
+# or a setting holds one of its ``KEEP_WORDS`` (the words its own cheap tests look for): each block is searched for them whole,
 # so such a line is kept wherever it stands.  A word that holds another is left out: the shorter finds its lines.
 WHOLE_WORDS = tuple(sorted({w.encode() for w in KEEP_WORDS if not any(o != w and o in w for o in KEEP_WORDS)}))
 BEFORE = 8
