@@ -17,10 +17,13 @@ from datetime import datetime
 
 from ncclcheck.evidence.types import Loc, SystemEvent
 
-# Cheap words one of which every line read here holds: plain substring tests before any pattern.
-HOST_WORDS = ("Killed process", "Kill process", "oom-kill:", "memory: usage", "NVRM", "segfault at", "general protection",
-              "blocked for more than", "AER:", "OOMKill", "Evicted", "NodeNotReady", "Preempt", "PREEMPT", "NODE_FAIL",
-              "OUT_OF_ME", "JobState=", "Node failure", "Name:", "Node:", " CANCELLED")
+# Cheap words one of which every line read here holds: plain substring tests before any pattern.  RECORD_WORDS are
+# those of a record one line makes (a kill, an Xid, a segfault, an eviction, a scheduler's state), which the reader
+# keeps wherever it stands in any log; the rest only qualify a record beside them (kubectl describe's Name: and
+# Node:, the OOM account's usage line, sacct's state column), read where the input is a host's records (read whole).
+RECORD_WORDS = ("Kill", "kill", "NVRM", "segfault at", "traps: ", "blocked for more than", "AER:", "Evicted",
+                "Node", "Rebooted", "Preempt", "PREEMPT", "NODE_FAIL", "OUT_OF_ME", "JobState=", " CANCELLED")
+HOST_WORDS = (*RECORD_WORDS, "memory: usage", "Name:", "Node:")
 # sacct's states a line may end with that other lines hold too ("TIMEOUT(ms)" in every ProcessGroupNCCL start line).
 _STATE_ENDS = ("TIMEOUT", "CANCELLED", "CANCELLED+")
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from ncclcheck.evidence import formats, stamps
 from ncclcheck.evidence.frdump import Frame
-from ncclcheck.evidence.hostlog import HostLog, maybe_host_record
+from ncclcheck.evidence.hostlog import RECORD_WORDS, HostLog, maybe_host_record
 from ncclcheck.evidence.linear import then
 from ncclcheck.evidence.repair import (
     DUMP_START,
@@ -296,7 +296,7 @@ _FATAL_SIGNAL = re.compile(
     r"Caught signal (\d+) \(|(SIG[A-Z]{1,12}) \(@0x[0-9a-f]+\) received by PID|"
     r"Fatal Python error: (Segmentation fault|Bus error|Illegal instruction|Floating point exception)|"
     r"Signal: [\w ]+ \((\d+)\)$|^(Segmentation fault|Bus error|Illegal instruction)(?: \(core dumped\))?$")
-_SIGNAL_WORDS = ("ignal", "SIG", "fault", "rror", "nstruction")
+_SIGNAL_WORDS = ("ignal", "SIG", "Segmentation", "rror", "nstruction")
 _SIGNAL_OF = {"Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "Illegal instruction": "SIGILL",
               "Floating point exception": "SIGFPE"}
 # The launcher's report of a child that failed, from subprocess (torch.distributed.launch before torchrun, accelerate
@@ -313,6 +313,25 @@ _MONITORED_REACHED = re.compile(r"Rank \d+ successfully reached monitoredBarrier
 # Words one of which every clue line holds: plain substring tests first, the gate's regex only where one is there.
 _CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "CANCELLED", "ssertion", "TCPStore", "c10d", "signal",
                "endezvous", "joined", "restart", "Restart", "interface", "AF_INET", "plugin", "peer", "Call to")
+# Launchers' and gloo's lines about a rank, and NCCL's own error, each found behind one of these words.
+_LAUNCHER_WORDS = ("of binary", "sigkill_handler", "srun: error: ", "operation to complete", "monitoredBarrier",
+                   "NCCL error", "Terminating the process", "[TC]")
+# What the reader must keep wherever it stands: every line this parser reads into an error, a clue, a death by
+# signal, a launcher's or a host's report, an ending or a setting holds one of the words its own cheap tests look
+# for before any pattern.  The reader searches every block for them (``reader.WHOLE_WORDS`` is made from these), so
+# a line read behind one of these tests is found at any offset; tests/test_keep.py checks that every alternative of
+# every pattern read here holds one of them, and that every cause's example line is found deep in a long log.
+# The settings a rank ran with (``NCCL_SOCKET_IFNAME set by environment to eth2``), which NCCL prints as each
+# communicator is set up, however late: kept too.  Other set-up facts (``nranks``, ``NET/``) are read in the head
+# only (reader.HEAD), as NCCL's INFO chatter repeats their words on every channel line.
+_SETTING_WORDS = ("environment",)  # "set by environment to", "ProcessGroupNCCL environments:"
+# The other lines read at any offset: a rank's last busy line (BUSY_WORDS), the launchers' own lines
+# (evidence/formats/), the resolver's and NCCL's bare errors, torchrun's restarts, the program's word that its work or
+# its process groups are over, Composer's exit line.
+_OTHER_WORDS = ("gai error", "cannot be retrieved", "system error", "worker group", "destroy_process_group",
+                "Trainer.fit", "Training completed", "Global rank")
+KEEP_WORDS = tuple(dict.fromkeys((*_ERROR_WORDS, *_CLUE_WORDS, *_SIGNAL_WORDS, *_LAUNCHER_WORDS, *RECORD_WORDS,
+                                  *_SETTING_WORDS, *BUSY_WORDS, *(w.decode() for w in formats.WORDS), *_OTHER_WORDS)))
 _LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(.*)$")
 _CUDA_ASSERT = re.compile(r"(?<![\w.])([\w.]+\.cuh?):(\d+): ((?:(?!\.cuh?:\d+: ).)*?): block: \[[\d,]+\], "
                           r"thread: \[[\d,]+\] Assertion `((?:(?!Assertion `).)+)` failed")

@@ -17,6 +17,13 @@ takes its line if the line also names something in ``_WANTED``:
 An anchor must be a byte that chatter rarely holds: ``F`` or ``T`` would stop at every ``INFO`` or
 ``COMPLETE``, and each stop costs a Python-level match.
 
+Every line the parser reads into an error, a clue, a death by signal, a launcher's or a host's report or an
+ending is kept wherever it stands, whatever its neighbours: the parser tests each line for one of a few cheap
+words before any of its patterns (``logparse.KEEP_WORDS``, made from those very tests), and each block is
+searched for those words whole (``WHOLE_WORDS``, derived from them, never listed here).  A new pattern read behind
+one of the parser's tests is therefore found at any offset; tests/test_keep.py holds every alternative of every
+such pattern, and every cause of the catalogue, to it.
+
 A taken line is handed over with ``BEFORE`` lines before and ``AFTER`` lines after it
 (hard-wrap continuations, desync report bodies, the error line under a traceback,
 torchrun's failure table).  In the first ``HEAD`` bytes of every input, where NCCL
@@ -51,6 +58,7 @@ from typing import BinaryIO
 from ncclcheck.evidence import formats
 from ncclcheck.evidence.encoding import Transcoded, is_binary, sniff
 from ncclcheck.evidence.inflate import InflateLimit, bounded
+from ncclcheck.evidence.logparse import KEEP_WORDS
 
 try:  # SIMD substring search and byte counting; the pure-Python path below is kept, and measured beside it
     import stringzilla as _sz
@@ -104,21 +112,11 @@ _HEAD_WANTED = re.compile(
     # the job's world as launchers and scripts echo it at start-up (torchrun's launch configs, Accelerate, DeepSpeed)
     rb"WORLD_SIZE|world_size|Num processes|nnodes|nproc|max_nodes|store-based"
 )
-# Launchers' words about their tasks: Slurm's ("srun: error: node3: task 5: Killed", "slurmstepd: error: Detected 1
-# oom_kill event"), torchrun's agent's ("failed (exitcode: -9) local_rank: 2 (pid: …) of binary"), DeepSpeed's
-# ("[launch.py:321:sigkill_handler] [...] exits with return code = -9"), and a
-# process's last words on a fatal signal ("Caught signal 7 (Bus error", "Segmentation fault (core dumped)"), and the
-# host's own lines pasted into a log (an OOM kill, an Xid, a segfault): rare, searched for whole in every block.
-WHOLE_WORDS = (b"srun: error: ", b"slurmstepd: error: ", b"failed (exitcode: ", b"sigkill_handler",
-               b"Caught signal", b"Fatal Python error", b"Segmentation fault", b"Bus error", b"*** SIG", b"Signal: ",
-               b"OOMKill", b"NVRM: Xid", b"Killed process", b"segfault at",
-               # a rank's own work that may outlast a timeout (evidence/logparse.py BUSY_WORDS): its last such line
-               b"valuat", b"alidat", b"aving", b"heckpoint", b"okeniz", b"Map", b"Filter", b"reprocess", b"ompil",
-               b"utotun", b"eval_runtime",
-               # a name the resolver could not resolve, NCCL's bare system error (lower-case words no anchor takes)
-               b"gai error", b"cannot be retrieved", b"system error",
-               # torchrun's agent restarting the workers: where an attempt ends
-               b"worker group") + formats.WORDS
+# Launchers' own words (evidence/formats/) are among them.
+# Every line the parser reads into an error, a clue, a death by signal, a launcher's or a host's report, an ending
+# or a setting holds one of its ``KEEP_WORDS`` (the words its own cheap tests look for): each block is searched for them whole,
+# so such a line is kept wherever it stands.  A word that holds another is left out: the shorter finds its lines.
+WHOLE_WORDS = tuple(sorted({w.encode() for w in KEEP_WORDS if not any(o != w and o in w for o in KEEP_WORDS)}))
 BEFORE = 8
 AFTER = 16
 HEAD = 16 << 10
@@ -668,13 +666,15 @@ def _scan(
             if 0 < end < size and m.group() == b"Last error":  # and the line under it: NCCL's reason
                 end = buf.find(b"\n", end, size) + 1 or end
             spans.append((buf.rfind(b"\n", 0, m.start()) + 1, end))
-    # Found whole: no anchor byte of theirs is rare. StringZilla searches a block for all of them in about a
-    # twentieth of the time CPython's find takes.
+    # The parser's own words (see WHOLE_WORDS), found whole: no anchor byte of theirs is rare. StringZilla searches a
+    # block for each in about a twentieth of the time CPython's find takes.
     find = _sz.Str(buf).find if ENGINE == "stringzilla" else buf.find
     for word in () if every else WHOLE_WORDS:
         at = find(word, 0, size)
         while at != -1:
             end = buf.find(b"\n", at, size) + 1 or size
+            if 0 < end < size and bytes(buf[max(at, end - 24): end]).rstrip().endswith(b"Last error:"):
+                end = buf.find(b"\n", end, size) + 1 or size  # and the line under it: NCCL's reason
             spans.append((buf.rfind(b"\n", 0, at) + 1, end))
             at = find(word, end, size)
     for s in () if every else set(_triggered(buf, size)):

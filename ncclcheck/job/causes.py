@@ -125,14 +125,13 @@ CATALOGUE: tuple[Cause, ...] = (
            "If it moves between runs and hosts, check `dmesg -T | grep -i xid` for a hardware fault."),
           "https://docs.nvidia.com/compute-sanitizer/ComputeSanitizer/index.html"),
     Cause("gpu_hardware", DEVICE, "GPU hardware fault",
-          _c(r"uncorrectable ECC|ECC error|\bXid\b|GPU is lost|fallen off the bus|fell off the bus|"
-             r"cudaErrorECCUncorrectable|AER: Uncorrect"),
+          _c(r"uncorrectable ECC|ECC error|\bXid\b|GPU is lost|fallen off the bus|AER: Uncorrect"),
           "the GPU itself reported a fault (ECC, Xid, lost from the bus): no code change fixes it",
           ("On that host: `nvidia-smi -q -d ECC,PAGE_RETIREMENT` and `dmesg -T | grep -i xid`.",
            "Drain the node and rerun the job elsewhere; report the Xid code to the cluster's operators."),
           "https://docs.nvidia.com/deploy/xid-errors/index.html"),
     Cause("invalid_device", DEVICE, "a GPU index that does not exist",
-          _c(r"invalid device ordinal|cudaErrorInvalidDevice"),
+          _c(r"invalid device ordinal"),
           "the process asked for a GPU by an index this host does not have: more processes per node than "
           "visible GPUs (--nproc-per-node against CUDA_VISIBLE_DEVICES), or a device index written into the code",
           ("Start as many processes per node as it has GPUs: `--nproc-per-node` equal to the count `nvidia-smi -L` "
@@ -166,7 +165,7 @@ CATALOGUE: tuple[Cause, ...] = (
            "as the node has GPUs."),
           "https://pytorch.org/docs/stable/distributed.html"),
     Cause("shm_bus_error", SETUP, "SIGBUS in NCCL's shared memory (/dev/shm too small)",
-          _c(r"Caught signal 7|signal 7 \(SIGBUS\)|SIGBUS|Bus error"),
+          _c(r"Caught signal 7|SIGBUS|Bus error"),
           "NCCL's shared-memory segments in /dev/shm were created but the memory behind them ran out when "
           "first touched, and the process died of SIGBUS; a container's default /dev/shm is 64 MiB",
           ("Docker: `docker run --shm-size=16g …` or `--ipc=host`.",

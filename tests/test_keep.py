@@ -1,0 +1,256 @@
+"""What the reader keeps: every line a cause is read from is found wherever it stands in a long log.
+
+The parser reads errors, clues, deaths by signal, launchers' and hosts' records and endings only from lines that
+hold one of its cheap words (``logparse.KEEP_WORDS``), and the reader searches every block for those same words
+(``reader.WHOLE_WORDS``).  These tests hold the three together:
+
+* every alternative of every pattern read behind those words holds one of them (read with ``re``'s own parser,
+  so a new alternative without one fails here, not silently deep in someone's log);
+* every cause of the catalogue has example lines (tests/data/cause_lines/, each cited), and each, placed at
+  0, 64 KiB, 1 MiB and 8 MiB of a long ordinary rank log, with and without a ``[rankN]:`` prefix, is read as
+  that cause;
+* every alternative of every cause matches a line of some fixture; and the fast and the full reading give the
+  same report on every fixture.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+import re
+from pathlib import Path
+
+import pytest
+from conftest import CONFORMANCE, DATA, run
+
+from ncclcheck.evidence import hostlog, logparse, reader
+from ncclcheck.job.causes import CATALOGUE
+from ncclcheck.render.json_out import analysis_json
+
+try:  # the regular-expression parser of the running Python (3.11+ names; sre_parse before)
+    from re import _constants as sre  # type: ignore[attr-defined]
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants as sre  # type: ignore[no-redef]
+    import sre_parse  # type: ignore[no-redef]
+
+LINES = DATA / "cause_lines"
+# The patterns the parser reads an error, a clue, a death by signal, a launcher's or a host's record or an ending
+# from, each behind its cheap words.
+GATED = {
+    **{name: getattr(logparse, name) for name in (
+        "_PY_ERROR", "_FATAL_SIGNAL", "_CLUE_GATE", "_AGENT_FAILED", "_DEEPSPEED_EXIT", "_SRUN_TASKS", "_GLOO_TIMEOUT",
+        "_MONITORED_MISSING", "_MONITORED_REACHED", "_NCCL_ERROR", "_TERMINATING", "_TC", "_CALLED_PROCESS")},
+    **{f"hostlog.{name}": getattr(hostlog, name) for name in (
+        "_KILLED", "_CONSTRAINT", "_XID", "_OFF_BUS", "_SEGFAULT", "_TRAP", "_HUNG", "_AER", "_K8S_EVENT",
+        "_SCONTROL", "_NODE_FAILURE")},
+}
+_REPEATS = tuple(getattr(sre, n) for n in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") if hasattr(sre, n))
+
+
+def _holds_word(items, words: tuple[str, ...]) -> bool:
+    """Whether every match of this parsed sequence holds one of ``words`` (read from its literal runs)."""
+    run_ = ""
+    for op, av in items:
+        if op is sre.LITERAL:
+            run_ += chr(av)
+            continue
+        if any(w in run_ for w in words):
+            return True
+        run_ = ""
+        if op is sre.SUBPATTERN and _holds_word(av[-1], words):
+            return True
+        if op is sre.BRANCH and all(_holds_word(b, words) for b in av[1]):
+            return True
+        if op in _REPEATS and av[0] >= 1 and _holds_word(av[2], words):
+            return True
+        if op is sre.ASSERT and av[0] == 1 and _holds_word(av[1], words):  # a lookahead's text is there too
+            return True
+    return any(w in run_ for w in words)
+
+
+def _alternatives(pattern: re.Pattern[str]) -> list[tuple[str, object]]:
+    """The top-level alternatives of a pattern, as (text, parsed sequence)."""
+    parsed = sre_parse.parse(pattern.pattern, pattern.flags)
+    items = list(parsed)
+    branches = items[0][1][1] if len(items) == 1 and items[0][0] is sre.BRANCH else [parsed]
+    texts = _split(pattern.pattern)
+    texts = texts if len(texts) == len(branches) else [pattern.pattern] * len(branches)
+    return list(zip(texts, branches, strict=True))
+
+
+def _split(pattern: str) -> list[str]:
+    """A pattern's text cut at its top-level ``|``."""
+    out, depth, in_class, escaped, cur = [], 0, False, False, ""
+    for ch in pattern:
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+        elif ch in "()":
+            depth += 1 if ch == "(" else -1
+        elif ch == "|" and depth == 0:
+            out.append(cur)
+            cur = ""
+            continue
+        cur += ch
+    return [*out, cur]
+
+
+@pytest.mark.parametrize("name", sorted(GATED))
+def test_every_alternative_holds_a_word_the_reader_keeps(name):
+    """A line one of these patterns reads is kept by the reader at any offset: each of its alternatives holds a
+    word of ``logparse.KEEP_WORDS`` (which the reader searches for whole)."""
+    lost = [text for text, items in _alternatives(GATED[name])
+            if not _holds_word(items, logparse.KEEP_WORDS)]
+    assert not lost, f"{name}: alternatives no KEEP_WORDS word finds: {lost}"
+
+
+def test_the_reader_searches_for_every_keep_word():
+    """Every word the parser gates on is found by one the reader searches for (itself, or a part of it)."""
+    for word in logparse.KEEP_WORDS:
+        assert any(w.decode() in word for w in reader.WHOLE_WORDS), word
+
+
+# ---------------------------------------------------------------------------------------------- example lines
+def _examples() -> list[tuple[str, str, bool]]:
+    """(cause, line, whether the line is read as its cause alone): a line its sidecar lists under "context" (a
+    warning, the text under NCCL's "Last error:") is the cause only beside the failure it explains."""
+    out = []
+    for p in sorted(LINES.glob("*.log")):
+        context = json.loads(p.with_suffix(".json").read_text()).get("context", {})
+        out += [(p.stem, line, str(i) not in context) for i, line in enumerate(p.read_text().splitlines(), 1)]
+    return out
+
+
+def test_every_cause_has_cited_example_lines():
+    """A new cause cannot be lost silently: each one has example lines, and each line names where it is from."""
+    for cause in CATALOGUE:
+        log, meta = LINES / f"{cause.kind}.log", LINES / f"{cause.kind}.json"
+        assert log.is_file() and meta.is_file(), f"no example lines for {cause.kind} in {LINES}"
+        lines = log.read_text().splitlines()
+        sources = json.loads(meta.read_text())
+        assert sources["cause"] == cause.kind and len(lines) >= 1
+        assert sorted(sources["sources"], key=int) == [str(i) for i in range(1, len(lines) + 1)], cause.kind
+        assert all(s.strip() for s in sources["sources"].values())
+        assert set(sources.get("context", {})) <= set(sources["sources"])
+    assert {p.stem for p in LINES.glob("*.log")} == {c.kind for c in CATALOGUE}
+
+
+@functools.cache
+def _chatter() -> bytes:
+    """About 8.3 MiB of an ordinary rank's log: training progress, tqdm bars, NCCL INFO lines, benign warnings."""
+    rnd = random.Random(34)
+    shapes = (
+        lambda i: f"{{'loss': {rnd.random() * 4:.4f}, 'grad_norm': {rnd.random() * 2:.3f}, 'learning_rate': 2e-05, "
+                  f"'epoch': {i / 1000:.2f}}}",
+        lambda i: f" {i % 100:2d}%|{'#' * (i % 10):10s}| {i}/90000 [1:02:11<1:25:43,  1.34s/it, loss={rnd.random():.3f}]",
+        lambda i: f"node3:4003:4103 [3] NCCL INFO Channel {i % 32:02d}/32 : 3[3] -> 4[4] via P2P/IPC/read",
+        lambda i: f"node3:4003:4103 [3] NCCL INFO comm 0x{rnd.getrandbits(40):x} rank 3 nranks 8 cudaDev 3 busId "
+                  f"3b000 commId 0x{rnd.getrandbits(60):x} - Init COMPLETE",
+        lambda i: "node3:4003:4103 [3] NCCL INFO Connected all rings, use ring PXN 0 GDR 1",
+        lambda i: f"step {i} | loss {rnd.random() * 4:.4f} | lr 3.0e-05 | tokens/s {rnd.randrange(1000, 90000)}",
+        lambda i: f"[W1122 04:{i % 60:02d}:{rnd.randrange(60):02d}.408495730 ProcessGroupNCCL.cpp:4561] Warning: "
+                  "something benign happened on this rank",
+        lambda i: "/usr/lib/python3/site-packages/torch/utils/checkpoint.py:91: UserWarning: None of the inputs "
+                  "have requires_grad=True. Gradients will be None",
+    )
+    out, size, i = [], 0, 0
+    while size < (8 << 20) + (256 << 10):
+        line = shapes[rnd.randrange(len(shapes))](i).encode() + b"\n"
+        out.append(line)
+        size += len(line)
+        i += 1
+    return b"".join(out)
+
+
+OFFSETS = (0, 64 << 10, 1 << 20, 8 << 20)
+
+
+def _placed(tmp: Path, line: str, offset: int, prefix: str) -> Path:
+    """``line`` in a log after ``offset`` bytes (to the next line start) of chatter, and chatter after it: a rank's
+    own log, or for a host's or a scheduler's record an input that names no rank (in a rank's log such a record
+    speaks for the rank only where it joins it by PID, GPU or host)."""
+    chatter = _chatter()
+    cut = chatter.index(b"\n", offset - 1) + 1 if offset else 0
+    path = tmp / ("console.log" if hostlog.maybe_host_record(line) else "rank3.log")
+    path.write_bytes(chatter[:cut] + (prefix + line + "\n").encode() + chatter[cut: cut + (64 << 10)])
+    return path
+
+
+def _cause(path: Path) -> str | None:
+    verdict = run(path).verdict
+    return verdict.cause.cause.kind if verdict.cause is not None else None
+
+
+def test_chatter_alone_is_no_cause(tmp_path):
+    path = tmp_path / "rank3.log"
+    path.write_bytes(_chatter())
+    assert _cause(path) is None
+
+
+@pytest.mark.parametrize("offset", OFFSETS, ids=lambda o: f"at{o >> 10}KiB")
+def test_every_example_line_is_its_cause_at_any_offset(tmp_path, offset):
+    """Each cause's example line in a long log (a rank's own file, as torchrun --log-dir or Slurm's --output=%t
+    write them), with and without a rank prefix, is read as that cause wherever it stands; a line that is the
+    cause only beside its failure is read alike at every offset."""
+    wrong = []
+    for kind, line, alone in _examples():
+        for prefix in ("",) if hostlog.maybe_host_record(line) else ("", "[rank3]: "):
+            want = kind if alone else _cause(_placed(tmp_path, line, 0, prefix))
+            got = _cause(_placed(tmp_path, line, offset, prefix))
+            if got != want:
+                wrong.append(f"{kind} read as {got}, not {want}: {prefix}{line[:100]}")
+    assert not wrong, "\n".join(wrong)
+
+
+# ---------------------------------------------------------------------------------------------- every fixture
+def _fixture_files() -> list[Path]:
+    roots = [DATA, Path(__file__).resolve().parents[1] / "examples", CONFORMANCE]
+    return sorted(p for root in roots if root.is_dir() for p in root.rglob("*")
+                  if p.is_file() and p.suffix not in (".json", ".py", ".md"))
+
+
+@functools.cache
+def _fixture_lines() -> tuple[str, ...]:
+    lines: list[str] = []
+    for p in _fixture_files():
+        data = p.read_bytes()
+        if b"\x00" in data[:4096] or p.name.startswith("nccl_trace") or p.suffix in (".gz", ".pickle"):
+            continue
+        lines += data.decode("utf-8", "replace").splitlines()
+    return tuple(lines)
+
+
+@pytest.mark.parametrize("cause", CATALOGUE, ids=lambda c: c.kind)
+def test_every_alternative_of_every_cause_matches_a_fixture_line(cause):
+    """A pattern no fixture line matches is untested or dead: each alternative has a line under tests/data."""
+    lines = _fixture_lines()
+    unmatched = [text for text in _split(cause.pattern.pattern)
+                 if not any(re.search(text, line, cause.pattern.flags) for line in lines)]
+    assert not unmatched, f"{cause.kind}: no fixture line matches {unmatched}"
+
+
+def _report(path: Path) -> dict:
+    return analysis_json(run(path), per_rank=True)
+
+
+# Set-up facts (NCCL's ``nranks``, ``NET/``) are read in the first reader.HEAD bytes only: NCCL's INFO chatter repeats
+# their words on every channel line, so a search for them deep in a log would hand most of it to the parser. This
+# input states its world only in a communicator's abort line 3 bytes past the head.
+PAST_THE_HEAD = {"failures/order_cycle_info/torchrun/0ef4676f-9515-4a02-9ab7-2b91a4ce3d84_b0nuz3r4/attempt_0/0/stdout.log"}
+
+
+@pytest.mark.parametrize("path", _fixture_files(), ids=lambda p: str(p.relative_to(p.parents[1])))
+def test_fast_and_full_reading_give_the_same_report(path, monkeypatch):
+    """The reader's selection loses nothing a line-by-line reading finds, on every fixture kept here."""
+    if path.is_relative_to(DATA) and path.relative_to(DATA).as_posix() in PAST_THE_HEAD:
+        monkeypatch.setattr(reader, "HEAD", 32 << 10)
+    fast = _report(path)
+    monkeypatch.setattr(reader, "FULL", True)
+    assert _report(path) == fast
