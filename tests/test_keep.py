@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from conftest import CONFORMANCE, DATA, run
 
-from ncclcheck.evidence import hostlog, logparse, reader
+from ncclcheck.evidence import formats, hostlog, logparse, reader
 from ncclcheck.job.causes import CATALOGUE
 from ncclcheck.render.json_out import analysis_json
 
@@ -40,8 +40,10 @@ LINES = DATA / "cause_lines"
 # from, each behind its cheap words.
 GATED = {
     **{name: getattr(logparse, name) for name in (
-        "_PY_ERROR", "_FATAL_SIGNAL", "_CLUE_GATE", "_AGENT_FAILED", "_DEEPSPEED_EXIT", "_SRUN_TASKS", "_GLOO_TIMEOUT",
+        "_PY_ERROR", "_FATAL_SIGNAL", "_CLUE_GATE", "_AGENT_FAILED", "_SRUN_TASKS", "_GLOO_TIMEOUT",
         "_MONITORED_MISSING", "_MONITORED_REACHED", "_NCCL_ERROR", "_TERMINATING", "_TC", "_CALLED_PROCESS")},
+    # each launcher's lines (evidence/formats/), read behind their own words
+    **{f"formats.{f.source}.{f.word}": f.pattern for f in formats.LINE_FORMATS},
     **{f"hostlog.{name}": getattr(hostlog, name) for name in (
         "_KILLED", "_CONSTRAINT", "_XID", "_OFF_BUS", "_SEGFAULT", "_TRAP", "_HUNG", "_AER", "_K8S_EVENT",
         "_SCONTROL", "_NODE_FAILURE")},
@@ -58,10 +60,12 @@ def _holds_word(items, words: tuple[str, ...]) -> bool:
             continue
         if any(w in run_ for w in words):
             return True
-        run_ = ""
+        # sre_parse moves a prefix the alternatives share out before them ("NCCL (?:error…|failure…)"): each
+        # alternative is read with it.
+        before, run_ = [(sre.LITERAL, ord(c)) for c in run_], ""
         if op is sre.SUBPATTERN and _holds_word(av[-1], words):
             return True
-        if op is sre.BRANCH and all(_holds_word(b, words) for b in av[1]):
+        if op is sre.BRANCH and all(_holds_word([*before, *b], words) for b in av[1]):
             return True
         if op in _REPEATS and av[0] >= 1 and _holds_word(av[2], words):
             return True

@@ -194,7 +194,7 @@ _TERMINATING = re.compile(r"Terminating the process after attempting to dump deb
 _ASYNC = re.compile(r"raised the following async exception:\s*(.*)")
 # "NCCL error: <reason>, NCCL version ..." or the older "NCCL error in: <file>:<line>, <reason>, NCCL version ...";
 # before PyTorch 1.8 "NCCL Error 2: <reason>", and nccl-tests' "Test NCCL failure common.cu:874 '<reason>'".
-_NCCL_ERROR = re.compile(r"NCCL [Ee]rror(?: \d+)?(?: in: \S+,)?:?\s*(.*)|NCCL failure \S+:\d+ '([^']*)'")
+_NCCL_ERROR = re.compile(r"(?:NCCL error|NCCL Error)(?: \d+)?(?: in: \S+,)?:?\s*(.*)|NCCL failure \S+:\d+ '([^']*)'")
 _NCCL_ERROR_WORDS = ("NCCL error", "NCCL Error", "NCCL failure")
 
 # --- flight-recorder dump steps (2.4+) and the nccl2 backend ([TC] lines) ----------------
@@ -331,7 +331,7 @@ _SETTING_WORDS = ("environment",)  # "set by environment to", "ProcessGroupNCCL 
 _OTHER_WORDS = ("gai error", "cannot be retrieved", "system error", "worker group", "destroy_process_group",
                 "Trainer.fit", "Training completed", "Global rank")
 KEEP_WORDS = tuple(dict.fromkeys((*_ERROR_WORDS, *_CLUE_WORDS, *_SIGNAL_WORDS, *_LAUNCHER_WORDS, *RECORD_WORDS,
-                                  *_SETTING_WORDS, *BUSY_WORDS, *(w.decode() for w in formats.WORDS), *_OTHER_WORDS)))
+                                  *_SETTING_WORDS, *_NCCL_ERROR_WORDS, *BUSY_WORDS, *(w.decode() for w in formats.WORDS), *_OTHER_WORDS)))
 _LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(.*)$")
 _CUDA_ASSERT = re.compile(r"(?<![\w.])([\w.]+\.cuh?):(\d+): ((?:(?!\.cuh?:\d+: ).)*?): block: \[[\d,]+\], "
                           r"thread: \[[\d,]+\] Assertion `((?:(?!Assertion `).)+)` failed")
@@ -503,7 +503,9 @@ class LogParser:
             # (a terminal wraps it anywhere, also inside the prefix's record) or what the same process printed next.
             who = self._carry[1]
         self._carry = (lineno, who) if who.global_rank is not None and text else None
-        if who.global_rank is not None:
+        # A rank named only through its PID (Ray's prefix) is seen where a line of it says something (a record, an
+        # error): its ordinary lines reach the parser or not by the reader's choice, and what was seen must not.
+        if who.global_rank is not None and not (self._line_pid is not None and self._line_pid in self._pid_rank):
             self._ranks.add(who.global_rank)
         if bar is not None:
             self._busy(who, bar, Loc(self.file, lineno))
