@@ -331,7 +331,8 @@ _SETTING_WORDS = ("environment",)  # "set by environment to", "ProcessGroupNCCL 
 _OTHER_WORDS = ("gai error", "cannot be retrieved", "system error", "worker group", "destroy_process_group",
                 "Trainer.fit", "Training completed", "Global rank")
 KEEP_WORDS = tuple(dict.fromkeys((*_ERROR_WORDS, *_CLUE_WORDS, *_SIGNAL_WORDS, *_LAUNCHER_WORDS, *RECORD_WORDS,
-                                  *_SETTING_WORDS, *_NCCL_ERROR_WORDS, *BUSY_WORDS, *(w.decode() for w in formats.WORDS), *_OTHER_WORDS)))
+                                  *_SETTING_WORDS, *_NCCL_ERROR_WORDS, *BUSY_WORDS,
+                                  *(w.decode() for w in formats.WORDS), *_OTHER_WORDS)))
 _LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(.*)$")
 _CUDA_ASSERT = re.compile(r"(?<![\w.])([\w.]+\.cuh?):(\d+): ((?:(?!\.cuh?:\d+: ).)*?): block: \[[\d,]+\], "
                           r"thread: \[[\d,]+\] Assertion `((?:(?!Assertion `).)+)` failed")
