@@ -1183,6 +1183,8 @@ class LogParser:
     def _error(self, who: Who, kind: ErrorKind, message: str, loc: Loc) -> None:
         if kind is ErrorKind.EXCEPTION and self._line_pid is not None and self._line_pid >= 0:
             self._pid_error[self._line_pid] = len(self._errors)  # a Python exception: did its process go on?
+        if who.global_rank is not None:
+            self._ranks.add(who.global_rank)  # an error shows its rank, however the line names it
         self._errors.append(RankError(who, kind, message[:MAX_MESSAGE], loc))
 
     def _fact(self, who: Who, key: str, value: str, loc: Loc) -> None:
