@@ -130,6 +130,8 @@ def _merge(cands: list[tuple[Shape, str]]) -> list[tuple[Shape, str, list[str], 
     repeats: dict[tuple, set[tuple[str, ...]]] = {}
     for s, verdict in sorted(cands, key=lambda c: (c[0].tier, _kind_rank(c[0].kind))):
         ident = generic(s.params) if s.params else (s.description,)
+        if s.kind == "ddp_bucket":  # a bucket is the set of gradients it holds, in whichever order they were added
+            ident = tuple(sorted(ident))
         key = (s.numel_in, _expected_out(s), ident)
         if key not in best:
             best[key] = (s, verdict, [], [s.kind])
@@ -238,11 +240,11 @@ def _as_gloo_records(shapes: Sequence[Shape]) -> list[Shape]:
 
 def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = None, dtype: str = "float32",
             strategy: str | None = None, table: Table | None = None,
-            bucket_cap_mb: float | None = None) -> Explanation:
+            bucket_cap_mb: float | None = None, mesh: tuple[int, int] | None = None) -> Explanation:
     """Rank the candidates that could produce exactly ``n`` elements, with the facts that rule others out.
 
     ``table`` is the model's tensors (from the model itself, a checkpoint or a module); without one the built-in
-    layouts are used."""
+    layouts are used. ``mesh`` is an HSDP job's (replicate, shard) mesh shape."""
     factors = factorize(n)
     fam = ops.family(op)
     world, relation = _world(n, numel_out, fam, m)
@@ -251,7 +253,7 @@ def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = Non
     if inferred:
         fam = ops.ALLGATHER if numel_out > n else ops.REDUCESCATTER
     table = table or builtin_table(m)
-    setting = Setting(m, table, world, DTYPE_BYTES[dtype], bucket_cap_mb)
+    setting = Setting(m, table, world, DTYPE_BYTES[dtype], bucket_cap_mb, mesh)
     everything = shapes(setting) + _solve(n, m)
     if (op or "").lower().startswith("gloo:"):
         everything += _as_gloo_records(everything)

@@ -50,7 +50,7 @@ def _dtype(t: object) -> str:
 
 def _blocks(module: object) -> tuple[str, ...]:
     """The blocks FSDP wraps: modules of the classes the model says must not be split (what Hugging Face's
-    Trainer and Accelerate wrap), else the members of a list of identical modules."""
+    Trainer and Accelerate wrap), else the members of a container (ModuleList, Sequential) of identical modules."""
     import torch
 
     classes = set(getattr(module, "_no_split_modules", None) or ())
@@ -61,7 +61,7 @@ def _blocks(module: object) -> tuple[str, ...]:
             return found
     out: list[str] = []
     for name, m in named:
-        if isinstance(m, torch.nn.ModuleList) and len(m) > 1 and len({type(c) for c in m}) == 1:
+        if isinstance(m, (torch.nn.ModuleList, torch.nn.Sequential)) and len(m) > 1 and len({type(c) for c in m}) == 1:
             out += [f"{name}.{k}" if name else str(k) for k in range(len(m))]
     return tuple(out)
 
@@ -160,8 +160,12 @@ def table_of(module: object, origin: str, source: str, notes: tuple[str, ...] = 
     elif unused:
         notes.append(f"{len(unused)} parameters got no gradient in the meta pass (used only with other inputs, "
                      "such as images): their place in the gradient-ready order is inferred")
+    classes = tuple((n, type(m).__name__) for n, m in module.named_modules())  # type: ignore[attr-defined]
+    listed = {id(p): n for n, p in module.named_parameters()}  # type: ignore[attr-defined]
+    tied = tuple((n, listed[id(p)]) for n, p in module.named_parameters(remove_duplicate=False)  # type: ignore
+                 if listed.get(id(p), n) != n)
     return Table(params, buffers, _blocks(module), ready, _tp_plan(module), _embedding(module), origin, source,
-                 tuple(notes))
+                 tuple(notes), classes, tied)
 
 
 def _embedding(module: object) -> str:

@@ -33,6 +33,8 @@ class Table:
     origin: str = BUILTIN
     source: str = "the built-in layouts"  # said in every answer
     notes: tuple[str, ...] = ()  # what is inferred rather than known
+    classes: tuple[tuple[str, str], ...] = ()  # (module path, class name) of every module, where the model is known
+    tied: tuple[tuple[str, str], ...] = ()  # (another name of a shared parameter, the name it is listed under)
 
     @property
     def trainable(self) -> tuple[Param, ...]:

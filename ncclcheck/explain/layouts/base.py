@@ -25,13 +25,14 @@ class Shape:
 @dataclass(frozen=True)
 class Setting:
     """Everything the layouts need: the model's shape, its table, the group size, the training dtype's element
-    size and DDP's bucket cap where the user gave one."""
+    size, DDP's bucket cap where the user gave one and the HSDP mesh (replicate, shard) where one was given."""
 
     model: Model
     table: Table
     world: int | None
     itemsize: int
     bucket_cap_mb: float | None = None
+    mesh: tuple[int, int] | None = None
 
     @property
     def params(self) -> tuple[Param, ...]:
