@@ -324,6 +324,9 @@ def explain_cmd(
     = None,
     mesh: Annotated[Optional[str], typer.Option(help="HSDP's 2-D mesh, REPLICAxSHARD (2x4: 2 replicas of 4-rank "
                                                      "shard groups).")] = None,
+    find_unused: Annotated[bool, typer.Option("--find-unused-parameters", help="The job built DDP with "
+                                                                                "find_unused_parameters=True.")]
+    = False,
     block_class: Annotated[Optional[list[str]], typer.Option("--block-class", help="A class your FSDP wrap policy "
                                                                                    "wraps (repeatable).")] = None,
     frozen: Annotated[Optional[list[str]], typer.Option("--frozen", help="Parameters that get no gradient, as a "
@@ -424,7 +427,7 @@ def explain_cmd(
     except ExplainError as exc:
         usage_error(str(exc))
     explanations = [explain(n_in, merge(shape, world_size=group_sizes.get((o, n_in, n_out))), n_out, o, dtype, strat,
-                            table, bucket_cap_mb, grid) for o, n_in, n_out in triples]
+                            table, bucket_cap_mb, grid, find_unused) for o, n_in, n_out in triples]
     gather_world, sizes = size_table(shape, ("float32", "bfloat16"), table) if not triples else (None, [])
     if not triples and not sizes:
         usage_error("nothing to show: give --numel/--log, or the model shape (--batch --seq --hidden or "

@@ -122,9 +122,10 @@ def run(folder: str, source: str, with_strategy: bool, randoms: int, seed: int) 
         strat = STRATEGY[fx["strategy"]]
         cap = fx["layout"].get("bucket_cap_mb")
         mesh = tuple(fx["layout"]["mesh"]) if fx["layout"].get("mesh") else None
+        unused = bool(fx["layout"].get("find_unused_parameters"))
         for c in cases(fx):
             e = explain(c["numel_in"], m, c["numel_out"], c["op"], c["dtype"] if c["dtype"].startswith("float")
-                        else "float32", strat if with_strategy else None, table, cap, mesh)
+                        else "float32", strat if with_strategy else None, table, cap, mesh, unused)
             first = next((x for x in e.candidates if x.exact and x.verdict == MATCH), None)
             ok = right(first, c["truth"])
             tally["right" if ok else "wrong"] += 1
@@ -138,7 +139,8 @@ def run(folder: str, source: str, with_strategy: bool, randoms: int, seed: int) 
                              f"first {first.kind + ': ' + first.description[:120] if first else 'no match'}")
         for _ in range(randoms):
             n = rng.randrange(10**5, 10**8) * 2 + 1
-            e = explain(n, m, None, "nccl:all_reduce", "float32", strat if with_strategy else None, table, cap, mesh)
+            e = explain(n, m, None, "nccl:all_reduce", "float32", strat if with_strategy else None, table, cap, mesh,
+                        unused)
             random_total += 1
             false_random += any(x.exact and x.verdict == MATCH for x in e.candidates)
     total = tally["right"] + tally["wrong"]

@@ -244,11 +244,16 @@ def flat_params(wrapped):
     return units
 
 
+TP_STYLES = ("colwise", "rowwise", "colwise_gather_output", "rowwise_split_input")
+
+
 def tp_plan(cfg):
-    """The config's own TP plan, column- and row-wise entries only (the styles torch's parallel layers give)."""
+    """The config's own TP plan, the entries torch's parallel styles give: column- and row-wise, with a gathered
+    output (ColwiseParallel(output_layouts=Replicate())) or a whole input (RowwiseParallel(input_layouts=
+    Replicate()))."""
     plan = {}
     for pattern, style in (getattr(cfg, "base_model_tp_plan", None) or {}).items():
-        if style in ("colwise", "rowwise"):
+        if style in TP_STYLES:
             plan[pattern.split("*.", 1)[-1]] = style
     return plan
 
@@ -297,9 +302,8 @@ def run_one(strategy, name, cls, cfg, out_dir, rank, world, device, steps=STEPS)
         layout["bucket_cap_mb"] = cap
     elif strategy.startswith("fsdp1"):
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
-        from torch.distributed.fsdp.wrap import ModuleWrapPolicy
-
         from torch.distributed.fsdp import ShardingStrategy
+        from torch.distributed.fsdp.wrap import ModuleWrapPolicy
 
         kinds = {type(m) for _, m in found}
         hybrid = {"sharding_strategy": ShardingStrategy.HYBRID_SHARD, "device_mesh": mesh2d} if mesh2d else {}
@@ -333,13 +337,17 @@ def run_one(strategy, name, cls, cfg, out_dir, rank, world, device, steps=STEPS)
         wrapped = model
     elif strategy == "tp":
         from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.tensor import Replicate
         from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
         mesh = init_device_mesh(device.type, (world,))
         plan = {k.removeprefix("layers.*."): v for k, v in tp_plan(cfg).items()}
-        for _, layer in blocks(model):
-            parallelize_module(layer, mesh, {k: ColwiseParallel() if v == "colwise" else RowwiseParallel()
-                                             for k, v in plan.items()})
+        styles = {"colwise": ColwiseParallel, "rowwise": RowwiseParallel,
+                  "colwise_gather_output": lambda: ColwiseParallel(output_layouts=Replicate()),
+                  "rowwise_split_input": lambda: RowwiseParallel(input_layouts=Replicate())}
+        names = {n for n, _ in model.named_modules()}
+        for bname, layer in blocks(model):
+            parallelize_module(layer, mesh, {k: styles[v]() for k, v in plan.items() if f"{bname}.{k}" in names})
         layout["plan"] = plan
         wrapped = model
     # foreach kernels refuse a mix of DTensor and plain tensors (TP leaves embeddings and norms plain)
@@ -398,8 +406,10 @@ def main_run(args):
             continue
         t0 = time.time()
         cls, cfg = cfgs[name]
-        if args.strategy == "tp":  # DTensor's matmul needs even shards: round the MLP width up to the world
-            cfg.intermediate_size = -(-cfg.intermediate_size // world) * world
+        if args.strategy == "tp":  # DTensor's matmul needs even shards: round the MLP widths up to the world
+            for key in ("intermediate_size", "moe_intermediate_size"):
+                if getattr(cfg, key, None):
+                    setattr(cfg, key, -(-getattr(cfg, key) // world) * world)
         try:
             run_one(args.strategy, name, cls, cfg, args.out, rank, world, device, args.steps)
         except (RuntimeError, ValueError, TypeError, AttributeError, KeyError, IndexError, AssertionError) as exc:
@@ -501,6 +511,12 @@ def label(fx: dict, c: dict) -> dict | None:
         owners = {}
         for name, shape in shapes.items():
             style = next((v for k, v in layout["plan"].items() if re.search(rf"\.{re.escape(k)}\.", name)), None)
+            bs = fx["batch"] * fx["seq"]
+            if style == "colwise_gather_output" and name.endswith("weight"):
+                owners.setdefault(("all_gather", bs * shape[0] // ws), []).append(name)
+            if style == "rowwise_split_input" and name.endswith("weight"):
+                owners.setdefault(("all_gather", bs * shape[1] // ws), []).append(name)
+            style = style and style.split("_")[0]
             if style == "colwise":
                 owners.setdefault(("scatter", -(-shape[0] // ws) * math.prod(shape[1:])), []).append(name)
             elif style == "rowwise" and len(shape) == 2:
@@ -509,6 +525,9 @@ def label(fx: dict, c: dict) -> dict | None:
                 owners.setdefault(("broadcast", math.prod(shape)), []).append(name)
         # A scatter's root holds the list: gloo records it as the input (whole), NCCL as the output.
         key = (fam, n_out if fam == "scatter" and n_in == n_out * ws else n_in)
+        # gloo records a DTensor (funcol) all-gather's output as [1, *input]: one part, not the world's
+        if fam == "all_gather" and (fam, n_in) in owners and n_out in (n_in * ws, n_in):
+            return {"kind": "tp_activation", "params": owners[(fam, n_in)], "what": "gathered activation"}
         if key in owners:
             names = owners[key]
             kind = "tp_shard" if fam == "scatter" else "tp_replicated"

@@ -67,17 +67,11 @@ def _blocks(module: object) -> tuple[str, ...]:
 
 
 def _tp_plan(module: object) -> tuple[tuple[str, str], ...]:
-    """The config's own tensor-parallel plan, column- and row-wise splits (other styles are not shards of a
-    parameter); patterns are relative to the base model."""
+    """The config's own tensor-parallel plan, as written (patterns relative to the base model; a pattern may name a
+    module or one parameter, such as a fused expert tensor)."""
     config = getattr(module, "config", None)
     plan = getattr(config, "base_model_tp_plan", None) or {}
-    out = []
-    for pattern, style in plan.items():
-        base = str(style).split("_")[0]
-        if base in ("colwise", "rowwise") and style in ("colwise", "rowwise", "colwise_gather_output",
-                                                         "rowwise_split_input"):
-            out.append((pattern, base))
-    return tuple(out)
+    return tuple((str(pattern), str(style)) for pattern, style in plan.items())
 
 
 def _inputs(module: object) -> dict | None:

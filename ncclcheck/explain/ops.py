@@ -32,7 +32,7 @@ KIND_STRATEGY = {
 
 CARRIES = {
     ALLREDUCE: {"ddp_bucket", "zero_bucket", "tp_activation", "activation", "parameter", "layer", "model", "scalar",
-                "gradient_run", "metadata", "fsdp_unit", "fsdp2_unit"},
+                "gradient_run", "metadata", "fsdp_unit", "fsdp2_unit", "tp_replicated"},
     ALLGATHER: {"fsdp_unit", "fsdp2_unit", "zero3_gather", "zero_partition", "tp_activation", "activation", "scalar",
                 "gather_run", "parameter"},
     REDUCESCATTER: {"fsdp_unit", "fsdp2_unit", "zero3_bucket", "tp_activation", "activation", "gradient_run"},

@@ -28,7 +28,7 @@ class Table:
     buffers: tuple[Param, ...] = ()
     blocks: tuple[str, ...] = ()  # module paths FSDP wraps (one unit each), in registration order
     ready: tuple[str, ...] = ()  # parameter names in the order their gradients became ready; empty: inferred
-    tp_plan: tuple[tuple[str, str], ...] = ()  # (module pattern, "colwise" | "rowwise")
+    tp_plan: tuple[tuple[str, str], ...] = ()  # (module or parameter pattern, style as the model's plan writes it)
     embedding: str = ""  # the input embedding's weight, where known
     origin: str = BUILTIN
     source: str = "the built-in layouts"  # said in every answer
@@ -70,11 +70,13 @@ class Table:
         return [*((b, ps) for b, ps in found.items() if ps), ("", root)]
 
     def style(self, name: str) -> str | None:
-        """The TP plan's style for a parameter (``colwise``/``rowwise``), or None."""
+        """The TP plan's style for a parameter (``colwise``, ``rowwise_split_input``, ...), or None: an entry naming
+        the parameter itself first, then one naming its module."""
         module = name.rpartition(".")[0]
-        for pattern, style in self.tp_plan:
-            if _plan_regex(pattern).search(module):
-                return style
+        for target in (name, module):
+            for pattern, style in self.tp_plan:
+                if _plan_regex(pattern).search(target):
+                    return style
         return None
 
 

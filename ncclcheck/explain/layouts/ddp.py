@@ -57,6 +57,8 @@ def shapes(s: Setting) -> list[Shape]:
     params = list(t.trainable)
     if not params:
         return []
+    if s.find_unused:
+        return _find_unused(s, params) + _bookkeeping(s, params, 0)
     total = sum(p.numel for p in params)
     out = [Shape("ddp_bucket", ALLREDUCE, total, None,
                  f"DDP bucket of the first iteration: all {len(params)} gradients in one bucket "
@@ -77,15 +79,21 @@ def shapes(s: Setting) -> list[Shape]:
             out.append(Shape("ddp_bucket", ALLREDUCE, sum(p.numel for p in b), None,
                              f"DDP bucket {k + 1} of {len(found)} ({label}; {how_capped}): {describe(t.params, b)}", 0,
                              tuple(p.name for p in b)))
-    out.append(Shape("metadata", ALLREDUCE, len(params), None,
-                     f"DDP's used-parameter map (find_unused_parameters=True, every iteration; static_graph, the "
-                     f"first): one int32 per parameter that requires a gradient ({len(params)})", 0))
-    unused = list(reversed(buckets(params, s.itemsize, first, cap)))
-    for k, b in enumerate(unused):
+    return out + _find_unused(s, params)
+
+
+def _find_unused(s: Setting, params: list[Param]) -> list[Shape]:
+    """find_unused_parameters=True: the used-parameter map, and the buckets formed once in registration order."""
+    first, cap, said = caps(s)
+    out = [Shape("metadata", ALLREDUCE, len(params), None,
+                 f"DDP's used-parameter map (find_unused_parameters=True, every iteration; static_graph, the first): "
+                 f"one int32 per parameter that requires a gradient ({len(params)})", 0)]
+    found = list(reversed(buckets(params, s.itemsize, first, cap)))
+    for k, b in enumerate(found):
         out.append(Shape("ddp_bucket", ALLREDUCE, sum(p.numel for p in b), None,
-                         f"DDP bucket {k + 1} of {len(unused)} with find_unused_parameters=True (formed at "
+                         f"DDP bucket {k + 1} of {len(found)} with find_unused_parameters=True (formed at "
                          f"construction in registration order, {said}, list reversed, never rebuilt): "
-                         f"{describe(t.params, b)}", 0, tuple(p.name for p in b)))
+                         f"{describe(s.table.params, b)}", 0, tuple(p.name for p in b)))
     return out
 
 
@@ -123,11 +131,13 @@ def _bookkeeping(s: Setting, params: list[Param], rebuilt: int) -> list[Shape]:
                              f"DDP's buffer sync before each forward (broadcast_buffers=True): {len(bufs)} buffers in "
                              f"{dtype} ({names})", 0, tuple(b.name for b in bufs)))
     dims = sum(len(p.shape) for p in params)
-    out += [Shape("metadata", BROADCAST, 2 * dims, None, f"DDP's parameter shape check at construction: sizes and "
-                                                         f"strides of {len(params)} parameters (2 × {dims} dims, "
-                                                         "int64)", 0),
-            Shape("metadata", BROADCAST, len(params) + 1, None, f"DDP's bucket-order sync after the first iteration: "
-                                                                f"{len(params)} parameter indices + 1 (int32)", 0),
-            Shape("metadata", BROADCAST, rebuilt, None, f"DDP's bucket-count sync after the first iteration: "
-                                                        f"{rebuilt} rebuilt buckets (int32)", 0)]
+    out.append(Shape("metadata", BROADCAST, 2 * dims, None, f"DDP's parameter shape check at construction: sizes and "
+                                                            f"strides of {len(params)} parameters (2 × {dims} dims, "
+                                                            "int64)", 0))
+    if rebuilt:  # none with find_unused_parameters=True: its buckets are never rebuilt
+        out += [Shape("metadata", BROADCAST, len(params) + 1, None, f"DDP's bucket-order sync after the first "
+                                                                    f"iteration: {len(params)} parameter indices + 1 "
+                                                                    "(int32)", 0),
+                Shape("metadata", BROADCAST, rebuilt, None, f"DDP's bucket-count sync after the first iteration: "
+                                                            f"{rebuilt} rebuilt buckets (int32)", 0)]
     return out

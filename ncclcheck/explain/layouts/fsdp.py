@@ -6,7 +6,9 @@ goes in front of any parameter that would not; the total is then padded to a mul
 NumelIn = padded / world, reduce-scatter NumelIn = padded. FSDP2 (fully_shard) shards every parameter on dim 0,
 padding dim 0 to a multiple of the world size, and gathers a unit's shards in one all-gather: NumelIn = the sum over
 its parameters of ceil(dim0 / world) x the other dims; the reduce-scatter holds only the unit's parameters that
-get a gradient (frozen ones are gathered but never reduced: _fsdp_collectives.py foreach_reduce). The units are
+get a gradient (frozen ones are gathered but never reduced: _fsdp_collectives.py foreach_reduce). FSDP1 with
+use_orig_params=True reduce-scatters a partly frozen FlatParameter whole, and a wholly frozen one not at all
+(recorded). The units are
 the model's blocks (the classes the user's wrap policy names, else the modules its own code says must not be split,
 else each member of a container of identical modules), then the root holding the rest.
 
@@ -96,13 +98,16 @@ def shapes(s: Setting) -> list[Shape]:
             what += f", {describe(s.params, ps)}"
         variants = {flat_numel(ps, w, align): f", use_orig_params=True ({align}-element alignment before each "
                                               "parameter)", flat_numel(ps, w): ""}  # equal sizes: one, unqualified
+        reduced = any(p.trainable for p in ps)  # a FlatParameter with any gradient reduces all of it (recorded)
         for padded, how in variants.items():
-            out += [Shape("fsdp_unit", ALLGATHER, padded // w, padded,
-                          f"FSDP1 FlatParameter of {what}{how}: {padded:,} elements padded to a multiple of {w}, "
-                          f"1/{w} per rank{on}", 0, key),
-                    Shape("fsdp_unit", REDUCESCATTER, padded, padded // w,
-                          f"FSDP1 gradient of {what}{how}: the padded FlatParameter ({padded:,}) reduce-scattered "
-                          f"over {w}{on}", 0, key)]
+            out.append(Shape("fsdp_unit", ALLGATHER, padded // w, padded,
+                             f"FSDP1 FlatParameter of {what}{how}: {padded:,} elements padded to a multiple of {w}, "
+                             f"1/{w} per rank{on}", 0, key))
+            if not reduced:
+                continue
+            out.append(Shape("fsdp_unit", REDUCESCATTER, padded, padded // w,
+                             f"FSDP1 gradient of {what}{how}: the padded FlatParameter ({padded:,}, frozen parts "
+                             f"included) reduce-scattered over {w}{on}", 0, key))
             for replicas, size in splits:
                 flat = padded if size == w else flat_numel(ps, size, align if how else 0)
                 out.append(Shape("fsdp_unit", ALLREDUCE, flat // size, None,
