@@ -343,6 +343,17 @@ def explain_cmd(
                                                     help="Only this strategy's layouts: ddp, zero1, zero2, zero3, "
                                                          "fsdp, fsdp2, tp (default: whatever the op allows).")]
     = None,
+    mesh: Annotated[Optional[str], typer.Option(help="HSDP's 2-D mesh, REPLICAxSHARD (2x4: 2 replicas of 4-rank "
+                                                     "shard groups).")] = None,
+    find_unused: Annotated[bool, typer.Option("--find-unused-parameters", help="The job built DDP with "
+                                                                                "find_unused_parameters=True.")]
+    = False,
+    block_class: Annotated[Optional[list[str]], typer.Option("--block-class", help="A class your FSDP wrap policy "
+                                                                                   "wraps (repeatable).")] = None,
+    frozen: Annotated[Optional[list[str]], typer.Option("--frozen", help="Parameters that get no gradient, as a "
+                                                                         "glob on their names (repeatable).")] = None,
+    adapter: Annotated[Optional[str], typer.Option(help="A PEFT LoRA adapter_config.json (or its folder); one "
+                                                        "beside --config is read without it.")] = None,
     batch: Annotated[Optional[int], typer.Option(min=1, help="Micro-batch size B.")] = None,
     seq: Annotated[Optional[int], typer.Option(min=1, help="Sequence length S.")] = None,
     hidden: Annotated[Optional[int], typer.Option(min=1, help="Hidden size H.")] = None,
@@ -372,6 +383,7 @@ def explain_cmd(
     """
     from ncclcheck.console import console
     from ncclcheck.evidence.reader import resolve
+    from ncclcheck.explain.adapt import adapter_beside, customise, parse_mesh
     from ncclcheck.explain.core import explain, size_table
     from ncclcheck.explain.counts import MAX_NUMEL, ExplainError
     from ncclcheck.explain.models import PRESETS, Model, merge
@@ -393,6 +405,7 @@ def explain_cmd(
     try:
         loaded = load(PRESETS[model.lower()] if model else Model(), config, checkpoint, module, trust_remote_code,
                       use_cache=not no_cache)
+        grid = parse_mesh(mesh) if mesh else None
     except ExplainError as exc:
         usage_error(str(exc))
     for w in loaded.warnings:
@@ -443,9 +456,13 @@ def explain_cmd(
         if not triples:
             usage_error("no watchdog line with NumelIn found in " + ", ".join(log))
     strat = strategy.lower() if strategy else None
-    table = loaded.table or builtin_table(shape)
+    try:
+        table = customise(loaded.table or builtin_table(shape), frozen or (), adapter or adapter_beside(config),
+                          block_class or ())
+    except ExplainError as exc:
+        usage_error(str(exc))
     explanations = [explain(n_in, merge(shape, world_size=ranks), n_out, o, dtype, strat, table, bucket_cap_mb,
-                            dtype_from) for o, n_in, n_out, ranks in triples]
+                            dtype_from, grid, find_unused) for o, n_in, n_out, ranks in triples]
     gather_world, sizes = size_table(shape, ("float32", "bfloat16"), table) if not triples else (None, [])
     if not triples and not sizes:
         usage_error("nothing to show: give --numel/--log, or the model shape (--batch --seq --hidden or "

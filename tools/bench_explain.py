@@ -28,7 +28,10 @@ from ncclcheck.explain.models import merge, model_from_dict  # noqa: E402
 from ncclcheck.explain.table import builtin_table  # noqa: E402
 
 TRUTH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "data", "explain", "truth")
-STRATEGY = {"ddp": "ddp", "ddp_cap1": "ddp", "fsdp1": "fsdp", "fsdp1_orig": "fsdp", "fsdp2": "fsdp2", "tp": "tp"}
+STRATEGY = {"ddp": "ddp", "ddp_cap1": "ddp", "ddp_unused": "ddp", "ddp_unused_cap1": "ddp", "ddp_static": "ddp",
+            "fsdp1": "fsdp", "fsdp1_orig": "fsdp", "fsdp1_hybrid": "fsdp", "fsdp2": "fsdp2", "fsdp2_noreshard": "fsdp2",
+            "hsdp": "fsdp2", "tp": "tp"}
+MODULES = os.path.join(os.path.dirname(TRUTH), "module")  # the user modules some runs trained (``--module``)
 # The truth's kind, and the kinds explain may name for the same tensor.
 SAME = {"metadata": {"metadata", "scalar"}, "scalar": {"scalar", "metadata"}}
 
@@ -47,15 +50,31 @@ _TABLES: dict[tuple[str, str], object] = {}
 def table_for(fx: dict, source: str):
     """The parameter table a user would get: from the config with transformers, or the built-in layouts (one build
     per distinct config)."""
-    key = (source, json.dumps(fx["config"], sort_keys=True))
+    key = (source, json.dumps([fx["config"], fx.get("module")], sort_keys=True))
     if key not in _TABLES:
-        if source == "transformers":
+        if fx.get("module"):
+            from ncclcheck.explain.frommodel import table_from_factory
+
+            if MODULES not in sys.path:
+                sys.path.insert(0, MODULES)
+            _TABLES[key] = table_from_factory(fx["module"])
+        elif source == "transformers":
             from ncclcheck.explain.frommodel import table_from_config
 
             _TABLES[key] = table_from_config(fx["config"], f"{fx['model']}/config.json")
         else:
             _TABLES[key] = builtin_table(model_from_dict(fx["config"], fx["model"]))
-    return _TABLES[key]
+    return customised(_TABLES[key], fx)
+
+
+def customised(table, fx: dict):
+    """The run's own setup as a user states it: --block-class, the LoRA adapter config, --frozen."""
+    from ncclcheck.explain.adapt import freeze, with_blocks, with_lora
+
+    table = with_blocks(table, fx.get("block_classes") or ())
+    if fx.get("adapter"):
+        table = with_lora(table, fx["adapter"], "adapter_config.json")
+    return freeze(table, fx.get("freeze") or ())
 
 
 def cases(fx: dict) -> list[dict]:
@@ -79,6 +98,9 @@ def right(first, truth: dict) -> bool:
     got = generic(first.params)
     if truth["kind"].startswith("tp_"):  # the truth lists every tensor of that shard size; one of them is named
         return set(got) <= set(generic(want))
+    if truth["kind"] == "ddp_bucket":  # a bucket is the set of gradients it holds, whatever order they came in
+        got = tuple(sorted(got, key=lambda n: generic([n])[0]))
+        want = sorted(want, key=lambda n: generic([n])[0])
     return len(got) == len(want) and all(g == t or g.endswith("." + t) for g, t in zip(got, generic(want), strict=False))
 
 
@@ -99,9 +121,11 @@ def run(folder: str, source: str, with_strategy: bool, randoms: int, seed: int) 
                   world_size=fx["world_size"])
         strat = STRATEGY[fx["strategy"]]
         cap = fx["layout"].get("bucket_cap_mb")
+        mesh = tuple(fx["layout"]["mesh"]) if fx["layout"].get("mesh") else None
+        unused = bool(fx["layout"].get("find_unused_parameters"))
         for c in cases(fx):
             e = explain(c["numel_in"], m, c["numel_out"], c["op"], c["dtype"] if c["dtype"].startswith("float")
-                        else "float32", strat if with_strategy else None, table, cap)
+                        else "float32", strat if with_strategy else None, table, cap, mesh, unused)
             first = next((x for x in e.candidates if x.exact and x.verdict == MATCH), None)
             ok = right(first, c["truth"])
             tally["right" if ok else "wrong"] += 1
@@ -115,7 +139,8 @@ def run(folder: str, source: str, with_strategy: bool, randoms: int, seed: int) 
                              f"first {first.kind + ': ' + first.description[:120] if first else 'no match'}")
         for _ in range(randoms):
             n = rng.randrange(10**5, 10**8) * 2 + 1
-            e = explain(n, m, None, "nccl:all_reduce", "float32", strat if with_strategy else None, table, cap)
+            e = explain(n, m, None, "nccl:all_reduce", "float32", strat if with_strategy else None, table, cap, mesh,
+                        unused)
             random_total += 1
             false_random += any(x.exact and x.verdict == MATCH for x in e.candidates)
     total = tally["right"] + tally["wrong"]

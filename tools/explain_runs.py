@@ -26,11 +26,22 @@ import sys
 import time
 import traceback
 
-STRATEGIES = ("ddp", "ddp_cap1", "fsdp1", "fsdp1_orig", "fsdp2", "tp")
+STRATEGIES = ("ddp", "ddp_cap1", "ddp_unused", "ddp_unused_cap1", "ddp_static", "fsdp1", "fsdp1_orig", "fsdp1_hybrid", "fsdp2",
+              "fsdp2_noreshard", "hsdp", "tp")
+# HSDP needs a 2-D mesh (replicate x shard): world 4 as 2 x 2.
+MESH_STRATEGIES = ("hsdp", "fsdp1_hybrid")
 # TP needs the config's plan to be plain column/row-wise splits that run on local shards.
 TP_MODELS = ("llama", "starcoder2", "gemma3", "qwen3")
-STEPS = 3
+STEPS = 3  # the first recordings; --steps 2 for later ones (iteration 0 and the rebuilt buckets)
 BATCH, SEQ = 2, 24
+# Models that are not a bare transformers class: a PEFT LoRA adapter on a small Llama, a partly frozen Llama (whole
+# units and part of one), and a user's CNN whose blocks sit in nn.Sequential stages (tests/data/explain/module).
+LORA = {"r": 8, "lora_alpha": 16, "target_modules": ["q_proj", "v_proj"], "lora_dropout": 0.0, "bias": "none"}
+FREEZE = ["model.embed_tokens.*", "model.layers.0.*", "model.layers.1.self_attn.*"]
+MODULE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "data", "explain",
+                          "module")
+EXTRAS = {"lora": {"adapter": LORA}, "frozen": {"freeze": FREEZE},
+          "convnet": {"module": "convnet:build", "block_classes": ["Bottleneck"]}}
 
 
 def configs():
@@ -76,6 +87,34 @@ def configs():
                                                      num_experts_per_tok=2, num_hidden_layers=2, num_attention_heads=4,
                                                      num_key_value_heads=4, vocab_size=3007)),
     }
+    small = {**dec, "head_dim": 22}
+    out.update({
+        "jamba": ("JambaForCausalLM", tf.JambaConfig(
+            hidden_size=120, intermediate_size=317, vocab_size=3001, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2,
+            expert_layer_offset=1, num_experts=4, num_experts_per_tok=2, mamba_d_state=8, mamba_d_conv=4,
+            mamba_expand=2, mamba_dt_rank=8, tie_word_embeddings=False)),
+        "bart": ("BartForConditionalGeneration", tf.BartConfig(
+            d_model=112, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4,
+            encoder_ffn_dim=293, decoder_ffn_dim=293, vocab_size=2011, max_position_embeddings=64)),
+        "vit": ("ViTForImageClassification", tf.ViTConfig(
+            hidden_size=104, intermediate_size=277, num_hidden_layers=2, num_attention_heads=4, image_size=32,
+            patch_size=8, num_labels=3)),
+        "whisper": ("WhisperForConditionalGeneration", tf.WhisperConfig(
+            d_model=96, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4,
+            encoder_ffn_dim=259, decoder_ffn_dim=259, vocab_size=1009, num_mel_bins=16, max_source_positions=16,
+            max_target_positions=32, decoder_start_token_id=1, pad_token_id=0, bos_token_id=1, eos_token_id=2)),
+        "deepseekv3": ("DeepseekV3ForCausalLM", tf.DeepseekV3Config(
+            hidden_size=144, intermediate_size=389, moe_intermediate_size=67, n_routed_experts=4, n_shared_experts=1,
+            num_experts_per_tok=2, n_group=1, topk_group=1, first_k_dense_replace=1, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=4, q_lora_rank=48, kv_lora_rank=32, qk_rope_head_dim=8,
+            qk_nope_head_dim=16, v_head_dim=16, vocab_size=2003, tie_word_embeddings=False)),
+        "lora": ("LlamaForCausalLM", tf.LlamaConfig(hidden_size=176, intermediate_size=467, vocab_size=4001,
+                                                    tie_word_embeddings=False, **small)),
+        "frozen": ("LlamaForCausalLM", tf.LlamaConfig(hidden_size=176, intermediate_size=467, vocab_size=4001,
+                                                      tie_word_embeddings=False, **small)),
+        "convnet": ("ConvNet", tf.PretrainedConfig()),
+    })
     if hasattr(tf, "Qwen2_5_VLConfig"):
         out["qwen25vl"] = ("Qwen2_5_VLForConditionalGeneration", tf.Qwen2_5_VLConfig(
             text_config={"hidden_size": 128, "intermediate_size": 352, "num_hidden_layers": 2,
@@ -93,10 +132,28 @@ def configs():
     return out
 
 
-def build(cls, cfg):
+def build(name, cls, cfg):
+    """The model as trained: a transformers class, with a LoRA adapter or frozen parameters where EXTRAS says, or
+    the user's module."""
+    import fnmatch
+    import importlib
+
     import transformers
 
-    return getattr(transformers, cls)(cfg)
+    extra = EXTRAS.get(name, {})
+    if "module" in extra:
+        sys.path.insert(0, MODULE_DIR)
+        mod, _, fn = extra["module"].partition(":")
+        return getattr(importlib.import_module(mod), fn)()
+    model = getattr(transformers, cls)(cfg)
+    if "adapter" in extra:
+        from peft import LoraConfig, get_peft_model
+
+        model = get_peft_model(model, LoraConfig(**extra["adapter"]))
+    for n, p in model.named_parameters():
+        if any(fnmatch.fnmatchcase(n, pat) for pat in extra.get("freeze", ())):
+            p.requires_grad_(False)
+    return model
 
 
 def batch(cls, cfg, device, step, rank):
@@ -115,15 +172,26 @@ def batch(cls, cfg, device, step, rank):
         ids = torch.cat([img.expand(BATCH, -1), text], dim=1)
         return {"input_ids": ids.to(device), "labels": ids.to(device), "pixel_values": pix.to(device),
                 "image_grid_thw": torch.tensor([grid] * BATCH).to(device)}
+    if cls == "ConvNet":
+        return {"x": torch.randn(BATCH, 3, 16, 16, generator=g).to(device),
+                "y": torch.randint(0, 7, (BATCH,), generator=g).to(device)}
+    if cls.startswith("ViT"):
+        pix = torch.randn(BATCH, cfg.num_channels, cfg.image_size, cfg.image_size, generator=g)
+        return {"pixel_values": pix.to(device), "labels": torch.randint(0, cfg.num_labels, (BATCH,), generator=g)}
+    if cls.startswith("Whisper"):
+        feats = torch.randn(BATCH, cfg.num_mel_bins, 2 * cfg.max_source_positions, generator=g)
+        labels = torch.randint(3, cfg.vocab_size, (BATCH, 8), generator=g)
+        return {"input_features": feats.to(device), "labels": labels.to(device)}
     ids = torch.randint(1, cfg.vocab_size, (BATCH, SEQ), generator=g).to(device)
     if cls.endswith("ForSequenceClassification"):
         return {"input_ids": ids, "labels": torch.randint(0, cfg.num_labels, (BATCH,), generator=g).to(device)}
     return {"input_ids": ids, "labels": ids}
 
 
-def blocks(model):
-    """The blocks each strategy wraps: modules of the classes the model names as not to be split."""
-    names = set(getattr(model, "_no_split_modules", None) or ())
+def blocks(model, classes=None):
+    """The blocks each strategy wraps: modules of the classes given (a user's wrap policy) or the model names as not
+    to be split."""
+    names = set(classes or getattr(model, "_no_split_modules", None) or ())
     if names:
         return [(n, m) for n, m in model.named_modules() if type(m).__name__ in names]
     out = []
@@ -176,33 +244,51 @@ def flat_params(wrapped):
     return units
 
 
+TP_STYLES = ("colwise", "rowwise", "colwise_gather_output", "rowwise_split_input")
+
+
 def tp_plan(cfg):
-    """The config's own TP plan, column- and row-wise entries only (the styles torch's parallel layers give)."""
+    """The config's own TP plan, the entries torch's parallel styles give: column- and row-wise, with a gathered
+    output (ColwiseParallel(output_layouts=Replicate())) or a whole input (RowwiseParallel(input_layouts=
+    Replicate()))."""
     plan = {}
     for pattern, style in (getattr(cfg, "base_model_tp_plan", None) or {}).items():
-        if style in ("colwise", "rowwise"):
+        if style in TP_STYLES:
             plan[pattern.split("*.", 1)[-1]] = style
     return plan
 
 
-def run_one(strategy, name, cls, cfg, out_dir, rank, world, device):
+def run_one(strategy, name, cls, cfg, out_dir, rank, world, device, steps=STEPS):
     import torch
     import torch.distributed as dist
 
     torch.manual_seed(0)
-    model = build(cls, cfg).to(device)
+    model = build(name, cls, cfg).to(device)
     names = {id(p): n for n, p in model.named_parameters()}
     params = [[n, list(p.shape), str(p.dtype).removeprefix("torch.")] for n, p in model.named_parameters()]
+    frozen = [n for n, p in model.named_parameters() if not p.requires_grad]
     bufs = [[n, list(b.shape), str(b.dtype).removeprefix("torch.")] for n, b in model.named_buffers()]
-    layout: dict = {"blocks": [n for n, _ in blocks(model)]}
+    classes = EXTRAS.get(name, {}).get("block_classes")
+    found = blocks(model, classes)
+    layout: dict = {"blocks": [n for n, _ in found]}
+    mesh2d = None
+    if strategy in MESH_STRATEGIES:
+        from torch.distributed.device_mesh import init_device_mesh
+
+        layout["mesh"] = [2, world // 2]  # replicate x shard
+        mesh2d = init_device_mesh(device.type, tuple(layout["mesh"]), mesh_dim_names=("replicate", "shard"))
     before = flight_recorder()
     seen = {e["record_id"] for e in before} if isinstance(before, list) else set()
     if strategy.startswith("ddp"):
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
         from torch.nn.parallel import DistributedDataParallel as DDP
 
-        cap = 1 if strategy == "ddp_cap1" else None
-        wrapped = DDP(model, device_ids=[device.index] if device.type == "cuda" else None, bucket_cap_mb=cap)
+        cap = 1 if strategy.endswith("_cap1") else None
+        unused = strategy.startswith("ddp_unused")
+        wrapped = DDP(model, device_ids=[device.index] if device.type == "cuda" else None, bucket_cap_mb=cap,
+                      find_unused_parameters=unused, static_graph=strategy == "ddp_static")
+        layout["find_unused_parameters"] = unused
+        layout["static_graph"] = strategy == "ddp_static"
         calls: list = []
 
         def hook(state, bucket):
@@ -216,45 +302,63 @@ def run_one(strategy, name, cls, cfg, out_dir, rank, world, device):
         layout["bucket_cap_mb"] = cap
     elif strategy.startswith("fsdp1"):
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        from torch.distributed.fsdp import ShardingStrategy
         from torch.distributed.fsdp.wrap import ModuleWrapPolicy
 
-        classes = {type(m) for _, m in blocks(model)}
-        wrapped = FSDP(model, auto_wrap_policy=ModuleWrapPolicy(classes),
+        kinds = {type(m) for _, m in found}
+        hybrid = {"sharding_strategy": ShardingStrategy.HYBRID_SHARD, "device_mesh": mesh2d} if mesh2d else {}
+        wrapped = FSDP(model, auto_wrap_policy=ModuleWrapPolicy(kinds),
                        device_id=device if device.type == "cuda" else torch.device("cpu"),
-                       use_orig_params=strategy == "fsdp1_orig")
-        layout["use_orig_params"] = strategy == "fsdp1_orig"
-    elif strategy == "fsdp2":
+                       use_orig_params=strategy == "fsdp1_orig" or bool(frozen), **hybrid)
+        layout["use_orig_params"] = strategy == "fsdp1_orig" or bool(frozen)
+    elif strategy in ("fsdp2", "fsdp2_noreshard", "hsdp"):
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-        mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+        # bfloat16 compute as in real jobs; the CNN's batch norm on CPU takes float32 only
+        mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16 if cls != "ConvNet" else None,
+                                  reduce_dtype=torch.float32)
         units = []
         inner: set[str] = set()
-        for bname, block in blocks(model):
-            fully_shard(block, mp_policy=mp)
+        how = {"mp_policy": mp, "reshard_after_forward": strategy != "fsdp2_noreshard"}
+        if mesh2d is not None:
+            how["mesh"] = mesh2d
+        for bname, block in found:
+            fully_shard(block, **how)
             mine = [f"{bname}.{n}" for n, _ in block.named_parameters()]
             units.append({"module": bname, "params": [p for p in mine if p not in inner]})
             inner.update(mine)
-        fully_shard(model, mp_policy=mp)
+        fully_shard(model, **how)
         units.append({"module": "", "params": [p[0] for p in params if p[0] not in inner]})
+        for u in units:
+            u["grad_params"] = [p for p in u["params"] if p not in frozen]
         layout["units"] = units
-        layout["mp"] = {"param_dtype": "bfloat16", "reduce_dtype": "float32"}
+        layout["reshard_after_forward"] = strategy != "fsdp2_noreshard"
+        layout["mp"] = {"param_dtype": "bfloat16" if cls != "ConvNet" else "float32", "reduce_dtype": "float32"}
         wrapped = model
     elif strategy == "tp":
         from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.tensor import Replicate
         from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
         mesh = init_device_mesh(device.type, (world,))
         plan = {k.removeprefix("layers.*."): v for k, v in tp_plan(cfg).items()}
-        for _, layer in blocks(model):
-            parallelize_module(layer, mesh, {k: ColwiseParallel() if v == "colwise" else RowwiseParallel()
-                                             for k, v in plan.items()})
+        styles = {"colwise": ColwiseParallel, "rowwise": RowwiseParallel,
+                  "colwise_gather_output": lambda: ColwiseParallel(output_layouts=Replicate()),
+                  "rowwise_split_input": lambda: RowwiseParallel(input_layouts=Replicate())}
+        names = {n for n, _ in model.named_modules()}
+        for bname, layer in blocks(model):
+            parallelize_module(layer, mesh, {k: styles[v]() for k, v in plan.items() if f"{bname}.{k}" in names})
         layout["plan"] = plan
         wrapped = model
     # foreach kernels refuse a mix of DTensor and plain tensors (TP leaves embeddings and norms plain)
-    opt = torch.optim.AdamW(wrapped.parameters(), lr=1e-4, foreach=strategy != "tp")
+    opt = torch.optim.AdamW([p for p in wrapped.parameters() if p.requires_grad], lr=1e-4, foreach=strategy != "tp")
     losses = []
-    for step in range(STEPS):
-        loss = wrapped(**batch(cls, cfg, device, step, None if strategy == "tp" else rank)).loss
+    for step in range(steps):
+        inputs = batch(cls, cfg, device, step, None if strategy == "tp" else rank)
+        if cls == "ConvNet":
+            loss = torch.nn.functional.cross_entropy(wrapped(inputs["x"]), inputs["y"])
+        else:
+            loss = wrapped(**inputs).loss
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -268,8 +372,11 @@ def run_one(strategy, name, cls, cfg, out_dir, rank, world, device):
     colls = [e for e in after if e["record_id"] not in seen] if isinstance(after, list) else after
     record = {"strategy": strategy, "model": name, "rank": rank, "world_size": world, "batch": BATCH, "seq": SEQ,
               "class": cls, "config": cfg.to_dict(), "params": params, "buffers": bufs, "layout": layout,
+              "frozen": frozen, **EXTRAS.get(name, {}),
               "losses": losses, "collectives": colls, "torch": torch.__version__,
               "transformers": __import__("transformers").__version__, "backend": dist.get_backend()}
+    if cls == "ConvNet":
+        record["config"] = {}
     path = os.path.join(out_dir, f"{strategy}-{name}-w{world}.rank{rank}.json")
     with open(path, "w") as f:
         json.dump(record, f, default=str)
@@ -289,17 +396,22 @@ def main_run(args):
         torch.cuda.set_device(device)
     cfgs = configs()
     os.makedirs(args.out, exist_ok=True)
-    chosen = args.models or (TP_MODELS if args.strategy == "tp" else list(cfgs))
+    chosen = args.models or (TP_MODELS if args.strategy == "tp" else [m for m in cfgs if m not in EXTRAS])
+    if args.strategy in MESH_STRATEGIES and (world < 4 or world % 2):
+        print(f"{args.strategy} needs an even world of at least 4 (a 2 x W/2 mesh)", file=sys.stderr)
+        chosen = []
     for name in chosen:
         if name not in cfgs:
             print(f"{name}: this transformers cannot build it", file=sys.stderr)
             continue
         t0 = time.time()
         cls, cfg = cfgs[name]
-        if args.strategy == "tp":  # DTensor's matmul needs even shards: round the MLP width up to the world
-            cfg.intermediate_size = -(-cfg.intermediate_size // world) * world
+        if args.strategy == "tp":  # DTensor's matmul needs even shards: round the MLP widths up to the world
+            for key in ("intermediate_size", "moe_intermediate_size"):
+                if getattr(cfg, key, None):
+                    setattr(cfg, key, -(-getattr(cfg, key) // world) * world)
         try:
-            run_one(args.strategy, name, cls, cfg, args.out, rank, world, device)
+            run_one(args.strategy, name, cls, cfg, args.out, rank, world, device, args.steps)
         except (RuntimeError, ValueError, TypeError, AttributeError, KeyError, IndexError, AssertionError) as exc:
             print(f"rank {rank} {args.strategy} {name}: {type(exc).__name__}: {exc}", file=sys.stderr)
             with open(os.path.join(args.out, f"{args.strategy}-{name}-w{world}.rank{rank}.error"), "w") as f:
@@ -340,10 +452,14 @@ def label(fx: dict, c: dict) -> dict | None:
     if fam == "all_reduce" and n_in in (0, 1) or (fam, n_in, n_out) == ("all_gather", 1, ws):
         return {"kind": "scalar", "params": None, "what": "barrier or one value per rank"}
     strat = fx["strategy"]
+    frozen = set(fx.get("frozen") or ())
+    trainable = {n: s for n, s in shapes.items() if n not in frozen}
     if strat.startswith("ddp") and fam == "all_reduce":
         for call in layout["bucket_calls"]:
             if call["numel"] == n_in and call["dtype"] == dt:
                 return {"kind": "ddp_bucket", "params": call["params"], "what": f"DDP bucket {call['index']}"}
+        if dt == "int32" and n_in == len(trainable):  # the reducer's local_used_map_, one int32 per parameter
+            return {"kind": "metadata", "params": None, "what": "used-parameter map"}
     if strat.startswith("ddp") and fam == "broadcast":
         by_dtype_p = {}
         for _n, s, d in fx["params"]:
@@ -357,9 +473,9 @@ def label(fx: dict, c: dict) -> dict | None:
             return {"kind": "buffers", "params": None, "what": f"buffers of dtype {dt}"}
         calls = layout["bucket_calls"]
         rebuilt = 1 + max(call["index"] for call in calls) if calls else 0
-        if dt == "int64" and n_in == 2 * sum(len(s) for s in shapes.values()):
+        if dt == "int64" and n_in == 2 * sum(len(s) for s in trainable.values()):
             return {"kind": "metadata", "params": None, "what": "parameter shape check"}
-        if dt == "int32" and n_in in (len(shapes) + 1, rebuilt):
+        if dt == "int32" and n_in in (len(trainable) + 1, rebuilt):
             return {"kind": "metadata", "params": None, "what": "bucket order or sizes"}
     if strat.startswith("ddp") and (fam, dt, n_in) == ("all_gather", "int64", 1):
         return {"kind": "metadata", "params": None, "what": "parameter count check"}
@@ -369,12 +485,25 @@ def label(fx: dict, c: dict) -> dict | None:
                                       ("reduce_scatter", u["padded"], u["sharded"]),
                                       ("all_reduce", u["padded"], u["padded"])):  # gloo's reduce-scatter
                 return {"kind": "fsdp_unit", "params": u["fqns"], "what": "FSDP1 flat parameter"}
-    if strat == "fsdp2":
+            if layout.get("mesh") and (fam, n_in, n_out) == ("all_reduce", u["sharded"], u["sharded"]):
+                return {"kind": "fsdp_unit", "params": u["fqns"], "what": "HYBRID_SHARD replicate all-reduce"}
+    if strat in ("fsdp2", "fsdp2_noreshard", "hsdp"):
+        mesh = layout.get("mesh")
+        sw = mesh[1] if mesh else ws  # parameters are sharded over the shard dimension only
+
+        def shard_of(names):
+            return sum(-(-shapes[p][0] // sw) * math.prod(shapes[p][1:]) for p in names)
         for u in layout["units"]:
-            shard = sum(-(-shapes[p][0] // ws) * math.prod(shapes[p][1:]) for p in u["params"])
-            if (fam, n_in, n_out) in (("all_gather", shard, shard * ws), ("reduce_scatter", shard * ws, shard),
-                                      ("all_reduce", shard * ws, shard * ws)):
+            shard, grads = shard_of(u["params"]), shard_of(u.get("grad_params", u["params"]))
+            if (fam, n_in, n_out) == ("all_gather", shard, shard * sw):
                 return {"kind": "fsdp2_unit", "params": u["params"], "what": f"FSDP2 unit {u['module'] or 'root'}"}
+            if grads and (fam, n_in, n_out) in (("reduce_scatter", grads * sw, grads),
+                                                ("all_reduce", grads * sw, grads * sw)):
+                return {"kind": "fsdp2_unit", "params": u.get("grad_params", u["params"]),
+                        "what": f"FSDP2 gradients of unit {u['module'] or 'root'}"}
+            if grads and mesh and (fam, n_in, n_out) == ("all_reduce", grads, grads):
+                return {"kind": "fsdp2_unit", "params": u.get("grad_params", u["params"]),
+                        "what": f"HSDP replicate all-reduce of unit {u['module'] or 'root'}"}
     if strat == "tp":
         hidden = fx["config"].get("hidden_size")
         if fam == "all_reduce" and hidden and n_in == fx["batch"] * fx["seq"] * hidden:
@@ -382,6 +511,12 @@ def label(fx: dict, c: dict) -> dict | None:
         owners = {}
         for name, shape in shapes.items():
             style = next((v for k, v in layout["plan"].items() if re.search(rf"\.{re.escape(k)}\.", name)), None)
+            bs = fx["batch"] * fx["seq"]
+            if style == "colwise_gather_output" and name.endswith("weight"):
+                owners.setdefault(("all_gather", bs * shape[0] // ws), []).append(name)
+            if style == "rowwise_split_input" and name.endswith("weight"):
+                owners.setdefault(("all_gather", bs * shape[1] // ws), []).append(name)
+            style = style and style.split("_")[0]
             if style == "colwise":
                 owners.setdefault(("scatter", -(-shape[0] // ws) * math.prod(shape[1:])), []).append(name)
             elif style == "rowwise" and len(shape) == 2:
@@ -390,6 +525,9 @@ def label(fx: dict, c: dict) -> dict | None:
                 owners.setdefault(("broadcast", math.prod(shape)), []).append(name)
         # A scatter's root holds the list: gloo records it as the input (whole), NCCL as the output.
         key = (fam, n_out if fam == "scatter" and n_in == n_out * ws else n_in)
+        # gloo records a DTensor (funcol) all-gather's output as [1, *input]: one part, not the world's
+        if fam == "all_gather" and (fam, n_in) in owners and n_out in (n_in * ws, n_in):
+            return {"kind": "tp_activation", "params": owners[(fam, n_in)], "what": "gathered activation"}
         if key in owners:
             names = owners[key]
             kind = "tp_shard" if fam == "scatter" else "tp_replicated"
@@ -428,6 +566,7 @@ def collect(src, dst):
         fixture = {k: base.get(k) for k in ("strategy", "model", "world_size", "batch", "seq", "class", "config",
                                             "params", "buffers", "layout", "losses", "torch", "transformers",
                                             "backend")}
+        fixture.update({k: base[k] for k in ("frozen", "freeze", "adapter", "module", "block_classes") if base.get(k)})
         fixture["ranks_agree"] = all(same(p) == same(per_rank[0]) for p in per_rank)
         colls = per_rank[0] or []
         for c in colls:
@@ -444,6 +583,7 @@ def main():
     ap.add_argument("--models", nargs="*")
     ap.add_argument("--out", default="explain-runs")
     ap.add_argument("--device", choices=("auto", "cpu"), default="auto")
+    ap.add_argument("--steps", type=int, default=STEPS)
     ap.add_argument("--collect", nargs=2, metavar=("SRC", "DST"))
     args = ap.parse_args()
     if args.collect:

@@ -133,13 +133,16 @@ def _merge(cands: list[tuple[Shape, str]]) -> list[tuple[Shape, str, list[str], 
     repeats: dict[tuple, set[tuple[str, ...]]] = {}
     for s, verdict in sorted(cands, key=lambda c: (c[0].tier, _kind_rank(c[0].kind))):
         ident = generic(s.params) if s.params else (s.description,)
+        members = s.params
+        if s.kind == "ddp_bucket":  # a bucket is the set of gradients it holds, in whichever order they were added
+            ident, members = tuple(sorted(ident)), tuple(sorted(s.params))
         key = (s.numel_in, _expected_out(s), ident)
         if key not in best:
             best[key] = (s, verdict, [], [s.kind])
-            repeats[key] = {s.params}
+            repeats[key] = {members}
             continue
         kept = best[key]
-        repeats[key].add(s.params)
+        repeats[key].add(members)
         if s.kind not in kept[3]:
             kept[3].append(s.kind)
             kept[2].append(s.description)
@@ -226,9 +229,13 @@ _KIND_ORDER = ("scalar", "tp_activation", "fsdp2_unit", "fsdp_unit", "zero3_gath
 
 def _as_gloo_records(shapes: Sequence[Shape]) -> list[Shape]:
     """What gloo's flight recorder shows for the same tensors: a reduce-scatter runs as an all_reduce of the whole
-    (padded) tensor, and a scatter's root list is its input, not its output (NCCL records the opposite)."""
+    (padded) tensor, a scatter's root list is its input, not its output (NCCL records the opposite), and a DTensor
+    all-gather (tensor parallelism) records one rank's part as its output too (recorded)."""
     out = []
     for s in shapes:
+        if s.family == ops.ALLGATHER and s.kind == "tp_activation" and s.numel_out:
+            out.append(replace(s, numel_out=s.numel_in, description=s.description + " (gloo records a DTensor "
+                                                                                   "gather's output as one part)"))
         if s.family == ops.REDUCESCATTER and s.kind in ("fsdp_unit", "fsdp2_unit", "zero3_bucket"):
             out.append(replace(s, family=ops.ALLREDUCE, numel_out=None, tier=max(s.tier, 1),
                                description=s.description + " (gloo runs a reduce-scatter as an all_reduce of the "
@@ -241,11 +248,14 @@ def _as_gloo_records(shapes: Sequence[Shape]) -> list[Shape]:
 
 def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = None, dtype: str = "float32",
             strategy: str | None = None, table: Table | None = None,
-            bucket_cap_mb: float | None = None, dtype_from: str = "default") -> Explanation:
+            bucket_cap_mb: float | None = None, dtype_from: str = "default", mesh: tuple[int, int] | None = None,
+            find_unused: bool = False) -> Explanation:
     """Rank the candidates that could produce exactly ``n`` elements, with the facts that rule others out.
 
     ``table`` is the model's tensors (from the model itself, a checkpoint or a module); without one the built-in
-    layouts are used. ``dtype_from`` says where the dtype came from (``--dtype``, ``config``, ``default``)."""
+    layouts are used. ``dtype_from`` says where the dtype came from (``--dtype``, ``config``, ``default``). ``mesh``
+    is an HSDP job's (replicate, shard) mesh shape; ``find_unused`` says DDP was built with
+    find_unused_parameters=True (its buckets are then only the ones it forms at construction)."""
     factors = factorize(n)
     fam = ops.family(op)
     world, relation = _world(n, numel_out, fam, m)
@@ -254,7 +264,7 @@ def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = Non
     if inferred and numel_out is not None:
         fam = ops.ALLGATHER if numel_out > n else ops.REDUCESCATTER
     table = table or builtin_table(m)
-    setting = Setting(m, table, world, DTYPE_BYTES[dtype], bucket_cap_mb)
+    setting = Setting(m, table, world, DTYPE_BYTES[dtype], bucket_cap_mb, mesh, find_unused)
     everything = shapes(setting) + _solve(n, m)
     if (op or "").lower().startswith("gloo:"):
         everything += _as_gloo_records(everything)

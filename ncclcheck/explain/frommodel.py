@@ -52,7 +52,7 @@ def _dtype(t: object) -> str:
 
 def _blocks(module: object) -> tuple[str, ...]:
     """The blocks FSDP wraps: modules of the classes the model says must not be split (what Hugging Face's
-    Trainer and Accelerate wrap), else the members of a list of identical modules."""
+    Trainer and Accelerate wrap), else the members of a container (ModuleList, Sequential) of identical modules."""
     import torch
 
     classes = set(getattr(module, "_no_split_modules", None) or ())
@@ -63,23 +63,17 @@ def _blocks(module: object) -> tuple[str, ...]:
             return found
     out: list[str] = []
     for name, m in named:
-        if isinstance(m, torch.nn.ModuleList) and len(m) > 1 and len({type(c) for c in m}) == 1:
+        if isinstance(m, (torch.nn.ModuleList, torch.nn.Sequential)) and len(m) > 1 and len({type(c) for c in m}) == 1:
             out += [f"{name}.{k}" if name else str(k) for k in range(len(m))]
     return tuple(out)
 
 
 def _tp_plan(module: object) -> tuple[tuple[str, str], ...]:
-    """The config's own tensor-parallel plan, column- and row-wise splits (other styles are not shards of a
-    parameter); patterns are relative to the base model."""
+    """The config's own tensor-parallel plan, as written (patterns relative to the base model; a pattern may name a
+    module or one parameter, such as a fused expert tensor)."""
     config = getattr(module, "config", None)
     plan = getattr(config, "base_model_tp_plan", None) or {}
-    out = []
-    for pattern, style in plan.items():
-        base = str(style).split("_")[0]
-        if base in ("colwise", "rowwise") and style in ("colwise", "rowwise", "colwise_gather_output",
-                                                         "rowwise_split_input"):
-            out.append((pattern, base))
-    return tuple(out)
+    return tuple((str(pattern), str(style)) for pattern, style in plan.items())
 
 
 def _sub(config: object, *keys: str) -> object:
@@ -324,8 +318,12 @@ def table_of(module: object, origin: str, source: str, notes: tuple[str, ...] = 
     elif unused:
         noted.append(f"{len(unused)} parameters got no gradient in the example pass (used only with other inputs): "
                      "their place in the gradient-ready order is inferred")
+    classes = tuple((n, type(m).__name__) for n, m in module.named_modules())  # type: ignore[attr-defined]
+    listed = {id(p): n for n, p in module.named_parameters()}  # type: ignore[attr-defined]
+    tied = tuple((n, listed[id(p)]) for n, p in module.named_parameters(remove_duplicate=False)  # type: ignore
+                 if listed.get(id(p), n) != n)
     return Table(params, buffers, _blocks(module), ready, _tp_plan(module), _embedding(module), origin, source,
-                 tuple(noted), how)
+                 tuple(noted), ready_how=how, classes=classes, tied=tied)
 
 
 def _embedding(module: object) -> str:

@@ -32,7 +32,7 @@ KIND_STRATEGY = {
 
 CARRIES = {
     ALLREDUCE: {"ddp_bucket", "zero_bucket", "tp_activation", "activation", "parameter", "layer", "model", "scalar",
-                "gradient_run"},
+                "gradient_run", "metadata", "fsdp_unit", "fsdp2_unit", "tp_replicated"},
     ALLGATHER: {"fsdp_unit", "fsdp2_unit", "zero3_gather", "zero_partition", "tp_activation", "activation", "scalar",
                 "gather_run", "parameter"},
     REDUCESCATTER: {"fsdp_unit", "fsdp2_unit", "zero3_bucket", "tp_activation", "activation", "gradient_run"},
@@ -44,7 +44,8 @@ CARRIES = {
 }
 
 MEANS = {
-    ALLREDUCE: "gradient buckets (DDP, ZeRO-1/2), tensor-parallel activations, metrics and barriers",
+    ALLREDUCE: "gradient buckets (DDP, ZeRO-1/2), DDP's used-parameter map, HSDP's gradient shards across replicas, "
+               "tensor-parallel activations, metrics and barriers",
     ALLGATHER: "parameter gathers (FSDP1, FSDP2, ZeRO) or gathered activations",
     REDUCESCATTER: "gradient shards (FSDP1, FSDP2, ZeRO-3) or sequence-parallel activations",
     BROADCAST: "a copy from one rank: initial parameter sync, DDP's buffers and bookkeeping, replicated "
@@ -59,7 +60,8 @@ WHY_NOT = {
     ALLGATHER: "an all-gather moves parameter shards or activations, never gradients",
     REDUCESCATTER: "a reduce-scatter moves gradient shards (FSDP, ZeRO-3); DDP and ZeRO-1/2 buckets are all-reduced "
                    "and parameters are gathered",
-    ALLREDUCE: "FSDP and ZeRO-3 units move as all-gather and reduce-scatter, never as all-reduce",
+    ALLREDUCE: "FSDP and ZeRO-3 units move as all-gather and reduce-scatter; an FSDP unit is all-reduced only as HSDP's "
+               "gradient shard across the replicate dimension",
     BROADCAST: "a broadcast copies one rank's tensor: no gradient bucket or sharded unit",
 }
 

@@ -29,7 +29,7 @@ class Table:
     buffers: tuple[Param, ...] = ()
     blocks: tuple[str, ...] = ()  # module paths FSDP wraps (one unit each), in registration order
     ready: tuple[str, ...] = ()  # parameter names in the order their gradients became ready; empty: inferred
-    tp_plan: tuple[tuple[str, str], ...] = ()  # (module pattern, "colwise" | "rowwise")
+    tp_plan: tuple[tuple[str, str], ...] = ()  # (module or parameter pattern, style as the model's plan writes it)
     embedding: str = ""  # the input embedding's weight, where known
     origin: str = BUILTIN
     source: str = "the built-in layouts"  # said in every answer
@@ -39,6 +39,8 @@ class Table:
     @property
     def ready_observed(self) -> bool:
         return bool(self.ready)
+    classes: tuple[tuple[str, str], ...] = ()  # (module path, class name) of every module, where the model is known
+    tied: tuple[tuple[str, str], ...] = ()  # (another name of a shared parameter, the name it is listed under)
 
     @property
     def trainable(self) -> tuple[Param, ...]:
@@ -74,11 +76,13 @@ class Table:
         return [*((b, ps) for b, ps in found.items() if ps), ("", root)]
 
     def style(self, name: str) -> str | None:
-        """The TP plan's style for a parameter (``colwise``/``rowwise``), or None."""
+        """The TP plan's style for a parameter (``colwise``, ``rowwise_split_input``, ...), or None: an entry naming
+        the parameter itself first, then one naming its module."""
         module = name.rpartition(".")[0]
-        for pattern, style in self.tp_plan:
-            if _plan_regex(pattern).search(module):
-                return style
+        for target in (name, module):
+            for pattern, style in self.tp_plan:
+                if _plan_regex(pattern).search(target):
+                    return style
         return None
 
 

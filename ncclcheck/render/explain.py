@@ -21,7 +21,7 @@ from ncclcheck.explain.models import Model
 from ncclcheck.explain.table import Table as ParamTable
 from ncclcheck.transfer import human_bytes, human_seconds
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def _candidate_json(c: Candidate) -> dict[str, Any]:

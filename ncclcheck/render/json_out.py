@@ -25,7 +25,7 @@ from ncclcheck.job.model import STATED_LIMIT as LISTED
 from ncclcheck.job.model import Analysis, Edge, Group, GroupId, Job, Position, RankState, Record, Verdict, Work
 from ncclcheck.ranks import ranges, ranges_of
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 def pg_json(pg: PG | None) -> dict[str, Any] | None:

@@ -25,13 +25,16 @@ class Shape:
 @dataclass(frozen=True)
 class Setting:
     """Everything the layouts need: the model's shape, its table, the group size, the training dtype's element
-    size and DDP's bucket cap where the user gave one."""
+    size, DDP's bucket cap where the user gave one, the HSDP mesh (replicate, shard) where one was given and whether
+    DDP was told to find unused parameters."""
 
     model: Model
     table: Table
     world: int | None
     itemsize: int
     bucket_cap_mb: float | None = None
+    mesh: tuple[int, int] | None = None
+    find_unused: bool = False  # DDP(find_unused_parameters=True), where the user says so
 
     @property
     def params(self) -> tuple[Param, ...]:

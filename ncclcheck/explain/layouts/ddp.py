@@ -1,12 +1,16 @@
-"""DistributedDataParallel: gradient buckets, all-reduced, and the broadcasts DDP makes for its own bookkeeping.
+"""DistributedDataParallel: gradient buckets, all-reduced, and the collectives DDP makes for its own bookkeeping.
 
 Rules from torch/nn/parallel/distributed.py and the C++ reducer (torch 2.4-2.13). Only parameters that require
 gradients are bucketed. With find_unused_parameters=False (the default) or static_graph the first iteration puts
-every gradient of one dtype in one bucket; after it DDP rebuilds the buckets in the order gradients became ready,
+every gradient of one dtype in one bucket (static_graph: the first two, as its first backward only counts hooks and
+the order is learnt in the second; recorded); after it DDP rebuilds the buckets in the order gradients became ready,
 closing a bucket once its bytes reach the limit: 1 MiB for the first when bucket_cap_mb is left at its default (an
 explicit bucket_cap_mb applies to the first bucket too), 25 MiB or bucket_cap_mb after. With
-find_unused_parameters=True the first iteration already uses the caps, over the parameters in reverse registration
-order.
+find_unused_parameters=True (and no static_graph) the buckets are formed once, at construction, over the
+parameters in registration order with the same caps (so the 1 MiB bucket holds the first registered parameters);
+the list is reversed for the reducer and never rebuilt (Reducer::should_rebuild_buckets), so no bucket-order sync
+follows either. In that mode every backward pass, and static_graph's first one, also all-reduces the reducer's map
+of used parameters: one int32 per parameter that requires a gradient (Reducer::initialize_local_used_map).
 """
 
 from __future__ import annotations
@@ -53,27 +57,43 @@ def shapes(s: Setting) -> list[Shape]:
     params = list(t.trainable)
     if not params:
         return []
+    if s.find_unused:
+        return _find_unused(s, params) + _bookkeeping(s, params, 0)
     total = sum(p.numel for p in params)
     out = [Shape("ddp_bucket", ALLREDUCE, total, None,
                  f"DDP bucket of the first iteration: all {len(params)} gradients in one bucket "
-                 "(find_unused_parameters=False or static_graph; rebuilt after it)", 0, tuple(p.name for p in params))]
+                 "(find_unused_parameters=False, rebuilt after it; static_graph, the first two iterations)", 0,
+                 tuple(p.name for p in params))]
     first, cap, said = caps(s)
     rebuilt = buckets(t.ready_order(), s.itemsize, first, cap)
     out += _bookkeeping(s, params, len(rebuilt))
     how = "gradient-ready order observed in a forward and backward pass" if t.ready else "gradient-ready order"
-    orders = [(f"rebuilt in {how}", said, rebuilt),
-              ("first iteration with find_unused_parameters=True, reverse registration order", said,
-               buckets(list(reversed(params)), s.itemsize, first, cap))]
+    orders = [(f"rebuilt in {how}", said, rebuilt)]
     if s.bucket_cap_mb is not None and first != FIRST_BUCKET_BYTES:
         # Releases before the first bucket followed an explicit cap closed it at 1 MiB regardless.
         orders.append((f"rebuilt in {how}", f"1 MiB first as in older torch releases, bucket_cap_mb="
                                             f"{s.bucket_cap_mb:g} after",
                        buckets(t.ready_order(), s.itemsize, FIRST_BUCKET_BYTES, cap)))
-    for label, said, found in orders:
+    for label, how_capped, found in orders:
         for k, b in enumerate(found):
             out.append(Shape("ddp_bucket", ALLREDUCE, sum(p.numel for p in b), None,
-                             f"DDP bucket {k + 1} of {len(found)} ({label}; {said}): {describe(t.params, b)}", 0,
+                             f"DDP bucket {k + 1} of {len(found)} ({label}; {how_capped}): {describe(t.params, b)}", 0,
                              tuple(p.name for p in b)))
+    return out + _find_unused(s, params)
+
+
+def _find_unused(s: Setting, params: list[Param]) -> list[Shape]:
+    """find_unused_parameters=True: the used-parameter map, and the buckets formed once in registration order."""
+    first, cap, said = caps(s)
+    out = [Shape("metadata", ALLREDUCE, len(params), None,
+                 f"DDP's used-parameter map (find_unused_parameters=True, every iteration; static_graph, the first): "
+                 f"one int32 per parameter that requires a gradient ({len(params)})", 0)]
+    found = list(reversed(buckets(params, s.itemsize, first, cap)))
+    for k, b in enumerate(found):
+        out.append(Shape("ddp_bucket", ALLREDUCE, sum(p.numel for p in b), None,
+                         f"DDP bucket {k + 1} of {len(found)} with find_unused_parameters=True (formed at "
+                         f"construction in registration order, {said}, list reversed, never rebuilt): "
+                         f"{describe(s.table.params, b)}", 0, tuple(p.name for p in b)))
     return out
 
 
@@ -111,11 +131,13 @@ def _bookkeeping(s: Setting, params: list[Param], rebuilt: int) -> list[Shape]:
                              f"DDP's buffer sync before each forward (broadcast_buffers=True): {len(bufs)} buffers in "
                              f"{dtype} ({names})", 0, tuple(b.name for b in bufs)))
     dims = sum(len(p.shape) for p in params)
-    out += [Shape("metadata", BROADCAST, 2 * dims, None, f"DDP's parameter shape check at construction: sizes and "
-                                                         f"strides of {len(params)} parameters (2 × {dims} dims, "
-                                                         "int64)", 0),
-            Shape("metadata", BROADCAST, len(params) + 1, None, f"DDP's bucket-order sync after the first iteration: "
-                                                                f"{len(params)} parameter indices + 1 (int32)", 0),
-            Shape("metadata", BROADCAST, rebuilt, None, f"DDP's bucket-count sync after the first iteration: "
-                                                        f"{rebuilt} rebuilt buckets (int32)", 0)]
+    out.append(Shape("metadata", BROADCAST, 2 * dims, None, f"DDP's parameter shape check at construction: sizes and "
+                                                            f"strides of {len(params)} parameters (2 × {dims} dims, "
+                                                            "int64)", 0))
+    if rebuilt:  # none with find_unused_parameters=True: its buckets are never rebuilt
+        out += [Shape("metadata", BROADCAST, len(params) + 1, None, f"DDP's bucket-order sync after the first "
+                                                                    f"iteration: {len(params)} parameter indices + 1 "
+                                                                    "(int32)", 0),
+                Shape("metadata", BROADCAST, rebuilt, None, f"DDP's bucket-count sync after the first iteration: "
+                                                            f"{rebuilt} rebuilt buckets (int32)", 0)]
     return out

@@ -5,8 +5,18 @@ use_orig_params=True every parameter starts on a 16-byte boundary, so padding of
 goes in front of any parameter that would not; the total is then padded to a multiple of the world size. All-gather
 NumelIn = padded / world, reduce-scatter NumelIn = padded. FSDP2 (fully_shard) shards every parameter on dim 0,
 padding dim 0 to a multiple of the world size, and gathers a unit's shards in one all-gather: NumelIn = the sum over
-its parameters of ceil(dim0 / world) x the other dims. The units are the model's blocks (the modules its own code
-says must not be split, else each member of a repeated list), then the root holding the rest.
+its parameters of ceil(dim0 / world) x the other dims; the reduce-scatter holds only the unit's parameters that
+get a gradient (frozen ones are gathered but never reduced: _fsdp_collectives.py foreach_reduce). FSDP1 with
+use_orig_params=True reduce-scatters a partly frozen FlatParameter whole, and a wholly frozen one not at all
+(recorded). The units are
+the model's blocks (the classes the user's wrap policy names, else the modules its own code says must not be split,
+else each member of a container of identical modules), then the root holding the rest.
+
+Hybrid sharding (FSDP2 fully_shard on a 2-D DeviceMesh (replicate, shard); FSDP1 HYBRID_SHARD) shards over the
+shard dimension only: the all-gathers and reduce-scatters above run in the shard group, with the shard group's size
+as the world; then the replicate group all-reduces each unit's reduced gradient shard (FSDP2: the sum of the
+gradient shards; FSDP1: padded / shard size). Without the mesh, every split of the group into replicas x shards is
+tried for that all-reduce.
 """
 
 from __future__ import annotations
@@ -16,7 +26,7 @@ from collections.abc import Sequence
 
 from ncclcheck.explain.layouts.base import Setting, Shape, ceil_div
 from ncclcheck.explain.layouts.ddp import BROADCAST_BYTES, buckets
-from ncclcheck.explain.ops import ALLGATHER, BROADCAST, REDUCESCATTER
+from ncclcheck.explain.ops import ALLGATHER, ALLREDUCE, BROADCAST, REDUCESCATTER
 from ncclcheck.explain.params import Param, describe
 from ncclcheck.transfer import DTYPE_BYTES
 
@@ -59,10 +69,22 @@ def unit_sets(s: Setting) -> list[tuple[str, list[Param]]]:
     return out
 
 
-def shapes(s: Setting) -> list[Shape]:
+def _splits(s: Setting) -> tuple[int | None, list[tuple[int, int]]]:
+    """The shard group's size, and the (replicas, shard size) splits whose replicate all-reduce is possible: the mesh
+    given, else every split of the group into at least two replicas of at least two ranks."""
+    if s.mesh:
+        return s.mesh[1], [s.mesh]
     w = s.world
+    if not w:
+        return None, []
+    return w, [(w // d, d) for d in range(2, w // 2 + 1) if w % d == 0]
+
+
+def shapes(s: Setting) -> list[Shape]:
+    w, splits = _splits(s)
     if not w or not s.params:
         return []
+    on = f" in the shard group (mesh dimension 1, {w} ranks)" if s.mesh else ""
     out: list[Shape] = []
     seen: set[tuple[str, ...]] = set()
     align = max(ALIGN_BYTES // s.itemsize, 1)
@@ -76,21 +98,42 @@ def shapes(s: Setting) -> list[Shape]:
             what += f", {describe(s.params, ps)}"
         variants = {flat_numel(ps, w, align): f", use_orig_params=True ({align}-element alignment before each "
                                               "parameter)", flat_numel(ps, w): ""}  # equal sizes: one, unqualified
+        reduced = any(p.trainable for p in ps)  # a FlatParameter with any gradient reduces all of it (recorded)
         for padded, how in variants.items():
-            out += [Shape("fsdp_unit", ALLGATHER, padded // w, padded,
-                          f"FSDP1 FlatParameter of {what}{how}: {padded:,} elements padded to a multiple of {w}, "
-                          f"1/{w} per rank", 0, key),
-                    Shape("fsdp_unit", REDUCESCATTER, padded, padded // w,
-                          f"FSDP1 gradient of {what}{how}: the padded FlatParameter ({padded:,}) reduce-scattered "
-                          f"over {w}", 0, key)]
+            out.append(Shape("fsdp_unit", ALLGATHER, padded // w, padded,
+                             f"FSDP1 FlatParameter of {what}{how}: {padded:,} elements padded to a multiple of {w}, "
+                             f"1/{w} per rank{on}", 0, key))
+            if not reduced:
+                continue
+            out.append(Shape("fsdp_unit", REDUCESCATTER, padded, padded // w,
+                             f"FSDP1 gradient of {what}{how}: the padded FlatParameter ({padded:,}, frozen parts "
+                             f"included) reduce-scattered over {w}{on}", 0, key))
+            for replicas, size in splits:
+                flat = padded if size == w else flat_numel(ps, size, align if how else 0)
+                out.append(Shape("fsdp_unit", ALLREDUCE, flat // size, None,
+                                 f"FSDP1 HYBRID_SHARD gradient shard of {what}{how} all-reduced in the replicate group "
+                                 f"(mesh dimension 0, {replicas} replicas of {size} ranks): {flat:,} padded elements / "
+                                 f"{size}", 0, key))
         out += _synced_states(s, name, ps, what)
         shard = sum(fsdp2_shard(p, w) for p in ps)
-        out += [Shape("fsdp2_unit", ALLGATHER, shard, shard * w,
-                      f"FSDP2 fully_shard unit {what}: {len(ps)} parameters, dim 0 of each padded to a multiple "
-                      f"of {w}", 0, key),
-                Shape("fsdp2_unit", REDUCESCATTER, shard * w, shard,
-                      f"FSDP2 gradient of {what}: {len(ps)} parameters, dim 0 of each padded to a multiple of {w}",
-                      0, key)]
+        out.append(Shape("fsdp2_unit", ALLGATHER, shard, shard * w,
+                         f"FSDP2 fully_shard unit {what}: {len(ps)} parameters, dim 0 of each padded to a multiple "
+                         f"of {w}{on}", 0, key))
+        grads = [p for p in ps if p.trainable]
+        if not grads:
+            continue
+        gkey = tuple(p.name for p in grads)
+        frozen = f" (the {len(ps) - len(grads)} frozen ones are gathered, never reduced)" if len(grads) < len(ps) else ""
+        gshard = sum(fsdp2_shard(p, w) for p in grads)
+        out.append(Shape("fsdp2_unit", REDUCESCATTER, gshard * w, gshard,
+                         f"FSDP2 gradient of {what}: {len(grads)} parameters{frozen}, dim 0 of each padded to a "
+                         f"multiple of {w}{on}", 0, gkey))
+        for replicas, size in splits:
+            part = gshard if size == w else sum(fsdp2_shard(p, size) for p in grads)
+            out.append(Shape("fsdp2_unit", ALLREDUCE, part, None,
+                             f"HSDP (fully_shard on a 2-D mesh) gradient shard of {what} all-reduced in the replicate "
+                             f"group (mesh dimension 0, {replicas} replicas of {size} ranks): {len(grads)} "
+                             f"parameters{frozen}, dim 0 of each padded to a multiple of {size}", 0, gkey))
     return out
 
 

@@ -5,7 +5,13 @@ input gradient in the backward pass; with sequence parallelism those become an a
 reduce-scatter of B x S x H. When the model is distributed, column-wise layers scatter weight and bias on dim 0,
 row-wise layers scatter the weight on dim 1 and broadcast the bias whole (it is replicated); a shard is ceil(dim /
 tp) of the split dimension (torch/distributed/tensor/parallel/style.py). Which layer is which comes from the model's
-own plan (a transformers config's base_model_tp_plan) where the table has one, else from Llama-style names.
+own plan (a transformers config's base_model_tp_plan) where the table has one, else from Llama-style names. The
+plan's other styles: ``colwise_gather_output`` gathers the layer's output (an all-gather of B x S x out/tp, as
+ColwiseParallel(output_layouts=Replicate())), ``rowwise_split_input`` takes a whole input and splits it locally, so
+its backward gathers the input gradient (B x S x in/tp; RowwiseParallel(input_layouts=Replicate())),
+``packed_colwise`` splits a fused tensor (gate and up) column-wise, ``replicated_with_grad_allreduce`` keeps the
+parameter whole and all-reduces its gradient; styles that keep a parameter local (``moe_tp_experts``,
+``local_*``, sequence parallel norms) move no shard of it.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ _ROWWISE = ("o_proj", "down_proj", "attn.proj")
 
 
 def _style(s: Setting, name: str, shape: tuple[int, ...]) -> str | None:
-    """colwise, rowwise or None (not split) for one parameter."""
+    """The plan's style for one parameter (colwise, rowwise, colwise_gather_output, ...) or None (not split)."""
     if s.table.tp_plan:
         return s.table.style(name)
     if len(shape) not in (1, 2) or "norm" in name:
@@ -46,10 +52,20 @@ def shapes(s: Setting) -> list[Shape]:
         return out
     seen: set[tuple[str, str, int]] = set()
     for p in s.params:
-        style = _style(s, p.name, p.shape)
+        full = _style(s, p.name, p.shape)
+        if full == "replicated_with_grad_allreduce" and p.trainable:
+            generic = _generic(p.name)
+            if ("grad", generic, p.numel) not in seen:
+                seen.add(("grad", generic, p.numel))
+                out.append(Shape("tp_replicated", ALLREDUCE, p.numel, None,
+                                 f"tensor-parallel replicated parameter {generic} {list(p.shape)}: its gradient "
+                                 f"all-reduced over the {tp} ranks (replicated_with_grad_allreduce)", 0, (p.name,)))
+            continue
+        style = _base_style(full)
         if style is None or not p.shape or len(p.shape) > 2:
             continue
         generic = _generic(p.name)
+        out += _gathered(s, full, p, tp, seen)
         if style == "rowwise" and len(p.shape) == 1:
             if ("replicated", generic, p.numel) not in seen:
                 seen.add(("replicated", generic, p.numel))
@@ -70,3 +86,33 @@ def shapes(s: Setting) -> list[Shape]:
 
 def _generic(name: str) -> str:
     return re.sub(r"\.(\d+)\.", ".N.", name)
+
+
+def _base_style(style: str | None) -> str | None:
+    """colwise or rowwise for the styles that shard a parameter, None for those that keep it whole or local."""
+    if style in ("colwise", "colwise_gather_output", "packed_colwise"):
+        return "colwise"
+    if style in ("rowwise", "rowwise_split_input"):
+        return "rowwise"
+    return None
+
+
+def _gathered(s: Setting, style: str | None, p, tp: int, seen: set) -> list[Shape]:
+    """The activation all-gather a plan style adds: a gathered output (forward) or a gathered input gradient
+    (backward), B x S x d/tp per rank."""
+    m = s.model
+    if not (m.batch and m.seq) or len(p.shape) != 2 or not p.name.endswith("weight"):
+        return []
+    if style == "colwise_gather_output":
+        d, what = p.shape[0], "output gathered (colwise_gather_output), forward"
+    elif style == "rowwise_split_input":
+        d, what = p.shape[1], "input gradient gathered (rowwise_split_input), backward"
+    else:
+        return []
+    if d % tp or ("gather", _generic(p.name), d) in seen:
+        return []
+    seen.add(("gather", _generic(p.name), d))
+    bs = m.batch * m.seq
+    return [Shape("tp_activation", ALLGATHER, bs * d // tp, bs * d,
+                  f"tensor-parallel activation of {_generic(p.name).rpartition('.')[0]}: B×S×{d}/tp = "
+                  f"{m.batch}×{m.seq}×{d}/{tp}, {what}", 0, (p.name,))]

@@ -1,0 +1,174 @@
+"""What the user's training setup changes in a model's table: frozen parameters, a LoRA adapter, the blocks their
+wrap policy names.
+
+Each is a plain function from one ``Table`` to another, so it applies to any source (a model built from its config,
+the user's module, a checkpoint) and needs neither torch nor peft. The LoRA rule is PEFT's (peft/tuners/lora): every
+targeted linear layer keeps its weight as ``<layer>.base_layer.weight`` and gains ``<layer>.lora_A.default.weight``
+[r, in] and ``<layer>.lora_B.default.weight`` [out, r] right after it; the model is wrapped twice, so every name
+starts with ``base_model.model.``; only the adapter (and, with ``bias``, the biases it names) gets gradients.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ncclcheck.explain.counts import ExplainError
+from ncclcheck.explain.params import Param
+from ncclcheck.explain.table import Table
+
+ADAPTER_FILE = "adapter_config.json"
+PEFT_PREFIX = "base_model.model."
+_LINEAR = ("Linear", "Conv1D")  # the layer classes a LoRA adapter wraps as linear (GPT-2's Conv1D is [in, out])
+
+
+def freeze(table: Table, patterns: Sequence[str]) -> Table:
+    """Parameters whose name matches a glob pattern (``model.layers.0.*``) get no gradient."""
+    if not patterns:
+        return table
+    hit = [p.name for p in table.params if any(fnmatch.fnmatchcase(p.name, pat) for pat in patterns)]
+    if not hit:
+        raise ExplainError(f"--frozen {' '.join(patterns)}: matches no parameter of the model")
+    frozen = set(hit)
+    params = tuple(replace(p, trainable=False) if p.name in frozen else p for p in table.params)
+    return replace(table, params=params, notes=(*table.notes, f"{len(hit)} parameters frozen (--frozen)"))
+
+
+def read_adapter(path: str) -> dict:
+    """A PEFT adapter config (the file, or the folder holding adapter_config.json)."""
+    file = os.path.join(path, ADAPTER_FILE) if os.path.isdir(path) else path
+    try:
+        with open(file, encoding="utf-8") as f:
+            cfg = json.load(f)
+    except OSError as exc:
+        raise ExplainError(f"{file}: cannot read ({exc.strerror or exc})") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ExplainError(f"{file}: not JSON ({exc})") from None
+    if not isinstance(cfg, dict):
+        raise ExplainError(f"{file}: not an adapter config (a JSON object)")
+    kind = str(cfg.get("peft_type") or "LORA").upper()
+    if kind != "LORA":
+        raise ExplainError(f"{file}: peft_type {kind} is not one explain knows (LORA)")
+    if not isinstance(cfg.get("r"), int) or cfg["r"] < 1 or not cfg.get("target_modules"):
+        raise ExplainError(f"{file}: a LoRA adapter config needs r (a positive integer) and target_modules")
+    return cfg
+
+
+def adapter_beside(config: str | None) -> str | None:
+    """The adapter config in the folder of the base model's config, if there is one."""
+    if not config:
+        return None
+    folder = config if os.path.isdir(config) else os.path.dirname(config) or "."
+    found = os.path.join(folder, ADAPTER_FILE)
+    return found if os.path.isfile(found) else None
+
+
+def _targeted(layer: str, targets: object, classes: dict[str, str], head: str) -> bool:
+    """PEFT's match of a layer path against target_modules: a regex matched whole, a list of names matched at the
+    end of the path, or "all-linear" (every linear layer but the output head)."""
+    if classes and classes.get(layer) not in _LINEAR:
+        return False
+    if isinstance(targets, str):
+        if targets.lower().replace("_", "-") == "all-linear":
+            return layer != head and layer.rpartition(".")[2] != "lm_head"
+        return re.fullmatch(targets, layer) is not None
+    return any(layer == t or layer.endswith("." + t) for t in targets)  # type: ignore[attr-defined]
+
+
+def with_lora(table: Table, cfg: dict, where: str) -> Table:
+    """The table PEFT's get_peft_model gives for this LoRA adapter config."""
+    r, targets = cfg["r"], cfg["target_modules"]
+    bias = cfg.get("bias") or "none"
+    only = cfg.get("layers_to_transform")
+    only = {only} if isinstance(only, int) else set(only or ())
+    classes = dict(table.classes)
+    weights = {p.name.rpartition(".")[0]: p for p in table.params if p.name.endswith(".weight") and len(p.shape) == 2}
+    head = table.params[-1].name.rpartition(".")[0] if table.params else ""
+    layers = {layer for layer in weights if _targeted(layer, targets, classes, head)
+              and (not only or any(f".{k}." in f".{layer}." for k in only))}
+    if not layers:
+        raise ExplainError(f"{where}: target_modules {targets!r} matches no linear layer of the model")
+    out: list[Param] = []
+    adapters: dict[str, tuple[str, str]] = {}  # layer -> (lora_A name, lora_B name)
+    for k, p in enumerate(table.params):
+        layer, _, leaf = p.name.rpartition(".")
+        if layer not in layers:
+            out.append(replace(p, name=PEFT_PREFIX + p.name, trainable=bias == "all" and leaf == "bias"))
+            continue
+        out.append(replace(p, name=f"{PEFT_PREFIX}{layer}.base_layer.{leaf}", trainable=bias != "none" and leaf == "bias"))
+        following = table.params[k + 1].name.rpartition(".")[0] if k + 1 < len(table.params) else None
+        if following != layer:  # base_layer's weight and bias come first, then lora_A and lora_B
+            w = weights[layer]
+            fan_out, fan_in = (w.shape[1], w.shape[0]) if classes.get(layer) == "Conv1D" else w.shape[:2]
+            a, b = f"{PEFT_PREFIX}{layer}.lora_A.default.weight", f"{PEFT_PREFIX}{layer}.lora_B.default.weight"
+            out += [Param(a, (r, fan_in), w.dtype, True), Param(b, (fan_out, r), w.dtype, True)]
+            adapters[layer] = (a, b)
+    ready: list[str] = []
+    for name in table.ready:  # the adapter's gradients are ready when its layer's backward runs: B, then A
+        layer = name.rpartition(".")[0]
+        if layer in adapters and name.endswith(".weight"):
+            ready += [adapters[layer][1], adapters[layer][0]]
+        else:
+            ready.append(PEFT_PREFIX + name)
+    alpha = cfg.get("lora_alpha", r)
+    note = (f"LoRA adapter from {where}: r={r}, lora_alpha={alpha}, {len(layers)} layers "
+            f"({', '.join(sorted({x.rpartition('.')[2] for x in layers}))}); the base model is frozen")
+    if cfg.get("modules_to_save"):
+        note += f"; modules_to_save ({', '.join(cfg['modules_to_save'])}) not modelled"
+    if cfg.get("use_dora"):
+        note += "; DoRA's magnitude vectors not modelled"
+    return replace(table, params=tuple(out),
+                   buffers=tuple(replace(b, name=PEFT_PREFIX + b.name) for b in table.buffers),
+                   blocks=tuple(PEFT_PREFIX + b for b in table.blocks), ready=tuple(ready),
+                   embedding=PEFT_PREFIX + table.embedding if table.embedding else "",
+                   source=f"{table.source}, with a LoRA adapter", notes=(*table.notes, note),
+                   classes=tuple((PEFT_PREFIX + n if n else n, c) for n, c in table.classes),
+                   tied=tuple((PEFT_PREFIX + a, PEFT_PREFIX + b) for a, b in table.tied))
+
+
+def with_blocks(table: Table, names: Sequence[str]) -> Table:
+    """The units a wrap policy naming these classes forms (``ModuleWrapPolicy({Bottleneck})``, fully_shard on each
+    such module), wherever they sit (a ModuleList, an nn.Sequential, any container). A block holding a tied weight
+    whose other name lies outside it is not a unit of its own: FSDP2 cannot shard one tensor into two units."""
+    if not names:
+        return table
+    if not table.classes:
+        raise ExplainError("--block-class needs the model's module tree: give --config (with transformers) or --module")
+    wanted = set(names)
+    found = [n for n, c in table.classes if n and c in wanted]
+    if not found:
+        known = sorted({c for _, c in table.classes})
+        raise ExplainError(f"--block-class {', '.join(names)}: no module of that class (the model has: "
+                           f"{', '.join(known[:30])}{', ...' if len(known) > 30 else ''})")
+
+    def inside(name: str, block: str) -> bool:
+        return name.startswith(block + ".")
+
+    kept = [b for b in found if not any(inside(a, b) != inside(c, b) for a, c in table.tied)]
+    notes = list(table.notes)
+    if len(kept) < len(found):
+        notes.append(f"{len(found) - len(kept)} modules of the named classes hold a weight tied to one outside them, "
+                     "so they stay in their parent's unit")
+    return replace(table, blocks=tuple(kept), notes=tuple(notes))
+
+
+def customise(table: Table, frozen: Sequence[str] = (), adapter: str | None = None,
+              block_classes: Sequence[str] = ()) -> Table:
+    """The table as the user trains it: their wrap policy's blocks, then the LoRA adapter, then frozen patterns
+    (named as the adapter names them)."""
+    table = with_blocks(table, block_classes)
+    if adapter:
+        table = with_lora(table, read_adapter(adapter), adapter)
+    return freeze(table, frozen)
+
+
+def parse_mesh(text: str) -> tuple[int, int]:
+    """``2x4`` (replicate x shard), as HSDP's DeviceMesh is laid out."""
+    parts = re.split(r"\s*[x×*,]\s*", text.strip().lower())
+    if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise ExplainError(f"--mesh {text}: expected REPLICAxSHARD, such as 2x4")
+    return int(parts[0]), int(parts[1])
