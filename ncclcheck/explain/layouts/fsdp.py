@@ -69,6 +69,10 @@ def unit_sets(s: Setting) -> list[tuple[str, list[Param]]]:
     return out
 
 
+# HSDP meshes are guessed from the world's divisors up to this world (a million ranks); past it only --mesh names one.
+MAX_GUESSED_WORLD = 1 << 20
+
+
 def _splits(s: Setting) -> tuple[int | None, list[tuple[int, int]]]:
     """The shard group's size, and the (replicas, shard size) splits whose replicate all-reduce is possible: the mesh
     given, else every split of the group into at least two replicas of at least two ranks."""
@@ -77,7 +81,10 @@ def _splits(s: Setting) -> tuple[int | None, list[tuple[int, int]]]:
     w = s.world
     if not w:
         return None, []
-    return w, [(w // d, d) for d in range(2, w // 2 + 1) if w % d == 0]
+    if w > MAX_GUESSED_WORLD:  # a world no mesh is guessed for (its divisors would be tried one by one)
+        return w, []
+    shards = sorted({d for i in range(2, math.isqrt(w) + 1) if w % i == 0 for d in (i, w // i)})
+    return w, [(w // d, d) for d in shards if 2 <= d <= w // 2]
 
 
 def shapes(s: Setting) -> list[Shape]:
