@@ -462,7 +462,7 @@ def explain_cmd(
     except ExplainError as exc:
         usage_error(str(exc))
     explanations = [explain(n_in, merge(shape, world_size=ranks), n_out, o, dtype, strat, table, bucket_cap_mb,
-                            dtype_from, grid, find_unused) for o, n_in, n_out, ranks in triples]
+                            grid, find_unused, dtype_from=dtype_from) for o, n_in, n_out, ranks in triples]
     gather_world, sizes = size_table(shape, ("float32", "bfloat16"), table) if not triples else (None, [])
     if not triples and not sizes:
         usage_error("nothing to show: give --numel/--log, or the model shape (--batch --seq --hidden or "

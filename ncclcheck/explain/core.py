@@ -248,8 +248,8 @@ def _as_gloo_records(shapes: Sequence[Shape]) -> list[Shape]:
 
 def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = None, dtype: str = "float32",
             strategy: str | None = None, table: Table | None = None,
-            bucket_cap_mb: float | None = None, dtype_from: str = "default", mesh: tuple[int, int] | None = None,
-            find_unused: bool = False) -> Explanation:
+            bucket_cap_mb: float | None = None, mesh: tuple[int, int] | None = None, find_unused: bool = False,
+            dtype_from: str = "default") -> Explanation:
     """Rank the candidates that could produce exactly ``n`` elements, with the facts that rule others out.
 
     ``table`` is the model's tensors (from the model itself, a checkpoint or a module); without one the built-in
