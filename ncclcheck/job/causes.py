@@ -594,8 +594,8 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
                          tuple(loc for _, loc, s in killed if s == sig)[:8],
                          f"{rank_phrase(ranks)} died of {sig} with no traceback" if ranks else
                          f"killed by {sig} with no traceback (the launcher's line names no rank)")
-    stops = [s for s in said if s.clue == "launcher" and ("death signal" in s.text or "CANCELLED AT" in s.text
-                                                           or formats.is_stop(s.text))
+    # Slurm's cancellations and mpirun's time limit are the launchers' stop lines (evidence/formats/).
+    stops = [s for s in said if s.clue == "launcher" and ("death signal" in s.text or formats.is_stop(s.text))
              or s.joined is not None and s.joined.event.kind in ("time_limit", "cancelled")]
     errors = [e for s in scans for e in s.errors if e.kind is not ErrorKind.EXCEPTION or "SignalException" not in e.message]
     timeouts = any(s.works or s.statuses for s in scans)
