@@ -72,3 +72,31 @@ def test_an_error_its_process_outlived_is_not_how_it_ended(write):
     v = run(log).verdict
     assert (v.kind.value, v.culprit_ranks) == ("rank_failed_first", (1,)), v.summary
     assert "GetTimeoutError" not in v.summary
+
+
+def test_slurm_cgroup_oom_kill_is_joined_to_the_task_its_memory_cgroup_names():
+    """The kernel's OOM account prints the killed process's memory cgroup, .../job_1/step_0/user/task_1: under srun,
+    one process a rank, that task is rank 1 (recorded on the GPU machine, tests/data/launchers/slurm-gpu/oom)."""
+    case = LAUNCHERS / "slurm-gpu" / "oom"
+    v = run(*(case / x for x in ("console.log", "dmesg.txt", "scontrol.txt", "jobcomp.txt"))).verdict
+    assert "joined by the Slurm task its memory cgroup names (" in v.summary and "dmesg.txt:200)" in v.summary
+    found = [f.message for f in v.findings if f.code == "host-record"]
+    assert len(found) == 2 and all("the whole job's record: it names no task or process" in t for t in found), found
+
+
+def test_slurm_task_numbers_join_only_ranks_srun_named(write):
+    """A memory cgroup's task that srun never reported is not made a rank (srun may run one torchrun a node)."""
+    console = write("console.log", "srun: error: vm: task 1: Out Of Memory")
+    kernel = write("dmesg.txt",
+                   "[Wed Nov 25 17:20:01 2026] oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=task_7,"
+                   "mems_allowed=0,oom_memcg=/system.slice/vm_slurmstepd.scope/job_1,task_memcg=/system.slice/"
+                   "vm_slurmstepd.scope/job_1/step_0/user/task_7,task=python3,pid=2672,uid=0",
+                   "[Wed Nov 25 17:20:01 2026] Memory cgroup out of memory: Killed process 2672 (python3) "
+                   "total-vm:637564kB, anon-rss:603520kB, file-rss:7452kB, shmem-rss:0kB, UID:0 pgtables:1252kB")
+    v = run(console, kernel).verdict
+    assert v.culprit_ranks == (1,) and "joined by the Slurm task" not in v.summary, v.summary
+
+
+def test_a_host_oom_reported_by_srun_is_not_called_a_cuda_allocation():
+    v = run(LAUNCHERS / "slurm-gpu" / "oom" / "console.log").verdict
+    assert "failed first: srun: error: vm: task 1: Out Of Memory (" in v.summary and "CUDA" not in v.summary

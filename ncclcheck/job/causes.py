@@ -436,9 +436,13 @@ _KERNELS = (
 )
 
 
+_CUDA_OOM = next(c.pattern for c in CATALOGUE if c.kind == "cuda_oom")
+
+
 def one_line(message: str) -> str:
-    """An error in one line: an OOM as its sizes, anything else cut at its first sentence that matters."""
-    if _c(r"out of memory").search(message):
+    """An error in one line: a GPU's OOM as its sizes, anything else cut at its first sentence that matters (a host's
+    OOM, "srun: error: vm: task 1: Out Of Memory", is quoted as it stands: it is no CUDA allocation)."""
+    if _CUDA_OOM.search(message):
         return oom_line(message)
     first = message.split(", NCCL version")[0].split(" Search for `")[0]
     return first if len(first) <= 200 else first[:197] + "..."
@@ -692,7 +696,8 @@ def describe(j: Joined, fired_s: float | None = None) -> str:
         text += ("; no input says which rank that was (torchrun's console or the ranks' NCCL lines give each "
                  "rank's PID, GPU and host)")
     elif j.by:
-        text += f"; joined by {'PID' if j.by == 'pid' else 'GPU bus ID' if j.by == 'bus' else 'host'}"
+        by = {"pid": "PID", "bus": "GPU bus ID", "slurm_task": "the Slurm task its memory cgroup names"}
+        text += f"; joined by {by.get(j.by, 'host')}"
     if j.caveat:
         text += f" ({j.caveat})"
     return text

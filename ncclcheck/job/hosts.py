@@ -76,7 +76,8 @@ def peers_lost(scans: Sequence[FileScan]) -> list[PeerLost]:
 
 @dataclass(frozen=True)
 class Joined:
-    """A host's or a scheduler's record and the ranks it is about; ``by`` says through what (pid, bus, host), and
+    """A host's or a scheduler's record and the ranks it is about; ``by`` says through what (pid, bus, slurm_task,
+    host), and
     ``caveat`` what makes the join less than certain."""
 
     event: SystemEvent
@@ -125,6 +126,25 @@ def _hosts_with_tables(scans: Sequence[FileScan]) -> dict[int, frozenset[str]]:
     return {r: frozenset(v) for r, v in names.items()}
 
 
+# Slurm's cgroup tree names the task a process ran as: v2 ``/system.slice/vm_slurmstepd.scope/job_1/step_0/user/
+# task_1``, v1 ``/slurm/uid_0/job_1/step_0/task_1``; the kernel's OOM account prints it as the killed one's memcg.
+_SLURM_TASK = re.compile(r"/job_\d+/step_[\w.]+/(?:user/)?task_(\d+)$")
+
+
+def _srun_tasks(scans: Sequence[FileScan]) -> set[int]:
+    """The ranks srun's own lines name as its tasks (``srun: error: vm: task 1: Out Of Memory``): there srun started
+    one process a rank, so a task number is a rank."""
+    return {r for s in scans for e in s.elastic
+            if e.rank is not None and e.host and e.local_rank is None and not e.agent_line
+            and (e.last_rank is None or e.last_rank - e.rank < SPAN_LIMIT)
+            for r in range(e.rank, (e.last_rank if e.last_rank is not None else e.rank) + 1)}
+
+
+def _slurm_task(ev: SystemEvent) -> int | None:
+    m = _SLURM_TASK.search(dict(ev.details).get("memcg", ""))
+    return int(m[1]) if m else None
+
+
 def join_events(scans: Sequence[FileScan]) -> list[Joined]:
     """Every host and scheduler record in the inputs, with the ranks it is about (none where nothing joins it;
     ``by`` is then "none" where the inputs place no rank at all, so that nothing could have joined it)."""
@@ -146,6 +166,8 @@ def join_events(scans: Sequence[FileScan]) -> list[Joined]:
         elif ev.bus is not None and (ranks := sorted(r for r, b in buses.items() if ev.bus in b and r not in elsewhere)):
             caveat = "" if short or not many_hosts else "the record names no host, and every host has a GPU there"
             out.append(Joined(ev, tuple(ranks), "bus", caveat))
+        elif (task := _slurm_task(ev)) is not None and task in _srun_tasks(scans) and task not in elsewhere:
+            out.append(Joined(ev, (task,), "slurm_task"))
         elif on_host:
             out.append(Joined(ev, tuple(sorted(on_host)), "host"))
         else:

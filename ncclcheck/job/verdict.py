@@ -718,7 +718,9 @@ def _host_findings(scans: Sequence[FileScan], cause: Diagnosis | None) -> list[F
         if cause is not None and j.event.loc in cause.locs:
             continue
         text = describe(j)
-        if not j.ranks and j.by == "":
+        if not j.ranks and j.by == "" and j.event.source == "slurm" and j.event.pid is None and j.event.host is None:
+            text += "; the whole job's record: it names no task or process"
+        elif not j.ranks and j.by == "":
             text += "; no rank of these inputs had that PID, GPU or host: another process's record"
         out.append(Finding(Severity.WARNING if j.ranks else Severity.INFO, "host-record", text, (j.event.loc,)))
     return out
