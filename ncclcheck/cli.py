@@ -409,7 +409,6 @@ def explain_cmd(
     Example: ncclcheck explain --model qwen2.5-7b --world-size 8 --op _ALLGATHER_BASE --numel 29132224
     """
     from ncclcheck.console import console
-    from ncclcheck.evidence.reader import resolve
     from ncclcheck.explain.adapt import as_trained, parse_mesh
     from ncclcheck.explain.core import explain, size_table
     from ncclcheck.explain.counts import MAX_NUMEL, ExplainError
@@ -450,6 +449,7 @@ def explain_cmd(
     elif numel_out is not None:
         usage_error("--numel-out needs --numel")
     if log:
+        from ncclcheck.evidence.reader import resolve
         from ncclcheck.job.analyze import analyze
         from ncclcheck.job.build import group_key
 
