@@ -39,6 +39,10 @@ TRUTH = DATA / "truth"
     ("FSDP_TRANSFORMER_CLS_TO_WRAP=GPT2Block,CLIPEncoderLayer", ("GPT2Block", "CLIPEncoderLayer")),
     ("LlamaDecoderLayer, LlamaDecoderLayer", ("LlamaDecoderLayer",)),
     ("{BertLayer}", ("BertLayer",)),
+    ("fsdp_transformer_layer_cls_to_wrap: 'T5Block'", ("T5Block",)),
+    ("--fsdp_transformer_layer_cls_to_wrap LlamaDecoderLayer", ("LlamaDecoderLayer",)),
+    ("--fsdp_transformer_layer_cls_to_wrap=GPT2Block", ("GPT2Block",)),
+    ('{"transformer_layer_cls_to_wrap": ["Qwen3DecoderLayer"], "version": 2}', ("Qwen3DecoderLayer",)),
     ("TRANSFORMER_BASED_WRAP", ()),  # Accelerate's default classes: the model's _no_split_modules, the table's own
 ])
 def test_a_wrap_policy_is_read_as_written(text, classes):

@@ -173,7 +173,9 @@ _UNMODELLED = {"size_based_auto_wrap_policy": "a size-based policy wraps by para
                "CustomPolicy": "a custom policy wraps whatever its function says",
                "always_wrap_policy": "always_wrap_policy wraps every module",
                "no_wrap": "NO_WRAP makes the whole model one unit"}
-_KEY_LINE = re.compile(r"^\s*[\"']?(" + "|".join(_CLASS_KEYS) + r")[\"']?\s*[:=]\s*(.*?)\s*,?\s*$")
+# A key and its value: ``key: v`` (YAML), ``"key": v,`` (JSON), ``KEY=v`` (environment), ``--key v`` or
+# ``--key=v`` (the launcher's flag).
+_KEY_LINE = re.compile(r"^\s*(?:--)?[\"']?(" + "|".join(_CLASS_KEYS) + r")[\"']?(?:\s*[:=]|\s)\s*(.*?)\s*,?\s*$")
 _POLICY_LINE = re.compile(r"^\s*[\"']?(?:fsdp_)?auto_wrap_policy[\"']?\s*[:=]\s*[\"']?(\w+)", re.IGNORECASE)
 _ITEM = re.compile(r"^\s*-\s*[\"']?([\w.]+)[\"']?\s*$")
 _CALLS = re.compile(r"\b(?:set|frozenset|tuple|list)\s*\(")  # {A} may be written set([A])
@@ -208,6 +210,14 @@ def _items(value: object) -> list[tuple[str, object]]:
     for k, v in value.items():
         out += _items(v) if isinstance(v, dict) else [(str(k), v)]
     return out
+
+
+def _flat(text: str) -> str:
+    """A JSON object's keys and values one a line, as YAML writes them (a JSON file or ``--fsdp_config '{...}'`` may
+    be one line); any other text as it is."""
+    with contextlib.suppress(ValueError):
+        return "\n".join(f"{k}: {json.dumps(v) if isinstance(v, list) else v}" for k, v in _items(json.loads(text)))
+    return text
 
 
 def _policy_argument(text: str) -> str | None:
@@ -267,8 +277,7 @@ def parse_wrap_policy(text: str) -> tuple[str, ...]:
             raise ExplainError(f"{text}: cannot read ({exc.strerror or exc})") from None
         except UnicodeDecodeError:
             raise ExplainError(f"{text}: not a text file") from None
-        with contextlib.suppress(ValueError):  # a JSON file may be one line: its keys are read one a line, as YAML's
-            body = "\n".join(f"{k}: {json.dumps(v) if isinstance(v, list) else v}" for k, v in _items(json.loads(body)))
+        body = _flat(body)
         named = [m.group(1) for line in body.splitlines() if (m := _POLICY_LINE.match(line))]
         if named and named[0].upper() != "TRANSFORMER_BASED_WRAP":  # the launcher reads the classes only then
             _unmodelled(named[0], where)
@@ -282,7 +291,7 @@ def parse_wrap_policy(text: str) -> tuple[str, ...]:
             return ()
         raise ExplainError(f"{text}: names no class to wrap (no {', '.join(_CLASS_KEYS[:2])}, "
                            "transformer_auto_wrap_policy or ModuleWrapPolicy)")
-    found = _from_lines([text], where)
+    found = _from_lines(_flat(text).splitlines() if text.lstrip().startswith("{") else [text], where)
     if found is not None:
         return found
     policy = _policy_argument(text)
