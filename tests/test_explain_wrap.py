@@ -243,3 +243,31 @@ def test_analyze_logs_training_options_need_a_model(tmp_path):
     log = str(_watchdog(tmp_path, "ALLREDUCE", 9, 9, 2))
     r = CliRunner().invoke(app, ["analyze-log", log, "--mesh", "2x2"])
     assert r.exit_code == 2 and "describe the model: give --config, --checkpoint or --module too" in r.stderr
+
+
+@needs_hf
+def test_the_recorded_run_wrapped_by_its_policy_as_written(tmp_path):
+    """fsdp1-wrapped-w2: a Llama (hidden 184, MLP 503, vocabulary 5,003, two layers) wrapped by
+    functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={LlamaMLP}), as recorded. By hand: each MLP
+    is gate, up and down, 3 x 503 x 184 = 277,656, gathered as 138,828 per rank; the root unit is the rest, embedding
+    and head 2 x 5,003 x 184 = 1,841,104, two layers' attention 2 x (176 + 88 + 88 + 176) x 184 = 194,304, their norms
+    4 x 184 and the final norm 184: 2,036,328, 1,018,164 per rank. Without the policy (decoder layers as units) neither
+    count is a unit."""
+    run = json.loads((TRUTH / "fsdp1-wrapped-w2.json").read_text())
+    cfg = _config(tmp_path, "fsdp1-wrapped-w2")
+    yaml = tmp_path / "accelerate.yaml"
+    yaml.write_text(ACCELERATE_YAML.replace("LlamaDecoderLayer", "LlamaMLP"))
+    for n, what in ((138828, "FSDP1 FlatParameter of block model.layers.0.mlp: 277,656 elements padded to a multiple "
+                              "of 2, 1/2 per rank"),
+                    (1018164, "FSDP1 FlatParameter of the root unit (everything outside the wrapped blocks), 15 "
+                              "tensors: model.embed_tokens.weight")):
+        assert {(c["op"], c["truth"]["kind"]) for c in run["collectives"] if c["numel_in"] == n} == {
+            ("gloo:all_gather", "fsdp_unit")}
+        args = ["explain", "--config", cfg, "--numel", str(n), "--numel-out", str(2 * n), "--op", "_ALLGATHER_BASE",
+                "--json"]
+        outs = [CliRunner().invoke(app, [*args, "--wrap-policy", p]) for p in (run["wrap_policy"], str(yaml))]
+        assert outs[0].exit_code == 0 and outs[0].stdout == outs[1].stdout
+        first = json.loads(outs[0].stdout)["explanations"][0]["candidates"][0]
+        assert first["kind"] == "fsdp_unit" and first["description"].startswith(what)
+        plain = json.loads(CliRunner().invoke(app, args).stdout)["explanations"][0]["candidates"]
+        assert not any(c["kind"] == "fsdp_unit" and c["exact"] for c in plain)
