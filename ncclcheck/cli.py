@@ -20,7 +20,7 @@ from typer.core import TyperCommand
 from ncclcheck import __version__
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from ncclcheck.evidence.reader import Source
     from ncclcheck.evidence.types import FileScan, InputProblem
@@ -96,6 +96,9 @@ def _complete_strategies(incomplete: str) -> list[str]:
     return [x for x in STRATEGIES if x.startswith(incomplete)]
 
 
+WRAP_POLICY_HELP = ("Your FSDP auto-wrap policy as written: transformer_auto_wrap_policy(transformer_layer_cls="
+                    "{LlamaDecoderLayer}), ModuleWrapPolicy({Block}), fsdp_transformer_layer_cls_to_wrap: A,B, or the "
+                    "Accelerate YAML / Trainer fsdp_config JSON that holds it (read, never run).")
 # Inputs from which on analyze-log shows its progress on a terminal: 64 MiB take about a second to read, and so do
 # about this many per-rank files (each file costs its open and a parser of its own).
 MANY_FILES = 1000
@@ -136,6 +139,17 @@ def analyze_log(
                                                                                 "beside config.json.")] = False,
     bucket_cap_mb: Annotated[Optional[float], typer.Option(min=0.001, help="DDP's bucket_cap_mb, if the job set "
                                                                            "it.")] = None,
+    mesh: Annotated[Optional[str], typer.Option(help="HSDP's 2-D mesh, REPLICAxSHARD, for the same.")] = None,
+    find_unused: Annotated[bool, typer.Option("--find-unused-parameters", help="The job built DDP with "
+                                                                                "find_unused_parameters=True.")]
+    = False,
+    block_class: Annotated[Optional[list[str]], typer.Option("--block-class", help="A class your FSDP wrap policy "
+                                                                                   "wraps (repeatable).")] = None,
+    wrap_policy: Annotated[Optional[str], typer.Option("--wrap-policy", help=WRAP_POLICY_HELP)] = None,
+    frozen: Annotated[Optional[list[str]], typer.Option("--frozen", help="Parameters that get no gradient, as a "
+                                                                         "glob on their names (repeatable).")] = None,
+    adapter: Annotated[Optional[str], typer.Option(help="A PEFT LoRA adapter_config.json (or its folder); one "
+                                                        "beside --config is read without it.")] = None,
     attempt: Annotated[str, typer.Option("--attempt", metavar="N|last|all", help="Which attempt of a job torchrun "
                                          "restarted to analyse: its number, the last (default), or all of them.")]
     = "last",
@@ -174,7 +188,8 @@ def analyze_log(
         warn(f"{exc.name}: {exc.message}")
         unreadable.append(InputProblem(exc.name, exc.message, fatal=True))
 
-    tensor_of = _tensor_of(config, checkpoint, module, trust_remote_code, dtype, bucket_cap_mb)
+    tensor_of = _tensor_of(config, checkpoint, module, trust_remote_code, dtype, bucket_cap_mb, mesh, find_unused,
+                           block_class or (), wrap_policy, frozen or (), adapter)
     sources = resolve(paths, bad)
     total = sum(s.size() for s in sources)
     progress = None
@@ -278,10 +293,18 @@ def _write(path: str, text: str | bytes) -> None:
 
 
 def _tensor_of(config: Optional[str], checkpoint: Optional[str], module: Optional[str], trust_remote_code: bool,
-               dtype: str, bucket_cap_mb: Optional[float]) -> TensorOf | None:
-    """analyze-log's namer of the hung collective's tensor, from the model the user gave (None: none given)."""
+               dtype: str, bucket_cap_mb: Optional[float], mesh: Optional[str] = None, find_unused: bool = False,
+               block_class: Sequence[str] = (), wrap_policy: Optional[str] = None, frozen: Sequence[str] = (),
+               adapter: Optional[str] = None) -> TensorOf | None:
+    """analyze-log's namer of the hung collective's tensor, from the model the user gave and how they train it, as
+    explain takes them (None: no model given)."""
+    training = (mesh, find_unused, block_class, wrap_policy, frozen, adapter)
     if not (config or checkpoint or module):
+        if any(training):
+            usage_error("--mesh, --find-unused-parameters, --block-class, --wrap-policy, --frozen and --adapter "
+                        "describe the model: give --config, --checkpoint or --module too")
         return None
+    from ncclcheck.explain.adapt import as_trained, parse_mesh
     from ncclcheck.explain.counts import ExplainError
     from ncclcheck.explain.finding import tensor_finder
     from ncclcheck.explain.models import Model
@@ -289,12 +312,15 @@ def _tensor_of(config: Optional[str], checkpoint: Optional[str], module: Optiona
     from ncclcheck.explain.table import builtin_table
 
     try:
+        grid = parse_mesh(mesh) if mesh else None
         loaded = load(Model(), config, checkpoint, module, trust_remote_code)
+        for w in loaded.warnings:
+            warn(w)
+        table = as_trained(loaded.table or builtin_table(loaded.model), config, frozen, adapter, block_class,
+                           wrap_policy)
     except ExplainError as exc:
         usage_error(str(exc))
-    for w in loaded.warnings:
-        warn(w)
-    return tensor_finder(loaded.model, loaded.table or builtin_table(loaded.model), dtype, bucket_cap_mb)
+    return tensor_finder(loaded.model, table, dtype, bucket_cap_mb, grid, find_unused)
 
 
 def _count(value: Optional[str], flag: str) -> Optional[int]:
@@ -350,6 +376,7 @@ def explain_cmd(
     = False,
     block_class: Annotated[Optional[list[str]], typer.Option("--block-class", help="A class your FSDP wrap policy "
                                                                                    "wraps (repeatable).")] = None,
+    wrap_policy: Annotated[Optional[str], typer.Option("--wrap-policy", help=WRAP_POLICY_HELP)] = None,
     frozen: Annotated[Optional[list[str]], typer.Option("--frozen", help="Parameters that get no gradient, as a "
                                                                          "glob on their names (repeatable).")] = None,
     adapter: Annotated[Optional[str], typer.Option(help="A PEFT LoRA adapter_config.json (or its folder); one "
@@ -382,8 +409,7 @@ def explain_cmd(
     Example: ncclcheck explain --model qwen2.5-7b --world-size 8 --op _ALLGATHER_BASE --numel 29132224
     """
     from ncclcheck.console import console
-    from ncclcheck.evidence.reader import resolve
-    from ncclcheck.explain.adapt import adapter_beside, customise, parse_mesh
+    from ncclcheck.explain.adapt import as_trained, parse_mesh
     from ncclcheck.explain.core import explain, size_table
     from ncclcheck.explain.counts import MAX_NUMEL, ExplainError
     from ncclcheck.explain.models import PRESETS, Model, merge
@@ -423,6 +449,7 @@ def explain_cmd(
     elif numel_out is not None:
         usage_error("--numel-out needs --numel")
     if log:
+        from ncclcheck.evidence.reader import resolve
         from ncclcheck.job.analyze import analyze
         from ncclcheck.job.build import group_key
 
@@ -457,8 +484,8 @@ def explain_cmd(
             usage_error("no watchdog line with NumelIn found in " + ", ".join(log))
     strat = strategy.lower() if strategy else None
     try:
-        table = customise(loaded.table or builtin_table(shape), frozen or (), adapter or adapter_beside(config),
-                          block_class or ())
+        table = as_trained(loaded.table or builtin_table(shape), config, frozen or (), adapter, block_class or (),
+                           wrap_policy)
     except ExplainError as exc:
         usage_error(str(exc))
     explanations = [explain(n_in, merge(shape, world_size=ranks), n_out, o, dtype, strat, table, bucket_cap_mb,

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "tools"))
 import bench_explain  # noqa: E402
 
 TRUTH = sorted((Path(__file__).parent / "data" / "explain" / "truth").glob("*.json"))
-CASES = 2127  # distinct (op, NumelIn, NumelOut) of every run, as make bench-explain counts them
+CASES = 2153  # distinct (op, NumelIn, NumelOut) of every run, as make bench-explain counts them
 
 if installed("transformers") is None or installed("torch") is None:
     reason = "transformers and torch are not installed (make test installs both)"

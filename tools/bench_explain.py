@@ -68,10 +68,14 @@ def table_for(fx: dict, source: str):
 
 
 def customised(table, fx: dict):
-    """The run's own setup as a user states it: --block-class, the LoRA adapter config, --frozen."""
-    from ncclcheck.explain.adapt import freeze, with_blocks, with_lora
+    """The run's own setup as a user states it: --wrap-policy as the run wrote it (else --block-class), the LoRA
+    adapter config, --frozen."""
+    from ncclcheck.explain.adapt import as_trained, freeze, with_blocks, with_lora
 
-    table = with_blocks(table, fx.get("block_classes") or ())
+    if fx.get("wrap_policy"):
+        table = as_trained(table, wrap_policy=fx["wrap_policy"])
+    else:
+        table = with_blocks(table, fx.get("block_classes") or ())
     if fx.get("adapter"):
         table = with_lora(table, fx["adapter"], "adapter_config.json")
     return freeze(table, fx.get("freeze") or ())

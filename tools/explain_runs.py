@@ -40,8 +40,13 @@ LORA = {"r": 8, "lora_alpha": 16, "target_modules": ["q_proj", "v_proj"], "lora_
 FREEZE = ["model.embed_tokens.*", "model.layers.0.*", "model.layers.1.self_attn.*"]
 MODULE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "data", "explain",
                           "module")
+# A user's wrap policy as written (explain --wrap-policy reads it): FSDP1 wraps with torch's
+# transformer_auto_wrap_policy through functools.partial, FSDP2 calls fully_shard on each module of those classes
+# (as Accelerate does for a transformer-based policy); here the MLPs, not the decoder layers the model names.
+WRAP_POLICY = "functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={LlamaMLP})"
 EXTRAS = {"lora": {"adapter": LORA}, "frozen": {"freeze": FREEZE},
-          "convnet": {"module": "convnet:build", "block_classes": ["Bottleneck"]}}
+          "convnet": {"module": "convnet:build", "block_classes": ["Bottleneck"]},
+          "wrapped": {"wrap_policy": WRAP_POLICY, "block_classes": ["LlamaMLP"]}}
 
 
 def configs():
@@ -114,6 +119,8 @@ def configs():
         "frozen": ("LlamaForCausalLM", tf.LlamaConfig(hidden_size=176, intermediate_size=467, vocab_size=4001,
                                                       tie_word_embeddings=False, **small)),
         "convnet": ("ConvNet", tf.PretrainedConfig()),
+        "wrapped": ("LlamaForCausalLM", tf.LlamaConfig(hidden_size=184, intermediate_size=503, vocab_size=5003,
+                                                       tie_word_embeddings=False, **small)),
     })
     if hasattr(tf, "Qwen2_5_VLConfig"):
         out["qwen25vl"] = ("Qwen2_5_VLForConditionalGeneration", tf.Qwen2_5_VLConfig(
@@ -307,7 +314,14 @@ def run_one(strategy, name, cls, cfg, out_dir, rank, world, device, steps=STEPS)
 
         kinds = {type(m) for _, m in found}
         hybrid = {"sharding_strategy": ShardingStrategy.HYBRID_SHARD, "device_mesh": mesh2d} if mesh2d else {}
-        wrapped = FSDP(model, auto_wrap_policy=ModuleWrapPolicy(kinds),
+        policy = ModuleWrapPolicy(kinds)
+        if EXTRAS.get(name, {}).get("wrap_policy"):
+            import functools
+
+            from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
+
+            policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls=kinds)
+        wrapped = FSDP(model, auto_wrap_policy=policy,
                        device_id=device if device.type == "cuda" else torch.device("cpu"),
                        use_orig_params=strategy == "fsdp1_orig" or bool(frozen), **hybrid)
         layout["use_orig_params"] = strategy == "fsdp1_orig" or bool(frozen)
@@ -566,7 +580,8 @@ def collect(src, dst):
         fixture = {k: base.get(k) for k in ("strategy", "model", "world_size", "batch", "seq", "class", "config",
                                             "params", "buffers", "layout", "losses", "torch", "transformers",
                                             "backend")}
-        fixture.update({k: base[k] for k in ("frozen", "freeze", "adapter", "module", "block_classes") if base.get(k)})
+        fixture.update({k: base[k] for k in ("frozen", "freeze", "adapter", "module", "block_classes", "wrap_policy")
+                        if base.get(k)})
         fixture["ranks_agree"] = all(same(p) == same(per_rank[0]) for p in per_rank)
         colls = per_rank[0] or []
         for c in colls:

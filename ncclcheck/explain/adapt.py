@@ -10,6 +10,7 @@ starts with ``base_model.model.``; only the adapter (and, with ``bias``, the bia
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
 import os
@@ -156,6 +157,152 @@ def with_blocks(table: Table, names: Sequence[str]) -> Table:
     return replace(table, blocks=tuple(kept), notes=tuple(notes))
 
 
+# The keys under which a launcher's config names the classes to wrap: Accelerate's YAML and its launcher flag
+# (``fsdp_transformer_layer_cls_to_wrap``), the Trainer's ``fsdp_config`` (the same without ``fsdp_``, which the
+# Trainer strips), FullyShardedDataParallelPlugin's field and its environment variable (``FSDP_TRANSFORMER_CLS_TO_WRAP``).
+_CLASS_KEYS = ("fsdp_transformer_layer_cls_to_wrap", "transformer_layer_cls_to_wrap", "transformer_cls_names_to_wrap",
+               "FSDP_TRANSFORMER_CLS_TO_WRAP")
+# torch's policies that name classes (torch/distributed/fsdp/wrap.py): ModuleWrapPolicy(module_classes) and
+# transformer_auto_wrap_policy(transformer_layer_cls=...), directly or through functools.partial.
+_POLICY_ARGS = (re.compile(r"\b(?:transformer_layer_cls|module_classes)\s*=\s*(.*)", re.DOTALL),
+                re.compile(r"\bModuleWrapPolicy\s*\((.*)", re.DOTALL))
+# Policies that wrap by something other than a class: explain cannot tell their units from the model's tree.
+_UNMODELLED = {"size_based_auto_wrap_policy": "a size-based policy wraps by parameter count",
+               "size_based_wrap": "a size-based policy wraps by parameter count",
+               "lambda_auto_wrap_policy": "a lambda policy wraps whatever its function says",
+               "CustomPolicy": "a custom policy wraps whatever its function says",
+               "always_wrap_policy": "always_wrap_policy wraps every module",
+               "no_wrap": "NO_WRAP makes the whole model one unit"}
+# A key and its value: ``key: v`` (YAML), ``"key": v,`` (JSON), ``KEY=v`` (environment), ``--key v`` or
+# ``--key=v`` (the launcher's flag).
+_KEY_LINE = re.compile(r"^\s*(?:--)?[\"']?(" + "|".join(_CLASS_KEYS) + r")[\"']?(?:\s*[:=]|\s)\s*(.*?)\s*,?\s*$")
+_POLICY_LINE = re.compile(r"^\s*[\"']?(?:fsdp_)?auto_wrap_policy[\"']?\s*[:=]\s*[\"']?(\w+)", re.IGNORECASE)
+_ITEM = re.compile(r"^\s*-\s*[\"']?([\w.]+)[\"']?\s*$")
+_CALLS = re.compile(r"\b(?:set|frozenset|tuple|list)\s*\(")  # {A} may be written set([A])
+
+
+def _class_names(value: str, where: str) -> tuple[str, ...]:
+    """Class names from a written value: ``{LlamaDecoderLayer}``, ``[A, B]``, ``"A,B"``, ``set([A])``, dotted
+    (``transformers.models.llama.modeling_llama.LlamaDecoderLayer``, of which the class's own name counts)."""
+    text = _CALLS.sub("", value)
+    depth, end = 0, len(text)
+    for k, ch in enumerate(text):  # a policy's argument ends where its call's bracket closes
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if depth < 0 or (depth == 0 and ch in ";#\n"):
+            end = k
+            break
+    items = [i.strip().strip("\"'").strip() for i in re.split(r"[,\s]+", re.sub(r"[()\[\]{}]", " ", text[:end]))]
+    names = tuple(dict.fromkeys(i.rpartition(".")[2] for i in items if i))
+    bad = [n for n in names if not n.isidentifier()]
+    if bad or not names:
+        raise ExplainError(f"{where}: cannot read class names from {value.strip()!r} (expected names such as "
+                           "{LlamaDecoderLayer} or LlamaDecoderLayer,MistralDecoderLayer)")
+    return names
+
+
+def _items(value: object) -> list[tuple[str, object]]:
+    """Every key and value of a JSON object and the objects inside it (a Trainer's ``fsdp_config`` may sit inside
+    its training arguments), depth first."""
+    if not isinstance(value, dict):
+        raise ValueError("not a JSON object")
+    out: list[tuple[str, object]] = []
+    for k, v in value.items():
+        out += _items(v) if isinstance(v, dict) else [(str(k), v)]
+    return out
+
+
+def _flat(text: str) -> str:
+    """A JSON object's keys and values one a line, as YAML writes them (a JSON file or ``--fsdp_config '{...}'`` may
+    be one line); any other text as it is."""
+    with contextlib.suppress(ValueError):
+        return "\n".join(f"{k}: {json.dumps(v) if isinstance(v, list) else v}" for k, v in _items(json.loads(text)))
+    return text
+
+
+def _policy_argument(text: str) -> str | None:
+    """What follows the classes' keyword (or, without one, ModuleWrapPolicy's opening bracket)."""
+    for pattern in _POLICY_ARGS:
+        m = pattern.search(text)
+        if m:
+            return m.group(1)
+    return None
+
+
+def _unmodelled(text: str, where: str) -> None:
+    for word in re.findall(r"\w+", text):
+        why = _UNMODELLED.get(word) or _UNMODELLED.get(word.lower())
+        if why:
+            raise ExplainError(f"{where}: {why}, which explain does not model; name the classes it wraps "
+                               "(--block-class)")
+
+
+def _from_lines(lines: Sequence[str], where: str) -> tuple[str, ...] | None:
+    """The classes a YAML or JSON text names under one of ``_CLASS_KEYS`` (a value on the key's line, a flow or
+    JSON list, or a block list of ``- Name`` lines after it); None where no such key is there."""
+    for k, line in enumerate(lines):
+        m = _KEY_LINE.match(line)
+        if not m:
+            continue
+        value = m.group(2)
+        if value in ("", "["):  # a block list, or a JSON list over several lines
+            rest = []
+            for following in lines[k + 1:]:
+                item = _ITEM.match(following) or re.match(r"^\s*[\"']([\w.]+)[\"']\s*,?\s*$", following)
+                if not item:
+                    break
+                rest.append(item.group(1))
+            value = ",".join(rest)
+        if value.lower() in ("null", "none", "~", ""):
+            return None
+        return _class_names(value, where)
+    return None
+
+
+def parse_wrap_policy(text: str) -> tuple[str, ...]:
+    """The classes an FSDP auto-wrap policy names, read as the user wrote it, never evaluated:
+    ``transformer_auto_wrap_policy(transformer_layer_cls={LlamaDecoderLayer})`` (or through functools.partial),
+    ``ModuleWrapPolicy({Bottleneck})``, a launcher's key (``fsdp_transformer_layer_cls_to_wrap: LlamaDecoderLayer``,
+    ``"transformer_layer_cls_to_wrap": ["A", "B"]``, ``FSDP_TRANSFORMER_CLS_TO_WRAP=A,B``), a bare list of names
+    (``A,B``), or the file that holds one of these (an Accelerate YAML, a Trainer ``fsdp_config`` JSON, a script).
+
+    An empty result means a transformer-based policy that names no class (Accelerate's TRANSFORMER_BASED_WRAP
+    alone): it wraps the model's ``_no_split_modules``, the blocks the table already holds."""
+    where = f"--wrap-policy {text.strip()!r}"
+    if os.path.isfile(text):
+        try:
+            with open(text, encoding="utf-8") as f:
+                body = f.read()
+        except OSError as exc:
+            raise ExplainError(f"{text}: cannot read ({exc.strerror or exc})") from None
+        except UnicodeDecodeError:
+            raise ExplainError(f"{text}: not a text file") from None
+        body = _flat(body)
+        named = [m.group(1) for line in body.splitlines() if (m := _POLICY_LINE.match(line))]
+        if named and named[0].upper() != "TRANSFORMER_BASED_WRAP":  # the launcher reads the classes only then
+            _unmodelled(named[0], where)
+        found = _from_lines(body.splitlines(), where)
+        if found is not None:
+            return found
+        policy = _policy_argument(body)
+        if policy is not None:
+            return _class_names(policy, where)
+        if named:
+            return ()
+        raise ExplainError(f"{text}: names no class to wrap (no {', '.join(_CLASS_KEYS[:2])}, "
+                           "transformer_auto_wrap_policy or ModuleWrapPolicy)")
+    found = _from_lines(_flat(text).splitlines() if text.lstrip().startswith("{") else [text], where)
+    if found is not None:
+        return found
+    policy = _policy_argument(text)
+    if policy is not None:
+        return _class_names(policy, where)
+    if text.strip().upper() in ("TRANSFORMER_BASED_WRAP", "TRANSFORMER_AUTO_WRAP_POLICY"):
+        return ()
+    _unmodelled(text, where)
+    return _class_names(text, where)
+
+
 def customise(table: Table, frozen: Sequence[str] = (), adapter: str | None = None,
               block_classes: Sequence[str] = ()) -> Table:
     """The table as the user trains it: their wrap policy's blocks, then the LoRA adapter, then frozen patterns
@@ -164,6 +311,17 @@ def customise(table: Table, frozen: Sequence[str] = (), adapter: str | None = No
     if adapter:
         table = with_lora(table, read_adapter(adapter), adapter)
     return freeze(table, frozen)
+
+
+def as_trained(table: Table, config: str | None = None, frozen: Sequence[str] = (), adapter: str | None = None,
+               block_classes: Sequence[str] = (), wrap_policy: str | None = None) -> Table:
+    """The table under the user's training options, as ``explain`` and ``analyze-log --config`` both take them:
+    the classes ``--block-class`` names and those ``--wrap-policy`` names, the adapter given (else one beside the
+    config) and the frozen patterns."""
+    classes = list(block_classes)
+    if wrap_policy:
+        classes += [c for c in parse_wrap_policy(wrap_policy) if c not in classes]
+    return customise(table, frozen, adapter or adapter_beside(config), classes)
 
 
 def parse_mesh(text: str) -> tuple[int, int]:

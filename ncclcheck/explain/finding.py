@@ -10,8 +10,10 @@ from ncclcheck.job.model import Group, Work
 from ncclcheck.job.verdict import TensorOf
 
 
-def tensor_finder(model: Model, table: Table, dtype: str, bucket_cap_mb: float | None = None) -> TensorOf:
-    """A function naming the tensor of a collective: the best exact match for its op, counts and group size."""
+def tensor_finder(model: Model, table: Table, dtype: str, bucket_cap_mb: float | None = None,
+                  mesh: tuple[int, int] | None = None, find_unused: bool = False) -> TensorOf:
+    """A function naming the tensor of a collective: the best exact match for its op, counts and group size, under
+    the job's settings as explain takes them (bucket cap, HSDP mesh, find_unused_parameters)."""
 
     def find(w: Work, group: Group | None) -> Finding | None:
         n = w.numel_in or w.numel_out
@@ -20,7 +22,7 @@ def tensor_finder(model: Model, table: Table, dtype: str, bucket_cap_mb: float |
         size = group.size if group is not None and group.size and group.size > 1 else None
         m = merge(model, world_size=size)
         out = w.numel_out if w.numel_in else None
-        e = explain(n, m, out, w.op, dtype, None, table, bucket_cap_mb)
+        e = explain(n, m, out, w.op, dtype, None, table, bucket_cap_mb, mesh, find_unused)
         first = next((c for c in e.matches if c.verdict == MATCH), None)
         loc = (w.loc,) if w.loc is not None else ()
         what = f"{w.op or 'The collective'} {w.number} (NumelIn {n:,})"

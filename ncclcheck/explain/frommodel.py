@@ -362,14 +362,37 @@ def build_inputs(cfg: dict, path: str, trust_remote_code: bool) -> dict[str, obj
     return out
 
 
+def _no_model_index() -> None:
+    """Import ``transformers.models`` as a plain package, without running its ``__init__``.
+
+    That ``__init__`` lists what every one of the hundreds of model folders exports, by reading their files, so
+    that ``transformers.models.<Class>`` can be looked up lazily: a quarter of a second, and the largest part of a
+    cold answer past the import of torch and transformers themselves. Nothing explain imports needs that list:
+    transformers reaches a model's modules by their dotted names (``transformers.<Class>``, the auto classes and
+    ``CONFIG_MAPPING`` all import ``transformers.models.<folder>.<module>``), which a plain package resolves from
+    its path. Where ``transformers.models`` is already imported, it is left as it is."""
+    if "transformers.models" in sys.modules:
+        return
+    import transformers
+
+    spec = importlib.util.find_spec("transformers.models")
+    if spec is None or not spec.submodule_search_locations:
+        return
+    package = importlib.util.module_from_spec(spec)
+    sys.modules["transformers.models"] = package
+    setattr(transformers, "models", package)  # noqa: B010 (transformers is a lazy module: set it as the import would)
+
+
 def table_from_config(cfg: dict, path: str, trust_remote_code: bool = False) -> Table:
     """Build the config's model with transformers on the meta device and read its table."""
-    version = installed("transformers") if available("transformers") and available("torch") else None
-    if version is None:
+    if not (available("transformers") and available("torch")):
         raise ExplainError("transformers is not installed")
     _offline()
     import torch
     import transformers
+
+    version = str(transformers.__version__)
+    _no_model_index()
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     folder = path if os.path.isdir(path) else os.path.dirname(path) or "."
