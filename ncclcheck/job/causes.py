@@ -20,7 +20,7 @@ from ncclcheck.evidence import formats, stamps
 from ncclcheck.evidence.linear import then
 from ncclcheck.evidence.logparse import launcher_signal
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, SystemEvent
-from ncclcheck.job.hosts import Joined, join_events
+from ncclcheck.job.hosts import Joined, join_events, peers_lost
 from ncclcheck.job.xids import fatal, meaning
 from ncclcheck.ranks import rank_phrase
 
@@ -412,6 +412,8 @@ _BY_KIND = {c.kind: c for c in ALL_CAUSES}
 _BY_SIGNAL = {"SIGBUS": _BY_KIND["shm_bus_error"], "SIGSEGV": _BY_KIND["native_crash"],
               "SIGILL": _BY_KIND["native_crash"], "SIGFPE": _BY_KIND["native_crash"]}
 
+# A rank's word that a peer went away: gloo's closed or reset connection, NCCL's remote exit.
+PEER_LOST = re.compile(r"Connection (?:closed|reset)|closed by peer|remote process exit|ncclRemoteError", re.IGNORECASE)
 _SYSTEM = re.compile(r"unhandled system error|unhanled system error|ncclSystemError", re.IGNORECASE)
 _OOM = re.compile(r"Tried to allocate ([\d.]+ [KMGT]?i?B)")
 _OOM_GPU = re.compile(r"GPU (\d+) has a total capacity of ([\d.]+ [KMGT]?i?B) of which ([\d.]+ [KMGT]?i?B) is free")
@@ -556,7 +558,7 @@ def _quoting_the_setting(d: Diagnosis, scans: Sequence[FileScan]) -> Diagnosis:
 
 
 def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, str]] = (),
-             fired_s: float | None = None) -> Diagnosis | None:
+             fired_s: float | None = None, silent: Sequence[int] = ()) -> Diagnosis | None:
     """The first cause of the catalogue that the inputs show, or a cause read from what is missing.
 
     ``fired_s``: when the first collective timed out (seconds into the day, by the job's log clock), to set a host's
@@ -564,6 +566,10 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
 
     ``killed`` lists the ranks that died of a fatal signal (rank, where, signal): SIGKILL with no traceback is the
     host-OOM cause, SIGBUS NCCL's shared memory, SIGSEGV and the like a native crash.
+
+    ``silent`` lists the ranks whose input stops without a word while every other rank's error says a peer went
+    away: a process that dies without a traceback (SIGKILL cannot be caught; Python prints nothing for it), read
+    from the survivors' lines, since the dead rank wrote none.
     """
     said = _said(scans)
     # A launcher's report of a kill it could not tie to a rank ("died with <Signals.SIGKILL: 9>", DeepSpeed's
@@ -572,8 +578,22 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
     for cause in CATALOGUE:
         hits = [s for s in said if cause.pattern.search(s.text)]
         # A killed rank is why its peers lost it (or read a cut message).
-        if hits and not (cause.kind in ("remote_exited", "calls_disagree", "ib_error") and (killed or unnamed)):
+        if hits and not (cause.kind in ("remote_exited", "calls_disagree", "ib_error") and (killed or unnamed or silent)):
             return _quoting_the_setting(_found(cause, hits, fired_s), scans)
+    if silent:
+        lost = [s for s in said if s.rank not in silent and s.clue is None and PEER_LOST.search(s.text)]
+        if lost:
+            others = sorted({s.rank for s in lost if s.rank is not None})
+            m = PEER_LOST.search(lost[0].text)
+            assert m is not None
+            words = lost[0].text[m.start():].split(". ")[0].rstrip(".")[:120]
+            return Diagnosis(HOST_KILL, tuple(silent), lost[0].text, lost[0].loc, tuple(s.loc for s in lost)[:8],
+                             f"{rank_phrase(silent)} stopped with no error, traceback or exit line while "
+                             f"{rank_phrase(others) if others else 'the other ranks'} lost "
+                             f"{'its connection' if len(others) == 1 else 'their connections'} to a peer ({words})"
+                             + "".join(f", the host of {rank_phrase(p.ranks)}" for p in peers_lost(scans)[:1]
+                                       if p.ranks and p.peer.split("<")[0] in words)
+                             + ("; these inputs do not tell which of them died first" if len(silent) > 1 else ""))
     nccl = [s for s in said if s.clue is None and (s.text.startswith("NCCL error") or _SYSTEM.search(s.text))]
     if nccl:
         empty = [s for s in said if s.clue == "last_error" and not s.text]

@@ -31,6 +31,7 @@ from ncclcheck.job.causes import (
     LAUNCHER,
     MEMORY,
     NETWORK,
+    PEER_LOST,
     PROBE,
     PROGRAM,
     SETUP,
@@ -354,9 +355,9 @@ def _roots(job: Job) -> _Roots:
     return _Roots(named, inferred, absent, leaves)
 
 
-# A rank's word that its peers went away. From a rank the others waited for until their timeout, it is their leaving
-# after it (they kept the connection open all that time), not a failed transport: the rank was late, not cut off.
-_PEER_LEFT = re.compile(r"Connection (?:closed|reset)|closed by peer|remote process exit", re.IGNORECASE)
+# A rank's word that its peers went away (causes.PEER_LOST). From a rank the others waited for until their timeout,
+# it is their leaving after it (they kept the connection open all that time), not a failed transport: the rank was
+# late, not cut off.
 
 
 def _watchdog_aborted(s: RankState, timeouts: Sequence[Loc]) -> bool:
@@ -403,7 +404,7 @@ def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind,
         return VerdictKind.COLLECTIVE_MISMATCH, mism[0], mism[1]
     timed_out = any(s.stuck is not None and s.stuck.state == "timed_out" for s in job.ranks)
     errs = [r for r in culprits if by_rank[r].ending.kind is EndKind.NCCL_ERROR
-            and not (timed_out and _PEER_LEFT.search(by_rank[r].ending.detail))]
+            and not (timed_out and PEER_LOST.search(by_rank[r].ending.detail))]
     if errs:
         return (VerdictKind.NCCL_ERROR, errs,
                 "; ".join(f"rank {r}: {by_rank[r].ending.detail}" for r in errs) + ".")
@@ -481,6 +482,13 @@ def _lost_peer_verdict(scans: Sequence[FileScan], job: Job,
         said += f" {who} lost its connection to the peer {p.peer} ({p.loc})" + (
             f", the host of {rank_phrase(p.ranks)}." if p.ranks else ", a host no rank in these inputs names.")
     stops = "its log stops" if len(suspects) == 1 else "their logs stop"
+    if suspects and all(PEER_LOST.search(by_rank[r].ending.detail) for r in nccl_err):
+        # Every error says only that a peer went away, and a rank stopped without a word: its death is the
+        # failure, the others' lost connections its consequence (a rank alive behind a failed link prints an
+        # error or a timeout of its own).
+        return (VerdictKind.RANK_FAILED_FIRST, suspects, nccl_err,
+                f"{rank_phrase(suspects).capitalize()} printed no error: {stops} while {rank_phrase(nccl_err)} lost "
+                f"{'its connection' if len(nccl_err) == 1 else 'their connections'} to a peer. {said}")
     if suspects:
         return (VerdictKind.NCCL_ERROR, suspects, nccl_err,
                 f"{said} {rank_phrase(suspects).capitalize()} printed no error: {stops}, as a rank that died would.")
@@ -769,8 +777,11 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     killed_ranks = [(s.rank, s.ending.loc, s.ending.signal or "SIGKILL") for s in job.ranks
                     if s.ending.kind is EndKind.KILLED and s.ending.loc is not None]
     fired = [r.started_s + r.ran_for_ms / 1000 for r in job.records if r.started_s is not None and r.ran_for_ms]
+    # Ranks named for dying without a word (their peers' lost connections point at them): no line of theirs says how.
+    silent = [r for r in culprits if kind is VerdictKind.RANK_FAILED_FIRST and (s := job.rank(r)) is not None
+              and s.ending.kind is EndKind.SILENT]
     kind, culprits, summary, cause = _with_cause(job, kind, culprits, summary,
-                                                 diagnose(scans, killed_ranks, min(fired, default=None)),
+                                                 diagnose(scans, killed_ranks, min(fired, default=None), silent),
                                                  rank_hosts(scans))
     waiting = [r for r in waiting if r not in culprits]
     kind, summary = _live_words(job, kind, culprits, summary)
