@@ -72,3 +72,42 @@ def test_an_error_its_process_outlived_is_not_how_it_ended(write):
     v = run(log).verdict
     assert (v.kind.value, v.culprit_ranks) == ("rank_failed_first", (1,)), v.summary
     assert "GetTimeoutError" not in v.summary
+
+
+def test_deepspeed_names_each_worker_it_spawned_by_its_node_and_local_rank():
+    """Two nodes of 3 and 2 workers behind pdsh's labels, lines interleaved: a worker's global rank is the one of its
+    node's ranks whose remainder by num_local_procs is its --local_rank (launch.py)."""
+    spawns = formats.Spawns()
+    mapping = "global_rank_mapping=defaultdict(<class 'list'>, {'n0': [0, 1, 2], 'n1': [3, 4]})"
+    lines = [f"n0: [2026-11-25 15:27:48,056] [INFO] [launch.py:169:main] {mapping}",
+             f"n1: [2026-11-25 15:27:48,056] [INFO] [launch.py:169:main] {mapping}",
+             "n1: [2026-11-25 15:27:48,056] [INFO] [launch.py:158:main] nnodes=2, num_local_procs=2, node_rank=1",
+             "n0: [2026-11-25 15:27:48,056] [INFO] [launch.py:158:main] nnodes=2, num_local_procs=3, node_rank=0",
+             "n1: [2026-11-25 15:27:48,061] [INFO] [launch.py:245:main] process 71 spawned with command: ['python3', "
+             "'-u', 'w.py', '--local_rank=0', 'kill', '1']",
+             "n0: [2026-11-25 15:27:48,061] [INFO] [launch.py:245:main] process 81 spawned with command: ['python3', "
+             "'-u', 'w.py', '--local_rank=2']",
+             "n1: [2026-11-25 15:27:48,061] [INFO] [launch.py:245:main] process 72 spawned with command: ['python3', "
+             "'-u', 'w.py', '--local_rank=1']"]
+    assert [spawns.feed(x) for x in lines] == [None, None, None, None, (71, 4), (81, 2), (72, 3)]
+    assert not spawns.own_logs
+
+
+def test_deepspeed_rankless_kill_is_the_one_worker_that_wrote_no_error(write):
+    """DeepSpeed's exit line gives the signal but not the worker; it spawned ranks 0-2 into this console, ranks 0 and
+    2 each wrote that their peer went away: rank 1, which wrote nothing, is the one killed."""
+    head = "[2026-11-25 15:27:48,056] [INFO] [launch.py:{}:main] "
+    log = write("console.log",
+                head.format(158) + "nnodes=1, num_local_procs=3, node_rank=0",
+                head.format(169) + "global_rank_mapping=defaultdict(<class 'list'>, {'localhost': [0, 1, 2]})",
+                *(head.format(245) + f"process {80 + r} spawned with command: ['python3', '-u', 'w.py', "
+                  f"'--local_rank={r}']" for r in range(3)),
+                *(f"[rank{r}]: RuntimeError: [../gloo/transport/tcp/pair.cc:553] Connection closed by peer "
+                  "[127.0.0.1]:30120. This is typically caused by a remote worker crashing." for r in (0, 2)),
+                "[2026-11-25 15:28:08,874] [ERROR] [launch.py:259:sigkill_handler] ['python3', '-u', 'w.py', "
+                "'--local_rank=2'] exits with return code = -9")
+    v = run(log).verdict
+    assert v.cause is not None
+    assert (v.kind.value, list(v.culprit_ranks), v.cause.cause.kind) == ("rank_failed_first", [1], "host_kill")
+    assert v.cause.detail.startswith("rank 1 died of SIGKILL with no traceback: the launcher reports a worker dead of "
+                                     "SIGKILL without naming it, and rank 1 is the only rank that wrote no error")

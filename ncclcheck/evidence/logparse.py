@@ -465,6 +465,7 @@ class LogParser:
         self._prev_line = 0
         self._hostlog = HostLog()
         self._launcher = formats.LauncherLines(formats.LINE_FORMATS)
+        self._spawns = formats.Spawns()
         self._system: list[SystemEvent] = []
 
     # ------------------------------------------------------------------ feeding
@@ -493,6 +494,8 @@ class LogParser:
             self._logical(first, who, "".join(parts), joined=True)
         if "rank=" in text and (paired := formats.pid_rank(text)):
             self._pid_rank.setdefault(*paired)
+        if "launch" in text and (spawned := self._spawns.feed(text)):
+            self._spawned(*spawned, Loc(self.file, lineno))
         self._line_pid = formats.pid_tag(text) if text.startswith("(") else None
         if self._line_pid in self._pid_error and _went_on(text):
             self._outlived.add(self._pid_error.pop(self._line_pid))
@@ -1115,6 +1118,15 @@ class LogParser:
             self._elastic.append(ElasticFailure(rank=first, local_rank=None, exitcode=code, pid=None, signal=sig,
                                                 host=m[1], time=None, root_cause=False, loc=loc,
                                                 last_rank=last if last > first else None))
+
+    def _spawned(self, pid: int, rank: int, loc: Loc) -> None:
+        """A worker the launcher says it started: its PID (joins host records and rankless reports to it) and, where
+        its output goes to this console, the rank is seen here (a rank that wrote nothing here wrote nothing)."""
+        who = self._one_who(rank, None)
+        self._fact(who, "pid", str(pid), loc)
+        self._fact(who, "spawned", str(pid), loc)
+        if not self._spawns.own_logs:
+            self._ranks.add(rank)
 
     def _launcher_line(self, fmt: formats.LineFormat, end: formats.TaskEnd | None, text: str, loc: Loc) -> None:
         """A launcher's report of one worker's end (a global rank), or of a stop of the whole job (a clue)."""

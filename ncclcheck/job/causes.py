@@ -583,17 +583,7 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
     if silent:
         lost = [s for s in said if s.rank not in silent and s.clue is None and PEER_LOST.search(s.text)]
         if lost:
-            others = sorted({s.rank for s in lost if s.rank is not None})
-            m = PEER_LOST.search(lost[0].text)
-            assert m is not None
-            words = lost[0].text[m.start():].split(". ")[0].rstrip(".")[:120]
-            return Diagnosis(HOST_KILL, tuple(silent), lost[0].text, lost[0].loc, tuple(s.loc for s in lost)[:8],
-                             f"{rank_phrase(silent)} stopped with no error, traceback or exit line while "
-                             f"{rank_phrase(others) if others else 'the other ranks'} lost "
-                             f"{'its connection' if len(others) == 1 else 'their connections'} to a peer ({words})"
-                             + "".join(f", the host of {rank_phrase(p.ranks)}" for p in peers_lost(scans)[:1]
-                                       if p.ranks and p.peer.split("<")[0] in words)
-                             + ("; these inputs do not tell which of them died first" if len(silent) > 1 else ""))
+            return _silent_death(scans, silent, lost, unnamed[0] if unnamed and len(silent) == 1 else None)
     nccl = [s for s in said if s.clue is None and (s.text.startswith("NCCL error") or _SYSTEM.search(s.text))]
     if nccl:
         empty = [s for s in said if s.clue == "last_error" and not s.text]
@@ -622,6 +612,31 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
     if stops and not errors and not timeouts:
         return Diagnosis(STOPPED, (), stops[0].text, stops[0].loc, tuple(s.loc for s in stops)[:8], stops[0].text)
     return None
+
+
+def _silent_death(scans: Sequence[FileScan], silent: Sequence[int], lost: Sequence[_Said],
+                  unnamed: tuple[None, Loc, str] | None) -> Diagnosis:
+    """Ranks that wrote nothing while the others lost their peer: they died without a traceback. A launcher's report
+    of a worker's death by a signal that names no worker is the one silent rank's: every other rank wrote an error of
+    its own, and a process ends by its own error (an exit status, the watchdog's abort), not by that signal."""
+    others = sorted({s.rank for s in lost if s.rank is not None})
+    m = PEER_LOST.search(lost[0].text)
+    assert m is not None
+    words = lost[0].text[m.start():].split(". ")[0].rstrip(".")[:120]
+    host = "".join(f", the host of {rank_phrase(p.ranks)}" for p in peers_lost(scans)[:1]
+                   if p.ranks and p.peer.split("<")[0] in words)
+    peers = (f"{rank_phrase(others) if others else 'the other ranks'} lost "
+             f"{'its connection' if len(others) == 1 else 'their connections'} to a peer ({words}){host}")
+    locs = tuple(s.loc for s in lost)
+    if unnamed is not None:
+        _, at, sig = unnamed
+        return Diagnosis(_BY_SIGNAL.get(sig, HOST_KILL), tuple(silent), f"killed by {sig}", at, (at, *locs)[:8],
+                         f"{rank_phrase(silent)} died of {sig} with no traceback: the launcher reports a worker dead "
+                         f"of {sig} without naming it, and {rank_phrase(silent)} is the only rank that wrote no "
+                         f"error of its own; {peers}")
+    return Diagnosis(HOST_KILL, tuple(silent), lost[0].text, lost[0].loc, locs[:8],
+                     f"{rank_phrase(silent)} stopped with no error, traceback or exit line while {peers}"
+                     + ("; these inputs do not tell which of them died first" if len(silent) > 1 else ""))
 
 
 def _versions(scans: Sequence[FileScan]) -> Diagnosis | None:
