@@ -111,3 +111,37 @@ def test_deepspeed_rankless_kill_is_the_one_worker_that_wrote_no_error(write):
     assert (v.kind.value, list(v.culprit_ranks), v.cause.cause.kind) == ("rank_failed_first", [1], "host_kill")
     assert v.cause.detail.startswith("rank 1 died of SIGKILL with no traceback: the launcher reports a worker dead of "
                                      "SIGKILL without naming it, and rank 1 is the only rank that wrote no error")
+
+
+def test_ray_reads_a_worker_that_died_without_an_error_of_its_own(write):
+    """Ray's controller reports the dead worker's actor (its PID) and that its process died (SYSTEM_ERROR): that rank
+    died by a signal no line names, and Ray's list of what may have caused it is not read as the cause."""
+    ctl = "(TrainController pid=41) "
+    log = write("ray.log",
+                ctl + "- (ip=10.0.0.2, pid=55) world_rank=0, local_rank=0, node_rank=0",
+                ctl + "- (ip=10.0.0.2, pid=56) world_rank=1, local_rank=1, node_rank=0",
+                "(RayTrainWorker pid=55) RuntimeError: [../gloo/transport/tcp/pair.cc:553] Connection closed by peer "
+                "[127.0.0.1]:11482. This is typically caused by a remote worker crashing.",
+                ctl + "[Rank 0 Error Snippet]:",
+                ctl + "[Rank 1 Error Snippet]:",
+                ctl + "The actor died unexpectedly before finishing this task.",
+                ctl + "\tclass_name: RayTrainWorker",
+                ctl + "\tpid: 56",
+                ctl + "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker "
+                "exit detail: Worker unexpectedly exits with a connection error code 2. End of file. Some common "
+                "causes include: (1) the process was killed by the OOM killer due to high memory usage")
+    v = run(log).verdict
+    assert v.cause is not None
+    assert (v.kind.value, list(v.culprit_ranks), v.cause.cause.kind) == ("rank_failed_first", [1], "host_kill")
+    assert v.cause.detail == ("rank 1 died with no error of its own, by a signal no line names (The actor is dead "
+                              "because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit "
+                              "detail: Worker unexpectedly exits with a connection error code 2. End of file.)")
+
+
+def test_ray_names_the_dead_worker_by_its_snippet_where_no_pid_is_paired():
+    deaths = formats.Deaths()
+    said = "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR"
+    assert [deaths.feed(x) for x in ("[Rank 0,2 Error Snippet]:", "[Rank 3 Error Snippet]:", said)] == \
+        [None, None, (None, [3], said)]
+    assert deaths.feed("\tpid: 77") is None and deaths.feed(said) == (77, [3], said)
+    assert deaths.feed(said.replace("SYSTEM_ERROR", "INTENDED_USER_EXIT")) is None

@@ -466,6 +466,7 @@ class LogParser:
         self._hostlog = HostLog()
         self._launcher = formats.LauncherLines(formats.LINE_FORMATS)
         self._spawns = formats.Spawns()
+        self._deaths = formats.Deaths()
         self._system: list[SystemEvent] = []
 
     # ------------------------------------------------------------------ feeding
@@ -496,6 +497,8 @@ class LogParser:
             self._pid_rank.setdefault(*paired)
         if "launch" in text and (spawned := self._spawns.feed(text)):
             self._spawned(*spawned, Loc(self.file, lineno))
+        if ("Snippet]" in text or "pid: " in text or "process has died" in text) and (died := self._deaths.feed(text)):
+            self._died(*died, Loc(self.file, lineno))
         self._line_pid = formats.pid_tag(text) if text.startswith("(") else None
         if self._line_pid in self._pid_error and _went_on(text):
             self._outlived.add(self._pid_error.pop(self._line_pid))
@@ -1127,6 +1130,15 @@ class LogParser:
         self._fact(who, "spawned", str(pid), loc)
         if not self._spawns.own_logs:
             self._ranks.add(rank)
+
+    def _died(self, pid: int | None, snippet: list[int], words: str, loc: Loc) -> None:
+        """A launcher's report that a worker's process died without an error of its own (Ray's actor error): that
+        rank's death, by a signal it does not name. Its rank by the PID the report names, or the snippet's one rank."""
+        rank = self._pid_rank.get(pid) if pid is not None else None
+        if rank is None and len(snippet) == 1:
+            rank = snippet[0]
+        if rank is not None:
+            self._error(self._one_who(rank, None), ErrorKind.KILLED, words, loc)
 
     def _launcher_line(self, fmt: formats.LineFormat, end: formats.TaskEnd | None, text: str, loc: Loc) -> None:
         """A launcher's report of one worker's end (a global rank), or of a stop of the whole job (a clue)."""

@@ -564,8 +564,8 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
     ``fired_s``: when the first collective timed out (seconds into the day, by the job's log clock), to set a host's
     record against.
 
-    ``killed`` lists the ranks that died of a fatal signal (rank, where, signal): SIGKILL with no traceback is the
-    host-OOM cause, SIGBUS NCCL's shared memory, SIGSEGV and the like a native crash.
+    ``killed`` lists the ranks that died of a fatal signal (rank, where, signal; "" where the line that says so names
+    none, as Ray's "its worker process has died"): SIGKILL with no traceback is the host-OOM cause, SIGBUS NCCL's shared memory, SIGSEGV and the like a native crash.
 
     ``silent`` lists the ranks whose input stops without a word while every other rank's error says a peer went
     away: a process that dies without a traceback (SIGKILL cannot be caught; Python prints nothing for it), read
@@ -600,6 +600,13 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
         sig = killed[0][2]
         ranks = [r for r, _, s in killed if s == sig and r is not None]
         how = _BY_SIGNAL.get(sig, HOST_KILL)
+        if not sig:  # a launcher's word that the process died without an error of its own, naming no signal
+            words = next((s.text for s in said if s.loc == killed[0][1]), "")
+            return Diagnosis(how, tuple(ranks), words or "died", killed[0][1],
+                             tuple(loc for _, loc, s in killed if s == sig)[:8],
+                             f"{rank_phrase(ranks) or 'a process'} died with no error of its own, by a signal no line "
+                             f"names ({one_line(words)})" if words else
+                             f"{rank_phrase(ranks) or 'a process'} died with no error of its own")
         return Diagnosis(how, tuple(ranks), f"killed by {sig}", killed[0][1],
                          tuple(loc for _, loc, s in killed if s == sig)[:8],
                          f"{rank_phrase(ranks)} died of {sig} with no traceback" if ranks else

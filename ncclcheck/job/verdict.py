@@ -774,7 +774,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
         findings += [f for f in (size, tensor) if f is not None]
     else:
         kind, culprits, waiting, summary = _quiet_verdict(scans, job)
-    killed_ranks = [(s.rank, s.ending.loc, s.ending.signal or "SIGKILL") for s in job.ranks
+    killed_ranks = [(s.rank, s.ending.loc, s.ending.signal or "") for s in job.ranks
                     if s.ending.kind is EndKind.KILLED and s.ending.loc is not None]
     fired = [r.started_s + r.ran_for_ms / 1000 for r in job.records if r.started_s is not None and r.ran_for_ms]
     # Ranks named for dying without a word (their peers' lost connections point at them): no line of theirs says how.
