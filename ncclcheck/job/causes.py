@@ -565,7 +565,8 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
     record against.
 
     ``killed`` lists the ranks that died of a fatal signal (rank, where, signal; "" where the line that says so names
-    none, as Ray's "its worker process has died"): SIGKILL with no traceback is the host-OOM cause, SIGBUS NCCL's shared memory, SIGSEGV and the like a native crash.
+    none, as Ray's "its worker process has died"): SIGKILL with no traceback is the host-OOM cause, SIGBUS NCCL's
+    shared memory, SIGSEGV and the like a native crash.
 
     ``silent`` lists the ranks whose input stops without a word while every other rank's error says a peer went
     away: a process that dies without a traceback (SIGKILL cannot be caught; Python prints nothing for it), read

@@ -17,8 +17,8 @@ from ncclcheck.evidence.formats.deepspeed import Spawns
 from ncclcheck.evidence.formats.lines import LauncherLines, LineFormat, TaskEnd
 from ncclcheck.evidence.formats.ray import Deaths
 
-__all__ = ["Deaths", "LINE_FORMATS", "rankless_signal", "PATH_RANKS", "RANK_TAGS", "WORDS", "LauncherLines", "LineFormat", "Spawns",
-           "TaskEnd", "is_stop", "path_rank", "pid_rank", "pid_tag", "rank_tag"]
+__all__ = ["Deaths", "LINE_FORMATS", "rankless_signal", "PATH_RANKS", "RANK_TAGS", "WORDS", "LauncherLines", "LineFormat",
+           "Spawns", "TaskEnd", "is_stop", "path_rank", "pid_rank", "pid_tag", "rank_tag"]
 
 LINE_FORMATS: tuple[LineFormat, ...] = mpi.LINES + slurm.LINES + deepspeed.LINES
 RANK_TAGS: tuple[re.Pattern[str], ...] = mpi.RANK_TAGS
