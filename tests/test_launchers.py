@@ -145,3 +145,25 @@ def test_ray_names_the_dead_worker_by_its_snippet_where_no_pid_is_paired():
         [None, None, (None, [3], said)]
     assert deaths.feed("\tpid: 77") is None and deaths.feed(said) == (77, [3], said)
     assert deaths.feed(said.replace("SYSTEM_ERROR", "INTENDED_USER_EXIT")) is None
+
+
+def test_a_nodes_local_tag_behind_its_label_is_placed_by_one_line_that_carries_both(write):
+    """pdsh runs torchrun on each node: "node1: [default1]:" is node1's local rank 1. torchrun numbers a node's
+    workers consecutively, so node1's "[default0]:[rank2]:" places its [default1] at rank 3, even on lines before it;
+    node0's [default1] stays rank 1."""
+    log = write("console.log",
+                "node1: [default1]:step 0 done",
+                "node0: [default1]:[rank1]: RuntimeError: a bad batch",
+                "node1: [default0]:[rank2]: Traceback (most recent call last):",
+                "node1: [default1]:step 1 done")
+    a = run(log)
+    assert [s.rank for s in a.job.ranks if s.present] == [1, 2, 3]
+    assert a.job.rank(1).ending.kind.value == "exception"
+
+
+def test_a_node_label_whose_lines_disagree_places_no_tag(write):
+    log = write("console.log",
+                "node1: [default0]:[rank2]: step 0 done",
+                "node1: [default0]:[rank4]: step 0 done",
+                "node1: [default1]:step 1 done")
+    assert [s.rank for s in run(log).job.ranks if s.present] == [2, 4]

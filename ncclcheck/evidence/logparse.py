@@ -424,6 +424,10 @@ class LogParser:
         self._works: list[WorkMention] = []
         self._node_offset = 0  # where [defaultN]: is a node's rank: the first global rank of this file's node
         self._role_global: dict[int, int] = {}  # launcher tag N -> global rank, from lines that carry both
+        # Behind a collector's node label ("node1: [default1]:", pdsh or srun -l running torchrun on each node): the
+        # node's first global rank (-1 where its lines disagree), and the (label, local tag) pairs seen before it
+        self._node_base: dict[str, int] = {}
+        self._node_tags: set[tuple[str, int]] = set()
         self._pid_rank: dict[int, int] = {}  # a worker's PID -> its global rank, where the launcher pairs them
         # The PID the launcher names on the current line; each PID's last error; errors their process outlived
         self._line_pid: int | None = None
@@ -541,6 +545,8 @@ class LogParser:
         if node:
             self._rewho(node)
         ranks = set(self._ranks) | {w.global_rank for w in node.values() if w.global_rank is not None}
+        # A node's local tags seen before a line placed them: those processes wrote here.
+        ranks |= {base + local for label, local in self._node_tags if (base := self._node_base.get(label, -1)) >= 0}
         if self.path_rank is not None:
             ranks.add(self.path_rank)
         elif bytes_read and not ranks and not self._problems and not any(
@@ -621,11 +627,24 @@ class LogParser:
                 tag := _LIGHTNING_RANK.search(text, 0, 200)):
             ranks = [tag[1] or tag[2]]
         role = _ROLE_RANK.match(text)
+        node = None
+        if role is None and "]:" in text[:90] and text[:1] != "[" and (label := _LABEL.match(text)) and (
+                role := _ROLE_RANK.match(text, label.end())) is not None and not role[0].startswith("[rank"):
+            node = label[0]  # a collector's node label before torchrun's tag: "node1: [default1]:"
         if ranks:
-            if role and not role[0].startswith("[rank") and text.startswith("[rank", role.end()):
+            if node is not None and text.startswith("[rank", role.end()):  # type: ignore[union-attr]
+                self._node_tag(node, int(role[1]), int(ranks[-1]))  # type: ignore[index]
+            elif role and not role[0].startswith("[rank") and text.startswith("[rank", role.end()):
                 # torchrun's "[default3]:[rank3]:": the launcher's tag is that process's, on its lines without one
                 self._role_global.setdefault(int(role[1]), int(ranks[-1]))
             return self._one_who(int(ranks[-1]), self.path_rank)
+        if node is not None:
+            assert role is not None
+            base = self._node_base.get(node)
+            if base is not None and base >= 0:
+                return self._one_who(base + int(role[1]), self.path_rank)
+            self._node_tags.add((node, int(role[1])))
+            return self._one_who(None, self.path_rank)
         if not ranks and text.startswith("[") and (tagged := formats.rank_tag(text)) is not None:
             return self._one_who(tagged, self.path_rank)  # a launcher's own tag of the global rank (Open MPI's)
         if not ranks and text.startswith("(") and (pid := formats.pid_tag(text)) in self._pid_rank:
@@ -635,6 +654,13 @@ class LogParser:
         if self.path_rank is None and role:
             return self._one_who(None, int(role[1]))
         return self._one_who(None, self.path_rank)
+
+    def _node_tag(self, node: str, local: int, rank: int) -> None:
+        """torchrun gives the workers of one node consecutive global ranks (its first one plus the local rank), so
+        one line that carries both tags behind a node's label places every local tag of that node."""
+        base = self._node_base.setdefault(node, rank - local)
+        if base != rank - local:
+            self._node_base[node] = -1
 
     def _one_who(self, global_rank: int | None, path_rank: int | None) -> Who:
         """One shared object per process: every line of a log names one of a few, and a job has millions of lines."""
