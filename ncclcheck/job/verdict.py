@@ -75,6 +75,8 @@ from ncclcheck.ranks import ranges_of, rank_phrase
 from ncclcheck.transfer import human_seconds
 
 _FAILED = {EndKind.EXCEPTION, EndKind.KILLED, EndKind.EXITED}
+# Endings of a rank that printed nothing of a collective it was in (the watchdog's abort, SIGABRT, follows a wait).
+_NEVER_ARRIVED = {EndKind.SILENT, EndKind.RUNNING, EndKind.HUNG}
 _NOT_WAITING = {EndKind.SILENT, EndKind.HUNG, EndKind.RUNNING, EndKind.EXCEPTION, EndKind.KILLED, EndKind.EXITED,
                 EndKind.NCCL_ERROR, EndKind.ABORTED}
 
@@ -360,6 +362,28 @@ def _roots(job: Job) -> _Roots:
 # late, not cut off.
 
 
+def _cut_off(job: Job, roots: Sequence[int]) -> list[int]:
+    """Roots whose one error is that their peers went away, beside roots that never reached a collective.
+
+    Ranks that time out leave, and a rank still inside a collective with them then reads "Connection closed by peer":
+    it had reached a collective, waiting with the others or late. A root that printed nothing of a collective (its
+    log stops, or the launcher stopped it still running) never reached one, and explains the others' waits without
+    the first: where the trail ends at both, the first are cut off, not waited for. Alone, such a rank is the late
+    one (the others waited for it until their timeout, then left)."""
+    by_rank = {s.rank: s for s in job.ranks}
+    cut = [r for r in roots
+           if by_rank[r].ending.kind is EndKind.NCCL_ERROR and PEER_LOST.search(by_rank[r].ending.detail)]
+    never = [r for r in roots if by_rank[r].ending.kind in _NEVER_ARRIVED
+             or by_rank[r].ending.kind is EndKind.ABORTED and "SIGABRT" not in by_rank[r].ending.detail]
+    return cut if cut and never and len(cut) + len(never) == len(roots) else []
+
+
+def _peer_words(detail: str) -> str:
+    """``Connection closed by peer [127.0.0.1]:40074``: the words of an error that say a peer went away."""
+    m = PEER_LOST.search(detail)
+    return detail[m.start():].split(". ")[0].rstrip(".")[:120] if m else detail
+
+
 def _watchdog_aborted(s: RankState, timeouts: Sequence[Loc]) -> bool:
     """A rank the launcher reports dead of SIGABRT with no collective of its own in the inputs.
 
@@ -418,6 +442,9 @@ def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind,
                 "lagging in host code (its own stderr names the collective). If it was the same one, every rank "
                 "waited in it and no member was missing: suspect the transport (GPU peer-to-peer over PCIe, the "
                 "network, NCCL itself); if it was another, the ranks' calls disagree.")
+    cut = _cut_off(job, culprits) if timed_out else []
+    if cut:
+        culprits = [r for r in culprits if r not in cut]
     if culprits:
         lines = "; ".join(f"rank {r} {root_words(by_rank[r])}{_last_frame(by_rank[r])}" for r in culprits[:4])
         one = len(culprits) == 1
@@ -430,6 +457,11 @@ def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind,
             waited = f"waited{limit}"
         else:  # a live job, or dumps taken before any timeout: they are still waiting
             waited = "wait" if len(waiting) > 1 or not waiting else "waits"
+        if cut:
+            how += (f" {rank_phrase(cut).capitalize()} lost {'its' if len(cut) == 1 else 'their'} peers when they left "
+                    f"after their timeout ({'; '.join(_peer_words(by_rank[r].ending.detail) for r in cut[:2])}): "
+                    f"{'it' if len(cut) == 1 else 'they'} had reached a collective, which {rank_phrase(culprits)} "
+                    "never did.")
         late = [r for r in culprits if by_rank[r].ending.kind is EndKind.NCCL_ERROR]
         if late:
             how += (f" The connection error of {rank_phrase(late)} came from the others leaving after their timeout "
