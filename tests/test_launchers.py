@@ -167,3 +167,13 @@ def test_a_node_label_whose_lines_disagree_places_no_tag(write):
                 "node1: [default0]:[rank4]: step 0 done",
                 "node1: [default1]:step 1 done")
     assert [s.rank for s in run(log).job.ranks if s.present] == [2, 4]
+
+
+def test_torchrun_agents_local_rank_behind_a_node_label_is_that_nodes(write):
+    """pdsh/hang: node1's agent reports "local_rank: 0" failed: that is rank 2 (node1's [default0] is [rank2]), not
+    rank 0; behind a label whose node no line places, the local rank is left unplaced."""
+    scan = run(LAUNCHERS / "pdsh" / "hang" / "console.log").scans[0]
+    assert sorted((e.rank, e.local_rank) for e in scan.elastic) == [(1, 1), (2, 0)]
+    log = write("console.log", "node7: E1125 15:07:58.888000 25659 torch/distributed/elastic/multiprocessing/api.py:1002] "
+                "failed (exitcode: 1) local_rank: 0 (pid: 25675) of binary: .venv/bin/python")
+    assert [(e.rank, e.local_rank) for e in run(log).scans[0].elastic] == [(None, 0)]

@@ -135,6 +135,8 @@ _PY_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt))(?::\s?(
 # A collector's label before a line that has no rank tag: srun -l's "3: ", pdsh's "worker-4: ", a CRI timestamp,
 # kubectl logs --prefix's "[pod/job-worker-1/pytorch] ".
 _LABEL = re.compile(r"^(?:\d{4}-\d\d-\d\dT[\d:.]+Z |\[pod/[^\]\s]+\] |[\w.@-]{1,64}: (?=\S))")
+# A node's label before torchrun's "[default1]:" (pdsh's "node1: ", srun -l's "0: "), not a per-line stamp.
+_NODE_LABEL = re.compile(r"^[\w.@-]{1,64}: (?=\[)")
 _NCCL_WARN = re.compile(r"NCCL WARN (.*)")
 _WARN_SOURCE = re.compile(r"(?<!\S)(\S+\.cc:\d+) NCCL WARN")
 # NCCL before 2.3 printed "host:pid:tid [cudaDev] include/socket.h:311 WARN <message>", without the word NCCL.
@@ -428,6 +430,7 @@ class LogParser:
         # node's first global rank (-1 where its lines disagree), and the (label, local tag) pairs seen before it
         self._node_base: dict[str, int] = {}
         self._node_tags: set[tuple[str, int]] = set()
+        self._node_agents: list[tuple[str, int]] = []  # (label, index in _elastic) of a node's agent lines
         self._pid_rank: dict[int, int] = {}  # a worker's PID -> its global rank, where the launcher pairs them
         # The PID the launcher names on the current line; each PID's last error; errors their process outlived
         self._line_pid: int | None = None
@@ -539,6 +542,9 @@ class LogParser:
             self._problems.append(
                 InputProblem(self.file, "contains bytes that are not UTF-8 (shown as U+FFFD)", fatal=False)
             )
+        for label, i in self._node_agents:  # a node's local rank, placed by its node's first rank, or unplaced
+            base, e = self._node_base.get(label, -1), self._elastic[i]
+            self._elastic[i] = replace(e, rank=base + e.local_rank if base >= 0 and e.local_rank is not None else None)
         if any(not e.agent_line for e in self._elastic):  # the failure table names global ranks: it speaks for them
             self._elastic = [e for e in self._elastic if not e.agent_line]
         node = self._node_ranks()
@@ -628,7 +634,7 @@ class LogParser:
             ranks = [tag[1] or tag[2]]
         role = _ROLE_RANK.match(text)
         node = None
-        if role is None and "]:" in text[:90] and text[:1] != "[" and (label := _LABEL.match(text)) and (
+        if role is None and "]:" in text[:90] and text[:1] != "[" and (label := _NODE_LABEL.match(text)) and (
                 role := _ROLE_RANK.match(text, label.end())) is not None and not role[0].startswith("[rank"):
             node = label[0]  # a collector's node label before torchrun's tag: "node1: [default1]:"
         if ranks:
@@ -969,10 +975,11 @@ class LogParser:
                 if pattern.search(text):
                     self._fact(who, "framework", name, loc)
         if "of binary" in text and (m := _AGENT_FAILED.search(text)):
-            self._agent_failed(int(m[2]), int(m[1]), int(m[3]), loc)
             # Where an attempt of the worker group ended, and which agent said so (glog's thread id is its PID).
             # A collector's label ("node1: " from pdsh) tells the agents of two nodes apart as well.
             label = _LABEL.match(text)
+            node = label[0] if label and label[0][:1] != "[" and label[0][-2:] == ": " else None
+            self._agent_failed(int(m[2]), int(m[1]), int(m[3]), loc, node)
             agent = _GLOG_PID.match(text[label.end():] if label else text)
             who_said = f"{label[0] if label else ''}{agent[1] if agent else ''}"
             self._fact(Who(), "agent_failed", f"{who_said}@{loc.line}", loc)
@@ -1119,14 +1126,18 @@ class LogParser:
             self._error(who, kind, message, loc)
         return True
 
-    def _agent_failed(self, local_rank: int, code: int, pid: int | None, loc: Loc) -> None:
+    def _agent_failed(self, local_rank: int, code: int, pid: int | None, loc: Loc, node: str | None = None) -> None:
         """A launcher's line about one worker that exited (torchrun's agent in each format its logger has had:
         ``ERROR:torch.distributed…:``, ``[time] torch.distributed…: [ERROR]``, glog; DeepSpeed's launcher). It names
         the local rank only: on one node that is the rank; a failure table in the same input, which names the global
-        rank, is preferred (see :meth:`finish`)."""
-        self._elastic.append(ElasticFailure(rank=local_rank, local_rank=local_rank, exitcode=code, pid=pid,
-                                            signal=_signal_name(code), host=None, time=None, root_cause=False,
-                                            loc=loc, agent_line=True))
+        rank, is preferred (see :meth:`finish`). Behind a node's label (pdsh's "node1: ") it is that node's local
+        rank: placed by the node's first rank where its lines give it (:meth:`_node_tag`), else left unplaced."""
+        failure = ElasticFailure(rank=local_rank, local_rank=local_rank, exitcode=code, pid=pid,
+                                 signal=_signal_name(code), host=None, time=None, root_cause=False,
+                                 loc=loc, agent_line=True)
+        if node is not None:
+            self._node_agents.append((node, len(self._elastic)))
+        self._elastic.append(failure)
 
     def _srun_failed(self, m: re.Match[str], loc: Loc) -> None:
         """Slurm's "srun: error: node3: tasks 8-13,15: Exited with exit code 1" (or "Killed", "Out Of Memory"): the
