@@ -638,14 +638,13 @@ class LogParser:
                 role := _ROLE_RANK.match(text, label.end())) is not None and not role[0].startswith("[rank"):
             node = label[0]  # a collector's node label before torchrun's tag: "node1: [default1]:"
         if ranks:
-            if node is not None and text.startswith("[rank", role.end()):  # type: ignore[union-attr]
-                self._node_tag(node, int(role[1]), int(ranks[-1]))  # type: ignore[index]
+            if node is not None and role is not None and text.startswith("[rank", role.end()):
+                self._node_tag(node, int(role[1]), int(ranks[-1]))
             elif role and not role[0].startswith("[rank") and text.startswith("[rank", role.end()):
                 # torchrun's "[default3]:[rank3]:": the launcher's tag is that process's, on its lines without one
                 self._role_global.setdefault(int(role[1]), int(ranks[-1]))
             return self._one_who(int(ranks[-1]), self.path_rank)
-        if node is not None:
-            assert role is not None
+        if node is not None and role is not None:
             base = self._node_base.get(node)
             if base is not None and base >= 0:
                 return self._one_who(base + int(role[1]), self.path_rank)

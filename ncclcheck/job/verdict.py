@@ -75,7 +75,8 @@ from ncclcheck.ranks import ranges_of, rank_phrase
 from ncclcheck.transfer import human_seconds
 
 _FAILED = {EndKind.EXCEPTION, EndKind.KILLED, EndKind.EXITED}
-# Endings of a rank that printed nothing of a collective it was in (the watchdog's abort, SIGABRT, follows a wait).
+# Endings of a rank that shows no collective it reached (with ABORTED by the launcher; the watchdog's SIGABRT abort
+# follows a wait of its own).
 _NEVER_ARRIVED = {EndKind.SILENT, EndKind.RUNNING, EndKind.HUNG}
 _NOT_WAITING = {EndKind.SILENT, EndKind.HUNG, EndKind.RUNNING, EndKind.EXCEPTION, EndKind.KILLED, EndKind.EXITED,
                 EndKind.NCCL_ERROR, EndKind.ABORTED}
@@ -357,11 +358,6 @@ def _roots(job: Job) -> _Roots:
     return _Roots(named, inferred, absent, leaves)
 
 
-# A rank's word that its peers went away (causes.PEER_LOST). From a rank the others waited for until their timeout,
-# it is their leaving after it (they kept the connection open all that time), not a failed transport: the rank was
-# late, not cut off.
-
-
 def _cut_off(job: Job, roots: Sequence[int]) -> list[int]:
     """Roots whose one error is that their peers went away, beside roots that never reached a collective.
 
@@ -427,6 +423,8 @@ def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind,
     if mism is not None:
         return VerdictKind.COLLECTIVE_MISMATCH, mism[0], mism[1]
     timed_out = any(s.stuck is not None and s.stuck.state == "timed_out" for s in job.ranks)
+    # A rank's word that its peers went away (causes.PEER_LOST), from a rank the others waited for until their
+    # timeout, is their leaving after it (they kept the connection open all that time), not a failed transport.
     errs = [r for r in culprits if by_rank[r].ending.kind is EndKind.NCCL_ERROR
             and not (timed_out and PEER_LOST.search(by_rank[r].ending.detail))]
     if errs:
