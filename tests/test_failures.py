@@ -452,8 +452,10 @@ def test_the_lost_peers_host_names_the_rank_that_died():
     on that host. The NCCL line header places each rank (host, pid)."""
     peer = DATA / "failures" / "peer_lost"
     v = run(peer).verdict
-    assert (v.kind.value, list(v.culprit_ranks)) == ("nccl_error", [3])
-    assert "lost its connection to the peer node-b.cluster<51450>" in v.summary and "the host of ranks 2-3" in v.summary
+    assert (v.kind.value, list(v.culprit_ranks)) == ("rank_failed_first", [3])
+    assert v.cause is not None and v.cause.cause.kind == "host_kill"
+    assert "lost their connections to a peer (Connection closed by remote peer node-b.cluster<51450>), the host of " \
+           "ranks 2-3" in v.summary
 
 
 def test_a_lost_peer_no_input_places_is_not_blamed_on_a_quiet_rank_elsewhere():
@@ -659,3 +661,30 @@ def test_older_one_rank_mismatch_messages_pair_up():
     assert [(m.rank_a, m.rank_b) for m in s.mismatches] == [(0, 1)]
     assert "TensorShape=[41,256]" in s.mismatches[0].fingerprint_a
     assert "TensorShape=[40,256]" in s.mismatches[0].fingerprint_b
+
+
+GLOO_LOST = ("[rank{r}]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer "
+             "[127.0.0.1]:4{r}762. This is typically caused by a remote worker crashing.")
+
+
+def test_a_rank_that_stops_while_the_others_lose_their_peer_died_first(write):
+    """Every error says only that a peer went away, and one rank wrote nothing after its last step: its death is the
+    failure and the others' closed connections its consequence."""
+    logs = [write(f"{r}.log", f"[rank{r}]: step 2 done", *([GLOO_LOST.format(r=r)] if r != 2 else [])) for r in range(3)]
+    v = run(*logs).verdict
+    assert v.cause is not None
+    assert (v.kind.value, list(v.culprit_ranks), v.cause.cause.kind) == ("rank_failed_first", [2], "host_kill")
+    assert "rank 2 stopped with no error, traceback or exit line while ranks 0-1 lost their connections to a peer " \
+           "(Connection closed by peer [127.0.0.1]:40762)" in v.summary
+
+
+def test_a_silent_rank_does_not_explain_an_error_of_another_kind(write):
+    """One rank's NCCL error is not a lost peer (a CUDA error in NCCL): a silent rank does not explain it."""
+    logs = [write("0.log", "[rank0]: step 2 done", GLOO_LOST.format(r=0)),
+            write("1.log", "[rank1]: step 2 done",
+                  "[rank1]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled "
+                  "cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5"),
+            write("2.log", "[rank2]: step 2 done")]
+    v = run(*logs).verdict
+    assert v.cause is not None
+    assert (v.kind.value, list(v.culprit_ranks), v.cause.cause.kind) == ("setup_failure", [1], "nccl_no_reason")

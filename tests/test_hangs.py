@@ -172,11 +172,15 @@ TEMPLATES = {
         "At #2 of PG 0 (default) the ranks issued different collectives (rank 0: _ALLGATHER_BASE 4,096 Float; rank 1: "
         "_ALLGATHER_BASE 4,000 Float). No majority and nothing else singles one side out: the ranks disagree, and "
         "either side may be the one that is wrong (a rank-dependent branch, an uneven last batch)."),
+    # Ranks 1-2 wrote nothing at all (rank 2 was killed, rank 1 stopped by torchrun after it): the per-rank logs
+    # cannot tell the two apart, only that they stopped while the others lost their peers.
     "real4/net_killed/attempt_0": (
-        "nccl_error",
-        "Rank 0: NCCL error in ALLREDUCE #1: NCCL error: remote process exited or there was a network error; Rank 3: "
-        "NCCL error in ALLREDUCE #2: NCCL error: remote process exited or there was a network error. Ranks 1-2 printed "
-        "no error: their logs stop, as a rank that died would."),
+        "rank_failed_first",
+        "Ranks 1-2 failed first: ranks 1-2 stopped with no error, traceback or exit line while ranks 0, 3 lost their "
+        "connections to a peer (ncclRemoteError: A call failed possibly due to a network error or a remote process "
+        "exiting prematurely); these inputs do not tell which of them died first "
+        "(real4/net_killed/attempt_0/0/stderr.log:2); the process was killed with no traceback: the kernel's OOM "
+        "killer, the container's memory limit, or the scheduler."),
     "corpus/10-arctic-watchdog-stuck-plus-allgather-base.log": (
         "watchdog_stuck",
         "Rank 2 waited until the 30 min timeout; the trail of who waits for whom ends at rank 7: rank 7 reported its "

@@ -44,6 +44,9 @@ GATED = {
         "_MONITORED_MISSING", "_MONITORED_REACHED", "_NCCL_ERROR", "_TERMINATING", "_TC", "_CALLED_PROCESS")},
     # each launcher's lines (evidence/formats/), read behind their own words
     **{f"formats.{f.source}.{f.word}": f.pattern for f in formats.LINE_FORMATS},
+    **{f"formats.deepspeed.{name}": getattr(formats.deepspeed, name) for name in ("SPAWNED", "NODE", "MAPPING",
+                                                                                  "OWN_LOGS")},
+    **{f"formats.ray.{name}": getattr(formats.ray, name) for name in ("DIED", "SNIPPET")},
     **{f"hostlog.{name}": getattr(hostlog, name) for name in (
         "_KILLED", "_CONSTRAINT", "_XID", "_OFF_BUS", "_SEGFAULT", "_TRAP", "_HUNG", "_AER", "_K8S_EVENT",
         "_SCONTROL", "_NODE_FAILURE")},

@@ -100,3 +100,108 @@ def test_slurm_task_numbers_join_only_ranks_srun_named(write):
 def test_a_host_oom_reported_by_srun_is_not_called_a_cuda_allocation():
     v = run(LAUNCHERS / "slurm-gpu" / "oom" / "console.log").verdict
     assert "failed first: srun: error: vm: task 1: Out Of Memory (" in v.summary and "CUDA" not in v.summary
+
+
+def test_deepspeed_names_each_worker_it_spawned_by_its_node_and_local_rank():
+    """Two nodes of 3 and 2 workers behind pdsh's labels, lines interleaved: a worker's global rank is the one of its
+    node's ranks whose remainder by num_local_procs is its --local_rank (launch.py)."""
+    spawns = formats.Spawns()
+    mapping = "global_rank_mapping=defaultdict(<class 'list'>, {'n0': [0, 1, 2], 'n1': [3, 4]})"
+    lines = [f"n0: [2026-11-25 15:27:48,056] [INFO] [launch.py:169:main] {mapping}",
+             f"n1: [2026-11-25 15:27:48,056] [INFO] [launch.py:169:main] {mapping}",
+             "n1: [2026-11-25 15:27:48,056] [INFO] [launch.py:158:main] nnodes=2, num_local_procs=2, node_rank=1",
+             "n0: [2026-11-25 15:27:48,056] [INFO] [launch.py:158:main] nnodes=2, num_local_procs=3, node_rank=0",
+             "n1: [2026-11-25 15:27:48,061] [INFO] [launch.py:245:main] process 71 spawned with command: ['python3', "
+             "'-u', 'w.py', '--local_rank=0', 'kill', '1']",
+             "n0: [2026-11-25 15:27:48,061] [INFO] [launch.py:245:main] process 81 spawned with command: ['python3', "
+             "'-u', 'w.py', '--local_rank=2']",
+             "n1: [2026-11-25 15:27:48,061] [INFO] [launch.py:245:main] process 72 spawned with command: ['python3', "
+             "'-u', 'w.py', '--local_rank=1']"]
+    assert [spawns.feed(x) for x in lines] == [None, None, None, None, (71, 4), (81, 2), (72, 3)]
+    assert not spawns.own_logs
+
+
+def test_deepspeed_rankless_kill_is_the_one_worker_that_wrote_no_error(write):
+    """DeepSpeed's exit line gives the signal but not the worker; it spawned ranks 0-2 into this console, ranks 0 and
+    2 each wrote that their peer went away: rank 1, which wrote nothing, is the one killed."""
+    head = "[2026-11-25 15:27:48,056] [INFO] [launch.py:{}:main] "
+    log = write("console.log",
+                head.format(158) + "nnodes=1, num_local_procs=3, node_rank=0",
+                head.format(169) + "global_rank_mapping=defaultdict(<class 'list'>, {'localhost': [0, 1, 2]})",
+                *(head.format(245) + f"process {80 + r} spawned with command: ['python3', '-u', 'w.py', "
+                  f"'--local_rank={r}']" for r in range(3)),
+                *(f"[rank{r}]: RuntimeError: [../gloo/transport/tcp/pair.cc:553] Connection closed by peer "
+                  "[127.0.0.1]:30120. This is typically caused by a remote worker crashing." for r in (0, 2)),
+                "[2026-11-25 15:28:08,874] [ERROR] [launch.py:259:sigkill_handler] ['python3', '-u', 'w.py', "
+                "'--local_rank=2'] exits with return code = -9")
+    v = run(log).verdict
+    assert v.cause is not None
+    assert (v.kind.value, list(v.culprit_ranks), v.cause.cause.kind) == ("rank_failed_first", [1], "host_kill")
+    assert v.cause.detail.startswith("rank 1 died of SIGKILL with no traceback: the launcher reports a worker dead of "
+                                     "SIGKILL without naming it, and rank 1 is the only rank that wrote no error")
+
+
+def test_ray_reads_a_worker_that_died_without_an_error_of_its_own(write):
+    """Ray's controller reports the dead worker's actor (its PID) and that its process died (SYSTEM_ERROR): that rank
+    died by a signal no line names, and Ray's list of what may have caused it is not read as the cause."""
+    ctl = "(TrainController pid=41) "
+    log = write("ray.log",
+                ctl + "- (ip=10.0.0.2, pid=55) world_rank=0, local_rank=0, node_rank=0",
+                ctl + "- (ip=10.0.0.2, pid=56) world_rank=1, local_rank=1, node_rank=0",
+                "(RayTrainWorker pid=55) RuntimeError: [../gloo/transport/tcp/pair.cc:553] Connection closed by peer "
+                "[127.0.0.1]:11482. This is typically caused by a remote worker crashing.",
+                ctl + "[Rank 0 Error Snippet]:",
+                ctl + "[Rank 1 Error Snippet]:",
+                ctl + "The actor died unexpectedly before finishing this task.",
+                ctl + "\tclass_name: RayTrainWorker",
+                ctl + "\tpid: 56",
+                ctl + "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker "
+                "exit detail: Worker unexpectedly exits with a connection error code 2. End of file. Some common "
+                "causes include: (1) the process was killed by the OOM killer due to high memory usage")
+    v = run(log).verdict
+    assert v.cause is not None
+    assert (v.kind.value, list(v.culprit_ranks), v.cause.cause.kind) == ("rank_failed_first", [1], "host_kill")
+    assert v.cause.detail == ("rank 1 died with no error of its own, by a signal no line names (The actor is dead "
+                              "because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit "
+                              "detail: Worker unexpectedly exits with a connection error code 2. End of file.)")
+
+
+def test_ray_names_the_dead_worker_by_its_snippet_where_no_pid_is_paired():
+    deaths = formats.Deaths()
+    said = "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR"
+    assert [deaths.feed(x) for x in ("[Rank 0,2 Error Snippet]:", "[Rank 3 Error Snippet]:", said)] == \
+        [None, None, (None, [3], said)]
+    assert deaths.feed("\tpid: 77") is None and deaths.feed(said) == (77, [3], said)
+    assert deaths.feed(said.replace("SYSTEM_ERROR", "INTENDED_USER_EXIT")) is None
+
+
+def test_a_nodes_local_tag_behind_its_label_is_placed_by_one_line_that_carries_both(write):
+    """pdsh runs torchrun on each node: "node1: [default1]:" is node1's local rank 1. torchrun numbers a node's
+    workers consecutively, so node1's "[default0]:[rank2]:" places its [default1] at rank 3, even on lines before it;
+    node0's [default1] stays rank 1."""
+    log = write("console.log",
+                "node1: [default1]:step 0 done",
+                "node0: [default1]:[rank1]: RuntimeError: a bad batch",
+                "node1: [default0]:[rank2]: Traceback (most recent call last):",
+                "node1: [default1]:step 1 done")
+    a = run(log)
+    assert [s.rank for s in a.job.ranks if s.present] == [1, 2, 3]
+    assert a.job.rank(1).ending.kind.value == "exception"
+
+
+def test_a_node_label_whose_lines_disagree_places_no_tag(write):
+    log = write("console.log",
+                "node1: [default0]:[rank2]: step 0 done",
+                "node1: [default0]:[rank4]: step 0 done",
+                "node1: [default1]:step 1 done")
+    assert [s.rank for s in run(log).job.ranks if s.present] == [2, 4]
+
+
+def test_torchrun_agents_local_rank_behind_a_node_label_is_that_nodes(write):
+    """pdsh/hang: node1's agent reports "local_rank: 0" failed: that is rank 2 (node1's [default0] is [rank2]), not
+    rank 0; behind a label whose node no line places, the local rank is left unplaced."""
+    scan = run(LAUNCHERS / "pdsh" / "hang" / "console.log").scans[0]
+    assert sorted((e.rank, e.local_rank) for e in scan.elastic) == [(1, 1), (2, 0)]
+    log = write("console.log", "node7: E1125 15:07:58.888000 25659 torch/distributed/elastic/multiprocessing/api.py:1002] "
+                "failed (exitcode: 1) local_rank: 0 (pid: 25675) of binary: .venv/bin/python")
+    assert [(e.rank, e.local_rank) for e in run(log).scans[0].elastic] == [(None, 0)]

@@ -55,11 +55,16 @@ def test_real_consoles_golden(inputs, monkeypatch):
 
 def test_gloo_tp_dp_console_states_its_world_and_names_the_silent_rank_in_the_chain(monkeypatch):
     """tp=2 x dp=4 over gloo: gloo's lines name no group, so the ranks' waits cannot be placed in tp or dp; the
-    world (8, from the agent's rendezvous result, LOGLEVEL=INFO) holds, and rank 5 is named among those waited for."""
+    world (8, from the agent's rendezvous result, LOGLEVEL=INFO) holds, and rank 5 is named among those waited for.
+    Rank 0, in its dp all_reduce, lost its peers when ranks 2 and 6 left after their timeout ("Connection closed by
+    peer"): it had reached a collective, rank 5 (asleep in host code) never did, so rank 5 alone is the culprit."""
     monkeypatch.chdir(WORLD)
     a = run("tpdp/console.log")
     assert (a.job.world, a.job.world_stated.kind, str(a.job.world_stated.loc)) == (8, "launcher", "tpdp/console.log:32")
     assert any("5" in line.split("for ")[-1] for line in a.verdict.chain)
+    assert (a.verdict.kind.value, list(a.verdict.culprit_ranks)) == ("lagging_rank", [5])
+    assert ("Rank 0 lost its peers when they left after their timeout (Connection closed by peer [127.0.0.1]:40074): "
+            "it had reached a collective, which rank 5 never did.") in a.verdict.summary
 
 
 def _without_summary(text: str) -> str:

@@ -135,6 +135,8 @@ _PY_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt))(?::\s?(
 # A collector's label before a line that has no rank tag: srun -l's "3: ", pdsh's "worker-4: ", a CRI timestamp,
 # kubectl logs --prefix's "[pod/job-worker-1/pytorch] ".
 _LABEL = re.compile(r"^(?:\d{4}-\d\d-\d\dT[\d:.]+Z |\[pod/[^\]\s]+\] |[\w.@-]{1,64}: (?=\S))")
+# A node's label before torchrun's "[default1]:" (pdsh's "node1: ", srun -l's "0: "), not a per-line stamp.
+_NODE_LABEL = re.compile(r"^[\w.@-]{1,64}: (?=\[)")
 _NCCL_WARN = re.compile(r"NCCL WARN (.*)")
 _WARN_SOURCE = re.compile(r"(?<!\S)(\S+\.cc:\d+) NCCL WARN")
 # NCCL before 2.3 printed "host:pid:tid [cudaDev] include/socket.h:311 WARN <message>", without the word NCCL.
@@ -424,6 +426,11 @@ class LogParser:
         self._works: list[WorkMention] = []
         self._node_offset = 0  # where [defaultN]: is a node's rank: the first global rank of this file's node
         self._role_global: dict[int, int] = {}  # launcher tag N -> global rank, from lines that carry both
+        # Behind a collector's node label ("node1: [default1]:", pdsh or srun -l running torchrun on each node): the
+        # node's first global rank (-1 where its lines disagree), and the (label, local tag) pairs seen before it
+        self._node_base: dict[str, int] = {}
+        self._node_tags: set[tuple[str, int]] = set()
+        self._node_agents: list[tuple[str, int]] = []  # (label, index in _elastic) of a node's agent lines
         self._pid_rank: dict[int, int] = {}  # a worker's PID -> its global rank, where the launcher pairs them
         # The PID the launcher names on the current line; each PID's last error; errors their process outlived
         self._line_pid: int | None = None
@@ -465,6 +472,8 @@ class LogParser:
         self._prev_line = 0
         self._hostlog = HostLog()
         self._launcher = formats.LauncherLines(formats.LINE_FORMATS)
+        self._spawns = formats.Spawns()
+        self._deaths = formats.Deaths()
         self._system: list[SystemEvent] = []
 
     # ------------------------------------------------------------------ feeding
@@ -493,6 +502,10 @@ class LogParser:
             self._logical(first, who, "".join(parts), joined=True)
         if "rank=" in text and (paired := formats.pid_rank(text)):
             self._pid_rank.setdefault(*paired)
+        if "launch" in text and (spawned := self._spawns.feed(text)):
+            self._spawned(*spawned, Loc(self.file, lineno))
+        if ("Snippet]" in text or "pid: " in text or "process has died" in text) and (died := self._deaths.feed(text)):
+            self._died(*died, Loc(self.file, lineno))
         self._line_pid = formats.pid_tag(text) if text.startswith("(") else None
         if self._line_pid in self._pid_error and _went_on(text):
             self._outlived.add(self._pid_error.pop(self._line_pid))
@@ -529,12 +542,17 @@ class LogParser:
             self._problems.append(
                 InputProblem(self.file, "contains bytes that are not UTF-8 (shown as U+FFFD)", fatal=False)
             )
+        for label, i in self._node_agents:  # a node's local rank, placed by its node's first rank, or unplaced
+            base, e = self._node_base.get(label, -1), self._elastic[i]
+            self._elastic[i] = replace(e, rank=base + e.local_rank if base >= 0 and e.local_rank is not None else None)
         if any(not e.agent_line for e in self._elastic):  # the failure table names global ranks: it speaks for them
             self._elastic = [e for e in self._elastic if not e.agent_line]
         node = self._node_ranks()
         if node:
             self._rewho(node)
         ranks = set(self._ranks) | {w.global_rank for w in node.values() if w.global_rank is not None}
+        # A node's local tags seen before a line placed them: those processes wrote here.
+        ranks |= {base + local for label, local in self._node_tags if (base := self._node_base.get(label, -1)) >= 0}
         if self.path_rank is not None:
             ranks.add(self.path_rank)
         elif bytes_read and not ranks and not self._problems and not any(
@@ -615,11 +633,23 @@ class LogParser:
                 tag := _LIGHTNING_RANK.search(text, 0, 200)):
             ranks = [tag[1] or tag[2]]
         role = _ROLE_RANK.match(text)
+        node = None
+        if role is None and "]:" in text[:90] and text[:1] != "[" and (label := _NODE_LABEL.match(text)) and (
+                role := _ROLE_RANK.match(text, label.end())) is not None and not role[0].startswith("[rank"):
+            node = label[0]  # a collector's node label before torchrun's tag: "node1: [default1]:"
         if ranks:
-            if role and not role[0].startswith("[rank") and text.startswith("[rank", role.end()):
+            if node is not None and role is not None and text.startswith("[rank", role.end()):
+                self._node_tag(node, int(role[1]), int(ranks[-1]))
+            elif role and not role[0].startswith("[rank") and text.startswith("[rank", role.end()):
                 # torchrun's "[default3]:[rank3]:": the launcher's tag is that process's, on its lines without one
                 self._role_global.setdefault(int(role[1]), int(ranks[-1]))
             return self._one_who(int(ranks[-1]), self.path_rank)
+        if node is not None and role is not None:
+            base = self._node_base.get(node)
+            if base is not None and base >= 0:
+                return self._one_who(base + int(role[1]), self.path_rank)
+            self._node_tags.add((node, int(role[1])))
+            return self._one_who(None, self.path_rank)
         if not ranks and text.startswith("[") and (tagged := formats.rank_tag(text)) is not None:
             return self._one_who(tagged, self.path_rank)  # a launcher's own tag of the global rank (Open MPI's)
         if not ranks and text.startswith("(") and (pid := formats.pid_tag(text)) in self._pid_rank:
@@ -629,6 +659,13 @@ class LogParser:
         if self.path_rank is None and role:
             return self._one_who(None, int(role[1]))
         return self._one_who(None, self.path_rank)
+
+    def _node_tag(self, node: str, local: int, rank: int) -> None:
+        """torchrun gives the workers of one node consecutive global ranks (its first one plus the local rank), so
+        one line that carries both tags behind a node's label places every local tag of that node."""
+        base = self._node_base.setdefault(node, rank - local)
+        if base != rank - local:
+            self._node_base[node] = -1
 
     def _one_who(self, global_rank: int | None, path_rank: int | None) -> Who:
         """One shared object per process: every line of a log names one of a few, and a job has millions of lines."""
@@ -937,10 +974,11 @@ class LogParser:
                 if pattern.search(text):
                     self._fact(who, "framework", name, loc)
         if "of binary" in text and (m := _AGENT_FAILED.search(text)):
-            self._agent_failed(int(m[2]), int(m[1]), int(m[3]), loc)
             # Where an attempt of the worker group ended, and which agent said so (glog's thread id is its PID).
             # A collector's label ("node1: " from pdsh) tells the agents of two nodes apart as well.
             label = _LABEL.match(text)
+            node = label[0] if label and label[0][:1] != "[" and label[0][-2:] == ": " else None
+            self._agent_failed(int(m[2]), int(m[1]), int(m[3]), loc, node)
             agent = _GLOG_PID.match(text[label.end():] if label else text)
             who_said = f"{label[0] if label else ''}{agent[1] if agent else ''}"
             self._fact(Who(), "agent_failed", f"{who_said}@{loc.line}", loc)
@@ -1087,14 +1125,18 @@ class LogParser:
             self._error(who, kind, message, loc)
         return True
 
-    def _agent_failed(self, local_rank: int, code: int, pid: int | None, loc: Loc) -> None:
+    def _agent_failed(self, local_rank: int, code: int, pid: int | None, loc: Loc, node: str | None = None) -> None:
         """A launcher's line about one worker that exited (torchrun's agent in each format its logger has had:
         ``ERROR:torch.distributed…:``, ``[time] torch.distributed…: [ERROR]``, glog; DeepSpeed's launcher). It names
         the local rank only: on one node that is the rank; a failure table in the same input, which names the global
-        rank, is preferred (see :meth:`finish`)."""
-        self._elastic.append(ElasticFailure(rank=local_rank, local_rank=local_rank, exitcode=code, pid=pid,
-                                            signal=_signal_name(code), host=None, time=None, root_cause=False,
-                                            loc=loc, agent_line=True))
+        rank, is preferred (see :meth:`finish`). Behind a node's label (pdsh's "node1: ") it is that node's local
+        rank: placed by the node's first rank where its lines give it (:meth:`_node_tag`), else left unplaced."""
+        failure = ElasticFailure(rank=local_rank, local_rank=local_rank, exitcode=code, pid=pid,
+                                 signal=_signal_name(code), host=None, time=None, root_cause=False,
+                                 loc=loc, agent_line=True)
+        if node is not None:
+            self._node_agents.append((node, len(self._elastic)))
+        self._elastic.append(failure)
 
     def _srun_failed(self, m: re.Match[str], loc: Loc) -> None:
         """Slurm's "srun: error: node3: tasks 8-13,15: Exited with exit code 1" (or "Killed", "Out Of Memory"): the
@@ -1115,6 +1157,24 @@ class LogParser:
             self._elastic.append(ElasticFailure(rank=first, local_rank=None, exitcode=code, pid=None, signal=sig,
                                                 host=m[1], time=None, root_cause=False, loc=loc,
                                                 last_rank=last if last > first else None))
+
+    def _spawned(self, pid: int, rank: int, loc: Loc) -> None:
+        """A worker the launcher says it started: its PID (joins host records and rankless reports to it) and, where
+        its output goes to this console, the rank is seen here (a rank that wrote nothing here wrote nothing)."""
+        who = self._one_who(rank, None)
+        self._fact(who, "pid", str(pid), loc)
+        self._fact(who, "spawned", str(pid), loc)
+        if not self._spawns.own_logs:
+            self._ranks.add(rank)
+
+    def _died(self, pid: int | None, snippet: list[int], words: str, loc: Loc) -> None:
+        """A launcher's report that a worker's process died without an error of its own (Ray's actor error): that
+        rank's death, by a signal it does not name. Its rank by the PID the report names, or the snippet's one rank."""
+        rank = self._pid_rank.get(pid) if pid is not None else None
+        if rank is None and len(snippet) == 1:
+            rank = snippet[0]
+        if rank is not None:
+            self._error(self._one_who(rank, None), ErrorKind.KILLED, words, loc)
 
     def _launcher_line(self, fmt: formats.LineFormat, end: formats.TaskEnd | None, text: str, loc: Loc) -> None:
         """A launcher's report of one worker's end (a global rank), or of a stop of the whole job (a clue)."""

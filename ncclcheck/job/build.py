@@ -517,7 +517,8 @@ class _Builder:
         first_timeout = min((w.loc.line for w in timeouts if w.loc is not None), default=None)
         if err is not None and err.kind is ErrorKind.KILLED:
             sig = fatal_signal(err.message)
-            return Ending(EndKind.KILLED, f"died of {sig}: {one_line(err.message)}", err.loc, sig)
+            how = f"died of {sig}" if sig else "died with no error of its own, by a signal the line does not name"
+            return Ending(EndKind.KILLED, f"{how}: {one_line(err.message)}", err.loc, sig)
         if err is not None and err.kind in REAL_FAILURES:
             before = first_timeout is None or not any(
                 w.loc is not None and w.loc.file == err.loc.file and w.loc.line < err.loc.line for w in timeouts)

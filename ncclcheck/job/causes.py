@@ -20,7 +20,7 @@ from ncclcheck.evidence import formats, stamps
 from ncclcheck.evidence.linear import then
 from ncclcheck.evidence.logparse import launcher_signal
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, SystemEvent
-from ncclcheck.job.hosts import Joined, join_events
+from ncclcheck.job.hosts import Joined, join_events, peers_lost
 from ncclcheck.job.xids import fatal, meaning
 from ncclcheck.ranks import rank_phrase
 
@@ -412,6 +412,8 @@ _BY_KIND = {c.kind: c for c in ALL_CAUSES}
 _BY_SIGNAL = {"SIGBUS": _BY_KIND["shm_bus_error"], "SIGSEGV": _BY_KIND["native_crash"],
               "SIGILL": _BY_KIND["native_crash"], "SIGFPE": _BY_KIND["native_crash"]}
 
+# A rank's word that a peer went away: gloo's closed or reset connection, NCCL's remote exit.
+PEER_LOST = re.compile(r"Connection (?:closed|reset)|closed by peer|remote process exit|ncclRemoteError", re.IGNORECASE)
 _SYSTEM = re.compile(r"unhandled system error|unhanled system error|ncclSystemError", re.IGNORECASE)
 _OOM = re.compile(r"Tried to allocate ([\d.]+ [KMGT]?i?B)")
 _OOM_GPU = re.compile(r"GPU (\d+) has a total capacity of ([\d.]+ [KMGT]?i?B) of which ([\d.]+ [KMGT]?i?B) is free")
@@ -560,14 +562,19 @@ def _quoting_the_setting(d: Diagnosis, scans: Sequence[FileScan]) -> Diagnosis:
 
 
 def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, str]] = (),
-             fired_s: float | None = None) -> Diagnosis | None:
+             fired_s: float | None = None, silent: Sequence[int] = ()) -> Diagnosis | None:
     """The first cause of the catalogue that the inputs show, or a cause read from what is missing.
 
     ``fired_s``: when the first collective timed out (seconds into the day, by the job's log clock), to set a host's
     record against.
 
-    ``killed`` lists the ranks that died of a fatal signal (rank, where, signal): SIGKILL with no traceback is the
-    host-OOM cause, SIGBUS NCCL's shared memory, SIGSEGV and the like a native crash.
+    ``killed`` lists the ranks that died of a fatal signal (rank, where, signal; "" where the line that says so names
+    none, as Ray's "its worker process has died"): SIGKILL with no traceback is the host-OOM cause, SIGBUS NCCL's
+    shared memory, SIGSEGV and the like a native crash.
+
+    ``silent`` lists the ranks whose input stops without a word while every other rank's error says a peer went
+    away: a process that dies without a traceback (SIGKILL cannot be caught; Python prints nothing for it), read
+    from the survivors' lines, since the dead rank wrote none.
     """
     said = _said(scans)
     # A launcher's report of a kill it could not tie to a rank ("died with <Signals.SIGKILL: 9>", DeepSpeed's
@@ -576,8 +583,12 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
     for cause in CATALOGUE:
         hits = [s for s in said if cause.pattern.search(s.text)]
         # A killed rank is why its peers lost it (or read a cut message).
-        if hits and not (cause.kind in ("remote_exited", "calls_disagree", "ib_error") and (killed or unnamed)):
+        if hits and not (cause.kind in ("remote_exited", "calls_disagree", "ib_error") and (killed or unnamed or silent)):
             return _quoting_the_setting(_found(cause, hits, fired_s), scans)
+    if silent:
+        lost = [s for s in said if s.rank not in silent and s.clue is None and PEER_LOST.search(s.text)]
+        if lost:
+            return _silent_death(scans, silent, lost, unnamed[0] if unnamed and len(silent) == 1 else None)
     nccl = [s for s in said if s.clue is None and (s.text.startswith("NCCL error") or _SYSTEM.search(s.text))]
     if nccl:
         empty = [s for s in said if s.clue == "last_error" and not s.text]
@@ -594,6 +605,13 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
         sig = killed[0][2]
         ranks = [r for r, _, s in killed if s == sig and r is not None]
         how = _BY_SIGNAL.get(sig, HOST_KILL)
+        if not sig:  # a launcher's word that the process died without an error of its own, naming no signal
+            words = next((s.text for s in said if s.loc == killed[0][1]), "")
+            return Diagnosis(how, tuple(ranks), words or "died", killed[0][1],
+                             tuple(loc for _, loc, s in killed if s == sig)[:8],
+                             f"{rank_phrase(ranks) or 'a process'} died with no error of its own, by a signal no line "
+                             f"names ({one_line(words)})" if words else
+                             f"{rank_phrase(ranks) or 'a process'} died with no error of its own")
         return Diagnosis(how, tuple(ranks), f"killed by {sig}", killed[0][1],
                          tuple(loc for _, loc, s in killed if s == sig)[:8],
                          f"{rank_phrase(ranks)} died of {sig} with no traceback" if ranks else
@@ -606,6 +624,31 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
     if stops and not errors and not timeouts:
         return Diagnosis(STOPPED, (), stops[0].text, stops[0].loc, tuple(s.loc for s in stops)[:8], stops[0].text)
     return None
+
+
+def _silent_death(scans: Sequence[FileScan], silent: Sequence[int], lost: Sequence[_Said],
+                  unnamed: tuple[None, Loc, str] | None) -> Diagnosis:
+    """Ranks that wrote nothing while the others lost their peer: they died without a traceback. A launcher's report
+    of a worker's death by a signal that names no worker is the one silent rank's: every other rank wrote an error of
+    its own, and a process ends by its own error (an exit status, the watchdog's abort), not by that signal."""
+    others = sorted({s.rank for s in lost if s.rank is not None})
+    m = PEER_LOST.search(lost[0].text)
+    assert m is not None
+    words = lost[0].text[m.start():].split(". ")[0].rstrip(".")[:120]
+    host = "".join(f", the host of {rank_phrase(p.ranks)}" for p in peers_lost(scans)[:1]
+                   if p.ranks and p.peer.split("<")[0] in words)
+    peers = (f"{rank_phrase(others) if others else 'the other ranks'} lost "
+             f"{'its connection' if len(others) == 1 else 'their connections'} to a peer ({words}){host}")
+    locs = tuple(s.loc for s in lost)
+    if unnamed is not None:
+        _, at, sig = unnamed
+        return Diagnosis(_BY_SIGNAL.get(sig, HOST_KILL), tuple(silent), f"killed by {sig}", at, (at, *locs)[:8],
+                         f"{rank_phrase(silent)} died of {sig} with no traceback: the launcher reports a worker dead "
+                         f"of {sig} without naming it, and {rank_phrase(silent)} is the only rank that wrote no "
+                         f"error of its own; {peers}")
+    return Diagnosis(HOST_KILL, tuple(silent), lost[0].text, lost[0].loc, locs[:8],
+                     f"{rank_phrase(silent)} stopped with no error, traceback or exit line while {peers}"
+                     + ("; these inputs do not tell which of them died first" if len(silent) > 1 else ""))
 
 
 def _versions(scans: Sequence[FileScan]) -> Diagnosis | None:

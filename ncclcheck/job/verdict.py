@@ -31,6 +31,7 @@ from ncclcheck.job.causes import (
     LAUNCHER,
     MEMORY,
     NETWORK,
+    PEER_LOST,
     PROBE,
     PROGRAM,
     SETUP,
@@ -74,6 +75,9 @@ from ncclcheck.ranks import ranges_of, rank_phrase
 from ncclcheck.transfer import human_seconds
 
 _FAILED = {EndKind.EXCEPTION, EndKind.KILLED, EndKind.EXITED}
+# Endings of a rank that shows no collective it reached (with ABORTED by the launcher; the watchdog's SIGABRT abort
+# follows a wait of its own).
+_NEVER_ARRIVED = {EndKind.SILENT, EndKind.RUNNING, EndKind.HUNG}
 _NOT_WAITING = {EndKind.SILENT, EndKind.HUNG, EndKind.RUNNING, EndKind.EXCEPTION, EndKind.KILLED, EndKind.EXITED,
                 EndKind.NCCL_ERROR, EndKind.ABORTED}
 
@@ -354,9 +358,26 @@ def _roots(job: Job) -> _Roots:
     return _Roots(named, inferred, absent, leaves)
 
 
-# A rank's word that its peers went away. From a rank the others waited for until their timeout, it is their leaving
-# after it (they kept the connection open all that time), not a failed transport: the rank was late, not cut off.
-_PEER_LEFT = re.compile(r"Connection (?:closed|reset)|closed by peer|remote process exit", re.IGNORECASE)
+def _cut_off(job: Job, roots: Sequence[int]) -> list[int]:
+    """Roots whose one error is that their peers went away, beside roots that never reached a collective.
+
+    Ranks that time out leave, and a rank still inside a collective with them then reads "Connection closed by peer":
+    it had reached a collective, waiting with the others or late. A root that printed nothing of a collective (its
+    log stops, or the launcher stopped it still running) never reached one, and explains the others' waits without
+    the first: where the trail ends at both, the first are cut off, not waited for. Alone, such a rank is the late
+    one (the others waited for it until their timeout, then left)."""
+    by_rank = {s.rank: s for s in job.ranks}
+    cut = [r for r in roots
+           if by_rank[r].ending.kind is EndKind.NCCL_ERROR and PEER_LOST.search(by_rank[r].ending.detail)]
+    never = [r for r in roots if by_rank[r].ending.kind in _NEVER_ARRIVED
+             or by_rank[r].ending.kind is EndKind.ABORTED and "SIGABRT" not in by_rank[r].ending.detail]
+    return cut if cut and never and len(cut) + len(never) == len(roots) else []
+
+
+def _peer_words(detail: str) -> str:
+    """``Connection closed by peer [127.0.0.1]:40074``: the words of an error that say a peer went away."""
+    m = PEER_LOST.search(detail)
+    return detail[m.start():].split(". ")[0].rstrip(".")[:120] if m else detail
 
 
 def _watchdog_aborted(s: RankState, timeouts: Sequence[Loc]) -> bool:
@@ -402,8 +423,10 @@ def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind,
     if mism is not None:
         return VerdictKind.COLLECTIVE_MISMATCH, mism[0], mism[1]
     timed_out = any(s.stuck is not None and s.stuck.state == "timed_out" for s in job.ranks)
+    # A rank's word that its peers went away (causes.PEER_LOST), from a rank the others waited for until their
+    # timeout, is their leaving after it (they kept the connection open all that time), not a failed transport.
     errs = [r for r in culprits if by_rank[r].ending.kind is EndKind.NCCL_ERROR
-            and not (timed_out and _PEER_LEFT.search(by_rank[r].ending.detail))]
+            and not (timed_out and PEER_LOST.search(by_rank[r].ending.detail))]
     if errs:
         return (VerdictKind.NCCL_ERROR, errs,
                 "; ".join(f"rank {r}: {by_rank[r].ending.detail}" for r in errs) + ".")
@@ -417,6 +440,9 @@ def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind,
                 "lagging in host code (its own stderr names the collective). If it was the same one, every rank "
                 "waited in it and no member was missing: suspect the transport (GPU peer-to-peer over PCIe, the "
                 "network, NCCL itself); if it was another, the ranks' calls disagree.")
+    cut = _cut_off(job, culprits) if timed_out else []
+    if cut:
+        culprits = [r for r in culprits if r not in cut]
     if culprits:
         lines = "; ".join(f"rank {r} {root_words(by_rank[r])}{_last_frame(by_rank[r])}" for r in culprits[:4])
         one = len(culprits) == 1
@@ -429,6 +455,11 @@ def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind,
             waited = f"waited{limit}"
         else:  # a live job, or dumps taken before any timeout: they are still waiting
             waited = "wait" if len(waiting) > 1 or not waiting else "waits"
+        if cut:
+            how += (f" {rank_phrase(cut).capitalize()} lost {'its' if len(cut) == 1 else 'their'} peers when they left "
+                    f"after their timeout ({'; '.join(_peer_words(by_rank[r].ending.detail) for r in cut[:2])}): "
+                    f"{'it' if len(cut) == 1 else 'they'} had reached a collective, which {rank_phrase(culprits)} "
+                    "never did.")
         late = [r for r in culprits if by_rank[r].ending.kind is EndKind.NCCL_ERROR]
         if late:
             how += (f" The connection error of {rank_phrase(late)} came from the others leaving after their timeout "
@@ -481,6 +512,13 @@ def _lost_peer_verdict(scans: Sequence[FileScan], job: Job,
         said += f" {who} lost its connection to the peer {p.peer} ({p.loc})" + (
             f", the host of {rank_phrase(p.ranks)}." if p.ranks else ", a host no rank in these inputs names.")
     stops = "its log stops" if len(suspects) == 1 else "their logs stop"
+    if suspects and all(PEER_LOST.search(by_rank[r].ending.detail) for r in nccl_err):
+        # Every error says only that a peer went away, and a rank stopped without a word: its death is the
+        # failure, the others' lost connections its consequence (a rank alive behind a failed link prints an
+        # error or a timeout of its own).
+        return (VerdictKind.RANK_FAILED_FIRST, suspects, nccl_err,
+                f"{rank_phrase(suspects).capitalize()} printed no error: {stops} while {rank_phrase(nccl_err)} lost "
+                f"{'its connection' if len(nccl_err) == 1 else 'their connections'} to a peer. {said}")
     if suspects:
         return (VerdictKind.NCCL_ERROR, suspects, nccl_err,
                 f"{said} {rank_phrase(suspects).capitalize()} printed no error: {stops}, as a rank that died would.")
@@ -768,11 +806,14 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
         findings += [f for f in (size, tensor) if f is not None]
     else:
         kind, culprits, waiting, summary = _quiet_verdict(scans, job)
-    killed_ranks = [(s.rank, s.ending.loc, s.ending.signal or "SIGKILL") for s in job.ranks
+    killed_ranks = [(s.rank, s.ending.loc, s.ending.signal or "") for s in job.ranks
                     if s.ending.kind is EndKind.KILLED and s.ending.loc is not None]
     fired = [r.started_s + r.ran_for_ms / 1000 for r in job.records if r.started_s is not None and r.ran_for_ms]
+    # Ranks named for dying without a word (their peers' lost connections point at them): no line of theirs says how.
+    silent = [r for r in culprits if kind is VerdictKind.RANK_FAILED_FIRST and (s := job.rank(r)) is not None
+              and s.ending.kind is EndKind.SILENT]
     kind, culprits, summary, cause = _with_cause(job, kind, culprits, summary,
-                                                 diagnose(scans, killed_ranks, min(fired, default=None)),
+                                                 diagnose(scans, killed_ranks, min(fired, default=None), silent),
                                                  rank_hosts(scans))
     waiting = [r for r in waiting if r not in culprits]
     kind, summary = _live_words(job, kind, culprits, summary)

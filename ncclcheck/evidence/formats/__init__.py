@@ -13,17 +13,20 @@ from __future__ import annotations
 import re
 
 from ncclcheck.evidence.formats import deepspeed, mpi, ray, slurm
+from ncclcheck.evidence.formats.deepspeed import Spawns
 from ncclcheck.evidence.formats.lines import LauncherLines, LineFormat, TaskEnd
+from ncclcheck.evidence.formats.ray import Deaths
 
-__all__ = ["LINE_FORMATS", "rankless_signal", "PATH_RANKS", "RANK_TAGS", "WORDS", "LauncherLines", "LineFormat", "TaskEnd",
-           "is_stop", "path_rank", "pid_rank", "pid_tag", "rank_tag"]
+__all__ = ["Deaths", "LINE_FORMATS", "rankless_signal", "PATH_RANKS", "RANK_TAGS", "WORDS", "LauncherLines", "LineFormat",
+           "Spawns", "TaskEnd", "is_stop", "path_rank", "pid_rank", "pid_tag", "rank_tag"]
 
 LINE_FORMATS: tuple[LineFormat, ...] = mpi.LINES + slurm.LINES + deepspeed.LINES
 RANK_TAGS: tuple[re.Pattern[str], ...] = mpi.RANK_TAGS
 PATH_RANKS: tuple[re.Pattern[str], ...] = mpi.PATH_RANKS + slurm.PATH_RANKS
 # The literal words the block reader must keep whole, wherever they stand.
 WORDS: tuple[bytes, ...] = tuple(dict.fromkeys([*(f.word.encode() for f in LINE_FORMATS),
-                                                *(w.encode() for w in ray.WORDS)]))
+                                                *(w.encode() for w in ray.WORDS),
+                                                *(w.encode() for w in deepspeed.WORDS)]))
 
 
 def rank_tag(text: str) -> int | None:
