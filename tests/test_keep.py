@@ -317,3 +317,14 @@ def test_a_deep_last_error_line_brings_its_reason(tmp_path, engine, monkeypatch)
                      b"out\n" + chatter[cut:])
     monkeypatch.setattr(reader, "ENGINE", engine)
     assert b"socketPollConnect: connect returned Connection timed out" in {line for _, line in _selected(path)}
+
+
+@pytest.mark.skipif(reader._hs is None, reason="hyperscan is not installed")
+def test_hyperscan_reports_a_line_once_however_often_it_holds_a_word():
+    """A line holding a keep word (or a trigger) 1000 times is one report, at its newline: the cost of a block is
+    one Python call a line, not one a hit."""
+    line = b"[rank3]: " + b"Error WorkNCCL " * 1000 + b"\n"
+    buf = bytearray(b"step 1 | loss 2.0\n" + line * 3 + b"step 2 | loss 1.9\n")
+    keep, triggers = reader._hs_lines(buf, len(buf))
+    ends = [len(b"step 1 | loss 2.0\n") + len(line) * n for n in (1, 2, 3)]
+    assert sorted(keep) == ends and sorted(triggers) == ends

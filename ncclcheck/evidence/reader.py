@@ -14,6 +14,7 @@ takes its line if the line also names something in ``_WANTED``:
 * ``z``  ProcessGroupNCCL initialization     * ``q``  ``CollectiveFingerPrint(SequenceNumber=``
 * ``H``  Heartbeat monitor                   * ``B``  gloo's monitoredBarrier verdicts
 
+(The hyperscan engine finds these triggers in the same pass as the keep words, below.)
 An anchor must be a byte that chatter rarely holds: ``F`` or ``T`` would stop at every ``INFO`` or
 ``COMPLETE``, and each stop costs a Python-level match.
 
@@ -31,16 +32,19 @@ and PyTorch print their settings, lines naming a setting or an error are handed 
 as well ("Last error:" with the line under it).  Newlines are still counted everywhere so that evidence keeps exact line numbers.
 
 Three engines (``ENGINE``, the fastest installed unless ``NCCLCHECK_ENGINE`` names another; tests hold each to the
-line-by-line reading).  "hyperscan" finds the lines holding any keep word in one pass over a block: every word and
-the rest of its line are one Hyperscan expression, reported once a line at its newline however often the line
-holds a word.  "stringzilla" searches the block once per word with StringZilla's SIMD find, moving past each hit's
-line; so does "python", with CPython's find.  Every engine but "python" counts newlines with StringZilla instead
-of CPython's byte loop (~1.5 GB/s), and searches the ``WORDS`` of an anchor that keeps missing in a block whole.
-Per 2 MiB block of the chatty benchmark corpus (70 words, 2-core VM, 2026-11-25): Hyperscan 0.50 ms (4.1 GB/s),
-StringZilla 2.9 ms (0.04 ms a word), ahocorasick-rs 2.8 ms (its DFA: 70 words are too many for its SIMD
-prefilter), pyahocorasick 21 ms (text only: the block decoded first), one ``re`` alternation 96 ms; the synth
-corpus alike (0.29 against 1.9 ms).  Searching for fewer, shorter pieces that every word holds does not pay:
-a cover of the words by 3-byte pieces still needs 46 of them, and 2-byte pieces (``er``, ``re``) hit every line.
+line-by-line reading).  "hyperscan" finds the lines holding any keep word, and those holding a trigger, in one
+pass over a block: every word and the rest of its line are one Hyperscan expression, every trigger and the rest of
+its line another, each reported once a line at its newline however often the line holds one.  "stringzilla"
+searches the block once per word with StringZilla's SIMD find, moving past each hit's line, and finds triggers by
+their anchor bytes; so does "python", with CPython's find.  Every engine but "python" counts newlines with
+StringZilla instead of CPython's byte loop (~1.5 GB/s), and ("stringzilla") searches the ``WORDS`` of an anchor
+that keeps missing in a block whole.  Per 2 MiB block of the chatty benchmark corpus, for the 70 words alone
+(tools/bench_words.py, 2-core VM, 2026-11-25): Hyperscan 0.50 ms (4.1 GB/s), StringZilla 2.9 ms (0.04 ms a word),
+ahocorasick-rs 2.8 ms (its DFA: 70 words are too many for its SIMD prefilter), pyahocorasick 21 ms (text only:
+the block decoded first), one ``re`` alternation 96 ms; the synth corpus alike (0.29 against 1.9 ms).  Searching
+for fewer, shorter pieces that every word holds does not pay: a cover of the words by 3-byte pieces still needs
+46 of them, and 2-byte pieces (``er``, ``re``) stand on almost every line.  Adding the triggers to the pass costs
+0.1-0.2 ms a block and saves the anchor passes (~0.3 ms): 10% of the reader's CPU on the chatty corpus.
 
 A physical line longer than ``MAX_LINE`` (a progress bar redrawn with ``\\r`` for
 hours) is read in pieces split at its carriage returns, so a record at its end is
@@ -652,10 +656,9 @@ def _searched(buf: bytearray, size: int, trigger: re.Pattern[bytes], back: int, 
         m = search(buf, nxt, size)
 
 
-def _kept(buf: bytearray, size: int) -> list[tuple[int, int]]:
-    """The lines of ``buf[:size]`` that hold one of ``WHOLE_WORDS``, as ``(start, end)`` spans (``end`` past the
-    newline); a line ending in NCCL's ``Last error:`` brings the line under it (NCCL's reason) along."""
-    ends = _hs_ends(buf, size) if ENGINE == "hyperscan" else _found_ends(buf, size)
+def _kept(buf: bytearray, size: int, ends: list[int]) -> list[tuple[int, int]]:
+    """The lines of ``buf[:size]`` that hold one of ``WHOLE_WORDS`` (given by their ``ends``, past the newline), as
+    ``(start, end)`` spans; a line ending in NCCL's ``Last error:`` brings the line under it (NCCL's reason) along."""
     spans = []
     for end in ends:
         start = buf.rfind(b"\n", 0, end - 1) + 1
@@ -679,23 +682,37 @@ def _found_ends(buf: bytearray, size: int) -> list[int]:
     return ends
 
 
+def _wanted(buf: bytearray, ends: list[int]) -> list[int]:
+    """Start offsets of the lines (given by their ends, past the newline) that name something in ``_WANTED``."""
+    starts = []
+    for end in ends:
+        start = buf.rfind(b"\n", 0, end - 1) + 1
+        if _WANTED.search(buf, start, end - 1):
+            starts.append(start)
+    return starts
+
+
 @functools.cache
 def _hs_database() -> Any:
-    """Every keep word and the rest of its line, as one Hyperscan expression: a line reports a match once, at its
-    newline, however many words it holds (a match's end is the only offset Hyperscan reports without asking for
-    starts, and a pattern matches at each end offset once).  Compiled on first use (~20 ms)."""
+    """Two Hyperscan expressions, each followed by the rest of its line: every keep word (id 0), and every trigger
+    (id 1: the patterns of ``TRIGGERS``, which Hyperscan reads as ``re`` does).  A line reports a match of each once,
+    at its newline, however often it holds one (a match's end is the only offset Hyperscan reports without asking
+    for starts, and an expression matches at each end offset once).  Compiled on first use (~20 ms)."""
     words = b"|".join(b"".join(b"\\x%02x" % c for c in word) for word in WHOLE_WORDS)
+    triggers = b"|".join(trigger.pattern for trigger, _ in TRIGGERS.values())
     database = _hs.Database(mode=_hs.HS_MODE_BLOCK)
-    database.compile(expressions=[b"(?:" + words + rb")[^\n]*\n"], ids=[0], elements=1, flags=[0])
+    database.compile(expressions=[b"(?:" + words + rb")[^\n]*\n", b"(?:" + triggers + rb")[^\n]*\n"], ids=[0, 1],
+                     elements=2, flags=[0, 0])
     return database
 
 
-def _hs_ends(buf: bytearray, size: int) -> list[int]:
-    """Ends of the lines holding a keep word, found in one pass over the block (``buf[size - 1]`` is a newline)."""
-    ends: list[int] = []
+def _hs_lines(buf: bytearray, size: int) -> tuple[list[int], list[int]]:
+    """Ends of the lines holding a keep word, and of those holding a trigger, found in one pass over the block
+    (``buf[size - 1]`` is a newline)."""
+    found: tuple[list[int], list[int]] = ([], [])
     with memoryview(buf) as view, view[:size] as block:
-        _hs_database().scan(block, match_event_handler=lambda _id, _start, end, _flags, _context: ends.append(end))
-    return ends
+        _hs_database().scan(block, match_event_handler=lambda kind, _start, end, _flags, _ctx: found[kind].append(end))
+    return found
 
 
 # What a host's or a scheduler's records look like at their start: a kernel log (dmesg, dmesg -T, journalctl -k,
@@ -741,9 +758,12 @@ def _scan(
             if 0 < end < size and m.group() == b"Last error":  # and the line under it: NCCL's reason
                 end = buf.find(b"\n", end, size) + 1 or end
             spans.append((buf.rfind(b"\n", 0, m.start()) + 1, end))
+    triggered: list[int] = []
     if not every:
-        spans += _kept(buf, size)
-    for s in () if every else set(_triggered(buf, size)):
+        keep_ends, trigger_ends = _hs_lines(buf, size) if ENGINE == "hyperscan" else (_found_ends(buf, size), None)
+        spans += _kept(buf, size, keep_ends)
+        triggered = _triggered(buf, size) if trigger_ends is None else _wanted(buf, trigger_ends)
+    for s in set(triggered):
         a = s
         for _ in range(BEFORE):
             if a == 0:
