@@ -325,6 +325,19 @@ def test_hyperscan_reports_a_line_once_however_often_it_holds_a_word():
     one Python call a line, not one a hit."""
     line = b"[rank3]: " + b"Error WorkNCCL " * 1000 + b"\n"
     buf = bytearray(b"step 1 | loss 2.0\n" + line * 3 + b"step 2 | loss 1.9\n")
-    keep, triggers = reader._hs_lines(buf, len(buf))
+    keep, triggers = reader._hs_lines(reader._hs_database(), buf, len(buf))
     ends = [len(b"step 1 | loss 2.0\n") + len(line) * n for n in (1, 2, 3)]
     assert sorted(keep) == ends and sorted(triggers) == ends
+
+
+def test_where_hyperscan_cannot_run_the_words_are_searched_one_by_one(tmp_path, monkeypatch):
+    """A processor Hyperscan refuses (its database does not compile) leaves the hyperscan engine reading as the
+    others do, not failing."""
+    path = tmp_path / "rank3.log"
+    path.write_bytes(_chatter()[: 1 << 20] + b"RuntimeError: CUDA error: an illegal memory access was encountered\n"
+                     + _chatter()[: 1 << 20])
+    want = _selected(path)
+    monkeypatch.setattr(reader, "ENGINE", "hyperscan")
+    monkeypatch.setattr(reader, "_hs_database", lambda: None)
+    assert _selected(path) == want
+    assert b"RuntimeError: CUDA error: an illegal memory access was encountered" in {line for _, line in want}

@@ -40,7 +40,7 @@ their anchor bytes; so does "python", with CPython's find.  Every engine but "py
 StringZilla instead of CPython's byte loop (~1.5 GB/s), and ("stringzilla") searches the ``WORDS`` of an anchor
 that keeps missing in a block whole.  Per 2 MiB block of the chatty benchmark corpus, for the 70 words alone
 (tools/bench_words.py, 2-core VM, 2026-11-25): Hyperscan 0.50 ms (4.1 GB/s), StringZilla 2.9 ms (0.04 ms a word),
-ahocorasick-rs 2.8 ms (its DFA: 70 words are too many for its SIMD prefilter), pyahocorasick 21 ms (text only:
+ahocorasick-rs 2.8 ms (with every match kind and automaton it offers), pyahocorasick 21 ms (text only:
 the block decoded first), one ``re`` alternation 96 ms; the synth corpus alike (0.29 against 1.9 ms).  Searching
 for fewer, shorter pieces that every word holds does not pay: a cover of the words by 3-byte pieces still needs
 46 of them, and 2-byte pieces (``er``, ``re``) stand on almost every line.  Adding the triggers to the pass costs
@@ -697,21 +697,25 @@ def _hs_database() -> Any:
     """Two Hyperscan expressions, each followed by the rest of its line: every keep word (id 0), and every trigger
     (id 1: the patterns of ``TRIGGERS``, which Hyperscan reads as ``re`` does).  A line reports a match of each once,
     at its newline, however often it holds one (a match's end is the only offset Hyperscan reports without asking
-    for starts, and an expression matches at each end offset once).  Compiled on first use (~20 ms)."""
+    for starts, and an expression matches at each end offset once).  Compiled on first use (~20 ms).  None where
+    this processor cannot run it (Hyperscan needs SSSE3): the words are then searched for one by one."""
     words = b"|".join(b"".join(b"\\x%02x" % c for c in word) for word in WHOLE_WORDS)
     triggers = b"|".join(trigger.pattern for trigger, _ in TRIGGERS.values())
     database = _hs.Database(mode=_hs.HS_MODE_BLOCK)
-    database.compile(expressions=[b"(?:" + words + rb")[^\n]*\n", b"(?:" + triggers + rb")[^\n]*\n"], ids=[0, 1],
-                     elements=2, flags=[0, 0])
+    try:
+        database.compile(expressions=[b"(?:" + words + rb")[^\n]*\n", b"(?:" + triggers + rb")[^\n]*\n"],
+                         ids=[0, 1], elements=2, flags=[0, 0])
+    except _hs.error:  # pragma: no cover - a processor Hyperscan does not support
+        return None
     return database
 
 
-def _hs_lines(buf: bytearray, size: int) -> tuple[list[int], list[int]]:
+def _hs_lines(database: Any, buf: bytearray, size: int) -> tuple[list[int], list[int]]:
     """Ends of the lines holding a keep word, and of those holding a trigger, found in one pass over the block
     (``buf[size - 1]`` is a newline)."""
     found: tuple[list[int], list[int]] = ([], [])
     with memoryview(buf) as view, view[:size] as block:
-        _hs_database().scan(block, match_event_handler=lambda kind, _start, end, _flags, _ctx: found[kind].append(end))
+        database.scan(block, match_event_handler=lambda kind, _start, end, _flags, _ctx: found[kind].append(end))
     return found
 
 
@@ -760,7 +764,8 @@ def _scan(
             spans.append((buf.rfind(b"\n", 0, m.start()) + 1, end))
     triggered: list[int] = []
     if not every:
-        keep_ends, trigger_ends = _hs_lines(buf, size) if ENGINE == "hyperscan" else (_found_ends(buf, size), None)
+        database = _hs_database() if ENGINE == "hyperscan" else None
+        keep_ends, trigger_ends = (_found_ends(buf, size), None) if database is None else _hs_lines(database, buf, size)
         spans += _kept(buf, size, keep_ends)
         triggered = _triggered(buf, size) if trigger_ends is None else _wanted(buf, trigger_ends)
     for s in set(triggered):
