@@ -88,7 +88,7 @@ def greedy_cover(n: int) -> list[bytes]:
         for word in left:
             for piece in {word[i: i + n] for i in range(len(word) - n + 1)}:
                 counts[piece] = counts.get(piece, 0) + 1
-        piece = max(counts, key=lambda p: counts[p])
+        piece = max(sorted(counts), key=counts.__getitem__)  # the first in byte order among equals
         pieces.append(piece)
         left = {w for w in left if piece not in w}
     return pieces

@@ -39,12 +39,12 @@ searches the block once per word with StringZilla's SIMD find, moving past each 
 their anchor bytes; so does "python", with CPython's find.  Every engine but "python" counts newlines with
 StringZilla instead of CPython's byte loop (~1.5 GB/s), and ("stringzilla") searches the ``WORDS`` of an anchor
 that keeps missing in a block whole.  Per 2 MiB block of the chatty benchmark corpus, for the 70 words alone
-(tools/bench_words.py, 2-core VM, 2026-11-25): Hyperscan 0.50 ms (4.1 GB/s), StringZilla 2.9 ms (0.04 ms a word),
-ahocorasick-rs 2.8 ms (with every match kind and automaton it offers), pyahocorasick 21 ms (text only:
-the block decoded first), one ``re`` alternation 96 ms; the synth corpus alike (0.29 against 1.9 ms).  Searching
-for fewer, shorter pieces that every word holds does not pay: a cover of the words by 3-byte pieces still needs
-46 of them, and 2-byte pieces (``er``, ``re``) stand on almost every line.  Adding the triggers to the pass costs
-0.1-0.2 ms a block and saves the anchor passes (~0.3 ms): 10% of the reader's CPU on the chatty corpus.
+(tools/bench_words.py, 2-core VM, 2026-11-25): Hyperscan 0.52 ms (4.1 GB/s), StringZilla 3.05 ms (0.04 ms a word),
+ahocorasick-rs 2.8 ms (with each match kind and automaton tried), pyahocorasick 20 ms (text only: the block
+decoded first), one ``re`` alternation 97 ms; the synth corpus alike (0.29 against 1.96 ms).  Searching for fewer,
+shorter pieces that every word holds does not pay: a cover of the words by 3-byte pieces still needs 47 of them,
+and 2-byte pieces (``er``, ``ed``) stand on most lines.  Adding the triggers to the pass costs ~0.1 ms a block and
+replaces the anchor passes (~0.3 ms): 10% of the reader's CPU on the chatty corpus.
 
 A physical line longer than ``MAX_LINE`` (a progress bar redrawn with ``\\r`` for
 hours) is read in pieces split at its carriage returns, so a record at its end is
