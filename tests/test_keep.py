@@ -342,3 +342,23 @@ def test_where_hyperscan_cannot_run_the_words_are_searched_one_by_one(tmp_path, 
     monkeypatch.setattr(reader, "_hs_database", lambda: None)
     assert _selected(path) == want
     assert b"RuntimeError: CUDA error: an illegal memory access was encountered" in {line for _, line in want}
+
+
+@pytest.mark.skipif(reader._hs is None, reason="hyperscan is not installed")
+def test_hyperscan_finds_the_head_lines_re_finds():
+    """In the head of every fixture, Hyperscan's pass for the set-up words takes the very lines ``re`` takes, and
+    says ``Last error`` of the same ones; also where the head's end cuts a line."""
+    def lines(hits, head: bytes) -> dict[int, bool]:
+        out: dict[int, bool] = {}
+        for at, last_error in hits:
+            start = head.rfind(b"\n", 0, at) + 1
+            out[start] = out.get(start, False) or last_error
+        return out
+
+    database = reader._hs_database()
+    for path in _fixture_files():
+        data = path.read_bytes()
+        for cut in (reader.HEAD, 700):
+            head = bytearray(data[:cut])
+            assert lines(reader._head_hits(database, head, len(head)), head) == \
+                lines(reader._head_hits(None, head, len(head)), head), path

@@ -44,7 +44,9 @@ ahocorasick-rs 2.8 ms (with each match kind and automaton tried), pyahocorasick 
 decoded first), one ``re`` alternation 97 ms; the synth corpus alike (0.29 against 1.96 ms).  Searching for fewer,
 shorter pieces that every word holds does not pay: a cover of the words by 3-byte pieces still needs 47 of them,
 and 2-byte pieces (``er``, ``ed``) stand on most lines.  Adding the triggers to the pass costs ~0.1 ms a block and
-replaces the anchor passes (~0.3 ms): 10% of the reader's CPU on the chatty corpus.
+replaces the anchor passes (~0.3 ms): 10% of the reader's CPU on the chatty corpus.  The head's set-up words
+(``_HEAD_WANTED``) are found by Hyperscan too: ``re`` took ~1 ms for each input's 16 KiB head.  Reading the whole
+corpus took 0.46 s of CPU with the words alone in Hyperscan, 0.35 s (0.69 ms/MiB) with all three in it.
 
 A physical line longer than ``MAX_LINE`` (a progress bar redrawn with ``\\r`` for
 hours) is read in pieces split at its carriage returns, so a record at its end is
@@ -694,20 +696,25 @@ def _wanted(buf: bytearray, ends: list[int]) -> list[int]:
 
 @functools.cache
 def _hs_database() -> Any:
-    """Two Hyperscan expressions, each followed by the rest of its line: every keep word (id 0), and every trigger
+    """Hyperscan's databases, compiled on first use (~20 ms): one for a block, one for an input's head.
+
+    A block's has two expressions, each followed by the rest of its line: every keep word (id 0), and every trigger
     (id 1: the patterns of ``TRIGGERS``, which Hyperscan reads as ``re`` does).  A line reports a match of each once,
     at its newline, however often it holds one (a match's end is the only offset Hyperscan reports without asking
-    for starts, and an expression matches at each end offset once).  Compiled on first use (~20 ms).  None where
-    this processor cannot run it (Hyperscan needs SSSE3): the words are then searched for one by one."""
+    for starts, and an expression matches at each end offset once).  The head's holds ``_HEAD_WANTED`` (id 0) and
+    ``Last error`` (id 1), each reported at every match (a head is 16 KiB at most), so that a line cut by the head's
+    end is still found.  None where this processor cannot run them (Hyperscan needs SSSE3): then ``re`` and the
+    word-by-word search do the work."""
     words = b"|".join(b"".join(b"\\x%02x" % c for c in word) for word in WHOLE_WORDS)
     triggers = b"|".join(trigger.pattern for trigger, _ in TRIGGERS.values())
-    database = _hs.Database(mode=_hs.HS_MODE_BLOCK)
+    block, head = _hs.Database(mode=_hs.HS_MODE_BLOCK), _hs.Database(mode=_hs.HS_MODE_BLOCK)
     try:
-        database.compile(expressions=[b"(?:" + words + rb")[^\n]*\n", b"(?:" + triggers + rb")[^\n]*\n"],
-                         ids=[0, 1], elements=2, flags=[0, 0])
+        block.compile(expressions=[b"(?:" + words + rb")[^\n]*\n", b"(?:" + triggers + rb")[^\n]*\n"],
+                      ids=[0, 1], elements=2, flags=[0, 0])
+        head.compile(expressions=[_HEAD_WANTED.pattern, b"Last error"], ids=[0, 1], elements=2, flags=[0, 0])
     except _hs.error:  # pragma: no cover - a processor Hyperscan does not support
         return None
-    return database
+    return block, head
 
 
 def _hs_lines(database: Any, buf: bytearray, size: int) -> tuple[list[int], list[int]]:
@@ -715,8 +722,20 @@ def _hs_lines(database: Any, buf: bytearray, size: int) -> tuple[list[int], list
     (``buf[size - 1]`` is a newline)."""
     found: tuple[list[int], list[int]] = ([], [])
     with memoryview(buf) as view, view[:size] as block:
-        database.scan(block, match_event_handler=lambda kind, _start, end, _flags, _ctx: found[kind].append(end))
+        database[0].scan(block, match_event_handler=lambda kind, _start, end, _flags, _ctx: found[kind].append(end))
     return found
+
+
+def _head_hits(database: Any, buf: bytearray, head: int) -> list[tuple[int, bool]]:
+    """Offsets inside the lines of ``buf[:head]`` that name a setting or an error (``_HEAD_WANTED``, wholly before
+    ``head``), each with whether the line says NCCL's ``Last error``.  ``re`` takes ~1 ms for 16 KiB of it."""
+    if database is None:
+        return [(m.start(), m.group() == b"Last error") for m in _HEAD_WANTED.finditer(buf, 0, head)]
+    hits: list[tuple[int, bool]] = []
+    with memoryview(buf) as view, view[:head] as block:
+        database[1].scan(block, match_event_handler=lambda kind, _start, end, _flags, _ctx: hits.append((end - 1,
+                                                                                                        kind == 1)))
+    return hits
 
 
 # What a host's or a scheduler's records look like at their start: a kernel log (dmesg, dmesg -T, journalctl -k,
@@ -756,15 +775,15 @@ def _scan(
             n += 1
         spans.append((0, end))
         after_left -= n
+    database = _hs_database() if ENGINE == "hyperscan" and not every else None
     if full_until and not every:
-        for m in _HEAD_WANTED.finditer(buf, 0, min(size, full_until)):
-            end = buf.find(b"\n", m.start(), size) + 1
-            if 0 < end < size and m.group() == b"Last error":  # and the line under it: NCCL's reason
+        for at, last_error in _head_hits(database, buf, min(size, full_until)):
+            end = buf.find(b"\n", at, size) + 1
+            if 0 < end < size and last_error:  # and the line under it: NCCL's reason
                 end = buf.find(b"\n", end, size) + 1 or end
-            spans.append((buf.rfind(b"\n", 0, m.start()) + 1, end))
+            spans.append((buf.rfind(b"\n", 0, at) + 1, end))
     triggered: list[int] = []
     if not every:
-        database = _hs_database() if ENGINE == "hyperscan" else None
         keep_ends, trigger_ends = (_found_ends(buf, size), None) if database is None else _hs_lines(database, buf, size)
         spans += _kept(buf, size, keep_ends)
         triggered = _triggered(buf, size) if trigger_ends is None else _wanted(buf, trigger_ends)
