@@ -91,7 +91,7 @@ def _optional(name: str) -> Any:
         return None
 
 
-_hs = _optional("hyperscan")  # Intel Hyperscan: one pass over a block for every keep word
+_hs = _optional("hyperscan")  # Intel Hyperscan: one pass over a block for every keep word and trigger
 
 # Anchor byte -> (what must stand at a hit, how many bytes of it come before the anchor byte).
 TRIGGERS: dict[bytes, tuple[re.Pattern[bytes], int]] = {
@@ -150,7 +150,8 @@ AFTER = 16
 HEAD = 16 << 10
 FULL = False  # hand over every line: the reference the tests hold the selection to
 # The engines installed, fastest first: NCCLCHECK_ENGINE names one of them ("python" is always there), else the
-# first is used.  "hyperscan" searches for the keep words with Hyperscan and counts with StringZilla.
+# first is used.  "hyperscan" searches a block (keep words, triggers) and a head with Hyperscan, and counts newlines
+# with StringZilla.
 ENGINES = tuple(name for name, module in (("hyperscan", _hs), ("stringzilla", _sz)) if module is not None) + ("python",)
 ENGINE = os.environ.get("NCCLCHECK_ENGINE", "") if os.environ.get("NCCLCHECK_ENGINE", "") in ENGINES else ENGINES[0]
 BLOCK = 2 << 20  # small enough that the anchor passes over a block run from the CPU cache
