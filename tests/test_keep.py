@@ -253,11 +253,115 @@ def _report(path: Path) -> dict:
 PAST_THE_HEAD = {"failures/order_cycle_info/torchrun/0ef4676f-9515-4a02-9ab7-2b91a4ce3d84_b0nuz3r4/attempt_0/0/stdout.log"}
 
 
+@functools.cache
+def _full_report(path: Path) -> dict:
+    """The report of a line-by-line reading (the same on every engine: no search is made)."""
+    old = reader.FULL
+    reader.FULL = True
+    try:
+        return _report(path)
+    finally:
+        reader.FULL = old
+
+
+@pytest.mark.parametrize("engine", reader.ENGINES)
 @pytest.mark.parametrize("path", _fixture_files(), ids=lambda p: str(p.relative_to(p.parents[1])))
-def test_fast_and_full_reading_give_the_same_report(path, monkeypatch):
-    """The reader's selection loses nothing a line-by-line reading finds, on every fixture kept here."""
+def test_fast_and_full_reading_give_the_same_report(path, engine, monkeypatch):
+    """The reader's selection loses nothing a line-by-line reading finds, on every fixture kept here, with each
+    search engine installed."""
+    full = _full_report(path)
     if path.is_relative_to(DATA) and path.relative_to(DATA).as_posix() in PAST_THE_HEAD:
         monkeypatch.setattr(reader, "HEAD", 32 << 10)
-    fast = _report(path)
-    monkeypatch.setattr(reader, "FULL", True)
-    assert _report(path) == fast
+    monkeypatch.setattr(reader, "ENGINE", engine)
+    assert _report(path) == full
+
+
+def _selected(path: Path) -> list[tuple[int, bytes]]:
+    """The numbered lines the reader hands the parser."""
+    return list(reader.read_lines(reader.Source(path.name, str(path)), lambda problem: None))
+
+
+@pytest.mark.parametrize("offset", OFFSETS, ids=lambda o: f"at{o >> 10}KiB")
+def test_every_engine_keeps_every_example_line(tmp_path, offset, monkeypatch):
+    """Each engine installed hands the parser every example line that is its cause alone (each example followed by
+    4 KiB of chatter, the first at ``offset``), and the very lines the others hand it: the causes read behind the
+    default engine above are read alike behind each."""
+    chatter = _chatter()
+    cut = chatter.index(b"\n", offset - 1) + 1 if offset else 0
+    examples, kept = [], []  # every example; those read as their cause alone (the others come beside a failure)
+    for _, line, alone in _examples():
+        for prefix in ("",) if hostlog.maybe_host_record(line) else ("", "[rank3]: "):
+            examples.append((prefix + line).encode())
+            kept += examples[-1:] if alone else []
+    parts = [chatter[:cut]]
+    for i, example in enumerate(examples):  # the gaps are taken from the first MiB of chatter, in turn
+        at = chatter.index(b"\n", (i << 12) % (1 << 20)) + 1
+        parts += [example + b"\n", chatter[at: chatter.index(b"\n", at + (4 << 10)) + 1]]
+    path = tmp_path / "rank3.log"
+    path.write_bytes(b"".join(parts))
+    selections = {}
+    for engine in reader.ENGINES:
+        monkeypatch.setattr(reader, "ENGINE", engine)
+        selections[engine] = _selected(path)
+        lines = {line for _, line in selections[engine]}
+        assert not [e for e in kept if e not in lines], engine
+    assert all(selection == selections[reader.ENGINES[0]] for selection in selections.values())
+
+
+@pytest.mark.parametrize("engine", reader.ENGINES)
+def test_a_deep_last_error_line_brings_its_reason(tmp_path, engine, monkeypatch):
+    """The line under NCCL's ``Last error:`` (its reason, here with no word of its own) is handed over with it deep
+    in a log, whichever word of the line was found first (here ``rror``, inside ``error:`` itself)."""
+    chatter = _chatter()[: 1 << 20]
+    cut = chatter.index(b"\n", 1 << 19) + 1
+    path = tmp_path / "rank3.log"
+    path.write_bytes(chatter[:cut] + b"ncclSystemError: System call (e.g. socket, malloc) or external library call "
+                     b"failed or device error.\nLast error:\nsocketPollConnect: connect returned Connection timed "
+                     b"out\n" + chatter[cut:])
+    monkeypatch.setattr(reader, "ENGINE", engine)
+    assert b"socketPollConnect: connect returned Connection timed out" in {line for _, line in _selected(path)}
+
+
+@pytest.mark.skipif(reader._hs is None, reason="hyperscan is not installed")
+def test_hyperscan_reports_a_line_once_however_often_it_holds_a_word():
+    """A line holding a keep word (or a trigger) 1000 times is one report, at its newline: the cost of a block is
+    one Python call a line, not one a hit."""
+    line = b"[rank3]: " + b"Error WorkNCCL " * 1000 + b"\n"
+    buf = bytearray(b"step 1 | loss 2.0\n" + line * 3 + b"step 2 | loss 1.9\n")
+    keep, triggers = reader._hs_lines(reader._hs_database(), buf, len(buf))
+    ends = [len(b"step 1 | loss 2.0\n") + len(line) * n for n in (1, 2, 3)]
+    assert sorted(keep) == ends and sorted(triggers) == ends
+
+
+def test_where_hyperscan_cannot_run_the_words_are_searched_one_by_one(tmp_path, monkeypatch):
+    """A processor Hyperscan refuses (its database does not compile) leaves the hyperscan engine reading as the
+    others do, not failing."""
+    path = tmp_path / "rank3.log"
+    chatter = _chatter()
+    head = chatter[: chatter.index(b"\n", 1 << 20) + 1]
+    path.write_bytes(head + b"RuntimeError: CUDA error: an illegal memory access was encountered\n" + head)
+    want = _selected(path)
+    monkeypatch.setattr(reader, "ENGINE", "hyperscan")
+    monkeypatch.setattr(reader, "_hs_database", lambda: None)
+    assert _selected(path) == want
+    assert b"RuntimeError: CUDA error: an illegal memory access was encountered" in {line for _, line in want}
+
+
+@pytest.mark.skipif(reader._hs is None, reason="hyperscan is not installed")
+def test_hyperscan_finds_the_head_lines_re_finds():
+    """In the head of every fixture, Hyperscan's pass for the set-up words takes the very lines ``re`` takes, and
+    says ``Last error`` of the same ones; also where the head's end cuts a line."""
+    def lines(hits, head: bytes) -> dict[int, bool]:
+        out: dict[int, bool] = {}
+        for at, last_error in hits:
+            start = head.rfind(b"\n", 0, at) + 1
+            out[start] = out.get(start, False) or last_error
+        return out
+
+    database = reader._hs_database()
+    for path in _fixture_files():
+        data = path.read_bytes()
+        for cut in (reader.HEAD, 700):
+            head = bytearray(data[:cut])
+            assert lines(reader._head_hits(database, head, len(head)), head) == \
+                lines(reader._head_hits(None, head, len(head)), head), path

@@ -39,12 +39,12 @@ FIELDS = ("rank", "global_rank", "pg", "seq", "op_type", "numel_in", "numel_out"
           "last_enqueued", "last_completed")
 
 
-# The reader's search strategies, each forced early so that short texts exercise it:
-# plain anchor bytes, the regex engine for dense misses, StringZilla's whole-word search.
+# The reader's search strategies, each forced early so that short texts exercise it: plain anchor bytes, the regex
+# engine for dense misses, and on every other engine installed (reader.ENGINES) StringZilla's whole-word search.
 STRATEGIES = {
     "python": {"ENGINE": "python"},
     "python-dense": {"ENGINE": "python", "DENSE_AFTER": 1, "DENSE_GAP": 1 << 30},
-    **({"stringzilla": {"ENGINE": "stringzilla", "WORD_SEARCH_AFTER": 1}} if reader._sz is not None else {}),
+    **{engine: {"ENGINE": engine, "WORD_SEARCH_AFTER": 1} for engine in reader.ENGINES if engine != "python"},
 }
 
 

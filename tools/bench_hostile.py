@@ -4,6 +4,7 @@ Cases (issue 34):
 * a claimed world: `initialization options: size: 200000000`, a Slurm kill of `tasks 0-30000000`, a file named
   rank99999999999.log, an NCCL `nranks 2000000000` line: memory must follow the input, not the number in it;
 * 1 MiB lines of shapes that make a backtracking pattern loop (runs of spaces, digits, colons, `Error`, `[`);
+* a keep word 1000 times on one line, such a line every 64 KiB of a 16 MiB log (one span a line, not a hit);
 * a gzip bomb (1 GiB of zeros, about 1 MB gzipped) named as a log and as node evidence: stopped with a one-line
   problem naming the file;
 * a glog log crossing midnight (the failure before the first timeout must still be found first);
@@ -151,6 +152,13 @@ def cases(d: str) -> list[tuple[str, list[str], str]]:
         line = head + unit * ((MiB - 256) // len(unit))
         path = write(f"lines/{shape.replace(' ', '_')}/rank0.log", TIMEOUT.encode() + (line + b"\n") * 2)
         out.append((f"1 MiB lines x2: {shape}", [path], ""))
+    # One keep word 1000 times on a line, such a line every 64 KiB of a 16 MiB training log: the reader must cost
+    # one span a line, not one a hit.
+    body = training_lines(16 * MiB)
+    lines_at = range(0, len(body), 64 << 10)
+    dense = b"".join(body[a: body.find(b"\n", a) + 1] + b"[rank0]: " + b"Error " * 1000 + b"\n"
+                     + body[body.find(b"\n", a) + 1: a + (64 << 10)] for a in lines_at)
+    out.append(("a word 1000 times a line, 256 lines", [write("dense/rank0.log", TIMEOUT.encode() + dense)], ""))
     good = write("good/rank0.log", TIMEOUT)
     bomb = bomb_file(os.path.join(d, "bomb", "rank1.log.gz"), b"")
     out.append(("gzip bomb 1 GiB as a log", [bomb, good], "rank1.log.gz"))

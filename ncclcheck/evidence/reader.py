@@ -14,6 +14,7 @@ takes its line if the line also names something in ``_WANTED``:
 * ``z``  ProcessGroupNCCL initialization     * ``q``  ``CollectiveFingerPrint(SequenceNumber=``
 * ``H``  Heartbeat monitor                   * ``B``  gloo's monitoredBarrier verdicts
 
+(The hyperscan engine finds these triggers in the same pass as the keep words, below.)
 An anchor must be a byte that chatter rarely holds: ``F`` or ``T`` would stop at every ``INFO`` or
 ``COMPLETE``, and each stop costs a Python-level match.
 
@@ -30,9 +31,22 @@ torchrun's failure table).  In the first ``HEAD`` bytes of every input, where NC
 and PyTorch print their settings, lines naming a setting or an error are handed over
 as well ("Last error:" with the line under it).  Newlines are still counted everywhere so that evidence keeps exact line numbers.
 
-With StringZilla installed (``ENGINE``), newlines are counted with SIMD instead of
-CPython's byte loop (~1.5 GB/s, the largest cost of the pure-Python engine), and an
-anchor that keeps missing in a block has its ``WORDS`` searched for whole.
+Three engines (``ENGINE``, the fastest installed unless ``NCCLCHECK_ENGINE`` names another; tests hold each to the
+line-by-line reading).  "hyperscan" finds the lines holding any keep word, and those holding a trigger, in one
+pass over a block: every word and the rest of its line are one Hyperscan expression, every trigger and the rest of
+its line another, each reported once a line at its newline however often the line holds one.  "stringzilla"
+searches the block once per word with StringZilla's SIMD find, moving past each hit's line, and finds triggers by
+their anchor bytes; so does "python", with CPython's find.  Every engine but "python" counts newlines with
+StringZilla instead of CPython's byte loop (~1.5 GB/s), and ("stringzilla") searches the ``WORDS`` of an anchor
+that keeps missing in a block whole.  Per 2 MiB block of the chatty benchmark corpus, for the 70 words alone
+(tools/bench_words.py, 2-core VM, 2026-11-25): Hyperscan 0.52 ms (4.1 GB/s), StringZilla 3.05 ms (0.04 ms a word),
+ahocorasick-rs 2.8 ms (with each match kind and automaton tried), pyahocorasick 20 ms (text only: the block
+decoded first), one ``re`` alternation 97 ms; the synth corpus alike (0.29 against 1.96 ms).  Searching for fewer,
+shorter pieces that every word holds does not pay: a cover of the words by 3-byte pieces still needs 47 of them,
+and 2-byte pieces (``er``, ``ed``) stand on most lines.  Adding the triggers to the pass costs ~0.1 ms a block and
+replaces the anchor passes (~0.3 ms): 10% of the reader's CPU on the chatty corpus.  The head's set-up words
+(``_HEAD_WANTED``) are found by Hyperscan too: ``re`` took ~1 ms for each input's 16 KiB head.  Reading the whole
+corpus took 0.46 s of CPU with the words alone in Hyperscan, 0.35 s (0.69 ms/MiB) with all three in it.
 
 A physical line longer than ``MAX_LINE`` (a progress bar redrawn with ``\\r`` for
 hours) is read in pieces split at its carriage returns, so a record at its end is
@@ -42,8 +56,10 @@ still found while memory stays bounded.
 from __future__ import annotations
 
 import errno
+import functools
 import glob
 import gzip
+import importlib
 import io
 import lzma
 import os
@@ -53,7 +69,7 @@ import sys
 import zlib
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ncclcheck.evidence import formats
 from ncclcheck.evidence.encoding import Transcoded, is_binary, sniff
@@ -64,6 +80,18 @@ try:  # SIMD substring search and byte counting; the pure-Python path below is k
     import stringzilla as _sz
 except ImportError:  # pragma: no cover - a platform without its wheel
     _sz = None
+
+
+def _optional(name: str) -> Any:
+    """A module that may be missing, as ``Any`` (hyperscan's stubs call every buffer ``AnyStr``, and the type check
+    must give one answer with the module installed or not)."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:  # pragma: no cover - a platform without its wheel
+        return None
+
+
+_hs = _optional("hyperscan")  # Intel Hyperscan: one pass over a block for every keep word and trigger
 
 # Anchor byte -> (what must stand at a hit, how many bytes of it come before the anchor byte).
 TRIGGERS: dict[bytes, tuple[re.Pattern[bytes], int]] = {
@@ -121,8 +149,11 @@ BEFORE = 8
 AFTER = 16
 HEAD = 16 << 10
 FULL = False  # hand over every line: the reference the tests hold the selection to
-# "stringzilla" where it is installed, else "python"; NCCLCHECK_ENGINE=python forces the pure-Python search.
-ENGINE = "stringzilla" if _sz is not None and os.environ.get("NCCLCHECK_ENGINE", "") != "python" else "python"
+# The engines installed, fastest first: NCCLCHECK_ENGINE names one of them ("python" is always there), else the
+# first is used.  "hyperscan" searches a block (keep words, triggers) and a head with Hyperscan, and counts newlines
+# with StringZilla.
+ENGINES = tuple(name for name, module in (("hyperscan", _hs), ("stringzilla", _sz)) if module is not None) + ("python",)
+ENGINE = os.environ.get("NCCLCHECK_ENGINE", "") if os.environ.get("NCCLCHECK_ENGINE", "") in ENGINES else ENGINES[0]
 BLOCK = 2 << 20  # small enough that the anchor passes over a block run from the CPU cache
 MAX_LINE = 1 << 20
 ZEROS_ONLY = 64 << 20  # NUL bytes with no text at all before them: not a log (``/dev/zero``, a zeroed file)
@@ -570,7 +601,7 @@ def _triggered(buf: bytearray, size: int) -> list[int]:
         while i != -1:
             if i < back or not match(buf, i - back):
                 misses += 1
-                if misses == WORD_SEARCH_AFTER and ENGINE == "stringzilla" and anchor in WORDS:
+                if misses == WORD_SEARCH_AFTER and _simd() and anchor in WORDS:
                     _words(buf, size, WORDS[anchor], max(0, i + 1 - back), starts)
                     break
                 if misses % DENSE_AFTER == 0 and i - first < misses * DENSE_GAP:
@@ -595,9 +626,14 @@ def _words(buf: bytearray, size: int, words: tuple[bytes, ...], pos: int, starts
                 i = text.find(word, i, size)
 
 
+def _simd() -> bool:
+    """Whether StringZilla counts newlines and searches an anchor's words (every engine but "python")."""
+    return ENGINE != "python" and _sz is not None
+
+
 def _newlines(buf: bytearray, start: int, end: int) -> int:
     """Newlines in ``buf[start:end]``: CPython's count runs at ~1.5 GB/s, StringZilla's at memory speed."""
-    if ENGINE == "stringzilla":
+    if _simd():
         n: int = _sz.Str(buf).count(b"\n", start, end)
         return n
     return buf.count(b"\n", start, end)
@@ -621,6 +657,86 @@ def _searched(buf: bytearray, size: int, trigger: re.Pattern[bytes], back: int, 
         if nxt == -1:
             return
         m = search(buf, nxt, size)
+
+
+def _kept(buf: bytearray, size: int, ends: list[int]) -> list[tuple[int, int]]:
+    """The lines of ``buf[:size]`` that hold one of ``WHOLE_WORDS`` (given by their ``ends``, past the newline), as
+    ``(start, end)`` spans; a line ending in NCCL's ``Last error:`` brings the line under it (NCCL's reason) along."""
+    spans = []
+    for end in ends:
+        start = buf.rfind(b"\n", 0, end - 1) + 1
+        if end < size and bytes(buf[max(start, end - 24): end]).rstrip().endswith(b"Last error:"):
+            end = buf.find(b"\n", end, size) + 1
+        spans.append((start, end))
+    return spans
+
+
+def _found_ends(buf: bytearray, size: int) -> list[int]:
+    """Ends of the lines holding a keep word, one word after another: from each hit on to the end of its line.
+    StringZilla's find takes ~0.04 ms a word in a 2 MiB block, CPython's ~1.5 ms."""
+    find = _sz.Str(buf).find if _simd() else buf.find
+    ends = []
+    for word in WHOLE_WORDS:
+        at = find(word, 0, size)
+        while at != -1:
+            end = buf.find(b"\n", at, size) + 1
+            ends.append(end)
+            at = find(word, end, size)
+    return ends
+
+
+def _wanted(buf: bytearray, ends: list[int]) -> list[int]:
+    """Start offsets of the lines (given by their ends, past the newline) that name something in ``_WANTED``."""
+    starts = []
+    for end in ends:
+        start = buf.rfind(b"\n", 0, end - 1) + 1
+        if _WANTED.search(buf, start, end - 1):
+            starts.append(start)
+    return starts
+
+
+@functools.cache
+def _hs_database() -> Any:
+    """Hyperscan's databases, compiled on first use (~20 ms): one for a block, one for an input's head.
+
+    A block's has two expressions, each followed by the rest of its line: every keep word (id 0), and every trigger
+    (id 1: the patterns of ``TRIGGERS``, which Hyperscan reads as ``re`` does).  A line reports a match of each once,
+    at its newline, however often it holds one (a match's end is the only offset Hyperscan reports without asking
+    for starts, and an expression matches at each end offset once).  The head's holds ``_HEAD_WANTED`` (id 0) and
+    ``Last error`` (id 1), each reported at every match (a head is 16 KiB at most), so that a line cut by the head's
+    end is still found.  None where this processor cannot run them (Hyperscan needs SSSE3): then ``re`` and the
+    word-by-word search do the work."""
+    words = b"|".join(b"".join(b"\\x%02x" % c for c in word) for word in WHOLE_WORDS)
+    triggers = b"|".join(trigger.pattern for trigger, _ in TRIGGERS.values())
+    block, head = _hs.Database(mode=_hs.HS_MODE_BLOCK), _hs.Database(mode=_hs.HS_MODE_BLOCK)
+    try:
+        block.compile(expressions=[b"(?:" + words + rb")[^\n]*\n", b"(?:" + triggers + rb")[^\n]*\n"],
+                      ids=[0, 1], elements=2, flags=[0, 0])
+        head.compile(expressions=[_HEAD_WANTED.pattern, b"Last error"], ids=[0, 1], elements=2, flags=[0, 0])
+    except _hs.error:  # pragma: no cover - a processor Hyperscan does not support
+        return None
+    return block, head
+
+
+def _hs_lines(database: Any, buf: bytearray, size: int) -> tuple[list[int], list[int]]:
+    """Ends of the lines holding a keep word, and of those holding a trigger, found in one pass over the block
+    (``buf[size - 1]`` is a newline)."""
+    found: tuple[list[int], list[int]] = ([], [])
+    with memoryview(buf) as view, view[:size] as block:
+        database[0].scan(block, match_event_handler=lambda kind, _start, end, _flags, _ctx: found[kind].append(end))
+    return found
+
+
+def _head_hits(database: Any, buf: bytearray, head: int) -> list[tuple[int, bool]]:
+    """Offsets inside the lines of ``buf[:head]`` that name a setting or an error (``_HEAD_WANTED``, wholly before
+    ``head``), each with whether the line says NCCL's ``Last error``.  ``re`` takes ~1 ms for 16 KiB of it."""
+    if database is None:
+        return [(m.start(), m.group() == b"Last error") for m in _HEAD_WANTED.finditer(buf, 0, head)]
+    hits: list[tuple[int, bool]] = []
+    with memoryview(buf) as view, view[:head] as block:
+        database[1].scan(block, match_event_handler=lambda kind, _start, end, _flags, _ctx: hits.append((end - 1,
+                                                                                                        kind == 1)))
+    return hits
 
 
 # What a host's or a scheduler's records look like at their start: a kernel log (dmesg, dmesg -T, journalctl -k,
@@ -660,24 +776,19 @@ def _scan(
             n += 1
         spans.append((0, end))
         after_left -= n
+    database = _hs_database() if ENGINE == "hyperscan" and not every else None
     if full_until and not every:
-        for m in _HEAD_WANTED.finditer(buf, 0, min(size, full_until)):
-            end = buf.find(b"\n", m.start(), size) + 1
-            if 0 < end < size and m.group() == b"Last error":  # and the line under it: NCCL's reason
+        for at, last_error in _head_hits(database, buf, min(size, full_until)):
+            end = buf.find(b"\n", at, size) + 1
+            if 0 < end < size and last_error:  # and the line under it: NCCL's reason
                 end = buf.find(b"\n", end, size) + 1 or end
-            spans.append((buf.rfind(b"\n", 0, m.start()) + 1, end))
-    # The parser's own words (see WHOLE_WORDS), found whole: no anchor byte of theirs is rare. StringZilla searches a
-    # block for each in about a twentieth of the time CPython's find takes.
-    find = _sz.Str(buf).find if ENGINE == "stringzilla" else buf.find
-    for word in () if every else WHOLE_WORDS:
-        at = find(word, 0, size)
-        while at != -1:
-            end = buf.find(b"\n", at, size) + 1 or size
-            if 0 < end < size and bytes(buf[max(at, end - 24): end]).rstrip().endswith(b"Last error:"):
-                end = buf.find(b"\n", end, size) + 1 or size  # and the line under it: NCCL's reason
             spans.append((buf.rfind(b"\n", 0, at) + 1, end))
-            at = find(word, end, size)
-    for s in () if every else set(_triggered(buf, size)):
+    triggered: list[int] = []
+    if not every:
+        keep_ends, trigger_ends = (_found_ends(buf, size), None) if database is None else _hs_lines(database, buf, size)
+        spans += _kept(buf, size, keep_ends)
+        triggered = _triggered(buf, size) if trigger_ends is None else _wanted(buf, trigger_ends)
+    for s in set(triggered):
         a = s
         for _ in range(BEFORE):
             if a == 0:
