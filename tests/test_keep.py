@@ -365,3 +365,29 @@ def test_hyperscan_finds_the_head_lines_re_finds():
             head = bytearray(data[:cut])
             assert lines(reader._head_hits(database, head, len(head)), head) == \
                 lines(reader._head_hits(None, head, len(head)), head), path
+
+
+@pytest.mark.skipif(reader._hs is None, reason="hyperscan is not installed")
+def test_hyperscan_databases_kept_in_the_cache_find_what_the_compiled_ones_find(tmp_path, monkeypatch):
+    """The second process loads the databases the first compiled; a damaged copy is compiled again and replaced."""
+    monkeypatch.setenv("NCCLCHECK_CACHE_DIR", str(tmp_path / "cache"))
+    chatter = _chatter()
+    buf = bytearray(chatter[: chatter.index(b"\n", 1 << 20) + 1] + b"Last error:\nRuntimeError: CUDA error\n")
+
+    def found(databases):
+        return reader._hs_lines(databases, buf, len(buf)), reader._head_hits(databases, buf, reader.HEAD)
+
+    reader._hs_database.cache_clear()
+    try:
+        compiled = reader._hs_database()
+        (kept,) = (tmp_path / "cache").glob("reader-*.hs")
+        reader._hs_database.cache_clear()
+        loaded = reader._hs_database()
+        assert loaded is not compiled and found(loaded) == found(compiled) and found(compiled)[0][0]
+        for damage in (kept.read_bytes()[:1000], b"\x10" + b"\x00" * 999):  # cut short; a header, then no database
+            kept.write_bytes(damage)
+            reader._hs_database.cache_clear()
+            again = reader._hs_database()
+            assert found(again) == found(compiled) and kept.stat().st_size > 1000
+    finally:
+        reader._hs_database.cache_clear()

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
 from ncclcheck.evidence.frdump import MAX_DUMP_BYTES, DumpError, looks_like_dump, parse_dump
 from ncclcheck.evidence.logparse import LogParser
-from ncclcheck.evidence.reader import InputError, Source, open_source, read_lines
+from ncclcheck.evidence.reader import InputError, Source, before_fork, open_source, read_lines
 from ncclcheck.evidence.types import FileScan, InputProblem
 
 PARALLEL_MIN_BYTES = 64 << 20
@@ -89,6 +90,8 @@ def scan_all(
         return
     from concurrent.futures import ProcessPoolExecutor  # only needed for large inputs
 
+    if multiprocessing.get_start_method() == "fork":  # a spawned worker imports afresh: nothing to share
+        before_fork()
     with ProcessPoolExecutor(max_workers=n) as pool:
         chunks = _chunks([s for s in sources if not s.stream], n)
         futures = {chunk[0]: (chunk, pool.submit(_scan_chunk, chunk)) for chunk in chunks}

@@ -22,24 +22,13 @@ import tempfile
 from collections.abc import Mapping
 from typing import Any
 
+from ncclcheck.cachedir import directory
 from ncclcheck.explain.params import Param
 from ncclcheck.explain.table import Table
 
 FORMAT = 1  # bumped when an entry's layout changes
 # The files whose code decides what a table holds: a change to any of them makes every old entry a miss.
 _CODE = ("frommodel.py", "params.py", "table.py", "cache.py")
-_OFF = {"1", "true", "yes", "on"}
-
-
-def directory() -> str | None:
-    """The cache folder, or None when the cache is turned off."""
-    if os.environ.get("NCCLCHECK_NO_CACHE", "").strip().lower() in _OFF:
-        return None
-    own = os.environ.get("NCCLCHECK_CACHE_DIR")
-    if own:
-        return own
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "ncclcheck")
 
 
 def _install(package: str) -> str:
