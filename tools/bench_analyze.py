@@ -163,7 +163,9 @@ def main() -> None:
     for r in results:
         print(f"  {r.name}: grep {', '.join(f'{x:.2f}' for x in r.grep)}; "
               + "; ".join(f"{e} {', '.join(f'{x:.2f}' for x in r.ours[e])}" for e in r.ours))
-    print(f"targets for the default engine, {DEFAULT} (<= 2x grep, < 200 MB, no record lost):", "met" if ok else "NOT met")
+    timed_default = any(DEFAULT in r.ours for r in results)
+    print(f"targets for the default engine, {DEFAULT} (<= 2x grep, < 200 MB, no record lost):",
+          ("met" if ok else "NOT met") if timed_default else "not timed (--engines left it out, or it is not installed)")
 
 
 if __name__ == "__main__":
