@@ -1,7 +1,7 @@
 """The house's floors: every import in the package runs downwards, and one module decides verdicts.
 
 evidence (what was read) <- job (the one model and its verdict) <- explain (tensor names, over the model) <-
-renderers and the benchmark <- the CLI; the shared base (rank ranges, fabric arithmetic, settings, consoles) sits
+renderers and the benchmark <- the CLI; the shared base (rank ranges, fabric arithmetic, settings, consoles, the cache folder) sits
 under them all, findings beside evidence. A live node's collectors (snapshot/) and the host probe (probe/) read the
 world like evidence does and decide nothing. Read from the source, so an import that runs back up a floor fails here.
 """
@@ -12,7 +12,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ncclcheck"
-FLOOR = {"ncclcheck": 0, "ranks": 0, "transfer": 0, "frsettings": 0, "console": 0,
+FLOOR = {"ncclcheck": 0, "ranks": 0, "transfer": 0, "frsettings": 0, "console": 0, "cachedir": 0,
          "evidence": 1, "findings": 1, "probe": 2, "snapshot": 2, "job": 3, "explain": 4,
          "render": 5, "bench": 5, "cli": 6, "__main__": 6}
 
