@@ -387,7 +387,7 @@ SYSTEM_ERROR = Cause(
      f"Rerun with {NCCL_DEBUG_RERUN}: the WARN line names the call that failed, which decides between these."),
     "https://github.com/NVIDIA/nccl/issues/473", probe=True)
 HOST_KILL = Cause(
-    "host_kill", MEMORY, "killed by SIGKILL (most often the host's OOM killer)",
+    "host_kill", MEMORY, "killed with no traceback (most often by SIGKILL, from the host's OOM killer)",
     re.compile(r"(?!)"),
     "the process was killed with no traceback: the kernel's OOM killer, the container's memory limit, or the "
     "scheduler",
