@@ -103,6 +103,17 @@ WRAP_POLICY_HELP = ("Your FSDP auto-wrap policy as written: transformer_auto_wra
 # about this many per-rank files (each file costs its open and a parser of its own).
 MANY_FILES = 1000
 
+# How the model was trained, taken alike by explain and by analyze-log --config (explain.adapt.as_trained).
+FindUnusedOption = Annotated[bool, typer.Option("--find-unused-parameters", help="The job built DDP with "
+                                                                                 "find_unused_parameters=True.")]
+BlockClassOption = Annotated[Optional[list[str]], typer.Option("--block-class", help="A class your FSDP wrap policy "
+                                                                                     "wraps (repeatable).")]
+WrapPolicyOption = Annotated[Optional[str], typer.Option("--wrap-policy", help=WRAP_POLICY_HELP)]
+FrozenOption = Annotated[Optional[list[str]], typer.Option("--frozen", help="Parameters that get no gradient, as a "
+                                                                            "glob on their names (repeatable).")]
+AdapterOption = Annotated[Optional[str], typer.Option(help="A PEFT LoRA adapter_config.json (or its folder); one "
+                                                           "beside --config is read without it.")]
+
 
 @app.command("analyze-log")
 def analyze_log(
@@ -140,16 +151,11 @@ def analyze_log(
     bucket_cap_mb: Annotated[Optional[float], typer.Option(min=0.001, help="DDP's bucket_cap_mb, if the job set "
                                                                            "it.")] = None,
     mesh: Annotated[Optional[str], typer.Option(help="HSDP's 2-D mesh, REPLICAxSHARD, for the same.")] = None,
-    find_unused: Annotated[bool, typer.Option("--find-unused-parameters", help="The job built DDP with "
-                                                                                "find_unused_parameters=True.")]
-    = False,
-    block_class: Annotated[Optional[list[str]], typer.Option("--block-class", help="A class your FSDP wrap policy "
-                                                                                   "wraps (repeatable).")] = None,
-    wrap_policy: Annotated[Optional[str], typer.Option("--wrap-policy", help=WRAP_POLICY_HELP)] = None,
-    frozen: Annotated[Optional[list[str]], typer.Option("--frozen", help="Parameters that get no gradient, as a "
-                                                                         "glob on their names (repeatable).")] = None,
-    adapter: Annotated[Optional[str], typer.Option(help="A PEFT LoRA adapter_config.json (or its folder); one "
-                                                        "beside --config is read without it.")] = None,
+    find_unused: FindUnusedOption = False,
+    block_class: BlockClassOption = None,
+    wrap_policy: WrapPolicyOption = None,
+    frozen: FrozenOption = None,
+    adapter: AdapterOption = None,
     attempt: Annotated[str, typer.Option("--attempt", metavar="N|last|all", help="Which attempt of a job torchrun "
                                          "restarted to analyse: its number, the last (default), or all of them.")]
     = "last",
@@ -371,16 +377,11 @@ def explain_cmd(
     = None,
     mesh: Annotated[Optional[str], typer.Option(help="HSDP's 2-D mesh, REPLICAxSHARD (2x4: 2 replicas of 4-rank "
                                                      "shard groups).")] = None,
-    find_unused: Annotated[bool, typer.Option("--find-unused-parameters", help="The job built DDP with "
-                                                                                "find_unused_parameters=True.")]
-    = False,
-    block_class: Annotated[Optional[list[str]], typer.Option("--block-class", help="A class your FSDP wrap policy "
-                                                                                   "wraps (repeatable).")] = None,
-    wrap_policy: Annotated[Optional[str], typer.Option("--wrap-policy", help=WRAP_POLICY_HELP)] = None,
-    frozen: Annotated[Optional[list[str]], typer.Option("--frozen", help="Parameters that get no gradient, as a "
-                                                                         "glob on their names (repeatable).")] = None,
-    adapter: Annotated[Optional[str], typer.Option(help="A PEFT LoRA adapter_config.json (or its folder); one "
-                                                        "beside --config is read without it.")] = None,
+    find_unused: FindUnusedOption = False,
+    block_class: BlockClassOption = None,
+    wrap_policy: WrapPolicyOption = None,
+    frozen: FrozenOption = None,
+    adapter: AdapterOption = None,
     batch: Annotated[Optional[int], typer.Option(min=1, help="Micro-batch size B.")] = None,
     seq: Annotated[Optional[int], typer.Option(min=1, help="Sequence length S.")] = None,
     hidden: Annotated[Optional[int], typer.Option(min=1, help="Hidden size H.")] = None,

@@ -151,7 +151,7 @@ def join_events(scans: Sequence[FileScan]) -> list[Joined]:
     events = [e for s in scans for e in s.system]
     if not events:
         return []
-    pids, buses, hosts = rank_pids(scans), rank_buses(scans), _hosts_with_tables(scans)
+    pids, buses, hosts, tasks = rank_pids(scans), rank_buses(scans), _hosts_with_tables(scans), _srun_tasks(scans)
     placed = bool(pids or buses or hosts)
     many_hosts = len({min(v) for v in hosts.values() if v}) > 1
     out: list[Joined] = []
@@ -166,7 +166,7 @@ def join_events(scans: Sequence[FileScan]) -> list[Joined]:
         elif ev.bus is not None and (ranks := sorted(r for r, b in buses.items() if ev.bus in b and r not in elsewhere)):
             caveat = "" if short or not many_hosts else "the record names no host, and every host has a GPU there"
             out.append(Joined(ev, tuple(ranks), "bus", caveat))
-        elif (task := _slurm_task(ev)) is not None and task in _srun_tasks(scans) and task not in elsewhere:
+        elif (task := _slurm_task(ev)) is not None and task in tasks and task not in elsewhere:
             out.append(Joined(ev, (task,), "slurm_task"))
         elif on_host:
             out.append(Joined(ev, tuple(sorted(on_host)), "host"))
