@@ -131,13 +131,11 @@ def _hosts_with_tables(scans: Sequence[FileScan]) -> dict[int, frozenset[str]]:
 _SLURM_TASK = re.compile(r"/job_\d+/step_[\w.]+/(?:user/)?task_(\d+)$")
 
 
-def _srun_tasks(scans: Sequence[FileScan]) -> set[int]:
-    """The ranks srun's own lines name as its tasks (``srun: error: vm: task 1: Out Of Memory``): there srun started
-    one process a rank, so a task number is a rank."""
-    return {r for s in scans for e in s.elastic
-            if e.rank is not None and e.host and e.local_rank is None and not e.agent_line
-            and (e.last_rank is None or e.last_rank - e.rank < SPAN_LIMIT)
-            for r in range(e.rank, (e.last_rank if e.last_rank is not None else e.rank) + 1)}
+def _srun_tasks(scans: Sequence[FileScan]) -> list[tuple[int, int]]:
+    """The ranks srun's own lines name as its tasks (``srun: error: vm: task 1: Out Of Memory``), as ranges kept as
+    read: there srun started one process a rank, so a task number is a rank."""
+    return [(e.rank, e.last_rank if e.last_rank is not None else e.rank) for s in scans for e in s.elastic
+            if e.rank is not None and e.host and e.local_rank is None and not e.agent_line]
 
 
 def _slurm_task(ev: SystemEvent) -> int | None:
@@ -166,7 +164,7 @@ def join_events(scans: Sequence[FileScan]) -> list[Joined]:
         elif ev.bus is not None and (ranks := sorted(r for r, b in buses.items() if ev.bus in b and r not in elsewhere)):
             caveat = "" if short or not many_hosts else "the record names no host, and every host has a GPU there"
             out.append(Joined(ev, tuple(ranks), "bus", caveat))
-        elif (task := _slurm_task(ev)) is not None and task in tasks and task not in elsewhere:
+        elif (task := _slurm_task(ev)) is not None and any(lo <= task <= hi for lo, hi in tasks) and task not in elsewhere:
             out.append(Joined(ev, (task,), "slurm_task"))
         elif on_host:
             out.append(Joined(ev, tuple(sorted(on_host)), "host"))
