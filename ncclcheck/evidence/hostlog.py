@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from ncclcheck.evidence.stamps import MONTHS
 from ncclcheck.evidence.types import Loc, SystemEvent
 
 # Cheap words one of which every line read here holds: plain substring tests before any pattern.  RECORD_WORDS are
@@ -33,8 +34,6 @@ def maybe_host_record(text: str) -> bool:
     return any(map(text.__contains__, HOST_WORDS)) or text.endswith(_STATE_ENDS)
 
 # --- where a line says when and where it was written --------------------------------------------------------
-_MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov",
-                                       "Dec"), 1)}
 _STAMP = re.compile(
     r"^(?:\[\s*(?P<mono>\d+\.\d+)\]\s?"  # dmesg: seconds since boot
     r"|\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<tmon>[A-Z][a-z]{2}) +(?P<tday>\d+) (?P<ttime>\d\d:\d\d:\d\d) "
@@ -207,6 +206,6 @@ def _stamped(ev: SystemEvent, m: re.Match[str]) -> SystemEvent:
 
 def _when(year: str | None, month: str, day: str, time: str) -> str:
     """``2026-11-25 11:37:29``, or ``Nov 25 11:37:29`` where the line gives no year."""
-    if year is None or month not in _MONTHS:
+    if year is None or month not in MONTHS:
         return f"{month} {int(day)} {time}"
-    return datetime(int(year), _MONTHS[month], int(day)).strftime("%Y-%m-%d") + f" {time}"
+    return datetime(int(year), MONTHS[month], int(day)).strftime("%Y-%m-%d") + f" {time}"

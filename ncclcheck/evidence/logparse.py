@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import functools
 import re
-import signal
 from dataclasses import dataclass, field, replace
 
+from ncclcheck import signals
 from ncclcheck.evidence import formats, stamps
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.hostlog import RECORD_WORDS, HostLog, maybe_host_record
@@ -299,8 +299,6 @@ _FATAL_SIGNAL = re.compile(
     r"Fatal Python error: (Segmentation fault|Bus error|Illegal instruction|Floating point exception)|"
     r"Signal: [\w ]+ \((\d+)\)$|^(Segmentation fault|Bus error|Illegal instruction)(?: \(core dumped\))?$")
 _SIGNAL_WORDS = ("ignal", "SIG", "Segmentation", "rror", "nstruction")
-_SIGNAL_OF = {"Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "Illegal instruction": "SIGILL",
-              "Floating point exception": "SIGFPE"}
 # The launcher's report of a child that failed, from subprocess (torch.distributed.launch before torchrun, accelerate
 # launch): "CalledProcessError: Command '[…, '--local_rank=1', …]' died with <Signals.SIGKILL: 9>." or "returned
 # non-zero exit status 1."
@@ -409,13 +407,6 @@ class _Desync:
     snap_head: tuple[int, str] | None = None
     last_line: int = 0
 
-
-def _signal_name(code: int) -> str | None:
-    """The signal a launcher's negative exit code stands for (-6: SIGABRT), or None."""
-    try:
-        return signal.Signals(-code).name if code < 0 else None
-    except ValueError:
-        return None
 
 class LogParser:
     """Incremental parser for one input; feed lines, then call :meth:`finish`."""
@@ -991,7 +982,7 @@ class LogParser:
         if "Global rank" in text and (m := _COMPOSER_EXIT.search(text)):
             code = int(m[3])
             self._elastic.append(ElasticFailure(rank=int(m[1]), local_rank=None, exitcode=code, pid=int(m[2]),
-                                                signal=_signal_name(code), host=None, time=None, root_cause=False,
+                                                signal=signals.of_exitcode(code), host=None, time=None, root_cause=False,
                                                 loc=loc))
             return
         if any(map(text.__contains__, _SIGNAL_WORDS)) and self._fatal_signal(who, text, loc):
@@ -1132,7 +1123,7 @@ class LogParser:
         rank, is preferred (see :meth:`finish`). Behind a node's label (pdsh's "node1: ") it is that node's local
         rank: placed by the node's first rank where its lines give it (:meth:`_node_tag`), else left unplaced."""
         failure = ElasticFailure(rank=local_rank, local_rank=local_rank, exitcode=code, pid=pid,
-                                 signal=_signal_name(code), host=None, time=None, root_cause=False,
+                                 signal=signals.of_exitcode(code), host=None, time=None, root_cause=False,
                                  loc=loc, agent_line=True)
         if node is not None:
             self._node_agents.append((node, len(self._elastic)))
@@ -1270,7 +1261,7 @@ def launcher_signal(line: str) -> str | None:
     """The signal a launcher's line says a child died of, where the line names no rank: a CalledProcessError's
     ``died with <Signals.SIGKILL: 9>``, DeepSpeed's ``exits with return code = -9``."""
     m = _CALLED_PROCESS.search(line)
-    return signal.Signals(int(m[2])).name if m and m[2] else formats.rankless_signal(line)
+    return signals.name(int(m[2])) if m and m[2] else formats.rankless_signal(line)
 
 
 def fatal_signal(line: str) -> str | None:
@@ -1279,14 +1270,8 @@ def fatal_signal(line: str) -> str | None:
     if m is None:
         return None
     number = m[1] or m[4]
-    if number:
-        try:
-            sig = signal.Signals(int(number)).name
-        except ValueError:
-            return None
-    else:
-        sig = m[2] or _SIGNAL_OF[m[3] or m[5]]
-    return sig if sig in ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGKILL") else None
+    sig = signals.name(int(number)) if number else m[2] or signals.BY_WORDS[m[3] or m[5]]
+    return sig if sig in signals.FATAL else None
 
 
 def _clock(text: str) -> float | None:

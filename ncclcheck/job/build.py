@@ -19,6 +19,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from ncclcheck import signals
 from ncclcheck.evidence.frdump import Dump, Entry, numel
 from ncclcheck.evidence.logparse import fatal_signal
 from ncclcheck.evidence.types import (
@@ -55,8 +56,6 @@ from ncclcheck.job.world import WorldStatement, statements, strongest
 from ncclcheck.transfer import GATHER_SCATTER_OPS
 
 REAL_FAILURES = {ErrorKind.OOM, ErrorKind.CUDA, ErrorKind.EXCEPTION}
-# Signals that end a rank on its own account; SIGABRT is the watchdog's abort, SIGTERM torchrun's clean-up.
-FATAL_SIGNALS = {"SIGKILL", "SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE"}
 _DEFAULT_KEY = ("guid", "0")
 _CLOSING = re.compile(r"Sending process (\d+) closing signal (SIG\w+)")
 # Status lines alone ("failure detected by watchdog") follow errors as well as timeouts.
@@ -510,7 +509,7 @@ class _Builder:
     def _ending(self, rank: int, positions: list[Position], err: RankError | None, live: LiveStack | None) -> Ending:
         elastic = self.elastic.get(rank, []) + [f for lo, hi, f in self.spans if lo <= rank <= hi]
         for f in elastic:
-            if f.signal in FATAL_SIGNALS:
+            if f.signal in signals.FATAL:
                 code = f" (exit code {f.exitcode})" if f.exitcode is not None else ""
                 return Ending(EndKind.KILLED, f"killed by {f.signal}{code}, no traceback", f.loc, f.signal)
         timeouts = [p.stuck for p in positions if p.stuck is not None and p.stuck.state == "timed_out"]

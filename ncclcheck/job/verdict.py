@@ -15,15 +15,15 @@ The roots of the wait-for graph are the answer; how they ended names the verdict
 from __future__ import annotations
 
 import re
-import signal
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ncclcheck import signals
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.types import ElasticFailure, ErrorKind, Fact, FileScan, Loc, RankError
 from ncclcheck.findings import Finding, Severity
-from ncclcheck.job.build import FATAL_SIGNALS, build_job
+from ncclcheck.job.build import build_job
 from ncclcheck.job.causes import (
     DEVICE,
     HOST,
@@ -609,7 +609,7 @@ def _quiet_verdict(scans: Sequence[FileScan], job: Job) -> tuple[VerdictKind, li
     # A launcher's task range of a stated world far beyond the inputs: said as stated, its ranks never listed.
     spans = [f for s in scans for f in s.elastic if f.rank is not None and f.last_rank is not None
              and job.rank(f.rank) is None]
-    killed = [f for f in spans if f.signal in FATAL_SIGNALS]
+    killed = [f for f in spans if f.signal in signals.FATAL]
     if killed:
         f = killed[0]
         assert f.rank is not None and f.last_rank is not None
@@ -875,13 +875,6 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     return Analysis(tuple(scans), tuple(records), job, verdict, dtype)
 
 
-def _signal_name(number: int) -> str | None:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return None
-
-
 def _root_causes(scans: Sequence[FileScan], hung: bool) -> list[Finding]:
     """torchrun's 'Root Cause' of every node's summary, each quoted: on a hang each is only the first process of its
     node to exit, not necessarily the rank that hung."""
@@ -891,7 +884,7 @@ def _root_causes(scans: Sequence[FileScan], hung: bool) -> list[Finding]:
     nodes = len({(f.host, f.loc.file) for f in roots}) > 1
 
     def said(f: ElasticFailure) -> str:
-        sig = f.signal or (_signal_name(-f.exitcode) if f.exitcode is not None and f.exitcode < 0 else None)
+        sig = f.signal or (signals.name(-f.exitcode) if f.exitcode is not None and f.exitcode < 0 else None)
         how = f"exitcode {f.exitcode}" + (f", {sig}" if sig else "") if f.exitcode is not None else ""
         where = f" on {f.host}" if f.host and nodes else ""
         return f"rank {f.rank}{where}" + (f" ({how})" if how and nodes else "")

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import re
 
-from ncclcheck.evidence.formats.lines import LineFormat, TaskEnd, signal_name
+from ncclcheck import signals
+from ncclcheck.evidence.formats.lines import LineFormat, TaskEnd
 from ncclcheck.evidence.linear import then
 
 
 def _exit(m: re.Match[str]) -> TaskEnd:
     code = int(m[1])
-    return TaskEnd(None, exitcode=code, signal=signal_name(-code) if code < 0 else None)
+    return TaskEnd(None, exitcode=code, signal=signals.of_exitcode(code))
 
 
 LINES = (

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -34,14 +33,6 @@ class LineFormat:
     read: Callable[[re.Match[str]], TaskEnd] | None = None
     stop: bool = False
     rankless: bool = False
-
-
-def signal_name(number: int) -> str | None:
-    """``SIGKILL`` for 9; None for a number no signal has."""
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return None
 
 
 class LauncherLines:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 
-from ncclcheck.evidence.formats.lines import LineFormat, TaskEnd, signal_name
+from ncclcheck import signals
+from ncclcheck.evidence.formats.lines import LineFormat, TaskEnd
 
 # `--tag-output`: "[1,3]<stderr>:" (job id, rank, stream) before each line of rank 3.
 RANK_TAGS = (re.compile(r"\[\d+,(\d+)\]<std(?:out|err|diag)>:"),)
@@ -17,7 +18,7 @@ PATH_RANKS = (re.compile(r"(?:^|/)rank\.(\d+)/std(?:out|err|diag)$"),)
 
 
 def _noticed(m: re.Match[str]) -> TaskEnd:
-    return TaskEnd(int(m[1]), exitcode=-int(m[4]), signal=signal_name(int(m[4])),
+    return TaskEnd(int(m[1]), exitcode=-int(m[4]), signal=signals.name(int(m[4])),
                    pid=int(m[2]) or None, host=m[3])
 
 
