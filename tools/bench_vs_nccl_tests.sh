@@ -25,7 +25,8 @@ nt() {  # name [extra flags]: nccl-tests, one process driving the N GPUs
 }
 ours() {  # name [bench options]
   name=$1; shift
-  ( cd "$w" && PYTHONPATH="$repo" timeout 150 torchrun --standalone --nproc-per-node "$n" -m ncclcheck.bench \
+  ( cd "$w" && PYTHONPATH="$repo" timeout 150 python3 -m torch.distributed.run --standalone --nproc-per-node "$n" \
+      -m ncclcheck.bench \
       --sweep 8:2G:4 --output "$out/$name.json" "$@" > "$out/$name.txt" 2> "$out/$name.err"; echo "rc=$?" >> "$out/$name.err" )
 }
 nt nccl-tests-eager-1
@@ -37,3 +38,9 @@ nt nccl-tests-eager-2
 nt nccl-tests-graph-2 -G 1
 ours ours-auto-2
 rm -rf "$w"
+for r in 1 2; do  # each round: ours beside nccl-tests eager, then beside nccl-tests -G 1
+  for ref in eager graph; do
+    echo "round $r, against nccl-tests-$ref-$r"
+    PYTHONPATH="$repo" python3 -m ncclcheck.bench.compare "$out/ours-auto-$r.json" "$out/nccl-tests-$ref-$r.txt"
+  done
+done

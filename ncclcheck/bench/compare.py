@@ -49,7 +49,8 @@ def parse_all_reduce_perf(text: str) -> list[PerfRow]:
 def points_from_json(doc: dict) -> list[SweepPoint]:
     """The points of a sweep's JSON result."""
     return [SweepPoint(p["size_bytes"], p["count"], p["time_us"] / 1e6, p["algbw_gbps"], p["busbw_gbps"],
-                       p["cuda_graph"], p["check"]) for p in doc["sweep"]]
+                       p.get("timing") or ("graph" if p["cuda_graph"] else "host clock"), p["check"])
+            for p in doc["sweep"]]  # sweeps before "timing" timed eager calls by a host clock
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class Match:
     ref_time_s: float
     busbw: float
     ref_busbw: float
-    graph: bool
+    timing: str
 
     @property
     def time_ratio(self) -> float:
@@ -76,7 +77,7 @@ class Match:
 def match(points: Sequence[SweepPoint], rows: Sequence[PerfRow]) -> list[Match]:
     """Sizes present in both, against the in-place columns."""
     ref = {r.size: r for r in rows if r.ip_time_us > 0}
-    return [Match(p.size, p.time_s, ref[p.size].ip_time_us / 1e6, p.busbw or 0.0, ref[p.size].ip_busbw, p.graph)
+    return [Match(p.size, p.time_s, ref[p.size].ip_time_us / 1e6, p.busbw or 0.0, ref[p.size].ip_busbw, p.timing)
             for p in points if p.size in ref and p.time_s > 0]
 
 
@@ -85,7 +86,7 @@ def table(matches: Sequence[Match], width: int):
     cols = [Column("size"), Column("time", keep=2), Column("nccl-tests time", keep=3), Column("time ratio"),
             Column("busbw GB/s"), Column("nccl-tests busbw", keep=4), Column("busbw ratio"), Column("timed", keep=1)]
     rows = [[fmt.size(m.size), fmt.duration(m.time_s), fmt.duration(m.ref_time_s), f"{m.time_ratio:.2f}x",
-             fmt.gbps(m.busbw), fmt.gbps(m.ref_busbw), f"{m.busbw_ratio * 100:.1f}%", "graph" if m.graph else "eager"]
+             fmt.gbps(m.busbw), fmt.gbps(m.ref_busbw), f"{m.busbw_ratio * 100:.1f}%", m.timing]
             for m in matches]
     return fitted("ncclcheck.bench against nccl-tests all_reduce_perf (in place), per size", cols, rows, width)
 

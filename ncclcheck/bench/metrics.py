@@ -103,17 +103,22 @@ class SweepPoint:
     time_s: float
     algbw: float  # GB/s
     busbw: float | None  # GB/s; None with one rank
-    graph: bool  # timed as CUDA-graph replays
+    timing: str  # how it was timed: "graph", "queued" or "host clock" (runner's GRAPH, QUEUED, HOST)
     correct: bool | None  # --check at this size; None when not checked
 
+    @property
+    def graph(self) -> bool:
+        """Timed as replays of a CUDA graph."""
+        return self.timing == "graph"
 
-def sweep_point(size: int, count: int, world: int, rank_times: Sequence[float], graph: bool,
+
+def sweep_point(size: int, count: int, world: int, rank_times: Sequence[float], timing: str,
                 correct: bool | None) -> SweepPoint:
     """algbw = size / time and busbw = algbw x 2(n-1)/n, from each rank's time per all_reduce."""
     t = statistics.fmean(rank_times)
     algbw = size / t / 1e9
     f = bus_factor("all_reduce", world)
-    return SweepPoint(size, count, t, algbw, algbw * f if f else None, graph, correct)
+    return SweepPoint(size, count, t, algbw, algbw * f if f else None, timing, correct)
 
 
 def below_threshold(points: Sequence[SweepPoint], min_busbw: float | None) -> bool:

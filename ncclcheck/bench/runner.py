@@ -230,6 +230,9 @@ def run(cfg: BenchConfig, env: Env, progress: Progress = quiet) -> dict[str, Any
 
 GRAPH_AUTO_MAX_BYTES = 1 << 20  # --graph auto: CUDA graphs up to 1 MiB, where PyTorch's per-call cost dominates
 
+# How a sweep size was timed (the "timed" column, the JSON's "timing").
+GRAPH, QUEUED, HOST = "graph", "queued", "host clock"
+
 
 def _use_graph(cfg: BenchConfig, env: Env, nbytes: int) -> bool:
     if env.backend != "nccl":
@@ -237,21 +240,65 @@ def _use_graph(cfg: BenchConfig, env: Env, nbytes: int) -> bool:
     return cfg.graph == "on" or (cfg.graph == "auto" and nbytes <= GRAPH_AUTO_MAX_BYTES)
 
 
-def _timed_block(env: Env, launch) -> float:
-    """Seconds for one block of back-to-back collectives: barrier, host clock, enqueue, synchronise.
-
-    As nccl-tests' all_reduce_perf: a host timer around an asynchronous pipeline, not per-op events.
-    """
+def _host_block(launch) -> float:
+    """Seconds for one block of back-to-back collectives on CPU (gloo): barrier, host clock around them."""
     dist.barrier()
-    _sync(env)
     t0 = time.perf_counter()
     launch()
-    _sync(env)
     return time.perf_counter() - t0
 
 
-def _sweep_size(cfg: BenchConfig, env: Env, buf: torch.Tensor, nbytes: int, repeats: int) -> tuple[float, bool]:
-    """This rank's time per all_reduce at one size (median of ``repeats`` blocks of ``--iters``), and graph or not.
+class _Queue:
+    """GPU timing that leaves the host out: the block is queued behind a spin kernel, then timed by CUDA events.
+
+    PyTorch spends tens of microseconds of host time per ``dist.all_reduce``, about what NCCL needs for a few MiB, so
+    a host clock around a loop of calls (or events recorded while the GPU waits for the next launch) times the
+    launches.  Here the GPU first spins while the host enqueues everything; a one-element all_reduce then lines the
+    ranks up on the GPU; the events around the block see only collectives running back to back.  If the spin ended
+    before the host had queued the block, the block is timed again behind a spin twice as long.
+    """
+
+    def __init__(self, device: str) -> None:
+        self.tick = torch.zeros(1, device=device)
+        self.cycles = 1_000_000
+        self.per_s = self._rate()
+
+    def _rate(self) -> float:
+        """Spin cycles per second on this GPU (measured: the clock rises under load)."""
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(self.cycles)
+        start.record()
+        torch.cuda._sleep(self.cycles * 10)
+        end.record()
+        end.synchronize()
+        return self.cycles * 10 / (start.elapsed_time(end) / 1e3)
+
+    def block(self, launch, calls: int) -> float:
+        """Seconds for one block of ``calls`` collectives started by ``launch``, timed on the GPU."""
+        spin_s = 2e-3 + calls * 100e-6  # far more than PyTorch's host time per call
+        for _ in range(6):
+            dist.barrier()
+            torch.cuda.synchronize()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            spun = torch.cuda.Event()
+            torch.cuda._sleep(int(spin_s * self.per_s))
+            spun.record()
+            dist.all_reduce(self.tick)
+            start.record()
+            launch()
+            end.record()
+            ahead = not spun.query()  # the GPU was still spinning when the host had queued the whole block
+            end.synchronize()
+            if ahead:
+                return start.elapsed_time(end) / 1e3
+            spin_s *= 2
+        raise BenchError("the host could not queue the timed collectives ahead of the GPU; run again with fewer "
+                         "--iters")
+
+
+def _sweep_size(cfg: BenchConfig, env: Env, buf: torch.Tensor, nbytes: int, repeats: int,
+                queue: _Queue | None) -> tuple[float, str]:
+    """This rank's time per all_reduce at one size (median of ``repeats`` blocks of ``--iters``), and how it was timed.
 
     Each iteration uses the next slice of the whole buffer (nccl-tests shifts its offsets the same way), so small
     sizes are not served from a warm cache.
@@ -262,27 +309,29 @@ def _sweep_size(cfg: BenchConfig, env: Env, buf: torch.Tensor, nbytes: int, repe
     for v in views[: max(1, cfg.warmup)]:
         dist.all_reduce(v)
     _sync(env)
-    if _use_graph(cfg, env, nbytes):
-        graph = torch.cuda.CUDAGraph()
-        try:
-            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-                for v in views:
-                    dist.all_reduce(v)
-        except RuntimeError as exc:
-            raise BenchError(f"CUDA-graph capture of all_reduce failed ({str(exc).strip().splitlines()[0][:200]}); "
-                             "run again with --graph off") from None
-        graph.replay()  # one untimed replay: the first launch uploads the graph
-        _sync(env)
-        times = [_timed_block(env, graph.replay) for _ in range(repeats)]
-        del graph
-        return statistics.median(times) / cfg.iters, True
 
     def eager() -> None:
         for v in views:
             dist.all_reduce(v)
 
-    times = [_timed_block(env, eager) for _ in range(repeats)]
-    return statistics.median(times) / cfg.iters, False
+    if queue is None:
+        times = [_host_block(eager) for _ in range(repeats)]
+        return statistics.median(times) / cfg.iters, HOST
+    if not _use_graph(cfg, env, nbytes):
+        times = [queue.block(eager, cfg.iters) for _ in range(repeats)]
+        return statistics.median(times) / cfg.iters, QUEUED
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+            eager()
+    except RuntimeError as exc:
+        raise BenchError(f"CUDA-graph capture of all_reduce failed ({str(exc).strip().splitlines()[0][:200]}); "
+                         "run again with --graph off") from None
+    graph.replay()  # one untimed replay: the first launch uploads the graph
+    _sync(env)
+    times = [queue.block(graph.replay, cfg.iters) for _ in range(repeats)]
+    del graph
+    return statistics.median(times) / cfg.iters, GRAPH
 
 
 def _check_slice(env: Env, x: torch.Tensor) -> bool:
@@ -312,16 +361,17 @@ def run_sweep(cfg: BenchConfig, env: Env, progress: Progress = quiet) -> dict[st
     # zeros stay zeros however often they are summed: no overflow to inf over thousands of iterations
     buf = torch.zeros(sizes[-1] // cfg.itemsize, dtype=_DTYPES[cfg.dtype], device=env.device)
     mine: list[float] = []
-    graphs: list[bool] = []
+    methods: list[str] = []
     checks: list[bool | None] = []
+    queue = _Queue(env.device) if env.backend == "nccl" else None
     for i, nbytes in enumerate(sizes, 1):
-        t, g = _sweep_size(cfg, env, buf, nbytes, SWEEP_REPEATS)
+        t, how = _sweep_size(cfg, env, buf, nbytes, SWEEP_REPEATS, queue)
         progress(f"size {i} of {len(sizes)} ({fmt.size(nbytes)}) measured")
         mine.append(t)
-        graphs.append(g)
+        methods.append(how)
         checks.append(_check_slice(env, buf.narrow(0, 0, nbytes // cfg.itemsize)) if cfg.check else None)
     gathered = _gather_times(mine, env)
-    points = [sweep_point(nbytes, nbytes // cfg.itemsize, env.world, [row[i] for row in gathered], graphs[i],
+    points = [sweep_point(nbytes, nbytes // cfg.itemsize, env.world, [row[i] for row in gathered], methods[i],
                           checks[i]) for i, nbytes in enumerate(sizes)]
     return {"points": points}
 
