@@ -3,7 +3,7 @@
 # on N GPUs of this host.  nccl-tests is built from SRC (a copy of ../shared/reference/nccl-tests) against the NCCL
 # library torch loads, as that folder's REFERENCE.md says.  Usage: tools/bench_vs_nccl_tests.sh NGPUS SRC OUTDIR
 set -u
-n=$1; src=$(cd "$2" && pwd); out=$3; mkdir -p "$out"
+n=$1; src=$(cd "$2" && pwd); mkdir -p "$3"; out=$(cd "$3" && pwd)
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1 COLUMNS=100
 repo=$(pwd); w=$(mktemp -d)
 { date -u; nvidia-smi -L; nvidia-smi topo -m
