@@ -1,6 +1,6 @@
 """Set a sweep beside NVIDIA nccl-tests' ``all_reduce_perf`` output, size by size.
 
-``python -m ncclcheck.bench.compare SWEEP.json ALL_REDUCE_PERF.txt [--plot FILE.png]``: SWEEP.json is what
+``python -m ncclcheck.bench.compare SWEEP.json ALL_REDUCE_PERF.txt [--plot FILE.svg]``: SWEEP.json is what
 ``--sweep ... --output`` wrote; the text is all_reduce_perf's standard output (any version: the last eight fields of a
 data row are out-of-place time, algbw, busbw, #wrong, then the same in place).  Our all_reduce is in place, so it is
 compared with the in-place columns.  Exit codes: 0 done, 2 unreadable input or no size in common.
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m ncclcheck.bench.compare", description=__doc__.split("\n\n")[0])
     p.add_argument("sweep", help="the JSON a --sweep run wrote with --output")
     p.add_argument("nccl_tests", help="all_reduce_perf's output")
-    p.add_argument("--plot", metavar="FILE.png", help="write both curves as a PNG")
+    p.add_argument("--plot", metavar="FILE.svg", help="write both curves as SVG")
     a = p.parse_args(argv)
     try:
         with open(a.sweep, encoding="utf-8") as f:
@@ -115,12 +115,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     console.print(table(matches, console.width))
     if a.plot:
-        from ncclcheck.bench.plot import busbw_png
+        from ncclcheck.bench.plot import busbw_svg
 
-        png = busbw_png(points, doc.get("environment", {}),
-                        ("nccl-tests all_reduce_perf", [(r.size, r.ip_busbw) for r in rows]))
-        with open(a.plot, "wb") as f:
-            f.write(png)
+        svg = busbw_svg(points, doc.get("environment", {}),
+                        ("nccl-tests all_reduce_perf", [(r.size, r.ip_busbw) for r in rows]), standalone=True)
+        with open(a.plot, "w", encoding="utf-8") as f:
+            f.write(svg)
     return 0
 
 

@@ -69,18 +69,27 @@ def summarise(op: str, per_rank_bytes: int, world: int, chunk: int | None, chunk
 
 
 WATCHDOG_DEFAULT_S = 600.0  # PyTorch's default NCCL collective timeout (ProcessGroupNCCL, 10 minutes)
+GLOO_DEFAULT_S = 1800.0  # PyTorch's default process-group timeout for other backends, gloo's (30 minutes)
 
 
-def conclusion(results: Sequence[ModeResult], timeout_s: float = WATCHDOG_DEFAULT_S, world: int | None = None) -> str:
-    """One sentence: what chunking costs, and what PyTorch's watchdog timeout is compared with that; with one rank,
-    that nothing was measured over a link."""
+def conclusion(results: Sequence[ModeResult], timeout_s: float | None = None, world: int | None = None,
+               backend: str = "nccl") -> str:
+    """One sentence: what chunking costs, and what the backend's default timeout (NCCL's watchdog, or gloo's) is
+    compared with that; with one rank, that nothing was measured over a link."""
     if world == 1:
         return ("One rank: nothing crossed a link, so these are the times of a local copy, not of NVLink or a network, "
                 "and they say nothing about chunking; run it on N >= 2 ranks: torchrun --nproc-per-node N -m "
                 "ncclcheck.bench ...")
     base = results[0]
-    whose = (f"PyTorch's default NCCL watchdog timeout ({timeout_s / 60:g} min, Timeout(ms)={timeout_s * 1000:.0f})"
-             if timeout_s == WATCHDOG_DEFAULT_S else f"a watchdog timeout of {duration(timeout_s)}")
+    nccl = backend == "nccl"
+    default = WATCHDOG_DEFAULT_S if nccl else GLOO_DEFAULT_S
+    timeout_s = default if timeout_s is None else timeout_s
+    if timeout_s != default:
+        whose = f"a {'watchdog ' if nccl else ''}timeout of {duration(timeout_s)}"
+    elif nccl:
+        whose = f"PyTorch's default NCCL watchdog timeout ({timeout_s / 60:g} min, Timeout(ms)={timeout_s * 1000:.0f})"
+    else:
+        whose = f"PyTorch's default {backend} timeout ({timeout_s / 60:g} min)"
     chunked = list(results[1:])
     if not chunked:
         return f"One transfer takes {duration(base.median_s)}; against {whose} the size is never the problem."

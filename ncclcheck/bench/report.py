@@ -104,7 +104,7 @@ def result_json(cfg: BenchConfig, env: dict[str, Any], run: dict[str, Any]) -> d
         ],
         "check": run["check"],
         "memory": run["memory"],
-        "conclusion": conclusion(results, world=env.get("world_size")),
+        "conclusion": conclusion(results, world=env.get("world_size"), backend=env.get("backend", "nccl")),
     }
 
 
@@ -132,7 +132,7 @@ def report(cfg: BenchConfig, env: dict[str, Any], run: dict[str, Any], width: in
     if run["check"] is not None:
         parts.append(Text(f"check: {'values correct' if run['check'] else 'WRONG VALUES'}",
                           style="green" if run["check"] else "bold red"))
-    parts.append(Text(conclusion(results, world=env.get("world_size")), style="bold"))
+    parts.append(Text(conclusion(results, world=env.get("world_size"), backend=env.get("backend", "nccl")), style="bold"))
     return Group(*parts)
 
 

@@ -4,9 +4,9 @@ Default mode, per transfer: on GPU, a barrier, then CUDA events recorded on the 
 transfer (one collective, or every chunk's collective back to back), then a synchronise; on CPU, a barrier, then
 ``time.perf_counter`` around the transfer.  Each rank times itself; a transfer's time is that of its slowest rank.
 
-Sweep, per size: as nccl-tests' all_reduce_perf, a barrier, then a host clock around ``--iters`` back-to-back
-all_reduces (or one replay of a CUDA graph holding them) and one synchronise; the median of three such blocks,
-averaged over ranks.
+Sweep, per size: ``--iters`` back-to-back all_reduces (or one replay of a CUDA graph holding them), each on the next
+slice of one buffer as nccl-tests' all_reduce_perf does; on GPU queued behind a spin kernel and timed by CUDA events
+(:class:`_Queue`), on CPU a host clock around them; the median of three such blocks, averaged over ranks.
 """
 
 from __future__ import annotations
@@ -27,11 +27,12 @@ from ncclcheck.bench import fmt
 from ncclcheck.bench.config import BenchConfig, sweep_sizes
 from ncclcheck.bench.metrics import ModeResult, summarise, sweep_point
 
-# Told each finished step ("mode 2 of 4 (chunks of 1,000,000 elements)"); rank 0 shows it on stderr past a second.
-Progress = Callable[[str], None]
+# Told each step: finished ("mode 2 of 4 (chunks of 1,000,000 elements) measured"), or under way (finished False:
+# "... transfer 3 of 13"); rank 0 shows them on stderr past a second.
+Progress = Callable[[str, bool], None]
 
 
-def quiet(_: str) -> None:
+def quiet(_: str, finished: bool = True) -> None:
     """No progress to show (ranks other than 0)."""
 
 
@@ -209,16 +210,19 @@ def run(cfg: BenchConfig, env: Env, progress: Progress = quiet) -> dict[str, Any
     modes = (None, *cfg.chunks)
     for i, chunk in enumerate(modes, 1):
         pairs = _views(x, y, chunk)
-        for _ in range(cfg.warmup):
-            _transfer(cfg, env, pairs, scratch)
-        mine = [_transfer(cfg, env, pairs, scratch) for _ in range(cfg.iters)]
+        what = "unchunked" if chunk is None else f"chunks of {chunk:,} elements"
+        mine: list[float] = []
+        for k in range(cfg.warmup + cfg.iters):
+            t = _transfer(cfg, env, pairs, scratch)
+            if k >= cfg.warmup:
+                mine.append(t)
+            progress(f"mode {i} of {len(modes)} ({what}): transfer {k + 1} of {cfg.warmup + cfg.iters}", False)
         if env.backend == "nccl":
             min_free = min(min_free or 0, torch.cuda.mem_get_info()[0]) if min_free is not None else None
         gathered = _gather_times(mine, env)
         results.append(summarise(cfg.op, cfg.nbytes, env.world, chunk, len(pairs), gathered,
                                  results[0].median_s if results else None))
-        what = "unchunked" if chunk is None else f"chunks of {chunk:,} elements"
-        progress(f"mode {i} of {len(modes)} ({what}) measured, median {fmt.duration(results[-1].median_s)}")
+        progress(f"mode {i} of {len(modes)} ({what}) measured, median {fmt.duration(results[-1].median_s)}", True)
     checked = _check(cfg, env, x, y) if cfg.check else None
     memory = {
         "torch_peak_allocated_bytes": torch.cuda.max_memory_allocated() if env.backend == "nccl" else None,
@@ -228,16 +232,8 @@ def run(cfg: BenchConfig, env: Env, progress: Progress = quiet) -> dict[str, Any
     return {"results": results, "check": checked, "memory": memory}
 
 
-GRAPH_AUTO_MAX_BYTES = 1 << 20  # --graph auto: CUDA graphs up to 1 MiB, where PyTorch's per-call cost dominates
-
 # How a sweep size was timed (the "timed" column, the JSON's "timing").
 GRAPH, QUEUED, HOST = "graph", "queued", "host clock"
-
-
-def _use_graph(cfg: BenchConfig, env: Env, nbytes: int) -> bool:
-    if env.backend != "nccl":
-        return False
-    return cfg.graph == "on" or (cfg.graph == "auto" and nbytes <= GRAPH_AUTO_MAX_BYTES)
 
 
 def _host_block(launch) -> float:
@@ -317,7 +313,7 @@ def _sweep_size(cfg: BenchConfig, env: Env, buf: torch.Tensor, nbytes: int, repe
     if queue is None:
         times = [_host_block(eager) for _ in range(repeats)]
         return statistics.median(times) / cfg.iters, HOST
-    if not _use_graph(cfg, env, nbytes):
+    if cfg.graph == "off":
         times = [queue.block(eager, cfg.iters) for _ in range(repeats)]
         return statistics.median(times) / cfg.iters, QUEUED
     graph = torch.cuda.CUDAGraph()
@@ -366,7 +362,7 @@ def run_sweep(cfg: BenchConfig, env: Env, progress: Progress = quiet) -> dict[st
     queue = _Queue(env.device) if env.backend == "nccl" else None
     for i, nbytes in enumerate(sizes, 1):
         t, how = _sweep_size(cfg, env, buf, nbytes, SWEEP_REPEATS, queue)
-        progress(f"size {i} of {len(sizes)} ({fmt.size(nbytes)}) measured")
+        progress(f"size {i} of {len(sizes)} ({fmt.size(nbytes)}) measured", True)
         mine.append(t)
         methods.append(how)
         checks.append(_check_slice(env, buf.narrow(0, 0, nbytes // cfg.itemsize)) if cfg.check else None)
