@@ -32,12 +32,12 @@ def _progress(after_s: float = 1.0, every_s: float = 1.0):
     """Steps on stderr once the run has taken longer than ``after_s``: each finished step, and a step under way at
     most once every ``every_s`` (a transfer of a large size on CPU can take seconds). A short run stays quiet."""
     start = time.monotonic()
-    last = start
+    last: float | None = None  # when the last line was shown
 
     def show(step: str, finished: bool = True) -> None:
         nonlocal last
         now = time.monotonic()
-        if now - start > after_s and (finished or now - last >= every_s):
+        if now - start > after_s and (finished or last is None or now - last >= every_s):
             last = now
             _say(f"{step} ({now - start:.1f} s so far)")
 
