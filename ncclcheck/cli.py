@@ -521,9 +521,12 @@ _SWEEP = "Sweep (--sweep)"
 _LAUNCHER = "ncclcheck bench only"
 
 
-@app.command("bench", epilog="Exit codes: 0 done, 1 run failed (peer lost, wrong values), 2 bad options, no torch or "
-                             "not enough memory, 3 busbw below --min-busbw. Under torchrun any non-zero code becomes "
-                             "torchrun's 1; ncclcheck bench passes the benchmark's own code through.")
+_BENCH_EPILOG = ("Exit codes: 0 done, 1 run failed (peer lost, wrong values), 2 bad options, no torch or not enough "
+                 "memory, 3 busbw below --min-busbw. Under torchrun any non-zero code becomes torchrun's 1; ncclcheck "
+                 "bench passes the benchmark's own code through.")
+
+
+@app.command("bench", epilog=_BENCH_EPILOG)
 def bench_cmd(
     ctx: typer.Context,
     nproc: Annotated[Optional[int], typer.Option(
@@ -666,11 +669,11 @@ def _given(ctx: click.Context, leave_out: set[str]) -> list[str]:
 def bench_here(argv: list[str]) -> int:
     """``python -m ncclcheck.bench`` (what torchrun starts on every rank): the bench command's options, run in this
     process; returns the exit code."""
-    command = typer.main.get_command(app)
-    assert isinstance(command, click.Group)
+    here = typer.Typer(add_completion=False, pretty_exceptions_show_locals=False,
+                       context_settings={"help_option_names": ["-h", "--help"]})
+    here.command(epilog=_BENCH_EPILOG)(bench_cmd)
     try:
-        command.commands["bench"].main(argv, prog_name="torchrun --nproc-per-node N -m ncclcheck.bench",
-                                       obj={"here": True})
+        here(argv, prog_name="torchrun --nproc-per-node N -m ncclcheck.bench", obj={"here": True})
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     return 0

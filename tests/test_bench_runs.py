@@ -13,7 +13,6 @@ import socket
 import subprocess
 import sys
 import time
-
 import xml.etree.ElementTree as ET
 
 import pytest
