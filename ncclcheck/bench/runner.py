@@ -256,21 +256,30 @@ class _Queue:
 
     def __init__(self, device: str) -> None:
         self.tick = torch.zeros(1, device=device)
-        self.cycles = 1_000_000
+        self.agreed = torch.zeros(1, dtype=torch.int32, device=device)
         self.per_s = self._rate()
 
-    def _rate(self) -> float:
-        """Spin cycles per second on this GPU (measured: the clock rises under load)."""
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(self.cycles)
-        start.record()
-        torch.cuda._sleep(self.cycles * 10)
-        end.record()
-        end.synchronize()
-        return self.cycles * 10 / (start.elapsed_time(end) / 1e3)
+    @staticmethod
+    def _rate(cycles: int = 2_000_000) -> float:
+        """Spin cycles per second on this GPU: the fastest of three, after a spin that lets the clock rise (an idle
+        GPU runs several times slower, and a rate read then would make every spin too short)."""
+        torch.cuda._sleep(cycles * 10)
+        rates = []
+        for _ in range(3):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            torch.cuda._sleep(cycles)
+            end.record()
+            end.synchronize()
+            rates.append(cycles / (start.elapsed_time(end) / 1e3))
+        return max(rates)
 
     def block(self, launch, calls: int) -> float:
-        """Seconds for one block of ``calls`` collectives started by ``launch``, timed on the GPU."""
+        """Seconds for one block of ``calls`` collectives started by ``launch``, timed on the GPU.
+
+        Whether the host queued the block in time is agreed by all ranks (a one-element all_reduce): a rank that
+        timed the block again on its own would run collectives its peers never call.
+        """
         spin_s = 2e-3 + calls * 100e-6  # far more than PyTorch's host time per call
         for _ in range(6):
             dist.barrier()
@@ -285,7 +294,9 @@ class _Queue:
             end.record()
             ahead = not spun.query()  # the GPU was still spinning when the host had queued the whole block
             end.synchronize()
-            if ahead:
+            self.agreed.fill_(1 if ahead else 0)
+            dist.all_reduce(self.agreed, op=dist.ReduceOp.MIN)
+            if self.agreed.item():
                 return start.elapsed_time(end) / 1e3
             spin_s *= 2
         raise BenchError("the host could not queue the timed collectives ahead of the GPU; run again with fewer "
