@@ -14,8 +14,6 @@ from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
 
 import click
 import typer
-from click.shell_completion import CompletionItem
-from typer.core import TyperCommand
 
 from ncclcheck import __version__
 
@@ -504,50 +502,133 @@ def explain_cmd(
         console.print(sizes_view(sizes, gather_world, shape.world_size is not None))
 
 
-class _BenchCommand(TyperCommand):
-    """``bench`` hands its options to the benchmark's own parser: completion offers those options and values."""
+class _BenchChoice(click.Choice[str]):
+    """One of the benchmark's value lists (``DTYPES``, ``OPS``, ...), read from its config when help, completion or
+    parsing first needs it: importing the CLI loads none of the benchmark."""
 
-    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
-        from ncclcheck.bench.config import complete
+    def __init__(self, name: str) -> None:  # click.Choice's own __init__ would store the list now
+        self._name = name
+        self.case_sensitive = True
 
-        own = super().shell_complete(ctx, incomplete) if incomplete.startswith("-") else []
-        return own + [CompletionItem(c) for c in complete(list(ctx.args), incomplete)]
+    @property
+    def choices(self) -> list[str]:  # type: ignore[override]
+        from ncclcheck.bench import config
+
+        return list(getattr(config, self._name))
 
 
-@app.command("bench", add_help_option=False, cls=_BenchCommand,
-             context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+_SWEEP = "Sweep (--sweep)"
+_LAUNCHER = "ncclcheck bench only"
+
+
+_BENCH_EPILOG = ("Exit codes: 0 done, 1 run failed (peer lost, wrong values), 2 bad options, no torch or not enough "
+                 "memory, 3 busbw below --min-busbw. Under torchrun any non-zero code becomes torchrun's 1; ncclcheck "
+                 "bench passes the benchmark's own code through.")
+
+
+@app.command("bench", epilog=_BENCH_EPILOG)
 def bench_cmd(
     ctx: typer.Context,
-    nproc: Annotated[int, typer.Option("--nproc", min=1, help="Processes (GPUs) on this host.")] = 1,
+    nproc: Annotated[Optional[int], typer.Option(
+        "--nproc", min=1, metavar="N", rich_help_panel=_LAUNCHER, show_default=False,
+        help="Processes (GPUs) on this host (default 1): runs torchrun --nproc-per-node N -m ncclcheck.bench with "
+             "the other options.")] = None,
+    size: Annotated[Optional[str], typer.Option(
+        "--size", metavar="N", show_default=False,
+        help="Elements per rank: 5e8, 500000000 (default 5e8 with NCCL, 1e7 with gloo on CPU).")] = None,
+    nbytes: Annotated[Optional[str], typer.Option(
+        "--bytes", metavar="SIZE", show_default=False,
+        help="Bytes per rank instead of --size: 2GB (1e9 B) or 2GiB (2^30 B).")] = None,
+    dtype: Annotated[str, typer.Option(
+        "--dtype", click_type=_BenchChoice("DTYPES"),
+        help="Element type; sizes in elements are multiplied by its bytes.")] = "float32",
+    chunks: Annotated[Optional[str], typer.Option(
+        "--chunks", metavar="N,N,...", show_default=False,
+        help="Chunk sizes in elements, comma-separated ('' for none; default 1e8,1e7,1e6 with NCCL, 1e6,1e5 with "
+             "gloo). The unchunked transfer is always measured.")] = None,
+    sweep: Annotated[Optional[str], typer.Option(
+        "--sweep", metavar="MIN:MAX[:FACTOR]", rich_help_panel=_SWEEP, show_default=False,
+        help="Size sweep in bytes, like nccl-tests -b/-e/-f: 8:2G:4 (K/M/G are binary; factor 2 if left out).")]
+    = None,
+    graph: Annotated[str, typer.Option(
+        "--graph", click_type=_BenchChoice("GRAPHS"), rich_help_panel=_SWEEP,
+        help="on: time replays of a CUDA graph holding the --iters all_reduces, as nccl-tests -G 1; off: the calls "
+             "queued while the GPU waits, timed by CUDA events.")] = "off",
+    min_busbw: Annotated[Optional[float], typer.Option(
+        "--min-busbw", metavar="GB/S", rich_help_panel=_SWEEP, show_default=False,
+        help="Exit 3 when busbw at the largest size is below this (fleet acceptance).")] = None,
+    plot: Annotated[Optional[str], typer.Option(
+        "--plot", metavar="FILE.svg", rich_help_panel=_SWEEP, show_default=False,
+        help="Write the busbw curve as SVG.")] = None,
+    html: Annotated[Optional[str], typer.Option(
+        "--html", metavar="FILE.html", rich_help_panel=_SWEEP, show_default=False,
+        help="Write the curve and the table as one self-contained page.")] = None,
+    iters: Annotated[Optional[int], typer.Option(
+        "--iters", show_default=False, help="Timed transfers per mode or size (default 10; sweep 20).")] = None,
+    warmup: Annotated[Optional[int], typer.Option(
+        "--warmup", show_default=False, help="Untimed transfers per mode or size (default 3; sweep 5).")] = None,
+    op: Annotated[str, typer.Option(
+        "--op", click_type=_BenchChoice("OPS"),
+        help="The collective to time; busbw uses that op's factor, as nccl-tests does.")] = "all_reduce",
+    backend: Annotated[str, typer.Option(
+        "--backend", click_type=_BenchChoice("BACKENDS"), help="auto: nccl with CUDA, gloo on CPU.")] = "auto",
+    timeout: Annotated[float, typer.Option("--timeout", metavar="S", help="Process-group timeout in seconds.")]
+    = 120.0,
+    sync_per_chunk: Annotated[bool, typer.Option(
+        "--sync-per-chunk", help="Synchronise after every chunk (what changes the watchdog's view).")] = False,
+    check: Annotated[bool, typer.Option(
+        "--check", help="Verify the reduced values (in a sweep, at every size).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the tables.")] = False,
+    output: Annotated[Optional[str], typer.Option(
+        "--output", metavar="FILE", show_default=False, help="Also write the JSON result to this file.")] = None,
+    from_log: Annotated[Optional[str], typer.Option(
+        "--from-log", metavar="LOG", show_default=False,
+        help="Replay the OpType and NumelIn of the watchdog line in this log.")] = None,
+    exit_early_rank: Annotated[Optional[int], typer.Option(
+        "--exit-early-rank", hidden=True, help="Testing aid: this rank leaves before the first collective.")] = None,
 ) -> None:
-    """Launch the all_reduce benchmark under torchrun on this host (`ncclcheck bench --help` lists its options).
+    """Benchmark all_reduce (or another collective) on this host's GPUs: unchunked vs chunked, or a size sweep
+    beside nccl-tests.
+
+    `ncclcheck bench --nproc N ...` starts torchrun --nproc-per-node N -m ncclcheck.bench ...; under torchrun (or
+    `python -m ncclcheck.bench`) the same options run the benchmark in that process.
 
     Example: ncclcheck bench --nproc 2 --sweep 8:2G:4 --min-busbw 300
     """
-    import importlib.util
     import os
-    import subprocess
     import sys
+
+    from ncclcheck.bench.config import ConfigError, make_config
+
+    here = bool(ctx.obj and ctx.obj.get("here"))
+    try:
+        if here and nproc is not None:
+            raise ConfigError("--nproc starts torchrun and belongs to ncclcheck bench; under torchrun, "
+                              "--nproc-per-node says how many processes")
+        cfg = make_config(size=size, nbytes=nbytes, dtype=dtype, chunks=chunks, sweep=sweep, graph=graph,
+                          min_busbw=min_busbw, plot=plot, html=html, iters=iters, warmup=warmup, op=op,
+                          backend=backend, timeout=timeout, sync_per_chunk=sync_per_chunk, check=check,
+                          json=as_json, output=output, from_log=from_log, exit_early_rank=exit_early_rank)
+    except ConfigError as exc:
+        if here:
+            from ncclcheck.bench.__main__ import refuse
+
+            raise typer.Exit(refuse(str(exc))) from None
+        usage_error(str(exc))  # exit 2 here, before torchrun would turn it into its own exit 1
+    if here:
+        from ncclcheck.bench.__main__ import run
+
+        raise typer.Exit(run(cfg))
+    import importlib.util
+    import subprocess
     import tempfile
 
     from ncclcheck.bench.__main__ import STATUS_ENV
-    from ncclcheck.bench.config import ConfigError, parse_args, parser
 
-    if {"--help", "-h"} & set(ctx.args):
-        typer.echo(parser(prog="ncclcheck bench [--nproc N]").format_help().rstrip())
-        typer.echo("\nlauncher option:\n  --nproc N             processes (GPUs) on this host (default 1); "
-                   "runs torchrun --nproc-per-node N -m ncclcheck.bench ...")
-        raise typer.Exit(Exit.OK)
-    try:
-        parse_args(ctx.args)  # bad options: exit 2 here, before torchrun would turn them into its own exit 1
-    except ConfigError as exc:
-        usage_error(str(exc))
-    except SystemExit as exc:  # argparse has printed its message
-        raise typer.Exit(Exit.USAGE if exc.code else Exit.OK) from None
     if importlib.util.find_spec("torch") is None:
         usage_error("the benchmark needs torch: pip install 'ncclcheck[bench]'")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc), "-m", "ncclcheck.bench",
-           *ctx.args]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc or 1), "-m",
+           "ncclcheck.bench", *_given(ctx, leave_out={"nproc"})]
     from ncclcheck.bench.launch import without_torchrun_report
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -565,6 +646,37 @@ def bench_cmd(
         except (OSError, ValueError):
             pass
     raise typer.Exit(rc)
+
+
+def _given(ctx: click.Context, leave_out: set[str]) -> list[str]:
+    """The options given on the command line, written out again for torchrun's workers."""
+    from click.core import ParameterSource
+
+    args: list[str] = []
+    for p in ctx.command.params:
+        if not isinstance(p, click.Option) or p.name is None or p.name in leave_out:
+            continue
+        if ctx.get_parameter_source(p.name) is not ParameterSource.COMMANDLINE:
+            continue
+        value = ctx.params[p.name]
+        if p.is_flag:
+            args += [p.opts[0]] if value else []
+        else:
+            args += [p.opts[0], str(value)]
+    return args
+
+
+def bench_here(argv: list[str]) -> int:
+    """``python -m ncclcheck.bench`` (what torchrun starts on every rank): the bench command's options, run in this
+    process; returns the exit code."""
+    here = typer.Typer(add_completion=False, pretty_exceptions_show_locals=False,
+                       context_settings={"help_option_names": ["-h", "--help"]})
+    here.command(epilog=_BENCH_EPILOG)(bench_cmd)
+    try:
+        here(argv, prog_name="torchrun --nproc-per-node N -m ncclcheck.bench", obj={"here": True})
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return 0
 
 
 class ProbeFormat(str, Enum):

@@ -5,10 +5,9 @@ from __future__ import annotations
 import io
 import json
 import re
-import struct
 import subprocess
 import sys
-import zlib
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -19,12 +18,12 @@ from typer.testing import CliRunner
 from ncclcheck.bench import fmt
 from ncclcheck.bench.compare import PerfRow, match, parse_all_reduce_perf, points_from_json
 from ncclcheck.bench.compare import main as compare_main
-from ncclcheck.bench.config import ConfigError, parse_args, parse_bytes, parse_sweep, sweep_sizes
+from ncclcheck.bench.config import ConfigError, for_backend, make_config, parse_bytes, parse_sweep, sweep_sizes
 from ncclcheck.bench.metrics import below_threshold, bus_factor, conclusion, summarise, sweep_point
 from ncclcheck.bench.page import sweep_page
-from ncclcheck.bench.plot import busbw_png
+from ncclcheck.bench.plot import busbw_svg
 from ncclcheck.bench.report import report, sweep_report
-from ncclcheck.cli import app
+from ncclcheck.cli import app, bench_here
 
 EXAMPLE = REAL.parents[2] / "examples" / "incident-8rank" / "rank0.log"
 
@@ -65,21 +64,42 @@ def test_conclusion():
                                                   "the size is never the problem.")
 
 
+def test_a_gloo_run_is_compared_with_gloos_timeout_not_the_nccl_watchdog():
+    base = summarise("all_reduce", 40_000_000, 2, None, 1, [[0.05]], None)
+    c1 = summarise("all_reduce", 40_000_000, 2, 1_000_000, 10, [[0.07]], 0.05)
+    text = conclusion([base, c1], backend="gloo")
+    assert text.endswith("against PyTorch's default gloo timeout (30 min).") and "NCCL" not in text
+    assert "watchdog" not in conclusion([base], timeout_s=60, backend="gloo")
+
+
 @pytest.mark.parametrize(("text", "n"), [("2GB", 2_000_000_000), ("2GiB", 2**31), ("500000000", 500_000_000)])
 def test_parse_bytes(text, n):
     assert parse_bytes(text) == n
 
 
 def test_options():
-    cfg = parse_args(["--size", "5e8", "--chunks", "1e8,1e7,1e6"])
+    cfg = make_config(size="5e8", chunks="1e8,1e7,1e6")
     assert (cfg.size, cfg.chunks, cfg.nbytes) == (500_000_000, (100_000_000, 10_000_000, 1_000_000), 2_000_000_000)
-    assert parse_args(["--bytes", "2GB", "--dtype", "bfloat16"]).size == 1_000_000_000
+    assert make_config(nbytes="2GB", dtype="bfloat16").size == 1_000_000_000
     with pytest.raises(ConfigError, match="--size"):
-        parse_args(["--size", "-1"])
+        make_config(size="-1")
+    with pytest.raises(ConfigError, match="give --size or --bytes, not both"):
+        make_config(size="1e6", nbytes="2GB")
+
+
+def test_the_default_size_fits_the_backend():
+    """No --size: 2 GB a rank with NCCL, 40 MB with gloo on CPU (2 GB there takes minutes); given sizes are kept."""
+    cfg = make_config()
+    assert cfg.default_size and cfg.default_chunks
+    nccl, gloo = for_backend(cfg, "nccl"), for_backend(cfg, "gloo")
+    assert (nccl.size, nccl.chunks) == (500_000_000, (100_000_000, 10_000_000, 1_000_000))
+    assert (gloo.size, gloo.nbytes, gloo.chunks) == (10_000_000, 40_000_000, (1_000_000, 100_000))
+    assert for_backend(make_config(size="1e5"), "gloo").chunks == ()  # every default chunk is as large as the whole
+    assert for_backend(make_config(chunks="1e3"), "gloo").chunks == (1000,)
 
 
 def test_from_log_replays_the_watchdog_collective():
-    cfg = parse_args(["--from-log", str(EXAMPLE)])
+    cfg = make_config(from_log=str(EXAMPLE))
     assert (cfg.op, cfg.size, cfg.log_op) == ("all_reduce", 467019003, "ALLREDUCE")
 
 
@@ -139,37 +159,51 @@ def test_sweep_sizes_are_whole_elements():
 
 
 def test_sweep_options():
-    cfg = parse_args(["--sweep", "8:2G:4"])
-    assert (cfg.sweep, cfg.iters, cfg.warmup, cfg.graph, cfg.chunks) == ((8, 2**31, 4), 20, 5, "auto", ())
-    assert (parse_args([]).iters, parse_args([]).warmup) == (10, 3)
-    for argv, message in ((["--min-busbw", "300"], "--min-busbw needs --sweep"),
-                          (["--plot", "x.png"], "--plot needs --sweep"),
-                          (["--sweep", "8:1K", "--op", "broadcast"], "--sweep measures all_reduce"),
-                          (["--sweep", "8:1K", "--size", "1e6"], "leave out --size, --bytes and --chunks"),
-                          (["--sweep", "8:1K", "--chunks", ""], "leave out --size, --bytes and --chunks"),
-                          (["--sweep", "8:1K", "--min-busbw", "0"], "--min-busbw must be a positive"),
-                          (["--sweep", "1:1K", "--dtype", "float32"], "MIN must hold one float32 element"),
-                          (["--bogus"], "unrecognized arguments: --bogus")):
+    cfg = make_config(sweep="8:2G:4")
+    assert (cfg.sweep, cfg.iters, cfg.warmup, cfg.graph, cfg.chunks) == ((8, 2**31, 4), 20, 5, "off", ())
+    assert (make_config().iters, make_config().warmup) == (10, 3)
+    for kw, message in (({"min_busbw": 300}, "--min-busbw needs --sweep"),
+                        ({"plot": "x.svg"}, "--plot needs --sweep"),
+                        ({"graph": "on"}, "--graph needs --sweep"),
+                        ({"sweep": "8:1K", "op": "broadcast"}, "--sweep measures all_reduce"),
+                        ({"sweep": "8:1K", "size": "1e6"}, "leave out --size, --bytes and --chunks"),
+                        ({"sweep": "8:1K", "chunks": ""}, "leave out --size, --bytes and --chunks"),
+                        ({"sweep": "8:1K", "min_busbw": 0}, "--min-busbw must be a positive"),
+                        ({"sweep": "1:1K", "dtype": "float32"}, "MIN must hold one float32 element")):
         with pytest.raises(ConfigError, match=re.escape(message)):
-            parse_args(argv)
+            make_config(**kw)
+
+
+def test_python_m_ncclcheck_bench_parses_with_the_bench_commands_options(capsys):
+    """Under torchrun the options are the bench command's (Typer's parser and help); a bad one exits 2 on stderr."""
+    assert bench_here(["--bogus"]) == 2
+    assert "No such option '--bogus'" in " ".join(capsys.readouterr().err.replace("│", " ").split())
+    assert bench_here(["--sweep", "8:2G", "--op", "broadcast"]) == 2
+    assert capsys.readouterr().err == ("ncclcheck.bench: error: --sweep measures all_reduce; leave out --op and "
+                                       "--from-log\n")
+    assert bench_here(["--nproc", "2"]) == 2
+    assert "--nproc starts torchrun and belongs to ncclcheck bench" in capsys.readouterr().err
+    assert bench_here(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "torchrun --nproc-per-node N -m ncclcheck.bench [OPTIONS]" in out and "--min-busbw" in out
 
 
 def test_sweep_point_follows_nccl_tests():
-    p = sweep_point(2**31, 2**29, 2, [0.0060, 0.0064], graph=False, correct=None)
+    p = sweep_point(2**31, 2**29, 2, [0.0060, 0.0064], timing="queued", correct=None)
     assert p.time_s == pytest.approx(0.0062)  # the mean over ranks, as all_reduce_perf's default (-a 1)
     assert p.algbw == pytest.approx(2**31 / 0.0062 / 1e9)
     assert p.busbw == pytest.approx(p.algbw * 2 * 1 / 2)
-    p4 = sweep_point(2**31, 2**29, 4, [0.01] * 4, graph=False, correct=None)
+    p4 = sweep_point(2**31, 2**29, 4, [0.01] * 4, timing="queued", correct=None)
     assert p4.busbw == pytest.approx(p4.algbw * 1.5)
-    assert sweep_point(8, 2, 1, [1e-5], graph=True, correct=True).busbw is None
+    assert sweep_point(8, 2, 1, [1e-5], timing="graph", correct=True).busbw is None
 
 
 def test_below_threshold_reads_the_largest_size():
-    pts = [sweep_point(s, s // 4, 2, [s / 300e9], False, None) for s in (2**20, 2**30)]  # busbw 300 GB/s
+    pts = [sweep_point(s, s // 4, 2, [s / 300e9], "queued", None) for s in (2**20, 2**30)]  # busbw 300 GB/s
     assert not below_threshold(pts, None)
     assert not below_threshold(pts, 299.0)
     assert below_threshold(pts, 301.0)
-    one = [sweep_point(2**20, 2**18, 1, [2**20 / 5e9], False, None)]  # one rank: algbw 5 GB/s
+    one = [sweep_point(2**20, 2**18, 1, [2**20 / 5e9], "queued", None)]  # one rank: algbw 5 GB/s
     assert below_threshold(one, 6.0) and not below_threshold(one, 4.0)
 
 
@@ -191,7 +225,7 @@ ENV_INFO = {"world_size": 2, "backend": "nccl", "device": "NVIDIA H200", "nccl":
 
 def _points(world: int = 2, check: bool | None = True):
     sizes = sweep_sizes(8, 2 * 2**30, 4, 4)
-    return [sweep_point(s, s // 4, world, [8e-6 + s / 340e9] * world, s <= 2**20, check) for s in sizes]
+    return [sweep_point(s, s // 4, world, [8e-6 + s / 340e9] * world, "queued", check) for s in sizes]
 
 
 def _render(renderable, width: int) -> str:
@@ -202,7 +236,7 @@ def _render(renderable, width: int) -> str:
 
 @pytest.mark.parametrize("width", [60, 80, 120])
 def test_sweep_report_never_cuts_a_number(width):
-    cfg = parse_args(["--sweep", "8:2G:4", "--check", "--min-busbw", "300"])
+    cfg = make_config(sweep="8:2G:4", check=True, min_busbw=300)
     pts = _points()
     text = _render(sweep_report(cfg, ENV_INFO, pts, width=width), width)
     assert "…" not in text and max(map(len, text.splitlines())) <= width
@@ -211,10 +245,11 @@ def test_sweep_report_never_cuts_a_number(width):
     assert "PASS: busbw at 2 GiB is 339.6 GB/s, at or above --min-busbw 300 GB/s" in " ".join(text.split())
     assert ("algbw" in text) == (width >= 80)  # algbw (= busbw with 2 ranks) goes first when narrow
     assert "536,870,912" in text
+    assert "queued: one dist.all_reduce call each, queued while the GPU waits" in " ".join(text.split())
 
 
 def test_sweep_report_stacks_rows_when_even_the_essentials_do_not_fit():
-    cfg = parse_args(["--sweep", "8:2G:4"])
+    cfg = make_config(sweep="8:2G:4")
     text = _render(sweep_report(cfg, ENV_INFO, _points(check=None), width=24), 24)
     assert "…" not in text
     assert "busbw GB/s  339.6" in text and "time        6.32 ms" in text
@@ -222,7 +257,7 @@ def test_sweep_report_stacks_rows_when_even_the_essentials_do_not_fit():
 
 @pytest.mark.parametrize("width", [60, 80])
 def test_default_report_never_cuts_a_number(width):
-    cfg = parse_args(["--size", "5e8"])
+    cfg = make_config(size="5e8")
     base = summarise("all_reduce", 2_000_000_000, 2, None, 1, [[0.00595, 0.00601], [0.00598, 0.00602]], None)
     chunks = [summarise("all_reduce", 2_000_000_000, 2, c, 2_000_000_000 // 4 // c, [[t], [t]], base.median_s)
               for c, t in ((100_000_000, 0.0066), (10_000_000, 0.0081), (1_000_000, 0.018))]
@@ -234,42 +269,39 @@ def test_default_report_never_cuts_a_number(width):
     assert "chunks of 1e6" in text and "PyTorch's default NCCL watchdog timeout (10 min" in " ".join(text.split())
 
 
-def _png_pixels(data: bytes) -> tuple[int, int, bytes]:
-    """Decode our own PNG (8-bit RGB, filter 0), checking every chunk's CRC."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, idat, size = 8, b"", (0, 0)
-    while pos < len(data):
-        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + n]
-        assert struct.unpack(">I", data[pos + 8 + n:pos + 12 + n])[0] == zlib.crc32(kind + body)
-        if kind == b"IHDR":
-            size = struct.unpack(">II", body[:8])
-            assert body[8:10] == b"\x08\x02"
-        elif kind == b"IDAT":
-            idat += body
-        pos += 12 + n
-    w, h = size
-    raw = zlib.decompress(idat)
-    assert len(raw) == h * (1 + 3 * w)
-    return w, h, b"".join(raw[r * (1 + 3 * w) + 1:(r + 1) * (1 + 3 * w)] for r in range(h))
+SVG = "{http://www.w3.org/2000/svg}"
 
 
-def test_png_plot_is_a_real_curve():
-    w, h, px = _png_pixels(busbw_png(_points(), ENV_INFO))
-    assert (w, h) == (960, 560)
-    curve = bytes((31, 119, 180))
+def _curve(svg: str, kind: str = "curve") -> list[tuple[float, float]]:
+    """The (x, y) points of a curve of our SVG, read as XML (so the file is well formed)."""
+    path = next(p for p in ET.fromstring(svg).iter(f"{SVG}path") if p.get("class") == kind)
+    return [(float(x), float(y)) for x, y in re.findall(r"[ML]([\d.]+) ([\d.]+)", path.get("d", ""))]
 
-    def column_has_curve(x: int) -> list[int]:
-        return [y for y in range(h) if px[(y * w + x) * 3:(y * w + x) * 3 + 3] == curve]
 
-    left, right = column_has_curve(100), column_has_curve(925)
-    assert left and right
-    assert min(right) < min(left) - 300  # high bandwidth at 2 GiB, near zero at 8 B: the curve rises
-    assert px.count(b"\x00\x00\x00") > 500  # the title's text is drawn
+def test_svg_plot_is_a_real_curve():
+    svg = busbw_svg(_points(), ENV_INFO, standalone=True)
+    assert svg.startswith('<?xml version="1.0" encoding="UTF-8"?>\n<svg')
+    root = ET.fromstring(svg)
+    assert (root.get("width"), root.get("height")) == ("960", "560")
+    curve = _curve(svg)
+    assert len(curve) == 15 and [x for x, _ in curve] == sorted(x for x, _ in curve)
+    assert curve[-1][1] < curve[0][1] - 300  # high bandwidth at 2 GiB, near zero at 8 B: the curve rises (y grows down)
+    titles = [t.text or "" for t in root.iter(f"{SVG}title")]
+    assert "2 GiB: 6.32 ms, algbw 339.6, busbw 339.6 GB/s, queued" in titles
+    assert any("busbw by message size: 2 ranks, NVIDIA H200, nccl 2.28.9" in (t.text or "")
+               for t in root.iter(f"{SVG}text"))
+
+
+def test_svg_plot_beside_a_reference():
+    ref = ("nccl-tests all_reduce_perf", [(p.size, (p.busbw or 0) * 0.9) for p in _points()])
+    svg = busbw_svg(_points(), ENV_INFO, ref)
+    theirs, ours = _curve(svg, "reference"), _curve(svg)
+    assert len(theirs) == len(ours) and theirs[-1][1] > ours[-1][1]  # 10% lower bandwidth: drawn lower
+    assert "nccl-tests all_reduce_perf" in [t.text for t in ET.fromstring(svg).iter(f"{SVG}text")]
 
 
 def test_html_page_is_self_contained():
-    cfg = parse_args(["--sweep", "8:2G:4", "--check", "--min-busbw", "400"])
+    cfg = make_config(sweep="8:2G:4", check=True, min_busbw=400)
     page = sweep_page(cfg, ENV_INFO, _points())
     assert page.startswith("<!doctype html>") and "<svg" in page and page.count("<tr><td>") == 15
     assert not re.search(r"<script|<link|<img|@import|url\(|src=", page)
@@ -278,11 +310,14 @@ def test_html_page_is_self_contained():
 
 
 def test_ncclcheck_bench_help_lists_the_benchmark_options():
-    r = CliRunner().invoke(app, ["bench", "--help"])
+    r = CliRunner().invoke(app, ["bench", "--help"], env={"COLUMNS": "120"})
     assert r.exit_code == 0
-    for opt in ("--sweep MIN:MAX[:FACTOR]", "--min-busbw GB/S", "--plot FILE.png", "--html FILE.html", "--graph",
-                "--size SIZE", "--chunks CHUNKS", "--check", "--nproc N", "3 busbw below --min-busbw"):
-        assert opt in r.stdout
+    text = " ".join(r.stdout.replace("│", " ").split())
+    for opt in ("--sweep MIN:MAX[:FACTOR]", "--min-busbw GB/S", "--plot FILE.svg", "--html FILE.html",
+                "--graph [off|on]", "--size N", "--chunks N,N,...", "--check", "--nproc N", "3 busbw below --min-busbw",
+                "--dtype [float32|bfloat16|float16]", "1e7 with gloo on CPU"):
+        assert opt in text, opt
+    assert "--exit-early-rank" not in text
 
 
 def test_ncclcheck_bench_refuses_bad_options_before_launching():
@@ -318,7 +353,13 @@ def test_compare_matches_sizes_and_reports_ratios(capsys):
     assert last.busbw_ratio == pytest.approx(last.ref_time_s / last.time_s)
     assert compare_main([str(sweep), str(perf)]) == 0
     out = capsys.readouterr().out
-    assert "2 GiB" in out and "100.2%" in out
+    assert "2 GiB" in out and "100.2%" in out and "host clock" in out  # an old sweep's eager sizes: a host clock
+
+
+def test_compare_plots_both_curves(tmp_path):
+    sweep, perf, svg = DOCS / "sweep-h200x2-auto-run1.json", DOCS / "nccl-tests-h200x2-run1.txt", tmp_path / "c.svg"
+    assert compare_main([str(sweep), str(perf), "--plot", str(svg)]) == 0
+    assert len(_curve(svg.read_text(), "reference")) == len(_curve(svg.read_text())) == 15
 
 
 def test_compare_refuses_unrelated_inputs(tmp_path, capsys):

@@ -10,10 +10,10 @@ import importlib.util
 import json
 import os
 import socket
-import struct
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -59,6 +59,10 @@ def test_gloo_two_ranks_json_and_check(tmp_path):
         assert x["min_s"] <= x["median_s"] <= x["max_s"]
     assert j["results"][0]["slowdown_vs_unchunked"] == 1.0
     assert j["conclusion"].startswith("Chunks of 1e5 elements cost")
+    assert j["conclusion"].endswith("against PyTorch's default gloo timeout (30 min).")  # not NCCL's watchdog
+    # said at once, before anything is measured: what the run will do
+    assert ("ncclcheck.bench: all_reduce of 1,000,000 float32 elements (3.81 MiB) a rank, on 2 rank(s) (gloo): "
+            "3 mode(s) of 1 + 3 transfers") in r.stderr
 
 
 def test_dead_peer_fails_within_the_timeout():
@@ -96,8 +100,8 @@ SWEEP = ["--sweep", "8:64K:8", "--iters", "3", "--warmup", "1"]
 
 
 def test_sweep_two_ranks_json_plot_page_and_check(tmp_path):
-    png, page, out = tmp_path / "busbw.png", tmp_path / "sweep.html", tmp_path / "sweep.json"
-    r = torchrun("--nproc-per-node", "2", "-m", "ncclcheck.bench", *SWEEP, "--check", "--json", "--plot", str(png),
+    svg, page, out = tmp_path / "busbw.svg", tmp_path / "sweep.html", tmp_path / "sweep.json"
+    r = torchrun("--nproc-per-node", "2", "-m", "ncclcheck.bench", *SWEEP, "--check", "--json", "--plot", str(svg),
                  "--html", str(page), "--output", str(out))
     assert r.returncode == 0, r.stderr[-2000:]
     j = json.loads(r.stdout)
@@ -108,10 +112,10 @@ def test_sweep_two_ranks_json_plot_page_and_check(tmp_path):
     for p in j["sweep"]:
         assert p["algbw_gbps"] == pytest.approx(p["size_bytes"] / (p["time_us"] * 1e-6) / 1e9)
         assert p["busbw_gbps"] == pytest.approx(p["algbw_gbps"] * 2 * (2 - 1) / 2)
-        assert (p["check"], p["cuda_graph"]) == (True, False)  # gloo: no CUDA graphs
+        assert (p["check"], p["cuda_graph"], p["timing"]) == (True, False, "host clock")  # gloo: no CUDA
     assert j["check"] is True and j["below_min_busbw"] is None
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert struct.unpack(">II", png.read_bytes()[16:24]) == (960, 560)
+    root = ET.fromstring(svg.read_text())
+    assert root.get("width") == "960" and len(list(root.iter("{http://www.w3.org/2000/svg}circle"))) == 5
     html = page.read_text()
     assert html.count("<tr><td>") == 5 and "<svg" in html
 
@@ -153,6 +157,17 @@ def test_too_large_for_host_memory_is_refused_before_allocating():
     assert "Traceback" not in r.stderr
 
 
+def test_no_size_on_cpu_moves_tens_of_megabytes_and_says_so():
+    """Without --size, gloo on CPU gets 1e7 elements (40 MB) a rank, not NCCL's 2 GB, and the first line says so."""
+    r = bench_alone("--iters", "1", "--warmup", "0", "--chunks", "", "--json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads(r.stdout)["config"]["size_elements"] == 10_000_000
+    first = r.stderr.splitlines()[0]
+    assert first == ("ncclcheck.bench: all_reduce of 10,000,000 float32 elements (38.1 MiB) a rank (no --size: the "
+                     "default for gloo, a size gloo on CPU moves in seconds), on 1 rank(s) (gloo): 1 mode(s) of 0 + 1 "
+                     "transfers")
+
+
 def test_graph_on_needs_gpus():
     r = bench_alone(*SWEEP, "--graph", "on")
     assert r.returncode == 2
@@ -160,9 +175,9 @@ def test_graph_on_needs_gpus():
 
 
 def test_a_long_run_shows_each_finished_step_on_stderr():
-    """Past a second, rank 0 says on stderr which mode (or sweep size) it finished and how long the run has taken;
-    a short run stays quiet, and stdout holds only the result."""
-    from ncclcheck.bench.config import parse_args
+    """Past a second, rank 0 says on stderr which mode (or sweep size) it finished and how long the run has taken,
+    and which transfer is under way; a short run stays quiet, and stdout holds only the result."""
+    from ncclcheck.bench.config import make_config
     from ncclcheck.bench.runner import Env, run, run_sweep
 
     env = Env(rank=0, local_rank=0, world=1, backend="gloo", device="cpu", launched=False)
@@ -172,11 +187,17 @@ def test_a_long_run_shows_each_finished_step_on_stderr():
     dist.init_process_group("gloo", rank=0, world_size=1)
     try:
         steps: list[str] = []
-        run(parse_args(["--size", "1e4", "--chunks", "1e3,1e2", "--iters", "1", "--warmup", "0"]), env, steps.append)
+        under_way: list[str] = []
+
+        def told(step: str, finished: bool = True) -> None:
+            (steps if finished else under_way).append(step)
+
+        run(make_config(size="1e4", chunks="1e3,1e2", iters=2, warmup=1), env, told)
         assert [s.split(" (")[0] for s in steps] == ["mode 1 of 3", "mode 2 of 3", "mode 3 of 3"]
         assert "chunks of 1,000 elements" in steps[1] and "median" in steps[1]
+        assert under_way[:3] == [f"mode 1 of 3 (unchunked): transfer {k} of 3" for k in (1, 2, 3)]
         steps.clear()
-        run_sweep(parse_args(["--sweep", "8:64:2", "--iters", "1"]), env, steps.append)
+        run_sweep(make_config(sweep="8:64:2", iters=1), env, told)
         assert steps == ["size 1 of 4 (8 B) measured", "size 2 of 4 (16 B) measured", "size 3 of 4 (32 B) measured",
                          "size 4 of 4 (64 B) measured"]
     finally:
@@ -197,6 +218,10 @@ def test_progress_waits_a_second_then_goes_to_stderr(capsys):
 
     _progress(after_s=60)("mode 1 of 2 (unchunked) measured")
     _progress(after_s=0)("size 3 of 9 (1 MiB) measured")
+    under_way = _progress(after_s=0, every_s=60)
+    under_way("mode 1 of 2 (unchunked): transfer 1 of 13", False)
+    under_way("mode 1 of 2 (unchunked): transfer 2 of 13", False)  # within a minute of the last line: not shown
     out, err = capsys.readouterr()
     assert out == "" and err.startswith("ncclcheck.bench: size 3 of 9 (1 MiB) measured (") and "s so far)" in err
-    assert "mode 1" not in err
+    assert "mode 1 of 2 (unchunked) measured" not in err
+    assert "transfer 1 of 13" in err and "transfer 2 of 13" not in err

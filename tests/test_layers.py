@@ -19,6 +19,8 @@ FLOOR = {"ncclcheck": 0, "ranks": 0, "transfer": 0, "frsettings": 0, "console": 
 
 def _part(module: str) -> str:
     parts = module.split(".")
+    if parts[-1] == "__main__":  # an entry point (python -m ncclcheck, python -m ncclcheck.bench) sits on top
+        return "__main__"
     return parts[1] if len(parts) > 1 else parts[0]
 
 

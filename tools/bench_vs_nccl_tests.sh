@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# ncclcheck.bench --sweep beside NVIDIA nccl-tests 2.19.6 all_reduce_perf, eager and with CUDA graphs, interleaved,
-# on N GPUs of this host.  nccl-tests is built from SRC (a copy of ../shared/reference/nccl-tests) against the NCCL
+# ncclcheck.bench --sweep beside NVIDIA nccl-tests 2.19.6 all_reduce_perf, eager and with CUDA graphs (-G 1), in two
+# interleaved rounds on N GPUs of this host, then each round's side-by-side table.  nccl-tests is built from SRC (a copy of ../shared/reference/nccl-tests) against the NCCL
 # library torch loads, as that folder's REFERENCE.md says.  Usage: tools/bench_vs_nccl_tests.sh NGPUS SRC OUTDIR
 set -u
-n=$1; src=$(cd "$2" && pwd); out=$3; mkdir -p "$out"
+n=$1; src=$(cd "$2" && pwd); mkdir -p "$3"; out=$(cd "$3" && pwd)
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1 COLUMNS=100
 repo=$(pwd); w=$(mktemp -d)
 { date -u; nvidia-smi -L; nvidia-smi topo -m
@@ -25,15 +25,21 @@ nt() {  # name [extra flags]: nccl-tests, one process driving the N GPUs
 }
 ours() {  # name [bench options]
   name=$1; shift
-  ( cd "$w" && PYTHONPATH="$repo" timeout 150 torchrun --standalone --nproc-per-node "$n" -m ncclcheck.bench \
+  ( cd "$w" && PYTHONPATH="$repo" timeout 150 python3 -m torch.distributed.run --standalone --nproc-per-node "$n" \
+      -m ncclcheck.bench \
       --sweep 8:2G:4 --output "$out/$name.json" "$@" > "$out/$name.txt" 2> "$out/$name.err"; echo "rc=$?" >> "$out/$name.err" )
 }
 nt nccl-tests-eager-1
-ours ours-auto-1
+ours ours-1
 nt nccl-tests-graph-1 -G 1
 ours ours-graph-on --graph on
-ours ours-graph-off --graph off
 nt nccl-tests-eager-2
 nt nccl-tests-graph-2 -G 1
-ours ours-auto-2
+ours ours-2
 rm -rf "$w"
+for r in 1 2; do  # each round: ours beside nccl-tests eager, then beside nccl-tests -G 1
+  for ref in eager graph; do
+    echo "round $r, against nccl-tests-$ref-$r"
+    PYTHONPATH="$repo" python3 -m ncclcheck.bench.compare "$out/ours-$r.json" "$out/nccl-tests-$ref-$r.txt"
+  done
+done

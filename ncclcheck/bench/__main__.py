@@ -1,4 +1,5 @@
-"""``torchrun --nproc-per-node N -m ncclcheck.bench``: parse, run, and let rank 0 report.
+"""``torchrun --nproc-per-node N -m ncclcheck.bench``: the ``bench`` command's options (parsed by the CLI, one help
+system), run in this process; rank 0 reports.
 
 Exit codes: 0 done, 1 the run failed (a peer died or never arrived, wrong values), 2 bad options, no torch,
 or not enough memory, 3 busbw at the largest swept size below ``--min-busbw``.  torchrun itself exits 1 whenever
@@ -14,7 +15,8 @@ import sys
 import time
 import warnings
 
-from ncclcheck.bench.config import BenchConfig, ConfigError, parse_args
+from ncclcheck.bench import fmt
+from ncclcheck.bench.config import BenchConfig, for_backend
 from ncclcheck.console import console, err_console
 
 INSTALL = "pip install 'ncclcheck[bench]' (torch is needed only for the benchmark)"
@@ -26,16 +28,39 @@ def _say(message: str) -> None:
     err_console.print(f"ncclcheck.bench: {message}", markup=False, highlight=False, soft_wrap=True)
 
 
-def _progress(after_s: float = 1.0):
-    """Each finished step on stderr, once the run has taken longer than ``after_s``: a short run stays quiet."""
+def _progress(after_s: float = 1.0, every_s: float = 1.0):
+    """Steps on stderr once the run has taken longer than ``after_s``: each finished step, and a step under way at
+    most once every ``every_s`` (a transfer of a large size on CPU can take seconds). A short run stays quiet."""
     start = time.monotonic()
+    last: float | None = None  # when the last line was shown
 
-    def show(step: str) -> None:
-        elapsed = time.monotonic() - start
-        if elapsed > after_s:
-            _say(f"{step} ({elapsed:.1f} s so far)")
+    def show(step: str, finished: bool = True) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - start > after_s and (finished or last is None or now - last >= every_s):
+            last = now
+            _say(f"{step} ({now - start:.1f} s so far)")
 
     return show
+
+
+def refuse(message: str) -> int:
+    """A bad option: one line on stderr, exit code 2."""
+    _say(f"error: {message}")
+    return _status(USAGE)
+
+
+def _plan(cfg: BenchConfig, env) -> str:
+    """What the run is about to do: said at once, so a long run on CPU is never silent."""
+    if cfg.sweep:
+        return (f"all_reduce sweep, {fmt.size(cfg.sweep[0])} to {fmt.size(cfg.sweep[1])}, on {env.world} rank(s) "
+                f"({env.backend}): {cfg.warmup} + {cfg.iters} calls a size")
+    what = "" if not cfg.default_size else (
+        f" (no --size: the default for {env.backend}" + (", a size gloo on CPU moves in seconds" if env.backend == "gloo"
+                                                            else "") + ")")
+    modes = 1 + len(cfg.chunks)
+    return (f"{cfg.op} of {cfg.size:,} {cfg.dtype} elements ({fmt.size(cfg.nbytes)}) a rank{what}, on {env.world} "
+            f"rank(s) ({env.backend}): {modes} mode(s) of {cfg.warmup} + {cfg.iters} transfers")
 
 
 def _status(code: int) -> int:
@@ -63,7 +88,7 @@ def _write(path: str, text: str | bytes, what: str) -> bool:
 def _finish_sweep(cfg: BenchConfig, info: dict, points: list) -> int:
     """Rank 0: table or JSON, the plot and page files, and the exit code."""
     from ncclcheck.bench.metrics import below_threshold
-    from ncclcheck.bench.plot import busbw_png
+    from ncclcheck.bench.plot import busbw_svg
     from ncclcheck.bench.report import sweep_json, sweep_report
 
     payload = sweep_json(cfg, info, points)
@@ -71,7 +96,7 @@ def _finish_sweep(cfg: BenchConfig, info: dict, points: list) -> int:
     if cfg.output:
         wrote &= _write(cfg.output, json.dumps(payload, indent=2) + "\n", "JSON result")
     if cfg.plot:
-        wrote &= _write(cfg.plot, busbw_png(points, info), "plot")
+        wrote &= _write(cfg.plot, busbw_svg(points, info, standalone=True), "plot")
     if cfg.html:
         from ncclcheck.bench.page import sweep_page
 
@@ -88,14 +113,14 @@ def _finish_sweep(cfg: BenchConfig, info: dict, points: list) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark; return the exit code."""
-    try:
-        cfg = parse_args(argv)
-    except ConfigError as exc:
-        _say(f"error: {exc}")
-        return _status(USAGE)
-    except SystemExit as exc:  # argparse's own usage errors (already printed) and --help
-        return _status(USAGE if exc.code else OK)
+    """Parse the command line (the ``bench`` command's options) and run; return the exit code."""
+    from ncclcheck.cli import bench_here
+
+    return bench_here(sys.argv[1:] if argv is None else argv)
+
+
+def run(cfg: BenchConfig) -> int:
+    """Run the benchmark in this process (one rank of torchrun's, or world size 1); return the exit code."""
     # torch without numpy warns that it failed to initialise it; the benchmark uses none of it.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     try:
@@ -111,6 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     except (RuntimeError, ValueError) as exc:
         _say(f"error: could not join the process group: {exc}")
         return _status(FAILED)
+    cfg = for_backend(cfg, env.backend)
+    if env.rank == 0:
+        _say(_plan(cfg, env))
     if not env.launched:
         _say("note: not launched by torchrun, running as world size 1 (busbw is n/a). For N GPUs: "
              "torchrun --nproc-per-node N -m ncclcheck.bench ...")

@@ -1,6 +1,6 @@
 """Set a sweep beside NVIDIA nccl-tests' ``all_reduce_perf`` output, size by size.
 
-``python -m ncclcheck.bench.compare SWEEP.json ALL_REDUCE_PERF.txt [--plot FILE.png]``: SWEEP.json is what
+``python -m ncclcheck.bench.compare SWEEP.json ALL_REDUCE_PERF.txt [--plot FILE.svg]``: SWEEP.json is what
 ``--sweep ... --output`` wrote; the text is all_reduce_perf's standard output (any version: the last eight fields of a
 data row are out-of-place time, algbw, busbw, #wrong, then the same in place).  Our all_reduce is in place, so it is
 compared with the in-place columns.  Exit codes: 0 done, 2 unreadable input or no size in common.
@@ -49,7 +49,8 @@ def parse_all_reduce_perf(text: str) -> list[PerfRow]:
 def points_from_json(doc: dict) -> list[SweepPoint]:
     """The points of a sweep's JSON result."""
     return [SweepPoint(p["size_bytes"], p["count"], p["time_us"] / 1e6, p["algbw_gbps"], p["busbw_gbps"],
-                       p["cuda_graph"], p["check"]) for p in doc["sweep"]]
+                       p.get("timing") or ("graph" if p["cuda_graph"] else "host clock"), p["check"])
+            for p in doc["sweep"]]  # sweeps before "timing" timed eager calls by a host clock
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class Match:
     ref_time_s: float
     busbw: float
     ref_busbw: float
-    graph: bool
+    timing: str
 
     @property
     def time_ratio(self) -> float:
@@ -76,7 +77,7 @@ class Match:
 def match(points: Sequence[SweepPoint], rows: Sequence[PerfRow]) -> list[Match]:
     """Sizes present in both, against the in-place columns."""
     ref = {r.size: r for r in rows if r.ip_time_us > 0}
-    return [Match(p.size, p.time_s, ref[p.size].ip_time_us / 1e6, p.busbw or 0.0, ref[p.size].ip_busbw, p.graph)
+    return [Match(p.size, p.time_s, ref[p.size].ip_time_us / 1e6, p.busbw or 0.0, ref[p.size].ip_busbw, p.timing)
             for p in points if p.size in ref and p.time_s > 0]
 
 
@@ -85,7 +86,7 @@ def table(matches: Sequence[Match], width: int):
     cols = [Column("size"), Column("time", keep=2), Column("nccl-tests time", keep=3), Column("time ratio"),
             Column("busbw GB/s"), Column("nccl-tests busbw", keep=4), Column("busbw ratio"), Column("timed", keep=1)]
     rows = [[fmt.size(m.size), fmt.duration(m.time_s), fmt.duration(m.ref_time_s), f"{m.time_ratio:.2f}x",
-             fmt.gbps(m.busbw), fmt.gbps(m.ref_busbw), f"{m.busbw_ratio * 100:.1f}%", "graph" if m.graph else "eager"]
+             fmt.gbps(m.busbw), fmt.gbps(m.ref_busbw), f"{m.busbw_ratio * 100:.1f}%", m.timing]
             for m in matches]
     return fitted("ncclcheck.bench against nccl-tests all_reduce_perf (in place), per size", cols, rows, width)
 
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m ncclcheck.bench.compare", description=__doc__.split("\n\n")[0])
     p.add_argument("sweep", help="the JSON a --sweep run wrote with --output")
     p.add_argument("nccl_tests", help="all_reduce_perf's output")
-    p.add_argument("--plot", metavar="FILE.png", help="write both curves as a PNG")
+    p.add_argument("--plot", metavar="FILE.svg", help="write both curves as SVG")
     a = p.parse_args(argv)
     try:
         with open(a.sweep, encoding="utf-8") as f:
@@ -114,12 +115,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     console.print(table(matches, console.width))
     if a.plot:
-        from ncclcheck.bench.plot import busbw_png
+        from ncclcheck.bench.plot import busbw_svg
 
-        png = busbw_png(points, doc.get("environment", {}),
-                        ("nccl-tests all_reduce_perf", [(r.size, r.ip_busbw) for r in rows]))
-        with open(a.plot, "wb") as f:
-            f.write(png)
+        svg = busbw_svg(points, doc.get("environment", {}),
+                        ("nccl-tests all_reduce_perf", [(r.size, r.ip_busbw) for r in rows]), standalone=True)
+        with open(a.plot, "w", encoding="utf-8") as f:
+            f.write(svg)
     return 0
 
 

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import re
-from dataclasses import dataclass
-from typing import NoReturn
-
-from ncclcheck.explain.counts import ExplainError, parse_count
+from dataclasses import dataclass, replace
 
 DTYPES = {"float32": 4, "bfloat16": 2, "float16": 2}
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast")
+BACKENDS = ("auto", "nccl", "gloo")  # auto: nccl with CUDA, gloo on CPU
+GRAPHS = ("off", "on")  # --graph: CUDA-graph replays in a sweep
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 
@@ -39,10 +37,12 @@ class BenchConfig:
     log_op: str | None = None  # the OpType taken from --from-log
     exit_early_rank: int | None = None  # testing aid: this rank leaves before the first collective
     sweep: tuple[int, int, int] | None = None  # (min bytes, max bytes, factor): the size-sweep mode
-    graph: str = "auto"  # auto | on | off: CUDA-graph replay in the sweep
+    graph: str = "off"  # off | on: CUDA-graph replay in the sweep
     min_busbw: float | None = None  # GB/s at the largest swept size; below it the exit code is 3
-    plot: str | None = None  # PNG of the busbw curve
+    plot: str | None = None  # SVG of the busbw curve
     html: str | None = None  # self-contained HTML page of the curve and table
+    default_size: bool = False  # no --size/--bytes/--from-log: the backend's default (for_backend) is used
+    default_chunks: bool = False  # no --chunks: the backend's default
 
     @property
     def itemsize(self) -> int:
@@ -102,126 +102,101 @@ def sweep_sizes(lo: int, hi: int, factor: int, itemsize: int) -> list[int]:
 
 
 def _count(text: str, flag: str) -> int:
+    from ncclcheck.explain.counts import ExplainError, parse_count
+
     try:
         return parse_count(text)
     except ExplainError as exc:
         raise ConfigError(f"{flag}: {exc}") from None
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports a bad option as one :class:`ConfigError` line instead of usage text and exit 2."""
-
-    def error(self, message: str) -> NoReturn:
-        raise ConfigError(message)
-
-
-def parser(prog: str = "torchrun --nproc-per-node N -m ncclcheck.bench") -> argparse.ArgumentParser:
-    """The command line of ``python -m ncclcheck.bench``."""
-    p = _Parser(
-        prog=prog,
-        description="all_reduce benchmark: unchunked vs chunked (default), or a size sweep (--sweep) with "
-                    "nccl-tests' algbw/busbw.",
-        epilog="exit codes: 0 done, 1 run failed (peer lost, wrong values), 2 bad options, no torch or not enough "
-               "memory, 3 busbw below --min-busbw. Under torchrun, any non-zero code becomes torchrun's 1; "
-               "ncclcheck bench passes the benchmark's own code through.",
-    )
-    size = p.add_mutually_exclusive_group()
-    size.add_argument("--size", help="elements per rank: 5e8, 500000000 (default 5e8)")
-    size.add_argument("--bytes", help="bytes per rank instead: 2GB (1e9 B) or 2GiB (2^30 B)")
-    p.add_argument("--dtype", choices=list(DTYPES), default="float32",
-                   help="element type of the tensor (default float32); sizes in elements are multiplied by its bytes")
-    p.add_argument("--chunks", help="chunk sizes in elements, comma-separated ('' for none; default 1e8,1e7,1e6)")
-    p.add_argument("--sweep", metavar="MIN:MAX[:FACTOR]",
-                   help="size sweep in bytes, like nccl-tests -b/-e/-f: 8:2G:4 (K/M/G are binary; factor 2 if left out)")
-    p.add_argument("--graph", choices=("auto", "on", "off"), default="auto",
-                   help="sweep: time CUDA-graph replays of the --iters collectives (auto: sizes up to 1 MiB, on GPU)")
-    p.add_argument("--min-busbw", type=float, metavar="GB/S",
-                   help="sweep: exit 3 when busbw at the largest size is below this (fleet acceptance)")
-    p.add_argument("--plot", metavar="FILE.png", help="sweep: write the busbw curve as a PNG")
-    p.add_argument("--html", metavar="FILE.html", help="sweep: write the curve and table as one self-contained page")
-    p.add_argument("--iters", type=int, default=None, help="timed transfers per mode or size (default 10; sweep 20)")
-    p.add_argument("--warmup", type=int, default=None, help="untimed transfers per mode or size (default 3; sweep 5)")
-    p.add_argument("--op", choices=OPS, default="all_reduce",
-                   help="the collective to time (default all_reduce); busbw uses that op's factor, as nccl-tests does")
-    p.add_argument("--backend", choices=("auto", "nccl", "gloo"), default="auto",
-                   help="auto: nccl with CUDA, gloo on CPU")
-    p.add_argument("--timeout", type=float, default=120.0, help="process-group timeout in seconds (default 120)")
-    p.add_argument("--sync-per-chunk", action="store_true",
-                   help="synchronise after every chunk (what changes the watchdog's view)")
-    p.add_argument("--check", action="store_true", help="verify the reduced values (in a sweep: at every size)")
-    p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
-    p.add_argument("--output", help="also write the JSON result to this file")
-    p.add_argument("--from-log", help="replay the OpType and NumelIn of the watchdog line in this log")
-    p.add_argument("--exit-early-rank", type=int, default=None, help=argparse.SUPPRESS)
-    return p
-
+# Sizes when --size, --bytes and --chunks are left out, by backend: what NCCL on GPUs moves in milliseconds would
+# keep gloo on CPU busy for minutes.
+DEFAULT_SIZE = {"nccl": "5e8", "gloo": "1e7"}  # elements per rank: 2 GB and 40 MB of float32
+DEFAULT_CHUNKS = {"nccl": "1e8,1e7,1e6", "gloo": "1e6,1e5"}
 
 _LOG_OPS = {"ALLREDUCE": "all_reduce", "_ALLGATHER_BASE": "all_gather", "ALLGATHER": "all_gather",
             "_REDUCE_SCATTER_BASE": "reduce_scatter", "REDUCE_SCATTER": "reduce_scatter", "BROADCAST": "broadcast"}
 
 
-def parse_args(argv: list[str] | None) -> BenchConfig:
-    """Validate the command line into a config (raises :class:`ConfigError`)."""
-    a = parser().parse_args(argv)
-    sweep = parse_sweep(a.sweep) if a.sweep else None
-    if not sweep:
-        for flag, value in (("--min-busbw", a.min_busbw), ("--plot", a.plot), ("--html", a.html)):
+def make_config(*, size: str | None = None, nbytes: str | None = None, dtype: str = "float32",
+                chunks: str | None = None, sweep: str | None = None, graph: str = "off",
+                min_busbw: float | None = None, plot: str | None = None, html: str | None = None, iters: int | None = None,
+                warmup: int | None = None, op: str = "all_reduce", backend: str = "auto", timeout: float = 120.0,
+                sync_per_chunk: bool = False, check: bool = False, json: bool = False, output: str | None = None,
+                from_log: str | None = None, exit_early_rank: int | None = None) -> BenchConfig:
+    """Validate the options (as the command line gives them) into a config; raises :class:`ConfigError`."""
+    if size is not None and nbytes is not None:
+        raise ConfigError("give --size or --bytes, not both")
+    swept = parse_sweep(sweep) if sweep else None
+    if not swept:
+        for flag, value in (("--min-busbw", min_busbw), ("--plot", plot), ("--html", html)):
             if value is not None:
                 raise ConfigError(f"{flag} needs --sweep MIN:MAX[:FACTOR]")
-    elif a.op != "all_reduce" or a.from_log:
+        if graph != "off":
+            raise ConfigError("--graph needs --sweep MIN:MAX[:FACTOR]")
+    elif op != "all_reduce" or from_log:
         raise ConfigError("--sweep measures all_reduce; leave out --op and --from-log")
-    elif a.size is not None or a.bytes is not None or a.chunks is not None:
+    elif size is not None or nbytes is not None or chunks is not None:
         raise ConfigError("--sweep sets the sizes itself; leave out --size, --bytes and --chunks")
-    if a.min_busbw is not None and not a.min_busbw > 0:
+    if min_busbw is not None and not min_busbw > 0:
         raise ConfigError("--min-busbw must be a positive number of GB/s")
-    iters = a.iters if a.iters is not None else (20 if sweep else 10)
-    warmup = a.warmup if a.warmup is not None else (5 if sweep else 3)
-    op, log_op = a.op, None
-    if a.from_log:
+    iters = iters if iters is not None else (20 if swept else 10)
+    warmup = warmup if warmup is not None else (5 if swept else 3)
+    log_op = None
+    elements: int | None = None
+    if from_log:
         from ncclcheck.evidence.reader import resolve
         from ncclcheck.job.analyze import analyze
 
         errors: list[str] = []
-        records = analyze(resolve([a.from_log], lambda e: errors.append(str(e))), workers=1).records
+        records = analyze(resolve([from_log], lambda e: errors.append(str(e))), workers=1).records
         if errors:
             raise ConfigError(errors[0])
         rec = next((r for r in records if r.numel_in), None)
         if rec is None or rec.numel_in is None:  # the second never holds: it tells the type checker
-            raise ConfigError(f"--from-log: no watchdog line with NumelIn in {a.from_log}")
-        size, log_op = rec.numel_in, rec.op_type
+            raise ConfigError(f"--from-log: no watchdog line with NumelIn in {from_log}")
+        elements, log_op = rec.numel_in, rec.op_type
         op = _LOG_OPS.get(rec.op_type or "", "all_reduce")
-    elif a.bytes:
-        size = parse_bytes(a.bytes) // DTYPES[a.dtype]
-    else:
-        size = _count(a.size if a.size is not None else "5e8", "--size")
-    chunk_list = a.chunks if a.chunks is not None else "1e8,1e7,1e6"
-    chunks = tuple(sorted({_count(c, "--chunks") for c in chunk_list.split(",") if c.strip()}, reverse=True))
-    if size <= 0:
+    elif nbytes:
+        elements = parse_bytes(nbytes) // DTYPES[dtype]
+    elif size is not None:
+        elements = _count(size, "--size")
+    if elements is not None and elements <= 0:
         raise ConfigError("--size: must be at least one element")
-    if sweep:
-        size = sweep[1] // DTYPES[a.dtype]
-        if sweep[0] < DTYPES[a.dtype]:
-            raise ConfigError(f"--sweep: MIN must hold one {a.dtype} element ({DTYPES[a.dtype]} bytes)")
+    chunk_sizes = None if chunks is None else _chunks(chunks)
+    if swept:
+        elements = swept[1] // DTYPES[dtype]
+        chunk_sizes = ()
+        if swept[0] < DTYPES[dtype]:
+            raise ConfigError(f"--sweep: MIN must hold one {dtype} element ({DTYPES[dtype]} bytes)")
     if iters < 1 or warmup < 0:
         raise ConfigError("--iters must be >= 1 and --warmup >= 0")
-    if a.timeout <= 0:
+    if timeout <= 0:
         raise ConfigError("--timeout must be positive")
-    return BenchConfig(size=size, dtype=a.dtype, chunks=() if sweep else tuple(c for c in chunks if c < size),
-                       iters=iters, warmup=warmup, op=op, backend=a.backend, timeout=a.timeout,
-                       sync_per_chunk=a.sync_per_chunk, check=a.check, json=a.json, output=a.output,
-                       from_log=a.from_log, log_op=log_op, exit_early_rank=a.exit_early_rank, sweep=sweep,
-                       graph=a.graph, min_busbw=a.min_busbw, plot=a.plot, html=a.html)
+    cfg = BenchConfig(size=elements or 0, dtype=dtype, chunks=chunk_sizes or (), iters=iters, warmup=warmup, op=op,
+                      backend=backend, timeout=timeout, sync_per_chunk=sync_per_chunk, check=check, json=json,
+                      output=output, from_log=from_log, log_op=log_op, exit_early_rank=exit_early_rank, sweep=swept,
+                      graph=graph, min_busbw=min_busbw, plot=plot, html=html, default_size=elements is None,
+                      default_chunks=chunk_sizes is None)
+    return cfg if cfg.default_size or cfg.default_chunks else _fitted_chunks(cfg)
 
 
-_USAGE_OPTION = re.compile(r"(--[\w-]+)(?: \{([^}]*)\})?")
+def _chunks(text: str) -> tuple[int, ...]:
+    return tuple(sorted({_count(c, "--chunks") for c in text.split(",") if c.strip()}, reverse=True))
 
 
-def complete(words: list[str], incomplete: str) -> list[str]:
-    """Shell completion of the benchmark's own options (read from its usage line, so it cannot drift): the
-    values of an option with choices right after it, else the option names."""
-    usage = parser(prog="bench").format_usage()
-    choices = {m[1]: m[2].split(",") for m in _USAGE_OPTION.finditer(usage) if m[2]}
-    if words and words[-1] in choices:
-        return [c for c in choices[words[-1]] if c.startswith(incomplete)]
-    names = dict.fromkeys(m[1] for m in _USAGE_OPTION.finditer(usage))
-    return [n for n in names if n.startswith(incomplete or "--") and n not in words]
+def _fitted_chunks(cfg: BenchConfig) -> BenchConfig:
+    """Chunk sizes below the transfer's size only (a chunk as large as the whole is the unchunked transfer)."""
+    return replace(cfg, chunks=tuple(c for c in cfg.chunks if c < cfg.size))
+
+
+def for_backend(cfg: BenchConfig, backend: str) -> BenchConfig:
+    """The config with the backend's default size and chunks where the command line gave none."""
+    if cfg.default_size:
+        cfg = replace(cfg, size=_count(DEFAULT_SIZE[backend], "--size"))
+    if cfg.default_chunks:
+        cfg = replace(cfg, chunks=_chunks(DEFAULT_CHUNKS[backend]))
+    return _fitted_chunks(cfg)
+
+

@@ -69,18 +69,27 @@ def summarise(op: str, per_rank_bytes: int, world: int, chunk: int | None, chunk
 
 
 WATCHDOG_DEFAULT_S = 600.0  # PyTorch's default NCCL collective timeout (ProcessGroupNCCL, 10 minutes)
+GLOO_DEFAULT_S = 1800.0  # PyTorch's default process-group timeout for other backends, gloo's (30 minutes)
 
 
-def conclusion(results: Sequence[ModeResult], timeout_s: float = WATCHDOG_DEFAULT_S, world: int | None = None) -> str:
-    """One sentence: what chunking costs, and what PyTorch's watchdog timeout is compared with that; with one rank,
-    that nothing was measured over a link."""
+def conclusion(results: Sequence[ModeResult], timeout_s: float | None = None, world: int | None = None,
+               backend: str = "nccl") -> str:
+    """One sentence: what chunking costs, and what the backend's default timeout (NCCL's watchdog, or gloo's) is
+    compared with that; with one rank, that nothing was measured over a link."""
     if world == 1:
         return ("One rank: nothing crossed a link, so these are the times of a local copy, not of NVLink or a network, "
                 "and they say nothing about chunking; run it on N >= 2 ranks: torchrun --nproc-per-node N -m "
                 "ncclcheck.bench ...")
     base = results[0]
-    whose = (f"PyTorch's default NCCL watchdog timeout ({timeout_s / 60:g} min, Timeout(ms)={timeout_s * 1000:.0f})"
-             if timeout_s == WATCHDOG_DEFAULT_S else f"a watchdog timeout of {duration(timeout_s)}")
+    nccl = backend == "nccl"
+    default = WATCHDOG_DEFAULT_S if nccl else GLOO_DEFAULT_S
+    timeout_s = default if timeout_s is None else timeout_s
+    if timeout_s != default:
+        whose = f"a {'watchdog ' if nccl else ''}timeout of {duration(timeout_s)}"
+    elif nccl:
+        whose = f"PyTorch's default NCCL watchdog timeout ({timeout_s / 60:g} min, Timeout(ms)={timeout_s * 1000:.0f})"
+    else:
+        whose = f"PyTorch's default {backend} timeout ({timeout_s / 60:g} min)"
     chunked = list(results[1:])
     if not chunked:
         return f"One transfer takes {duration(base.median_s)}; against {whose} the size is never the problem."
@@ -103,17 +112,22 @@ class SweepPoint:
     time_s: float
     algbw: float  # GB/s
     busbw: float | None  # GB/s; None with one rank
-    graph: bool  # timed as CUDA-graph replays
+    timing: str  # how it was timed: "graph", "queued" or "host clock" (runner's GRAPH, QUEUED, HOST)
     correct: bool | None  # --check at this size; None when not checked
 
+    @property
+    def graph(self) -> bool:
+        """Timed as replays of a CUDA graph."""
+        return self.timing == "graph"
 
-def sweep_point(size: int, count: int, world: int, rank_times: Sequence[float], graph: bool,
+
+def sweep_point(size: int, count: int, world: int, rank_times: Sequence[float], timing: str,
                 correct: bool | None) -> SweepPoint:
     """algbw = size / time and busbw = algbw x 2(n-1)/n, from each rank's time per all_reduce."""
     t = statistics.fmean(rank_times)
     algbw = size / t / 1e9
     f = bus_factor("all_reduce", world)
-    return SweepPoint(size, count, t, algbw, algbw * f if f else None, graph, correct)
+    return SweepPoint(size, count, t, algbw, algbw * f if f else None, timing, correct)
 
 
 def below_threshold(points: Sequence[SweepPoint], min_busbw: float | None) -> bool:

@@ -25,7 +25,7 @@ def sweep_page(cfg: BenchConfig, env: dict[str, Any], points: Sequence[SweepPoin
         check = "" if p.correct is None else ("<td class=ok>ok</td>" if p.correct else "<td class=bad>WRONG</td>")
         rows.append(f"<tr><td>{e(fmt.size(p.size))}</td><td>{p.size:,}</td><td>{p.count:,}</td>"
                     f"<td>{p.time_s * 1e6:.2f}</td><td>{fmt.gbps(p.algbw)}</td><td>{fmt.gbps(p.busbw)}</td>"
-                    f"<td class=l>{'CUDA graph' if p.graph else 'eager'}</td>{check}</tr>")
+                    f"<td class=l>{e(p.timing)}</td>{check}</tr>")
     verdict = ""
     if cfg.min_busbw is not None:
         low = below_threshold(points, cfg.min_busbw)

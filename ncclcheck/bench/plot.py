@@ -1,48 +1,17 @@
-"""The busbw curve of a sweep, as a PNG (written here with zlib and struct: no plotting library) or as SVG.
+"""The busbw curve of a sweep as SVG: text any browser draws and a test can read, no plotting library.
 
-Both drawings share one layout: message size on a log-2 x axis, bandwidth on a linear y axis from 0.
+Message size on a log-2 x axis, bandwidth on a linear y axis from 0; optionally a reference curve (nccl-tests').
 """
 
 from __future__ import annotations
 
 import math
-import struct
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 from typing import Any
 
 from ncclcheck.bench import fmt
 from ncclcheck.bench.metrics import SweepPoint
-
-# 5x7 bitmap glyphs, one byte per row, bit 4 = leftmost pixel.
-_GLYPHS = {
-    "0": "0E1113151911 0E", "1": "040C04040404 0E", "2": "0E1101020408 1F", "3": "1F0204020111 0E",
-    "4": "02060A121F02 02", "5": "1F101E010111 0E", "6": "0608101E1111 0E", "7": "1F0102040808 08",
-    "8": "0E11110E1111 0E", "9": "0E11110F0102 0C",
-    "A": "0E11111F1111 11", "B": "1E11111E1111 1E", "C": "0E1110101011 0E", "D": "1C1211111112 1C",
-    "E": "1F10101E1010 1F", "F": "1F10101E1010 10", "G": "0E1110171111 0F", "H": "1111111F1111 11",
-    "I": "0E0404040404 0E", "J": "070202020212 0C", "K": "111214181412 11", "L": "101010101010 1F",
-    "M": "111B15151111 11", "N": "111119151311 11", "O": "0E1111111111 0E", "P": "1E11111E1010 10",
-    "Q": "0E1111111512 0D", "R": "1E11111E1412 11", "S": "0F10100E0101 1E", "T": "1F0404040404 04",
-    "U": "111111111111 0E", "V": "11111111110A 04", "W": "111111151515 0A", "X": "11110A040A11 11",
-    "Y": "1111110A0404 04", "Z": "1F0102040810 1F",
-    "a": "00000E010F11 0F", "b": "101016191111 1E", "c": "00000E101011 0E", "d": "01010D131111 0F",
-    "e": "00000E111F10 0E", "f": "0609081C0808 08", "g": "00000F110F01 0E", "h": "101016191111 11",
-    "i": "04000C040404 0E", "j": "020006020212 0C", "k": "101012141814 12", "l": "0C0404040404 0E",
-    "m": "00001A151511 11", "n": "000016191111 11", "o": "00000E111111 0E", "p": "00001E111E10 10",
-    "q": "00000D130F01 01", "r": "000016191010 10", "s": "00000E100E01 1E", "t": "08081C080809 06",
-    "u": "000011111113 0D", "v": "00001111110A 04", "w": "000011111515 0A", "x": "0000110A040A 11",
-    "y": "000011110F01 0E", "z": "00001F020408 1F",
-    " ": "000000000000 00", ".": "00000000000C 0C", ",": "000000000C04 08", "/": "000102040810 00",
-    "(": "020408080804 02", ")": "080402020204 08", "-": "0000001F0000 00", "_": "000000000000 1F",
-    ":": "000C0C000C0C 00", "%": "181902040813 03", "=": "00001F001F00 00", "+": "0004041F0404 00",
-    "µ": "000011111313 1D", "×": "0000110A040A 11",
-}
-_FONT = {c: [int(h.replace(" ", "")[i:i + 2], 16) for i in range(0, 14, 2)] for c, h in _GLYPHS.items()}
-SCALE = 2  # pixels per font pixel
-ADVANCE = 6 * SCALE
 
 
 @dataclass(frozen=True)
@@ -114,99 +83,27 @@ def layout(points: Sequence[SweepPoint], env: dict[str, Any], reference: Referen
                   ("ncclcheck.bench", reference[0] if reference else ""))
 
 
-class _Canvas:
-    """An RGB raster with the few drawing operations the chart needs."""
-
-    def __init__(self, width: int, height: int) -> None:
-        self.w, self.h = width, height
-        self.px = bytearray(b"\xff" * (width * height * 3))
-
-    def dot(self, x: int, y: int, rgb: tuple[int, int, int]) -> None:
-        if 0 <= x < self.w and 0 <= y < self.h:
-            i = (y * self.w + x) * 3
-            self.px[i:i + 3] = bytes(rgb)
-
-    def rect(self, x0: int, y0: int, x1: int, y1: int, rgb: tuple[int, int, int]) -> None:
-        for yy in range(max(0, y0), min(self.h, y1 + 1)):
-            for xx in range(max(0, x0), min(self.w, x1 + 1)):
-                self.dot(xx, yy, rgb)
-
-    def line(self, x0: float, y0: float, x1: float, y1: float, rgb: tuple[int, int, int], thick: int = 1) -> None:
-        n = max(1, int(max(abs(x1 - x0), abs(y1 - y0))))
-        r = thick // 2
-        for i in range(n + 1):
-            cx, cy = round(x0 + (x1 - x0) * i / n), round(y0 + (y1 - y0) * i / n)
-            self.rect(cx - r, cy - r, cx + r, cy + r, rgb)
-
-    def text(self, x: int, y: int, s: str, rgb: tuple[int, int, int] = (0, 0, 0)) -> None:
-        for k, ch in enumerate(s):
-            rows = _FONT.get(ch, _FONT[" "])
-            for ry, bits in enumerate(rows):
-                for rx in range(5):
-                    if bits & (16 >> rx):
-                        gx, gy = x + k * ADVANCE + rx * SCALE, y + ry * SCALE
-                        self.rect(gx, gy, gx + SCALE - 1, gy + SCALE - 1, rgb)
-
-    def png(self) -> bytes:
-        raw = b"".join(b"\x00" + bytes(self.px[r * self.w * 3:(r + 1) * self.w * 3]) for r in range(self.h))
-
-        def chunk(kind: bytes, data: bytes) -> bytes:
-            return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-        return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", self.w, self.h, 8, 2, 0, 0, 0))
-                + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
-
-
-def text_width(s: str) -> int:
-    return len(s) * ADVANCE
-
-
-GRID, AXIS, CURVE, REF = (225, 225, 225), (60, 60, 60), (31, 119, 180), (230, 110, 0)
-
-
-def busbw_png(points: Sequence[SweepPoint], env: dict[str, Any], reference: Reference | None = None) -> bytes:
-    """The curve as PNG bytes; with ``reference``, a second curve and a legend."""
-    lay = layout(points, env, reference)
-    c = _Canvas(lay.width, lay.height)
-    for ty, label in lay.yticks:
-        c.line(lay.left, ty, lay.right, ty, GRID)
-        c.text(lay.left - 10 - text_width(label), round(ty) - 7, label, AXIS)
-    for tx, label in lay.xticks:
-        c.line(tx, lay.bottom, tx, lay.bottom + 6, AXIS)
-        c.text(round(tx - text_width(label) / 2), lay.bottom + 12, label, AXIS)
-    c.line(lay.left, lay.top, lay.left, lay.bottom, AXIS, 2)
-    c.line(lay.left, lay.bottom, lay.right, lay.bottom, AXIS, 2)
-    curves = [(lay.xs, lay.ys, CURVE, 4)]
-    if lay.ref_xs:
-        curves.insert(0, (lay.ref_xs, lay.ref_ys, REF, 6))
-    for xs, ys, rgb, r in curves:
-        for (x0, y0), (x1, y1) in pairwise(zip(xs, ys, strict=True)):
-            c.line(x0, y0, x1, y1, rgb, 3)
-        for px, py in zip(xs, ys, strict=True):
-            c.rect(round(px) - r, round(py) - r, round(px) + r, round(py) + r, rgb)
-            if r > 4:  # hollow markers for the reference, so both curves show where they overlap
-                c.rect(round(px) - r + 2, round(py) - r + 2, round(px) + r - 2, round(py) + r - 2, (255, 255, 255))
-    if lay.ref_xs:
-        lx = lay.left + 24  # top left: bandwidth curves rise to the right, so this corner stays empty
-        for i, (label, rgb) in enumerate(zip(lay.labels, (CURVE, REF), strict=True)):
-            ly = lay.top + 16 + 22 * i
-            c.rect(lx, ly + 4, lx + 24, ly + 8, rgb)
-            c.text(lx + 32, ly, label, AXIS)
-    c.text(lay.left, 16, lay.title[: (lay.width - lay.left) // ADVANCE])
-    c.text(lay.left - 72, lay.top - 26, lay.ylabel, AXIS)
-    c.text(round((lay.left + lay.right - text_width(lay.xlabel)) / 2), lay.height - 30, lay.xlabel, AXIS)
-    return c.png()
-
-
 def _esc(s: str) -> str:
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
-def busbw_svg(points: Sequence[SweepPoint], env: dict[str, Any]) -> str:
-    """The same curve as an inline SVG element, each point with a tooltip."""
-    lay = layout(points, env, None)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {lay.width} {lay.height}" role="img" '
-           f'aria-label="{_esc(lay.title)}" font-family="sans-serif" font-size="14">']
+def _path(xs: Sequence[float], ys: Sequence[float]) -> str:
+    return " ".join(f"{'M' if i == 0 else 'L'}{x:.1f} {y:.1f}" for i, (x, y) in enumerate(zip(xs, ys, strict=True)))
+
+
+CURVE, REF = "#1f77b4", "#e66e00"
+
+
+def busbw_svg(points: Sequence[SweepPoint], env: dict[str, Any], reference: Reference | None = None,
+              standalone: bool = False) -> str:
+    """The curve as an SVG element, each point with a tooltip; with ``reference``, a second curve (hollow markers)
+    and a legend; ``standalone`` adds the XML declaration, for a file of its own."""
+    lay = layout(points, env, reference)
+    out = ['<?xml version="1.0" encoding="UTF-8"?>'] if standalone else []
+    out.append(f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {lay.width} {lay.height}" width="{lay.width}" '
+               f'height="{lay.height}" role="img" aria-label="{_esc(lay.title)}" font-family="sans-serif" '
+               'font-size="14">')
+    out.append(f'<rect width="{lay.width}" height="{lay.height}" fill="#fff"/>')
     for ty, label in lay.yticks:
         out.append(f'<line x1="{lay.left}" y1="{ty:.1f}" x2="{lay.right}" y2="{ty:.1f}" stroke="#e1e1e1"/>'
                    f'<text x="{lay.left - 10}" y="{ty + 5:.1f}" text-anchor="end">{label}</text>')
@@ -215,13 +112,25 @@ def busbw_svg(points: Sequence[SweepPoint], env: dict[str, Any]) -> str:
                    f'<text x="{tx:.1f}" y="{lay.bottom + 24}" text-anchor="middle">{_esc(label)}</text>')
     out.append(f'<path d="M{lay.left} {lay.top}V{lay.bottom}H{lay.right}" fill="none" stroke="#3c3c3c" '
                'stroke-width="2"/>')
-    path = " ".join(f"{'M' if i == 0 else 'L'}{x:.1f} {y:.1f}" for i, (x, y) in enumerate(zip(lay.xs, lay.ys, strict=True)))
-    out.append(f'<path d="{path}" fill="none" stroke="#1f77b4" stroke-width="3"/>')
+    if reference:
+        out.append(f'<path class="reference" d="{_path(lay.ref_xs, lay.ref_ys)}" fill="none" stroke="{REF}" '
+                   'stroke-width="3"/>')
+        for (size, value), x, y in zip(reference[1], lay.ref_xs, lay.ref_ys, strict=True):
+            tip = f"{reference[0]}, {fmt.size(size)}: busbw {fmt.gbps(value)} GB/s"
+            out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="6" fill="#fff" stroke="{REF}" stroke-width="2">'
+                       f'<title>{_esc(tip)}</title></circle>')
+    out.append(f'<path class="curve" d="{_path(lay.xs, lay.ys)}" fill="none" stroke="{CURVE}" stroke-width="3"/>')
     for p, x, y in zip(points, lay.xs, lay.ys, strict=True):
-        tip = f"{fmt.size(p.size)}: {fmt.duration(p.time_s)}, algbw {fmt.gbps(p.algbw)}, busbw {fmt.gbps(p.busbw)} GB/s"
-        out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="#1f77b4"><title>{_esc(tip)}</title></circle>')
+        tip = (f"{fmt.size(p.size)}: {fmt.duration(p.time_s)}, algbw {fmt.gbps(p.algbw)}, busbw {fmt.gbps(p.busbw)} "
+               f"GB/s, {p.timing}")
+        out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="{CURVE}"><title>{_esc(tip)}</title></circle>')
+    if reference:  # top left: bandwidth curves rise to the right, so this corner stays empty
+        for i, (label, colour) in enumerate(zip(lay.labels, (CURVE, REF), strict=True)):
+            y = lay.top + 16 + 22 * i
+            out.append(f'<rect x="{lay.left + 24}" y="{y}" width="24" height="4" fill="{colour}"/>'
+                       f'<text x="{lay.left + 56}" y="{y + 6}">{_esc(label)}</text>')
     out.append(f'<text x="{lay.left}" y="30" font-size="16" font-weight="bold">{_esc(lay.title)}</text>'
                f'<text x="{lay.left - 70}" y="{lay.top - 14}">{_esc(lay.ylabel)}</text>'
                f'<text x="{(lay.left + lay.right) / 2:.0f}" y="{lay.height - 18}" text-anchor="middle">'
                f'{_esc(lay.xlabel)}</text></svg>')
-    return "\n".join(out)
+    return "\n".join(out) + ("\n" if standalone else "")

@@ -17,6 +17,14 @@ from ncclcheck.bench.metrics import ModeResult, SweepPoint, below_threshold, con
 
 SCHEMA_VERSION = 1
 
+# What each value of the sweep's "timed" column means (runner.GRAPH, QUEUED, HOST).
+TIMINGS = {
+    "graph": "replays of one CUDA graph holding the iterations' all_reduces, timed by CUDA events",
+    "queued": "one dist.all_reduce call each, queued while the GPU waits, then timed by CUDA events (PyTorch's "
+              "per-call cost left out)",
+    "host clock": "one dist.all_reduce call each, a host clock around them",
+}
+
 
 @dataclass(frozen=True)
 class Column:
@@ -96,7 +104,7 @@ def result_json(cfg: BenchConfig, env: dict[str, Any], run: dict[str, Any]) -> d
         ],
         "check": run["check"],
         "memory": run["memory"],
-        "conclusion": conclusion(results, world=env.get("world_size")),
+        "conclusion": conclusion(results, world=env.get("world_size"), backend=env.get("backend", "nccl")),
     }
 
 
@@ -124,7 +132,7 @@ def report(cfg: BenchConfig, env: dict[str, Any], run: dict[str, Any], width: in
     if run["check"] is not None:
         parts.append(Text(f"check: {'values correct' if run['check'] else 'WRONG VALUES'}",
                           style="green" if run["check"] else "bold red"))
-    parts.append(Text(conclusion(results, world=env.get("world_size")), style="bold"))
+    parts.append(Text(conclusion(results, world=env.get("world_size"), backend=env.get("backend", "nccl")), style="bold"))
     return Group(*parts)
 
 
@@ -138,7 +146,8 @@ def sweep_json(cfg: BenchConfig, env: dict[str, Any], points: Sequence[SweepPoin
                    "max_bytes": cfg.sweep[1], "factor": cfg.sweep[2]}, "iters": cfg.iters, "warmup": cfg.warmup,
                    "graph": cfg.graph, "min_busbw_gbps": cfg.min_busbw, "timeout_s": cfg.timeout},
         "sweep": [{"size_bytes": p.size, "count": p.count, "time_us": p.time_s * 1e6, "algbw_gbps": p.algbw,
-                   "busbw_gbps": p.busbw, "cuda_graph": p.graph, "check": p.correct} for p in points],
+                   "busbw_gbps": p.busbw, "cuda_graph": p.graph, "timing": p.timing, "check": p.correct}
+                  for p in points],
         "check": None if not cfg.check else all(p.correct for p in points),
         "below_min_busbw": below_threshold(points, cfg.min_busbw) if cfg.min_busbw is not None else None,
     }
@@ -153,15 +162,14 @@ def sweep_report(cfg: BenchConfig, env: dict[str, Any], points: Sequence[SweepPo
     cols = [Column("size", right=True), Column("time"), Column("busbw GB/s", keep=0 if not one_rank else 9),
             Column("algbw GB/s", keep=9 if not one_rank else 0), Column("count", keep=3), Column("timed", keep=2)]
     rows = [[fmt.size(p.size), fmt.duration(p.time_s), fmt.gbps(p.busbw), fmt.gbps(p.algbw), f"{p.count:,}",
-             "graph" if p.graph else "eager"] for p in points]
+             p.timing] for p in points]
     if cfg.check:
         cols.append(Column("check"))
         for row, p in zip(rows, points, strict=True):
             row.append("ok" if p.correct else "WRONG")
     parts: list[RenderableType] = [fitted(title, cols, rows, width)]
-    if any(p.graph for p in points):
-        parts.append(Text("graph: timed as replays of one CUDA graph holding the iterations' all_reduces "
-                          "(PyTorch's per-call cost left out); eager: one dist.all_reduce call each"))
+    used = {p.timing for p in points}
+    parts.append(Text("timed: " + "; ".join(f"{k}: {TIMINGS[k]}" for k in TIMINGS if k in used)))
     parts.append(Text("algbw (busbw is n/a with one rank)" if one_rank else "busbw", style="bold"))
     parts.extend(bars([fmt.size(p.size) for p in points],
                       [p.algbw if one_rank else (p.busbw or 0.0) for p in points], "GB/s", width))

@@ -4,9 +4,9 @@ Default mode, per transfer: on GPU, a barrier, then CUDA events recorded on the 
 transfer (one collective, or every chunk's collective back to back), then a synchronise; on CPU, a barrier, then
 ``time.perf_counter`` around the transfer.  Each rank times itself; a transfer's time is that of its slowest rank.
 
-Sweep, per size: as nccl-tests' all_reduce_perf, a barrier, then a host clock around ``--iters`` back-to-back
-all_reduces (or one replay of a CUDA graph holding them) and one synchronise; the median of three such blocks,
-averaged over ranks.
+Sweep, per size: ``--iters`` back-to-back all_reduces (or one replay of a CUDA graph holding them), each on the next
+slice of one buffer as nccl-tests' all_reduce_perf does; on GPU queued behind a spin kernel and timed by CUDA events
+(:class:`_Queue`), on CPU a host clock around them; the median of three such blocks, averaged over ranks.
 """
 
 from __future__ import annotations
@@ -27,11 +27,12 @@ from ncclcheck.bench import fmt
 from ncclcheck.bench.config import BenchConfig, sweep_sizes
 from ncclcheck.bench.metrics import ModeResult, summarise, sweep_point
 
-# Told each finished step ("mode 2 of 4 (chunks of 1,000,000 elements)"); rank 0 shows it on stderr past a second.
-Progress = Callable[[str], None]
+# Told each step: finished ("mode 2 of 4 (chunks of 1,000,000 elements) measured"), or under way (finished False:
+# "... transfer 3 of 13"); rank 0 shows them on stderr past a second.
+Progress = Callable[[str, bool], None]
 
 
-def quiet(_: str) -> None:
+def quiet(_: str, finished: bool = True) -> None:
     """No progress to show (ranks other than 0)."""
 
 
@@ -209,16 +210,19 @@ def run(cfg: BenchConfig, env: Env, progress: Progress = quiet) -> dict[str, Any
     modes = (None, *cfg.chunks)
     for i, chunk in enumerate(modes, 1):
         pairs = _views(x, y, chunk)
-        for _ in range(cfg.warmup):
-            _transfer(cfg, env, pairs, scratch)
-        mine = [_transfer(cfg, env, pairs, scratch) for _ in range(cfg.iters)]
+        what = "unchunked" if chunk is None else f"chunks of {chunk:,} elements"
+        mine: list[float] = []
+        for k in range(cfg.warmup + cfg.iters):
+            t = _transfer(cfg, env, pairs, scratch)
+            if k >= cfg.warmup:
+                mine.append(t)
+            progress(f"mode {i} of {len(modes)} ({what}): transfer {k + 1} of {cfg.warmup + cfg.iters}", False)
         if env.backend == "nccl":
             min_free = min(min_free or 0, torch.cuda.mem_get_info()[0]) if min_free is not None else None
         gathered = _gather_times(mine, env)
         results.append(summarise(cfg.op, cfg.nbytes, env.world, chunk, len(pairs), gathered,
                                  results[0].median_s if results else None))
-        what = "unchunked" if chunk is None else f"chunks of {chunk:,} elements"
-        progress(f"mode {i} of {len(modes)} ({what}) measured, median {fmt.duration(results[-1].median_s)}")
+        progress(f"mode {i} of {len(modes)} ({what}) measured, median {fmt.duration(results[-1].median_s)}", True)
     checked = _check(cfg, env, x, y) if cfg.check else None
     memory = {
         "torch_peak_allocated_bytes": torch.cuda.max_memory_allocated() if env.backend == "nccl" else None,
@@ -228,30 +232,80 @@ def run(cfg: BenchConfig, env: Env, progress: Progress = quiet) -> dict[str, Any
     return {"results": results, "check": checked, "memory": memory}
 
 
-GRAPH_AUTO_MAX_BYTES = 1 << 20  # --graph auto: CUDA graphs up to 1 MiB, where PyTorch's per-call cost dominates
+# How a sweep size was timed (the "timed" column, the JSON's "timing").
+GRAPH, QUEUED, HOST = "graph", "queued", "host clock"
 
 
-def _use_graph(cfg: BenchConfig, env: Env, nbytes: int) -> bool:
-    if env.backend != "nccl":
-        return False
-    return cfg.graph == "on" or (cfg.graph == "auto" and nbytes <= GRAPH_AUTO_MAX_BYTES)
-
-
-def _timed_block(env: Env, launch) -> float:
-    """Seconds for one block of back-to-back collectives: barrier, host clock, enqueue, synchronise.
-
-    As nccl-tests' all_reduce_perf: a host timer around an asynchronous pipeline, not per-op events.
-    """
+def _host_block(launch) -> float:
+    """Seconds for one block of back-to-back collectives on CPU (gloo): barrier, host clock around them."""
     dist.barrier()
-    _sync(env)
     t0 = time.perf_counter()
     launch()
-    _sync(env)
     return time.perf_counter() - t0
 
 
-def _sweep_size(cfg: BenchConfig, env: Env, buf: torch.Tensor, nbytes: int, repeats: int) -> tuple[float, bool]:
-    """This rank's time per all_reduce at one size (median of ``repeats`` blocks of ``--iters``), and graph or not.
+class _Queue:
+    """GPU timing that leaves the host out: the block is queued behind a spin kernel, then timed by CUDA events.
+
+    PyTorch spends tens of microseconds of host time per ``dist.all_reduce``, about what NCCL needs for a few MiB, so
+    a host clock around a loop of calls (or events recorded while the GPU waits for the next launch) times the
+    launches.  Here the GPU first spins while the host enqueues everything; a one-element all_reduce then lines the
+    ranks up on the GPU; the events around the block see only collectives running back to back.  If the spin ended
+    before the host had queued the block, the block is timed again behind a spin twice as long.
+    """
+
+    def __init__(self, device: str) -> None:
+        self.tick = torch.zeros(1, device=device)
+        self.agreed = torch.zeros(1, dtype=torch.int32, device=device)
+        self.per_s = self._rate()
+
+    @staticmethod
+    def _rate(cycles: int = 2_000_000) -> float:
+        """Spin cycles per second on this GPU: the fastest of three, after a spin that lets the clock rise (an idle
+        GPU runs several times slower, and a rate read then would make every spin too short)."""
+        torch.cuda._sleep(cycles * 10)
+        rates = []
+        for _ in range(3):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            torch.cuda._sleep(cycles)
+            end.record()
+            end.synchronize()
+            rates.append(cycles / (start.elapsed_time(end) / 1e3))
+        return max(rates)
+
+    def block(self, launch, calls: int) -> float:
+        """Seconds for one block of ``calls`` collectives started by ``launch``, timed on the GPU.
+
+        Whether the host queued the block in time is agreed by all ranks (a one-element all_reduce): a rank that
+        timed the block again on its own would run collectives its peers never call.
+        """
+        spin_s = 2e-3 + calls * 100e-6  # far more than PyTorch's host time per call
+        for _ in range(6):
+            dist.barrier()
+            torch.cuda.synchronize()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            spun = torch.cuda.Event()
+            torch.cuda._sleep(int(spin_s * self.per_s))
+            spun.record()
+            dist.all_reduce(self.tick)
+            start.record()
+            launch()
+            end.record()
+            ahead = not spun.query()  # the GPU was still spinning when the host had queued the whole block
+            end.synchronize()
+            self.agreed.fill_(1 if ahead else 0)
+            dist.all_reduce(self.agreed, op=dist.ReduceOp.MIN)
+            if self.agreed.item():
+                return start.elapsed_time(end) / 1e3
+            spin_s *= 2
+        raise BenchError("the host could not queue the timed collectives ahead of the GPU; run again with fewer "
+                         "--iters")
+
+
+def _sweep_size(cfg: BenchConfig, env: Env, buf: torch.Tensor, nbytes: int, repeats: int,
+                queue: _Queue | None) -> tuple[float, str]:
+    """This rank's time per all_reduce at one size (median of ``repeats`` blocks of ``--iters``), and how it was timed.
 
     Each iteration uses the next slice of the whole buffer (nccl-tests shifts its offsets the same way), so small
     sizes are not served from a warm cache.
@@ -262,27 +316,29 @@ def _sweep_size(cfg: BenchConfig, env: Env, buf: torch.Tensor, nbytes: int, repe
     for v in views[: max(1, cfg.warmup)]:
         dist.all_reduce(v)
     _sync(env)
-    if _use_graph(cfg, env, nbytes):
-        graph = torch.cuda.CUDAGraph()
-        try:
-            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-                for v in views:
-                    dist.all_reduce(v)
-        except RuntimeError as exc:
-            raise BenchError(f"CUDA-graph capture of all_reduce failed ({str(exc).strip().splitlines()[0][:200]}); "
-                             "run again with --graph off") from None
-        graph.replay()  # one untimed replay: the first launch uploads the graph
-        _sync(env)
-        times = [_timed_block(env, graph.replay) for _ in range(repeats)]
-        del graph
-        return statistics.median(times) / cfg.iters, True
 
     def eager() -> None:
         for v in views:
             dist.all_reduce(v)
 
-    times = [_timed_block(env, eager) for _ in range(repeats)]
-    return statistics.median(times) / cfg.iters, False
+    if queue is None:
+        times = [_host_block(eager) for _ in range(repeats)]
+        return statistics.median(times) / cfg.iters, HOST
+    if cfg.graph == "off":
+        times = [queue.block(eager, cfg.iters) for _ in range(repeats)]
+        return statistics.median(times) / cfg.iters, QUEUED
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+            eager()
+    except RuntimeError as exc:
+        raise BenchError(f"CUDA-graph capture of all_reduce failed ({str(exc).strip().splitlines()[0][:200]}); "
+                         "run again with --graph off") from None
+    graph.replay()  # one untimed replay: the first launch uploads the graph
+    _sync(env)
+    times = [queue.block(graph.replay, cfg.iters) for _ in range(repeats)]
+    del graph
+    return statistics.median(times) / cfg.iters, GRAPH
 
 
 def _check_slice(env: Env, x: torch.Tensor) -> bool:
@@ -312,16 +368,17 @@ def run_sweep(cfg: BenchConfig, env: Env, progress: Progress = quiet) -> dict[st
     # zeros stay zeros however often they are summed: no overflow to inf over thousands of iterations
     buf = torch.zeros(sizes[-1] // cfg.itemsize, dtype=_DTYPES[cfg.dtype], device=env.device)
     mine: list[float] = []
-    graphs: list[bool] = []
+    methods: list[str] = []
     checks: list[bool | None] = []
+    queue = _Queue(env.device) if env.backend == "nccl" else None
     for i, nbytes in enumerate(sizes, 1):
-        t, g = _sweep_size(cfg, env, buf, nbytes, SWEEP_REPEATS)
-        progress(f"size {i} of {len(sizes)} ({fmt.size(nbytes)}) measured")
+        t, how = _sweep_size(cfg, env, buf, nbytes, SWEEP_REPEATS, queue)
+        progress(f"size {i} of {len(sizes)} ({fmt.size(nbytes)}) measured", True)
         mine.append(t)
-        graphs.append(g)
+        methods.append(how)
         checks.append(_check_slice(env, buf.narrow(0, 0, nbytes // cfg.itemsize)) if cfg.check else None)
     gathered = _gather_times(mine, env)
-    points = [sweep_point(nbytes, nbytes // cfg.itemsize, env.world, [row[i] for row in gathered], graphs[i],
+    points = [sweep_point(nbytes, nbytes // cfg.itemsize, env.world, [row[i] for row in gathered], methods[i],
                           checks[i]) for i, nbytes in enumerate(sizes)]
     return {"points": points}
 
