@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 from ncclcheck.cli import app
 from ncclcheck.probe.host import Address, CmdResult, Host, collect
 from ncclcheck.probe.lint import lint, nccl_pick, recommend
-from ncclcheck.render.probe import compare, probe_json, shell
+from ncclcheck.probe.nodes import compare
+from ncclcheck.render.probe import probe_json, shell
 
 runner = CliRunner()
 SMI_QUERY = ("nvidia-smi", "--query-gpu=index,name,pci.bus_id,driver_version,memory.total", "--format=csv,noheader")
@@ -189,10 +190,10 @@ def test_compare_finds_cross_node_differences(tmp_path):
     for h in (a, b):
         p = collect(h, with_versions=False)
         docs.append((h.hostname, json.loads(json.dumps(probe_json(p, lint(p), recommend(p))))))
-    diffs = dict(compare(docs))
-    assert diffs["interface eth0: subnet"] == {"node1": "10.0.0.0/24", "node2": "10.0.1.0/24"}
-    assert diffs["interface eth0: MTU"] == {"node1": "1500", "node2": "9000"}
-    assert diffs["NCCL_SOCKET_IFNAME"] == {"node1": "eth0 (env)", "node2": "(absent)"}
+    rows = {r.aspect: [(g.value, g.members) for g in r.groups] for r in compare(docs).rows if not r.agrees}
+    assert rows == {"NCCL subnets": [("10.0.0.0/24", ("node1",)), ("10.0.1.0/24", ("node2",))],
+                    "NCCL MTU": [("1500", ("node1",)), ("9000", ("node2",))],
+                    "NCCL_SOCKET_IFNAME": [("eth0", ("node1",)), (None, ("node2",))]}
 
 
 def test_this_machine_cli(tmp_path):
@@ -205,7 +206,7 @@ def test_this_machine_cli(tmp_path):
         (tmp_path / f).write_text(r.stdout)
     c = runner.invoke(app, ["probe", "--compare", str(tmp_path / "n1.json"), str(tmp_path / "n2.json")],
                       env={"COLUMNS": "400"})
-    assert (c.exit_code, c.stdout.strip()) == (0, f"no differences between {tmp_path / 'n1.json'}, {tmp_path / 'n2.json'}")
+    assert c.exit_code == 0 and c.stdout.splitlines()[:2] == ["2 hosts: n[1-2]", "no differences between n[1-2]"]
 
 
 def test_compare_needs_two_files(tmp_path):
