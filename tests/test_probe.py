@@ -14,7 +14,7 @@ from conftest import DATA
 from typer.testing import CliRunner
 
 from ncclcheck.cli import app
-from ncclcheck.probe.host import Address, CmdResult, Host, collect
+from ncclcheck.probe.host import Address, CmdResult, Host, collect, torch_cuda
 from ncclcheck.probe.lint import lint, nccl_pick, recommend
 from ncclcheck.probe.nodes import compare
 from ncclcheck.render.probe import probe_json, shell
@@ -151,12 +151,29 @@ def test_captured_h200_host(tmp_path):
                  files={"proc/net/route": (cap / "route.txt").read_text()},
                  env={"NCCL_NVLS_ENABLE": "0"}, addrs={"eth0": [("ipv4", "192.0.2.2", "255.255.255.0")]},
                  commands={SMI_QUERY: CmdResult(0, (cap / "nvidia-smi-query.txt").read_text()),
-                           ("nvidia-smi", "topo", "-m"): CmdResult(0, (cap / "nvidia-smi-topo.txt").read_text())})
+                           ("nvidia-smi", "topo", "-m"): CmdResult(0, (cap / "nvidia-smi-topo.txt").read_text()),
+                           ("nvidia-smi",): CmdResult(0, (cap / "nvidia-smi.txt").read_text())})
     p = collect(host, with_versions=False)
     assert [(g.name, g.driver) for g in p.gpus] == [("NVIDIA H200", "580.159.04")] * 2
+    assert p.driver_cuda == "13.0"
     assert p.topology == (("GPU0", "GPU1", "NV18"),)
     assert p.default_route == "eth0" and p.rdma == ()
     assert codes(p) == ["debug-variable"]
+
+
+@pytest.mark.parametrize(("text", "cuda"), [
+    ("__version__ = '2.11.0+cu130'\ncuda: Optional[str] = '13.0'\n", "13.0"),
+    ("cuda = '12.8'\n", "12.8"),
+    ("cuda: Optional[str] = None\n", None),  # a CPU build
+])
+def test_torch_cuda_is_read_from_version_py(tmp_path, monkeypatch, text, cuda):
+    pkg = tmp_path / "faketorch_probe"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("raise ImportError('never imported')\n")
+    (pkg / "version.py").write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert torch_cuda("faketorch_probe") == cuda
+    assert torch_cuda("no_such_package_here") is None
 
 
 def test_config_files_and_sources(tmp_path):

@@ -480,10 +480,10 @@ def driver_cuda(host: Host) -> str | None:
 _TORCH_CUDA = re.compile(r"^cuda\b[^=]*=\s*['\"]([\d.]+)['\"]", re.M)
 
 
-def torch_cuda() -> str | None:
+def torch_cuda(package: str = "torch") -> str | None:
     """The CUDA runtime torch was built for, from ``torch/version.py`` (read as text; torch is never imported)."""
     try:
-        spec = importlib.util.find_spec("torch")
+        spec = importlib.util.find_spec(package)
     except (ImportError, ValueError):
         return None
     if spec is None or not spec.submodule_search_locations:
