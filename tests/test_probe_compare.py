@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from ncclcheck.cli import app
@@ -51,13 +53,18 @@ def test_absent_is_unset_for_settings_and_unknown_otherwise():
     assert rows["driver"].agrees  # a host that cannot tell is never a difference
 
 
-def test_every_member_lands_in_exactly_one_group_or_unknown():
-    observed = {f"h{i}": ({"V": str(i % 3)} if i % 4 else {}) for i in range(12)}
-    for unset in (lambda a: True, lambda a: False):
-        (row,) = table(observed, unset)
+@given(st.dictionaries(st.text("abc", min_size=1, max_size=3),
+                       st.dictionaries(st.sampled_from(["V", "W", "x"]), st.sampled_from(["1", "2", "3"])),
+                       min_size=1, max_size=8))
+def test_every_member_lands_in_exactly_one_group_or_unknown(observed):
+    for row in table(observed, _unset_if_upper):
         seen = [m for g in row.groups for m in g.members] + list(row.unknown)
         assert sorted(seen) == sorted(observed)
-        assert [len(g.members) for g in row.groups] == sorted((len(g.members) for g in row.groups), reverse=True)
+        sizes = [len(g.members) for g in row.groups]
+        assert sizes == sorted(sizes, reverse=True)
+        assert row.agrees == (len({observed[m].get(row.aspect) for m in observed if m not in row.unknown}) <= 1)
+        assert set(row.odd) <= set(observed) - set(row.groups[0].members)
+        assert not row.odd or sizes[0] > sizes[1]
 
 
 @pytest.mark.parametrize(("members", "text"), [
