@@ -566,6 +566,6 @@ def collect(host: Host, with_versions: bool = True) -> Probe:
         port_range=port_range(host),
         settings=settings(host),
         versions=versions() if with_versions else {},
-        driver_cuda=driver_cuda(host) if smi else None,
+        driver_cuda=driver_cuda(host) if smi and with_versions else None,
         torch_cuda=torch_cuda() if with_versions else None,
     )
