@@ -696,20 +696,23 @@ def probe_cmd(
     = ProbeFormat.human,
     debug: Annotated[bool, typer.Option("--debug", help="Also recommend the variables for the next run of a failing "
                                                         "job (NCCL_DEBUG, flight recorder, desync debug).")] = False,
-    compare: Annotated[bool, typer.Option("--compare", help="Compare saved probes of several nodes instead.")] = False,
+    compare: Annotated[bool, typer.Option("--compare", help="Compare saved probes of several hosts instead: what must "
+                                                            "agree across the job, grouped by value, the odd hosts "
+                                                            "named.")] = False,
 ) -> None:
     """Inspect this host's network, RDMA, GPUs and NCCL/PyTorch environment; lint it; print what to set.
 
-    Read-only. Exit codes: 0 no error found (or, with --compare, no difference), 1 error-level findings (or
-    differences between nodes), 2 usage error.
+    Read-only. Exit codes: 0 no error found (or, with --compare, every aspect agrees), 1 error-level findings (or
+    an aspect differs between hosts, or a host's driver is older than its CUDA runtime), 2 usage error.
 
     Example: ncclcheck probe --format json > $(hostname).json; ncclcheck probe --compare node*.json
     """
     from ncclcheck.console import console
     from ncclcheck.probe.host import collect, this_host
     from ncclcheck.probe.lint import lint, recommend
-    from ncclcheck.render.probe import compare as compare_nodes
-    from ncclcheck.render.probe import compare_view, probe_json, report, shell
+    from ncclcheck.probe.nodes import compare as compare_nodes
+    from ncclcheck.probe.nodes import labels
+    from ncclcheck.render.probe import compare_json, compare_view, probe_json, report, shell
 
     if compare:
         if not files or len(files) < 2:
@@ -723,20 +726,15 @@ def probe_cmd(
                 usage_error(f"{f}: {exc.strerror or exc}")
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 usage_error(f"{f}: not valid JSON ({exc})")
-            if not isinstance(doc, dict) or "probe" not in doc:
+            if not isinstance(doc, dict) or not isinstance(doc.get("probe"), dict):
                 usage_error(f"{f}: not the output of `ncclcheck probe --format json`")
-            docs.append((doc["probe"].get("hostname") or f, doc))
-        labels = [label for label, _ in docs]
-        if len(set(labels)) < len(labels):
-            labels = list(files)
-            docs = [(f, d) for f, (_, d) in zip(files, docs, strict=True)]
-        diffs = compare_nodes(docs)
+            docs.append(doc)
+        result = compare_nodes(list(zip(labels(files, docs), docs, strict=True)))
         if fmt is ProbeFormat.json:
-            typer.echo(json.dumps({"schema_version": 1, "nodes": labels,
-                                   "differences": [{"aspect": a, "values": v} for a, v in diffs]}, indent=2))
+            typer.echo(json.dumps(compare_json(result), indent=2))
         else:
-            console.print(compare_view(diffs, labels), crop=False)
-        raise typer.Exit(Exit.FOUND if diffs else Exit.OK)
+            console.print(compare_view(result), crop=False)
+        raise typer.Exit(Exit.FOUND if result.differs else Exit.OK)
     if files:
         usage_error("node files are only read with --compare")
     p = collect(this_host())

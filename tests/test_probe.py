@@ -14,9 +14,10 @@ from conftest import DATA
 from typer.testing import CliRunner
 
 from ncclcheck.cli import app
-from ncclcheck.probe.host import Address, CmdResult, Host, collect
+from ncclcheck.probe.host import Address, CmdResult, Host, collect, driver_cuda, torch_cuda
 from ncclcheck.probe.lint import lint, nccl_pick, recommend
-from ncclcheck.render.probe import compare, probe_json, shell
+from ncclcheck.probe.nodes import compare
+from ncclcheck.render.probe import probe_json, shell
 
 runner = CliRunner()
 SMI_QUERY = ("nvidia-smi", "--query-gpu=index,name,pci.bus_id,driver_version,memory.total", "--format=csv,noheader")
@@ -150,12 +151,29 @@ def test_captured_h200_host(tmp_path):
                  files={"proc/net/route": (cap / "route.txt").read_text()},
                  env={"NCCL_NVLS_ENABLE": "0"}, addrs={"eth0": [("ipv4", "192.0.2.2", "255.255.255.0")]},
                  commands={SMI_QUERY: CmdResult(0, (cap / "nvidia-smi-query.txt").read_text()),
-                           ("nvidia-smi", "topo", "-m"): CmdResult(0, (cap / "nvidia-smi-topo.txt").read_text())})
+                           ("nvidia-smi", "topo", "-m"): CmdResult(0, (cap / "nvidia-smi-topo.txt").read_text()),
+                           ("nvidia-smi",): CmdResult(0, (cap / "nvidia-smi.txt").read_text())})
     p = collect(host, with_versions=False)
     assert [(g.name, g.driver) for g in p.gpus] == [("NVIDIA H200", "580.159.04")] * 2
+    assert driver_cuda(host) == "13.0" and p.driver_cuda is None  # a version: read only with the versions
     assert p.topology == (("GPU0", "GPU1", "NV18"),)
     assert p.default_route == "eth0" and p.rdma == ()
     assert codes(p) == ["debug-variable"]
+
+
+@pytest.mark.parametrize(("text", "cuda"), [
+    ("__version__ = '2.11.0+cu130'\ncuda: Optional[str] = '13.0'\n", "13.0"),
+    ("cuda = '12.8'\n", "12.8"),
+    ("cuda: Optional[str] = None\n", None),  # a CPU build
+])
+def test_torch_cuda_is_read_from_version_py(tmp_path, monkeypatch, text, cuda):
+    pkg = tmp_path / "faketorch_probe"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("raise ImportError('never imported')\n")
+    (pkg / "version.py").write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert torch_cuda("faketorch_probe") == cuda
+    assert torch_cuda("no_such_package_here") is None
 
 
 def test_config_files_and_sources(tmp_path):
@@ -189,10 +207,10 @@ def test_compare_finds_cross_node_differences(tmp_path):
     for h in (a, b):
         p = collect(h, with_versions=False)
         docs.append((h.hostname, json.loads(json.dumps(probe_json(p, lint(p), recommend(p))))))
-    diffs = dict(compare(docs))
-    assert diffs["interface eth0: subnet"] == {"node1": "10.0.0.0/24", "node2": "10.0.1.0/24"}
-    assert diffs["interface eth0: MTU"] == {"node1": "1500", "node2": "9000"}
-    assert diffs["NCCL_SOCKET_IFNAME"] == {"node1": "eth0 (env)", "node2": "(absent)"}
+    rows = {r.aspect: [(g.value, g.members) for g in r.groups] for r in compare(docs).rows if not r.agrees}
+    assert rows == {"NCCL subnets": [("10.0.0.0/24", ("node1",)), ("10.0.1.0/24", ("node2",))],
+                    "NCCL MTU": [("1500", ("node1",)), ("9000", ("node2",))],
+                    "NCCL_SOCKET_IFNAME": [("eth0", ("node1",)), (None, ("node2",))]}
 
 
 def test_this_machine_cli(tmp_path):
@@ -205,7 +223,7 @@ def test_this_machine_cli(tmp_path):
         (tmp_path / f).write_text(r.stdout)
     c = runner.invoke(app, ["probe", "--compare", str(tmp_path / "n1.json"), str(tmp_path / "n2.json")],
                       env={"COLUMNS": "400"})
-    assert (c.exit_code, c.stdout.strip()) == (0, f"no differences between {tmp_path / 'n1.json'}, {tmp_path / 'n2.json'}")
+    assert c.exit_code == 0 and c.stdout.splitlines()[:2] == ["2 hosts: n[1-2]", "no differences between n[1-2]"]
 
 
 def test_compare_needs_two_files(tmp_path):

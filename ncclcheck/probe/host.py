@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import importlib.util
 import ipaddress
 import os
 import platform
@@ -466,6 +467,37 @@ def settings(host: Host, launcher: Mapping[str, str] | None = None) -> tuple[Set
     return tuple(out.values())
 
 
+_DRIVER_CUDA = re.compile(r"CUDA Version:\s*(\d+\.\d+)")
+
+
+def driver_cuda(host: Host) -> str | None:
+    """The newest CUDA the driver supports, from ``nvidia-smi``'s banner (no ``--query-gpu`` field holds it)."""
+    out = host.command(["nvidia-smi"])
+    m = _DRIVER_CUDA.search(out.stdout) if out and out.returncode == 0 else None
+    return m.group(1) if m else None
+
+
+_TORCH_CUDA = re.compile(r"^cuda\b[^=]*=\s*['\"]([\d.]+)['\"]", re.M)
+
+
+def torch_cuda(package: str = "torch") -> str | None:
+    """The CUDA runtime torch was built for, from ``torch/version.py`` (read as text; torch is never imported)."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for folder in spec.submodule_search_locations:
+        try:
+            with open(os.path.join(folder, "version.py"), encoding="utf-8") as f:
+                m = _TORCH_CUDA.search(f.read())
+        except OSError:
+            continue
+        return m.group(1) if m else None
+    return None
+
+
 def versions() -> dict[str, str]:
     """Installed torch / NCCL wheels, read from package metadata (torch is never imported)."""
     out = {}
@@ -499,6 +531,8 @@ class Probe:
     port_range: tuple[int, int] | None
     settings: tuple[Setting, ...]
     versions: Mapping[str, str]
+    driver_cuda: str | None = None  # the newest CUDA the driver supports (nvidia-smi's banner)
+    torch_cuda: str | None = None  # the CUDA runtime the installed torch was built for
 
     def setting(self, name: str) -> Setting | None:
         return next((s for s in self.settings if s.name == name), None)
@@ -532,4 +566,6 @@ def collect(host: Host, with_versions: bool = True) -> Probe:
         port_range=port_range(host),
         settings=settings(host),
         versions=versions() if with_versions else {},
+        driver_cuda=driver_cuda(host) if smi and with_versions else None,
+        torch_cuda=torch_cuda() if with_versions else None,
     )

@@ -1,10 +1,9 @@
-"""Output of ``probe``: a report, ``export`` lines safe to eval, or JSON; and the cross-node comparison."""
+"""Output of ``probe``: a report, ``export`` lines safe to eval, or JSON; and the cross-host comparison."""
 
 from __future__ import annotations
 
-import ipaddress
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -13,8 +12,10 @@ from rich.text import Text
 
 from ncclcheck.console import fit_table, unbroken, whole
 from ncclcheck.findings import Finding
+from ncclcheck.probe.agree import names, value_text
 from ncclcheck.probe.host import Probe
 from ncclcheck.probe.lint import Recommendation, nccl_pick
+from ncclcheck.probe.nodes import Comparison
 from ncclcheck.render.json_out import finding_json
 from ncclcheck.render.report import finding_lines
 
@@ -76,8 +77,9 @@ def report(p: Probe, findings: Sequence[Finding], recs: Sequence[Recommendation]
     else:
         parts.append(Text("RDMA: no devices in /sys/class/infiniband"))
     if p.gpus:
+        cuda = f"; the driver supports CUDA up to {p.driver_cuda}" if p.driver_cuda else ""
         parts.append(unbroken(Text("GPUs: " + "; ".join(f"{g.index}: {g.name} {g.memory} driver {g.driver}"
-                                                        for g in p.gpus))))
+                                                        for g in p.gpus) + cuda)))
         if p.topology:
             parts.append(unbroken(Text("topology: " + ", ".join(f"{a}-{b} {link}" for a, b, link in p.topology))))
     else:
@@ -89,7 +91,9 @@ def report(p: Probe, findings: Sequence[Finding], recs: Sequence[Recommendation]
                                [(s.name, s.value, s.source if s.origin == "user" else f"{s.source} ({s.origin})")
                                 for s in p.settings]))
     if p.versions:
-        parts.append(unbroken(Text("packages: " + ", ".join(f"{k} {v}" for k, v in p.versions.items()))))
+        built = f" (built for CUDA {p.torch_cuda})" if p.torch_cuda else ""
+        parts.append(unbroken(Text("packages: " + ", ".join(f"{k} {v}{built if k == 'torch' else ''}"
+                                                             for k, v in p.versions.items()))))
     parts.append(Text("findings", style="bold underline") if findings else Text("findings: none", style="green"))
     parts += [unbroken(line) for line in finding_lines(findings)]
     if recs:
@@ -100,48 +104,47 @@ def report(p: Probe, findings: Sequence[Finding], recs: Sequence[Recommendation]
     return Group(*parts)
 
 
-def _subnets(iface: Mapping[str, Any]) -> str:
-    nets = set()
-    for a in iface.get("addresses", []):
-        if a.get("netmask") and a.get("family") == "ipv4":
-            try:
-                nets.add(str(ipaddress.ip_interface(f"{a['address']}/{a['netmask']}").network))
-            except ValueError:
-                continue
-    return ",".join(sorted(nets)) or "-"
+COMPARE_SCHEMA_VERSION = 2
 
 
-def compare(nodes: Sequence[tuple[str, Mapping[str, Any]]]) -> list[tuple[str, dict[str, str]]]:
-    """Aspects whose values differ across nodes: (aspect, {node: value})."""
-    rows: dict[str, dict[str, str]] = {}
-    for label, doc in nodes:
-        p = doc["probe"]
-        def put(aspect: str, value: str, label: str = label) -> None:
-            rows.setdefault(aspect, {})[label] = value
-        put("NCCL would use", ",".join(doc["nccl_would_use"]["interfaces"]) or "-")
-        for i in p["interfaces"]:
-            if i["kind"] == "loopback":
-                continue
-            put(f"interface {i['name']}: subnet", _subnets(i))
-            put(f"interface {i['name']}: MTU", str(i["mtu"]))
-            put(f"interface {i['name']}: running", str(i["running"]))
-        for s in p["settings"]:
-            if s["name"] not in ("MASTER_PORT",):
-                put(f"{s['name']}", f"{s['value']} ({s['source']})")
-        put("GPU driver", ",".join(sorted({g["driver"] for g in p["gpus"]})) or "-")
-        put("GPUs", f"{len(p['gpus'])} x " + ",".join(sorted({g['name'] for g in p['gpus']})) if p["gpus"] else "-")
-        for k, v in p["versions"].items():
-            put(f"package {k}", v)
-        put("RDMA active ports", ",".join(f"{r['device']}:{r['port']}" for r in p["rdma"]
-                                          if (r["state"] or "").endswith("ACTIVE")) or "-")
-    labels = [label for label, _ in nodes]
-    return [(aspect, {n: vals.get(n, "(absent)") for n in labels}) for aspect, vals in rows.items()
-            if len({vals.get(n, "(absent)") for n in labels}) > 1]
+def compare_json(c: Comparison) -> dict[str, Any]:
+    """The comparison as plain data: every aspect with its groups (largest first), odd and unknown hosts."""
+    return {
+        "schema_version": COMPARE_SCHEMA_VERSION,
+        "hosts": list(c.hosts),
+        "differs": c.differs,
+        "aspects": [{"aspect": r.aspect, "agrees": r.agrees,
+                     "groups": [{"value": g.value, "hosts": list(g.members)} for g in r.groups],
+                     "odd": list(r.odd), "unknown": list(r.unknown)} for r in c.rows],
+        "findings": [finding_json(f) for f in c.findings],
+    }
 
 
-def compare_view(diffs: Sequence[tuple[str, dict[str, str]]], labels: Sequence[str]) -> RenderableType:
-    """The differing aspects as a table (stacked per aspect where the terminal is too narrow)."""
-    if not diffs:
-        return Text(f"no differences between {', '.join(labels)}", style="green")
-    return fit_table("differences between nodes", ("aspect", *labels),
-                     [(aspect, *(vals[label] for label in labels)) for aspect, vals in diffs])
+def _aligned(pairs: Sequence[tuple[str, str]], indent: str) -> list[RenderableType]:
+    """``left  right`` lines, the right column aligned; each line whole (values are pasted)."""
+    w = max((len(a) for a, _ in pairs), default=0)
+    return [whole(f"{indent}{a:<{w}}  {b}".rstrip()) for a, b in pairs]
+
+
+def compare_view(c: Comparison) -> RenderableType:
+    """What differs (each value on its own line with the hosts holding it, the odd ones named), what agrees, the
+    findings. Lines are never wrapped: values are copied into scripts."""
+    parts: list[RenderableType] = [whole(f"{len(c.hosts)} hosts: {names(c.hosts)}", style="bold")]
+    differ = [r for r in c.rows if not r.agrees]
+    if differ:
+        parts.append(Text("differs", style="bold underline"))
+        for r in differ:
+            odd = f" (odd: {names(r.odd)})" if r.odd else " (no majority)"
+            unknown = f"; {names(r.unknown)} cannot tell" if r.unknown else ""
+            parts.append(whole(f"{r.aspect}{odd}{unknown}", style="bold"))
+            parts += _aligned([(value_text(g.value), names(g.members)) for g in r.groups], "  ")
+    else:
+        parts.append(Text(f"no differences between {names(c.hosts)}", style="green"))
+    same = [r for r in c.rows if r.agrees and r.groups]
+    if same:
+        parts.append(Text("same on every host that can tell", style="bold underline"))
+        parts += _aligned([(r.aspect, value_text(r.groups[0].value)
+                            + (f"  ({names(r.unknown)} cannot tell)" if r.unknown else "")) for r in same], "  ")
+    parts.append(Text("findings", style="bold underline") if c.findings else Text("findings: none", style="green"))
+    parts += [unbroken(line) for line in finding_lines(c.findings)]
+    return Group(*parts)
