@@ -159,7 +159,8 @@ def _mismatch_culprits(job: Job, roots: Sequence[int]) -> tuple[list[int], str] 
     if behind:
         s = behind[0]
         assert s.stuck is not None
-        ahead = sorted({e.waiter for e in job.edges if e.target in {b.rank for b in behind}})
+        behind_ranks = {b.rank for b in behind}
+        ahead = sorted({e.waiter for e in job.edges if e.target in behind_ranks})
         their = next((e.work for e in job.edges if e.target == s.rank), None)
         at = f" at {their.number} ({_sig(their)})" if their is not None else ""
         return [b.rank for b in behind], (
@@ -220,10 +221,15 @@ def _short(w: Work, frame: bool = True) -> str:
 
 def _deadlock_summary(job: Job, ring: Sequence[int]) -> str:
     runs = []
+    members = set(ring)
+    inside: dict[int, set[int]] = {r: set() for r in ring}
+    for e in job.edges:
+        if e.waiter in members and e.target in members and e.target is not None:
+            inside[e.waiter].add(e.target)
     for r in ring:
         s = job.rank(r)
         assert s is not None and s.stuck is not None
-        targets = sorted({e.target for e in job.edges if e.waiter == r and e.target in ring and e.target is not None})
+        targets = sorted(inside[r])
         runs.append(f"rank {r} runs {s.stuck.group.label()} {s.stuck.number} ({_sig(s.stuck)}) and waits there for "
                     f"{rank_phrase(targets)}")
     orders = []
@@ -305,9 +311,18 @@ def _culprits_work(job: Job, primary: Work, culprits: Sequence[int]) -> Work:
     members = {g.id: g.members if isinstance(g.members, range) else set(g.members) for g in job.groups}
     if not culprits or any(c in members.get(primary.group, culprits) for c in culprits):
         return primary
-    theirs = [s.stuck for s in job.ranks if s.stuck is not None and s.rank not in culprits
-              and any(c in members.get(s.stuck.group, ()) for c in culprits)]
-    return theirs[0] if theirs else primary
+    named = set(culprits)
+    holds: dict[GroupId, bool] = {}  # whether a culprit is in the group, asked once a group
+
+    def has_culprit(group: GroupId) -> bool:
+        if group not in holds:
+            m = members.get(group, ())
+            holds[group] = (any(c in m for c in named) if len(named) <= len(m)
+                            else any(r in named for r in m))
+        return holds[group]
+
+    return next((s.stuck for s in job.ranks if s.stuck is not None and s.rank not in named
+                 and has_culprit(s.stuck.group)), primary)
 
 
 def _primary(job: Job) -> Work | None:
@@ -350,7 +365,7 @@ def _roots(job: Job) -> _Roots:
     unknown = [s.rank for s in job.ranks if s.ending.kind is EndKind.UNKNOWN]
     ranks = [r for r in job.roots if r != UNKNOWN_NODE]
     absent = [r for r in ranks if by_rank[r].ending.kind is EndKind.UNKNOWN]
-    named = [r for r in ranks if r not in absent]
+    named = [r for r in ranks if by_rank[r].ending.kind is not EndKind.UNKNOWN]
     leaves = UNKNOWN_NODE in job.roots
     if len(absent) == 1 and not named and unknown == absent and not leaves and not job.unlisted:
         named = absent  # every other rank is accounted for: the one without input is the one waited for
@@ -380,7 +395,7 @@ def _peer_words(detail: str) -> str:
     return detail[m.start():].split(". ")[0].rstrip(".")[:120] if m else detail
 
 
-def _watchdog_aborted(s: RankState, timeouts: Sequence[Loc]) -> bool:
+def _watchdog_aborted(s: RankState, timeouts: dict[str, int]) -> bool:
     """A rank the launcher reports dead of SIGABRT with no collective of its own in the inputs.
 
     Releases that print timeouts without a ``[PG ...]`` prefix predate the heartbeat monitor: their watchdog
@@ -390,7 +405,7 @@ def _watchdog_aborted(s: RankState, timeouts: Sequence[Loc]) -> bool:
     file): an abort before any timeout is a crash of its own (an uncaught C++ exception also ends in SIGABRT)."""
     e = s.ending
     return (e.kind is EndKind.ABORTED and "SIGABRT" in e.detail and s.stuck is None and e.loc is not None
-            and any(t.file == e.loc.file and t.line < e.loc.line for t in timeouts))
+            and timeouts.get(e.loc.file, e.loc.line) < e.loc.line)
 
 
 def _absent_phrase(job: Job, listed: Sequence[int]) -> str:
@@ -430,8 +445,11 @@ def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind,
     if errs:
         return (VerdictKind.NCCL_ERROR, errs,
                 "; ".join(f"rank {r}: {by_rank[r].ending.detail}" for r in errs) + ".")
-    timeouts = [s.stuck.loc for s in job.ranks if s.stuck is not None and s.stuck.state == "timed_out"
-                and s.stuck.loc is not None]
+    timeouts: dict[str, int] = {}  # each file's first timeout line
+    for s in job.ranks:
+        if s.stuck is not None and s.stuck.state == "timed_out" and s.stuck.loc is not None:
+            loc = s.stuck.loc
+            timeouts[loc.file] = min(loc.line, timeouts.get(loc.file, loc.line))
     if culprits and primary.group.id is None and all(_watchdog_aborted(by_rank[r], timeouts) for r in culprits):
         return (VerdictKind.ALL_RANKS_STUCK, [],
                 f"{rank_phrase(waiting, job.world).capitalize()} timed out in {where}; {rank_phrase(culprits)} printed "
@@ -442,7 +460,8 @@ def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind,
                 "network, NCCL itself); if it was another, the ranks' calls disagree.")
     cut = _cut_off(job, culprits) if timed_out else []
     if cut:
-        culprits = [r for r in culprits if r not in cut]
+        kept = set(cut)
+        culprits = [r for r in culprits if r not in kept]
     if culprits:
         lines = "; ".join(f"rank {r} {root_words(by_rank[r])}{_last_frame(by_rank[r])}" for r in culprits[:4])
         one = len(culprits) == 1
@@ -502,9 +521,12 @@ def _lost_peer_verdict(scans: Sequence[FileScan], job: Job,
     lost = peers_lost(scans)
     hosts = rank_hosts(scans)
     there = sorted({r for p in lost for r in p.ranks} - set(nccl_err))
-    # A quiet rank the inputs place on another host than every lost peer did not take the connection down.
-    suspects = [r for r in quiet if r in there] or [
-        r for r in quiet if not (lost and all(p.elsewhere(hosts.get(r, frozenset())) for p in lost))]
+    placed = set(there)
+    # A quiet rank the inputs place on another host than every lost peer did not take the connection down (the
+    # peers' names together: a rank is elsewhere than each of them when it is at none of their names).
+    peer_names: frozenset[str] = frozenset().union(*(p.names for p in lost))
+    suspects = [r for r in quiet if r in placed] or [
+        r for r in quiet if not (lost and (at := hosts.get(r, frozenset())) and not peer_names & at)]
     said = "; ".join(f"Rank {r}: {by_rank[r].ending.detail}" for r in nccl_err[:3]) + "."
     if lost:
         p = lost[0]
@@ -538,10 +560,14 @@ def _lost_peer_verdict(scans: Sequence[FileScan], job: Job,
 def _exit_teardown(scans: Sequence[FileScan]) -> list[Fact]:
     """ProcessGroupNCCL's exit warnings printed before a heartbeat failure (in its file, or by its rank): the
     watchdog fired while the groups were torn down at the interpreter's exit, not during the job's work."""
-    beats = [h for s in scans for h in s.heartbeats]
-    return [f for s in scans for f in s.facts if f.key == "exit_without_destroy" and any(
-        (f.loc.file == h.loc.file and f.loc.line < h.loc.line) or
-        (f.who.rank is not None and f.who.rank == h.who.rank) for h in beats)]
+    last: dict[str, int] = {}  # each file's last heartbeat line
+    ranks: set[int | None] = set()
+    for s in scans:
+        for h in s.heartbeats:
+            last[h.loc.file] = max(h.loc.line, last.get(h.loc.file, h.loc.line))
+            ranks.add(h.who.rank)
+    return [f for s in scans for f in s.facts if f.key == "exit_without_destroy" and (
+        f.loc.line < last.get(f.loc.file, f.loc.line) or (f.who.rank is not None and f.who.rank in ranks))]
 
 
 def _alone_after_the_end(scans: Sequence[FileScan], job: Job,
@@ -557,8 +583,11 @@ def _alone_after_the_end(scans: Sequence[FileScan], job: Job,
         return None
     facts = [f for sc in scans for f in sc.facts if f.key == "work_done"]
     others = sorted({int(f.value) for f in facts if f.value.isdigit()} - set(stuck))
-    ended = [f for f in facts if not f.value.isdigit() and any(
-        w.loc is not None and w.loc.file == f.loc.file and f.loc.line < w.loc.line for w in stuck.values())]
+    last: dict[str, int] = {}  # each file's last line of a stuck work
+    for w in stuck.values():
+        if w.loc is not None:
+            last[w.loc.file] = max(w.loc.line, last.get(w.loc.file, w.loc.line))
+    ended = [f for f in facts if not f.value.isdigit() and f.loc.line < last.get(f.loc.file, f.loc.line)]
     if not others and not ended:
         return None
     ranks = sorted(stuck)
@@ -617,7 +646,8 @@ def _quiet_verdict(scans: Sequence[FileScan], job: Job) -> tuple[VerdictKind, li
                 f"The launcher reports {f.last_rank - f.rank + 1:,} tasks killed by {f.signal}"
                 f"{' on ' + f.host if f.host else ''} (ranks {f.rank}-{f.last_rank}, {f.loc}); these inputs hold none "
                 "of them, so they are reported as stated, not one by one.")
-    elastic = sorted({f.rank for s in scans for f in s.elastic if f.rank is not None and f not in spans})
+    elastic = sorted({f.rank for s in scans for f in s.elastic if f.rank is not None
+                      and not (f.last_rank is not None and job.rank(f.rank) is None)})  # not in spans
     if elastic:
         return (VerdictKind.ALL_RANKS_STUCK, [], elastic,
                 "Every failed rank in torchrun's summary ended by SIGABRT (the watchdog's abort after a collective "
@@ -701,7 +731,8 @@ def _with_cause(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
     at = f" ({d.loc})"
     if c.family in (DEVICE, MEMORY, HOST):
         ranks = list(d.ranks) or culprits
-        waited = [r for r in stuck if r not in ranks]
+        failed = set(ranks)
+        waited = [r for r in stuck if r not in failed]
         tail = f" {rank_phrase(waited, job.world).capitalize()} then waited for it." if waited else ""
         why = "" if ", that is " in d.detail else f"; {c.why}"  # the kernel's meaning already says why
         return (VerdictKind.RANK_FAILED_FIRST, ranks,
@@ -798,7 +829,8 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
             kind, culprits, summary = alone
         if kind is VerdictKind.DEADLOCK:
             ring = _cycle(job, roots.named)
-        waiting = sorted(s.rank for s in job.ranks if s.stuck is not None and s.rank not in culprits)
+        blamed = set(culprits)
+        waiting = sorted(s.rank for s in job.ranks if s.stuck is not None and s.rank not in blamed)
         group = next((g for g in job.groups if g.id == primary.group), None)
         network = next((f.value for sc in scans for f in sc.facts if f.key == "network"), None)
         size = size_finding(primary, dtype, group, tensor_of is not None, network)
@@ -815,7 +847,8 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     kind, culprits, summary, cause = _with_cause(job, kind, culprits, summary,
                                                  diagnose(scans, killed_ranks, min(fired, default=None), silent),
                                                  rank_hosts(scans))
-    waiting = [r for r in waiting if r not in culprits]
+    blamed = set(culprits)
+    waiting = [r for r in waiting if r not in blamed]
     kind, summary = _live_words(job, kind, culprits, summary)
     timeout_ms = primary.timeout_ms if primary is not None else None
     busy = (busy_rank(scans, culprits[0], timeout_ms) if kind is VerdictKind.LAGGING_RANK and len(culprits) == 1
@@ -852,7 +885,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     findings += _root_causes(scans, primary is not None)
     found = kind is not VerdictKind.NO_FAILURE
     killed = any(s.ending.kind is EndKind.KILLED and s.ending.signal in (None, "SIGKILL")
-                 for s in job.ranks if s.rank in culprits)
+                 for s in job.ranks if s.rank in blamed)
     # A rank the others wait for can be named even without its own input; what it did stays unknown.
     unknown = [s.rank for s in job.ranks if s.ending.kind is EndKind.UNKNOWN] if found else []
     named = _culprits_work(job, primary, culprits) if primary is not None else None
@@ -860,7 +893,8 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     host_kill = cause is not None and cause.cause.kind == "host_kill"
     dumps = {sc.dump.rank for sc in scans if sc.dump is not None}
     dumped = bool(dumps) and {s.rank for s in job.ranks if s.present} <= dumps
-    others = [s for s in job.ranks if s.rank in waiting]
+    waiters = set(waiting)
+    others = [s for s in job.ranks if s.rank in waiters]
     waited = ("timeouts" if any(s.stuck is not None for s in others) else
               "NCCL errors" if any(s.ending.kind is EndKind.NCCL_ERROR for s in others) else "")
     steps = next_steps(kind, culprits, killed and not host_kill, unknown, dumped and not unknown, waited,
@@ -928,6 +962,7 @@ def _evidence(job: Job, culprits: Sequence[int], cause: Diagnosis | None = None,
     works: at most eight lines."""
     locs = list(cause.locs) if cause is not None else []
     locs += [busy.loc] if busy is not None else []
-    locs += [s.ending.loc for s in job.ranks if s.rank in culprits and s.ending.loc is not None]
+    named = set(culprits)
+    locs += [s.ending.loc for s in job.ranks if s.rank in named and s.ending.loc is not None]
     locs += [s.stuck.loc for s in job.ranks if s.stuck is not None and s.stuck.loc is not None]
     return tuple(dict.fromkeys(locs))[:8]
