@@ -14,14 +14,13 @@ The roots of the wait-for graph are the answer; how they ended names the verdict
 
 from __future__ import annotations
 
-import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ncclcheck import signals
 from ncclcheck.evidence.frdump import Frame
-from ncclcheck.evidence.types import ElasticFailure, ErrorKind, Fact, FileScan, Loc, RankError
+from ncclcheck.evidence.types import ElasticFailure, FileScan, Loc
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.build import build_job
 from ncclcheck.job.causes import (
@@ -53,7 +52,6 @@ from ncclcheck.job.findings import (
     size_finding,
 )
 from ncclcheck.job.graph import UNKNOWN_NODE, gaps
-from ncclcheck.job.hosts import join_events, peers_lost, rank_hosts
 from ncclcheck.job.live import HOST_CODE, UNKNOWN, live_summary
 from ncclcheck.job.model import (
     Analysis,
@@ -512,14 +510,13 @@ def _stuck_verdict(job: Job, roots: _Roots, primary: Work) -> tuple[VerdictKind,
             "NVLink/PCIe P2P, NCCL itself).")
 
 
-def _lost_peer_verdict(scans: Sequence[FileScan], job: Job,
-                       nccl_err: list[int]) -> tuple[VerdictKind, list[int], list[int], str]:
+def _lost_peer_verdict(job: Job, nccl_err: list[int]) -> tuple[VerdictKind, list[int], list[int], str]:
     """Ranks whose NCCL lost a connection: the root is a rank that stopped without a word, narrowed to the host of
     the peer their WARN lines name when the inputs place ranks there."""
     by_rank = {s.rank: s for s in job.ranks}
     quiet = [s.rank for s in job.ranks if s.ending.kind is EndKind.SILENT]
-    lost = peers_lost(scans)
-    hosts = rank_hosts(scans)
+    lost = job.facts.peers_lost
+    hosts = job.facts.hosts
     there = sorted({r for p in lost for r in p.ranks} - set(nccl_err))
     placed = set(there)
     # A quiet rank the inputs place on another host than every lost peer did not take the connection down (the
@@ -557,21 +554,7 @@ def _lost_peer_verdict(scans: Sequence[FileScan], job: Job,
     return VerdictKind.NCCL_ERROR, [], nccl_err, f"{said} No rank in these inputs stopped without an error: suspect the network."
 
 
-def _exit_teardown(scans: Sequence[FileScan]) -> list[Fact]:
-    """ProcessGroupNCCL's exit warnings printed before a heartbeat failure (in its file, or by its rank): the
-    watchdog fired while the groups were torn down at the interpreter's exit, not during the job's work."""
-    last: dict[str, int] = {}  # each file's last heartbeat line
-    ranks: set[int | None] = set()
-    for s in scans:
-        for h in s.heartbeats:
-            last[h.loc.file] = max(h.loc.line, last.get(h.loc.file, h.loc.line))
-            ranks.add(h.who.rank)
-    return [f for s in scans for f in s.facts if f.key == "exit_without_destroy" and (
-        f.loc.line < last.get(f.loc.file, f.loc.line) or (f.who.rank is not None and f.who.rank in ranks))]
-
-
-def _alone_after_the_end(scans: Sequence[FileScan], job: Job,
-                         primary: Work) -> tuple[VerdictKind, list[int], str] | None:
+def _alone_after_the_end(job: Job, primary: Work) -> tuple[VerdictKind, list[int], str] | None:
     """Ranks stuck in a collective after the program said the others' work, or their own training, was over.
 
     Where the inputs name no member that could still arrive, a rank that waits after the others printed that they
@@ -581,7 +564,7 @@ def _alone_after_the_end(scans: Sequence[FileScan], job: Job,
     stuck = {s.rank: s.stuck for s in job.ranks if s.stuck is not None}
     if not stuck or any(s.ending.kind is EndKind.UNKNOWN for s in job.ranks):
         return None
-    facts = [f for sc in scans for f in sc.facts if f.key == "work_done"]
+    facts = job.facts.work_done
     others = sorted({int(f.value) for f in facts if f.value.isdigit()} - set(stuck))
     last: dict[str, int] = {}  # each file's last line of a stuck work
     for w in stuck.values():
@@ -604,14 +587,14 @@ def _alone_after_the_end(scans: Sequence[FileScan], job: Job,
             "logging), or one of another size that the others' smaller call let them finish.")
 
 
-def _quiet_verdict(scans: Sequence[FileScan], job: Job) -> tuple[VerdictKind, list[int], list[int], str]:
+def _quiet_verdict(job: Job) -> tuple[VerdictKind, list[int], list[int], str]:
     """No rank is stuck in a collective: a stuck watchdog, a DETAIL mismatch, a failure, an NCCL error, or nothing."""
     by_rank = {s.rank: s for s in job.ranks}
-    heartbeats = [h for s in scans for h in s.heartbeats]
-    mismatches = [m for s in scans for m in s.mismatches]
+    heartbeats = job.facts.heartbeats
+    mismatches = job.facts.mismatches
     failed = [s.rank for s in job.ranks if s.ending.kind in _FAILED]
     nccl_err = [s.rank for s in job.ranks if s.ending.kind is EndKind.NCCL_ERROR]
-    if heartbeats and (exits := _exit_teardown(scans)):
+    if heartbeats and (exits := job.facts.exit_teardown):
         hung = sorted({h.who.rank for h in heartbeats if h.who.rank is not None})
         said = sorted({f.who.rank for f in exits if f.who.rank is not None})
         groups = sorted({h.pg.label() for h in heartbeats if h.pg is not None})
@@ -634,9 +617,9 @@ def _quiet_verdict(scans: Sequence[FileScan], job: Job) -> tuple[VerdictKind, li
         return (VerdictKind.RANK_FAILED_FIRST, failed, nccl_err,
                 "; ".join(f"Rank {r} failed: {by_rank[r].ending.detail}" for r in failed) + ".")
     if nccl_err:
-        return _lost_peer_verdict(scans, job, nccl_err)
+        return _lost_peer_verdict(job, nccl_err)
     # A launcher's task range of a stated world far beyond the inputs: said as stated, its ranks never listed.
-    spans = [f for s in scans for f in s.elastic if f.rank is not None and f.last_rank is not None
+    spans = [f for f in job.facts.elastic if f.rank is not None and f.last_rank is not None
              and job.rank(f.rank) is None]
     killed = [f for f in spans if f.signal in signals.FATAL]
     if killed:
@@ -646,14 +629,14 @@ def _quiet_verdict(scans: Sequence[FileScan], job: Job) -> tuple[VerdictKind, li
                 f"The launcher reports {f.last_rank - f.rank + 1:,} tasks killed by {f.signal}"
                 f"{' on ' + f.host if f.host else ''} (ranks {f.rank}-{f.last_rank}, {f.loc}); these inputs hold none "
                 "of them, so they are reported as stated, not one by one.")
-    elastic = sorted({f.rank for s in scans for f in s.elastic if f.rank is not None
+    elastic = sorted({f.rank for f in job.facts.elastic if f.rank is not None
                       and not (f.last_rank is not None and job.rank(f.rank) is None)})  # not in spans
     if elastic:
         return (VerdictKind.ALL_RANKS_STUCK, [], elastic,
                 "Every failed rank in torchrun's summary ended by SIGABRT (the watchdog's abort after a collective "
                 "timeout) or SIGTERM (torchrun stopping the survivors); the timeout lines themselves are not in these "
                 "inputs. Give the ranks' own logs to name the collective.")
-    unnamed = [e for sc in scans for e in sc.errors if e.who.rank is None and _is_failure(e)]
+    unnamed = job.facts.unnamed_failures
     if unnamed:
         e = unnamed[0]
         more = f" ({len(unnamed) - 1} more such line{'s' if len(unnamed) > 2 else ''})" if len(unnamed) > 1 else ""
@@ -675,16 +658,6 @@ def _quiet_verdict(scans: Sequence[FileScan], job: Job) -> tuple[VerdictKind, li
             "No collective timeout, NCCL error, desync, heartbeat failure or rank failure found in these inputs.")
 
 
-# NCCL WARN lines that report a failure, not a fallback NCCL took on its own (no IB device, a path not found).
-_FAILING_WARN = re.compile(r"(?i)mismatch|truncated|fail|error|abort|timed? ?out|closed|unhandled")
-
-
-def _is_failure(e: RankError) -> bool:
-    """An error line that says something failed: any exception, NCCL or CUDA error, lost connection, or a failing
-    NCCL WARN."""
-    return e.kind is not ErrorKind.NCCL_WARN or bool(_FAILING_WARN.search(e.message))
-
-
 EXIT_TEARDOWN_STEP = (
     "Call `torch.distributed.destroy_process_group()` at the end of the program on every rank, after its last "
     "collective and before it exits: the groups (and their NCCL communicators) are then torn down together instead of "
@@ -698,7 +671,7 @@ _RESTATABLE = {VerdictKind.NO_FAILURE, VerdictKind.RANK_FAILED_FIRST, VerdictKin
 
 
 def _with_cause(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
-                d: Diagnosis | None, hosts: dict[int, frozenset[str]] | None = None,
+                d: Diagnosis | None, hosts: Mapping[int, frozenset[str]] | None = None,
                 ) -> tuple[VerdictKind, list[int], str, Diagnosis | None]:
     """Let the catalogue's cause name the failure, where the verdict so far only said that ranks failed or waited.
 
@@ -780,10 +753,10 @@ def _nobody(family: str) -> str:
     return "The job failed" if family == HOST else "A process failed"
 
 
-def _host_findings(scans: Sequence[FileScan], cause: Diagnosis | None) -> list[Finding]:
+def _host_findings(job: Job, cause: Diagnosis | None) -> list[Finding]:
     """Every host or scheduler record besides the one the verdict quotes: what it says, and whose it is."""
     out: list[Finding] = []
-    for j in join_events(scans):
+    for j in job.facts.host_records:
         if cause is not None and j.event.loc in cause.locs:
             continue
         text = describe(j)
@@ -825,19 +798,18 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     if primary is not None:
         roots = _roots(job)
         kind, culprits, summary = _consistent(job, *_stuck_verdict(job, roots, primary))
-        if kind is VerdictKind.INCOMPLETE and (alone := _alone_after_the_end(scans, job, primary)) is not None:
+        if kind is VerdictKind.INCOMPLETE and (alone := _alone_after_the_end(job, primary)) is not None:
             kind, culprits, summary = alone
         if kind is VerdictKind.DEADLOCK:
             ring = _cycle(job, roots.named)
         blamed = set(culprits)
         waiting = sorted(s.rank for s in job.ranks if s.stuck is not None and s.rank not in blamed)
         group = next((g for g in job.groups if g.id == primary.group), None)
-        network = next((f.value for sc in scans for f in sc.facts if f.key == "network"), None)
-        size = size_finding(primary, dtype, group, tensor_of is not None, network)
+        size = size_finding(primary, dtype, group, tensor_of is not None, job.facts.network)
         tensor = tensor_of(primary, group) if tensor_of is not None else None
         findings += [f for f in (size, tensor) if f is not None]
     else:
-        kind, culprits, waiting, summary = _quiet_verdict(scans, job)
+        kind, culprits, waiting, summary = _quiet_verdict(job)
     killed_ranks = [(s.rank, s.ending.loc, s.ending.signal or "") for s in job.ranks
                     if s.ending.kind is EndKind.KILLED and s.ending.loc is not None]
     fired = [r.started_s + r.ran_for_ms / 1000 for r in job.records if r.started_s is not None and r.ran_for_ms]
@@ -846,7 +818,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
               and s.ending.kind is EndKind.SILENT]
     kind, culprits, summary, cause = _with_cause(job, kind, culprits, summary,
                                                  diagnose(scans, killed_ranks, min(fired, default=None), silent),
-                                                 rank_hosts(scans))
+                                                 job.facts.hosts)
     blamed = set(culprits)
     waiting = [r for r in waiting if r not in blamed]
     kind, summary = _live_words(job, kind, culprits, summary)
@@ -862,7 +834,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     if kind is not VerdictKind.NO_FAILURE:
         findings.insert(0, Finding(Severity.ERROR, kind.value.replace("_", "-"), summary,
                                    _evidence(job, culprits, cause, busy)))
-    findings += _host_findings(scans, cause)
+    findings += _host_findings(job, cause)
     findings += counter_findings(records)
     findings += detector_findings(scans)
     findings += membership_findings(job)
@@ -875,14 +847,14 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                                 f"the last run, from line {r.line}, is analysed; the earlier run timed out too "
                                 f"({earlier}). Analyse it separately if it matters.",
                                 tuple(x.loc for x in r.earlier[:4])))
-    relaunches = [c for s in scans for c in s.clues if c.kind == "launcher" and "will restart worker group" in c.text]
+    relaunches = job.facts.relaunches
     if relaunches:
         findings.append(Finding(Severity.INFO, "elastic-restarts",
                                 f"torchrun restarted the workers after a failure {len(relaunches)} time(s) (last: "
                                 f"{relaunches[-1].text}). Each attempt is a run of its own: if they all fail the same "
                                 "way, more restarts will not help. Give one attempt's directory (attempt_N) to analyse "
                                 "it alone.", tuple(c.loc for c in relaunches[:8])))
-    findings += _root_causes(scans, primary is not None)
+    findings += _root_causes(job, primary is not None)
     found = kind is not VerdictKind.NO_FAILURE
     killed = any(s.ending.kind is EndKind.KILLED and s.ending.signal in (None, "SIGKILL")
                  for s in job.ranks if s.rank in blamed)
@@ -891,7 +863,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     named = _culprits_work(job, primary, culprits) if primary is not None else None
     pg = named.group.to_pg() if named is not None else None
     host_kill = cause is not None and cause.cause.kind == "host_kill"
-    dumps = {sc.dump.rank for sc in scans if sc.dump is not None}
+    dumps = job.facts.dumped
     dumped = bool(dumps) and {s.rank for s in job.ranks if s.present} <= dumps
     waiters = set(waiting)
     others = [s for s in job.ranks if s.rank in waiters]
@@ -899,20 +871,20 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
               "NCCL errors" if any(s.ending.kind is EndKind.NCCL_ERROR for s in others) else "")
     steps = next_steps(kind, culprits, killed and not host_kill, unknown, dumped and not unknown, waited,
                        slow_steps(busy) if busy is not None else ())
-    if primary is None and _exit_teardown(scans):
+    if primary is None and job.facts.exit_teardown:
         steps = (EXIT_TEARDOWN_STEP, *steps)
     if cause is not None:
         steps = (*cause.cause.fix, *((PROBE,) if cause.cause.probe else ()), *steps)
     verdict = Verdict(kind, summary, tuple(culprits), tuple(waiting), tuple(unknown), pg,
-                      named.seq if named is not None else _detail_seq(scans),
+                      named.seq if named is not None else job.facts.detail_seq,
                       chain_lines(job, culprits or ring) if found else (), tuple(findings), steps, cause, tuple(ring))
     return Analysis(tuple(scans), tuple(records), job, verdict, dtype)
 
 
-def _root_causes(scans: Sequence[FileScan], hung: bool) -> list[Finding]:
+def _root_causes(job: Job, hung: bool) -> list[Finding]:
     """torchrun's 'Root Cause' of every node's summary, each quoted: on a hang each is only the first process of its
     node to exit, not necessarily the rank that hung."""
-    roots = list({(f.rank, f.host, f.loc.file): f for s in scans for f in s.elastic if f.root_cause}.values())
+    roots = list({(f.rank, f.host, f.loc.file): f for f in job.facts.elastic if f.root_cause}.values())
     if not roots:
         return []
     nodes = len({(f.host, f.loc.file) for f in roots}) > 1
@@ -930,16 +902,6 @@ def _root_causes(scans: Sequence[FileScan], hung: bool) -> list[Finding]:
     what = ("each is only the first process of its node to exit" if nodes else "that is only the first process to exit")
     return [Finding(Severity.INFO, "root-cause-caveat", f"torchrun's 'Root Cause' {'on each node ' if nodes else ''}"
                     f"names {each}: {what}, not necessarily the rank that hung.", tuple(f.loc for f in roots[:8]))]
-
-
-_FP_SEQ = re.compile(r"SequenceNumber=(\d+)")
-
-
-def _detail_seq(scans: Sequence[FileScan]) -> int | None:
-    """The sequence number TORCH_DISTRIBUTED_DEBUG=DETAIL's fingerprints name, when they all name the same."""
-    seqs = {int(m[1]) for s in scans for x in s.mismatches for fp in (x.fingerprint_a, x.fingerprint_b)
-            if (m := _FP_SEQ.search(fp))}
-    return seqs.pop() if len(seqs) == 1 else None
 
 
 def _consistent(job: Job, kind: VerdictKind, culprits: list[int], summary: str) -> tuple[VerdictKind, list[int], str]:
