@@ -1,10 +1,11 @@
 """What the verdict reads of the inputs besides ranks, groups and the wait-for graph, read once into the model.
 
-Some lines belong to no rank's state but still decide or word a verdict: the heartbeat monitor and the exit
-warnings before it, DETAIL's mismatch reports, torchrun's failure summary and its restarts, the program's own "work
-done" lines, an error line that names no rank, which ranks left a dump, where each rank ran and the peers NCCL lost,
-the hosts' and the scheduler's records. They are gathered here when the job is built (``Job.facts``), so that the
-verdict decides from the job model alone and never walks the scans.
+Some lines belong to no rank's state but still decide or word a verdict: the heartbeat monitor and the exit warnings
+before it, DETAIL's mismatch reports, torchrun's failure summary and its restarts, the program's own "work done"
+lines, an error line that names no rank, which ranks left a dump, where each rank ran and the peers NCCL lost, the
+hosts' and the scheduler's records, the lines that show a rank was only busy and the framework the job used. They
+are gathered here when the job is built (``Job.facts``), so that the verdict decides from the job model alone and
+never walks the scans.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import replace
 from ncclcheck.evidence.types import ErrorKind, Fact, FileScan, RankError
 from ncclcheck.job.hosts import join_events, peers_lost, rank_hosts
 from ncclcheck.job.model import Job, JobFacts
+from ncclcheck.job.slow import busy_lines, framework
 
 # NCCL WARN lines that report a failure, not a fallback NCCL took on its own (no IB device, a path not found).
 _FAILING_WARN = re.compile(r"(?i)mismatch|truncated|fail|error|abort|timed? ?out|closed|unhandled")
@@ -45,6 +47,8 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         hosts=rank_hosts(scans),
         peers_lost=tuple(peers_lost(scans)),
         host_records=tuple(join_events(scans)),
+        busy=busy_lines(scans),
+        framework=framework(scans),
     )
 
 

@@ -271,6 +271,8 @@ class JobFacts:
     hosts: Mapping[int, frozenset[str]] = field(default_factory=dict)  # each rank's host names and addresses
     peers_lost: tuple[PeerLost, ...] = ()  # the peers whose connection NCCL lost, with the ranks placed there
     host_records: tuple[Joined, ...] = ()  # every host and scheduler record, joined to its ranks
+    busy: tuple[tuple[bool, Fact], ...] = ()  # busy lines (progress bars, "Evaluating"), each with "from a console"
+    framework: tuple[str, Loc | None] = ("torch", None)  # the framework the lines show, with the line that shows it
 
 
 @dataclass(frozen=True)

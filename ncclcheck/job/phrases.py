@@ -15,6 +15,7 @@ from ncclcheck.ranks import ranges_of, rank_phrase
 
 
 def sig(w: Work) -> str:
+    """``ALLREDUCE 4,096x1,024 Float``: a collective by what its members must agree on."""
     s = w.op.upper() if w.op else "an unnamed collective"
     if w.sizes:
         s += " " + ",".join("x".join(f"{d:,}" for d in sz) or "scalar" for sz in w.sizes)
@@ -35,10 +36,12 @@ def frame_line(f: Frame) -> str:
 
 
 def cap(text: str) -> str:
+    """The sentence's first letter capitalised, the rest (a rank range, a quoted line) left as it is."""
     return text[:1].upper() + text[1:]
 
 
 def short(w: Work, frame: bool = True) -> str:
+    """``dp #4 (train.py:49)``: a work by its group's name and number, and the line that issued it."""
     name = w.group.desc if w.group.desc and w.group.desc != "default_pg" else w.group.label()
     where = f" ({frame_line(w.frame)})" if frame and w.frame is not None else ""
     return f"{name} {w.number}{where}"

@@ -3,8 +3,8 @@
 A hang's rules are in job/hang.py; these are the rest: no rank stuck in a collective (a stuck watchdog, DETAIL's
 mismatch, a failure, lost peers, nothing), the catalogue's cause where it names the failure better, a live job's
 positions, and what a lagging rank was busy with. Everything is decided from ``Job`` (its ``facts`` hold what the
-inputs say beyond the ranks); the two lookups that still read lines (the cause catalogue, a rank's last busy line)
-are given as functions. The result is a frozen :class:`Decision`; job/wording.py words its findings and next steps.
+inputs say beyond the ranks); the one lookup that still reads lines, the cause catalogue's, is given as a function.
+The result is a frozen :class:`Decision`; job/wording.py words its findings and next steps.
 """
 
 from __future__ import annotations
@@ -43,14 +43,12 @@ from ncclcheck.job.hang import (
 from ncclcheck.job.live import HOST_CODE, UNKNOWN, live_summary
 from ncclcheck.job.model import EndKind, Job, VerdictKind, Work
 from ncclcheck.job.phrases import absent_phrase, cap, nobody
-from ncclcheck.job.slow import Busy
+from ncclcheck.job.slow import Busy, busy_rank
 from ncclcheck.ranks import rank_phrase
 
 # The cause catalogue's match (causes.diagnose over the inputs): killed ranks with their line and signal, when the
 # first watchdog fired, and the ranks named for dying without a word.
 Diagnose = Callable[[list[tuple[int, Loc, str]], float | None, list[int]], Diagnosis | None]
-# What a rank (None: a line that names none) was busy with at the end, with the collective's timeout.
-BusyOf = Callable[[int | None, int | None], Busy | None]
 
 
 @dataclass(frozen=True)
@@ -77,7 +75,7 @@ class Decision:
         return self.kind is not VerdictKind.NO_FAILURE
 
 
-def decide_job(job: Job, diagnose: Diagnose, busy_of: BusyOf) -> Decision:
+def decide_job(job: Job, diagnose: Diagnose) -> Decision:
     """The verdict's decision over the job model: the hang's rules or the quiet ones, then the cause, the live job's
     positions and a lagging rank's last busy line."""
     primary = primary_work(job)
@@ -106,9 +104,11 @@ def decide_job(job: Job, diagnose: Diagnose, busy_of: BusyOf) -> Decision:
     waiting = [r for r in waiting if r not in blamed]
     kind, summary = _live_words(job, kind, culprits, summary)
     timeout_ms = primary.timeout_ms if primary is not None else None
-    busy = busy_of(culprits[0], timeout_ms) if kind is VerdictKind.LAGGING_RANK and len(culprits) == 1 else None
-    unnamed = (busy_of(None, timeout_ms) if busy is None and kind in (VerdictKind.LAGGING_RANK, VerdictKind.INCOMPLETE)
-               else None)
+    lines, used = job.facts.busy, job.facts.framework
+    busy = (busy_rank(lines, used, culprits[0], timeout_ms) if kind is VerdictKind.LAGGING_RANK and len(culprits) == 1
+            else None)
+    unnamed = (busy_rank(lines, used, None, timeout_ms)
+               if busy is None and kind in (VerdictKind.LAGGING_RANK, VerdictKind.INCOMPLETE) else None)
     found = kind is not VerdictKind.NO_FAILURE
     killed = any(s.ending.kind is EndKind.KILLED and s.ending.signal in (None, "SIGKILL")
                  for s in job.ranks if s.rank in blamed)

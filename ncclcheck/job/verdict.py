@@ -27,7 +27,6 @@ from ncclcheck.job.findings import (
 from ncclcheck.job.model import Analysis, Group, Job, Record, Verdict, Work
 from ncclcheck.job.rules import Decision, decide_job
 from ncclcheck.job.runs import Restart
-from ncclcheck.job.slow import busy_rank
 
 # Names the tensor of a collective (explain's table, when the user gave the model); None when it cannot.
 TensorOf = Callable[[Work, Group | None], Finding | None]
@@ -39,8 +38,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
 
     ``tensor_of`` names the tensor of the hung collective (explain's table, when the user gave the model)."""
     job = build_job(scans, records)
-    d = decide_job(job, lambda killed, fired, silent: diagnose(scans, killed, fired, silent),
-                   lambda rank, timeout_ms: busy_rank(scans, rank, timeout_ms))
+    d = decide_job(job, lambda killed, fired, silent: diagnose(scans, killed, fired, silent))
     findings = [*wording.lead_findings(job, d), *_size_findings(job, d, dtype, tensor_of), *wording.busy_findings(d),
                 *wording.host_findings(job, d), *counter_findings(records), *detector_findings(scans),
                 *membership_findings(job), *report_findings(scans), *wording.run_findings(job, d, restarts)]
