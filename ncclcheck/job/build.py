@@ -34,6 +34,7 @@ from ncclcheck.evidence.types import (
     is_default_group,
 )
 from ncclcheck.job.causes import one_line
+from ncclcheck.job.facts import with_facts
 from ncclcheck.job.graph import gaps, wait_for
 from ncclcheck.job.live import live_state
 from ncclcheck.job.model import (
@@ -653,4 +654,4 @@ def _regroup(w: Work, gid: GroupId) -> Work:
 
 def build_job(scans: Sequence[FileScan], records: Sequence[Record]) -> Job:
     """Every source into one job: ranks, groups, positions, endings and the wait-for graph."""
-    return _Builder(scans, records).job()
+    return with_facts(_Builder(scans, records).job(), scans)

@@ -212,7 +212,8 @@ def mismatch_summary(ms: Sequence[Mismatch]) -> tuple[list[int], list[int], str]
     # named second says nothing. With no majority (two ranks, one report) neither side is shown to be wrong.
     tie = list(counts.values()).count(counts[top]) > 1
     culprit = [] if tie else sorted(r for r, fp in ran.items() if fp != top)
-    waiting = [] if tie else sorted(r for r in ran if r not in culprit)  # with no culprit, no one waited for one
+    differ = set(culprit)
+    waiting = [] if tie else sorted(r for r in ran if r not in differ)  # with no culprit, no one waited for one
     by_fp: dict[str, list[int]] = {}
     for r, fp in ran.items():
         by_fp.setdefault(fp, []).append(r)

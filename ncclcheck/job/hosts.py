@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from typing import TypeVar
 
 from ncclcheck.evidence.hostlog import bus_key
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, SystemEvent
+
+T = TypeVar("T")
 
 _PEER = re.compile(r"peer \[?([\w.:-]+?)\]?<(\d+)>")
 # An interface's address in NCCL's "eth0:10.0.0.1<0>" / "ib0:fe80::1%ib0<0>". Linear on any line: the IPv6 run is
@@ -60,6 +64,7 @@ def peers_lost(scans: Sequence[FileScan]) -> list[PeerLost]:
     """The peers whose connection a rank's NCCL reports closed or failed, each with the ranks placed on its host;
     a loopback address names no host."""
     hosts = rank_hosts(scans)
+    at_name = _index(hosts)  # each name's ranks: a lost peer is not matched against every rank
     out: list[PeerLost] = []
     seen: set[tuple[int | None, str]] = set()
     for s in scans:
@@ -69,7 +74,7 @@ def peers_lost(scans: Sequence[FileScan]) -> list[PeerLost]:
                 continue
             seen.add((e.who.rank, m[1]))
             names = frozenset({m[1], m[1].split(".")[0]} if not m[1][0].isdigit() else {m[1]})
-            ranks = tuple(sorted(r for r, at in hosts.items() if names & at))
+            ranks = tuple(sorted({r for n in names for r in at_name.get(n, ())}))
             out.append(PeerLost(e.who.rank, f"{m[1]}<{m[2]}>", e.loc, ranks, names))
     return out
 
@@ -143,6 +148,20 @@ def _slurm_task(ev: SystemEvent) -> int | None:
     return int(m[1]) if m else None
 
 
+def _index(values: Mapping[int, AbstractSet[T]]) -> dict[T, list[int]]:
+    """Each value's ranks."""
+    out: dict[T, list[int]] = defaultdict(list)
+    for r, vs in values.items():
+        for v in vs:
+            out[v].append(r)
+    return out
+
+
+def _away(hosts: Mapping[int, frozenset[str]], names: AbstractSet[str], on_host: AbstractSet[int], r: int) -> bool:
+    """Whether a record's host (its names; none: it names no host) is not where the inputs place rank ``r``."""
+    return bool(names) and bool(hosts.get(r)) and r not in on_host
+
+
 def join_events(scans: Sequence[FileScan]) -> list[Joined]:
     """Every host and scheduler record in the inputs, with the ranks it is about (none where nothing joins it;
     ``by`` is then "none" where the inputs place no rank at all, so that nothing could have joined it)."""
@@ -152,19 +171,23 @@ def join_events(scans: Sequence[FileScan]) -> list[Joined]:
     pids, buses, hosts, tasks = rank_pids(scans), rank_buses(scans), _hosts_with_tables(scans), _srun_tasks(scans)
     placed = bool(pids or buses or hosts)
     many_hosts = len({min(v) for v in hosts.values() if v}) > 1
+    # Each PID's, GPU's and host name's ranks, read once: a record is not matched against every rank.
+    by_pid, by_bus, by_name = _index(pids), _index(buses), _index(hosts)
     out: list[Joined] = []
     for ev in events:
         # A pod's name is its hostname, the one NCCL's line header prints.
         short = {n for name in (ev.host, ev.pod) if name for n in (name, name.split(".")[0])}
-        on_host = {r for r, at in hosts.items() if short & at}
-        elsewhere = {r for r, at in hosts.items() if short and at and not short & at}
-        if ev.pid is not None and (ranks := sorted(r for r, p in pids.items() if ev.pid in p and r not in elsewhere)):
+        on_host = {r for n in short for r in by_name.get(n, ())}
+        pid_ranks = by_pid.get(ev.pid, []) if ev.pid is not None else []
+        bus_ranks = by_bus.get(ev.bus, []) if ev.bus is not None else []
+        if ev.pid is not None and (ranks := sorted(r for r in pid_ranks if not _away(hosts, short, on_host, r))):
             caveat = "" if short or not many_hosts else "the record names no host, and PIDs repeat across hosts"
             out.append(Joined(ev, tuple(ranks), "pid", caveat))
-        elif ev.bus is not None and (ranks := sorted(r for r, b in buses.items() if ev.bus in b and r not in elsewhere)):
+        elif ev.bus is not None and (ranks := sorted(r for r in bus_ranks if not _away(hosts, short, on_host, r))):
             caveat = "" if short or not many_hosts else "the record names no host, and every host has a GPU there"
             out.append(Joined(ev, tuple(ranks), "bus", caveat))
-        elif (task := _slurm_task(ev)) is not None and any(lo <= task <= hi for lo, hi in tasks) and task not in elsewhere:
+        elif ((task := _slurm_task(ev)) is not None and any(lo <= task <= hi for lo, hi in tasks)
+              and not _away(hosts, short, on_host, task)):
             out.append(Joined(ev, (task,), "slurm_task"))
         elif on_host:
             out.append(Joined(ev, tuple(sorted(on_host)), "host"))

@@ -11,14 +11,27 @@ rank stuck in a group to the members it waits for; its sinks are the roots.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
 from ncclcheck.evidence.frdump import Frame
-from ncclcheck.evidence.types import PG, FileScan, InputProblem, LiveStack, Loc, RankError
+from ncclcheck.evidence.types import (
+    PG,
+    Clue,
+    ElasticFailure,
+    Fact,
+    FileScan,
+    Heartbeat,
+    InputProblem,
+    LiveStack,
+    Loc,
+    Mismatch,
+    RankError,
+)
 from ncclcheck.findings import Finding
 from ncclcheck.job.causes import Diagnosis
+from ncclcheck.job.hosts import Joined, PeerLost
 from ncclcheck.job.live import LivePosition, StackGroup
 from ncclcheck.job.world import WorldStatement
 
@@ -241,6 +254,28 @@ class Edge:
 
 
 @dataclass(frozen=True)
+class JobFacts:
+    """What the inputs say beyond the ranks' states, read once with the model (job/facts.py): the verdict decides
+    from these and the ranks, never from the scans."""
+
+    network: str | None = None  # the transport NCCL said it used ("IB", "Socket"): its first such line
+    heartbeats: tuple[Heartbeat, ...] = ()  # the heartbeat monitor fired
+    exit_teardown: tuple[Fact, ...] = ()  # "destroy_process_group() was not called" before a heartbeat failure
+    work_done: tuple[Fact, ...] = ()  # the program said a rank's work, or its own training loop, was over
+    mismatches: tuple[Mismatch, ...] = ()  # TORCH_DISTRIBUTED_DEBUG=DETAIL's reports
+    elastic: tuple[ElasticFailure, ...] = ()  # torchrun's (or a launcher's) failure summary entries
+    unnamed_failures: tuple[RankError, ...] = ()  # error lines that say something failed and name no rank
+    relaunches: tuple[Clue, ...] = ()  # torchrun restarting the worker group
+    dumped: frozenset[int | None] = frozenset()  # the ranks whose flight-recorder dump is in the inputs (None: unnamed)
+    detail_seq: int | None = None  # the one sequence number DETAIL's fingerprints name
+    hosts: Mapping[int, frozenset[str]] = field(default_factory=dict)  # each rank's host names and addresses
+    peers_lost: tuple[PeerLost, ...] = ()  # the peers whose connection NCCL lost, with the ranks placed there
+    host_records: tuple[Joined, ...] = ()  # every host and scheduler record, joined to its ranks
+    busy: tuple[tuple[bool, Fact], ...] = ()  # busy lines (progress bars, "Evaluating"), each with "from a console"
+    framework: tuple[str, Loc | None] = ("torch", None)  # the framework the lines show, with the line that shows it
+
+
+@dataclass(frozen=True)
 class Job:
     """The whole job as the inputs describe it."""
 
@@ -255,6 +290,7 @@ class Job:
     world_stated: WorldStatement | None = None  # the line the world size comes from; None: nothing states it
     world_at: Loc | None = None  # the line that states the world size
     unlisted: tuple[range, ...] = ()  # ranks of a stated world far beyond the inputs: no input, no state, as ranges
+    facts: JobFacts = JobFacts()  # what the inputs say beyond the ranks' states (job/facts.py)
 
     @property
     def unlisted_count(self) -> int:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ncclcheck.evidence.logparse import busy_phase
-from ncclcheck.evidence.types import FileScan, Loc
+from ncclcheck.evidence.types import Fact, FileScan, Loc
 from ncclcheck.transfer import human_seconds
 
 # The order in which a framework's own setting wins: the HF Trainer passes its ddp_timeout to Accelerate and to
@@ -77,17 +77,23 @@ def framework(scans: Sequence[FileScan]) -> tuple[str, Loc | None]:
     return name, seen.get(name)
 
 
-def busy_rank(scans: Sequence[FileScan], rank: int | None, timeout_ms: int | None) -> Busy | None:
+def busy_lines(scans: Sequence[FileScan]) -> tuple[tuple[bool, Fact], ...]:
+    """Every rank's last busy lines, each with whether it was read from a console (a file of no rank)."""
+    return tuple((s.path_rank is None, f) for s in scans for f in s.facts if f.key == "busy")
+
+
+def busy_rank(lines: Sequence[tuple[bool, Fact]], used: tuple[str, Loc | None], rank: int | None,
+              timeout_ms: int | None) -> Busy | None:
     """What ``rank`` was busy with, from its last such line (its own file's before a console's); ``None``: a
-    line that names no rank."""
-    lines = [(s.path_rank is None, f) for s in scans for f in s.facts if f.key == "busy" and f.who.rank == rank]
-    if not lines:
+    line that names no rank. ``lines``: :func:`busy_lines`; ``used``: the job's :func:`framework`."""
+    mine = [(console, f) for console, f in lines if f.who.rank == rank]
+    if not mine:
         return None
-    _, f = min(lines, key=lambda x: x[0])
+    _, f = min(mine, key=lambda x: x[0])
     phase = busy_phase(f.value)
     if phase is None:
         return None
-    name, loc = framework(scans)
+    name, loc = used
     return Busy(rank, phase, f.value, f.loc, name, loc, timeout_ms)
 
 

@@ -1,0 +1,78 @@
+"""What the verdict reads of the inputs besides ranks, groups and the wait-for graph, read once into the model.
+
+Some lines belong to no rank's state but still decide or word a verdict: the heartbeat monitor and the exit warnings
+before it, DETAIL's mismatch reports, torchrun's failure summary and its restarts, the program's own "work done"
+lines, an error line that names no rank, which ranks left a dump, where each rank ran and the peers NCCL lost, the
+hosts' and the scheduler's records, the lines that show a rank was only busy and the framework the job used. They
+are gathered here when the job is built (``Job.facts``), so that the verdict decides from the job model alone and
+never walks the scans.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ncclcheck.evidence.types import ErrorKind, Fact, FileScan, RankError
+from ncclcheck.job.hosts import join_events, peers_lost, rank_hosts
+from ncclcheck.job.model import Job, JobFacts
+from ncclcheck.job.slow import busy_lines, framework
+
+# NCCL WARN lines that report a failure, not a fallback NCCL took on its own (no IB device, a path not found).
+_FAILING_WARN = re.compile(r"(?i)mismatch|truncated|fail|error|abort|timed? ?out|closed|unhandled")
+
+_FP_SEQ = re.compile(r"SequenceNumber=(\d+)")
+
+
+def with_facts(job: Job, scans: Sequence[FileScan]) -> Job:
+    """The job with the facts of its inputs."""
+    return replace(job, facts=read_facts(scans))
+
+
+def read_facts(scans: Sequence[FileScan]) -> JobFacts:
+    """Every fact the verdict needs beyond the ranks' states, from the scans in their order."""
+    return JobFacts(
+        network=next((f.value for s in scans for f in s.facts if f.key == "network"), None),
+        heartbeats=tuple(h for s in scans for h in s.heartbeats),
+        exit_teardown=tuple(exit_teardown(scans)),
+        work_done=tuple(f for s in scans for f in s.facts if f.key == "work_done"),
+        mismatches=tuple(m for s in scans for m in s.mismatches),
+        elastic=tuple(f for s in scans for f in s.elastic),
+        unnamed_failures=tuple(e for s in scans for e in s.errors if e.who.rank is None and is_failure(e)),
+        relaunches=tuple(c for s in scans for c in s.clues
+                         if c.kind == "launcher" and "will restart worker group" in c.text),
+        dumped=frozenset(s.dump.rank for s in scans if s.dump is not None),
+        detail_seq=detail_seq(scans),
+        hosts=rank_hosts(scans),
+        peers_lost=tuple(peers_lost(scans)),
+        host_records=tuple(join_events(scans)),
+        busy=busy_lines(scans),
+        framework=framework(scans),
+    )
+
+
+def exit_teardown(scans: Sequence[FileScan]) -> list[Fact]:
+    """ProcessGroupNCCL's exit warnings printed before a heartbeat failure (in its file, or by its rank): the
+    watchdog fired while the groups were torn down at the interpreter's exit, not during the job's work."""
+    last: dict[str, int] = {}  # each file's last heartbeat line
+    ranks: set[int | None] = set()
+    for s in scans:
+        for h in s.heartbeats:
+            last[h.loc.file] = max(h.loc.line, last.get(h.loc.file, h.loc.line))
+            ranks.add(h.who.rank)
+    return [f for s in scans for f in s.facts if f.key == "exit_without_destroy" and (
+        f.loc.line < last.get(f.loc.file, f.loc.line) or (f.who.rank is not None and f.who.rank in ranks))]
+
+
+def detail_seq(scans: Sequence[FileScan]) -> int | None:
+    """The sequence number TORCH_DISTRIBUTED_DEBUG=DETAIL's fingerprints name, when they all name the same."""
+    seqs = {int(m[1]) for s in scans for x in s.mismatches for fp in (x.fingerprint_a, x.fingerprint_b)
+            if (m := _FP_SEQ.search(fp))}
+    return seqs.pop() if len(seqs) == 1 else None
+
+
+def is_failure(e: RankError) -> bool:
+    """An error line that says something failed: any exception, NCCL or CUDA error, lost connection, or a failing
+    NCCL WARN."""
+    return e.kind is not ErrorKind.NCCL_WARN or bool(_FAILING_WARN.search(e.message))
