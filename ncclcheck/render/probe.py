@@ -17,8 +17,7 @@ from ncclcheck.probe.host import Probe
 from ncclcheck.probe.lint import Recommendation, nccl_pick
 from ncclcheck.render.json_out import finding_json
 from ncclcheck.render.report import finding_lines
-
-SCHEMA_VERSION = 1
+from ncclcheck.schemas import PROBE as SCHEMA_VERSION
 
 
 def probe_json(p: Probe, findings: Sequence[Finding], recs: Sequence[Recommendation]) -> dict[str, Any]:
