@@ -1,7 +1,8 @@
 """Command-line wiring only: options in, core functions called, renderers out, exit codes.
 
-Start-up matters (``--help`` and shell completion run this module): at import time it loads Typer and nothing
-else of its own; each command imports the core and the renderers it needs when it runs.
+Start-up matters (``--help`` and shell completion run this module): at import time it loads Typer and, of its
+own, only the constants its help states (ncclcheck/schemas.py, the default dtype); each command imports the core and
+the renderers it needs when it runs.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
 import click
 import typer
 
-from ncclcheck import __version__
+from ncclcheck import __version__, schemas
+from ncclcheck.transfer import DEFAULT_DTYPE
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -118,7 +120,8 @@ def analyze_log(
     paths: Annotated[list[str], typer.Argument(metavar="PATH...", show_default=False,
                                                help="Log files, directories (recursive), globs, or - for stdin. "
                                                     "Plain text, .gz, .bz2 or .xz.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the machine-readable result (schema_version 5).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help=f"Print the machine-readable result (schema_version "
+                                                         f"{schemas.ANALYZE_LOG}).")] = False,
     per_rank: Annotated[bool, typer.Option("--per-rank", help="With --json: every record, rank, edge and event one "
                                                               "by one (kilobytes per rank) besides the classes.")]
     = False,
@@ -129,7 +132,7 @@ def analyze_log(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict.")] = False,
     dtype: Annotated[str, typer.Option(help="Element type assumed for size arithmetic (the log does not say).",
                                        autocompletion=_complete_dtypes)]
-    = "float32",
+    = DEFAULT_DTYPE,
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1,
                                                 help="Worker processes for large inputs (default: CPU count).")] = None,
     html: Annotated[Optional[str], typer.Option("--html", metavar="FILE",
@@ -394,10 +397,11 @@ def explain_cmd(
     head_bias: Annotated[bool, typer.Option("--head-bias", help="The classification head has a bias.")] = False,
     world_size: Annotated[Optional[int], typer.Option(min=1, help="Ranks in the process group.")] = None,
     tp: Annotated[Optional[int], typer.Option(min=1, help="Tensor-parallel degree.")] = None,
-    dtype: Annotated[Optional[str], typer.Option(help="Element type for bytes and times (default: the config's "
-                                                      "torch_dtype, else float32).",
+    dtype: Annotated[Optional[str], typer.Option(help=f"Element type for bytes and times (default: the config's "
+                                                      f"torch_dtype, else {DEFAULT_DTYPE}).",
                                                  autocompletion=_complete_dtypes)] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the machine-readable result (schema_version 3).")]
+    as_json: Annotated[bool, typer.Option("--json", help=f"Print the machine-readable result (schema_version "
+                                                         f"{schemas.EXPLAIN}).")]
     = False,
 ) -> None:
     """Say what tensor an element count is, and what it is not: exact, op-aware matches only.
@@ -439,7 +443,7 @@ def explain_cmd(
                   kv_heads=kv_heads, head_dim=head_dim, intermediate=intermediate, world_size=world_size, tp=tp,
                   num_labels=num_labels, head_bias=head_bias or None)
     dtype_from = "--dtype" if dtype else "config" if shape.dtype else "default"
-    dtype = dtype or shape.dtype or "float32"
+    dtype = dtype or shape.dtype or DEFAULT_DTYPE
     # (op, NumelIn, NumelOut, ranks): with --log, each record's own group's size where the logs state it.
     triples: list[tuple[Optional[str], int, Optional[int], Optional[int]]] = []
     n = _count(numel, "--numel")
@@ -692,7 +696,8 @@ def probe_cmd(
     files: Annotated[Optional[list[str]], typer.Argument(metavar="[NODE.json...]", show_default=False,
                                                          help="With --compare: saved `probe --format json` outputs.")]
     = None,
-    fmt: Annotated[ProbeFormat, typer.Option("--format", "-f", help="human report, shell export lines, or JSON.")]
+    fmt: Annotated[ProbeFormat, typer.Option("--format", "-f", help=f"human report, shell export lines, or JSON (schema_version "
+                                                               f"{schemas.PROBE}).")]
     = ProbeFormat.human,
     debug: Annotated[bool, typer.Option("--debug", help="Also recommend the variables for the next run of a failing "
                                                         "job (NCCL_DEBUG, flight recorder, desync debug).")] = False,
@@ -762,7 +767,8 @@ def snapshot_cmd(
     out: Annotated[Optional[str], typer.Option("--out", "-o", help="Also write everything to this archive "
                                                                    "(snapshot-<host>.tar.gz) for analyze-log.")]
     = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the machine-readable result (schema_version 3).")]
+    as_json: Annotated[bool, typer.Option("--json", help=f"Print the machine-readable result (schema_version "
+                                                         f"{schemas.SNAPSHOT}).")]
     = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict.")] = False,
     all_threads: Annotated[bool, typer.Option("--all-threads", help="Print every thread, not only the main one.")]

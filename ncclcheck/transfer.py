@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+DEFAULT_DTYPE = "float32"  # assumed for sizes and times when nothing says: a log never prints the dtype
 DTYPE_BYTES = {
     "float64": 8, "fp64": 8, "int64": 8,
     "float32": 4, "fp32": 4, "float": 4, "int32": 4,

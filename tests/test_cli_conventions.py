@@ -10,21 +10,44 @@ import sys
 import click
 import pytest
 import typer
+from conftest import DATA
 from typer.testing import CliRunner
 
-from ncclcheck import __version__
+from ncclcheck import __version__, schemas
 from ncclcheck.cli import app
+from ncclcheck.transfer import DEFAULT_DTYPE
 
 runner = CliRunner()
 
 
 def test_importing_the_cli_loads_no_core_module():
-    """`ncclcheck --help` pays only for Typer: the commands import what they need when they run."""
+    """`ncclcheck --help` pays only for Typer and the constants its help states (the schema versions, the default
+    dtype): the commands import what they need when they run."""
     code = ("import sys, ncclcheck.cli; "
             "print(sorted(m for m in sys.modules if m.startswith(('ncclcheck.', 'torch', 'rich', 'psutil'))"
             " and m != 'ncclcheck.cli'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert json.loads(out.replace("'", '"')) == []
+    assert json.loads(out.replace("'", '"')) == ["ncclcheck.schemas", "ncclcheck.transfer"]
+
+
+@pytest.mark.parametrize(("command", "said"), [
+    ("analyze-log", f"--json Print the machine-readable result (schema_version {schemas.ANALYZE_LOG})."),
+    ("analyze-log", f"(the log does not say). [default: {DEFAULT_DTYPE}]"),
+    ("explain", f"--json Print the machine-readable result (schema_version {schemas.EXPLAIN})."),
+    ("explain", f"(default: the config's torch_dtype, else {DEFAULT_DTYPE})."),
+    ("snapshot", f"--json Print the machine-readable result (schema_version {schemas.SNAPSHOT})."),
+    ("probe", f"or JSON (schema_version {schemas.PROBE})."),
+])
+def test_help_states_the_constants_the_commands_use(command, said):
+    r = runner.invoke(app, [command, "--help"], env={"COLUMNS": "400"})
+    assert said in " ".join(r.stdout.replace("│", " ").split())
+
+
+def test_the_json_is_the_version_the_help_states():
+    """The number in `analyze-log --help` is the one its --json prints (the help once said 5 of a version 6)."""
+    help_text = " ".join(runner.invoke(app, ["analyze-log", "--help"], env={"COLUMNS": "400"}).stdout.split())
+    out = json.loads(runner.invoke(app, ["analyze-log", "--json", str(DATA / "real" / "sleep")]).stdout)
+    assert f"(schema_version {out['schema_version']})." in help_text
 
 
 @pytest.mark.parametrize("args", [["-h"], ["--help"], ["analyze-log", "-h"], ["probe", "-h"], ["explain", "-h"]])

@@ -46,3 +46,35 @@ def test_every_doc_page_is_linked_from_the_readme():
     readme = (ROOT / "README.md").read_text()
     for page in PAGES[1:]:
         assert f"docs/{page.name}" in readme, page.name
+
+
+def _stated() -> list[tuple[str, str, object]]:
+    """Numbers the manual states, each with the constant it describes: (page, pattern with the number, value)."""
+    from ncclcheck import schemas
+    from ncclcheck.bench.report import SCHEMA_VERSION as BENCH
+    from ncclcheck.cli import MANY_FILES
+    from ncclcheck.evidence import bundle
+    from ncclcheck.evidence.scan import PARALLEL_MIN_BYTES
+    from ncclcheck.transfer import DEFAULT_DTYPE
+
+    return [
+        ("json.md", r"`schema_version` (\d+)", schemas.ANALYZE_LOG),
+        ("json.md", r'\{"schema_version": (\d+)', schemas.ANALYZE_LOG),
+        ("json.md", r'\{"ncclcheck_evidence": (\d+)', bundle.FORMAT),
+        ("explain.md", r"`schema_version` (\d+)", schemas.EXPLAIN),
+        ("snapshot.md", r"schema_version (\d+)", schemas.SNAPSHOT),
+        ("probe.md", r"`--compare --format json`\*\* \(`schema_version` (\d+)", schemas.PROBE_COMPARE),
+        ("bench.md", r"`schema_version` (\d+)", BENCH),
+        ("analyze-log.md", r"assumed for the size arithmetic \(default `(\w+)`", DEFAULT_DTYPE),
+        ("explain.md", r"the config's `torch_dtype`, else (\w+)\)", DEFAULT_DTYPE),
+        ("analyze-log.md", r"inputs under (\d+) MiB are read in-process", PARALLEL_MIN_BYTES >> 20),
+        ("analyze-log.md", r"or ([\d,]+) files or more, shows a progress bar", f"{MANY_FILES:,}"),
+    ]
+
+
+@pytest.mark.parametrize(("page", "pattern", "value"), _stated(), ids=lambda x: x if isinstance(x, str) else "")
+def test_the_manual_states_the_numbers_the_code_uses(page, pattern, value):
+    """A schema version or a default written in docs/ is the constant's value (the help once said 5 of a version 6)."""
+    said = re.findall(pattern, (ROOT / "docs" / page).read_text())
+    assert said, f"{page}: {pattern} not found"
+    assert set(said) == {str(value)}, f"{page}: says {said}, the code {value}"

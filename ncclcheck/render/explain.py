@@ -19,9 +19,8 @@ from ncclcheck.explain.core import COINCIDENCE, MATCH, Candidate, Explanation, S
 from ncclcheck.explain.counts import format_factors
 from ncclcheck.explain.models import Model
 from ncclcheck.explain.table import Table as ParamTable
+from ncclcheck.schemas import EXPLAIN as SCHEMA_VERSION
 from ncclcheck.transfer import human_bytes, human_seconds
-
-SCHEMA_VERSION = 4
 
 
 def _candidate_json(c: Candidate) -> dict[str, Any]:

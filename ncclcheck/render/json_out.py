@@ -17,15 +17,14 @@ from operator import attrgetter
 from typing import Any
 
 from ncclcheck.evidence.frdump import Frame
-from ncclcheck.evidence.types import PG, DesyncReport, FileScan, Loc
+from ncclcheck.evidence.types import PG, FileScan, Lagging, Loc
 from ncclcheck.findings import Finding
 from ncclcheck.job.causes import Diagnosis
 from ncclcheck.job.hosts import join_events
 from ncclcheck.job.model import STATED_LIMIT as LISTED
 from ncclcheck.job.model import Analysis, Edge, Group, GroupId, Job, Position, RankState, Record, Verdict, Work
 from ncclcheck.ranks import ranges, ranges_of
-
-SCHEMA_VERSION = 6
+from ncclcheck.schemas import ANALYZE_LOG as SCHEMA_VERSION
 
 
 def pg_json(pg: PG | None) -> dict[str, Any] | None:
@@ -130,59 +129,118 @@ def _edge(e: Edge) -> dict[str, Any]:
             "work": work_json(e.work)}
 
 
-# ---------------------------------------------------------------------------------------------- per rank
+# ---------------------------------------------------------------------------------------------- events
+# Each event list of the JSON is written twice, item by item (``per_rank.events``) and folded into classes
+# (``events``); one table says what each holds, and both writers read it.  A field is one of:
+#   WHAT   what happened: written in both forms, and the classes' key (the raw value; JSON through ``to``)
+#   WHOSE  whose it is or where (a rank, a group rank, a pid): item by item only; a class has its ``ranks``
+#   GROUP  the process group: ``{id, guid, desc}`` item by item, ``{id, desc}`` in a class (``groups`` counts them)
+#   OTHER  the other rank of a pair: item by item under its name, in a class as the ``other_ranks`` set
+WHAT, WHOSE, GROUP, OTHER = "what", "whose", "group", "other"
+
+
+class _Field:
+    __slots__ = ("name", "role", "get", "to")
+
+    def __init__(self, name: str, role: str, get: Callable[[Any], Any], to: Callable[[Any], Any] | None = None) -> None:
+        self.name, self.role, self.get, self.to = name, role, get, to
+
+
+class _Event:
+    """One event list: the scans' attribute it comes from, which items, whose they are, and their fields in order."""
+
+    __slots__ = ("name", "attr", "keep", "rank", "fields", "count_groups")
+
+    def __init__(self, name: str, attr: str, rank: Callable[[Any], int | None], fields: Sequence[_Field],
+                 keep: Callable[[Any], bool] | None = None, count_groups: bool = True) -> None:
+        self.name, self.attr, self.keep, self.rank, self.fields = name, attr, keep, rank, tuple(fields)
+        self.count_groups = count_groups  # a class says how many groups (GUIDs) its items are in
+
+    def items(self, scans: Sequence[FileScan]) -> Iterable[Any]:
+        every = chain.from_iterable(getattr(s, self.attr) for s in scans)
+        return every if self.keep is None else filter(self.keep, every)
+
+    def one(self, x: Any) -> dict[str, Any]:
+        """One item, every field."""
+        out: dict[str, Any] = {}
+        for f in self.fields:
+            v = f.get(x)
+            out[f.name] = pg_json(v) if f.role == GROUP else f.to(v) if f.to is not None else v
+        out["at"] = loc_json(x.loc)
+        return out
+
+    def folded(self, scans: Sequence[FileScan]) -> list[dict[str, Any]]:
+        """The classes: items with the same WHAT (and group) are one, their ranks a set."""
+        what = [f for f in self.fields if f.role in (WHAT, GROUP)]
+        group = next((f.get for f in self.fields if f.role == GROUP), None)
+        other = next((f.get for f in self.fields if f.role == OTHER), None)
+
+        def key(x: Any) -> Hashable:
+            return tuple(_pg_key(f.get(x)) if f.role == GROUP else f.get(x) for f in what)
+
+        out = []
+        guid = (lambda x: _guid(group(x))) if group is not None and self.count_groups else None
+        for c in _fold(self.items(scans), key, self.rank, guid, other):
+            x = c.first
+            row = _head(c)
+            for f in self.fields:
+                if f.role == GROUP:
+                    row[f.name] = _pg_class(f.get(x))
+                    if self.count_groups:
+                        row.update(_groups_of(c))
+                elif f.role == OTHER:
+                    row["other_ranks"] = ranks_json(c.others)
+                elif f.role == WHAT:
+                    v = f.get(x)
+                    row[f.name] = f.to(v) if f.to is not None else v
+            row["at"] = loc_json(x.loc)
+            out.append(row)
+        return out
+
+
+def _what(*names: str) -> list[_Field]:
+    return [_Field(n, WHAT, attrgetter(n)) for n in names]
+
+
+_WHO_RANK = attrgetter("who.rank")
+_EVENTS = (
+    _Event("dump_signals", "dump_signals", attrgetter("who.global_rank"), [
+        _Field("global_rank", WHOSE, attrgetter("who.global_rank")), _Field("pg", GROUP, attrgetter("pg")),
+        *_what("from_rank", "last_enqueued", "last_completed")]),
+    _Event("heartbeats", "heartbeats", _WHO_RANK, [
+        _Field("rank", WHOSE, _WHO_RANK), _Field("pg", GROUP, attrgetter("pg")), *_what("kind", "seconds")],
+        count_groups=False),
+    _Event("desync_reports", "desync", attrgetter("reporting_rank"), [
+        _Field("reporting_rank", WHOSE, attrgetter("reporting_rank")), *_what("timeout_collective", "timeout_index"),
+        _Field("lagging", WHAT, attrgetter("lagging"), lambda xs: [_lagging(x) for x in xs]),
+        _Field("snapshot", WHAT, attrgetter("snapshot"),
+               lambda xs: [{"index": i, "state": st, "op": op, "ranks": list(rs)} for i, st, op, rs in xs])]),
+    _Event("mismatches", "mismatches", attrgetter("rank_a"), [
+        _Field("rank_a", WHOSE, attrgetter("rank_a")), *_what("fingerprint_a"),
+        _Field("rank_b", OTHER, attrgetter("rank_b")), *_what("fingerprint_b")]),
+    _Event("errors", "errors", _WHO_RANK, [
+        _Field("rank", WHOSE, _WHO_RANK), _Field("kind", WHAT, attrgetter("kind"), attrgetter("value")),
+        *_what("message")]),
+    _Event("nccl_errors", "works", _WHO_RANK, [
+        _Field("rank", WHOSE, _WHO_RANK), _Field("group_rank", WHOSE, attrgetter("rank")),
+        *_what("seq", "op_type", "error")], keep=lambda w: w.evidence == "async_exception"),
+    _Event("group_inits", "group_inits", attrgetter("global_rank"), [
+        _Field("global_rank", WHOSE, attrgetter("global_rank")), _Field("pg", GROUP, attrgetter("pg")),
+        _Field("group_rank", WHOSE, attrgetter("group_rank")), *_what("size", "timeout_ms")]),
+    _Event("elastic_failures", "elastic", attrgetter("rank"), [
+        _Field("rank", WHOSE, attrgetter("rank")), _Field("local_rank", WHOSE, attrgetter("local_rank")),
+        *_what("exitcode"), _Field("pid", WHOSE, attrgetter("pid")), *_what("signal"),
+        _Field("host", WHOSE, attrgetter("host")), _Field("time", WHOSE, attrgetter("time")), *_what("root_cause")]),
+    _Event("stacks", "stacks", _WHO_RANK, [
+        _Field("rank", WHOSE, _WHO_RANK), _Field("frames", WHAT, attrgetter("frames"), lambda fs: [_frame(f) for f in fs])]),
+    _Event("clues", "clues", _WHO_RANK, [_Field("rank", WHOSE, _WHO_RANK), *_what("kind", "text")]),
+    _Event("facts", "facts", _WHO_RANK, [_Field("rank", WHOSE, _WHO_RANK), *_what("key", "value")]),
+)
+
+
 def _events(a: Analysis) -> dict[str, list[dict[str, Any]]]:
-    return {
-        "dump_signals": [
-            {"global_rank": d.who.global_rank, "pg": pg_json(d.pg), "from_rank": d.from_rank,
-             "last_enqueued": d.last_enqueued, "last_completed": d.last_completed, "at": loc_json(d.loc)}
-            for s in a.scans for d in s.dump_signals
-        ],
-        "heartbeats": [
-            {"rank": h.who.rank, "pg": pg_json(h.pg), "kind": h.kind, "seconds": h.seconds, "at": loc_json(h.loc)}
-            for s in a.scans for h in s.heartbeats
-        ],
-        "desync_reports": [
-            {"reporting_rank": d.reporting_rank, **_desync(d), "at": loc_json(d.loc)} for s in a.scans for d in s.desync
-        ],
-        "mismatches": [
-            {"rank_a": m.rank_a, "fingerprint_a": m.fingerprint_a, "rank_b": m.rank_b,
-             "fingerprint_b": m.fingerprint_b, "at": loc_json(m.loc)}
-            for s in a.scans for m in s.mismatches
-        ],
-        "errors": [
-            {"rank": e.who.rank, "kind": e.kind.value, "message": e.message, "at": loc_json(e.loc)}
-            for s in a.scans for e in s.errors
-        ],
-        "nccl_errors": [
-            {"rank": w.who.rank, "group_rank": w.rank, "seq": w.seq, "op_type": w.op_type, "error": w.error,
-             "at": loc_json(w.loc)}
-            for s in a.scans for w in s.works if w.evidence == "async_exception"
-        ],
-        "group_inits": [
-            {"global_rank": g.global_rank, "pg": pg_json(g.pg), "group_rank": g.group_rank, "size": g.size,
-             "timeout_ms": g.timeout_ms, "at": loc_json(g.loc)}
-            for s in a.scans for g in s.group_inits
-        ],
-        "elastic_failures": [
-            {"rank": f.rank, "local_rank": f.local_rank, "exitcode": f.exitcode, "pid": f.pid, "signal": f.signal,
-             "host": f.host, "time": f.time, "root_cause": f.root_cause, "at": loc_json(f.loc)}
-            for s in a.scans for f in s.elastic
-        ],
-        "stacks": [
-            {"rank": st.who.rank, "frames": [_frame(f) for f in st.frames], "at": loc_json(st.loc)}
-            for s in a.scans for st in s.stacks
-        ],
-        "clues": [
-            {"rank": c.who.rank, "kind": c.kind, "text": c.text, "at": loc_json(c.loc)}
-            for s in a.scans for c in s.clues
-        ],
-        "facts": [
-            {"rank": f.who.rank, "key": f.key, "value": f.value, "at": loc_json(f.loc)}
-            for s in a.scans for f in s.facts
-        ],
-        "system": _system(a),
-    }
+    """Every event one by one."""
+    return {**{e.name: [e.one(x) for x in e.items(a.scans)] for e in _EVENTS}, "system": _system(a)}
 
 
 def _system(a: Analysis) -> list[dict[str, Any]]:
@@ -200,11 +258,9 @@ def _frame(f: Frame) -> dict[str, Any]:
     return {"name": f.name, "file": f.file, "line": f.line}
 
 
-def _desync(d: DesyncReport) -> dict[str, Any]:
-    return {"timeout_collective": d.timeout_collective, "timeout_index": d.timeout_index,
-            "lagging": [{"ranks": list(x.ranks), "finished": x.finished, "did_not_join": x.did_not_join,
-                         "did_not_finish": x.did_not_finish, "never_joined": x.never_joined} for x in d.lagging],
-            "snapshot": [{"index": i, "state": st, "op": op, "ranks": list(rs)} for i, st, op, rs in d.snapshot]}
+def _lagging(x: Lagging) -> dict[str, Any]:
+    return {"ranks": list(x.ranks), "finished": x.finished, "did_not_join": x.did_not_join,
+            "did_not_finish": x.did_not_finish, "never_joined": x.never_joined}
 
 
 def _per_rank(a: Analysis) -> dict[str, Any]:
@@ -385,70 +441,8 @@ def _edges(edges: Sequence[Edge]) -> list[dict[str, Any]]:
 
 
 def _folded_events(a: Analysis) -> dict[str, list[dict[str, Any]]]:
-    scans = a.scans
-
-    def each(name: str) -> Iterable[Any]:
-        return chain.from_iterable(getattr(s, name) for s in scans)
-
-    def at(c: _Class) -> dict[str, str]:
-        return {"at": loc_json(c.first.loc)}
-
-    out: dict[str, list[dict[str, Any]]] = {}
-    out["dump_signals"] = [
-        {**_head(c), "pg": _pg_class(d.pg), **_groups_of(c), "from_rank": d.from_rank,
-         "last_enqueued": d.last_enqueued, "last_completed": d.last_completed, **at(c)}
-        for c in _fold(each("dump_signals"), lambda d: (_pg_key(d.pg), d.from_rank, d.last_enqueued, d.last_completed),
-                       lambda d: d.who.global_rank, lambda d: _guid(d.pg)) for d in (c.first,)
-    ]
-    out["heartbeats"] = [
-        {**_head(c), "pg": _pg_class(h.pg), "kind": h.kind, "seconds": h.seconds, **at(c)}
-        for c in _fold(each("heartbeats"), lambda h: (_pg_key(h.pg), h.kind, h.seconds), lambda h: h.who.rank)
-        for h in (c.first,)
-    ]
-    out["desync_reports"] = [
-        {**_head(c), **_desync(c.first), **at(c)}
-        for c in _fold(each("desync"), lambda d: (d.timeout_collective, d.timeout_index, d.lagging, d.snapshot),
-                       lambda d: d.reporting_rank)
-    ]
-    out["mismatches"] = [
-        {**_head(c), "fingerprint_a": m.fingerprint_a, "other_ranks": ranks_json(c.others),
-         "fingerprint_b": m.fingerprint_b, **at(c)}
-        for c in _fold(each("mismatches"), lambda m: (m.fingerprint_a, m.fingerprint_b), lambda m: m.rank_a,
-                       None, lambda m: m.rank_b) for m in (c.first,)
-    ]
-    out["errors"] = [
-        {**_head(c), "kind": e.kind.value, "message": e.message, **at(c)}
-        for c in _fold(each("errors"), lambda e: (e.kind, e.message), lambda e: e.who.rank) for e in (c.first,)
-    ]
-    out["nccl_errors"] = [
-        {**_head(c), "seq": w.seq, "op_type": w.op_type, "error": w.error, **at(c)}
-        for c in _fold((w for w in each("works") if w.evidence == "async_exception"),
-                       lambda w: (w.seq, w.op_type, w.error), lambda w: w.who.rank) for w in (c.first,)
-    ]
-    out["group_inits"] = [
-        {**_head(c), "pg": _pg_class(g.pg), **_groups_of(c), "size": g.size, "timeout_ms": g.timeout_ms, **at(c)}
-        for c in _fold(each("group_inits"), attrgetter("pg.id", "pg.desc", "size", "timeout_ms"),
-                       attrgetter("global_rank"), attrgetter("pg.guid")) for g in (c.first,)
-    ]
-    out["elastic_failures"] = [
-        {**_head(c), "exitcode": f.exitcode, "signal": f.signal, "root_cause": f.root_cause, **at(c)}
-        for c in _fold(each("elastic"), lambda f: (f.exitcode, f.signal, f.root_cause), lambda f: f.rank)
-        for f in (c.first,)
-    ]
-    out["stacks"] = [
-        {**_head(c), "frames": [_frame(f) for f in c.first.frames], **at(c)}
-        for c in _fold(each("stacks"), lambda st: st.frames, lambda st: st.who.rank)
-    ]
-    out["clues"] = [
-        {**_head(c), "kind": x.kind, "text": x.text, **at(c)}
-        for c in _fold(each("clues"), lambda x: (x.kind, x.text), lambda x: x.who.rank) for x in (c.first,)
-    ]
-    out["facts"] = [
-        {**_head(c), "key": f.key, "value": f.value, **at(c)}
-        for c in _fold(each("facts"), attrgetter("key", "value"), attrgetter("who.rank")) for f in (c.first,)
-    ]
-    out["system"] = _system(a)  # a host's records are few: one by one
-    return out
+    """Every event list as classes; a host's records are few: one by one."""
+    return {**{e.name: e.folded(a.scans) for e in _EVENTS}, "system": _system(a)}
 
 
 def _inputs(scans: Sequence[FileScan]) -> dict[str, Any]:

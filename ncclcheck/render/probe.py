@@ -18,8 +18,8 @@ from ncclcheck.probe.lint import Recommendation, nccl_pick
 from ncclcheck.probe.nodes import Comparison
 from ncclcheck.render.json_out import finding_json
 from ncclcheck.render.report import finding_lines
-
-SCHEMA_VERSION = 1
+from ncclcheck.schemas import PROBE as SCHEMA_VERSION
+from ncclcheck.schemas import PROBE_COMPARE as COMPARE_SCHEMA_VERSION
 
 
 def probe_json(p: Probe, findings: Sequence[Finding], recs: Sequence[Recommendation]) -> dict[str, Any]:
@@ -103,8 +103,6 @@ def report(p: Probe, findings: Sequence[Finding], recs: Sequence[Recommendation]
             parts.append(whole(f"export {r.name}={shlex.quote(r.value)}"))
     return Group(*parts)
 
-
-COMPARE_SCHEMA_VERSION = 2
 
 
 def compare_json(c: Comparison) -> dict[str, Any]:

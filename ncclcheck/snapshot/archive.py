@@ -19,9 +19,8 @@ from typing import Any
 from ncclcheck.evidence.archive import DOC, FORMAT, KERNEL, scans
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.types import FileScan
+from ncclcheck.schemas import SNAPSHOT as SCHEMA_VERSION  # 2 had ``culprit_ranks``, ``cycle``; 1 ``root_ranks``
 from ncclcheck.snapshot.collect import Snapshot
-
-SCHEMA_VERSION = 3  # 3: the verdict is analyze-log's verdict object with the live positions; 2: ``culprit_ranks``, ``cycle``
 
 
 def _frames(frames: tuple[Frame, ...]) -> list[dict[str, Any]]:

@@ -1,0 +1,15 @@
+"""The version of each machine-readable output, in one place: its writer prints it, the help and the manual state it.
+
+A version changes when a field is added, renamed or removed, and the page that describes the output says what each
+version changed (docs/json.md, docs/explain.md, docs/snapshot.md).  tests/test_cli.py holds the help to these
+numbers and tests/test_docs.py the manual.  Nothing here is imported but constants: the CLI reads this module at
+start-up.
+"""
+
+from __future__ import annotations
+
+ANALYZE_LOG = 6  # analyze-log --json (render/json_out.py)
+EXPLAIN = 4  # explain --json (render/explain.py)
+SNAPSHOT = 3  # snapshot --json and its archive (3: analyze-log's verdict object with the live positions)
+PROBE = 1  # probe --format json (render/probe.py)
+PROBE_COMPARE = 2  # probe --compare --format json (render/probe.py; 2: every aspect's groups, odd hosts, findings)
