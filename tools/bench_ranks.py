@@ -207,13 +207,14 @@ def main() -> None:
     ap.add_argument("--baseline-jobs", type=int, help="the baseline's --jobs (one that counts the machine's cores, "
                     "not the taskset's, needs it)")
     a = ap.parse_args()
-    sizes = [int(x) for x in a.sizes.split(",")]
+    sizes = [int(x) for x in a.sizes.split(",") if x]  # none: only the largest job
     shapes = a.shapes.split(",")
     with tempfile.TemporaryDirectory(prefix="ncclcheck-ranks-") as tmp, ProcessPoolExecutor(CORES) as pool:
         if a.baseline:
             base = [int(x) for x in (a.baseline_sizes or a.sizes).split(",")]
             sweep("baseline", tmp, base, shapes, a.per_node, a.baseline_jobs or a.jobs, os.path.abspath(a.baseline), pool)
-        sweep("this tree", tmp, sizes, shapes, a.per_node, a.jobs, ROOT, pool)
+        if sizes:
+            sweep("this tree", tmp, sizes, shapes, a.per_node, a.jobs, ROOT, pool)
         if a.big:
             big(tmp, a.big, a.big_nodes, a.jobs, pool)
 
