@@ -49,12 +49,14 @@ test-launchers: $(STAMP) $(TORCH_STAMP)
 	$(BIN)/python -m pytest -q tests/test_launchers.py
 
 ## Benchmarks: start-up (ncclcheck --help vs a minimal Typer app), analyze-log vs grep -c -F WorkNCCL on ~1 GiB
-## of generated logs, then jobs of 1,000 to 100,000 ranks and their per-node evidence files merged.
+## of generated logs, then jobs of 1,000 to 100,000 ranks and their per-node evidence files merged, then the cost a
+## rank from 8,192 to 131,072 ranks (one file per rank and node logs, with its fitted exponent) and 262,144 ranks.
 bench: $(STAMP)
 	$(BIN)/python tools/bench_startup.py
 	$(BIN)/python tools/bench_analyze.py --mib $(or $(MIB),1024)
 	$(BIN)/python tools/bench_scale.py --sizes $(or $(SCALE),1000,4000,16000,64000,100000)
 	$(BIN)/python tools/bench_files.py --ranks $(or $(FILES),100000)
+	$(BIN)/python tools/bench_ranks.py --sizes $(or $(RANKS),8192,16384,32768,65536,131072)
 	$(BIN)/python tools/bench_hostile.py
 
 ## Hostile inputs (issue 34): claimed worlds, 1 MiB lines, gzip bombs, midnight, bare failure lines at offsets;

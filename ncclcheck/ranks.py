@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
 
 
 def ranges(ranks: Iterable[int]) -> str:
@@ -89,3 +93,43 @@ def rank_phrase(ranks: Iterable[int], world: int | None = None, exclude: Iterabl
     if text.startswith("all but"):
         return f"{len(rs)} ranks: {text}"
     return ("rank " if len(rs) == 1 else "ranks ") + text
+
+
+class Spans(Generic[T]):
+    """Inclusive rank intervals with a value each (a launcher's task ranges), asked which of them hold a rank.
+
+    Every rank of a job asks, and the intervals can be one per node: going through all of them for each rank is
+    quadratic. They are kept sorted by start, under a tree of the farthest end in each run of them, so that a question
+    costs a logarithm per interval found, whatever the intervals (apart, nested, one across the job).
+    """
+
+    def __init__(self, spans: Iterable[tuple[int, int, T]]) -> None:
+        self._spans = sorted(((lo, hi, i, v) for i, (lo, hi, v) in enumerate(spans)), key=lambda s: (s[0], s[2]))
+        self._starts = [s[0] for s in self._spans]
+        self._leaves = 1
+        while self._leaves < len(self._spans):
+            self._leaves *= 2
+        reach = [float("-inf")] * (2 * self._leaves)
+        for j, s in enumerate(self._spans):
+            reach[self._leaves + j] = s[1]
+        for k in range(self._leaves - 1, 0, -1):
+            reach[k] = max(reach[2 * k], reach[2 * k + 1])
+        self._reach = reach
+
+    def at(self, rank: int) -> list[T]:
+        """The values of the intervals that hold ``rank``, in the order the intervals were given."""
+        end = bisect_right(self._starts, rank)  # the intervals that start at or before the rank
+        if not end:
+            return []
+        found = []
+        todo = [(1, 0, self._leaves)]
+        while todo:
+            k, lo, hi = todo.pop()
+            if lo >= end or self._reach[k] < rank:
+                continue
+            if k >= self._leaves:
+                found.append(self._spans[k - self._leaves])
+            else:
+                mid = (lo + hi) // 2
+                todo += [(2 * k, lo, mid), (2 * k + 1, mid, hi)]
+        return [s[3] for s in sorted(found, key=lambda s: s[2])]

@@ -11,11 +11,13 @@ import json
 import tracemalloc
 
 from conftest import run
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from ncclcheck.cli import app
 from ncclcheck.job.model import EndKind
-from ncclcheck.ranks import ranges, ranges_of, rank_phrase
+from ncclcheck.ranks import Spans, ranges, ranges_of, rank_phrase
 
 TIMEOUT = ("[rank0]:[E1125 23:59:59.000000000 ProcessGroupNCCL.cpp:689] [Rank 0] Watchdog caught collective "
            "operation timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, "
@@ -116,3 +118,10 @@ def test_rank_sets_of_ranges_are_written_from_their_ends():
     assert ranges_of([range(1, 5), range(9, 10)]) == "1-4, 9"
     assert rank_phrase([1, 2, 3], 200_000_000, [0]) == "ranks 1-3"
     assert rank_phrase([1, 2, 3], 4, [0]) == "all 3 other ranks"
+
+
+@given(st.lists(st.tuples(st.integers(-5, 200), st.integers(0, 80)), max_size=40), st.integers(-10, 300))
+def test_spans_find_the_ranges_holding_a_rank_in_their_order(spans: list[tuple[int, int]], rank: int) -> None:
+    """ranks.Spans answers what going through every range would, nested, overlapping or apart."""
+    ranges = [(lo, lo + length, i) for i, (lo, length) in enumerate(spans)]
+    assert Spans(ranges).at(rank) == [i for lo, hi, i in ranges if lo <= rank <= hi]

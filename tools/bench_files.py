@@ -24,8 +24,11 @@ sys.path.insert(0, HERE)
 from bench_analyze import monitored  # noqa: E402  (a sibling script, not a package)
 
 TP = 8
+# As the command runs it (cli.main): the cyclic garbage collector off, or its passes over the scans' millions of
+# objects are timed too.
 READ = """
-import json, sys
+import gc, json, sys
+gc.disable()
 from ncclcheck.evidence.reader import resolve
 from ncclcheck.job.analyze import analyze
 workers = int(sys.argv[2]) or None

@@ -20,6 +20,15 @@ CHUNK_BYTES = 16 << 20
 CHUNKS_PER_WORKER = 8  # enough chunks that a slow one does not leave the other workers idle at the end
 
 
+def cores() -> int:
+    """The cores this process may run on (taskset, a container's or a Slurm step's CPU set), not the machine's: more
+    workers than cores only take turns."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
 def _read_upto(stream: BinaryIO, limit: int) -> bytes:
     """At most ``limit`` bytes, read in pieces: ``read(limit)`` sets aside the whole limit before reading a byte."""
     parts: list[bytes] = []
@@ -80,7 +89,7 @@ def scan_all(
     Streams (pipes, FIFOs, stdin) are always read in this process: a worker could not reopen them.
     """
     total = sum(s.size() for s in sources)
-    n = workers if workers is not None else min(os.cpu_count() or 1, len(sources))
+    n = workers if workers is not None else min(cores(), len(sources))
     if n <= 1 or (total < PARALLEL_MIN_BYTES and len(sources) < PARALLEL_MIN_FILES):
         for s in sources:
             result = scan_source(s)

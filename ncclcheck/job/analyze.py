@@ -79,7 +79,8 @@ def read_all(
             scans.append(scan)
             if on_done:
                 on_done(scan)
-    scans += scan_all([src for src in sources if src not in packed], on_done, workers)
+    packed_set = set(packed)  # 2,048 evidence files were each looked for in a list of the others
+    scans += scan_all([src for src in sources if src not in packed_set], on_done, workers)
     return scans, problems
 
 

@@ -54,6 +54,7 @@ from ncclcheck.job.model import (
     Work,
 )
 from ncclcheck.job.world import WorldStatement, statements, strongest
+from ncclcheck.ranks import Spans
 from ncclcheck.transfer import GATHER_SCATTER_OPS
 
 REAL_FAILURES = {ErrorKind.OOM, ErrorKind.CUDA, ErrorKind.EXCEPTION}
@@ -486,6 +487,7 @@ class _Builder:
             listed = merged((f.rank, _last(f)) for f in s.elastic if f.rank is not None)
             if listed:
                 self.tables.append((listed, s.elastic[0]))
+        self.span_index = Spans(self.spans)
         # The launcher's "Sending process N closing signal SIGTERM": which processes it stopped, joined to ranks by PID
         # (NCCL's line header and torchrun's failure table give a rank's PID).
         self.stopped: dict[int, tuple[str, Loc]] = {}
@@ -508,7 +510,7 @@ class _Builder:
         return self.errors.get(rank)
 
     def _ending(self, rank: int, positions: list[Position], err: RankError | None, live: LiveStack | None) -> Ending:
-        elastic = self.elastic.get(rank, []) + [f for lo, hi, f in self.spans if lo <= rank <= hi]
+        elastic = self.elastic.get(rank, []) + self.span_index.at(rank)
         for f in elastic:
             if f.signal in signals.FATAL:
                 code = f" (exit code {f.exitcode})" if f.exitcode is not None else ""

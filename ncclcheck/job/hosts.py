@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 from ncclcheck.evidence.hostlog import bus_key
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, SystemEvent
-
-T = TypeVar("T")
+from ncclcheck.ranks import Spans
 
 _PEER = re.compile(r"peer \[?([\w.:-]+?)\]?<(\d+)>")
 # An interface's address in NCCL's "eth0:10.0.0.1<0>" / "ib0:fe80::1%ib0<0>". Linear on any line: the IPv6 run is
@@ -46,6 +43,16 @@ class PeerLost:
         return bool(at) and not self.names & at
 
 
+def _ranks_at(at: dict[int, frozenset[str]] | dict[int, set[str]] | dict[int, set[int]]) -> dict[object, list[int]]:
+    """The inverse of a rank's names (or PIDs, or buses): the ranks at each, so that a job's every record looks its
+    ranks up instead of going through every rank (a lost peer on each of 100,000 ranks)."""
+    ranks: dict[object, list[int]] = defaultdict(list)
+    for r, values in at.items():
+        for v in values:
+            ranks[v].append(r)
+    return ranks
+
+
 def rank_hosts(scans: Sequence[FileScan]) -> dict[int, frozenset[str]]:
     """Each rank's host names and addresses, from its own NCCL lines."""
     names: dict[int, set[str]] = defaultdict(set)
@@ -63,8 +70,7 @@ def rank_hosts(scans: Sequence[FileScan]) -> dict[int, frozenset[str]]:
 def peers_lost(scans: Sequence[FileScan]) -> list[PeerLost]:
     """The peers whose connection a rank's NCCL reports closed or failed, each with the ranks placed on its host;
     a loopback address names no host."""
-    hosts = rank_hosts(scans)
-    at_name = _index(hosts)  # each name's ranks: a lost peer is not matched against every rank
+    placed = _ranks_at(rank_hosts(scans))
     out: list[PeerLost] = []
     seen: set[tuple[int | None, str]] = set()
     for s in scans:
@@ -74,7 +80,7 @@ def peers_lost(scans: Sequence[FileScan]) -> list[PeerLost]:
                 continue
             seen.add((e.who.rank, m[1]))
             names = frozenset({m[1], m[1].split(".")[0]} if not m[1][0].isdigit() else {m[1]})
-            ranks = tuple(sorted({r for n in names for r in at_name.get(n, ())}))
+            ranks = tuple(sorted({r for n in names for r in placed.get(n, ())}))
             out.append(PeerLost(e.who.rank, f"{m[1]}<{m[2]}>", e.loc, ranks, names))
     return out
 
@@ -148,46 +154,35 @@ def _slurm_task(ev: SystemEvent) -> int | None:
     return int(m[1]) if m else None
 
 
-def _index(values: Mapping[int, AbstractSet[T]]) -> dict[T, list[int]]:
-    """Each value's ranks."""
-    out: dict[T, list[int]] = defaultdict(list)
-    for r, vs in values.items():
-        for v in vs:
-            out[v].append(r)
-    return out
-
-
-def _away(hosts: Mapping[int, frozenset[str]], names: AbstractSet[str], on_host: AbstractSet[int], r: int) -> bool:
-    """Whether a record's host (its names; none: it names no host) is not where the inputs place rank ``r``."""
-    return bool(names) and bool(hosts.get(r)) and r not in on_host
-
-
 def join_events(scans: Sequence[FileScan]) -> list[Joined]:
     """Every host and scheduler record in the inputs, with the ranks it is about (none where nothing joins it;
     ``by`` is then "none" where the inputs place no rank at all, so that nothing could have joined it)."""
     events = [e for s in scans for e in s.system]
     if not events:
         return []
-    pids, buses, hosts, tasks = rank_pids(scans), rank_buses(scans), _hosts_with_tables(scans), _srun_tasks(scans)
+    pids, buses, hosts = rank_pids(scans), rank_buses(scans), _hosts_with_tables(scans)
+    tasks = Spans((lo, hi, None) for lo, hi in _srun_tasks(scans))
     placed = bool(pids or buses or hosts)
     many_hosts = len({min(v) for v in hosts.values() if v}) > 1
-    # Each PID's, GPU's and host name's ranks, read once: a record is not matched against every rank.
-    by_pid, by_bus, by_name = _index(pids), _index(buses), _index(hosts)
+    # Each record looks up the ranks with its PID, bus or host: no record goes through every rank.
+    by_pid, by_bus, by_name = _ranks_at(pids), _ranks_at(buses), _ranks_at(hosts)
     out: list[Joined] = []
     for ev in events:
         # A pod's name is its hostname, the one NCCL's line header prints.
         short = {n for name in (ev.host, ev.pod) if name for n in (name, name.split(".")[0])}
         on_host = {r for n in short for r in by_name.get(n, ())}
-        pid_ranks = by_pid.get(ev.pid, []) if ev.pid is not None else []
-        bus_ranks = by_bus.get(ev.bus, []) if ev.bus is not None else []
-        if ev.pid is not None and (ranks := sorted(r for r in pid_ranks if not _away(hosts, short, on_host, r))):
+
+        def here(r: int, short: set[str] = short, on_host: set[int] = on_host) -> bool:
+            """Not placed on another host than the record's."""
+            return not short or r in on_host or not hosts.get(r)
+
+        if ev.pid is not None and (ranks := sorted({r for r in by_pid.get(ev.pid, ()) if here(r)})):
             caveat = "" if short or not many_hosts else "the record names no host, and PIDs repeat across hosts"
             out.append(Joined(ev, tuple(ranks), "pid", caveat))
-        elif ev.bus is not None and (ranks := sorted(r for r in bus_ranks if not _away(hosts, short, on_host, r))):
+        elif ev.bus is not None and (ranks := sorted({r for r in by_bus.get(ev.bus, ()) if here(r)})):
             caveat = "" if short or not many_hosts else "the record names no host, and every host has a GPU there"
             out.append(Joined(ev, tuple(ranks), "bus", caveat))
-        elif ((task := _slurm_task(ev)) is not None and any(lo <= task <= hi for lo, hi in tasks)
-              and not _away(hosts, short, on_host, task)):
+        elif (task := _slurm_task(ev)) is not None and tasks.at(task) and here(task):
             out.append(Joined(ev, (task,), "slurm_task"))
         elif on_host:
             out.append(Joined(ev, tuple(sorted(on_host)), "host"))

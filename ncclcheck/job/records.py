@@ -72,37 +72,54 @@ def _same_process(b: _Builder, global_rank: int | None, path_rank: int | None) -
 
 
 class _Pool:
-    """Builders indexed by global rank, so that a job of thousands of ranks merges in linear time."""
+    """Builders indexed by the process that printed them (global rank, and the rank a file's name gives), so that a
+    job of thousands of ranks merges in linear time whether its lines carry a ``[rankN]:`` prefix or only their
+    file's name does (torchrun's ``--log-dir``)."""
 
     def __init__(self) -> None:
         self.all: list[_Builder] = []
-        self.by_rank: dict[int, list[_Builder]] = {}
-        self.unranked: list[_Builder] = []
+        # None holds the builders that do not know that rank yet; a dict keeps them in creation order and lets one
+        # leave in constant time when it learns its rank.
+        self.by_global: dict[int | None, dict[int, _Builder]] = {}
+        self.by_path: dict[int | None, dict[int, _Builder]] = {}
 
-    def candidates(self, global_rank: int | None) -> list[_Builder]:
-        """Builders a mention of this process may merge into, in creation order."""
-        if global_rank is None:
+    def candidates(self, global_rank: int | None, path_rank: int | None) -> list[_Builder]:
+        """Builders a mention of this process may merge into (those whose process agrees), in creation order."""
+        if global_rank is None and path_rank is None:
             return self.all
-        ranked = self.by_rank.get(global_rank, [])
-        if not self.unranked:
-            return ranked
-        return sorted(ranked + self.unranked, key=lambda b: b.idx)
+        empty: dict[int, _Builder] = {}
+        by_global = [self.by_global.get(global_rank, empty), self.by_global.get(None, empty)] \
+            if global_rank is not None else None
+        by_path = [self.by_path.get(path_rank, empty), self.by_path.get(None, empty)] if path_rank is not None else None
+        # Look through the smaller of the two indexes: the other identity is checked on each builder found.
+        if by_path is None or (by_global is not None and sum(map(len, by_global)) <= sum(map(len, by_path))):
+            found = [b for part in by_global or () for b in part.values() if _agree(b.path_rank, path_rank)]
+        else:
+            found = [b for part in by_path for b in part.values() if _agree(b.global_rank, global_rank)]
+        return found if len(found) < 2 else sorted(found, key=lambda b: b.idx)
 
     def add(self, b: _Builder) -> _Builder:
         b.idx = len(self.all)
         self.all.append(b)
-        (self.by_rank.setdefault(b.global_rank, []) if b.global_rank is not None else self.unranked).append(b)
+        self.by_global.setdefault(b.global_rank, {})[b.idx] = b
+        self.by_path.setdefault(b.path_rank, {})[b.idx] = b
         return b
 
     def ranked(self, b: _Builder, global_rank: int) -> None:
         """``b`` learnt its global rank: index it there."""
-        self.unranked.remove(b)
+        del self.by_global[None][b.idx]
         b.global_rank = global_rank
-        self.by_rank.setdefault(global_rank, []).append(b)
+        self.by_global.setdefault(global_rank, {})[b.idx] = b
+
+    def path_ranked(self, b: _Builder, path_rank: int) -> None:
+        """``b`` learnt the rank its file's name gives: index it there."""
+        del self.by_path[None][b.idx]
+        b.path_rank = path_rank
+        self.by_path.setdefault(path_rank, {})[b.idx] = b
 
 
 def _merge_work(pool: _Pool, w: WorkMention) -> None:
-    for b in pool.candidates(w.who.global_rank):
+    for b in pool.candidates(w.who.global_rank, w.who.path_rank):
         if (
             _same_process(b, w.who.global_rank, w.who.path_rank)
             and _agree(b.rank, w.rank)
@@ -119,8 +136,8 @@ def _merge_work(pool: _Pool, w: WorkMention) -> None:
                  "timeout_ms", "ran_for_ms"):
         if getattr(b, name) is None:
             setattr(b, name, getattr(w, name))
-    if b.path_rank is None:
-        b.path_rank = w.who.path_rank
+    if b.path_rank is None and w.who.path_rank is not None:
+        pool.path_ranked(b, w.who.path_rank)
     if b.pg is None:
         b.pg = w.pg  # a restatement names its group even where the status line is missing
     if b.started_s is None and w.clock_s is not None and w.ran_for_ms is not None:
@@ -144,7 +161,7 @@ def _merge_status(pool: _Pool, s: StatusMention) -> None:
     # One process times out in several groups at once: the group rank tells their lines apart;
     # only where it disagrees everywhere (a stale "[Rank N]") does the process identity alone decide.
     # The status line follows its own watchdog line: of the candidates, take the nearest one above it.
-    builders = pool.candidates(s.who.global_rank)
+    builders = pool.candidates(s.who.global_rank, s.who.path_rank)
     near = [b for b in builders if fits(b, True)] or [b for b in builders if fits(b, False)]
     above = [b for b in near if b.locs and b.locs[-1].file == s.loc.file and b.locs[-1].line <= s.loc.line]
     b = max(above, key=lambda b: b.locs[-1].line) if above else (near[0] if near else None)
