@@ -67,6 +67,9 @@ def section(c: Cause) -> list[str]:
     if c.signals:
         died = " or ".join(f"{s} (torchrun's `exitcode: -{signal.Signals[s].value}`)" for s in c.signals)
         out += [f"A launcher's report that a rank died of {died} with no line of its own is read as this cause too.", ""]
+    if c.echo:
+        out += ["Where a rank was killed by a signal, or stopped without a word while the others lost it, this is read as "
+                "the echo of that death and the death is the cause.", ""]
     if c.page.notes:
         out += [c.page.notes, ""]
     out += ["Fix:", "", *(f"- {f}" for f in c.fix)]

@@ -93,6 +93,7 @@ class Cause:
     records: tuple[str, ...] = ()
     events: tuple[str, ...] = ()
     signals: tuple[str, ...] = ()
+    echo: bool = False  # what a peer's death also causes: skipped where a rank was killed or stopped without a word
     page: Page | None = None
     examples: tuple[Example, ...] = ()
 
@@ -101,7 +102,7 @@ _NOTHING = re.compile(r"(?!)")
 _TOP = {"kind": str, "order": int, "family": str, "title": str, "why": str, "fix": list, "check": str, "source": str,
         "probe": bool, "match": dict, "page": dict, "example": list}
 _REQUIRED = ("kind", "family", "title", "why", "fix", "check", "source", "page")
-_MATCH = {"lines": list, "records": list, "events": list, "signals": list}
+_MATCH = {"lines": list, "records": list, "events": list, "signals": list, "echo": bool}
 _PAGE = {"read": str, "notes": str, "reference": str, "table": str}
 _EXAMPLE = {"line": str, "source": str, "context": str}
 
@@ -181,7 +182,7 @@ def read_cause(path: Path) -> Cause:
         written=tuple(text for _, text in alts),
         records=_strings(f"{where} [match] records", match.get("records", []), RECORDS),
         events=_strings(f"{where} [match] events", match.get("events", []), EVENTS),
-        signals=_strings(f"{where} [match] signals", match.get("signals", []), SIGNALS),
+        signals=_strings(f"{where} [match] signals", match.get("signals", []), SIGNALS), echo=match.get("echo", False),
         page=Page(page.get("read"), page.get("notes"), page["reference"], page.get("table")),
         examples=tuple(examples))
 

@@ -239,7 +239,7 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
     for cause in CATALOGUE:
         hits = [s for s in said if _shows(cause, s)]
         # A killed rank is why its peers lost it (or read a cut message).
-        if hits and not (cause.kind in ("remote_exited", "calls_disagree", "ib_error") and (killed or unnamed or silent)):
+        if hits and not (cause.echo and (killed or unnamed or silent)):
             return _quoting_the_setting(_found(cause, hits, fired_s), scans)
     if silent:
         lost = [s for s in said if s.rank not in silent and s.clue is None and PEER_LOST.search(s.text)]
