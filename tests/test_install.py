@@ -74,6 +74,8 @@ def test_wheel_holds_every_module_and_the_entry_point(wheel: Path):
     names = set(zipfile.ZipFile(wheel).namelist())
     sources = {p.relative_to(ROOT).as_posix() for p in (ROOT / "ncclcheck").rglob("*.py")}
     assert sources <= names, sorted(sources - names)
+    causes = {p.relative_to(ROOT).as_posix() for p in (ROOT / "ncclcheck" / "job" / "catalogue").glob("*.toml")}
+    assert causes and causes <= names, sorted(causes - names)  # the failure catalogue is data, read at run time
     for module in ("ncclcheck/bench/__main__.py", "ncclcheck/probe/names.py", "ncclcheck/evidence/reader.py"):
         assert module in names
     [entry] = [n for n in names if n.endswith(".dist-info/entry_points.txt")]

@@ -6,17 +6,16 @@ hold one of its cheap words (``logparse.KEEP_WORDS``), and the reader searches e
 
 * every alternative of every pattern read behind those words holds one of them (read with ``re``'s own parser,
   so a new alternative without one fails here, not silently deep in someone's log);
-* every cause of the catalogue has example lines (tests/data/cause_lines/, each cited), and each, placed at
-  0, 64 KiB, 1 MiB and 8 MiB of a long ordinary rank log, with and without a ``[rankN]:`` prefix, is read as
-  that cause;
-* every alternative of every cause matches a line of some fixture; and the fast and the full reading give the
-  same report on every fixture.
+* every cause of the catalogue has example lines (its file in ncclcheck/job/catalogue/, each line cited: the
+  loader refuses a file without them), and each, placed at 0, 64 KiB, 1 MiB and 8 MiB of a long ordinary rank
+  log, with and without a ``[rankN]:`` prefix, is read as that cause;
+* every alternative of every cause matches an example line or a line of some fixture; and the fast and the full
+  reading give the same report on every fixture.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import random
 import re
 from pathlib import Path
@@ -35,7 +34,6 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_constants as sre  # type: ignore[no-redef]
     import sre_parse  # type: ignore[no-redef]
 
-LINES = DATA / "cause_lines"
 # The patterns the parser reads an error, a clue, a death by signal, a launcher's or a host's record or an ending
 # from, each behind its cheap words.
 GATED = {
@@ -126,27 +124,9 @@ def test_the_reader_searches_for_every_keep_word():
 
 # ---------------------------------------------------------------------------------------------- example lines
 def _examples() -> list[tuple[str, str, bool]]:
-    """(cause, line, whether the line is read as its cause alone): a line its sidecar lists under "context" (a
-    warning, the text under NCCL's "Last error:") is the cause only beside the failure it explains."""
-    out = []
-    for p in sorted(LINES.glob("*.log")):
-        context = json.loads(p.with_suffix(".json").read_text()).get("context", {})
-        out += [(p.stem, line, str(i) not in context) for i, line in enumerate(p.read_text().splitlines(), 1)]
-    return out
-
-
-def test_every_cause_has_cited_example_lines():
-    """A new cause cannot be lost silently: each one has example lines, and each line names where it is from."""
-    for cause in CATALOGUE:
-        log, meta = LINES / f"{cause.kind}.log", LINES / f"{cause.kind}.json"
-        assert log.is_file() and meta.is_file(), f"no example lines for {cause.kind} in {LINES}"
-        lines = log.read_text().splitlines()
-        sources = json.loads(meta.read_text())
-        assert sources["cause"] == cause.kind and len(lines) >= 1
-        assert sorted(sources["sources"], key=int) == [str(i) for i in range(1, len(lines) + 1)], cause.kind
-        assert all(s.strip() for s in sources["sources"].values())
-        assert set(sources.get("context", {})) <= set(sources["sources"])
-    assert {p.stem for p in LINES.glob("*.log")} == {c.kind for c in CATALOGUE}
+    """(cause, line, whether the line is read as its cause alone): a line its file gives a ``context`` (a warning,
+    the text under NCCL's "Last error:") is the cause only beside the failure it explains."""
+    return [(c.kind, e.line, e.context is None) for c in CATALOGUE for e in c.examples]
 
 
 @functools.cache
@@ -237,9 +217,10 @@ def _fixture_lines() -> tuple[str, ...]:
 
 @pytest.mark.parametrize("cause", CATALOGUE, ids=lambda c: c.kind)
 def test_every_alternative_of_every_cause_matches_a_fixture_line(cause):
-    """A pattern no fixture line matches is untested or dead: each alternative has a line under tests/data."""
-    lines = _fixture_lines()
-    unmatched = [text for text in _split(cause.pattern.pattern)
+    """A pattern no line matches is untested or dead: each alternative has an example line or a line under
+    tests/data."""
+    lines = (*(e.line for e in cause.examples), *_fixture_lines())
+    unmatched = [text for text in cause.alternatives
                  if not any(re.search(text, line, cause.pattern.flags) for line in lines)]
     assert not unmatched, f"{cause.kind}: no fixture line matches {unmatched}"
 

@@ -1,0 +1,204 @@
+"""The failure catalogue's data: one TOML file per cause in job/catalogue/, read and checked once.
+
+A cause is data, not code: how it is matched (a pattern on the lines the ranks printed, the kinds of typed events it
+is), why it happens, the fix and the check that confirm it, its public source, the page's prose and its example
+lines. Adding a cause is adding one file; causes.py matches, docs/failures.md is generated from these files
+(tools/failures_page.py) and the example-line tests read them. A file that does not say what a cause must (a key
+unknown or missing, a value of the wrong type, a pattern that does not compile, a kind that is not its file's name)
+stops the import with one line naming the file and the problem.
+
+The catalogue is read in ``order``: a device or memory error is the root of the NCCL and store errors it causes, a
+set-up error comes before the timeouts that follow it, and a lost peer is the consequence of something else. A cause
+without ``order`` is never matched from its file: causes.py names it by a rule of its own (NCCL failing without a
+reason, a kill with no traceback, a job stopped from outside).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ncclcheck.evidence.linear import then
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+FOLDER = Path(__file__).with_name("catalogue")
+
+SETUP = "setup"  # the communicator or the host: nothing ran yet, or NCCL could not build a transport
+NETWORK = "network"  # a transport failed or a peer vanished while the job ran
+LAUNCHER = "launcher"  # rendezvous, store and launcher: no rank is the culprit
+DEVICE = "device"  # a CUDA error on one rank's GPU
+MEMORY = "memory"  # GPU or host memory
+PROGRAM = "program"  # the ranks' own calls disagree: different collectives, sizes or settings
+HOST = "host"  # the host or the scheduler ended the ranks on a node
+LATE = "late"  # ranks waited for one rank to reach NCCL's set-up: that rank was slow, stuck or dead
+FAMILIES = (SETUP, PROGRAM, NETWORK, LAUNCHER, LATE, DEVICE, HOST, MEMORY)
+
+# The typed events a cause may be read from as such, besides its pattern on the lines the ranks printed: a host's
+# or a scheduler's record by its kind (evidence/hostlog.py), TORCH_DISTRIBUTED_DEBUG=DETAIL's mismatch report.
+RECORDS = frozenset({"oom_killed", "scheduler_oom", "xid", "segfault", "pcie_error", "evicted", "node_failure",
+                     "preempted", "killed_by_scheduler"})
+EVENTS = frozenset({"mismatch"})
+SIGNALS = frozenset({"SIGBUS", "SIGSEGV", "SIGILL", "SIGFPE", "SIGKILL", "SIGABRT"})
+TABLES = frozenset({"xids"})  # a table the page generates under a cause from its own module (job/xids.py)
+
+
+class CatalogueError(ValueError):
+    """A cause file that cannot be read as a cause: its message names the file and the problem."""
+
+
+@dataclass(frozen=True)
+class Example:
+    """A line the cause is read from, and where that line (or its shape) comes from."""
+
+    line: str
+    source: str
+    context: str | None = None  # why the line is the cause only beside the failure it explains (a warning)
+
+
+@dataclass(frozen=True)
+class Page:
+    """What docs/failures.md says of the cause beyond its fields: how it is read where no pattern says it, notes,
+    and the reference paragraph (its ``{source}`` is the cause's source)."""
+
+    read: str | None
+    notes: str | None
+    reference: str
+    table: str | None = None
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One class of failure: how to recognise it, why it happens, how to fix and confirm it, where that was seen."""
+
+    kind: str
+    family: str
+    title: str
+    pattern: re.Pattern[str]  # over the lines the ranks and launchers printed; matches nothing where it has none
+    why: str
+    fix: tuple[str, ...]
+    source: str
+    probe: bool = False
+    order: int | None = None
+    check: str = ""
+    alternatives: tuple[str, ...] = ()  # the pattern's alternatives, each a regular expression
+    written: tuple[str, ...] = ()  # the same as people read them (``A.*B`` for a first/then pair)
+    records: tuple[str, ...] = ()
+    events: tuple[str, ...] = ()
+    signals: tuple[str, ...] = ()
+    echo: bool = False  # what a peer's death also causes: skipped where a rank was killed or stopped without a word
+    page: Page | None = None
+    examples: tuple[Example, ...] = ()
+
+
+_NOTHING = re.compile(r"(?!)")
+_TOP = {"kind": str, "order": int, "family": str, "title": str, "why": str, "fix": list, "check": str, "source": str,
+        "probe": bool, "match": dict, "page": dict, "example": list}
+_REQUIRED = ("kind", "family", "title", "why", "fix", "check", "source", "page")
+_MATCH = {"lines": list, "records": list, "events": list, "signals": list, "echo": bool}
+_PAGE = {"read": str, "notes": str, "reference": str, "table": str}
+_EXAMPLE = {"line": str, "source": str, "context": str}
+
+
+def _keys(where: str, table: dict[str, Any], allowed: Mapping[str, type], required: tuple[str, ...] = ()) -> None:
+    for key, value in table.items():
+        if key not in allowed:
+            raise CatalogueError(f"{where}: unknown key {key!r} (known: {', '.join(allowed)})")
+        if not isinstance(value, allowed[key]) or isinstance(value, bool) is not (allowed[key] is bool):
+            raise CatalogueError(f"{where}: {key} must be of type {allowed[key].__name__}")
+    missing = [k for k in required if k not in table]
+    if missing:
+        raise CatalogueError(f"{where}: missing {', '.join(missing)}")
+
+
+def _strings(where: str, values: list[Any], allowed: frozenset[str] | None = None) -> tuple[str, ...]:
+    if not all(isinstance(v, str) and v for v in values):
+        raise CatalogueError(f"{where}: every entry must be a non-empty string")
+    unknown = sorted(set(values) - allowed) if allowed is not None else []
+    if unknown:
+        raise CatalogueError(f"{where}: unknown {', '.join(unknown)} (known: {', '.join(sorted(allowed or ()))})")
+    return tuple(values)
+
+
+def _alternative(where: str, alt: Any) -> tuple[str, str]:
+    """One alternative as (the regular expression, its text for people): a string, or ``{first, then}``: ``first``
+    and later ``then`` on one line, scanned in linear time (evidence/linear.py)."""
+    if isinstance(alt, str) and alt:
+        return alt, alt
+    if isinstance(alt, dict) and set(alt) == {"first", "then"} and all(isinstance(v, str) and v for v in alt.values()):
+        first, second = (f"(?:{v})" if "|" in v else v for v in (alt["first"], alt["then"]))
+        return then(alt["first"], alt["then"], lazy=False), f"{first}.*{second}"
+    raise CatalogueError(f"{where}: an alternative is a pattern or {{ first = ..., then = ... }}, not {alt!r}")
+
+
+def read_cause(path: Path) -> Cause:
+    """One cause file, checked: a CatalogueError names the file and what is wrong."""
+    where = str(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise CatalogueError(f"{where}: {e}") from None
+    _keys(where, data, _TOP, _REQUIRED)
+    if data["kind"] != path.stem:
+        raise CatalogueError(f"{where}: kind {data['kind']!r} is not the file's name")
+    if data["family"] not in FAMILIES:
+        raise CatalogueError(f"{where}: family {data['family']!r} is none of {', '.join(FAMILIES)}")
+    match = data.get("match", {})
+    _keys(f"{where} [match]", match, _MATCH)
+    if ("order" in data) != bool(match):
+        raise CatalogueError(f"{where}: a cause with an order has a [match], and only such a cause")
+    alts = [_alternative(f"{where} [match] lines", a) for a in match.get("lines", [])]
+    try:
+        pattern = re.compile("|".join(a for a, _ in alts), re.IGNORECASE) if alts else _NOTHING
+    except re.error as e:
+        raise CatalogueError(f"{where} [match] lines: bad pattern: {e}") from None
+    page = data["page"]
+    _keys(f"{where} [page]", page, _PAGE, ("reference",))
+    if data["source"] and "{source}" not in page["reference"]:
+        raise CatalogueError(f"{where} [page] reference: it names no {{source}}")
+    if page.get("table") is not None and page["table"] not in TABLES:
+        raise CatalogueError(f"{where} [page] table: unknown {page['table']!r}")
+    examples = []
+    for i, ex in enumerate(data.get("example", []), 1):
+        if not isinstance(ex, dict):
+            raise CatalogueError(f"{where} [[example]] {i}: not a table")
+        _keys(f"{where} [[example]] {i}", ex, _EXAMPLE, ("line", "source"))
+        if not ex["line"].strip() or "\n" in ex["line"] or not ex["source"].strip():
+            raise CatalogueError(f"{where} [[example]] {i}: a line is one non-empty line, with its source")
+        examples.append(Example(ex["line"], ex["source"], ex.get("context")))
+    if "order" in data and not examples:
+        raise CatalogueError(f"{where}: a cause the catalogue matches has example lines ([[example]])")
+    return Cause(
+        kind=data["kind"], family=data["family"], title=data["title"], pattern=pattern, why=data["why"],
+        fix=_strings(f"{where} fix", data["fix"]), source=data["source"], probe=data.get("probe", False),
+        order=data.get("order"), check=data["check"], alternatives=tuple(a for a, _ in alts),
+        written=tuple(text for _, text in alts),
+        records=_strings(f"{where} [match] records", match.get("records", []), RECORDS),
+        events=_strings(f"{where} [match] events", match.get("events", []), EVENTS),
+        signals=_strings(f"{where} [match] signals", match.get("signals", []), SIGNALS), echo=match.get("echo", False),
+        page=Page(page.get("read"), page.get("notes"), page["reference"], page.get("table")),
+        examples=tuple(examples))
+
+
+def read_catalogue(folder: Path = FOLDER) -> tuple[Cause, ...]:
+    """Every cause of the folder: those matched in order first (in that order), then the rest by kind. Two causes of
+    one order, or two files claiming one signal, are an error naming both."""
+    causes = [read_cause(p) for p in sorted(folder.glob("*.toml"))]
+    if not causes:
+        raise CatalogueError(f"{folder}: no cause files (*.toml)")
+    for attr in ("order", "signals"):
+        seen: dict[object, str] = {}
+        for c in causes:
+            values = (c.order,) if attr == "order" and c.order is not None else c.signals if attr == "signals" else ()
+            for v in values:
+                if v in seen:
+                    raise CatalogueError(f"{folder / (c.kind + '.toml')}: {attr} {v} is also {seen[v]}.toml's")
+                seen[v] = c.kind
+    return tuple(sorted(causes, key=lambda c: (c.order is None, c.order or 0, c.kind)))
