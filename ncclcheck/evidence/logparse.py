@@ -73,9 +73,6 @@ from ncclcheck.evidence.types import (
 # "[ rank3]:" or "rank3]:" at the start, after a space or after ":)|>" (a run of spaces is its own boundary)
 _GLOBAL_RANK = re.compile(r"(?:\[\s*|(?<![^\s:)|>]))rank(\d+)\[?\]:")
 _ROLE_RANK = re.compile(r"\[[A-Za-z_]+?(\d+)\]:")
-# Lightning's tag of the global rank on its own messages ("[rank: 3] "), and the line each rank prints when it starts
-# ("Initializing distributed: GLOBAL_RANK: 3, MEMBER: 4/8").
-_LIGHTNING_RANK = re.compile(r"\[rank: (\d+)\] |GLOBAL_RANK: (\d+), MEMBER: ")
 # A rank prefix further along a line, right before the c10 header it belongs to.
 _GLUED_RANK = re.compile(r"\[rank(\d+)\]:(?=\[[EWIF]\d)")
 # What precedes a record's text: a collector's own prefix (pdsh's "worker-4: ", a CRI timestamp, "[time] node4 ")
@@ -169,8 +166,6 @@ _FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap tes
     # A communicator's size: the world's, or a sub-group's (the world is at least that large).
     ("nccl_nranks", "nranks", re.compile(r"NCCL INFO comm 0x[0-9a-f]+ rank \d+ nranks (\d+) ")),
     ("bus_id", "busId", re.compile(r"cudaDev \d+ (?:nvmlDev \d+ )?busId ([0-9a-fA-F]+)")),  # the rank's GPU
-    # Lightning's "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/4" (1.x: "initializing ddp: …")
-    ("lightning_world", "GLOBAL_RANK", re.compile(r"GLOBAL_RANK: \d+, MEMBER: \d+/(\d+)")),
     # The world as launchers and frameworks echo it: an environment dump or a script's own print (WORLD_SIZE=8),
     # DeepSpeed's launcher (dist_world_size=16) and its comm (world_size=8), torchrun's agent's rendezvous result
     # (global_world_sizes=[8, 8, ...]), Accelerate's state ("Num processes: 8"), torch 1.x's store barrier.
@@ -188,7 +183,6 @@ _FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap tes
     # "`Trainer.fit` stopped: `max_epochs=N` reached", HF Trainer's "Training completed." (value: the words).
     ("work_done", "completed", re.compile(r"\b[Rr]ank (\d+) (?:has )?(?:completed|finished)\b")),
     ("work_done", "finished", re.compile(r"\b[Rr]ank (\d+) (?:has )?(?:completed|finished)\b")),
-    ("work_done", "Trainer.fit", re.compile(r"(`Trainer\.fit` stopped: `max_(?:epochs|steps)=[^`]*` reached)")),
     ("work_done", "Training completed", re.compile(r"(Training completed)\. Do not forget")),
     ("exit_without_destroy", "destroy_process_group", re.compile(r"(destroy_process_group\(\) was not called before "
                                                                  r"program exit)")),
@@ -233,9 +227,9 @@ _RECORDISH = re.compile(
 )
 # Words one of which a line with a fact (or an error) holds: plain substring tests, cheaper than one alternation.
 _FACT_WORDS = ("initialization options", "Terminating the process", "NCCL version", "Bootstrap", "NET/",
-               "Using network", "TIMEOUT(ms)", "nranks", "set by environment", "NCCL WARN", "GLOBAL_RANK",
+               "Using network", "TIMEOUT(ms)", "nranks", "set by environment", "NCCL WARN",
                "WORLD_SIZE", "world_size", "Num processes", "store-based barrier", "nnodes", "max_nodes", "nproc",
-               "destroy_process_group", "completed", "finished", "Trainer.fit")
+               "destroy_process_group", "completed", "finished")
 _ERROR_WORDS = ("Error", "Exception", "Interrupt", "terminate called")
 
 # --- what a rank was busy with: work of its own that may outlast a collective timeout ----------------------
@@ -264,7 +258,7 @@ _NOT_BUSY = re.compile(r"(?i)error|exception|traceback|failed|" + then(r"warning
 # Lightning's start line: each sets the timeout its own way.
 _FRAMEWORKS = (
     ("hf_trainer", re.compile(r"transformers[/\\](?:trainer|training_args)")),
-    ("lightning", re.compile(r"lightning[/\\]|GLOBAL_RANK: \d+, MEMBER: ")),
+    ("lightning", re.compile(r"lightning[/\\]")),  # and its start line (evidence/formats/lightning.py)
     ("deepspeed", re.compile(r"deepspeed[/\\]")),
     ("accelerate", re.compile(r"accelerate[/\\]")),
 )
@@ -316,7 +310,7 @@ _SETTING_WORDS = ("environment",)  # "set by environment to", "ProcessGroupNCCL 
 # (evidence/formats/), the resolver's and NCCL's bare errors, torchrun's restarts, the program's word that its work or
 # its process groups are over.
 _OTHER_WORDS = ("gai error", "cannot be retrieved", "system error", "worker group", "destroy_process_group",
-                "Trainer.fit", "Training completed")
+                "Training completed")
 KEEP_WORDS = tuple(dict.fromkeys((*_ERROR_WORDS, *_CLUE_WORDS, *_SIGNAL_WORDS, *_NCCL_LINE_WORDS, *RECORD_WORDS,
                                   *_SETTING_WORDS, *_NCCL_ERROR_WORDS, *BUSY_WORDS,
                                   *formats.WORDS, *_OTHER_WORDS)))
@@ -478,7 +472,7 @@ class LogParser:
             self._pend = None
             self._logical(first, who, "".join(parts), joined=True)
         said = [e for words, source in self._readers if any(map(text.__contains__, words))
-                for e in source.feed(text, Loc(self.file, lineno))] if any(map(text.__contains__, formats.WORDS)) else ()
+                for e in source.feed(text, Loc(self.file, lineno))] if any(map(text.__contains__, formats.GATE)) else ()
         for e in said:
             if isinstance(e, PidRank):  # a PID paired with its rank names this very line's process
                 self._pid_rank.setdefault(e.pid, e.rank)
@@ -611,9 +605,8 @@ class LogParser:
         ranks = _GLOBAL_RANK.findall(text, 0, 200) if text.find("rank", 0, 200) != -1 else None
         if not ranks and len(text) > 200 and (glued := _GLUED_RANK.search(text)):
             ranks = [glued[1]]  # a record glued after a long line (a progress bar without its carriage return)
-        if not ranks and ("[rank: " in text[:200] or "GLOBAL_RANK: " in text) and (
-                tag := _LIGHTNING_RANK.search(text, 0, 200)):
-            ranks = [tag[1] or tag[2]]
+        if not ranks and (mark := formats.rank_mark(text)) is not None:
+            ranks = [mark]  # a framework's tag further along (Lightning's "[rank: 3] ")
         role = _ROLE_RANK.match(text)
         node = None
         if role is None and "]:" in text[:90] and text[:1] != "[" and (label := NODE_LABEL.match(text)) and (
@@ -953,7 +946,7 @@ class LogParser:
             held, self._held = self._held, []
             if any([self._said(who, e) for e in held]):
                 return  # the line is wholly a launcher's or gloo's report
-        if 'File "' in text or "GLOBAL_RANK" in text:
+        if 'File "' in text:
             for name, pattern in _FRAMEWORKS:
                 if pattern.search(text):
                     self._fact(who, "framework", name, loc)
@@ -1110,6 +1103,9 @@ class LogParser:
             self._agent_failed(said)
             self._fact(Who(), "agent_failed", f"{said.agent}@{said.loc.line}", said.loc)
             return True
+        if isinstance(said, Fact):
+            self._fact(who, said.key, said.value, said.loc)
+            return False
         if isinstance(said, GlooWait):
             self._gloo_wait(who, said)
             return True

@@ -435,7 +435,8 @@ class GlooWait:
 
 
 # What a source's reader yields for one line (evidence/formats/source.py).
-Said = WorkerEnd | JobStop | WorkerStarted | PidRank | WorkerDied | AgentExit | GlooWait | ElasticFailure | Clue
+# A Fact's ``who`` is the line's process, put on it by the parser.
+Said = WorkerEnd | JobStop | WorkerStarted | PidRank | WorkerDied | AgentExit | GlooWait | ElasticFailure | Clue | Fact
 
 
 @dataclass(frozen=True)

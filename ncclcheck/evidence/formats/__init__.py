@@ -11,34 +11,47 @@ from __future__ import annotations
 
 import re
 
-from ncclcheck.evidence.formats import accelerate, composer, deepspeed, gloo, mpi, ray, slurm, torchrun
+from ncclcheck.evidence.formats import accelerate, composer, deepspeed, gloo, lightning, mpi, ray, slurm, torchrun
 from ncclcheck.evidence.formats.source import AT, LineSource, Reader, Sample, unnamed
 from ncclcheck.evidence.types import JobStop, WorkerEnd
 
-__all__ = ["FORMATS", "PATH_RANKS", "PID_TAGS", "RANK_TAGS", "RANK_TAG_TEXT", "WORDS", "LineSource", "Reader",
-           "Sample", "is_stop", "launcher_signal", "path_rank", "pid_tag", "rank_tag", "readers"]
+__all__ = ["FORMATS", "GATE", "HEAD_WORDS", "PATH_RANKS", "PID_TAGS", "RANK_MARKS", "RANK_TAGS", "RANK_TAG_TEXT", "WORDS",
+           "LineSource", "Reader", "Sample", "is_stop", "launcher_signal", "path_rank", "pid_tag", "rank_mark",
+           "rank_tag", "readers"]
 
 FORMATS: tuple[LineSource, ...] = (torchrun.FORMAT, slurm.FORMAT, accelerate.FORMAT, composer.FORMAT, gloo.FORMAT,
-                                   mpi.FORMAT, deepspeed.FORMAT, ray.FORMAT)
+                                   mpi.FORMAT, deepspeed.FORMAT, ray.FORMAT, lightning.FORMAT)
 
 RANK_TAGS: tuple[re.Pattern[str], ...] = tuple(t for f in FORMATS for t in f.rank_tags)
+RANK_MARKS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(m for f in FORMATS for m in f.rank_marks)
 PID_TAGS: tuple[re.Pattern[str], ...] = tuple(t for f in FORMATS for t in f.pid_tags)
 PATH_RANKS: tuple[re.Pattern[str], ...] = tuple(p for f in FORMATS for p in f.path_ranks)
 # The rank tags as one alternation's text (their groups unnamed), for a prefix pattern to take them in.
 RANK_TAG_TEXT = "|".join(unnamed(t) for t in RANK_TAGS)
-# The literal words the block reader must keep whole, wherever they stand.
+# The literal words the block reader must keep whole, wherever they stand; and those it hands over in a head only.
 WORDS: tuple[str, ...] = tuple(dict.fromkeys(w for f in FORMATS for w in f.words))
+HEAD_WORDS: tuple[str, ...] = tuple(dict.fromkeys(w for f in FORMATS for w in f.head_words))
+# What a line must hold to be fed to some source's reader.
+GATE: tuple[str, ...] = tuple(dict.fromkeys((*WORDS, *HEAD_WORDS)))
 
 
 def readers() -> list[tuple[tuple[str, ...], Reader]]:
     """A fresh reader of every source for one input, each with the words a line must hold to be fed to it."""
-    return [(f.words, f.reader()) for f in FORMATS]
+    return [((*f.words, *f.head_words), f.reader()) for f in FORMATS]
 
 
 def rank_tag(text: str) -> int | None:
     """The global rank a launcher's tag at the start of a line names (Open MPI's ``[1,3]<stderr>:``)."""
     for tag in RANK_TAGS:
         if m := tag.match(text):
+            return int(m["rank"])
+    return None
+
+
+def rank_mark(text: str) -> int | None:
+    """The global rank a framework's tag further along a line names (Lightning's ``[rank: 3] ``)."""
+    for word, mark in RANK_MARKS:
+        if word in text[:200] and (m := mark.search(text, 0, 200)):
             return int(m["rank"])
     return None
 

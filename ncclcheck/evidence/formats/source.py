@@ -52,12 +52,22 @@ class LineSource(Protocol):
         """Literal words one of which every line it reads on its own holds: kept by the block reader anywhere."""
         ...
     @property
+    def head_words(self) -> tuple[str, ...]:
+        """Literal words of set-up lines it reads that the block reader hands over in an input's head only (the
+        first ``reader.HEAD`` bytes, where they are printed), as they stand on ordinary lines too."""
+        ...
+    @property
     def patterns(self) -> tuple[re.Pattern[str], ...]:
         """Every pattern read behind ``words``: each alternative of each holds one (tests/test_keep.py)."""
         ...
     @property
     def rank_tags(self) -> tuple[re.Pattern[str], ...]:
         """Prefixes at a line's start that name its global rank (group ``rank``)."""
+        ...
+    @property
+    def rank_marks(self) -> tuple[tuple[str, re.Pattern[str]], ...]:
+        """Tags further along a line (behind a logger's prefix) that name its global rank, each with a literal word
+        tested first (group ``rank``; searched in the line's first 200 characters)."""
         ...
     @property
     def pid_tags(self) -> tuple[re.Pattern[str], ...]:
@@ -82,7 +92,9 @@ class Format:
     make: Callable[[], Reader]
     samples: tuple[Sample, ...]
     patterns: tuple[re.Pattern[str], ...] = ()
+    head_words: tuple[str, ...] = ()
     rank_tags: tuple[re.Pattern[str], ...] = ()
+    rank_marks: tuple[tuple[str, re.Pattern[str]], ...] = ()
     pid_tags: tuple[re.Pattern[str], ...] = ()
     path_ranks: tuple[re.Pattern[str], ...] = ()
 
