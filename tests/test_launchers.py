@@ -11,6 +11,9 @@ import pytest
 from conftest import run
 
 from ncclcheck.evidence import formats
+from ncclcheck.evidence.formats.source import AT
+from ncclcheck.evidence.logparse import LogParser
+from ncclcheck.evidence.types import WorkerDied
 
 LAUNCHERS = Path(__file__).parent / "data" / "launchers"
 TRUTH = {k: v for k, v in json.loads((LAUNCHERS / "truth.json").read_text()).items() if not k.startswith("_")}
@@ -37,11 +40,6 @@ def test_every_recorded_case_is_held_by_the_truth_table():
     assert recorded == set(TRUTH)
 
 
-@pytest.mark.parametrize("fmt", formats.LINE_FORMATS, ids=lambda f: f"{f.source}:{f.word}")
-def test_every_launcher_line_format_reads_its_example(fmt):
-    assert fmt.word in fmt.example and fmt.pattern.search(fmt.example)
-
-
 def test_open_mpi_names_the_rank_in_its_tag_and_its_output_folders():
     assert formats.rank_tag("[1,3]<stderr>:[rank3]: Traceback (most recent call last):") == 3
     assert formats.path_rank("mpi/kill/ranks/1/rank.12/stderr") == 12
@@ -50,11 +48,11 @@ def test_open_mpi_names_the_rank_in_its_tag_and_its_output_folders():
 
 
 def test_a_two_line_open_mpi_report_names_the_first_process_that_failed():
-    lines = formats.LauncherLines(formats.LINE_FORMATS)
-    assert lines.feed("  Process name: [[11946,1],2]") is None
-    fmt, end = lines.feed("  Exit code:    1")
-    assert (end.rank, end.exitcode, fmt.source) == (2, 1, "Open MPI")
-    assert lines.feed("  Exit code:    1") is None  # no worker named before it
+    lines = formats.mpi.FORMAT.reader()
+    assert not lines.feed("  Process name: [[11946,1],2]", AT)
+    (end,) = lines.feed("  Exit code:    1", AT)
+    assert (end.rank, end.exitcode, end.source) == (2, 1, "Open MPI")
+    assert not lines.feed("  Exit code:    1", AT)  # no worker named before it
 
 
 def test_an_error_its_process_outlived_is_not_how_it_ended(write):
@@ -105,7 +103,7 @@ def test_a_host_oom_reported_by_srun_is_not_called_a_cuda_allocation():
 def test_deepspeed_names_each_worker_it_spawned_by_its_node_and_local_rank():
     """Two nodes of 3 and 2 workers behind pdsh's labels, lines interleaved: a worker's global rank is the one of its
     node's ranks whose remainder by num_local_procs is its --local_rank (launch.py)."""
-    spawns = formats.Spawns()
+    spawns = formats.deepspeed.FORMAT.reader()
     mapping = "global_rank_mapping=defaultdict(<class 'list'>, {'n0': [0, 1, 2], 'n1': [3, 4]})"
     lines = [f"n0: [2026-11-25 15:27:48,056] [INFO] [launch.py:169:main] {mapping}",
              f"n1: [2026-11-25 15:27:48,056] [INFO] [launch.py:169:main] {mapping}",
@@ -117,8 +115,8 @@ def test_deepspeed_names_each_worker_it_spawned_by_its_node_and_local_rank():
              "'-u', 'w.py', '--local_rank=2']",
              "n1: [2026-11-25 15:27:48,061] [INFO] [launch.py:245:main] process 72 spawned with command: ['python3', "
              "'-u', 'w.py', '--local_rank=1']"]
-    assert [spawns.feed(x) for x in lines] == [None, None, None, None, (71, 4), (81, 2), (72, 3)]
-    assert not spawns.own_logs
+    assert [[(e.pid, e.rank, e.own_log) for e in spawns.feed(x, AT)] for x in lines] == \
+        [[], [], [], [], [(71, 4, False)], [(81, 2, False)], [(72, 3, False)]]
 
 
 def test_deepspeed_rankless_kill_is_the_one_worker_that_wrote_no_error(write):
@@ -167,12 +165,12 @@ def test_ray_reads_a_worker_that_died_without_an_error_of_its_own(write):
 
 
 def test_ray_names_the_dead_worker_by_its_snippet_where_no_pid_is_paired():
-    deaths = formats.Deaths()
+    deaths = formats.ray.FORMAT.reader()
     said = "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR"
-    assert [deaths.feed(x) for x in ("[Rank 0,2 Error Snippet]:", "[Rank 3 Error Snippet]:", said)] == \
-        [None, None, (None, [3], said)]
-    assert deaths.feed("\tpid: 77") is None and deaths.feed(said) == (77, [3], said)
-    assert deaths.feed(said.replace("SYSTEM_ERROR", "INTENDED_USER_EXIT")) is None
+    assert [list(deaths.feed(x, AT)) for x in ("[Rank 0,2 Error Snippet]:", "[Rank 3 Error Snippet]:", said)] == \
+        [[], [], [WorkerDied(None, (3,), said, AT)]]
+    assert not deaths.feed("\tpid: 77", AT) and list(deaths.feed(said, AT)) == [WorkerDied(77, (3,), said, AT)]
+    assert not deaths.feed(said.replace("SYSTEM_ERROR", "INTENDED_USER_EXIT"), AT)
 
 
 def test_a_nodes_local_tag_behind_its_label_is_placed_by_one_line_that_carries_both(write):
@@ -205,3 +203,17 @@ def test_torchrun_agents_local_rank_behind_a_node_label_is_that_nodes(write):
     log = write("console.log", "node7: E1125 15:07:58.888000 25659 torch/distributed/elastic/multiprocessing/api.py:1002] "
                 "failed (exitcode: 1) local_rank: 0 (pid: 25675) of binary: .venv/bin/python")
     assert [(e.rank, e.local_rank) for e in run(log).scans[0].elastic] == [(None, 0)]
+
+
+def test_deepspeed_lines_are_read_behind_their_own_words_not_the_loggers_file_name():
+    """The launcher's lines are read by the words the reader keeps them by: a logger format without "launch.py" in
+    its header still names the worker it spawned."""
+    p = LogParser("console.log", None)
+    head = "[2026-11-25 15:27:48,056] [INFO] [ds.py:1:main] "
+    for i, line in enumerate(("global_rank_mapping=defaultdict(<class 'list'>, {'localhost': [0, 1]})",
+                              "nnodes=1, num_local_procs=2, node_rank=0",
+                              "process 81 spawned with command: ['python3', '-u', 'w.py', '--local_rank=1']"), 1):
+        p.feed(i, (head + line).encode())
+    scan = p.finish(3, 200)
+    assert {(f.key, f.value, f.who.global_rank) for f in scan.facts} == {("pid", "81", 1), ("spawned", "81", 1)}
+    assert scan.ranks_seen == (1,)

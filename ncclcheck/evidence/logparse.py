@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from ncclcheck import signals
 from ncclcheck.evidence import formats, stamps
+from ncclcheck.evidence.formats.collectors import LABEL, NODE_LABEL
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.hostlog import RECORD_WORDS, HostLog, maybe_host_record
 from ncclcheck.evidence.linear import then
@@ -36,6 +37,7 @@ from ncclcheck.evidence.repair import (
 )
 from ncclcheck.evidence.types import (
     PG,
+    AgentExit,
     Clue,
     CollectiveStack,
     DesyncReport,
@@ -46,16 +48,23 @@ from ncclcheck.evidence.types import (
     ErrorKind,
     Fact,
     FileScan,
+    GlooWait,
     GroupInit,
     Heartbeat,
     InputProblem,
+    JobStop,
     Lagging,
     Loc,
     Mismatch,
+    PidRank,
     RankError,
+    Said,
     StatusMention,
     SystemEvent,
     Who,
+    WorkerDied,
+    WorkerEnd,
+    WorkerStarted,
     WorkMention,
     is_default_group,
 )
@@ -64,9 +73,6 @@ from ncclcheck.evidence.types import (
 # "[ rank3]:" or "rank3]:" at the start, after a space or after ":)|>" (a run of spaces is its own boundary)
 _GLOBAL_RANK = re.compile(r"(?:\[\s*|(?<![^\s:)|>]))rank(\d+)\[?\]:")
 _ROLE_RANK = re.compile(r"\[[A-Za-z_]+?(\d+)\]:")
-# Lightning's tag of the global rank on its own messages ("[rank: 3] "), and the line each rank prints when it starts
-# ("Initializing distributed: GLOBAL_RANK: 3, MEMBER: 4/8").
-_LIGHTNING_RANK = re.compile(r"\[rank: (\d+)\] |GLOBAL_RANK: (\d+), MEMBER: ")
 # A rank prefix further along a line, right before the c10 header it belongs to.
 _GLUED_RANK = re.compile(r"\[rank(\d+)\]:(?=\[[EWIF]\d)")
 # What precedes a record's text: a collector's own prefix (pdsh's "worker-4: ", a CRI timestamp, "[time] node4 ")
@@ -74,7 +80,7 @@ _GLUED_RANK = re.compile(r"\[rank(\d+)\]:(?=\[[EWIF]\d)")
 _PY_PREFIX = re.compile(
     r"^(?:.{0,160}?(?=\[[A-Za-z_]*\d+\]:))?"
     r"(?:\s*(?:\([\w.\[\]=]+ pid=\d+(?:, ip=[\d.]+)?\)|\[[A-Za-z_]*\d+\]:|\[rank: \d+\]|>|`+|\*\*|"
-    + "|".join(tag.pattern for tag in formats.RANK_TAGS) + r"))+\s?"
+    + formats.RANK_TAG_TEXT + r"))+\s?"
 )
 
 # --- WorkNCCL(...) printings (on whitespace-free text) ---------------------------------
@@ -132,11 +138,6 @@ _DESYNC_BODY = re.compile(r"^-?(?:\[[\d,]+\]|#\d+|Toourbestknowledge|Snapshotofr
 
 # --- errors and launcher summary -----------------------------------------------------
 _PY_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt))(?::\s?(.*))?$")
-# A collector's label before a line that has no rank tag: srun -l's "3: ", pdsh's "worker-4: ", a CRI timestamp,
-# kubectl logs --prefix's "[pod/job-worker-1/pytorch] ".
-_LABEL = re.compile(r"^(?:\d{4}-\d\d-\d\dT[\d:.]+Z |\[pod/[^\]\s]+\] |[\w.@-]{1,64}: (?=\S))")
-# A node's label before torchrun's "[default1]:" (pdsh's "node1: ", srun -l's "0: "), not a per-line stamp.
-_NODE_LABEL = re.compile(r"^[\w.@-]{1,64}: (?=\[)")
 _NCCL_WARN = re.compile(r"NCCL WARN (.*)")
 _WARN_SOURCE = re.compile(r"(?<!\S)(\S+\.cc:\d+) NCCL WARN")
 # NCCL before 2.3 printed "host:pid:tid [cudaDev] include/socket.h:311 WARN <message>", without the word NCCL.
@@ -165,8 +166,6 @@ _FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap tes
     # A communicator's size: the world's, or a sub-group's (the world is at least that large).
     ("nccl_nranks", "nranks", re.compile(r"NCCL INFO comm 0x[0-9a-f]+ rank \d+ nranks (\d+) ")),
     ("bus_id", "busId", re.compile(r"cudaDev \d+ (?:nvmlDev \d+ )?busId ([0-9a-fA-F]+)")),  # the rank's GPU
-    # Lightning's "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/4" (1.x: "initializing ddp: …")
-    ("lightning_world", "GLOBAL_RANK", re.compile(r"GLOBAL_RANK: \d+, MEMBER: \d+/(\d+)")),
     # The world as launchers and frameworks echo it: an environment dump or a script's own print (WORLD_SIZE=8),
     # DeepSpeed's launcher (dist_world_size=16) and its comm (world_size=8), torchrun's agent's rendezvous result
     # (global_world_sizes=[8, 8, ...]), Accelerate's state ("Num processes: 8"), torch 1.x's store barrier.
@@ -184,7 +183,6 @@ _FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap tes
     # "`Trainer.fit` stopped: `max_epochs=N` reached", HF Trainer's "Training completed." (value: the words).
     ("work_done", "completed", re.compile(r"\b[Rr]ank (\d+) (?:has )?(?:completed|finished)\b")),
     ("work_done", "finished", re.compile(r"\b[Rr]ank (\d+) (?:has )?(?:completed|finished)\b")),
-    ("work_done", "Trainer.fit", re.compile(r"(`Trainer\.fit` stopped: `max_(?:epochs|steps)=[^`]*` reached)")),
     ("work_done", "Training completed", re.compile(r"(Training completed)\. Do not forget")),
     ("exit_without_destroy", "destroy_process_group", re.compile(r"(destroy_process_group\(\) was not called before "
                                                                  r"program exit)")),
@@ -229,9 +227,9 @@ _RECORDISH = re.compile(
 )
 # Words one of which a line with a fact (or an error) holds: plain substring tests, cheaper than one alternation.
 _FACT_WORDS = ("initialization options", "Terminating the process", "NCCL version", "Bootstrap", "NET/",
-               "Using network", "TIMEOUT(ms)", "nranks", "set by environment", "NCCL WARN", "GLOBAL_RANK",
+               "Using network", "TIMEOUT(ms)", "nranks", "set by environment", "NCCL WARN",
                "WORLD_SIZE", "world_size", "Num processes", "store-based barrier", "nnodes", "max_nodes", "nproc",
-               "destroy_process_group", "completed", "finished", "Trainer.fit")
+               "destroy_process_group", "completed", "finished")
 _ERROR_WORDS = ("Error", "Exception", "Interrupt", "terminate called")
 
 # --- what a rank was busy with: work of its own that may outlast a collective timeout ----------------------
@@ -260,7 +258,7 @@ _NOT_BUSY = re.compile(r"(?i)error|exception|traceback|failed|" + then(r"warning
 # Lightning's start line: each sets the timeout its own way.
 _FRAMEWORKS = (
     ("hf_trainer", re.compile(r"transformers[/\\](?:trainer|training_args)")),
-    ("lightning", re.compile(r"lightning[/\\]|GLOBAL_RANK: \d+, MEMBER: ")),
+    ("lightning", re.compile(r"lightning[/\\]")),  # and its start line (evidence/formats/lightning.py)
     ("deepspeed", re.compile(r"deepspeed[/\\]")),
     ("accelerate", re.compile(r"accelerate[/\\]")),
 )
@@ -285,12 +283,6 @@ _CLUE_GATE = re.compile(
     r"|CANCELLED AT|oom_kill|OOM ?Kill|Out Of Memory"
     r"|workers joined|will restart worker group|Restarting worker group|" + _NCCL_SAYS.pattern
 )
-# Launchers' lines about their workers: Slurm's "srun: error: node3: tasks 8-13,15: Killed", torchrun's agent
-# "failed (exitcode: -9) local_rank: 3 (pid: 812917) of binary" (others: evidence/formats/).
-_SRUN_TASKS = re.compile(r"srun: error: (\S+): tasks? (\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*): (.+)$")
-_AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\) of binary")
-# MosaicML Composer's launcher, once per worker: "Global rank 1 (PID 787) exited with code -6".
-_COMPOSER_EXIT = re.compile(r"Global rank (\d+) \(PID (\d+)\) exited with code (-?\d+)")
 # A process's own last words on a fatal signal: UCX's "Caught signal 7 (Bus error: …)", glog's "*** SIGSEGV (@0x0)
 # received by PID …", Python's faulthandler "Fatal Python error: Segmentation fault", MPI's "Signal: Bus error (7)", a
 # shell's "Bus error (core dumped)". SIGABRT is left out: the watchdog's abort after a timeout ends ranks with it.
@@ -299,23 +291,12 @@ _FATAL_SIGNAL = re.compile(
     r"Fatal Python error: (Segmentation fault|Bus error|Illegal instruction|Floating point exception)|"
     r"Signal: [\w ]+ \((\d+)\)$|^(Segmentation fault|Bus error|Illegal instruction)(?: \(core dumped\))?$")
 _SIGNAL_WORDS = ("ignal", "SIG", "Segmentation", "rror", "nstruction")
-# The launcher's report of a child that failed, from subprocess (torch.distributed.launch before torchrun, accelerate
-# launch): "CalledProcessError: Command '[…, '--local_rank=1', …]' died with <Signals.SIGKILL: 9>." or "returned
-# non-zero exit status 1."
-_CALLED_PROCESS = re.compile(
-    r"CalledProcessError: Command '((?:(?!CalledProcessError: ).)*)' "
-    r"(?:died with <Signals\.SIG\w+: (\d+)>|returned non-zero exit status (\d+))")
-_CMD_LOCAL_RANK = re.compile(r"--local[_-]rank[=', ]+(\d+)")
-# gloo's timeouts (tcp/unbound_buffer.cc) and monitored_barrier's verdicts (ProcessGroupGloo.cpp).
-_GLOO_TIMEOUT = re.compile(r"Timed out waiting (\d+)ms for (?:recv|send) operation to complete")
-_MONITORED_MISSING = re.compile(r"Ranks? (\d+(?:, \d+)*) failed to pass monitoredBarrier in (\d+) ms")
-_MONITORED_REACHED = re.compile(r"Rank \d+ successfully reached monitoredBarrier, but received errors while waiting")
 # Words one of which every clue line holds: plain substring tests first, the gate's regex only where one is there.
 _CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "CANCELLED", "ssertion", "TCPStore", "c10d", "signal",
                "endezvous", "joined", "restart", "Restart", "interface", "AF_INET", "plugin", "peer", "Call to")
-# Launchers' and gloo's lines about a rank, and NCCL's own error, each found behind one of these words.
-_LAUNCHER_WORDS = ("of binary", "sigkill_handler", "srun: error: ", "operation to complete", "monitoredBarrier",
-                   "NCCL error", "Terminating the process", "[TC]")
+# NCCL's own error and the nccl2 backend's lines, each found behind one of these words (launchers' and gloo's lines:
+# evidence/formats/).
+_NCCL_LINE_WORDS = ("NCCL error", "Terminating the process", "[TC]")
 # What the reader must keep wherever it stands: every line this parser reads into an error, a clue, a death by
 # signal, a launcher's or a host's report, an ending or a setting holds one of the words its own cheap tests look
 # for before any pattern.  The reader searches every block for them (``reader.WHOLE_WORDS`` is made from these), so
@@ -327,12 +308,12 @@ _LAUNCHER_WORDS = ("of binary", "sigkill_handler", "srun: error: ", "operation t
 _SETTING_WORDS = ("environment",)  # "set by environment to", "ProcessGroupNCCL environments:"
 # The other lines read at any offset: a rank's last busy line (BUSY_WORDS), the launchers' own lines
 # (evidence/formats/), the resolver's and NCCL's bare errors, torchrun's restarts, the program's word that its work or
-# its process groups are over, Composer's exit line.
+# its process groups are over.
 _OTHER_WORDS = ("gai error", "cannot be retrieved", "system error", "worker group", "destroy_process_group",
-                "Trainer.fit", "Training completed", "Global rank")
-KEEP_WORDS = tuple(dict.fromkeys((*_ERROR_WORDS, *_CLUE_WORDS, *_SIGNAL_WORDS, *_LAUNCHER_WORDS, *RECORD_WORDS,
+                "Training completed")
+KEEP_WORDS = tuple(dict.fromkeys((*_ERROR_WORDS, *_CLUE_WORDS, *_SIGNAL_WORDS, *_NCCL_LINE_WORDS, *RECORD_WORDS,
                                   *_SETTING_WORDS, *_NCCL_ERROR_WORDS, *BUSY_WORDS,
-                                  *(w.decode() for w in formats.WORDS), *_OTHER_WORDS)))
+                                  *formats.WORDS, *_OTHER_WORDS)))
 _LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(.*)$")
 _CUDA_ASSERT = re.compile(r"(?<![\w.])([\w.]+\.cuh?):(\d+): ((?:(?!\.cuh?:\d+: ).)*?): block: \[[\d,]+\], "
                           r"thread: \[[\d,]+\] Assertion `((?:(?!Assertion `).)+)` failed")
@@ -348,7 +329,6 @@ _LAUNCHER = re.compile(
     r"|Restarting worker group"
     r"|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT|oom_kill event|OOM Killed|OOMKilled"
 )
-_GLOG_PID = re.compile(r"^[EWIF]\d{4} [\d:.]+ +(\d+) ")
 _LOG_HEAD = re.compile(r"^\[?[EWIF]\d{4} [\d:.]+ +\d*\s*[^\]]*\]\s*")
 
 _FRAME = re.compile(r"^#(\d+) (\S+) from (.+):(\d+)$")
@@ -462,9 +442,9 @@ class LogParser:
         self._await_detail: dict[Who, tuple[Loc, bool]] = {}
         self._prev_line = 0
         self._hostlog = HostLog()
-        self._launcher = formats.LauncherLines(formats.LINE_FORMATS)
-        self._spawns = formats.Spawns()
-        self._deaths = formats.Deaths()
+        self._readers = formats.readers()  # each source's reader (evidence/formats/), with the words that gate it
+        self._held: list[Said] = []  # what the sources read from the current line, to take with its errors and facts
+        self._child: AgentExit | None = None  # the last CalledProcessError read as a worker's exit
         self._system: list[SystemEvent] = []
 
     # ------------------------------------------------------------------ feeding
@@ -491,12 +471,15 @@ class LogParser:
                 return
             self._pend = None
             self._logical(first, who, "".join(parts), joined=True)
-        if "rank=" in text and (paired := formats.pid_rank(text)):
-            self._pid_rank.setdefault(*paired)
-        if "launch" in text and (spawned := self._spawns.feed(text)):
-            self._spawned(*spawned, Loc(self.file, lineno))
-        if ("Snippet]" in text or "pid: " in text or "process has died" in text) and (died := self._deaths.feed(text)):
-            self._died(*died, Loc(self.file, lineno))
+        said = [e for words, source in self._readers if any(map(text.__contains__, words))
+                for e in source.feed(text, Loc(self.file, lineno))] if any(map(text.__contains__, formats.GATE)) else ()
+        for e in said:
+            if isinstance(e, PidRank):  # a PID paired with its rank names this very line's process
+                self._pid_rank.setdefault(e.pid, e.rank)
+            elif isinstance(e, WorkerStarted):
+                self._spawned(e)
+            elif isinstance(e, WorkerDied):
+                self._died(e)
         self._line_pid = formats.pid_tag(text) if text.startswith("(") else None
         if self._line_pid in self._pid_error and _went_on(text):
             self._outlived.add(self._pid_error.pop(self._line_pid))
@@ -514,6 +497,8 @@ class LogParser:
             self._ranks.add(who.global_rank)
         if bar is not None:
             self._busy(who, bar, Loc(self.file, lineno))
+        # The rest is taken where the line is read for errors and facts (not in a record, a table or a stack).
+        self._held = [e for e in said if not isinstance(e, (PidRank, WorkerStarted, WorkerDied))]
         sq = squeeze(text) if _MAY_START.search(text) or OPEN_TAIL.search(text, max(0, len(text) - 100)) else None
         if sq is not None and incomplete(sq):
             self._pend = (lineno, lineno, who, [text])
@@ -620,12 +605,11 @@ class LogParser:
         ranks = _GLOBAL_RANK.findall(text, 0, 200) if text.find("rank", 0, 200) != -1 else None
         if not ranks and len(text) > 200 and (glued := _GLUED_RANK.search(text)):
             ranks = [glued[1]]  # a record glued after a long line (a progress bar without its carriage return)
-        if not ranks and ("[rank: " in text[:200] or "GLOBAL_RANK: " in text) and (
-                tag := _LIGHTNING_RANK.search(text, 0, 200)):
-            ranks = [tag[1] or tag[2]]
+        if not ranks and (mark := formats.rank_mark(text)) is not None:
+            ranks = [mark]  # a framework's tag further along (Lightning's "[rank: 3] ")
         role = _ROLE_RANK.match(text)
         node = None
-        if role is None and "]:" in text[:90] and text[:1] != "[" and (label := _NODE_LABEL.match(text)) and (
+        if role is None and "]:" in text[:90] and text[:1] != "[" and (label := NODE_LABEL.match(text)) and (
                 role := _ROLE_RANK.match(text, label.end())) is not None and not role[0].startswith("[rank"):
             node = label[0]  # a collector's node label before torchrun's tag: "node1: [default1]:"
         if ranks:
@@ -958,33 +942,14 @@ class LogParser:
         if maybe_host_record(text) and (event := self._hostlog.feed(text, loc)):
             self._system.append(event)
             return
-        if ("operation to complete" in text or "monitoredBarrier" in text) and self._gloo_wait(who, text, loc):
-            return
-        if 'File "' in text or "GLOBAL_RANK" in text:
+        if self._held and self._held[0].loc.line == loc.line:
+            held, self._held = self._held, []
+            if any([self._said(who, e) for e in held]):
+                return  # the line is wholly a launcher's or gloo's report
+        if 'File "' in text:
             for name, pattern in _FRAMEWORKS:
                 if pattern.search(text):
                     self._fact(who, "framework", name, loc)
-        if "of binary" in text and (m := _AGENT_FAILED.search(text)):
-            # Where an attempt of the worker group ended, and which agent said so (glog's thread id is its PID).
-            # A collector's label ("node1: " from pdsh) tells the agents of two nodes apart as well.
-            label = _LABEL.match(text)
-            node = label[0] if label and label[0][:1] != "[" and label[0][-2:] == ": " else None
-            self._agent_failed(int(m[2]), int(m[1]), int(m[3]), loc, node)
-            agent = _GLOG_PID.match(text[label.end():] if label else text)
-            who_said = f"{label[0] if label else ''}{agent[1] if agent else ''}"
-            self._fact(Who(), "agent_failed", f"{who_said}@{loc.line}", loc)
-            return
-        if "srun: error: " in text and (m := _SRUN_TASKS.search(text)):
-            self._srun_failed(m, loc)
-            return
-        if said := self._launcher.feed(text):
-            self._launcher_line(*said, text, loc)
-        if "Global rank" in text and (m := _COMPOSER_EXIT.search(text)):
-            code = int(m[3])
-            self._elastic.append(ElasticFailure(rank=int(m[1]), local_rank=None, exitcode=code, pid=int(m[2]),
-                                                signal=signals.of_exitcode(code), host=None, time=None, root_cause=False,
-                                                loc=loc))
-            return
         if any(map(text.__contains__, _SIGNAL_WORDS)) and self._fatal_signal(who, text, loc):
             return
         # Here, not on every line (a timeout record is never a clue), and behind plain substring tests.
@@ -1029,7 +994,7 @@ class LogParser:
             return
         stripped = _PY_PREFIX.sub("", text).strip()
         m = _PY_ERROR.match(stripped)
-        if m is None and (label := _LABEL.match(stripped)):
+        if m is None and (label := LABEL.match(stripped)):
             stripped = stripped[label.end():]
             m = _PY_ERROR.match(stripped)
         if m and m[1].startswith("nccl"):
@@ -1037,9 +1002,8 @@ class LogParser:
             if not any(k[0] == who.rank for k in self._nccl_errors):
                 self._nccl_error(who, "NCCL error: " + stripped, loc)
             return
-        if m and "CalledProcessError" in m[1] and (c := _CALLED_PROCESS.search(stripped)) and (
-                local := _CMD_LOCAL_RANK.search(c[1])):
-            self._agent_failed(int(local[1]), -int(c[2]) if c[2] else int(c[3]), None, loc)
+        if m and "CalledProcessError" in m[1] and self._child is not None and self._child.loc.line == loc.line:
+            self._agent_failed(self._child)  # the line's own exception is its launcher's report of a worker
             return
         if m and not _CASCADE.search(stripped):
             name, msg = m[1], (m[2] or "").strip()
@@ -1116,99 +1080,93 @@ class LogParser:
             self._error(who, kind, message, loc)
         return True
 
-    def _agent_failed(self, local_rank: int, code: int, pid: int | None, loc: Loc, node: str | None = None) -> None:
-        """A launcher's line about one worker that exited (torchrun's agent in each format its logger has had:
-        ``ERROR:torch.distributed…:``, ``[time] torch.distributed…: [ERROR]``, glog; DeepSpeed's launcher). It names
-        the local rank only: on one node that is the rank; a failure table in the same input, which names the global
-        rank, is preferred (see :meth:`finish`). Behind a node's label (pdsh's "node1: ") it is that node's local
-        rank: placed by the node's first rank where its lines give it (:meth:`_node_tag`), else left unplaced."""
-        failure = ElasticFailure(rank=local_rank, local_rank=local_rank, exitcode=code, pid=pid,
-                                 signal=signals.of_exitcode(code), host=None, time=None, root_cause=False,
-                                 loc=loc, agent_line=True)
-        if node is not None:
-            self._node_agents.append((node, len(self._elastic)))
+    def _agent_failed(self, said: AgentExit) -> None:
+        """A launcher's line about one worker that exited, by its local rank: on one node that is the rank; a failure
+        table in the same input, which names the global rank, is preferred (see :meth:`finish`). Behind a node's label
+        (pdsh's "node1: ") it is that node's local rank: placed by the node's first rank where its lines give it
+        (:meth:`_node_tag`), else left unplaced."""
+        failure = ElasticFailure(rank=said.local_rank, local_rank=said.local_rank, exitcode=said.exitcode,
+                                 pid=said.pid, signal=signals.of_exitcode(said.exitcode), host=None, time=None,
+                                 root_cause=False, loc=said.loc, agent_line=True)
+        if said.node is not None:
+            self._node_agents.append((said.node, len(self._elastic)))
         self._elastic.append(failure)
 
-    def _srun_failed(self, m: re.Match[str], loc: Loc) -> None:
-        """Slurm's "srun: error: node3: tasks 8-13,15: Exited with exit code 1" (or "Killed", "Out Of Memory"): the
-        tasks of an srun step are the job's ranks when srun starts one process a rank."""
-        what = m[3]
-        code = int(c[1]) if (c := re.search(r"exit code (-?\d+)", what)) else None
-        sig = "SIGKILL" if re.search(r"Killed|Out Of Memory", what) else ("SIGTERM" if "Terminated" in what else None)
-        if sig is None and code is None:
-            return
-        if "Out Of Memory" in what:  # Slurm's own word that the step's memory limit killed it: a cause, not a guess
-            first = int(m[2].split(",")[0].split("-")[0])
-            self._add_clue(self._one_who(first, None), "launcher", m[0], loc)
-        for part in m[2].split(","):  # a range is one entry: "tasks 0-30000000" is 45 bytes, not 30 million ranks
-            lo, _, hi = part.partition("-")
-            first, last = int(lo), int(hi or lo)
-            if last < first:
-                continue
-            self._elastic.append(ElasticFailure(rank=first, local_rank=None, exitcode=code, pid=None, signal=sig,
-                                                host=m[1], time=None, root_cause=False, loc=loc,
-                                                last_rank=last if last > first else None))
+    def _said(self, who: Who, said: Said) -> bool:
+        """Take what a source's reader read from a line of ``who`` (evidence/formats/), joined to this input's ranks;
+        True where the line is wholly that report (nothing else is read from it)."""
+        if isinstance(said, AgentExit):
+            if said.agent is None:  # a CalledProcessError: taken where it is the line's own exception
+                self._child = said
+                return False
+            # Where an attempt of the worker group ended, and which agent said so.
+            self._agent_failed(said)
+            self._fact(Who(), "agent_failed", f"{said.agent}@{said.loc.line}", said.loc)
+            return True
+        if isinstance(said, Fact):
+            self._fact(who, said.key, said.value, said.loc)
+            return False
+        if isinstance(said, GlooWait):
+            self._gloo_wait(who, said)
+            return True
+        if isinstance(said, ElasticFailure):
+            self._elastic.append(said)
+            return True
+        if isinstance(said, Clue):
+            self._add_clue(self._one_who(said.who.global_rank, said.who.path_rank), said.kind, said.text, said.loc)
+            return True
+        if isinstance(said, WorkerEnd) and said.rank is not None:
+            self._elastic.append(ElasticFailure(rank=said.rank, local_rank=None, exitcode=said.exitcode, pid=said.pid,
+                                                signal=said.signal, host=said.host, time=None, root_cause=False,
+                                                loc=said.loc))
+        elif isinstance(said, (WorkerEnd, JobStop)):
+            # A stop of the whole job, or a worker's end the line cannot place: the launcher's words are a clue (a
+            # long command line in the middle is cut, its end, the exit code, kept).
+            body = said.text
+            self._add_clue(self._one_who(None, None), "launcher",
+                           body if len(body) <= 300 else f"{body[:140]} … {body[-150:]}", said.loc)
+        return False
 
-    def _spawned(self, pid: int, rank: int, loc: Loc) -> None:
+    def _spawned(self, said: WorkerStarted) -> None:
         """A worker the launcher says it started: its PID (joins host records and rankless reports to it) and, where
         its output goes to this console, the rank is seen here (a rank that wrote nothing here wrote nothing)."""
-        who = self._one_who(rank, None)
-        self._fact(who, "pid", str(pid), loc)
-        self._fact(who, "spawned", str(pid), loc)
-        if not self._spawns.own_logs:
-            self._ranks.add(rank)
+        who = self._one_who(said.rank, None)
+        self._fact(who, "pid", str(said.pid), said.loc)
+        self._fact(who, "spawned", str(said.pid), said.loc)
+        if not said.own_log:
+            self._ranks.add(said.rank)
 
-    def _died(self, pid: int | None, snippet: list[int], words: str, loc: Loc) -> None:
+    def _died(self, said: WorkerDied) -> None:
         """A launcher's report that a worker's process died without an error of its own (Ray's actor error): that
         rank's death, by a signal it does not name. Its rank by the PID the report names, or the snippet's one rank."""
-        rank = self._pid_rank.get(pid) if pid is not None else None
-        if rank is None and len(snippet) == 1:
-            rank = snippet[0]
+        rank = self._pid_rank.get(said.pid) if said.pid is not None else None
+        if rank is None and len(said.snippet) == 1:
+            rank = said.snippet[0]
         if rank is not None:
-            self._error(self._one_who(rank, None), ErrorKind.KILLED, words, loc)
-
-    def _launcher_line(self, fmt: formats.LineFormat, end: formats.TaskEnd | None, text: str, loc: Loc) -> None:
-        """A launcher's report of one worker's end (a global rank), or of a stop of the whole job (a clue)."""
-        if end is None or end.rank is None:  # quoted from its own words on: a label or a progress bar may stand before
-            at = m.start() if (m := fmt.pattern.search(text)) else 0
-            body = text[at:].strip()  # a long command line in the middle is cut, its end (the exit code) kept
-            self._add_clue(self._one_who(None, None), "launcher",
-                           body if len(body) <= 300 else f"{body[:140]} … {body[-150:]}", loc)
-            return
-        self._elastic.append(ElasticFailure(rank=end.rank, local_rank=None, exitcode=end.exitcode, pid=end.pid,
-                                            signal=end.signal, host=end.host, time=None, root_cause=False, loc=loc))
+            self._error(self._one_who(rank, None), ErrorKind.KILLED, said.text, said.loc)
 
     def _fatal_signal(self, who: Who, text: str, loc: Loc) -> bool:
         """A line in which the process itself reports the fatal signal it dies of (a segfault or bus error in
         native code has no Python traceback)."""
         body = _PY_PREFIX.sub("", text).strip()
-        if (label := _LABEL.match(body)) and not body.startswith("Signal: "):
+        if (label := LABEL.match(body)) and not body.startswith("Signal: "):
             body = body[label.end():]
         if fatal_signal(body) is None:
             return False
         self._error(who, ErrorKind.KILLED, body[:300], loc)
         return True
 
-    def _gloo_wait(self, who: Who, text: str, loc: Loc) -> bool:
-        """gloo's collective timeouts: a rank that timed out waiting for a peer's send or receive, or in
-        ``monitored_barrier`` (where rank 0 names the ranks that never came). Like NCCL's watchdog line, a wait,
-        not the rank's own failure; each rank's wait is kept once (the log line and the exception repeat it)."""
-        if m := _MONITORED_MISSING.search(text):
-            missing = ", ".join(x.strip() for x in m[1].split(",") if x.strip())
-            self._fact(who, "monitored_barrier_missing", missing, loc)
-            timeout, evidence = int(m[2]), "monitored_barrier"
-        elif _MONITORED_REACHED.search(text):
-            timeout, evidence = None, "monitored_barrier"
-        elif m := _GLOO_TIMEOUT.search(text):
-            timeout, evidence = int(m[1]), "gloo_timeout"
-        else:
-            return False
+    def _gloo_wait(self, who: Who, said: GlooWait) -> None:
+        """gloo's collective timeouts (evidence/formats/gloo.py): like NCCL's watchdog line, a wait, not the rank's
+        own failure; each rank's wait is kept once (the log line and the exception repeat it)."""
+        if said.missing is not None:
+            self._fact(who, "monitored_barrier_missing", said.missing, said.loc)
         if not any(w.who == who and w.evidence in ("monitored_barrier", "gloo_timeout") for w in self._works[-8:]):
-            op = "MONITORED_BARRIER" if evidence == "monitored_barrier" else None
+            op = "MONITORED_BARRIER" if said.evidence == "monitored_barrier" else None
             self._works.append(WorkMention(who=who, rank=None, seq=None, op_type=op, numel_in=None,
-                                           numel_out=None, tensor_shape=None, timeout_ms=timeout, ran_for_ms=None,
-                                           evidence=evidence, loc=loc, clock_s=_clock(text)))
-        return True
+                                           numel_out=None, tensor_shape=None, timeout_ms=said.timeout_ms,
+                                           ran_for_ms=None, evidence=said.evidence, loc=said.loc,
+                                           clock_s=said.clock_s))
 
     def _busy(self, who: Who, text: str, loc: Loc) -> None:
         """The rank's last line about legitimate work of its own (evaluation, saving, preprocessing, compiling),
@@ -1255,13 +1213,6 @@ def _went_on(text: str) -> bool:
 
 
 _TRACEBACK_PARTS = ("Traceback", "File ", "During handling", "The above exception", "^", "~", "[")
-
-
-def launcher_signal(line: str) -> str | None:
-    """The signal a launcher's line says a child died of, where the line names no rank: a CalledProcessError's
-    ``died with <Signals.SIGKILL: 9>``, DeepSpeed's ``exits with return code = -9``."""
-    m = _CALLED_PROCESS.search(line)
-    return signals.name(int(m[2])) if m and m[2] else formats.rankless_signal(line)
 
 
 def fatal_signal(line: str) -> str | None:

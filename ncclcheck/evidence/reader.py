@@ -139,9 +139,11 @@ _HEAD_WANTED = re.compile(
     rb"NCCL version|Bootstrap|NET/|Using network|TIMEOUT\(ms\)|nranks|set by environment|NCCL WARN|environments|"
     rb"initialization options|Error|Exception|Interrupt|terminate called|Terminating the process|Aborting process|"
     rb"\[TC\]|[Dd]ump|[Ff]light [Rr]ecorder|Last error|Assertion `|TCPStore|\[c10d\]|[Rr]endezvous|death signal|"
-    rb"closing signal|clients joined|will restart worker group|GLOBAL_RANK|\[rank: \d|"
+    rb"closing signal|clients joined|will restart worker group|"
     # the job's world as launchers and scripts echo it at start-up (torchrun's launch configs, Accelerate, DeepSpeed)
-    rb"WORLD_SIZE|world_size|Num processes|nnodes|nproc|max_nodes|store-based"
+    rb"WORLD_SIZE|world_size|Num processes|nnodes|nproc|max_nodes|store-based|"
+    # the sources' own set-up words (evidence/formats/: Lightning's start line and rank tag)
+    + b"|".join(re.escape(w.encode()) for w in formats.HEAD_WORDS)
 )
 # Launchers' own words (evidence/formats/) are among them.
 # Every line the parser reads into an error, a clue, a death by signal, a launcher's or a host's report, an ending

@@ -350,6 +350,95 @@ class SystemEvent:
     details: tuple[tuple[str, str], ...] = ()
 
 
+# --- what a source of lines says about its workers (evidence/formats/), before the parser joins it to ranks ------
+@dataclass(frozen=True)
+class WorkerEnd:
+    """A launcher's report that one of its workers ended: which (its global rank; None where the line cannot say),
+    how and where, and the launcher's words, quoted from their start."""
+
+    source: str
+    rank: int | None
+    text: str
+    loc: Loc
+    exitcode: int | None = None
+    signal: str | None = None
+    pid: int | None = None
+    host: str | None = None
+
+
+@dataclass(frozen=True)
+class JobStop:
+    """A launcher's or a scheduler's word that it stopped the whole job (a time limit, a cancellation), naming no
+    worker; its words quoted from their start."""
+
+    source: str
+    text: str
+    loc: Loc
+
+
+@dataclass(frozen=True)
+class WorkerStarted:
+    """A worker the launcher says it started, with its PID and global rank. ``own_log``: the launcher writes each
+    worker's output to a file of its own, so this console not holding a worker's lines says nothing of it."""
+
+    pid: int
+    rank: int
+    loc: Loc
+    own_log: bool = False
+
+
+@dataclass(frozen=True)
+class PidRank:
+    """A launcher's line that pairs a worker's PID with its global rank (Ray Train's worker table)."""
+
+    pid: int
+    rank: int
+    loc: Loc
+
+
+@dataclass(frozen=True)
+class WorkerDied:
+    """A launcher's report that a worker's process died without an error of its own: the PID it names, else the
+    ranks of the error snippet it stands in (one rank places it), and the launcher's words."""
+
+    pid: int | None
+    snippet: tuple[int, ...]
+    text: str
+    loc: Loc
+
+
+@dataclass(frozen=True)
+class AgentExit:
+    """A launcher's line about one of its workers that exited, naming its local rank only (torchrun's agent, a
+    CalledProcessError's ``--local_rank``). ``node``: the collector's label the line stands behind (pdsh's "node1: "),
+    whose node the local rank is of; ``agent``: which agent said it (that label and its glog PID), None where the
+    line is no agent's."""
+
+    local_rank: int
+    exitcode: int
+    pid: int | None
+    loc: Loc
+    node: str | None = None
+    agent: str | None = None
+
+
+@dataclass(frozen=True)
+class GlooWait:
+    """gloo's collective timeout on the line's rank: a wait for a peer's send or receive (``gloo_timeout``), or in
+    ``monitored_barrier`` (``missing``: the ranks rank 0 names as never arriving)."""
+
+    evidence: str
+    timeout_ms: int | None
+    loc: Loc
+    missing: str | None = None
+    clock_s: float | None = None
+
+
+# What a source's reader yields for one line (evidence/formats/source.py).
+# A Fact's ``who`` is the line's process, put on it by the parser.
+Said = WorkerEnd | JobStop | WorkerStarted | PidRank | WorkerDied | AgentExit | GlooWait | ElasticFailure | Clue | Fact
+
+
 @dataclass(frozen=True)
 class FileScan:
     """Everything extracted from one input, in line order."""

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ncclcheck.evidence import formats, stamps
-from ncclcheck.evidence.logparse import launcher_signal
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, SystemEvent
 from ncclcheck.job.causedata import DEVICE, HOST, LATE, LAUNCHER, MEMORY, NETWORK, PROGRAM, SETUP, Cause, read_catalogue
 from ncclcheck.job.hosts import Joined, join_events, peers_lost
@@ -235,7 +234,7 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
     said = _said(scans)
     # A launcher's report of a kill it could not tie to a rank ("died with <Signals.SIGKILL: 9>", DeepSpeed's
     # "exits with return code = -9").
-    unnamed = [(None, s.loc, sig) for s in said if (sig := launcher_signal(s.text))][:1]
+    unnamed = [(None, s.loc, sig) for s in said if (sig := formats.launcher_signal(s.text))][:1]
     for cause in CATALOGUE:
         hits = [s for s in said if _shows(cause, s)]
         # A killed rank is why its peers lost it (or read a cut message).

@@ -21,34 +21,35 @@ wrote nothing there wrote nothing at all.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from ncclcheck import signals
-from ncclcheck.evidence.formats.lines import LineFormat, TaskEnd
+from ncclcheck.evidence.formats.source import AT, Format, LauncherLines, LineFormat, Sample, ended
 from ncclcheck.evidence.linear import then
+from ncclcheck.evidence.types import Loc, Said, WorkerEnd, WorkerStarted
 
 
-def _exit(m: re.Match[str]) -> TaskEnd:
-    code = int(m[1])
-    return TaskEnd(None, exitcode=code, signal=signals.of_exitcode(code))
+def _exit(m: re.Match[str]) -> WorkerEnd:
+    code = int(m["code"])
+    return ended("DeepSpeed", None, exitcode=code, signal=signals.of_exitcode(code))
 
 
 LINES = (
     LineFormat("DeepSpeed", "exits with return code",
-               re.compile(then(r"sigkill_handler\]", r"exits with return code = (-?\d+)", lazy=False)),
-               "[2026-11-25 15:28:08,874] [ERROR] [launch.py:259:sigkill_handler] ['python3', '-u', 'worker.py', "
-               "'--local_rank=3', 'kill', '1'] exits with return code = -9", read=_exit, rankless=True),
+               re.compile(then(r"sigkill_handler\]", r"exits with return code = (?P<code>-?\d+)", lazy=False)),
+               read=_exit, rankless=True),
 )
 
-SPAWNED = re.compile(r"process (\d+) spawned with command: \[.*?'--local_rank=(\d+)'")
-NODE = re.compile(r"nnodes=\d+, num_local_procs=(\d+), node_rank=(\d+)")
-MAPPING = re.compile(r"global_rank_mapping=\w*\(?(?:<class 'list'>, )?\{(.*)\}")
+SPAWNED = re.compile(r"process (?P<pid>\d+) spawned with command: \[.*?'--local_rank=(?P<local>\d+)'")
+NODE = re.compile(r"nnodes=\d+, num_local_procs=(?P<procs>\d+), node_rank=(?P<node>\d+)")
+MAPPING = re.compile(r"global_rank_mapping=\w*\(?(?:<class 'list'>, )?\{(?P<nodes>.*)\}")
 _NODE_RANKS = re.compile(r"'[^']*': \[([\d, ]*)\]")
-OWN_LOGS = re.compile(r"--enable_each_rank_log=(\S+)")
-WORDS = ("spawned with command", "num_local_procs=", "global_rank_mapping=", "enable_each_rank_log=")
+OWN_LOGS = re.compile(r"--enable_each_rank_log=(?P<dir>\S+)")
 
 
 class Spawns:
-    """One input's DeepSpeed launcher lines, read in order: each spawned worker's PID and global rank.
+    """One input's DeepSpeed launcher lines, read in order: each spawned worker's PID and global rank, and the
+    launcher's report of a worker's end.
 
     A console that pdsh gathered from several nodes interleaves their launchers' lines, each behind its node's
     label: a node's own line ("node_rank=") is kept by the label it stands behind."""
@@ -56,22 +57,47 @@ class Spawns:
     def __init__(self) -> None:
         self._ranks: list[list[int]] = []  # each node's global ranks, in node_rank order
         self._node: dict[str, tuple[int, int]] = {}  # label -> (num_local_procs, node_rank)
-        self.own_logs = False  # the launcher wrote each worker's output to a file of its own
+        self._own_logs = False  # the launcher wrote each worker's output to a file of its own
+        self._exits = LauncherLines(LINES)
 
-    def feed(self, text: str) -> tuple[int, int] | None:
-        """(PID, global rank) of a worker this line says the launcher spawned; None for any other line."""
+    def feed(self, text: str, loc: Loc) -> Iterable[Said]:
+        """The worker this line says the launcher spawned, or the end of one; nothing for any other line."""
         label = text.split("[", 1)[0]
         if "spawned with command" in text and (m := SPAWNED.search(text)):
             local = self._node.get(label)
             if local is None or local[1] >= len(self._ranks):
-                return None
+                return ()
             size, node = local
-            ranks = [r for r in self._ranks[node] if r % size == int(m[2])]
-            return (int(m[1]), ranks[0]) if len(ranks) == 1 else None
+            ranks = [r for r in self._ranks[node] if r % size == int(m["local"])]
+            return (WorkerStarted(int(m["pid"]), ranks[0], loc, self._own_logs),) if len(ranks) == 1 else ()
         if "num_local_procs=" in text and (m := NODE.search(text)):
-            self._node[label] = (int(m[1]), int(m[2]))
+            self._node[label] = (int(m["procs"]), int(m["node"]))
         elif "global_rank_mapping=" in text and (m := MAPPING.search(text)):
-            self._ranks = [[int(x) for x in g.split(",") if x.strip()] for g in _NODE_RANKS.findall(m[1])]
+            self._ranks = [[int(x) for x in g.split(",") if x.strip()] for g in _NODE_RANKS.findall(m["nodes"])]
         elif "enable_each_rank_log=" in text and (m := OWN_LOGS.search(text)):
-            self.own_logs = m[1] != "None"
-        return None
+            self._own_logs = m["dir"] != "None"
+        else:
+            return self._exits.feed(text, loc)
+        return ()
+
+
+_LAUNCH = "[2026-11-25 15:27:48,{}] [INFO] [launch.py:{}:main] "
+_MAPPING = _LAUNCH.format("056", 169) + "global_rank_mapping=defaultdict(<class 'list'>, {'localhost': [0, 1, 2, 3]})"
+_NODE = _LAUNCH.format("056", 158) + "nnodes=1, num_local_procs=4, node_rank=0"
+_SPAWNED = _LAUNCH.format("085", 245) + ("process 8884 spawned with command: ['/work/wt/venv-launchers/bin/python3', "
+                                         "'-u', 'worker.py', '--local_rank=1', 'kill', '1']")
+_EXITS = ("[2026-11-25 15:28:08,874] [ERROR] [launch.py:259:sigkill_handler] ['/work/wt/venv-launchers/bin/python3', "
+          "'-u', 'worker.py', '--local_rank=3', 'kill', '1'] exits with return code = -9")
+_KILL = "tests/data/launchers/deepspeed/kill/console.log"
+FORMAT = Format(
+    name="DeepSpeed",
+    words=("exits with return code", "spawned with command", "num_local_procs=", "global_rank_mapping=",
+           "enable_each_rank_log="),
+    make=Spawns,
+    patterns=(*(f.pattern for f in LINES), SPAWNED, NODE, MAPPING, OWN_LOGS),
+    samples=(
+        Sample(_SPAWNED, f"{_KILL}:11", (WorkerStarted(8884, 1, AT),), before=(_NODE, _MAPPING)),
+        Sample(_EXITS, f"{_KILL}:67",
+               (WorkerEnd("DeepSpeed", None, _EXITS[_EXITS.index("sigkill"):], AT, exitcode=-9, signal="SIGKILL"),)),
+    ),
+)

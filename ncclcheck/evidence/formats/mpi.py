@@ -9,31 +9,48 @@ from __future__ import annotations
 import re
 
 from ncclcheck import signals
-from ncclcheck.evidence.formats.lines import LineFormat, TaskEnd
+from ncclcheck.evidence.formats.source import AT, Format, LauncherLines, LineFormat, Sample, ended
+from ncclcheck.evidence.types import JobStop, WorkerEnd
 
 # `--tag-output`: "[1,3]<stderr>:" (job id, rank, stream) before each line of rank 3.
-RANK_TAGS = (re.compile(r"\[\d+,(\d+)\]<std(?:out|err|diag)>:"),)
+RANK_TAG = re.compile(r"\[\d+,(?P<rank>\d+)\]<std(?:out|err|diag)>:")
 # `--output-filename DIR`: DIR/1/rank.3/stdout and stderr.
-PATH_RANKS = (re.compile(r"(?:^|/)rank\.(\d+)/std(?:out|err|diag)$"),)
+PATH_RANK = re.compile(r"(?:^|/)rank\.(?P<rank>\d+)/std(?:out|err|diag)$")
 
 
-def _noticed(m: re.Match[str]) -> TaskEnd:
-    return TaskEnd(int(m[1]), exitcode=-int(m[4]), signal=signals.name(int(m[4])),
-                   pid=int(m[2]) or None, host=m[3])
+def _noticed(m: re.Match[str]) -> WorkerEnd:
+    return ended("Open MPI", int(m["rank"]), exitcode=-int(m["signal"]), signal=signals.name(int(m["signal"])),
+                 pid=int(m["pid"]) or None, host=m["host"])
 
 
 LINES = (
     LineFormat("Open MPI", "mpirun noticed that process rank",
-               re.compile(r"mpirun noticed that process rank (\d+) with PID (\d+) on node (\S+) exited on signal "
-                          r"(\d+)"),
-               "mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 (Killed).",
-               read=_noticed),
+               re.compile(r"mpirun noticed that process rank (?P<rank>\d+) with PID (?P<pid>\d+) on node "
+                          r"(?P<host>\S+) exited on signal (?P<signal>\d+)"), read=_noticed),
     # "mpirun detected that one or more processes exited with non-zero status … The first process to do so was:"
-    LineFormat("Open MPI", "Process name: [[", re.compile(r"^\s*Process name: \[\[\d+,\d+\],(\d+)\]"),
-               "  Process name: [[11946,1],2]", read=lambda m: TaskEnd(int(m[1]))),
-    LineFormat("Open MPI", "Exit code:", re.compile(r"^\s*Exit code:\s+(-?\d+)\s*$"),
-               "  Exit code:    1", read=lambda m: TaskEnd(None, exitcode=int(m[1]))),
+    LineFormat("Open MPI", "Process name: [[", re.compile(r"^\s*Process name: \[\[\d+,\d+\],(?P<rank>\d+)\]"),
+               read=lambda m: ended("Open MPI", int(m["rank"]))),
+    LineFormat("Open MPI", "Exit code:", re.compile(r"^\s*Exit code:\s+(?P<code>-?\d+)\s*$"),
+               read=lambda m: ended("Open MPI", None, exitcode=int(m["code"]))),
     LineFormat("Open MPI", "time limit for job execution has been reached",
-               re.compile(r"The user-provided time limit for job execution has been reached"),
-               "The user-provided time limit for job execution has been reached:", stop=True),
+               re.compile(r"The user-provided time limit for job execution has been reached"), stop=True),
+)
+
+_KILLED = "mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 (Killed)."
+_LIMIT = "The user-provided time limit for job execution has been reached:"
+FORMAT = Format(
+    name="Open MPI",
+    words=tuple(f.word for f in LINES),
+    make=lambda: LauncherLines(LINES),
+    patterns=tuple(f.pattern for f in LINES),
+    rank_tags=(RANK_TAG,),
+    path_ranks=(PATH_RANK,),
+    samples=(
+        Sample(_KILLED, "tests/data/launchers/mpi/kill/console.log:44",
+               (WorkerEnd("Open MPI", 1, _KILLED, AT, exitcode=-9, signal="SIGKILL", host="vm"),)),
+        Sample("  Exit code:    1", "tests/data/launchers/mpi/raise/mpirun.log:65",
+               (WorkerEnd("Open MPI", 2, "Process name: [[10664,1],2]", AT, exitcode=1),),
+               before=("  Process name: [[10664,1],2]",)),
+        Sample(_LIMIT, "tests/data/launchers/mpi/timelimit/console.log:2", (JobStop("Open MPI", _LIMIT, AT),)),
+    ),
 )

@@ -17,39 +17,72 @@ The dead worker is the one of the PID the actor error names, or else the one ran
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
-# Lines that pair a worker's PID with its global rank: (pattern, group of the PID, group of the rank).
+from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.types import Loc, PidRank, Said, WorkerDied
+
+# Lines that pair a worker's PID with its global rank.
 PID_RANKS = (
-    (re.compile(r"\(ip=[\d.]+, pid=(\d+)\) world_rank=(\d+), local_rank="), 1, 2),
-    (re.compile(r"^\(RayTrainWorker pid=(\d+)[^)]*\) Setting up process group for: \S+ \[rank=(\d+), world_size="),
-     1, 2),
+    re.compile(r"\(ip=[\d.]+, pid=(?P<pid>\d+)\) world_rank=(?P<rank>\d+), local_rank="),
+    re.compile(r"^\(RayTrainWorker pid=(?P<pid>\d+)[^)]*\) Setting up process group for: \S+ \[rank=(?P<rank>\d+), "
+               r"world_size="),
 )
-# The actor and PID of the process a line is from (a worker's, the controller's, any actor's).
-PID_TAG = re.compile(r"^\(\w+ pid=(\d+)(?:, ip=[\d.]+)?\)")
-MERGED = "across cluster]"
+# The actor and PID of the process a line is from (a worker's, the controller's, any actor's); "merged": a line Ray
+# merged across workers, which is no one process's.
+PID_TAG = re.compile(r"^\(\w+ pid=(?P<pid>\d+)(?:, ip=[\d.]+)?\)(?=(?P<merged>.*across cluster\]\s*$)?)")
 # The controller's report of a worker that died without an error of its own ("SYSTEM_ERROR": Ray's exit type for a
 # worker that went away unannounced), cut before Ray's list of what may have caused it.
 DIED = re.compile(r"The actor is dead because its worker process has died\. Worker exit type: SYSTEM_ERROR"
                   r"(?:(?!Some common causes).)*")
-SNIPPET = re.compile(r"\[Rank ([\d,]+) Error Snippet\]:")
-ACTOR_PID = re.compile(r"^(?:\(\w+ pid=\d+[^)]*\) ?)?\s+pid: (\d+)\s*$")
-WORDS = ("world_rank=", "Setting up process group for", "worker process has died", "Error Snippet]")
+SNIPPET = re.compile(r"\[Rank (?P<ranks>[\d,]+) Error Snippet\]:")
+# The actor error's own line for its process, a field of its tab-indented list ("\tpid: 19369").
+ACTOR_PID = re.compile(r"^(?:\(\w+ pid=\d+[^)]*\) ?)?\s*\tpid: (?P<pid>\d+)\s*$")
 
 
 class Deaths:
-    """One input's Ray actor errors, read in order: the worker a "worker process has died" line is about."""
+    """One input's Ray lines, read in order: the PIDs paired with ranks, and the worker a "worker process has died"
+    line is about."""
 
     def __init__(self) -> None:
-        self._snippet: list[int] = []  # the ranks of the error snippet being read
+        self._snippet: tuple[int, ...] = ()  # the ranks of the error snippet being read
         self._pid: int | None = None  # the PID of the actor error being read
 
-    def feed(self, text: str) -> tuple[int | None, list[int], str] | None:
-        """(the dead worker's PID, the snippet's ranks, Ray's words) for a death line; None for any other line."""
+    def feed(self, text: str, loc: Loc) -> Iterable[Said]:
+        """A PID paired with its rank, or a death (the dead worker's PID, the snippet's ranks, Ray's words)."""
+        if "rank=" in text:
+            for pattern in PID_RANKS:
+                if m := pattern.search(text):
+                    return (PidRank(int(m["pid"]), int(m["rank"]), loc),)
         if "Error Snippet]" in text and (m := SNIPPET.search(text)):
-            self._snippet = [int(r) for r in m[1].split(",")]
+            self._snippet = tuple(int(r) for r in m["ranks"].split(","))
             self._pid = None
-        elif "pid: " in text and (m := ACTOR_PID.match(text)):
-            self._pid = int(m[1])
+        elif "\tpid: " in text and (m := ACTOR_PID.match(text)):
+            self._pid = int(m["pid"])
         elif "worker process has died" in text and (m := DIED.search(text)):
-            return self._pid, self._snippet, m[0].strip()
-        return None
+            return (WorkerDied(self._pid, self._snippet, m[0].strip(), loc),)
+        return ()
+
+
+_CTL = "(TrainController pid=18992) "
+_DIED = ("The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit detail: "
+         "Worker unexpectedly exits with a connection error code 2. End of file.")
+_KILL = "tests/data/launchers/ray/kill/console.log"
+FORMAT = Format(
+    name="Ray",
+    # "\tpid: ": the actor error's process, a few lines above its "worker process has died", which no other word
+    # brings along deep in a log
+    words=("world_rank=", "Setting up process group for", "worker process has died", "Error Snippet]", "\tpid: "),
+    make=Deaths,
+    patterns=(*PID_RANKS, DIED, SNIPPET, ACTOR_PID),
+    pid_tags=(PID_TAG,),
+    samples=(  # the recording's colour codes left off, as evidence/repair.clean leaves them
+        Sample(_CTL + "- (ip=192.0.2.2, pid=19369) world_rank=1, local_rank=1, node_rank=0", f"{_KILL}:29",
+               (PidRank(19369, 1, AT),)),
+        Sample("(RayTrainWorker pid=19342) Setting up process group for: env:// [rank=0, world_size=4]",
+               f"{_KILL}:26", (PidRank(19342, 0, AT),)),
+        Sample(_CTL + _DIED + " Some common causes include: (1) the process was killed by the OOM killer",
+               f"{_KILL}:77", (WorkerDied(19369, (1,), _DIED, AT),),
+               before=(_CTL + "[Rank 1 Error Snippet]:", _CTL + "\tpid: 19369")),
+    ),
+)

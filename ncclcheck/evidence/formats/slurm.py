@@ -1,4 +1,5 @@
-"""Slurm's srun and slurmstepd: per-task output files (their lines about tasks are read in logparse.py).
+"""Slurm's srun and slurmstepd: per-task output files, srun's report of the tasks that ended, and the lines that stop
+a whole step.
 
 Recorded with tools/launchers/slurm.sh (tests/data/launchers/slurm/). srun numbers its tasks 0..n-1 (``%t``,
 ``SLURM_PROCID``), the job's global ranks when one task runs one rank.
@@ -7,20 +8,80 @@ Recorded with tools/launchers/slurm.sh (tests/data/launchers/slurm/). srun numbe
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
-from ncclcheck.evidence.formats.lines import LineFormat
+from ncclcheck.evidence.formats.source import AT, Format, LauncherLines, LineFormat, Sample
+from ncclcheck.evidence.types import Clue, ElasticFailure, JobStop, Loc, Said, Who
 
 # `--output=DIR/%t.log` (or .out/.err/.txt): a file named by the task number alone.
-PATH_RANKS = (re.compile(r"(?:^|/)(\d{1,7})\.(?:log|out|err|txt)$"),)
+PATH_RANK = re.compile(r"(?:^|/)(?P<rank>\d{1,7})\.(?:log|out|err|txt)$")
 LINES = (
     # Memory enforced by accounting (JobAcctGatherParams=OverMemoryKill, no cgroup): the step's tasks are summed,
     # and every task is killed at once, so no one task is named.
     LineFormat("Slurm", "xceeded", re.compile(r"Exceeded job memory limit|(?:Step|Job) \S{1,64} exceeded memory limit"),
-               "srun: Exceeded job memory limit", stop=True),
+               stop=True),
     # "slurmstepd: error: *** STEP 11.0 ON vm CANCELLED AT 2026-11-25T15:05:34 DUE TO TIME LIMIT ***"; Slurm 21+
     # names the host in the program's name ("slurmstepd-vm: error:").
     LineFormat("Slurm", "CANCELLED AT",
                re.compile(r"(?:slurmstepd(?:-[\w.-]+)?: error: )?\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT"),
-               "0: slurmstepd-vm: error: *** STEP 11.0 ON vm CANCELLED AT 2026-11-25T15:05:34 DUE TO TIME LIMIT ***",
                stop=True),
+)
+
+# "srun: error: node3: tasks 8-13,15: Exited with exit code 1" (or "Killed", "Out Of Memory"): the tasks of a step
+# are the job's ranks when srun starts one process a rank.
+TASKS = re.compile(r"srun: error: (?P<host>\S+): tasks? (?P<tasks>\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*): (?P<what>.+)$")
+_CODE = re.compile(r"exit code (-?\d+)")
+
+
+class Steps:
+    """One input's srun and slurmstepd lines (each read on its own)."""
+
+    def __init__(self) -> None:
+        self._stops = LauncherLines(LINES)
+
+    def feed(self, text: str, loc: Loc) -> Iterable[Said]:
+        if "srun: error: " in text and (m := TASKS.search(text)):
+            return _tasks(m, loc)
+        return self._stops.feed(text, loc)
+
+
+def _tasks(m: re.Match[str], loc: Loc) -> list[Said]:
+    """Each range of tasks srun says ended, as one entry ("tasks 0-30000000" is 45 bytes, not 30 million ranks), and
+    Slurm's own word that the step's memory limit killed it (a cause, not a guess)."""
+    what = m["what"]
+    code = int(c[1]) if (c := _CODE.search(what)) else None
+    sig = "SIGKILL" if ("Killed" in what or "Out Of Memory" in what) else ("SIGTERM" if "Terminated" in what else None)
+    if sig is None and code is None:
+        return []
+    out: list[Said] = []
+    if "Out Of Memory" in what:
+        out.append(Clue(Who(int(m["tasks"].split(",")[0].split("-")[0]), None), "launcher", m[0], loc))
+    for part in m["tasks"].split(","):
+        lo, _, hi = part.partition("-")
+        first, last = int(lo), int(hi or lo)
+        if last >= first:
+            out.append(ElasticFailure(rank=first, local_rank=None, exitcode=code, pid=None, signal=sig, host=m["host"],
+                                      time=None, root_cause=False, loc=loc, last_rank=last if last > first else None))
+    return out
+
+
+_OOM = "srun: Exceeded job memory limit"
+_CANCELLED = "slurmstepd-vm: error: *** STEP 11.0 ON vm CANCELLED AT 2026-11-25T15:05:34 DUE TO TIME LIMIT ***"
+FORMAT = Format(
+    name="Slurm",
+    words=("srun: error: ", *(f.word for f in LINES)),
+    make=Steps,
+    patterns=(TASKS, *(f.pattern for f in LINES)),
+    path_ranks=(PATH_RANK,),
+    samples=(
+        Sample(_OOM, "tests/data/launchers/slurm/oom/tasks/srun.log:1", (JobStop("Slurm", "Exceeded job memory limit", AT),)),
+        Sample("0: " + _CANCELLED, "tests/data/launchers/slurm/timelimit/console.log:17",
+               (JobStop("Slurm", _CANCELLED, AT),)),
+        Sample("srun: error: vm: tasks 0,2-3: Killed", "tests/data/launchers/slurm/oom/tasks/srun.log:3",
+               (ElasticFailure(0, None, None, None, "SIGKILL", "vm", None, False, AT),
+                ElasticFailure(2, None, None, None, "SIGKILL", "vm", None, False, AT, last_rank=3))),
+        Sample("srun: error: vm: task 1: Out Of Memory", "tests/data/launchers/slurm-gpu/oom/console.log:15",
+               (Clue(Who(1, None), "launcher", "srun: error: vm: task 1: Out Of Memory", AT),
+                ElasticFailure(1, None, None, None, "SIGKILL", "vm", None, False, AT))),
+    ),
 )

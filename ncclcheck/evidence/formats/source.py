@@ -1,0 +1,158 @@
+"""The one interface every source of lines implements, and the pieces its modules are made of.
+
+A source of lines is whatever prints lines ncclcheck reads: a launcher (Open MPI, Slurm, DeepSpeed, Ray), a
+framework, a collector. Each module under ``evidence/formats/`` exports one object of :class:`LineSource`; the
+registry (``formats/__init__.py``) is the list of them, and every word list the block reader and the parser keep is
+derived from it. A source says which literal ``words`` gate it (a line holding none is never matched against its
+patterns, and the block reader keeps every line holding one wherever it stands), which prefixes and file names name
+a rank, which real lines it prints (``samples``: tests/test_formats_registry.py places each deep in a long log and
+reads it back), and hands out a fresh :class:`Reader` per input, whose ``feed(text, loc)`` turns one line into
+typed events (``evidence/types.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from ncclcheck.evidence.types import JobStop, Loc, Said, WorkerEnd
+
+# Where a sample's events are said to be read: the registry's test compares events with their place set to this.
+AT = Loc("sample", 0)
+
+
+class Reader(Protocol):
+    """One input's lines of one source, read in order (a report may span lines: its state lives here)."""
+
+    def feed(self, text: str, loc: Loc) -> Iterable[Said]:
+        """The events one line (repaired: ``evidence/repair.clean``) says; nothing for any other line."""
+        ...
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A real line of a source (``cite``: the recording or public page it is from) and the events a fresh reader
+    reads from it, after the lines ``before`` it (a report that spans lines), each at :data:`AT`."""
+
+    line: str
+    cite: str
+    reads: tuple[Said, ...]
+    before: tuple[str, ...] = ()
+
+
+class LineSource(Protocol):
+    """What every source of lines declares (read-only, so that a frozen dataclass is one)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def words(self) -> tuple[str, ...]:
+        """Literal words one of which every line it reads on its own holds: kept by the block reader anywhere."""
+        ...
+    @property
+    def head_words(self) -> tuple[str, ...]:
+        """Literal words of set-up lines it reads that the block reader hands over in an input's head only (the
+        first ``reader.HEAD`` bytes, where they are printed), as they stand on ordinary lines too."""
+        ...
+    @property
+    def patterns(self) -> tuple[re.Pattern[str], ...]:
+        """Every pattern read behind ``words``: each alternative of each holds one (tests/test_keep.py)."""
+        ...
+    @property
+    def rank_tags(self) -> tuple[re.Pattern[str], ...]:
+        """Prefixes at a line's start that name its global rank (group ``rank``)."""
+        ...
+    @property
+    def rank_marks(self) -> tuple[tuple[str, re.Pattern[str]], ...]:
+        """Tags further along a line (behind a logger's prefix) that name its global rank, each with a literal word
+        tested first (group ``rank``; searched in the line's first 200 characters)."""
+        ...
+    @property
+    def pid_tags(self) -> tuple[re.Pattern[str], ...]:
+        """Prefixes at a line's start that name its process (group ``pid``; group ``merged`` set on a line the
+        source merged across processes, which is no one process's)."""
+        ...
+    @property
+    def path_ranks(self) -> tuple[re.Pattern[str], ...]:
+        """Per-rank output file names (group ``rank``)."""
+        ...
+    @property
+    def samples(self) -> tuple[Sample, ...]: ...
+    def reader(self) -> Reader: ...
+
+
+@dataclass(frozen=True)
+class Format:
+    """A source of lines declared as data: the usual way a module under ``formats/`` makes its :class:`LineSource`."""
+
+    name: str
+    words: tuple[str, ...]
+    make: Callable[[], Reader]
+    samples: tuple[Sample, ...]
+    patterns: tuple[re.Pattern[str], ...] = ()
+    head_words: tuple[str, ...] = ()
+    rank_tags: tuple[re.Pattern[str], ...] = ()
+    rank_marks: tuple[tuple[str, re.Pattern[str]], ...] = ()
+    pid_tags: tuple[re.Pattern[str], ...] = ()
+    path_ranks: tuple[re.Pattern[str], ...] = ()
+
+    def reader(self) -> Reader:
+        return self.make()
+
+
+@dataclass(frozen=True)
+class LineFormat:
+    """One line a launcher prints about its workers: a cheap literal ``word`` the line must hold, the ``pattern``
+    that reads it, and what it means (``read``: the worker that ended), or ``stop``: the launcher stopped the whole
+    job (a time limit) and names no worker. ``rankless``: the line reports a worker's end but cannot say which."""
+
+    source: str
+    word: str
+    pattern: re.Pattern[str]
+    read: Callable[[re.Match[str]], WorkerEnd] | None = None
+    stop: bool = False
+    rankless: bool = False
+
+
+def ended(source: str, rank: int | None, *, exitcode: int | None = None, signal: str | None = None,
+          pid: int | None = None, host: str | None = None) -> WorkerEnd:
+    """A worker's end as a :class:`LineFormat` reads it (its words and place are set by :class:`LauncherLines`)."""
+    return WorkerEnd(source, rank, "", AT, exitcode=exitcode, signal=signal, pid=pid, host=host)
+
+
+class LauncherLines:
+    """Reads one input's lines of one launcher's :class:`LineFormat` table, in order. A worker named on one line
+    and ended on the next (Open MPI's "Process name: [[j,1],R]" then "Exit code: N") is joined here."""
+
+    def __init__(self, formats: tuple[LineFormat, ...]) -> None:
+        self._formats = formats
+        self._held: WorkerEnd | None = None
+
+    def feed(self, text: str, loc: Loc) -> Iterable[Said]:
+        """A job-wide stop, or a worker's end (rank None for a rankless report), quoted from the launcher's own words
+        on (a label or a progress bar may stand before them); nothing for the first line of a two-line report, whose
+        end is read at the line that completes it."""
+        for fmt in self._formats:
+            if fmt.word not in text or not (m := fmt.pattern.search(text)):
+                continue
+            quoted = text[m.start():].strip()
+            if fmt.stop or fmt.read is None:
+                return (JobStop(fmt.source, quoted, loc),)
+            end = replace(fmt.read(m), text=quoted, loc=loc)
+            if fmt.rankless:
+                return (end,)
+            if end.rank is not None and end.exitcode is None and end.signal is None:
+                self._held = end  # its end is on the next report line
+                return ()
+            if end.rank is None:
+                held, self._held = self._held, None
+                return (replace(held, exitcode=end.exitcode, signal=end.signal, loc=loc),) if held else ()
+            return (end,)
+        return ()
+
+
+def unnamed(pattern: re.Pattern[str]) -> str:
+    """A pattern's text with its named groups unnamed, to join it with others (a name may be defined once)."""
+    return re.sub(r"\(\?P<\w+>", "(?:", pattern.pattern)

@@ -1,0 +1,52 @@
+"""torchrun's elastic agent (torch.distributed.run): its line about each worker that exited.
+
+The agent logs "failed (exitcode: -9) local_rank: 3 (pid: 812917) of binary: /usr/bin/python3" when a worker of
+its group exits non-zero, in each form its logger has had (``ERROR:torch.distributed.elastic.multiprocessing.api:``,
+``[time] torch.distributed.elastic…: [ERROR]``, glog's ``E1122 … 812900 api.py:…]``, where the thread id is the
+agent's PID). It names the local rank only: on one node that is the rank; the failure table of the same run (read in
+evidence/logparse.py) names the global rank and is preferred. Behind a collector's node label (pdsh running torchrun
+on each node) it is that node's local rank.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from ncclcheck.evidence.formats.collectors import LABEL, node_label
+from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.types import AgentExit, Loc, Said
+
+AGENT_FAILED = re.compile(
+    r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\) of binary")
+GLOG_PID = re.compile(r"^[EWIF]\d{4} [\d:.]+ +(?P<pid>\d+) ")
+
+
+class Agent:
+    """One input's agent lines (each read on its own)."""
+
+    def feed(self, text: str, loc: Loc) -> Iterable[Said]:
+        """The worker an agent's line says exited, and which agent said so (its label and glog PID)."""
+        if not (m := AGENT_FAILED.search(text)):
+            return ()
+        label = LABEL.match(text)
+        agent = GLOG_PID.match(text[label.end():] if label else text)
+        said_by = f"{label[0] if label else ''}{agent['pid'] if agent else ''}"
+        return (AgentExit(int(m["local"]), int(m["code"]), int(m["pid"]), loc, node_label(text), said_by),)
+
+
+_ONE = ("E1125 15:15:55.506000 1671 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: -9) "
+        "local_rank: 1 (pid: 1764) of binary: /work/wt/venv-launchers/bin/python3")
+_NODE = ("node0: E1125 15:07:23.561000 25208 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: "
+         "-9) local_rank: 1 (pid: 25402) of binary: .venv/bin/python")
+FORMAT = Format(
+    name="torchrun",
+    words=("of binary",),
+    make=Agent,
+    patterns=(AGENT_FAILED,),
+    samples=(
+        Sample(_ONE, "tests/data/launchers/accelerate/kill/console.log:45", (AgentExit(1, -9, 1764, AT, None, "1671"),)),
+        Sample(_NODE, "tests/data/launchers/pdsh/kill/console.log:59",
+               (AgentExit(1, -9, 25402, AT, "node0: ", "node0: 25208"),)),
+    ),
+)
