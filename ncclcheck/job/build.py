@@ -320,6 +320,7 @@ class _Builder:
         frame = next((f for f in frames if "/torch/" not in f.file and not f.file.startswith("<")), None)
         op = op_name(ls.collective) if ls.collective else "CUDA_SYNCHRONIZE"  # NCCL: blocked behind GPU work
         key = self.group(None)
+        self.at(rank, key).source = "stack"  # the call the rank is blocked in now: after all it issued before
         self.at(rank, key).stuck = Work(self.groups[key].gid(), None, op, state="scheduled", frame=frame, order=(BY_LINE, 0),
                                         loc=ls.loc)
 

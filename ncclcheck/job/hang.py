@@ -152,6 +152,11 @@ def _pending(s: RankState) -> list[Work]:
     return sorted(works.values(), key=lambda w: w.order)
 
 
+def _in_call(w: Work) -> bool:
+    """A work known only from a live stack: the call the rank is blocked in, with no group or number."""
+    return w.seq is None and w.group.id is None and w.frame is not None and not w.p2p
+
+
 def _deadlock_summary(job: Job, ring: Sequence[int]) -> str:
     runs = []
     members = set(ring)
@@ -159,12 +164,23 @@ def _deadlock_summary(job: Job, ring: Sequence[int]) -> str:
     for e in job.edges:
         if e.waiter in members and e.target in members and e.target is not None:
             inside[e.waiter].add(e.target)
+    live = {p.rank: p for p in job.live}
     for r in ring:
         s = job.rank(r)
         assert s is not None and s.stuck is not None
         targets = sorted(inside[r])
+        if _in_call(s.stuck) and (p := live.get(r)) is not None and p.where is not None:
+            text = f" (`{p.text}`)" if p.text else ""
+            runs.append(f"rank {r} is blocked in {p.collective or sig(s.stuck)} at {frame_line(p.where)}{text} and "
+                        f"waits there for {rank_phrase(targets)}")
+            continue
         runs.append(f"rank {r} runs {s.stuck.group.label()} {s.stuck.number} ({sig(s.stuck)}) and waits there for "
                     f"{rank_phrase(targets)}")
+    if all(_in_call(s.stuck) for r in ring if (s := job.rank(r)) is not None and s.stuck is not None):
+        return (f"Deadlock across process groups: {'; '.join(runs)}. A collective returns only once every member of "
+                "its group has called it, and each of these ranks is blocked in a different call: they issued these "
+                f"collectives in different orders. No single rank is the culprit: every one of {rank_phrase(ring)} "
+                "waits for another.")
     orders = []
     pendings = {r: _pending(s) for r in ring if (s := job.rank(r)) is not None}
     frames = {w.frame for ws in pendings.values() for w in ws[:4]}
