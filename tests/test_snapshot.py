@@ -426,6 +426,9 @@ def test_ranks_at_one_call_site_are_not_a_ring():
     apart = _live(*(_stack(r, *call, Frame("main", "/w/train.py", 52 + r), collective="all_reduce") for r in (0, 1)),
                   world=2).verdict
     assert (apart.kind.value, apart.cycle, apart.culprit_ranks) == ("deadlock", (0, 1), ())
+    # NCCL: a host blocked in torch.cuda.synchronize waits behind GPU work, whatever line it synchronises at
+    sync = _live(*(_stack(r, SYNC[0], Frame("main", "/w/train.py", 53 + r), util=100) for r in (0, 1)), world=2)
+    assert (sync.verdict.kind.value, sync.verdict.cycle) == ("all_ranks_stuck", ())
 
 
 def test_two_nodes_merge_into_one_verdict(tmp_path: Path):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ncclcheck.evidence.frdump import Frame
-from ncclcheck.job.model import STATED_LIMIT, Edge, EdgeReason, EndKind, Group, GroupId, Position, RankState, Work
+from ncclcheck.job.model import HOST_SYNC, STATED_LIMIT, Edge, EdgeReason, EndKind, Group, GroupId, Position, RankState, Work
 from ncclcheck.ranks import ranges, ranges_of, rank_phrase
 
 _ENDED = {EndKind.EXCEPTION, EndKind.KILLED, EndKind.EXITED, EndKind.NCCL_ERROR}
@@ -21,8 +21,10 @@ _ENDED = {EndKind.EXCEPTION, EndKind.KILLED, EndKind.EXITED, EndKind.NCCL_ERROR}
 
 def _same_work(a: Work, b: Work) -> bool:
     """One work of one group. A live stack names neither group nor number, only the call the rank is blocked in:
-    ranks blocked at different lines are in different calls (a call returns once every member has made it)."""
-    if a.seq is None and b.seq is None and a.frame is not None and b.frame is not None and a.frame != b.frame:
+    ranks blocked at different lines are in different calls (a call returns once every member has made it). Not so
+    for a CUDA synchronisation: ranks blocked there at different lines may wait behind one collective."""
+    if (a.seq is None and b.seq is None and a.frame is not None and b.frame is not None and a.frame != b.frame
+            and HOST_SYNC not in (a.op, b.op)):
         return False
     return a.group == b.group and a.seq == b.seq and a.p2p == b.p2p
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from ncclcheck.job.causes import PEER_LOST
 from ncclcheck.job.chain import root_words
 from ncclcheck.job.graph import UNKNOWN_NODE
-from ncclcheck.job.model import Edge, EdgeReason, EndKind, GroupId, Job, RankState, VerdictKind, Work
+from ncclcheck.job.model import HOST_SYNC, Edge, EdgeReason, EndKind, GroupId, Job, RankState, VerdictKind, Work
 from ncclcheck.job.phrases import absent_phrase, frame_line, place, short, sig
 from ncclcheck.ranks import rank_phrase
 from ncclcheck.transfer import human_seconds
@@ -154,7 +154,7 @@ def _pending(s: RankState) -> list[Work]:
 
 def _in_call(w: Work) -> bool:
     """A work known only from a live stack: the call the rank is blocked in, with no group or number."""
-    return w.seq is None and w.group.id is None and w.frame is not None and not w.p2p
+    return w.seq is None and w.group.id is None and w.frame is not None and not w.p2p and w.op != HOST_SYNC
 
 
 def _deadlock_summary(job: Job, ring: Sequence[int]) -> str:
