@@ -132,6 +132,19 @@ def test_detail_mismatch_is_summarised():
                                  "seq 3.")
 
 
+@pytest.mark.parametrize(("path", "culprits", "waiting"), [
+    ("detail/console.log", (2,), (0, 1, 3)),
+    ("detail/attempt_0/2/stderr.log", (), (0, 2)),  # rank 2's report names itself and rank 0: no majority
+])
+def test_detail_report_lists_its_ranks_and_is_not_advised_again(path, culprits, waiting):
+    """DETAIL's report names the ranks it compared and has already told different calls from different settings:
+    every rank it names is listed, and neither running with DETAIL nor aligning NCCL settings is advised."""
+    v = run(REAL4 / path).verdict
+    assert (v.kind.value, v.culprit_ranks, v.waiting_ranks) == ("collective_mismatch", culprits, waiting)
+    assert v.next_steps[0].startswith("Make every rank issue the same collectives in the same order")
+    assert not any("TORCH_DISTRIBUTED_DEBUG" in s or "NCCL_PROTO" in s for s in v.next_steps), v.next_steps
+
+
 def test_one_log_of_four_names_no_culprit(tmp_path):
     """One rank's log: what it establishes, and which ranks are unknown rather than guilty."""
     log = REAL4 / "tp_straggler" / "attempt_0" / "1" / "stderr.log"

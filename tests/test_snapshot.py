@@ -401,6 +401,36 @@ def test_real_archive_from_four_h200():
                                                                           ((3,), "host_code", None)]
 
 
+def test_real_archive_of_a_two_group_deadlock():
+    """Recorded on CPU with gloo (README beside it): rank 0 blocked in the dp line, rank 1 in the cp line, each
+    waiting for the other to join its call. Different lines are different calls: a ring, not one stuck collective."""
+    a = analyze_scans(evidence_archive.read_archive(str(SNAP / "gloo_cycle" / "snapshot.tar.gz")))
+    v = a.verdict
+    assert (v.kind.value, v.culprit_ranks, v.cycle, v.waiting_ranks) == ("deadlock", (), (0, 1), (0, 1))
+    assert v.summary == (
+        "Deadlock across process groups: rank 0 is blocked in all_reduce at cycle_job.py:29 (`dist.all_reduce(t, "
+        "group=dp)  # DP`) and waits there for rank 1; rank 1 is blocked in all_reduce at cycle_job.py:32 "
+        "(`dist.all_reduce(t, group=cp)  # CP`) and waits there for rank 0. A collective returns only once every "
+        "member of its group has called it, and each of these ranks is blocked in a different call: they issued "
+        "these collectives in different orders. No single rank is the culprit: every one of ranks 0-1 waits for "
+        "another.")
+    assert any("same order on every rank" in s for s in v.next_steps)
+
+
+def test_ranks_at_one_call_site_are_not_a_ring():
+    """The same line on every rank may be one collective every member joined: no order can be told from it."""
+    call = (Frame("all_reduce", "/py/torch/distributed/distributed_c10d.py", 2950),)
+    same = _live(*(_stack(r, *call, Frame("main", "/w/train.py", 52), collective="all_reduce") for r in (0, 1)),
+                 world=2).verdict
+    assert (same.kind.value, same.cycle) == ("all_ranks_stuck", ())
+    apart = _live(*(_stack(r, *call, Frame("main", "/w/train.py", 52 + r), collective="all_reduce") for r in (0, 1)),
+                  world=2).verdict
+    assert (apart.kind.value, apart.cycle, apart.culprit_ranks) == ("deadlock", (0, 1), ())
+    # NCCL: a host blocked in torch.cuda.synchronize waits behind GPU work, whatever line it synchronises at
+    sync = _live(*(_stack(r, SYNC[0], Frame("main", "/w/train.py", 53 + r), util=100) for r in (0, 1)), world=2)
+    assert (sync.verdict.kind.value, sync.verdict.cycle) == ("all_ranks_stuck", ())
+
+
 def test_two_nodes_merge_into_one_verdict(tmp_path: Path):
     """Node 1 holds ranks 0-1 (both waiting), node 2 ranks 2-3 (rank 2 asleep): alone, node 1 cannot name the root."""
     waiting = [{"name": "MainThread", "frames": [{"name": "all_reduce", "file": "/py/torch/distributed/distributed_c10d.py",

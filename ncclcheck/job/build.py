@@ -41,6 +41,7 @@ from ncclcheck.job.model import (
     BY_LINE,
     BY_RECORD,
     BY_START,
+    HOST_SYNC,
     STATED_LIMIT,
     Ending,
     EndKind,
@@ -319,8 +320,9 @@ class _Builder:
         if ls.collective is None and not on_gpu:
             return  # in its own code: the ending says where
         frame = next((f for f in frames if "/torch/" not in f.file and not f.file.startswith("<")), None)
-        op = op_name(ls.collective) if ls.collective else "CUDA_SYNCHRONIZE"  # NCCL: blocked behind GPU work
+        op = op_name(ls.collective) if ls.collective else HOST_SYNC  # NCCL: blocked behind GPU work
         key = self.group(None)
+        self.at(rank, key).source = "stack"  # the call the rank is blocked in now: after all it issued before
         self.at(rank, key).stuck = Work(self.groups[key].gid(), None, op, state="scheduled", frame=frame, order=(BY_LINE, 0),
                                         loc=ls.loc)
 

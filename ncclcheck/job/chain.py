@@ -88,7 +88,9 @@ def chain_lines(job: Job, roots: Sequence[int], limit: int | None = None) -> tup
         e = sample[key]
         target = job.rank(targets[0]) if len(targets) == 1 and targets[0] is not None else None
         there = None if target is None or target.stuck is None else (target.stuck.group, target.stuck.seq)
-        siblings[(group.id, group.desc, seq, reason, e.work.describe(), there, target is None)].append(key)
+        # A live stack's call has no group or number: calls at different lines are different calls, not siblings.
+        call = e.work.frame if seq is None else None
+        siblings[(group.id, group.desc, seq, reason, e.work.describe(), there, target is None, call)].append(key)
     lines = []
     order = sorted(siblings, key=lambda k2: (-max(dist.get(w, 0) for key in siblings[k2] for w in folded[key]),
                                              min(w for key in siblings[k2] for w in folded[key])))

@@ -213,7 +213,9 @@ def mismatch_summary(ms: Sequence[Mismatch]) -> tuple[list[int], list[int], str]
     tie = list(counts.values()).count(counts[top]) > 1
     culprit = [] if tie else sorted(r for r, fp in ran.items() if fp != top)
     differ = set(culprit)
-    waiting = [] if tie else sorted(r for r in ran if r not in differ)  # with no culprit, no one waited for one
+    # Every rank named waited at DETAIL's check for the others' fingerprints; with no majority all of them are
+    # listed as waiting (as a tie in the dumps is), none as the culprit.
+    waiting = sorted(r for r in ran if r not in differ)
     by_fp: dict[str, list[int]] = {}
     for r, fp in ran.items():
         by_fp.setdefault(fp, []).append(r)
@@ -223,11 +225,12 @@ def mismatch_summary(ms: Sequence[Mismatch]) -> tuple[list[int], list[int], str]
 
 def next_steps(kind: VerdictKind, culprits: Sequence[int], killed: bool = False,
                missing: Sequence[int] = (), dumped: bool = False, waited: str = "timeouts",
-               slow: Sequence[str] = ()) -> tuple[str, ...]:
+               slow: Sequence[str] = (), detail: bool = False) -> tuple[str, ...]:
     """What to do, by verdict kind; ``dumped``: every rank's flight-recorder dump is already in the inputs, so
     advice to capture them next time is left out; ``waited``: what the other ranks printed after the culprit failed
     ("timeouts", "NCCL errors"; empty: nothing, so there is no cascade to speak of); ``slow``: the steps for a
-    lagging rank that was only busy (job/slow.py)."""
+    lagging rank that was only busy (job/slow.py); ``detail``: TORCH_DISTRIBUTED_DEBUG=DETAIL's mismatch report is in
+    the inputs, so advice to run with it is left out."""
     who = rank_phrase(culprits) if culprits else "the culprit rank"
     record_next = () if dumped else (RECORD_NEXT,)
     if kind is VerdictKind.INCOMPLETE:
@@ -254,8 +257,8 @@ def next_steps(kind: VerdictKind, culprits: Sequence[int], killed: bool = False,
         return ("Make every rank issue the same collectives in the same order: look for collectives inside "
                 "rank-dependent branches (if rank == 0, early exits, uneven batches per rank, eval/logging/"
                 "checkpoint code).",
-                "Reproduce with TORCH_DISTRIBUTED_DEBUG=DETAIL: the mismatch becomes an immediate error that names "
-                "both collectives.", *record_next)
+                *(() if detail else ("Reproduce with TORCH_DISTRIBUTED_DEBUG=DETAIL: the mismatch becomes an immediate "
+                                     "error that names both collectives.",)), *record_next)
     if kind is VerdictKind.LAGGING_RANK and slow:
         return (*slow, *record_next)
     if kind is VerdictKind.LAGGING_RANK:

@@ -12,13 +12,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ncclcheck.job.model import STATED_LIMIT, Edge, EdgeReason, EndKind, Group, GroupId, Position, RankState, Work
+from ncclcheck.evidence.frdump import Frame
+from ncclcheck.job.model import HOST_SYNC, STATED_LIMIT, Edge, EdgeReason, EndKind, Group, GroupId, Position, RankState, Work
 from ncclcheck.ranks import ranges, ranges_of, rank_phrase
 
 _ENDED = {EndKind.EXCEPTION, EndKind.KILLED, EndKind.EXITED, EndKind.NCCL_ERROR}
 
 
 def _same_work(a: Work, b: Work) -> bool:
+    """One work of one group. A live stack names neither group nor number, only the call the rank is blocked in:
+    ranks blocked at different lines are in different calls (a call returns once every member has made it). Not so
+    for a CUDA synchronisation: ranks blocked there at different lines may wait behind one collective."""
+    if (a.seq is None and b.seq is None and a.frame is not None and b.frame is not None and a.frame != b.frame
+            and HOST_SYNC not in (a.op, b.op)):
+        return False
     return a.group == b.group and a.seq == b.seq and a.p2p == b.p2p
 
 
@@ -42,14 +49,14 @@ class _Graph:
         self.groups = {g.id: g for g in groups}
         self.pos = {(s.rank, p.group): p for s in states for p in s.positions}
         self.edges: list[tuple[int, Work, int | None, EdgeReason, str]] = []
-        self.cache: dict[tuple[GroupId, int | None, tuple[object, ...]],
+        self.cache: dict[tuple[GroupId, int | None, tuple[object, ...], Frame | None],
                          tuple[list[tuple[int | None, EdgeReason, str]], bool]] = {}
 
     def add(self, waiter: int, w: Work, target: int | None, reason: EdgeReason, detail: str) -> None:
         self.edges.append((waiter, w, target, reason, detail))
 
     def collective(self, s: RankState, w: Work) -> None:
-        key = (w.group, w.seq, w.signature())
+        key = (w.group, w.seq, w.signature(), w.frame if w.seq is None else None)
         if key not in self.cache:
             self.cache[key] = self._members(w)
         found, passed = self.cache[key]

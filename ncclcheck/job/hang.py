@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from ncclcheck.job.causes import PEER_LOST
 from ncclcheck.job.chain import root_words
 from ncclcheck.job.graph import UNKNOWN_NODE
-from ncclcheck.job.model import Edge, EdgeReason, EndKind, GroupId, Job, RankState, VerdictKind, Work
+from ncclcheck.job.model import HOST_SYNC, Edge, EdgeReason, EndKind, GroupId, Job, RankState, VerdictKind, Work
 from ncclcheck.job.phrases import absent_phrase, frame_line, place, short, sig
 from ncclcheck.ranks import rank_phrase
 from ncclcheck.transfer import human_seconds
@@ -152,6 +152,11 @@ def _pending(s: RankState) -> list[Work]:
     return sorted(works.values(), key=lambda w: w.order)
 
 
+def _in_call(w: Work) -> bool:
+    """A work known only from a live stack: the call the rank is blocked in, with no group or number."""
+    return w.seq is None and w.group.id is None and w.frame is not None and not w.p2p and w.op != HOST_SYNC
+
+
 def _deadlock_summary(job: Job, ring: Sequence[int]) -> str:
     runs = []
     members = set(ring)
@@ -159,12 +164,23 @@ def _deadlock_summary(job: Job, ring: Sequence[int]) -> str:
     for e in job.edges:
         if e.waiter in members and e.target in members and e.target is not None:
             inside[e.waiter].add(e.target)
+    live = {p.rank: p for p in job.live}
     for r in ring:
         s = job.rank(r)
         assert s is not None and s.stuck is not None
         targets = sorted(inside[r])
+        if _in_call(s.stuck) and (p := live.get(r)) is not None and p.where is not None:
+            text = f" (`{p.text}`)" if p.text else ""
+            runs.append(f"rank {r} is blocked in {p.collective or sig(s.stuck)} at {frame_line(p.where)}{text} and "
+                        f"waits there for {rank_phrase(targets)}")
+            continue
         runs.append(f"rank {r} runs {s.stuck.group.label()} {s.stuck.number} ({sig(s.stuck)}) and waits there for "
                     f"{rank_phrase(targets)}")
+    if all(_in_call(s.stuck) for r in ring if (s := job.rank(r)) is not None and s.stuck is not None):
+        return (f"Deadlock across process groups: {'; '.join(runs)}. A collective returns only once every member of "
+                "its group has called it, and each of these ranks is blocked in a different call: they issued these "
+                f"collectives in different orders. No single rank is the culprit: every one of {rank_phrase(ring)} "
+                "waits for another.")
     orders = []
     pendings = {r: _pending(s) for r in ring if (s := job.rank(r)) is not None}
     frames = {w.frame for ws in pendings.values() for w in ws[:4]}
@@ -185,7 +201,7 @@ def _deadlock_summary(job: Job, ring: Sequence[int]) -> str:
             f"{rank_phrase(ring)} waits for another.")
 
 
-def _stuck_everywhere(job: Job) -> tuple[list[int], list[str]]:
+def _stuck_everywhere(job: Job, stated: bool = True) -> tuple[list[int], list[str]]:
     """Ranks each waiting in two or more groups at once, every member of each group waiting there too.
 
     A collective whose members all arrived with the same call completes unless the transport failed, or unless
@@ -194,13 +210,15 @@ def _stuck_everywhere(job: Job) -> tuple[list[int], list[str]]:
     dumps' record order (or live stacks) show which order each rank issued its groups in.
     """
     stuck = {s.rank: _pending(s) for s in job.ranks if s.stuck is not None}
+    if not stated and any(s.present and s.stuck is None or s.ending.kind is EndKind.UNKNOWN for s in job.ranks):
+        return [], []  # a group whose members are not stated may wait for any rank the inputs say nothing of
     if len(stuck) < 2 or any(len({w.group for w in ws}) < 2 for ws in stuck.values()):
         return [], []
     groups = {g.id: g for g in job.groups}
     names = []
     for gid in {w.group for ws in stuck.values() for w in ws}:
         g = groups.get(gid)
-        if g is None or not g.exact or len(g.members) > len(stuck) or any(m not in stuck for m in g.members):
+        if g is None or (stated and not g.exact) or len(g.members) > len(stuck) or any(m not in stuck for m in g.members):
             return [], []
         sigs = {next((w.seq, w.signature()) for w in stuck[m] if w.group == gid) for m in g.members}
         if len(sigs) != 1:
@@ -209,16 +227,22 @@ def _stuck_everywhere(job: Job) -> tuple[list[int], list[str]]:
     return sorted(stuck), sorted(names)
 
 
-def _unordered_ring(job: Job, ring: Sequence[int] = ()) -> tuple[VerdictKind, list[int], str] | None:
+def _unordered_ring(job: Job, ring: Sequence[int] = (), stated: bool = True) -> tuple[VerdictKind, list[int], str] | None:
     """Every rank pinned in several groups at once, from inputs that do not show the order they issued them in.
 
     ``ring``: ranks the wait-for graph links in a ring (from text, where each rank's first stuck work is only
-    a guess); used when the groups' members are not all known.
+    a guess); used when the groups' members are not all known. ``stated``: False accepts groups whose members the
+    inputs do not state, when every member they name is there; the summary then says what that leaves open.
     """
-    ranks, names = _stuck_everywhere(job)
+    ranks, names = _stuck_everywhere(job, stated)
+    others = ""
     if ranks:
-        where = f"each wait in {' and '.join(names)} at once, with every member of each group there and the same " \
-                "collective on every member"
+        every = "every member of each group" if stated else "every member these inputs name of each group"
+        where = f"each wait in {' and '.join(names)} at once, with {every} there and the same collective on every " \
+                "member"
+        if not stated:
+            others = (" These inputs do not state the groups' full membership: if they have other members, one of "
+                      "them that never arrived would explain it too.")
     elif ring and set(ring) == {s.rank for s in job.ranks if s.present}:
         ranks = list(ring)
         where = "wait for each other, each in several groups at once (" + "; ".join(
@@ -230,7 +254,7 @@ def _unordered_ring(job: Job, ring: Sequence[int] = ()) -> tuple[VerdictKind, li
             f"{rank_phrase(ranks).capitalize()} {where}. Either the ranks issued these groups in "
             "different orders (a deadlock: each runs one while the other waits behind it on its stream; no single "
             "rank is the culprit) or the first of them hung in the transport and the rest queued behind it. These "
-            "logs do not show the order each rank issued them in; flight-recorder dumps or a live snapshot do.")
+            f"logs do not show the order each rank issued them in; flight-recorder dumps or a live snapshot do.{others}")
 
 
 def _inferred_roots(job: Job) -> list[int]:
@@ -415,6 +439,9 @@ def stuck_verdict(job: Job, roots: Roots, primary: Work) -> tuple[VerdictKind, l
                     head + f"the ranks waited for are not in these inputs ({absent_phrase(job, roots.absent or unknown)}). "
                     "They are unknown, not guilty: the culprit is among them.")
         # Nothing says the job has other ranks: only that the group's members are not named.
+        hedged = _unordered_ring(job, stated=False)
+        if hedged is not None:
+            return hedged
         return (VerdictKind.INCOMPLETE, [],
                 head + "these inputs do not name the members of its group, so who they waited for cannot be told "
                 "from them.")

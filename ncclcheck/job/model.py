@@ -43,6 +43,8 @@ BY_RECORD, BY_START, BY_LINE = 0, 1, 2
 # written in one line must not set the memory the answer takes. Beyond it the world is reported as stated and the
 # ranks without input are kept as ranges (Job.unlisted); the wait-for graph takes such a group's members as ranges.
 STATED_LIMIT = 1 << 17
+# The op of a live rank blocked in a CUDA synchronisation (NCCL: behind GPU work), not in a call of its own.
+HOST_SYNC = "CUDA_SYNCHRONIZE"
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from ncclcheck.evidence.types import ElasticFailure, Loc
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.causes import PROBE, Diagnosis, describe
 from ncclcheck.job.findings import next_steps
-from ncclcheck.job.model import Job
+from ncclcheck.job.model import Job, VerdictKind
 from ncclcheck.job.rules import Decision
 from ncclcheck.job.runs import Restart
 from ncclcheck.job.slow import Busy, slow_steps
@@ -68,11 +68,14 @@ def run_findings(job: Job, d: Decision, restarts: Sequence[Restart]) -> list[Fin
 
 def steps(job: Job, d: Decision) -> tuple[str, ...]:
     """The next steps: the cause's fix first, then the teardown's, then the verdict kind's."""
+    reports = {m.loc for m in job.facts.mismatches}  # TORCH_DISTRIBUTED_DEBUG=DETAIL's, already in the inputs
     out = next_steps(d.kind, d.culprits, d.killed, d.unknown, d.dumped, d.waited,
-                     slow_steps(d.busy) if d.busy is not None else ())
+                     slow_steps(d.busy) if d.busy is not None else (), bool(reports))
     if d.primary is None and job.facts.exit_teardown:
         out = (EXIT_TEARDOWN_STEP, *out)
-    if d.cause is not None:
+    # A cause read from DETAIL's own report: DETAIL has compared every rank's call and found them different, which
+    # answers the cause's fixes (run with DETAIL; tell different calls from different settings).
+    if d.cause is not None and not (d.kind is VerdictKind.COLLECTIVE_MISMATCH and d.cause.loc in reports):
         out = (*d.cause.cause.fix, *((PROBE,) if d.cause.cause.probe else ()), *out)
     return out
 
