@@ -197,7 +197,7 @@ def big(tmp: str, world: int, nodes: int, jobs: int | None, pool: ProcessPoolExe
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="8192,16384,32768,65536,131072")
-    ap.add_argument("--shapes", default="files,nodes", help="files (one a rank), nodes (node logs), or both")
+    ap.add_argument("--shapes", default="files,nodes", help="files (one a rank), nodes (node logs), or files,nodes")
     ap.add_argument("--per-node", type=int, default=100, help="ranks a node log")
     ap.add_argument("--big", type=int, default=262_144, help="ranks of the largest job (0: none)")
     ap.add_argument("--big-nodes", type=int, default=2048)
@@ -209,6 +209,8 @@ def main() -> None:
     a = ap.parse_args()
     sizes = [int(x) for x in a.sizes.split(",") if x]  # none: only the largest job
     shapes = a.shapes.split(",")
+    if unknown := set(shapes) - {"files", "nodes"}:
+        ap.error(f"--shapes: unknown {', '.join(sorted(unknown))} (files, nodes or files,nodes)")
     with tempfile.TemporaryDirectory(prefix="ncclcheck-ranks-") as tmp, ProcessPoolExecutor(CORES) as pool:
         if a.baseline:
             base = [int(x) for x in (a.baseline_sizes or a.sizes).split(",")]
