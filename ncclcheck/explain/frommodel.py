@@ -22,8 +22,32 @@ from ncclcheck.explain.params import Param
 from ncclcheck.explain.table import MODULE, TRANSFORMERS, Table
 
 # What building or running an arbitrary model class on the meta device can raise; anything else is a bug of ours.
-_BUILD_ERRORS = (ValueError, TypeError, RuntimeError, KeyError, AttributeError, IndexError, NotImplementedError,
-                 ImportError, OSError, AssertionError)
+_BUILD_ERRORS: tuple[type[BaseException], ...] = (
+    ValueError, TypeError, RuntimeError, KeyError, AttributeError, IndexError, NotImplementedError, ImportError,
+    OSError, AssertionError)
+
+
+def _build_errors() -> tuple[type[BaseException], ...]:
+    """``_BUILD_ERRORS`` and the validation error of transformers' config classes (strict dataclasses of
+    huggingface_hub, whose errors derive from Exception alone); called once transformers is imported."""
+    try:
+        from huggingface_hub.errors import StrictDataclassError
+    except ImportError:  # an older huggingface_hub, whose configs are not validated
+        return _BUILD_ERRORS
+    return (*_BUILD_ERRORS, StrictDataclassError)
+
+
+_LONG = 300  # characters; past them an error is cut after its first sentence
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception's message as one line (transformers' validation errors span several); a very long one up to
+    the end of its first sentence (an auto class's refusal goes on to list every config class it knows)."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    end = text.find(". ", 0, _LONG)
+    return text[:end + 1] + " (...)" if len(text) > _LONG and end > 0 else text
+
+
 class RemoteCodeRefused(ExplainError):
     """The config's model class is custom code and the user did not allow running it."""
 
@@ -188,7 +212,7 @@ def _backward(module: object, inputs: dict, order: list[str]) -> tuple[tuple[str
                 return (), "the forward pass returned no floating-point tensor"
             out.float().sum().backward()
             return tuple(order), None
-        except _BUILD_ERRORS as exc:
+        except _build_errors() as exc:
             if attempt or not hasattr(config, "_experts_implementation"):
                 return (), f"the forward and backward pass failed ({type(exc).__name__})"
             config._experts_implementation = "batched_mm"  # type: ignore[union-attr]
@@ -269,7 +293,7 @@ def _shrunk_order(module: object) -> tuple[tuple[str, ...], str | None]:
         torch.manual_seed(0)
         with torch.device("cpu"):
             small = model_class(small_config)
-    except _BUILD_ERRORS as exc:
+    except _build_errors() as exc:
         return (), f"a shrunk copy could not be built ({type(exc).__name__})"
     names = [n for n, _ in module.named_parameters()]  # type: ignore[attr-defined]
     if [n for n, _ in small.named_parameters()] != names:
@@ -413,13 +437,15 @@ def table_from_config(cfg: dict, path: str, trust_remote_code: bool = False) -> 
         else:
             if model_type not in CONFIG_MAPPING:
                 raise ExplainError(f"{path}: model_type {model_type!r} is not one transformers {version} knows")
-            config = CONFIG_MAPPING[model_type].from_dict(cfg)
+            config_class = CONFIG_MAPPING[model_type]
+            # As transformers reads a config.json (``_dict_from_json_file``): its own JSON extensions decoded, such
+            # as save_pretrained's {"__float__": "Infinity"}.
+            config = config_class.from_dict(config_class._decode_special_floats(cfg))
             cls = getattr(transformers, archs[0], None) if archs else None
             with torch.device("meta"):
                 model = cls(config) if cls is not None else _auto_build(transformers, config)
-    except _BUILD_ERRORS as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ExplainError(f"{path}: transformers {version} could not build this model: {first}") from None
+    except _build_errors() as exc:
+        raise ExplainError(f"{path}: transformers {version} could not build this model: {one_line(exc)}") from None
     notes = []
     if not archs:
         notes.append(f"the config names no architectures: built as {type(model).__name__}, whose head may not be the "
@@ -437,6 +463,8 @@ _AUTO_CLASSES = ("AutoModelForCausalLM", "AutoModelForImageTextToText", "AutoMod
 
 
 def _auto_build(transformers: object, config: object) -> object:
+    """The first auto class that knows the config's type builds it; for a config no auto class maps (a tower's own
+    config, such as a CLIP-style text model's), the model class its modeling module declares for it does."""
     last: Exception | None = None
     for name in _AUTO_CLASSES:
         auto = getattr(transformers, name, None)
@@ -446,7 +474,29 @@ def _auto_build(transformers: object, config: object) -> object:
             return auto.from_config(config)
         except ValueError as exc:  # "Unrecognized configuration class ... for this kind of AutoModel"
             last = exc
+    own = _declared_model(config)
+    if own is not None:
+        return own(config)
     raise last if last is not None else ValueError("no auto class of this transformers builds it")
+
+
+def _declared_model(config: object) -> Any:
+    """The model class of the config's own modeling module whose ``config_class`` is the config's class (the one
+    named after the config, ``Aimv2TextConfig`` -> ``Aimv2TextModel``, first); None where there is none."""
+    config_class = type(config)
+    package, _, module = config_class.__module__.rpartition(".")
+    if not module.startswith("configuration_"):
+        return None
+    try:
+        modeling = importlib.import_module(f"{package}.modeling_{module.removeprefix('configuration_')}")
+    except ImportError:
+        return None
+    named = getattr(modeling, config_class.__name__.removesuffix("Config") + "Model", None)
+    found = [c for c in vars(modeling).values() if isinstance(c, type) and getattr(c, "config_class", None) is
+             config_class and not c.__name__.endswith("PreTrainedModel") and c.__module__ == modeling.__name__]
+    if named in found:
+        return named
+    return found[0] if found else None
 
 
 def table_from_factory(spec: str) -> Table:
@@ -467,7 +517,7 @@ def table_from_factory(spec: str) -> Table:
     try:
         with torch.device("meta"):
             model = factory()
-    except _BUILD_ERRORS as exc:
+    except _build_errors() as exc:
         raise ExplainError(f"--module {spec}: the factory failed: {type(exc).__name__}: {exc}") from None
     if not isinstance(model, torch.nn.Module):
         raise ExplainError(f"--module {spec}: the factory returned {type(model).__name__}, not a torch module")

@@ -187,8 +187,8 @@ def model_from_dict(cfg: dict, source: str) -> Model:
 
     def num(key: str, d: dict = merged) -> int | None:
         v = d.get(key)
-        if v is None:
-            return None
+        if v is None or isinstance(v, (list, dict)):
+            return None  # a value per stage (Swin's num_heads, depths) or one of transformers' own JSON objects
         if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
             raise ExplainError(f"{source}: {key} must be a positive integer, not {v!r}")
         if v > MAX_DIM:
