@@ -62,14 +62,34 @@ def test_without_transformers_one_line_says_so_and_the_built_in_layouts_answer(t
     assert "ddp_bucket: match" in r.stdout
 
 
-def test_a_family_the_built_in_layouts_do_not_describe_says_what_to_give(tmp_path, monkeypatch):
+def test_a_family_the_built_in_layouts_do_not_describe_says_the_model_could_not_be_built(tmp_path, monkeypatch):
+    """GPT-2 without transformers: stdout says first that the model could not be built and what builds it, never
+    "no exact match" followed by a request for the --config that was given (issue 43)."""
     monkeypatch.setattr(frommodel, "available", lambda pkg: pkg != "transformers")
     cfg = _config(tmp_path, "ddp-gpt2-w2")
     j, err = _json(["--config", str(cfg), "--numel", "696086", "--op", "BROADCAST"])
     e = j["explanations"][0]
     assert not [c for c in e["candidates"] if c["exact"]]
-    assert any(f.startswith("no parameter table: the built-in layouts describe Llama-style families, not gpt2")
-               for f in e["facts"])
+    assert j["model"]["unbuilt"] == "transformers is not installed; pip install 'ncclcheck[hf]' builds it"
+    assert "no parameter table: the model could not be built, and the built-in layouts describe Llama-style " \
+           "families, not gpt2" in e["facts"]
+    r = CliRunner().invoke(app, ["explain", "--config", str(cfg), "--numel", "696086", "--op", "BROADCAST"],
+                           env={"COLUMNS": "200"})
+    lines = r.stdout.splitlines()
+    assert lines[1] == ("No exact match, and no tensor of the model was tested: it could not be built (transformers "
+                        "is not installed; pip install 'ncclcheck[hf]' builds it).")
+    assert "--config" not in r.stdout and "probability" not in r.stdout
+
+
+def test_no_match_in_a_known_model_says_no_tensor_of_it_has_the_count(tmp_path):
+    """A count the model's table cannot form: said as such, before the factor line."""
+    cfg = _config(tmp_path, "ddp-llama-w2")
+    r = CliRunner().invoke(app, ["explain", "--config", str(cfg), "--numel", "17304697", "--op", "ALLREDUCE"],
+                           env={"COLUMNS": "200"})
+    lines = r.stdout.splitlines()
+    assert lines[1] == "No exact match: no tensor of this model has this count."
+    assert lines.index(next(line for line in lines if line.startswith("factors: "))) > 1
+    assert "probability about 0 " not in r.stdout and "probability about 0\n" not in r.stdout
 
 
 def test_custom_code_is_refused_unless_asked_for(tmp_path):

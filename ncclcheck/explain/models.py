@@ -66,6 +66,7 @@ class Model:
     num_labels: int | None = None  # a sequence-classification head replaces the LM head
     head_bias: bool = False
     dtype: str | None = None  # the config's torch_dtype: what the weights are trained in, unless the user says
+    unbuilt: str | None = None  # why the config's own model could not be built (the built-in layouts answer)
 
     @property
     def kv_dim(self) -> int | None:

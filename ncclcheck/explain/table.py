@@ -94,4 +94,5 @@ def builtin_table(m: Model) -> Table:
     """The table the built-in layouts write for this model's shape (empty when they do not describe it)."""
     params = tuple(parameters(m))
     notes = ("names, order and gradient-ready order follow the built-in Llama-style layout",) if params else ()
-    return Table(params, tuple(buffers(m)), notes=notes)
+    source = "the built-in layouts" + (f" (the config's own model could not be built: {m.unbuilt})" if m.unbuilt else "")
+    return Table(params, tuple(buffers(m)), notes=notes, source=source)
