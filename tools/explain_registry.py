@@ -3,8 +3,8 @@
 For each ``model_type`` of transformers' own registry (``CONFIG_MAPPING``): the class's default config, scaled down
 (``scaled``: at most two layers, tiny widths; the default itself where the scaled one is refused), saved with
 ``save_pretrained`` (transformers' own JSON, its ``{"__float__": "Infinity"}`` included), read back as
-``explain --config`` reads it (``source.load``, no cache) and asked about the whole model's count and its first
-parameter's under every strategy flag and with none. Each model type ends as one of:
+``explain --config`` reads it (``source.load``, no cache) and asked about the whole model's count under every
+strategy flag and with none. Each model type ends as one of:
 - built: transformers built it and every question was answered;
 - refused: transformers could not build it, and explain's one warning line quotes transformers' own error;
 - failed: anything else (an exception of ours, a warning of more than one line): a defect.
@@ -91,10 +91,9 @@ def ask(folder: str) -> tuple[str, str]:
         return FAILED, f"no table and no one-line refusal: {loaded.warnings}"
     table = loaded.table
     shape = merge(loaded.model, world_size=4, batch=2, seq=16, tp=2)
-    counts = {sum(p.numel for p in table.params) or 1, table.params[0].numel if table.params else 1}
-    for n in counts:
-        for strategy in (None, *STRATEGIES):
-            explain(n, shape, strategy=strategy, table=table)
+    n = sum(p.numel for p in table.params) or 1
+    for strategy in (None, *STRATEGIES):
+        explain(n, shape, strategy=strategy, table=table)
     size_table(shape, ("float32", "bfloat16"), table)
     return BUILT, table.source
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from ncclcheck.explain import coincidence, ops
 from ncclcheck.explain.counts import factorize, format_factors
-from ncclcheck.explain.layouts import shapes
+from ncclcheck.explain.layouts import ddp, shapes
 from ncclcheck.explain.layouts.base import Setting, Shape
 from ncclcheck.explain.layouts.generic import activations
 from ncclcheck.explain.models import Model
@@ -293,6 +293,9 @@ def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = Non
             exact.append((s, MATCH))
         elif s.tier < 2 and abs(s.numel_in - n) <= NEAR * n:
             near.append((s, MISS))
+    sizes = ddp.bucket_sizes(setting, n) if fam == ops.BROADCAST and strategy in (None, "ddp") else None
+    if sizes is not None and (numel_out is None or _expected_out(sizes) == numel_out):
+        exact.append((sizes, MATCH))  # a small broadcast: DDP's rebuilt buckets' sizes for some rebuild
     lo, hi = coincidence.window(n)
     run_kinds_allowed = any(ops.strategy_allows(k, strategy) and (fam is None or k in ops.CARRIES[fam])
                             for k in ("gradient_run", "gather_run"))

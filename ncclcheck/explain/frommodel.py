@@ -223,6 +223,7 @@ def _backward(module: object, inputs: dict, order: list[str]) -> tuple[tuple[str
 # only the sizes of tensors shrink, so the gradient-ready order is the same and the names map one to one.
 _WIDTH = 32
 _VOCAB = 64
+_IMAGE = 64
 _HEADS_SMALL = 4
 _WIDE = ("hidden_size", "d_model", "n_embd", "embed_dim", "projection_dim", "text_embed_dim", "vision_embed_dim")
 _MLP = ("intermediate_size", "ffn_dim", "encoder_ffn_dim", "decoder_ffn_dim", "d_ff", "n_inner",
@@ -238,8 +239,8 @@ def _is_int(v: object) -> TypeGuard[int]:
 
 def _shrunk_dict(d: dict) -> dict:
     """A config dict with small widths: as many attention heads as key/value heads (else 4), head_dim 8, the
-    hidden size heads × 8, MLP and latent widths 32, a
-    vocabulary of 64 with the special tokens renumbered into it; sub-configs (text, vision, audio) alike."""
+    hidden size heads × 8, MLP and latent widths 32, a vocabulary of 64 with the special tokens renumbered into it,
+    images of 64 pixels and audio of 64 positions; sub-configs (text, vision, audio) alike."""
     out = dict(d)
     for k, v in d.items():
         if isinstance(v, dict) and ("model_type" in v or k.endswith("_config")):
@@ -266,6 +267,13 @@ def _shrunk_dict(d: dict) -> dict:
     for k in _MLP + _LATENT:
         if _is_int(d.get(k)) and d[k] > _WIDTH:
             out[k] = _WIDTH
+    # Inputs smaller too (the names stay: only position tables and feature maps shrink): images of at most 64
+    # pixels a side, a whole number of patches; audio of 64 positions.
+    image, patch = d.get("image_size"), d.get("patch_size")
+    if _is_int(image) and image > _IMAGE:
+        out["image_size"] = _IMAGE - _IMAGE % patch if _is_int(patch) and 0 < patch <= _IMAGE // 2 else _IMAGE
+    if _is_int(d.get("max_source_positions")) and d["max_source_positions"] > _IMAGE:
+        out["max_source_positions"] = _IMAGE
     vocab = d.get("vocab_size")
     if _is_int(vocab) and vocab > _VOCAB:
         out["vocab_size"] = _VOCAB
@@ -426,6 +434,8 @@ def table_from_config(cfg: dict, path: str, trust_remote_code: bool = False) -> 
     if custom and not trust_remote_code:
         raise RemoteCodeRefused(f"{path}: its model class is custom code (auto_map) that explain would have to run; "
                                 "pass --trust-remote-code to run the code beside config.json")
+    if not custom and model_type not in CONFIG_MAPPING:
+        raise ExplainError(f"{path}: model_type {model_type!r} is not one transformers {version} knows")
     try:
         if custom:
             config = transformers.AutoConfig.from_pretrained(folder, trust_remote_code=True, local_files_only=True)
@@ -435,8 +445,6 @@ def table_from_config(cfg: dict, path: str, trust_remote_code: bool = False) -> 
             with torch.device("meta"):
                 model = builder.from_config(config, trust_remote_code=True)
         else:
-            if model_type not in CONFIG_MAPPING:
-                raise ExplainError(f"{path}: model_type {model_type!r} is not one transformers {version} knows")
             config_class = CONFIG_MAPPING[model_type]
             # As transformers reads a config.json (``_dict_from_json_file``): its own JSON extensions decoded, such
             # as save_pretrained's {"__float__": "Infinity"}.
