@@ -9,9 +9,10 @@ strategy flag and with none. Each model type ends as one of:
 - refused: transformers could not build it, and explain's one warning line quotes transformers' own error;
 - failed: anything else (an exception of ours, a warning of more than one line): a defect.
 
-``tests/test_explain_registry.py`` checks a sample of the registry in ``make test``; this runs all of it (about
-half an hour on 2 cores). Prints one line per model type (its outcome, time and, where not built, why), then the
-counts; ``--json FILE`` keeps each result with its time.
+``tests/test_explain_registry.py`` checks a sample of the registry in ``make test``; this runs all of it (804 model
+types in transformers 5.23: hours on 2 cores, most under a second each, a few minutes for the largest defaults).
+Prints one line per model type (its outcome, time and, where not built, why), then the counts; ``--json FILE``
+keeps each result with its time.
 
 Usage: python tools/explain_registry.py [--only TYPE ...] [--json FILE]
 """

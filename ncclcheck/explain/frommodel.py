@@ -489,22 +489,30 @@ def _auto_build(transformers: object, config: object) -> object:
 
 
 def _declared_model(config: object) -> Any:
-    """The model class of the config's own modeling module whose ``config_class`` is the config's class (the one
-    named after the config, ``Aimv2TextConfig`` -> ``Aimv2TextModel``, first); None where there is none."""
+    """The model class of the config's own model folder whose ``config_class`` is the config's class (the one named
+    after the config, ``Aimv2TextConfig`` -> ``Aimv2TextModel``, first; the modeling module named like the config's
+    own module before the folder's others, such as BLIP's ``modeling_blip_text``); None where there is none."""
+    import pkgutil
+
     config_class = type(config)
     package, _, module = config_class.__module__.rpartition(".")
-    if not module.startswith("configuration_"):
+    own = f"modeling_{module.removeprefix('configuration_')}"
+    folder = getattr(sys.modules.get(package), "__path__", None)
+    if not module.startswith("configuration_") or folder is None:
         return None
-    try:
-        modeling = importlib.import_module(f"{package}.modeling_{module.removeprefix('configuration_')}")
-    except ImportError:
-        return None
-    named = getattr(modeling, config_class.__name__.removesuffix("Config") + "Model", None)
-    found = [c for c in vars(modeling).values() if isinstance(c, type) and getattr(c, "config_class", None) is
-             config_class and not c.__name__.endswith("PreTrainedModel") and c.__module__ == modeling.__name__]
-    if named in found:
-        return named
-    return found[0] if found else None
+    names = sorted((m.name for m in pkgutil.iter_modules(folder) if m.name.startswith("modeling_")),
+                   key=lambda n: n != own)
+    for name in names:
+        try:
+            modeling = importlib.import_module(f"{package}.{name}")
+        except ImportError:
+            continue
+        found = [c for c in vars(modeling).values() if isinstance(c, type) and getattr(c, "config_class", None) is
+                 config_class and not c.__name__.endswith("PreTrainedModel") and c.__module__ == modeling.__name__]
+        named = getattr(modeling, config_class.__name__.removesuffix("Config") + "Model", None)
+        if found:
+            return named if named in found else found[0]
+    return None
 
 
 def table_from_factory(spec: str) -> Table:
