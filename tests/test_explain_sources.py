@@ -124,7 +124,8 @@ def test_the_users_own_module_is_read_on_the_meta_device(monkeypatch):
     monkeypatch.chdir(DATA / "module")
     j, err = _json(["--module", "tinynet:build", "--numel", "215379", "--op", "ALLREDUCE", "--world-size", "2"])
     assert j["table"] == {"origin": "module", "source": "tinynet:build (TinyNet) built on the meta device",
-                          "notes": ["gradient-ready order " + NO_INPUT + "; DDP's rebuilt buckets are approximate"],
+                          "notes": ["gradient-ready order " + NO_INPUT + "; DDP's rebuilt buckets are approximate",
+                                    "hidden size H = 64: the width of the input embedding embed.weight"],
                           "ready_order": {"observed": False, "how": NO_INPUT},
                           "parameters": 33, "numel": 215379, "buffers": 0}
     assert j["explanations"][0]["ready_order"] == {"observed": False, "how": NO_INPUT}
@@ -179,3 +180,18 @@ def test_analyze_log_names_the_hung_collectives_tensor_from_the_same_table(tmp_p
     r = CliRunner().invoke(app, ["analyze-log", str(log), "--json"])
     codes = [f["code"] for f in json.loads(r.stdout)["verdict"]["findings"]]
     assert "tensor" not in codes
+
+
+@pytest.mark.parametrize(("op", "numel", "numel_out", "what"), [
+    ("_ALLGATHER_BASE", 1024, 2048, "sequence-parallel activation B×S/tp×H = 2×16/2×64, gathered"),
+    ("_REDUCE_SCATTER_BASE", 2048, 1024, "sequence-parallel activation B×S×H = 2×16×64, reduce-scattered over 2"),
+])
+def test_sequence_parallel_on_a_module_takes_h_from_its_embedding(monkeypatch, op, numel, numel_out, what):
+    """A module has no config: H is its input embedding's width (TinyNet's 1000 × 64), so B×S/tp×H forms as it does
+    with a config (issue 43)."""
+    monkeypatch.chdir(DATA / "module")
+    j, err = _json(["--module", "tinynet:build", "--numel", str(numel), "--numel-out", str(numel_out), "--op", op,
+                    "--batch", "2", "--seq", "16", "--tp", "2", "--world-size", "2", "--strategy", "tp"])
+    assert j["model"]["hidden"] == 64
+    first = j["explanations"][0]["candidates"][0]
+    assert (first["kind"], first["exact"], first["description"]) == ("tp_activation", True, what)

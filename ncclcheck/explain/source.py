@@ -40,7 +40,13 @@ def load(base: Model, config: str | None = None, checkpoint: str | None = None, 
         cfg, path = read_config(config)
         base = model_from_dict(cfg, path)
     if module:
-        return Loaded(base, table_from_factory(module), tuple(warnings))
+        table = table_from_factory(module)
+        width = table.embedding_width() if base.hidden is None else None
+        if width is not None:  # a module has no config: H is the embedding's width (sequence-parallel activations)
+            base = replace(base, hidden=width[1])
+            table = replace(table, notes=(*table.notes, f"hidden size H = {width[1]:,}: the width of the input "
+                                                        f"embedding {width[0]}"))
+        return Loaded(base, table, tuple(warnings))
     if checkpoint:
         from ncclcheck.explain.checkpoint import table_from_checkpoint
 
