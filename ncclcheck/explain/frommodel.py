@@ -44,6 +44,8 @@ def one_line(exc: BaseException) -> str:
     """An exception's message as one line (transformers' validation errors span several); a very long one up to
     the end of its first sentence (an auto class's refusal goes on to list every config class it knows)."""
     text = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, KeyError):  # its message is the missing key alone
+        text = f"no key {text}"
     end = text.find(". ", 0, _LONG)
     return text[:end + 1] + " (...)" if len(text) > _LONG and end > 0 else text
 
