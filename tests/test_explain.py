@@ -448,3 +448,12 @@ def test_the_readme_example_and_the_demos_next_step_run_as_written(monkeypatch, 
                              "transformers is not installed; pip install 'ncclcheck[hf]' builds it)")
         j = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
         assert (j["model"]["hidden"], j["model"]["layers"], j["model"]["vocab"]) == (3584, 28, 152064)
+
+
+@pytest.mark.parametrize(("key", "value"), [("head_dim", 0), ("num_heads", [3, 6, 12, 24]),
+                                            ("hidden_size", {"__float__": "Infinity"})])
+def test_what_transformers_reads_is_no_shape_error_of_ours(key, value):
+    """A zero (unset: GLM-5 Next's head_dim 0 builds), a value per stage (Swin) or transformers' own JSON object is
+    unknown to the shape facts, never an error before transformers is asked (issue 43)."""
+    m = model_from_dict({"model_type": "x", "num_hidden_layers": 2, key: value}, "config.json")
+    assert m.layers == 2 and getattr(m, {"head_dim": "head_dim", "num_heads": "heads", "hidden_size": "hidden"}[key]) is None

@@ -190,6 +190,8 @@ def model_from_dict(cfg: dict, source: str) -> Model:
         v = d.get(key)
         if v is None or isinstance(v, (list, dict)):
             return None  # a value per stage (Swin's num_heads, depths) or one of transformers' own JSON objects
+        if v == 0 and type(v) is int:
+            return None  # unset, for transformers to derive (GLM-5 Next's head_dim 0 builds)
         if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
             raise ExplainError(f"{source}: {key} must be a positive integer, not {v!r}")
         if v > MAX_DIM:
