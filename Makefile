@@ -24,9 +24,14 @@ $(TORCH_STAMP): $(STAMP)
 	$(BIN)/python -m pip install -q transformers==5.23.0
 	touch $(TORCH_STAMP)
 
-## Run analyze-log on the bundled 8-rank incident (exit 1 means "a failure was found", as designed).
+## Run analyze-log on the bundled 8-rank incident (exit 1 means "a failure was found", as designed), then say the
+## next step: what the hung all_reduce's 467,019,003 elements are, for the model the example's numbers are from
+## (Qwen2-7B, examples/qwen2-7b/config.json; the built-in layouts answer without transformers).
+DEMO_NEXT := ncclcheck explain --numel 467019003 --config examples/qwen2-7b/config.json --batch 8 --seq 2048
 demo: $(STAMP)
 	$(BIN)/ncclcheck analyze-log examples/incident-8rank; test $$? -le 1
+	@echo "next: what tensor the hung all_reduce carried:"
+	@echo "  $(BIN)/$(DEMO_NEXT)"
 
 ## Run the test suite (conformance set from ../shared/conformance when present).
 test: $(STAMP) $(TORCH_STAMP)

@@ -407,3 +407,53 @@ def test_cli_each_logged_collective_is_timed_over_its_own_groups_size():
     assert times[0] < times[1]  # a ring all_reduce moves 2(W-1)/W of the tensor: 1.0 for 2 ranks, 1.5 for 4
     assert r.stderr == ("ncclcheck: the logs say a group of 2 ranks ran some of these collectives: they are explained "
                         "and timed over 2, not --world-size 4\n")
+
+
+ROOT = Path(__file__).parent.parent
+
+
+def _first_hour_commands() -> list[list[str]]:
+    """The README's explain example and the next step `make demo` prints, as written (issue 43, section 4)."""
+    import re
+    import shlex
+
+    readme = next(line for line in (ROOT / "README.md").read_text().splitlines()
+                  if line.startswith("ncclcheck explain --numel 467019003"))
+    demo = re.search(r"^DEMO_NEXT := (ncclcheck .*)$", (ROOT / "Makefile").read_text(), re.MULTILINE)
+    assert demo is not None
+    return [shlex.split(readme)[1:], shlex.split(demo.group(1))[1:]]
+
+
+@pytest.mark.parametrize("with_transformers", [True, False])
+def test_the_readme_example_and_the_demos_next_step_run_as_written(monkeypatch, with_transformers):
+    """From a fresh clone's root: the config they name is shipped (Qwen2-7B's, hidden 3584), and the answer says
+    what the count is not; without transformers the built-in layouts answer and say what would build the model."""
+    from ncclcheck.explain import frommodel
+
+    if with_transformers and not (frommodel.available("transformers") and frommodel.available("torch")):
+        pytest.skip("transformers and torch are not installed (make test installs both)")
+    if not with_transformers:
+        monkeypatch.setattr(frommodel, "available", lambda pkg: pkg != "transformers")
+    monkeypatch.chdir(ROOT)
+    for args in _first_hour_commands():
+        r = runner.invoke(app, args, env={"COLUMNS": "200"})
+        assert r.exit_code == 0, r.stderr
+        lines = r.stdout.splitlines()
+        assert lines[:2] == ["NumelIn = 467,019,003", "No exact match: no tensor of this model has this count."]
+        table = next(line for line in lines if line.startswith("parameter table: "))
+        if with_transformers:
+            assert table == "parameter table: transformers 5.23.0, Qwen2ForCausalLM built on the meta device"
+        else:
+            assert table == ("parameter table: the built-in layouts (the config's own model could not be built: "
+                             "transformers is not installed; pip install 'ncclcheck[hf]' builds it)")
+        j = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
+        assert (j["model"]["hidden"], j["model"]["layers"], j["model"]["vocab"]) == (3584, 28, 152064)
+
+
+@pytest.mark.parametrize(("key", "value"), [("head_dim", 0), ("num_heads", [3, 6, 12, 24]),
+                                            ("hidden_size", {"__float__": "Infinity"})])
+def test_what_transformers_reads_is_no_shape_error_of_ours(key, value):
+    """A zero (unset: GLM-5 Next's head_dim 0 builds), a value per stage (Swin) or transformers' own JSON object is
+    unknown to the shape facts, never an error before transformers is asked (issue 43)."""
+    m = model_from_dict({"model_type": "x", "num_hidden_layers": 2, key: value}, "config.json")
+    assert m.layers == 2 and getattr(m, {"head_dim": "head_dim", "num_heads": "heads", "hidden_size": "hidden"}[key]) is None

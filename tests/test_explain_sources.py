@@ -62,14 +62,34 @@ def test_without_transformers_one_line_says_so_and_the_built_in_layouts_answer(t
     assert "ddp_bucket: match" in r.stdout
 
 
-def test_a_family_the_built_in_layouts_do_not_describe_says_what_to_give(tmp_path, monkeypatch):
+def test_a_family_the_built_in_layouts_do_not_describe_says_the_model_could_not_be_built(tmp_path, monkeypatch):
+    """GPT-2 without transformers: stdout says first that the model could not be built and what builds it, never
+    "no exact match" followed by a request for the --config that was given (issue 43)."""
     monkeypatch.setattr(frommodel, "available", lambda pkg: pkg != "transformers")
     cfg = _config(tmp_path, "ddp-gpt2-w2")
     j, err = _json(["--config", str(cfg), "--numel", "696086", "--op", "BROADCAST"])
     e = j["explanations"][0]
     assert not [c for c in e["candidates"] if c["exact"]]
-    assert any(f.startswith("no parameter table: the built-in layouts describe Llama-style families, not gpt2")
-               for f in e["facts"])
+    assert j["model"]["unbuilt"] == "transformers is not installed; pip install 'ncclcheck[hf]' builds it"
+    assert "no parameter table: the model could not be built, and the built-in layouts describe Llama-style " \
+           "families, not gpt2" in e["facts"]
+    r = CliRunner().invoke(app, ["explain", "--config", str(cfg), "--numel", "696086", "--op", "BROADCAST"],
+                           env={"COLUMNS": "200"})
+    lines = r.stdout.splitlines()
+    assert lines[1] == ("No exact match, and no tensor of the model was tested: it could not be built (transformers "
+                        "is not installed; pip install 'ncclcheck[hf]' builds it).")
+    assert "--config" not in r.stdout and "probability" not in r.stdout
+
+
+def test_no_match_in_a_known_model_says_no_tensor_of_it_has_the_count(tmp_path):
+    """A count the model's table cannot form: said as such, before the factor line."""
+    cfg = _config(tmp_path, "ddp-llama-w2")
+    r = CliRunner().invoke(app, ["explain", "--config", str(cfg), "--numel", "17304697", "--op", "ALLREDUCE"],
+                           env={"COLUMNS": "200"})
+    lines = r.stdout.splitlines()
+    assert lines[1] == "No exact match: no tensor of this model has this count."
+    assert lines.index(next(line for line in lines if line.startswith("factors: "))) > 1
+    assert "probability about 0 " not in r.stdout and "probability about 0\n" not in r.stdout
 
 
 def test_custom_code_is_refused_unless_asked_for(tmp_path):
@@ -104,7 +124,8 @@ def test_the_users_own_module_is_read_on_the_meta_device(monkeypatch):
     monkeypatch.chdir(DATA / "module")
     j, err = _json(["--module", "tinynet:build", "--numel", "215379", "--op", "ALLREDUCE", "--world-size", "2"])
     assert j["table"] == {"origin": "module", "source": "tinynet:build (TinyNet) built on the meta device",
-                          "notes": ["gradient-ready order " + NO_INPUT + "; DDP's rebuilt buckets are approximate"],
+                          "notes": ["gradient-ready order " + NO_INPUT + "; DDP's rebuilt buckets are approximate",
+                                    "hidden size H = 64: the width of the input embedding embed.weight"],
                           "ready_order": {"observed": False, "how": NO_INPUT},
                           "parameters": 33, "numel": 215379, "buffers": 0}
     assert j["explanations"][0]["ready_order"] == {"observed": False, "how": NO_INPUT}
@@ -159,3 +180,18 @@ def test_analyze_log_names_the_hung_collectives_tensor_from_the_same_table(tmp_p
     r = CliRunner().invoke(app, ["analyze-log", str(log), "--json"])
     codes = [f["code"] for f in json.loads(r.stdout)["verdict"]["findings"]]
     assert "tensor" not in codes
+
+
+@pytest.mark.parametrize(("op", "numel", "numel_out", "what"), [
+    ("_ALLGATHER_BASE", 1024, 2048, "sequence-parallel activation B×S/tp×H = 2×16/2×64, gathered"),
+    ("_REDUCE_SCATTER_BASE", 2048, 1024, "sequence-parallel activation B×S×H = 2×16×64, reduce-scattered over 2"),
+])
+def test_sequence_parallel_on_a_module_takes_h_from_its_embedding(monkeypatch, op, numel, numel_out, what):
+    """A module has no config: H is its input embedding's width (TinyNet's 1000 × 64), so B×S/tp×H forms as it does
+    with a config (issue 43)."""
+    monkeypatch.chdir(DATA / "module")
+    j, err = _json(["--module", "tinynet:build", "--numel", str(numel), "--numel-out", str(numel_out), "--op", op,
+                    "--batch", "2", "--seq", "16", "--tp", "2", "--world-size", "2", "--strategy", "tp"])
+    assert j["model"]["hidden"] == 64
+    first = j["explanations"][0]["candidates"][0]
+    assert (first["kind"], first["exact"], first["description"]) == ("tp_activation", True, what)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from ncclcheck.explain.core import explain, generic
+from ncclcheck.explain.core import MATCH, explain, generic
 from ncclcheck.explain.counts import ExplainError
 from ncclcheck.explain.frommodel import installed
 from ncclcheck.explain.models import merge, model_from_dict
@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "tools"))
 import bench_explain  # noqa: E402
 
 TRUTH = sorted((Path(__file__).parent / "data" / "explain" / "truth").glob("*.json"))
-CASES = 2153  # distinct (op, NumelIn, NumelOut) of every run, as make bench-explain counts them
+CASES = 2257  # distinct (op, NumelIn, NumelOut) of every run, as make bench-explain counts them
 
 if installed("transformers") is None or installed("torch") is None:
     reason = "transformers and torch are not installed (make test installs both)"
@@ -207,3 +207,23 @@ def test_fsdp1_sync_module_states_broadcasts_each_unit_with_its_buffers():
     for n, unit in ((715480, "block model.layers.0"), (15873770, "the root unit")):
         first = explain(n, m, None, "BROADCAST", "float32", "fsdp", table).matches[0]
         assert first.kind == "model" and first.description.startswith("FSDP1 sync_module_states=True: " + unit), n
+
+
+@pytest.mark.parametrize(("name", "buckets"), [("ddp_cap1-gemma2-w2", 3), ("ddp_cap1-mixtral-w2", 5),
+                                               ("ddp_cap1-phi3-w4", 4)])
+def test_the_rebuilt_buckets_sizes_are_ddp_metadata_whatever_cap_explain_is_told(name, buckets):
+    """Reducer::sync_bucket_indices broadcasts one int32 per rebuilt bucket (recorded: 3 for Gemma 2, 5 for Mixtral,
+    4 for Phi-3 with bucket_cap_mb=1). With the job's cap it is the rule-formed count; asked without it (explain then
+    rebuilds into other buckets) it is still DDP's bucket-sizes sync, first, never left without an answer."""
+    run = _load(TRUTH[0].parent / f"{name}.json")
+    assert buckets in {c["numel_in"] for c in run["collectives"] if c["op"] == "gloo:broadcast"
+                       and c["dtype"] == "int32" and c["truth"]["kind"] == "metadata"}
+    table = bench_explain.table_for(run, "transformers")
+    m = merge(model_from_dict(run["config"], run["model"]), world_size=run["world_size"])
+    for cap, tier in ((1, 0), (None, 1)):
+        e = explain(buckets, m, None, "gloo:broadcast", table=table, bucket_cap_mb=cap)
+        first = e.matches[0]
+        assert (first.kind, first.tier, first.verdict) == ("metadata", tier, MATCH), first.description
+        assert "bucket-sizes sync" in first.description
+    e = explain(buckets, m, None, "gloo:broadcast", strategy="fsdp", table=table)
+    assert not [c for c in e.matches if "bucket-sizes" in c.description]

@@ -121,6 +121,16 @@ def configs():
         "convnet": ("ConvNet", tf.PretrainedConfig()),
         "wrapped": ("LlamaForCausalLM", tf.LlamaConfig(hidden_size=184, intermediate_size=503, vocab_size=5003,
                                                        tie_word_embeddings=False, **small)),
+        # Issue 43's families: a soft-capped tied decoder, a Mixtral MoE, a pure state-space model.
+        "gemma2": ("Gemma2ForCausalLM", tf.Gemma2Config(
+            hidden_size=168, intermediate_size=445, vocab_size=4003, sliding_window=16, final_logit_softcapping=30.0,
+            attn_logit_softcapping=50.0, tie_word_embeddings=True, **{**dec, "head_dim": 22})),
+        "mixtral": ("MixtralForCausalLM", tf.MixtralConfig(
+            hidden_size=152, intermediate_size=397, vocab_size=3011, num_local_experts=4, num_experts_per_tok=2,
+            tie_word_embeddings=False, **{**dec, "head_dim": 18})),
+        "mamba": ("MambaForCausalLM", tf.MambaConfig(
+            hidden_size=136, state_size=8, num_hidden_layers=2, expand=2, conv_kernel=4, vocab_size=2003,
+            tie_word_embeddings=True)),
     })
     if hasattr(tf, "Qwen2_5_VLConfig"):
         out["qwen25vl"] = ("Qwen2_5_VLForConditionalGeneration", tf.Qwen2_5_VLConfig(

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from ncclcheck.explain import coincidence, ops
 from ncclcheck.explain.counts import factorize, format_factors
-from ncclcheck.explain.layouts import shapes
+from ncclcheck.explain.layouts import ddp, shapes
 from ncclcheck.explain.layouts.base import Setting, Shape
 from ncclcheck.explain.layouts.generic import activations
 from ncclcheck.explain.models import Model
@@ -53,6 +53,9 @@ class Candidate:
         return 100.0 * self.delta / (self.numel - self.delta) if self.numel - self.delta else 0.0
 
 
+NO_TABLE = "none (no parameters known)"  # an answer's table source when no parameter of the model is known
+
+
 @dataclass(frozen=True)
 class Explanation:
     """The result for one element count."""
@@ -77,10 +80,16 @@ class Explanation:
     ready_how: str = ""  # how the table's gradient-ready order was learnt (observed in a pass, or inferred)
     ready_observed: bool = False
     dtype_from: str = "default"  # where the dtype came from: "--dtype", "config" (its torch_dtype) or "default"
+    unbuilt: str | None = None  # why the config's own model could not be built, where it could not
 
     @property
     def matches(self) -> tuple[Candidate, ...]:
         return tuple(c for c in self.candidates if c.exact)
+
+    @property
+    def source_known(self) -> bool:
+        """Whether the model's parameters were known, so that no match means no tensor of it has the count."""
+        return self.source != NO_TABLE
 
 
 def _world(n: int, numel_out: int | None, family: str | None, m: Model) -> tuple[int | None, list[str]]:
@@ -209,12 +218,15 @@ def _advice(n: int, exact: Sequence[Candidate], family: str | None, m: Model, wo
             extra = (" It is at most 5e8 elements, so it is consistent with a DeepSpeed gradient bucket of a "
                      "non-default size (which holds whatever tensors fit, odd-sized ones included).")
         missing = [what for what, known in (("the model (--model / --config / --checkpoint / --module)",
-                                             table.params),
+                                             table.params or m.unbuilt),
                                             ("the op (--op, --numel-out)", family),
                                             ("the world size", world), ("the batch shape (--batch --seq)",
                                                                         m.batch and m.seq)) if not known]
         more = f" Give {', '.join(missing)} to test more candidates." if missing else ""
-        out.append("No structural match with the shapes given: nothing here explains the number." + extra + more)
+        if m.unbuilt and not table.params:
+            out.append(f"The model could not be built ({m.unbuilt}): no tensor of it was tested." + extra + more)
+        else:
+            out.append("No structural match with the shapes given: nothing here explains the number." + extra + more)
     return out
 
 
@@ -281,6 +293,9 @@ def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = Non
             exact.append((s, MATCH))
         elif s.tier < 2 and abs(s.numel_in - n) <= NEAR * n:
             near.append((s, MISS))
+    sizes = ddp.bucket_sizes(setting, n) if fam == ops.BROADCAST and strategy in (None, "ddp") else None
+    if sizes is not None and (numel_out is None or _expected_out(sizes) == numel_out):
+        exact.append((sizes, MATCH))  # a small broadcast: DDP's rebuilt buckets' sizes for some rebuild
     lo, hi = coincidence.window(n)
     run_kinds_allowed = any(ops.strategy_allows(k, strategy) and (fam is None or k in ops.CARRIES[fam])
                             for k in ("gradient_run", "gather_run"))
@@ -343,7 +358,10 @@ def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = Non
     elif fam is None:
         facts.append("op not given: every kind of collective considered (give --op, or --numel-out, to rule out "
                      "what the op cannot carry)")
-    if not table.params and m.model_type and not built_in(m):
+    if not table.params and m.unbuilt:
+        facts.append(f"no parameter table: the model could not be built, and the built-in layouts describe "
+                     f"Llama-style families, not {m.model_type or 'this one'}")
+    elif not table.params and m.model_type and not built_in(m):
         facts.append(f"no parameter table: the built-in layouts describe Llama-style families, not {m.model_type}; "
                      "give --config with transformers installed (pip install 'ncclcheck[hf]'), --checkpoint or "
                      "--module")
@@ -352,8 +370,8 @@ def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = Non
                      "parameters and layouts not considered")
     return Explanation(n, given_out, op, fam, world, strategy, tuple(factors), tuple(facts), tuple(ranked),
                        tuple(ruled_out), searched, chance, tuple(_advice(n, ranked, fam, m, world, table)), transfer,
-                       dtype, table.source if table.params else "none (no parameters known)", table.notes,
-                       table.ready_how, table.ready_observed, dtype_from)
+                       dtype, table.source if table.params else NO_TABLE, table.notes,
+                       table.ready_how, table.ready_observed, dtype_from, m.unbuilt)
 
 
 DEFAULT_GATHER_WORLD = 8

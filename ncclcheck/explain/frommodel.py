@@ -22,8 +22,34 @@ from ncclcheck.explain.params import Param
 from ncclcheck.explain.table import MODULE, TRANSFORMERS, Table
 
 # What building or running an arbitrary model class on the meta device can raise; anything else is a bug of ours.
-_BUILD_ERRORS = (ValueError, TypeError, RuntimeError, KeyError, AttributeError, IndexError, NotImplementedError,
-                 ImportError, OSError, AssertionError)
+_BUILD_ERRORS: tuple[type[BaseException], ...] = (
+    ValueError, TypeError, RuntimeError, KeyError, AttributeError, IndexError, NotImplementedError, ImportError,
+    OSError, AssertionError)
+
+
+def _build_errors() -> tuple[type[BaseException], ...]:
+    """``_BUILD_ERRORS`` and the validation error of transformers' config classes (strict dataclasses of
+    huggingface_hub, whose errors derive from Exception alone); called once transformers is imported."""
+    try:
+        from huggingface_hub.errors import StrictDataclassError
+    except ImportError:  # an older huggingface_hub, whose configs are not validated
+        return _BUILD_ERRORS
+    return (*_BUILD_ERRORS, StrictDataclassError)
+
+
+_LONG = 300  # characters; past them an error is cut after its first sentence
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception's message as one line (transformers' validation errors span several); a very long one up to
+    the end of its first sentence (an auto class's refusal goes on to list every config class it knows)."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, KeyError):  # its message is the missing key alone
+        text = f"no key {text}"
+    end = text.find(". ", 0, _LONG)
+    return text[:end + 1] + " (...)" if len(text) > _LONG and end > 0 else text
+
+
 class RemoteCodeRefused(ExplainError):
     """The config's model class is custom code and the user did not allow running it."""
 
@@ -188,7 +214,7 @@ def _backward(module: object, inputs: dict, order: list[str]) -> tuple[tuple[str
                 return (), "the forward pass returned no floating-point tensor"
             out.float().sum().backward()
             return tuple(order), None
-        except _BUILD_ERRORS as exc:
+        except _build_errors() as exc:
             if attempt or not hasattr(config, "_experts_implementation"):
                 return (), f"the forward and backward pass failed ({type(exc).__name__})"
             config._experts_implementation = "batched_mm"  # type: ignore[union-attr]
@@ -199,6 +225,7 @@ def _backward(module: object, inputs: dict, order: list[str]) -> tuple[tuple[str
 # only the sizes of tensors shrink, so the gradient-ready order is the same and the names map one to one.
 _WIDTH = 32
 _VOCAB = 64
+_IMAGE = 64
 _HEADS_SMALL = 4
 _WIDE = ("hidden_size", "d_model", "n_embd", "embed_dim", "projection_dim", "text_embed_dim", "vision_embed_dim")
 _MLP = ("intermediate_size", "ffn_dim", "encoder_ffn_dim", "decoder_ffn_dim", "d_ff", "n_inner",
@@ -214,8 +241,8 @@ def _is_int(v: object) -> TypeGuard[int]:
 
 def _shrunk_dict(d: dict) -> dict:
     """A config dict with small widths: as many attention heads as key/value heads (else 4), head_dim 8, the
-    hidden size heads × 8, MLP and latent widths 32, a
-    vocabulary of 64 with the special tokens renumbered into it; sub-configs (text, vision, audio) alike."""
+    hidden size heads × 8, MLP and latent widths 32, a vocabulary of 64 with the special tokens renumbered into it,
+    images of 64 pixels and audio of 64 positions; sub-configs (text, vision, audio) alike."""
     out = dict(d)
     for k, v in d.items():
         if isinstance(v, dict) and ("model_type" in v or k.endswith("_config")):
@@ -242,6 +269,13 @@ def _shrunk_dict(d: dict) -> dict:
     for k in _MLP + _LATENT:
         if _is_int(d.get(k)) and d[k] > _WIDTH:
             out[k] = _WIDTH
+    # Inputs smaller too (the names stay: only position tables and feature maps shrink): images of at most 64
+    # pixels a side, a whole number of patches; audio of 64 positions.
+    image, patch = d.get("image_size"), d.get("patch_size")
+    if _is_int(image) and image > _IMAGE:
+        out["image_size"] = _IMAGE - _IMAGE % patch if _is_int(patch) and 0 < patch <= _IMAGE // 2 else _IMAGE
+    if _is_int(d.get("max_source_positions")) and d["max_source_positions"] > _IMAGE:
+        out["max_source_positions"] = _IMAGE
     vocab = d.get("vocab_size")
     if _is_int(vocab) and vocab > _VOCAB:
         out["vocab_size"] = _VOCAB
@@ -269,7 +303,7 @@ def _shrunk_order(module: object) -> tuple[tuple[str, ...], str | None]:
         torch.manual_seed(0)
         with torch.device("cpu"):
             small = model_class(small_config)
-    except _BUILD_ERRORS as exc:
+    except _build_errors() as exc:
         return (), f"a shrunk copy could not be built ({type(exc).__name__})"
     names = [n for n, _ in module.named_parameters()]  # type: ignore[attr-defined]
     if [n for n, _ in small.named_parameters()] != names:
@@ -402,6 +436,8 @@ def table_from_config(cfg: dict, path: str, trust_remote_code: bool = False) -> 
     if custom and not trust_remote_code:
         raise RemoteCodeRefused(f"{path}: its model class is custom code (auto_map) that explain would have to run; "
                                 "pass --trust-remote-code to run the code beside config.json")
+    if not custom and model_type not in CONFIG_MAPPING:
+        raise ExplainError(f"{path}: model_type {model_type!r} is not one transformers {version} knows")
     try:
         if custom:
             config = transformers.AutoConfig.from_pretrained(folder, trust_remote_code=True, local_files_only=True)
@@ -411,15 +447,15 @@ def table_from_config(cfg: dict, path: str, trust_remote_code: bool = False) -> 
             with torch.device("meta"):
                 model = builder.from_config(config, trust_remote_code=True)
         else:
-            if model_type not in CONFIG_MAPPING:
-                raise ExplainError(f"{path}: model_type {model_type!r} is not one transformers {version} knows")
-            config = CONFIG_MAPPING[model_type].from_dict(cfg)
+            config_class = CONFIG_MAPPING[model_type]
+            # As transformers reads a config.json (``_dict_from_json_file``): its own JSON extensions decoded, such
+            # as save_pretrained's {"__float__": "Infinity"}.
+            config = config_class.from_dict(config_class._decode_special_floats(cfg))
             cls = getattr(transformers, archs[0], None) if archs else None
             with torch.device("meta"):
                 model = cls(config) if cls is not None else _auto_build(transformers, config)
-    except _BUILD_ERRORS as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ExplainError(f"{path}: transformers {version} could not build this model: {first}") from None
+    except _build_errors() as exc:
+        raise ExplainError(f"{path}: transformers {version} could not build this model: {one_line(exc)}") from None
     notes = []
     if not archs:
         notes.append(f"the config names no architectures: built as {type(model).__name__}, whose head may not be the "
@@ -437,6 +473,8 @@ _AUTO_CLASSES = ("AutoModelForCausalLM", "AutoModelForImageTextToText", "AutoMod
 
 
 def _auto_build(transformers: object, config: object) -> object:
+    """The first auto class that knows the config's type builds it; for a config no auto class maps (a tower's own
+    config, such as a CLIP-style text model's), the model class its modeling module declares for it does."""
     last: Exception | None = None
     for name in _AUTO_CLASSES:
         auto = getattr(transformers, name, None)
@@ -446,7 +484,37 @@ def _auto_build(transformers: object, config: object) -> object:
             return auto.from_config(config)
         except ValueError as exc:  # "Unrecognized configuration class ... for this kind of AutoModel"
             last = exc
+    own = _declared_model(config)
+    if own is not None:
+        return own(config)
     raise last if last is not None else ValueError("no auto class of this transformers builds it")
+
+
+def _declared_model(config: object) -> Any:
+    """The model class of the config's own model folder whose ``config_class`` is the config's class (the one named
+    after the config, ``Aimv2TextConfig`` -> ``Aimv2TextModel``, first; the modeling module named like the config's
+    own module before the folder's others, such as BLIP's ``modeling_blip_text``); None where there is none."""
+    import pkgutil
+
+    config_class = type(config)
+    package, _, module = config_class.__module__.rpartition(".")
+    own = f"modeling_{module.removeprefix('configuration_')}"
+    folder = getattr(sys.modules.get(package), "__path__", None)
+    if not module.startswith("configuration_") or folder is None:
+        return None
+    names = sorted((m.name for m in pkgutil.iter_modules(folder) if m.name.startswith("modeling_")),
+                   key=lambda n: n != own)
+    for name in names:
+        try:
+            modeling = importlib.import_module(f"{package}.{name}")
+        except ImportError:
+            continue
+        found = [c for c in vars(modeling).values() if isinstance(c, type) and getattr(c, "config_class", None) is
+                 config_class and not c.__name__.endswith("PreTrainedModel") and c.__module__ == modeling.__name__]
+        named = getattr(modeling, config_class.__name__.removesuffix("Config") + "Model", None)
+        if found:
+            return named if named in found else found[0]
+    return None
 
 
 def table_from_factory(spec: str) -> Table:
@@ -467,7 +535,7 @@ def table_from_factory(spec: str) -> Table:
     try:
         with torch.device("meta"):
             model = factory()
-    except _BUILD_ERRORS as exc:
+    except _build_errors() as exc:
         raise ExplainError(f"--module {spec}: the factory failed: {type(exc).__name__}: {exc}") from None
     if not isinstance(model, torch.nn.Module):
         raise ExplainError(f"--module {spec}: the factory returned {type(model).__name__}, not a torch module")

@@ -66,6 +66,7 @@ class Model:
     num_labels: int | None = None  # a sequence-classification head replaces the LM head
     head_bias: bool = False
     dtype: str | None = None  # the config's torch_dtype: what the weights are trained in, unless the user says
+    unbuilt: str | None = None  # why the config's own model could not be built (the built-in layouts answer)
 
     @property
     def kv_dim(self) -> int | None:
@@ -187,8 +188,10 @@ def model_from_dict(cfg: dict, source: str) -> Model:
 
     def num(key: str, d: dict = merged) -> int | None:
         v = d.get(key)
-        if v is None:
-            return None
+        if v is None or isinstance(v, (list, dict)):
+            return None  # a value per stage (Swin's num_heads, depths) or one of transformers' own JSON objects
+        if v == 0 and type(v) is int:
+            return None  # unset, for transformers to derive (GLM-5 Next's head_dim 0 builds)
         if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
             raise ExplainError(f"{source}: {key} must be a positive integer, not {v!r}")
         if v > MAX_DIM:

@@ -4,7 +4,7 @@ config's model built by transformers, the built-in layouts. Each answer says whi
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ncclcheck.explain.counts import ExplainError
 from ncclcheck.explain.models import Model, model_from_dict, read_config
@@ -40,7 +40,13 @@ def load(base: Model, config: str | None = None, checkpoint: str | None = None, 
         cfg, path = read_config(config)
         base = model_from_dict(cfg, path)
     if module:
-        return Loaded(base, table_from_factory(module), tuple(warnings))
+        table = table_from_factory(module)
+        width = table.embedding_width() if base.hidden is None else None
+        if width is not None:  # a module has no config: H is the embedding's width (sequence-parallel activations)
+            base = replace(base, hidden=width[1])
+            table = replace(table, notes=(*table.notes, f"hidden size H = {width[1]:,}: the width of the input "
+                                                        f"embedding {width[0]}"))
+        return Loaded(base, table, tuple(warnings))
     if checkpoint:
         from ncclcheck.explain.checkpoint import table_from_checkpoint
 
@@ -50,14 +56,15 @@ def load(base: Model, config: str | None = None, checkpoint: str | None = None, 
     if not (available("transformers") and available("torch")):
         warnings.append(f"{path}: transformers is not installed, so the built-in layouts (Llama-style families) are "
                         f"used instead of the model's own table; {HF_HINT}")
-        return Loaded(base, None, tuple(warnings))
+        return Loaded(replace(base, unbuilt=f"transformers is not installed; {HF_HINT} builds it"), None,
+                      tuple(warnings))
     try:
         return Loaded(base, _from_config(cfg, path, trust_remote_code, use_cache, warnings), tuple(warnings))
     except RemoteCodeRefused:
         raise
     except ExplainError as exc:
         warnings.append(f"{exc}; the built-in layouts are used instead")
-        return Loaded(base, None, tuple(warnings))
+        return Loaded(replace(base, unbuilt=str(exc).removeprefix(f"{path}: ")), None, tuple(warnings))
 
 
 def _from_config(cfg: dict, path: str, trust_remote_code: bool, use_cache: bool, warnings: list[str]) -> Table:

@@ -75,6 +75,16 @@ class Table:
             (found[owner] if owner else root).append(p)
         return [*((b, ps) for b, ps in found.items() if ps), ("", root)]
 
+    def embedding_width(self) -> tuple[str, int] | None:
+        """The input embedding's weight and its width (the hidden size H of what follows it): the weight the model
+        names as its input embedding, else the first ``nn.Embedding`` registered; None where there is none."""
+        embeddings = {n for n, c in self.classes if c == "Embedding"}
+        for p in self.params:
+            if len(p.shape) == 2 and (p.name == self.embedding if self.embedding else
+                                      p.name.rpartition(".")[0] in embeddings):
+                return p.name, p.shape[1]
+        return None
+
     def style(self, name: str) -> str | None:
         """The TP plan's style for a parameter (``colwise``, ``rowwise_split_input``, ...), or None: an entry naming
         the parameter itself first, then one naming its module."""
@@ -94,4 +104,5 @@ def builtin_table(m: Model) -> Table:
     """The table the built-in layouts write for this model's shape (empty when they do not describe it)."""
     params = tuple(parameters(m))
     notes = ("names, order and gradient-ready order follow the built-in Llama-style layout",) if params else ()
-    return Table(params, tuple(buffers(m)), notes=notes)
+    source = "the built-in layouts" + (f" (the config's own model could not be built: {m.unbuilt})" if m.unbuilt else "")
+    return Table(params, tuple(buffers(m)), notes=notes, source=source)

@@ -92,29 +92,40 @@ def _candidate(i: int, c: Candidate) -> RenderableType:
 
 
 def explanation_view(e: Explanation) -> RenderableType:
-    """Factorisation, facts, candidates, chance, timing and advice for one count."""
+    """One count: what it is (the candidates, or why there are none), then the factorisation and facts behind
+    them, the table they come from, the chance of a coincidence, timing and advice."""
     head = f"NumelIn = {e.numel:,}" + (f", NumelOut = {e.numel_out:,}" if e.numel_out is not None else "")
     head += f" ({e.op})" if e.op else ""
-    parts: list[RenderableType] = [Text(head, style="bold"), Text(f"factors: {format_factors(e.factors)}")]
+    parts: list[RenderableType] = [Text(head, style="bold")]
+    if e.matches:
+        parts.append(Text("exact matches, most structural first:", style="bold"))
+        parts += [_candidate(i, c) for i, c in enumerate(e.matches, 1)]
+    elif e.source_known:
+        parts.append(Text("No exact match: no tensor of this model has this count.", style="bold yellow"))
+    elif e.unbuilt:
+        parts.append(Text(f"No exact match, and no tensor of the model was tested: it could not be built "
+                          f"({e.unbuilt}).", style="bold yellow"))
+    else:
+        parts.append(Text("No exact match, and no tensor of the model was tested: its parameters are not known "
+                          "(below).", style="bold yellow"))
+    near = [c for c in e.candidates if not c.exact]
+    if near:
+        parts.append(Text("near misses (not matches):", style="bold"))
+        parts += [_candidate(i, c) for i, c in enumerate(near, 1)]
+    parts.append(Text(f"factors: {format_factors(e.factors)}"))
     parts += [Indented(Text(f"- {f}"), 2) for f in e.facts[1:]]
     parts.append(Text(f"parameter table: {e.source}"))
     parts += [Indented(Text(f"- inferred: {n}"), 2) for n in e.source_notes]
     if e.ready_observed:  # an inferred order is among the notes, with what it makes approximate
         parts.append(Indented(Text(f"- gradient-ready order {e.ready_how}"), 2))
-    if e.matches:
-        parts.append(Text("exact matches, most structural first:", style="bold"))
-        parts += [_candidate(i, c) for i, c in enumerate(e.matches, 1)]
-    else:
-        parts.append(Text("No exact match.", style="bold yellow"))
-    near = [c for c in e.candidates if not c.exact]
-    if near:
-        parts.append(Text("near misses (not matches):", style="bold"))
-        parts += [_candidate(i, c) for i, c in enumerate(near, 1)]
     parts += [Text(f"ruled out: {r}") for r in e.ruled_out]
     flagged = sum(1 for c in e.matches if c.verdict == COINCIDENCE)
-    parts.append(Text(f"searched {e.searched:,} candidate sums; an unrelated count of this size would equal one of "
-                      f"them with probability about {e.chance:.2g}" + (f"; {flagged} match(es) flagged as likely "
-                                                                       "coincidence" if flagged else "")))
+    if e.chance > 0:
+        chance = f"an unrelated count of this size would equal one of them with probability about {e.chance:.2g}"
+    else:
+        chance = "none of them lies within a factor of 2 of this count, so no match here can be a coincidence"
+    parts.append(Text(f"searched {e.searched:,} candidate sums; {chance}" +
+                      (f"; {flagged} match(es) flagged as likely coincidence" if flagged else "")))
     times = "; ".join(f"{name} {human_seconds(s)}" for name, s in e.transfer)
     ranks = f" over {e.world} ranks" if e.world else ""
     how = {"config": "from the config's torch_dtype", "--dtype": "as given"}.get(e.dtype_from, "assumed")

@@ -138,6 +138,27 @@ def _bookkeeping(s: Setting, params: list[Param], rebuilt: int) -> list[Shape]:
         out += [Shape("metadata", BROADCAST, len(params) + 1, None, f"DDP's bucket-order sync after the first "
                                                                     f"iteration: {len(params)} parameter indices + 1 "
                                                                     "(int32)", 0),
-                Shape("metadata", BROADCAST, rebuilt, None, f"DDP's bucket-count sync after the first iteration: "
-                                                            f"{rebuilt} rebuilt buckets (int32)", 0)]
+                Shape("metadata", BROADCAST, rebuilt, None, f"DDP's bucket-sizes sync after the first iteration: one "
+                                                            f"int32 per rebuilt bucket ({rebuilt} buckets)", 0)]
     return out
+
+
+def bucket_sizes(s: Setting, n: int) -> Shape | None:
+    """DDP's bucket-sizes sync for a rebuild into ``n`` buckets, whatever rebuild explain computes.
+
+    After the first iteration the reducer broadcasts the rebuilt buckets from rank 0 (Reducer::sync_bucket_indices):
+    first every parameter index and the bucket count (int32, trainable parameters + 1), then one int32 per bucket,
+    its number of parameters. The number of buckets follows from the job's bucket_cap_mb and the order gradients
+    became ready, so a count from 1 to the number of trainable parameters is this sync for some rebuild; the one
+    explain computes (``_bookkeeping``) is the rule-formed candidate, any other a weaker one that says so."""
+    params = s.table.trainable
+    if s.find_unused or not 1 <= n <= len(params):
+        return None
+    first, cap, said = caps(s)
+    computed = len(buckets(s.table.ready_order(), s.itemsize, first, cap))
+    if n == computed:
+        return None  # the rule-formed candidate of _bookkeeping
+    return Shape("metadata", BROADCAST, n, None,
+                 f"DDP's bucket-sizes sync after the first iteration, for a rebuild into {n} buckets: one int32 per "
+                 f"bucket (with {said} the rebuild gives {computed}; another bucket_cap_mb, dtype or gradient-ready "
+                 "order gives another count)", 1)

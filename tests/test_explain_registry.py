@@ -1,0 +1,78 @@
+"""Every config transformers reads, explain reads (issue 43, section 1): configs as ``save_pretrained`` writes them
+(its ``{"__float__": "Infinity"}``), per-stage list values (Swin's ``depths`` and ``num_heads``), and transformers'
+own error, in one line, where it cannot build the model.
+
+The property over the whole registry of the installed transformers runs in ``tools/explain_registry.py`` (804
+model types: hours on 2 cores); here a sample of one default config per shape of model (decoder, encoder,
+encoder-decoder, vision, audio, MoE, two towers, a tower's own config), about a second each, and small configs of
+the shapes whose defaults are slow to build (Swin's per-stage lists, Mamba-2's special floats: 26 and 35 s)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ncclcheck.cli import app
+from ncclcheck.explain.frommodel import installed
+
+if installed("transformers") is None or installed("torch") is None:
+    reason = "transformers and torch are not installed (make test installs both)"
+    if os.environ.get("NCCLCHECK_CI") or os.environ.get("NCCLCHECK_REQUIRE_TORCH"):
+        raise RuntimeError(reason)
+    pytest.skip(reason, allow_module_level=True)
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "tools"))
+import explain_registry  # noqa: E402
+
+runner = CliRunner()
+
+SAMPLE = ("llama", "bert", "t5", "vit", "whisper", "qwen2_moe", "clip", "blip_text_model")
+
+
+@pytest.mark.parametrize("model_type", SAMPLE)
+def test_a_registry_default_config_builds_under_every_strategy(model_type):
+    assert model_type in explain_registry.model_types()
+    outcome, why = explain_registry.check(model_type)
+    assert outcome == "built", why
+
+
+def test_save_pretrained_special_floats_are_read_as_transformers_reads_them(tmp_path):
+    """Mamba-2's time_step_limit (0, inf) is saved as {"__float__": "Infinity"}; explain builds the model."""
+    from transformers import Mamba2Config
+
+    Mamba2Config(num_hidden_layers=2, hidden_size=32, expand=2, num_heads=8, head_dim=8, n_groups=1, state_size=8,
+                 vocab_size=64, architectures=["Mamba2ForCausalLM"]).save_pretrained(tmp_path)
+    assert '"__float__": "Infinity"' in (tmp_path / "config.json").read_text()
+    r = runner.invoke(app, ["explain", "--config", str(tmp_path), "--numel", "64", "--no-cache", "--json"])
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["table"]["origin"] == "transformers"
+
+
+def test_per_stage_lists_are_no_shape_error(tmp_path):
+    """Swin's depths and num_heads are per stage: explain asks transformers instead of refusing them."""
+    cfg = {"model_type": "swin", "architectures": ["SwinForImageClassification"], "image_size": 32, "patch_size": 4,
+           "embed_dim": 16, "depths": [1, 2], "num_heads": [2, 4], "window_size": 4, "num_labels": 3}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    r = runner.invoke(app, ["explain", "--config", str(tmp_path), "--numel", "64", "--no-cache", "--json"])
+    assert r.exit_code == 0, r.stderr
+    table = json.loads(r.stdout)["table"]
+    assert table["origin"] == "transformers" and "SwinForImageClassification" in table["source"]
+
+
+def test_what_transformers_cannot_build_is_its_own_error_in_one_line(tmp_path):
+    """An inconsistent Mamba-2 config (hidden_size × expand ≠ num_heads × head_dim): transformers' validation error,
+    several lines long, quoted on one line; the built-in layouts answer (exit 0)."""
+    cfg = {"model_type": "mamba2", "architectures": ["Mamba2ForCausalLM"], "hidden_size": 64, "expand": 2,
+           "num_heads": 8, "head_dim": 8, "num_hidden_layers": 2, "vocab_size": 64}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    r = runner.invoke(app, ["explain", "--config", str(tmp_path), "--numel", "64", "--no-cache"])
+    assert r.exit_code == 0
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1
+    assert "could not build this model" in lines[0]
+    assert "must equal num_heads * head_dim" in lines[0]
