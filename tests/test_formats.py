@@ -122,9 +122,10 @@ def test_heartbeat_is_not_a_timeout(write):
 
 def test_fingerprint_mismatch(write):
     """TORCH_DISTRIBUTED_DEBUG=DETAIL mismatch names both ranks; one against one, neither is the culprit (the reporter
-    names itself and the first rank that differs, whichever is wrong)."""
+    names itself and the first rank that differs, whichever is wrong), and both are listed: the report's ranks are
+    accounted for (issue 41), as waiting on each other."""
     a = run(write("m.log", "RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running collective: CollectiveFingerPrint(SequenceNumber=5, OpType=BARRIER), but Rank 1 is running collective: CollectiveFingerPrint(SequenceNumber=5, OpType=ALLREDUCE, TensorShape=[10]).Collectives differ in the following aspects: Op type: BARRIERvs ALLREDUCE"))
-    assert (a.verdict.kind.value, a.verdict.culprit_ranks, a.verdict.waiting_ranks) == ("collective_mismatch", (), ())
+    assert (a.verdict.kind.value, a.verdict.culprit_ranks, a.verdict.waiting_ranks) == ("collective_mismatch", (), (0, 1))
 
 
 def test_clean_log(write):
