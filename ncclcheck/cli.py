@@ -11,7 +11,7 @@ import gc
 import json
 import sys
 from enum import Enum, IntEnum
-from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, Optional
 
 import click
 import typer
@@ -708,7 +708,8 @@ def probe_cmd(
     """Inspect this host's network, RDMA, GPUs and NCCL/PyTorch environment; lint it; print what to set.
 
     Read-only. Exit codes: 0 no error found (or, with --compare, every aspect agrees), 1 error-level findings (or
-    an aspect differs between hosts, or a host's driver is older than its CUDA runtime), 2 usage error.
+    an aspect differs between hosts, or a host's driver is older than its CUDA runtime), 2 usage error (with
+    --compare also a file that could not be read: the others are still compared).
 
     Example: ncclcheck probe --format json > $(hostname).json; ncclcheck probe --compare node*.json
     """
@@ -722,23 +723,32 @@ def probe_cmd(
     if compare:
         if not files or len(files) < 2:
             usage_error("--compare needs at least two saved probe JSON files")
-        docs = []
+        # A file that cannot be read is named on stderr and left out; the others are still compared.
+        read: list[tuple[str, dict[str, Any]]] = []
         for f in files:
             try:
                 with open(f, encoding="utf-8") as fh:
                     doc = json.load(fh)
             except OSError as exc:
-                usage_error(f"{f}: {exc.strerror or exc}")
+                warn(f"error: {f}: {exc.strerror or exc}")
+                continue
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                usage_error(f"{f}: not valid JSON ({exc})")
+                warn(f"error: {f}: not valid JSON ({exc})")
+                continue
             if not isinstance(doc, dict) or not isinstance(doc.get("probe"), dict):
-                usage_error(f"{f}: not the output of `ncclcheck probe --format json`")
-            docs.append(doc)
-        result = compare_nodes(list(zip(labels(files, docs), docs, strict=True)))
+                warn(f"error: {f}: not the output of `ncclcheck probe --format json`")
+                continue
+            read.append((f, doc))
+        if len(read) < 2:
+            usage_error(f"--compare needs at least two readable probe JSON files ({len(read)} of {len(files)} read)")
+        names, docs = [f for f, _ in read], [d for _, d in read]
+        result = compare_nodes(list(zip(labels(names, docs), docs, strict=True)))
         if fmt is ProbeFormat.json:
             typer.echo(json.dumps(compare_json(result), indent=2))
         else:
             console.print(compare_view(result), crop=False)
+        if len(read) < len(files):
+            raise typer.Exit(Exit.USAGE)
         raise typer.Exit(Exit.FOUND if result.differs else Exit.OK)
     if files:
         usage_error("node files are only read with --compare")

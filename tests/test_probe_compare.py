@@ -193,3 +193,16 @@ def test_a_foreign_file_is_a_usage_error(tmp_path):
     bad.write_text('{"probe": 3}')
     r = runner.invoke(app, ["probe", "--compare", FILES[0], str(bad)])
     assert r.exit_code == 2 and f"{bad}: not the output of `ncclcheck probe --format json`" in r.stderr
+    assert "(1 of 2 read)" in r.stderr and r.stdout == ""
+
+
+def test_a_bad_file_is_named_and_the_others_still_compared(tmp_path):
+    """One line on stderr per file that cannot be read; the rest are compared and printed; exit 2 says one was left
+    out (a host missing from the table is not a host that agrees)."""
+    bad, missing = tmp_path / "bad.json", tmp_path / "missing.json"
+    bad.write_text("{not json")
+    r = runner.invoke(app, ["probe", "--compare", FILES[0], str(bad), FILES[1], str(missing), "--format", "json"])
+    got = json.loads(r.stdout)
+    errors = [line for line in r.stderr.splitlines() if line.startswith("ncclcheck: error: ")]
+    assert r.exit_code == 2 and len(got["hosts"]) == 2 and len(errors) == 2
+    assert f"{bad}: not valid JSON" in errors[0] and str(missing) in errors[1]
