@@ -41,11 +41,14 @@ class Node:
     ranks: tuple[int, ...]
 
     def words(self) -> str:
-        """``node-7 (GPU 0000:3b:00, rank 3)``; a node no input names is the host of its ranks."""
-        where = self.host or f"the host of {rank_phrase(self.ranks) or 'the failed rank'} (no input names it)"
-        more = ([f"GPU {self.gpu_bus_id}"] if self.gpu_bus_id else []) + (
-            [rank_phrase(self.ranks)] if self.ranks and self.host else [])
-        return where + (f" ({', '.join(more)})" if more else "")
+        """``node-7 (GPU 0000:3b:00, rank 3)``; a node no input names is the host of its ranks or its GPU."""
+        if self.host:
+            more = [f"GPU {self.gpu_bus_id}"] * bool(self.gpu_bus_id) + [rank_phrase(self.ranks)] * bool(self.ranks)
+            return self.host + (f" ({', '.join(more)})" if more else "")
+        of = (rank_phrase(self.ranks) if self.ranks else
+              f"GPU {self.gpu_bus_id}" if self.gpu_bus_id else "the failed rank")
+        gpu = f", GPU {self.gpu_bus_id}" if self.gpu_bus_id and self.ranks else ""
+        return f"the host of {of} (no input names it{gpu})"
 
 
 @dataclass(frozen=True)
@@ -74,8 +77,9 @@ TABLE: dict[str, tuple[str, str]] = {
                                  "waited for it or lost it: fix that error; restarting runs into it again"),
     "exit_teardown": (FIX_CODE, "the work was done and the process groups hung while the interpreter tore them down: "
                                 "call destroy_process_group() at the end of every rank"),
-    "busy_rank": (FIX_CONFIG, "the rank the others waited for was busy with legitimate work of its own longer than the "
-                              "collective timeout: give that phase a longer timeout (or spread it over every rank)"),
+    "busy_rank": (FIX_CONFIG, "{culprits}, whom the others waited for, was busy with legitimate work of {its} own "
+                              "(the verdict quotes its last line) for longer than the collective timeout: give that "
+                              "phase a longer timeout, or spread the work over every rank (the next steps say how)"),
     "transport_failed": (RESTART, "NCCL lost its connections while every rank in these inputs stayed up and nothing "
                                   "names a host or the code: a transient network failure; run it again, and if it "
                                   "repeats between the same hosts, drain them"),
@@ -161,7 +165,9 @@ def _from_cause(job: Job, d: Decision) -> Action:
         if not named:
             return _table("node_unnamed", job, ranks, what=what)
         return Action(DRAIN_NODE, c.kind, c.action_why, named[0])
-    return Action(c.action, c.kind, c.action_why)
+    host = _host(job, ranks) if c.action == COLLECT_MORE else None
+    where = f" ({rank_phrase(ranks)} ran on {host})" if host else ""  # whose logs to bring, where the inputs say it
+    return Action(c.action, c.kind, c.action_why + where)
 
 
 def _from_kind(job: Job, d: Decision) -> Action:
@@ -211,7 +217,8 @@ def _table(reason: str, job: Job, ranks: Sequence[int], **said: str) -> Action:
     """The table's action, its sentence said of these ranks."""
     kind, why = TABLE[reason]
     one = len(ranks) == 1
-    words = {"culprits": rank_phrase(ranks, job.world) or "the rank", "its": "its" if one or not ranks else "their",
+    words = {"culprits": rank_phrase(ranks, job.world) if ranks else "the rank",
+             "its": "its" if one or not ranks else "their",
              "it": "it" if one or not ranks else "them", "missing": "", **said}
     return Action(kind, reason, why.format(**words))
 
