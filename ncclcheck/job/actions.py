@@ -209,7 +209,11 @@ def _from_kind(job: Job, d: Decision) -> Action:
         return _table("all_ranks_stuck" if d.primary is not None else "timeouts_not_in_inputs", job, culprits)
     if k is VerdictKind.INCOMPLETE:
         absent = list(d.unknown) or [s.rank for s in job.ranks if not s.present]
-        return _table("missing_ranks", job, absent, missing=_missing(job, d, absent))
+        action = _table("missing_ranks", job, absent, missing=_missing(job, d, absent))
+        if (b := d.unnamed_busy) is not None:  # frameworks print progress on rank 0 alone: it may be the one waited for
+            action = Action(action.kind, action.reason, f"{action.why}; a process was busy meanwhile ({b.loc}, a line "
+                            "that names no rank): if it is the rank they waited for, give that phase a longer timeout")
+        return action
     return _table("no_failure", job, culprits)
 
 
