@@ -196,7 +196,7 @@ def _from_kind(job: Job, d: Decision) -> Action:
             return _table("nccl_error_unexplained", job, culprits)
         absent = [s.rank for s in job.ranks if not s.present]
         if absent or any(not p.ranks for p in job.facts.peers_lost):
-            return _table("missing_ranks", job, absent, missing=_missing(job, d, absent))
+            return _table("missing_ranks", job, absent, missing=_missing(job, absent))
         errs = [s for s in job.ranks if s.ending.kind is EndKind.NCCL_ERROR]
         if errs and all(PEER_LOST.search(s.ending.detail) for s in errs):
             return _table("peer_lost", job, [s.rank for s in errs])
@@ -209,7 +209,7 @@ def _from_kind(job: Job, d: Decision) -> Action:
         return _table("all_ranks_stuck" if d.primary is not None else "timeouts_not_in_inputs", job, culprits)
     if k is VerdictKind.INCOMPLETE:
         absent = list(d.unknown) or [s.rank for s in job.ranks if not s.present]
-        action = _table("missing_ranks", job, absent, missing=_missing(job, d, absent))
+        action = _table("missing_ranks", job, absent, missing=_missing(job, absent))
         if (b := d.unnamed_busy) is not None:  # frameworks print progress on rank 0 alone: it may be the one waited for
             action = Action(action.kind, action.reason, f"{action.why}; a process was busy meanwhile ({b.loc}, a line "
                             "that names no rank): if it is the rank they waited for, give that phase a longer timeout")
@@ -227,7 +227,7 @@ def _table(reason: str, job: Job, ranks: Sequence[int], **said: str) -> Action:
     return Action(kind, reason, why.format(**words))
 
 
-def _missing(job: Job, d: Decision, absent: Sequence[int]) -> str:
+def _missing(job: Job, absent: Sequence[int]) -> str:
     """The ranks without input, as ranges; a stated world's unlisted ranks by count."""
     parts = [rank_phrase(absent, job.world)] if absent else []
     if job.unlisted:

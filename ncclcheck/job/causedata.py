@@ -1,11 +1,12 @@
 """The failure catalogue's data: one TOML file per cause in job/catalogue/, read and checked once.
 
 A cause is data, not code: how it is matched (a pattern on the lines the ranks printed, the kinds of typed events it
-is), why it happens, the fix and the check that confirm it, its public source, the page's prose and its example
-lines. Adding a cause is adding one file; causes.py matches, docs/failures.md is generated from these files
-(tools/failures_page.py) and the example-line tests read them. A file that does not say what a cause must (a key
-unknown or missing, a value of the wrong type, a pattern that does not compile, a kind that is not its file's name)
-stops the import with one line naming the file and the problem.
+is), why it happens, the fix and the check that confirm it, what to do next (its action class and why), its public
+source, the page's prose and its example lines. Adding a cause is adding one file; causes.py matches,
+docs/failures.md is generated from these files (tools/failures_page.py) and the example-line tests read them. A file
+that does not say what a cause must (a key unknown or missing, a value of the wrong type, a pattern that does not
+compile, a kind that is not its file's name, an action none of ACTIONS) stops the import with one line naming the file
+and the problem.
 
 The catalogue is read in ``order``: a device or memory error is the root of the NCCL and store errors it causes, a
 set-up error comes before the timeouts that follow it, and a lost peer is the consequence of something else. A cause
