@@ -79,7 +79,7 @@ TABLE: dict[str, tuple[str, str]] = {
                                 "call destroy_process_group() at the end of every rank"),
     "busy_rank": (FIX_CONFIG, "{culprits}, whom the others waited for, was busy with legitimate work of {its} own "
                               "(the verdict quotes its last line) for longer than the collective timeout: give that "
-                              "phase a longer timeout, or spread the work over every rank (the next steps say how)"),
+                              "phase a longer timeout, or spread the work over every rank"),
     "transport_failed": (RESTART, "NCCL lost its connections while every rank in these inputs stayed up and nothing "
                                   "names a host or the code: a transient network failure; run it again, and if it "
                                   "repeats between the same hosts, drain them"),
