@@ -75,7 +75,8 @@ def section(c: Cause) -> list[str]:
     out += ["Fix:", "", *(f"- {f}" for f in c.fix)]
     if c.probe:
         out.append("- `ncclcheck probe` inside the failing container checks this setting.")
-    out += ["", f"Check: {c.check}", "", c.page.reference.replace("{source}", c.source), ""]
+    out += ["", f"Check: {c.check}", "", f"Action (`--json`'s `verdict.action`): `{c.action}`, {c.action_why}.", "",
+            c.page.reference.replace("{source}", c.source), ""]
     if c.page.table == "xids":
         out += [*_xid_table(), ""]
     if c.examples:

@@ -1,11 +1,12 @@
 """The failure catalogue's data: one TOML file per cause in job/catalogue/, read and checked once.
 
 A cause is data, not code: how it is matched (a pattern on the lines the ranks printed, the kinds of typed events it
-is), why it happens, the fix and the check that confirm it, its public source, the page's prose and its example
-lines. Adding a cause is adding one file; causes.py matches, docs/failures.md is generated from these files
-(tools/failures_page.py) and the example-line tests read them. A file that does not say what a cause must (a key
-unknown or missing, a value of the wrong type, a pattern that does not compile, a kind that is not its file's name)
-stops the import with one line naming the file and the problem.
+is), why it happens, the fix and the check that confirm it, what to do next (its action class and why), its public
+source, the page's prose and its example lines. Adding a cause is adding one file; causes.py matches,
+docs/failures.md is generated from these files (tools/failures_page.py) and the example-line tests read them. A file
+that does not say what a cause must (a key unknown or missing, a value of the wrong type, a pattern that does not
+compile, a kind that is not its file's name, an action none of ACTIONS) stops the import with one line naming the file
+and the problem.
 
 The catalogue is read in ``order``: a device or memory error is the root of the NCCL and store errors it causes, a
 set-up error comes before the timeouts that follow it, and a lost peer is the consequence of something else. A cause
@@ -48,6 +49,11 @@ RECORDS = frozenset({"oom_killed", "scheduler_oom", "xid", "segfault", "pcie_err
 EVENTS = frozenset({"mismatch"})
 SIGNALS = frozenset({"SIGBUS", "SIGSEGV", "SIGILL", "SIGFPE", "SIGKILL", "SIGABRT"})
 TABLES = frozenset({"xids"})  # a table the page generates under a cause from its own module (job/xids.py)
+# What to do next, one class a verdict (issue 44): change the program, change a setting of the job or its hosts, take
+# a node out of the scheduler's pool, run it again as it is, or bring what decides between them. job/actions.py
+# decides the verdicts that are no cause of the catalogue, and a cause's exceptions the evidence decides.
+FIX_CODE, FIX_CONFIG, DRAIN_NODE, RESTART, COLLECT_MORE = ACTIONS = (
+    "fix-code", "fix-config", "drain-node", "restart", "collect-more")
 
 
 class CatalogueError(ValueError):
@@ -96,15 +102,18 @@ class Cause:
     echo: bool = False  # what a peer's death also causes: skipped where a rank was killed or stopped without a word
     page: Page | None = None
     examples: tuple[Example, ...] = ()
+    action: str = COLLECT_MORE  # one of ACTIONS: what to do where this cause is the verdict's ([action] class)
+    action_why: str = ""  # why that action, in words ([action] why)
 
 
 _NOTHING = re.compile(r"(?!)")
 _TOP = {"kind": str, "order": int, "family": str, "title": str, "why": str, "fix": list, "check": str, "source": str,
-        "probe": bool, "match": dict, "page": dict, "example": list}
-_REQUIRED = ("kind", "family", "title", "why", "fix", "check", "source", "page")
+        "probe": bool, "match": dict, "page": dict, "example": list, "action": dict}
+_REQUIRED = ("kind", "family", "title", "why", "fix", "check", "source", "page", "action")
 _MATCH = {"lines": list, "records": list, "events": list, "signals": list, "echo": bool}
 _PAGE = {"read": str, "notes": str, "reference": str, "table": str}
 _EXAMPLE = {"line": str, "source": str, "context": str}
+_ACTION = {"class": str, "why": str}
 
 
 def _keys(where: str, table: dict[str, Any], allowed: Mapping[str, type], required: tuple[str, ...] = ()) -> None:
@@ -165,6 +174,12 @@ def read_cause(path: Path) -> Cause:
         raise CatalogueError(f"{where} [page] reference: it names no {{source}}")
     if page.get("table") is not None and page["table"] not in TABLES:
         raise CatalogueError(f"{where} [page] table: unknown {page['table']!r}")
+    action = data["action"]
+    _keys(f"{where} [action]", action, _ACTION, ("class", "why"))
+    if action["class"] not in ACTIONS:
+        raise CatalogueError(f"{where} [action] class: {action['class']!r} is none of {', '.join(ACTIONS)}")
+    if not action["why"].strip():
+        raise CatalogueError(f"{where} [action] why: say why this action")
     examples = []
     for i, ex in enumerate(data.get("example", []), 1):
         if not isinstance(ex, dict):
@@ -184,7 +199,7 @@ def read_cause(path: Path) -> Cause:
         events=_strings(f"{where} [match] events", match.get("events", []), EVENTS),
         signals=_strings(f"{where} [match] signals", match.get("signals", []), SIGNALS), echo=match.get("echo", False),
         page=Page(page.get("read"), page.get("notes"), page["reference"], page.get("table")),
-        examples=tuple(examples))
+        examples=tuple(examples), action=action["class"], action_why=action["why"])
 
 
 def read_catalogue(folder: Path = FOLDER) -> tuple[Cause, ...]:

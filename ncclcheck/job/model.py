@@ -14,6 +14,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.types import (
@@ -34,6 +35,9 @@ from ncclcheck.job.causes import Diagnosis
 from ncclcheck.job.hosts import Joined, PeerLost
 from ncclcheck.job.live import LivePosition, StackGroup
 from ncclcheck.job.world import WorldStatement
+
+if TYPE_CHECKING:  # job/actions.py decides it from the model: imported here for its type only
+    from ncclcheck.job.actions import Action
 
 # Work.order's kinds, in the order they rank: a dump's record ids, then start stamps, then line numbers.
 BY_RECORD, BY_START, BY_LINE = 0, 1, 2
@@ -339,6 +343,7 @@ class Verdict:
     next_steps: tuple[str, ...] = ()
     cause: Diagnosis | None = None  # the catalogue's cause, when the inputs show one
     cycle: tuple[int, ...] = ()  # the ranks of a deadlock, each waiting for the next
+    action: Action | None = None  # what to do next (job/actions.py); None only for a verdict built by hand
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from ncclcheck.evidence.types import FileScan
 from ncclcheck.findings import Finding
 from ncclcheck.job import wording
+from ncclcheck.job.actions import decide_action
 from ncclcheck.job.build import build_job
 from ncclcheck.job.causes import diagnose
 from ncclcheck.job.chain import chain_lines
@@ -46,7 +47,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     verdict = Verdict(d.kind, wording.summary(d), d.culprits, d.waiting, d.unknown, pg,
                       d.named.seq if d.named is not None else job.facts.detail_seq,
                       chain_lines(job, d.culprits or d.ring) if d.found else (), tuple(findings),
-                      wording.steps(job, d), d.cause, d.ring)
+                      wording.steps(job, d), d.cause, d.ring, decide_action(job, d))
     return Analysis(tuple(scans), tuple(records), job, verdict, dtype)
 
 

@@ -509,6 +509,8 @@ def _verdict(a: Analysis, ev: _Evidence) -> str:
         group = next((g.id for g in job.groups if g.id.to_pg() == v.pg), None)
         label = group.label() if group is not None else v.pg.label()
         facts.append(("collective", f"{label} #{v.seq}" if v.seq is not None else label, ""))
+    if v.action is not None:
+        facts.append(("action", v.action.words(), ""))
     dl = "".join(f'<dt>{_e(k)}</dt><dd class="{c}">{_e(val)}</dd>' for k, val, c in facts)
     return (f'<section class="verdict{" ok" if ok else ""}" id="verdict"><span class="kind">{_e(v.kind.value)}'
             f'</span><div class="summary">{_e(v.summary)}{refs}</div>'

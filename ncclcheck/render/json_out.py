@@ -19,6 +19,7 @@ from typing import Any
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.types import PG, FileScan, Lagging, Loc
 from ncclcheck.findings import Finding
+from ncclcheck.job.actions import Action
 from ncclcheck.job.causes import Diagnosis
 from ncclcheck.job.hosts import join_events
 from ncclcheck.job.model import STATED_LIMIT as LISTED
@@ -475,7 +476,17 @@ def verdict_json(v: Verdict) -> dict[str, Any]:
         "next_steps": list(v.next_steps),
         "cause": cause_json(v.cause),
         "cycle": list(v.cycle),
+        "action": action_json(v.action),
     }
+
+
+def action_json(a: Action | None) -> dict[str, Any] | None:
+    """What to do next (version 7): the class, the code a script switches on, why, and the node to drain."""
+    if a is None:
+        return None
+    node = None if a.node is None else {"host": a.node.host, "gpu_bus_id": a.node.gpu_bus_id,
+                                        "ranks": list(a.node.ranks)}
+    return {"kind": a.kind, "reason": a.reason, "why": a.why, "node": node}
 
 
 def no_input_json(a: Analysis) -> dict[str, Any]:

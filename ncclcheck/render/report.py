@@ -43,6 +43,9 @@ def verdict_panel(a: Analysis) -> Panel:
         if ranks:
             body.append(f"\n{label} rank(s): ", style="bold")
             body.append(compact(ranks, a.job.world))
+    if v.action is not None:
+        body.append("\naction: ", style="bold")
+        body.append(v.action.words())
     return Panel(Unbroken(body, boxed=True), title=f"verdict: {v.kind.value}", title_align="left",
                  border_style="green" if ok else "red")
 
