@@ -39,6 +39,9 @@ def verdict_panel(a: Analysis) -> Panel:
     if v.cause is not None:
         body.append("\ncause: ", style="bold")
         body.append(f"{v.cause.cause.kind} ({v.cause.cause.title})")
+    if v.stated is not None and v.stated.text not in v.summary:
+        body.append("\nstated: ", style="bold")
+        body.append(f"{v.stated.label} \"{v.stated.text}\" ({v.stated.loc})")
     for label, ranks in (("culprit", v.culprit_ranks), ("unknown", v.unknown_ranks)):
         if ranks:
             body.append(f"\n{label} rank(s): ", style="bold")
