@@ -139,6 +139,25 @@ def test_gloos_enforce_text_is_quoted(tmp_path):
                                       "and it did not hold")
 
 
+def test_a_terminates_what_line_says_why(tmp_path):
+    """An exception no code caught: the C++ runtime names its type, then its message after what() (formats/cxx.py);
+    the message is quoted, gloo's failed check read as such."""
+    v = _verdict(tmp_path, "[rank3]:terminate called after throwing an instance of 'gloo::EnforceNotMet'",
+                 "[rank3]:  what():  [enforce fail at ../third_party/gloo/gloo/transport/tcp/pair.cc:446] "
+                 "op.preamble.length <= op.nbytes. 8 vs 4")
+    assert (v["kind"], v["culprit_ranks"], v["cause"]["kind"]) == ("rank_failed_first", [3], "stated_reason")
+    assert (v["stated"]["source"], v["stated"]["rank"], v["stated"]["at"]) == ("gloo_enforce", 3,
+                                                                               f"{tmp_path}/console.log:2")
+    assert "Gloo's EnforceNotMet says why: \"[enforce fail at" in v["summary"]
+
+
+def test_a_what_line_that_holds_an_nccl_error_is_read_as_both():
+    """The real one-line paste (failure_corpus/10): its what() is a clue, and its NCCL error is still the rank's."""
+    a = run(DATA / "failure_corpus" / "10-alpaca207-ib-error12-remote.log")
+    assert [c.kind for s in a.scans for c in s.clues if c.kind == "what"] == ["what"]
+    assert any(e.message.startswith("NCCL error: remote process exited") for s in a.scans for e in s.errors)
+
+
 def test_the_driver_shutting_down_is_no_failure():
     """CUDA's 'driver shutting down' at exit, which the watchdog reports at INFO, states no failure."""
     a = run(DATA / "corpus" / "22-fuser-watchdog-caught-cuda-shutdown-negative.log")

@@ -12,11 +12,12 @@ source, and the sources are ranked by how much their line says:
    failure sentences standing alone (a paste that kept only them) count the same.
 2. CUDA's: a CUDA error string (cudaGetErrorString, as PyTorch's C10_CUDA_CHECK prints it, "CUDA error: <string>")
    and a device-side assertion (the kernel's file, line and condition).
-3. A C++ exception's: gloo's EnforceNotMet ("[enforce fail at file:line] condition. message",
-   gloo/common/logging.cc) and an exception no code caught ("terminate called after throwing an instance of 'T'",
-   the C++ runtime's terminate handler).
-4. NCCL's error code as PyTorch words it, "NCCL error: <ncclGetErrorString>" (src/init.cc): the class of failure,
-   not which call failed.
+3. A C++ exception's message: gloo's EnforceNotMet ("[enforce fail at file:line] condition. message",
+   gloo/common/logging.cc), raised in Python or printed by the C++ runtime's terminate handler after ``what():``
+   for an exception no code caught (evidence/formats/cxx.py).
+4. The type of that exception alone ("terminate called after throwing an instance of 'T'"), and NCCL's error code
+   as PyTorch words it, "NCCL error: <ncclGetErrorString>" (src/init.cc): the class of failure, not which call
+   failed.
 5. A Python exception: the last line of its traceback, the exception's type and message.
 
 Among the lines, those of the ranks the verdict names as culprits come first (the rank that failed first), then the
@@ -52,7 +53,8 @@ SOURCES = (
     Source("cuda_assert", 2, "CUDA's device-side assertion"),
     Source("cuda", 2, "CUDA's error string"),
     Source("gloo_enforce", 3, "gloo's EnforceNotMet"),
-    Source("terminate", 3, "a C++ exception nobody caught"),
+    Source("what", 3, "a C++ exception's what()"),
+    Source("terminate", 4, "a C++ exception nobody caught"),
     Source("nccl_error", 4, "NCCL's error code"),
     Source("exception", 5, "a Python exception"),
     Source("nccl_notice", 6, "NCCL's WARN line"),
@@ -152,10 +154,12 @@ def _meaning(source: str, text: str) -> str:
     if source == "gloo_enforce":
         m = _ENFORCE.search(text)
         return f"gloo checked a condition at {m[1]} and it did not hold" if m else "a check of gloo's did not hold"
+    if source == "what":
+        return "the message of a C++ exception that reached no handler and ended the process"
     if source == "terminate":
         m = _TERMINATE.search(text)
-        return (f"a C++ exception ({m[1]}) reached no handler and ended the process" if m else
-                "a C++ exception reached no handler and ended the process")
+        return (f"a C++ exception ({m[1]}) reached no handler and ended the process; its what() line, next, says why"
+                if m else "a C++ exception reached no handler and ended the process")
     if source == "nccl_error":
         return next((meaning for p, meaning in _RESULT if p.search(text)), "NCCL returned an error")
     m = _PY_EXCEPTION.match(text)
@@ -191,7 +195,8 @@ def stated_lines(scans: Sequence[FileScan]) -> tuple[Stated, ...]:
                 out.setdefault((e.who.rank, source, text), Stated(source, text, _meaning(source, e.message),
                                                                  e.who.rank, e.loc))
         for c in s.clues:
-            source = {"last_error": "last_error", "nccl": "nccl", "cuda": "cuda", "cuda_assert": "cuda_assert"}.get(c.kind)
+            source = {"last_error": "last_error", "nccl": "nccl", "cuda": "cuda", "cuda_assert": "cuda_assert",
+                      "what": "gloo_enforce" if "[enforce fail at " in c.text else "what"}.get(c.kind)
             if source is not None and NOT_FATAL.search(c.text):
                 source = "nccl_notice" if source in ("last_error", "nccl") else "cuda_notice"
             if source is not None and c.text:
