@@ -14,7 +14,8 @@ from collections.abc import Iterable
 from ncclcheck.evidence.formats.source import AT, Format, Sample
 from ncclcheck.evidence.types import Clue, Loc, Said, Who
 
-WHAT = re.compile(r"(?<![\w.])what\(\):\s+(?P<text>\S.*)")
+# At the line's start (after a launcher's prefix), or after the type on a paste that joined the two lines.
+WHAT = re.compile(r"(?:^|\]:|')\s*what\(\):\s+(?P<text>\S.*)")
 
 
 class Terminates:
