@@ -139,6 +139,31 @@ def test_gloos_enforce_text_is_quoted(tmp_path):
                                       "and it did not hold")
 
 
+def test_the_plain_report_names_the_line_where_the_summary_does_not(tmp_path):
+    """A verdict no cause explains whose summary does not quote the line (a hang's rules keep their own words): the
+    panel says it, with its place; a verdict whose cause explains prints the cause instead."""
+    from dataclasses import replace
+
+    from rich.console import Console
+
+    from ncclcheck.render.report import verdict_panel
+
+    log = tmp_path / "console.log"
+    log.write_text("[rank1]:" + PROXY + "\n")
+    a = run(log)
+    plain = replace(a, verdict=replace(a.verdict, cause=None, summary="The ranks waited."))
+
+    def text(x) -> str:
+        c = Console(width=400, record=True, file=open("/dev/null", "w"))  # noqa: SIM115 - closed with the console
+        c.print(verdict_panel(x))
+        c.file.close()
+        return c.export_text()
+
+    assert f'stated: NCCL\'s WARN line "[Proxy Service 9] Failed to execute operation Connect from rank 9, retcode 6" ' \
+           f"({log}:1)" in text(plain)
+    assert "stated:" not in text(a)
+
+
 def test_a_terminates_what_line_says_why(tmp_path):
     """An exception no code caught: the C++ runtime names its type, then its message after what() (formats/cxx.py);
     the message is quoted, gloo's failed check read as such."""

@@ -167,7 +167,12 @@ def _meaning(source: str, text: str) -> str:
 
 
 def source_of(e: RankError) -> str | None:
-    """Which source an error line is from (the parser reads every one of them into a ``RankError``)."""
+    """Which source an error line is from (the parser reads every one of them into a ``RankError``); None for a line
+    that states no failure of the process: its death by a signal (the catalogue reads it), or torchrun's
+    SignalException, raised in a worker the agent stopped with SIGTERM or SIGINT
+    (torch/distributed/elastic/multiprocessing/api.py): the agent's stop, after a failure elsewhere or from outside."""
+    if "SignalException" in e.message:
+        return None
     if e.kind is ErrorKind.NCCL_WARN:
         return "nccl_notice" if NOT_FATAL.search(e.message) else "nccl_warn"
     if e.kind is ErrorKind.NCCL_ERROR or e.message.startswith("NCCL error"):
