@@ -183,6 +183,15 @@ def test_a_what_line_that_holds_an_nccl_error_is_read_as_both():
     assert any(e.message.startswith("NCCL error: remote process exited") for s in a.scans for e in s.errors)
 
 
+def test_each_real_line_is_read_as_its_source():
+    """A real console (corpus/07): NCCL's WARN lines, a lost connection among them, are NCCL's (never a Python
+    exception), in the order printed; the same words twice are one line."""
+    a = run(DATA / "corpus" / "07-nccl-socket-warn-broken-pipe-negative.log")
+    assert [(x.source, x.loc.line) for x in a.job.facts.stated] == [("nccl_warn", 1), ("nccl_warn", 7),
+                                                                   ("nccl_warn", 8)]
+    assert a.job.facts.stated[2].meaning.startswith("the peer a100-st-p4d24xlarge-22.")
+
+
 def test_the_driver_shutting_down_is_no_failure():
     """CUDA's 'driver shutting down' at exit, which the watchdog reports at INFO, states no failure."""
     a = run(DATA / "corpus" / "22-fuser-watchdog-caught-cuda-shutdown-negative.log")
