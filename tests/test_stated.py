@@ -65,8 +65,7 @@ def _verdict(tmp_path: Path, *lines: str) -> dict:
     return json.loads(result.stdout)["verdict"]
 
 
-# NCCL 2.2's header, without the word NCCL (NVIDIA/nccl-tests#14), and 2.19's (tests/data/failure_corpus/37).
-OLD_WARN = "e66aa18dc444:3171:3171 [0] include/socket.h:311 WARN Socket creation failed : Address family not supported"
+# NCCL 2.19's header (tests/data/failure_corpus/37, corpus/07).
 USE_BEFORE = ("lzm-h200-10:74737:74737 [1] init.cc:290 NCCL WARN Attempt to use communicator before the previous "
               "operation returned ncclSuccess")
 PROXY = ("a100-st-p4d24xlarge-22:183006:183220 [1] proxy.cc:1119 NCCL WARN [Proxy Service 9] Failed to execute "
@@ -83,12 +82,24 @@ def test_a_warn_line_alone_is_a_failure(tmp_path):
     assert v["summary"].startswith("Rank 1 failed, as its own line states: NCCL's WARN line \"Attempt to use")
 
 
-def test_an_older_warn_header_is_read_as_nccls(tmp_path):
-    """NCCL 2.0-2.2 printed no word NCCL before WARN: the line is NCCL's all the same."""
+def test_an_older_warn_header_is_read_as_nccls():
+    """NCCL 2.0-2.2 printed no word NCCL before WARN (public_threads/12, NVIDIA/nccl-tests#14): the line is NCCL's all
+    the same, and its libibverbs WARN before it, which NCCL went on from over sockets, is no stated failure."""
+    path = "tests/data/public_threads/12-nccltests-14-no-socket-interface-docker.log"
+    result = runner.invoke(app, ["analyze-log", path, "--json"])
+    v = json.loads(result.stdout)["verdict"]
+    assert (result.exit_code, v["kind"], v["cause"]["kind"]) == (1, "setup_failure", "no_socket_interface")
+    assert v["stated"] == {"source": "nccl_warn", "rank": None, "at": f"{path}:4",
+                           "text": "Socket creation failed : Address family not supported by protocol",
+                           "meaning": "NCCL's reason in its own words (NCCL logs a WARN line for a fatal error only)"}
+
+
+def test_an_older_warn_header_alone_is_a_failure(tmp_path):
+    """The same header with no cause of the catalogue: the process failed, as the line states."""
     v = _verdict(tmp_path, "e66aa18dc444:3171:3171 [0] misc/group.cc:72 WARN Thread creation failed : Resource "
                            "temporarily unavailable")
-    assert v["kind"] != "no_failure"
-    assert (v["stated"]["source"], v["stated"]["at"]) == ("nccl_warn", f"{tmp_path}/console.log:1")
+    assert (v["kind"], v["stated"]["source"], v["stated"]["at"]) == ("rank_failed_first", "nccl_warn",
+                                                                     f"{tmp_path}/console.log:1")
 
 
 @pytest.mark.parametrize("header", ["[2026-05-13 10:00:01] node7:3171:3190 [2] net.cc:812 (sendProxyConnect) ",

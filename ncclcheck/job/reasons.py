@@ -20,6 +20,9 @@ source, and the sources are ranked by how much their line says:
    failed.
 5. A Python exception: the last line of its traceback, the exception's type and message.
 
+A few lines of these sources state no failure (:data:`NOT_FATAL`: a WARN NCCL printed and went on from, CUDA's
+"driver shutting down" at the process's exit): they are kept as notices, never quoted as a reason.
+
 Among the lines, those of the ranks the verdict names as culprits come first (the rank that failed first), then the
 more specific source, then the earlier line: by the clock the lines carry where both carry one, else by their place
 (line order is time order within a file).
