@@ -1113,8 +1113,9 @@ class LogParser:
             self._elastic.append(said)
             return True
         if isinstance(said, Clue):
-            self._add_clue(self._one_who(said.who.global_rank, said.who.path_rank), said.kind, said.text, said.loc)
-            return True
+            self._add_clue(who if said.kind == "what" else self._one_who(said.who.global_rank, said.who.path_rank),
+                           said.kind, said.text, said.loc)
+            return said.kind != "what"  # a terminate's what() (formats/cxx.py): its line may hold an NCCL error too
         if isinstance(said, WorkerEnd) and said.rank is not None:
             self._elastic.append(ElasticFailure(rank=said.rank, local_rank=None, exitcode=said.exitcode, pid=said.pid,
                                                 signal=said.signal, host=said.host, time=None, root_cause=False,

@@ -17,10 +17,8 @@ from dataclasses import replace
 from ncclcheck.evidence.types import ErrorKind, Fact, FileScan, RankError
 from ncclcheck.job.hosts import join_events, peers_lost, rank_hosts
 from ncclcheck.job.model import Job, JobFacts
+from ncclcheck.job.reasons import FAILED, source_of, stated_lines
 from ncclcheck.job.slow import busy_lines, framework
-
-# NCCL WARN lines that report a failure, not a fallback NCCL took on its own (no IB device, a path not found).
-_FAILING_WARN = re.compile(r"(?i)mismatch|truncated|fail|error|abort|timed? ?out|closed|unhandled")
 
 _FP_SEQ = re.compile(r"SequenceNumber=(\d+)")
 
@@ -49,6 +47,7 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         host_records=tuple(join_events(scans)),
         busy=busy_lines(scans),
         framework=framework(scans),
+        stated=stated_lines(scans),
     )
 
 
@@ -73,6 +72,6 @@ def detail_seq(scans: Sequence[FileScan]) -> int | None:
 
 
 def is_failure(e: RankError) -> bool:
-    """An error line that says something failed: any exception, NCCL or CUDA error, lost connection, or a failing
-    NCCL WARN."""
-    return e.kind is not ErrorKind.NCCL_WARN or bool(_FAILING_WARN.search(e.message))
+    """An error line that says something failed: any exception, NCCL or CUDA error, lost connection, or an NCCL WARN
+    but those NCCL printed for what was no failure (job/reasons.py)."""
+    return e.kind is not ErrorKind.NCCL_WARN or source_of(e) in FAILED

@@ -34,6 +34,7 @@ from ncclcheck.findings import Finding
 from ncclcheck.job.causes import Diagnosis
 from ncclcheck.job.hosts import Joined, PeerLost
 from ncclcheck.job.live import LivePosition, StackGroup
+from ncclcheck.job.reasons import Stated
 from ncclcheck.job.world import WorldStatement
 
 if TYPE_CHECKING:  # job/actions.py decides it from the model: imported here for its type only
@@ -279,6 +280,7 @@ class JobFacts:
     host_records: tuple[Joined, ...] = ()  # every host and scheduler record, joined to its ranks
     busy: tuple[tuple[bool, Fact], ...] = ()  # busy lines (progress bars, "Evaluating"), each with "from a console"
     framework: tuple[str, Loc | None] = ("torch", None)  # the framework the lines show, with the line that shows it
+    stated: tuple[Stated, ...] = ()  # every line of a known source that states a failure (job/reasons.py)
 
 
 @dataclass(frozen=True)
@@ -344,6 +346,7 @@ class Verdict:
     cause: Diagnosis | None = None  # the catalogue's cause, when the inputs show one
     cycle: tuple[int, ...] = ()  # the ranks of a deadlock, each waiting for the next
     action: Action | None = None  # what to do next (job/actions.py); None only for a verdict built by hand
+    stated: Stated | None = None  # the most specific line the job wrote about its failure (job/reasons.py)
 
 
 @dataclass(frozen=True)

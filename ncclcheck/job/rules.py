@@ -44,6 +44,7 @@ from ncclcheck.job.live import HOST_CODE, UNKNOWN, live_summary
 from ncclcheck.job.model import EndKind, Job, VerdictKind, Work
 from ncclcheck.job.phrases import absent_phrase, cap, nobody
 from ncclcheck.job.slow import Busy, busy_rank
+from ncclcheck.job.stated import restate
 from ncclcheck.ranks import rank_phrase
 
 # The cause catalogue's match (causes.diagnose over the inputs): killed ranks with their line and signal, when the
@@ -100,6 +101,7 @@ def decide_job(job: Job, diagnose: Diagnose) -> Decision:
     kind, culprits, summary, cause = _with_cause(job, kind, culprits, summary,
                                                  diagnose(killed_ranks, min(fired, default=None), silent),
                                                  job.facts.hosts)
+    kind, culprits, summary, cause = restate(job, kind, culprits, summary, cause, primary is not None)
     blamed = set(culprits)
     waiting = [r for r in waiting if r not in blamed]
     kind, summary = _live_words(job, kind, culprits, summary)

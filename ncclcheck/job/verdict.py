@@ -28,6 +28,7 @@ from ncclcheck.job.findings import (
 from ncclcheck.job.model import Analysis, Group, Job, Record, Verdict, Work
 from ncclcheck.job.rules import Decision, decide_job
 from ncclcheck.job.runs import Restart
+from ncclcheck.job.stated import best
 
 # Names the tensor of a collective (explain's table, when the user gave the model); None when it cannot.
 TensorOf = Callable[[Work, Group | None], Finding | None]
@@ -47,7 +48,8 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     verdict = Verdict(d.kind, wording.summary(d), d.culprits, d.waiting, d.unknown, pg,
                       d.named.seq if d.named is not None else job.facts.detail_seq,
                       chain_lines(job, d.culprits or d.ring) if d.found else (), tuple(findings),
-                      wording.steps(job, d), d.cause, d.ring, decide_action(job, d))
+                      wording.steps(job, d), d.cause, d.ring, decide_action(job, d),
+                      best(job, d.culprits, d.cause))
     return Analysis(tuple(scans), tuple(records), job, verdict, dtype)
 
 

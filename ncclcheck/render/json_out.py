@@ -24,6 +24,7 @@ from ncclcheck.job.causes import Diagnosis
 from ncclcheck.job.hosts import join_events
 from ncclcheck.job.model import STATED_LIMIT as LISTED
 from ncclcheck.job.model import Analysis, Edge, Group, GroupId, Job, Position, RankState, Record, Verdict, Work
+from ncclcheck.job.reasons import Stated
 from ncclcheck.ranks import ranges, ranges_of
 from ncclcheck.schemas import ANALYZE_LOG as SCHEMA_VERSION
 
@@ -79,6 +80,14 @@ def cause_json(d: Diagnosis | None) -> dict[str, Any] | None:
     return {"kind": c.kind, "family": c.family, "title": c.title, "detail": d.detail, "ranks": list(d.ranks),
             "evidence": [loc_json(x) for x in d.locs], "why": c.why, "fix": list(c.fix), "probe": c.probe,
             "reference": c.source}
+
+
+def stated_json(x: Stated | None) -> dict[str, Any] | None:
+    """The most specific line the job wrote about its failure (job/reasons.py): its source, words, meaning, rank and
+    place."""
+    if x is None:
+        return None
+    return {"source": x.source, "text": x.text, "meaning": x.meaning, "rank": x.rank, "at": loc_json(x.loc)}
 
 
 def group_json(g: GroupId) -> dict[str, Any]:
@@ -477,6 +486,7 @@ def verdict_json(v: Verdict) -> dict[str, Any]:
         "cause": cause_json(v.cause),
         "cycle": list(v.cycle),
         "action": action_json(v.action),
+        "stated": stated_json(v.stated),
     }
 
 

@@ -39,6 +39,13 @@ def verdict_panel(a: Analysis) -> Panel:
     if v.cause is not None:
         body.append("\ncause: ", style="bold")
         body.append(f"{v.cause.cause.kind} ({v.cause.cause.title})")
+    # The job's own line that says why (a layer's reason, not an error code, an exception's type or a Python line)
+    # where no cause explains the failure and the summary does not quote it: the culprit's, or anyone's where no rank
+    # is named (JSON: verdict.stated, whatever the cause).
+    if v.stated is not None and v.cause is None and v.stated.tier <= 3 and v.stated.text not in v.summary and (
+            not v.culprit_ranks or v.stated.rank in v.culprit_ranks):
+        body.append("\nstated: ", style="bold")
+        body.append(f"{v.stated.label} \"{v.stated.text}\" ({v.stated.loc})")
     for label, ranks in (("culprit", v.culprit_ranks), ("unknown", v.unknown_ranks)):
         if ranks:
             body.append(f"\n{label} rank(s): ", style="bold")

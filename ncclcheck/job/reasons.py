@@ -1,0 +1,225 @@
+"""The lines a job wrote about why it failed, each from a known source, what each means, and which says most.
+
+job/stated.py quotes the best of them where no cause of the catalogue explains a failure better. The lines are
+those the parser reads as a rank's errors and clues (evidence/logparse.py, evidence/formats/); each comes from one
+source, and the sources are ranked by how much their line says:
+
+1. NCCL's own reason. NCCL logs at level WARN only "messages indicating a fatal error" (src/debug.cc), as
+   ``host:pid:tid [dev] file.cc:N NCCL WARN <text>`` since 2.3 (``[YYYY-MM-DD HH:MM:SS]`` before it since 2.26, the
+   function's name in brackets after the line number in its 2026 logging), ``host:pid:tid [dev] file.cc:N WARN
+   <text>`` in 2.0-2.2. Whatever NCCL_DEBUG says, NCCL keeps the last WARN's text, which ncclGetLastError returns and
+   PyTorch prints after "Last error:" (torch/csrc/distributed/c10d/NCCLUtils.cpp, getNcclErrorDetailStr). NCCL's
+   failure sentences standing alone (a paste that kept only them) count the same.
+2. CUDA's: a CUDA error string (cudaGetErrorString, as PyTorch's C10_CUDA_CHECK prints it, "CUDA error: <string>")
+   and a device-side assertion (the kernel's file, line and condition).
+3. A C++ exception's message: gloo's EnforceNotMet ("[enforce fail at file:line] condition. message",
+   gloo/common/logging.cc), raised in Python or printed by the C++ runtime's terminate handler after ``what():``
+   for an exception no code caught (evidence/formats/cxx.py).
+4. The type of that exception alone ("terminate called after throwing an instance of 'T'"), and NCCL's error code
+   as PyTorch words it, "NCCL error: <ncclGetErrorString>" (src/init.cc): the class of failure, not which call
+   failed.
+5. A Python exception: the last line of its traceback, the exception's type and message.
+
+A few lines of these sources state no failure (:data:`NOT_FATAL`: a WARN NCCL printed and went on from, CUDA's
+"driver shutting down" at the process's exit): they are kept as notices, never quoted as a reason.
+
+Among the lines, those of the ranks the verdict names as culprits come first (the rank that failed first), then the
+more specific source, then the earlier line: by the clock the lines carry where both carry one, else by their place
+(line order is time order within a file).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, RankError
+from ncclcheck.job.causes import one_line
+
+
+@dataclass(frozen=True)
+class Source:
+    """One source of stated reasons: its ``name`` (the JSON's ``verdict.stated.source``), ``tier`` (lower says more)
+    and how a report names its line."""
+
+    name: str
+    tier: int
+    label: str
+
+
+SOURCES = (
+    Source("nccl_warn", 1, "NCCL's WARN line"),
+    Source("last_error", 1, "NCCL's 'Last error:'"),
+    Source("nccl", 1, "NCCL's own sentence"),
+    Source("cuda_assert", 2, "CUDA's device-side assertion"),
+    Source("cuda", 2, "CUDA's error string"),
+    Source("gloo_enforce", 3, "gloo's EnforceNotMet"),
+    Source("what", 3, "a C++ exception's what()"),
+    Source("terminate", 4, "a C++ exception nobody caught"),
+    Source("nccl_error", 4, "NCCL's error code"),
+    Source("exception", 5, "a Python exception"),
+    Source("nccl_notice", 6, "NCCL's WARN line"),
+    Source("cuda_notice", 6, "CUDA's error string"),
+)
+_BY_NAME = {s.name: s for s in SOURCES}
+# The sources whose line says why NCCL failed (its own reason, or the CUDA error under it): where one is in the
+# inputs, "NCCL failed without saying why" is false.
+SAYS_WHY = frozenset(s.name for s in SOURCES if s.tier <= 2)
+# The sources whose line states a failure (all but NCCL's notice of what was none).
+FAILED = frozenset(s.name for s in SOURCES if s.tier <= 5)
+
+
+@dataclass(frozen=True)
+class Stated:
+    """One line a process wrote about its failure: its source, its words, what they mean, whose and where."""
+
+    source: str
+    text: str
+    meaning: str
+    rank: int | None
+    loc: Loc
+    clock_s: float | None = None
+
+    @property
+    def label(self) -> str:
+        return _BY_NAME[self.source].label
+
+    @property
+    def tier(self) -> int:
+        return _BY_NAME[self.source].tier
+
+    def quoted(self) -> str:
+        """``NCCL's WARN line "Socket creation failed : ..." (log:3), that is ...``"""
+        return f'{self.label} "{self.text}" ({self.loc}), that is {self.meaning}'
+
+
+# What a line means, as far as it says. NCCL's checks (src/include/checks.h): CUDACHECK's "Cuda failure '<string>'"
+# (with the error's number since 2.19), SYSCHECK's "Call to <name> failed: <strerror>"; its socket layer
+# (src/misc/socket.cc): "Connection closed by remote peer <address>".
+_CUDA_FAILURE = re.compile(r"Cuda failure (?:\d+ )?'([^']*)'?")
+_CALL_FAILED = re.compile(r"Call to (\w+)(?: from \S+)? failed(?: with error)?\s*:?\s*([^,]*)")
+_PEER_CLOSED = re.compile(r"Connection closed by (?:remote )?peer\s*(\S*)")
+# ncclGetErrorString's words (src/init.cc; "unhanled" is PyTorch 1.x's typo), each the ncclResult_t it names.
+_RESULTS = (
+    ("unhandled cuda error", "ncclUnhandledCudaError: a CUDA call inside NCCL failed; the line does not say which"),
+    ("unhan?dled system error", "ncclSystemError: a system call inside NCCL (a socket, shared memory, memory) failed; "
+                                "the line does not say which"),
+    ("internal error", "ncclInternalError: an internal check of NCCL failed"),
+    ("invalid argument", "ncclInvalidArgument: NCCL refused an argument of the call"),
+    ("invalid usage", "ncclInvalidUsage: NCCL refused the call as made"),
+    ("remote process exited|network error", "ncclRemoteError: a peer exited or the network between them failed"),
+)
+_RESULT = [(re.compile(p, re.IGNORECASE), m) for p, m in _RESULTS]
+_PY_EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt))\b:?\s*(.*)")
+_ENFORCE = re.compile(r"\[enforce fail at ([^\]]+)\]\s*(.*)")
+_TERMINATE = re.compile(r"terminate called after throwing an instance of '([^']+)'")
+
+
+# Lines of those sources that state no failure. The one WARN NCCL printed for what was none: before 2.18 it warned that
+# libibverbs (InfiniBand's library) would not load (src/misc/ibvwrap.cu, 2.3.5) and went on over sockets; a
+# maintainer: "the first one is to be ignored unless you want to use Infiniband/RoCE" (NVIDIA/nccl-tests#14); 2.18 made
+# it an INFO line. CUDA's "driver shutting down" (cudaErrorCudartUnloading: a call "during process shut down, at a
+# point in time after CUDA driver has been unloaded", the CUDA runtime API's error types) is the process's exit,
+# which ProcessGroupNCCL's watchdog reports at INFO ("main process destroyed cuda before watchdog loop exited").
+# The same of a network device's PCI path: NCCL goes on without it (src/transport/net_ib/init.cc; the socket
+# transport's lookup, an INFO line since 2.4). A GPU's PCI path it cannot find, /sys/class/pci_bus/..., is fatal
+# (ncclSystemError, src/os/linux.cc).
+NOT_FATAL = re.compile(r"Failed to open libibverbs\.so|driver shutting down"
+                       r"|Could not find real path of /sys/class/(?:net|infiniband)/")
+
+
+def _nccl_meaning(text: str) -> str:
+    if NOT_FATAL.search(text):
+        return "a condition NCCL warned of and went on from (a fallback of its own): no failure by itself"
+    if m := _CUDA_FAILURE.search(text):
+        return f"a CUDA call NCCL made failed with '{m[1]}'"
+    if m := _CALL_FAILED.search(text):
+        return f"the call {m[1]} failed in NCCL" + (f": {m[2].strip()}" if m[2].strip() else "")
+    if m := _PEER_CLOSED.search(text):
+        peer = f" {m[1]}" if m[1] else ""
+        return f"the peer{peer} closed its connection: that process ended or failed first"
+    return "NCCL's reason in its own words (NCCL logs a WARN line for a fatal error only)"
+
+
+def _meaning(source: str, text: str) -> str:
+    """What the line means, from its source and its words, never more than the line says."""
+    if source in ("nccl_warn", "last_error", "nccl", "nccl_notice"):
+        return _nccl_meaning(text)
+    if source == "cuda_notice":
+        return "the CUDA driver was unloaded as the process exited: the process's end, not its cause"
+    if source == "cuda":
+        return ("a CUDA call failed with that error; CUDA reports a kernel's error at a later call, so the line that "
+                "raised it may not be the one that caused it")
+    if source == "cuda_assert":
+        return "a kernel checked that condition on the GPU and stopped"
+    if source == "gloo_enforce":
+        m = _ENFORCE.search(text)
+        return f"gloo checked a condition at {m[1]} and it did not hold" if m else "a check of gloo's did not hold"
+    if source == "what":
+        return "the message of a C++ exception that reached no handler and ended the process"
+    if source == "terminate":
+        m = _TERMINATE.search(text)
+        return (f"a C++ exception ({m[1]}) reached no handler and ended the process; its what() line, next, says why"
+                if m else "a C++ exception reached no handler and ended the process")
+    if source == "nccl_error":
+        return next((meaning for p, meaning in _RESULT if p.search(text)), "NCCL returned an error")
+    m = _PY_EXCEPTION.match(text)
+    return f"the program stopped on {m[1]}" if m else "the program stopped on that exception"
+
+
+def source_of(e: RankError) -> str | None:
+    """Which source an error line is from (the parser reads every one of them into a ``RankError``); None for a line
+    that states no failure of the process: its death by a signal (the catalogue reads it), or torchrun's
+    SignalException, raised in a worker the agent stopped with SIGTERM or SIGINT
+    (torch/distributed/elastic/multiprocessing/api.py): the agent's stop, after a failure elsewhere or from outside."""
+    if "SignalException" in e.message:
+        return None
+    if e.kind is ErrorKind.NCCL_WARN:
+        return "nccl_notice" if NOT_FATAL.search(e.message) else "nccl_warn"
+    if e.kind is ErrorKind.NCCL_ERROR or e.message.startswith("NCCL error"):
+        return "nccl_error"
+    if "[enforce fail at " in e.message:
+        return "gloo_enforce"
+    if e.message.startswith("terminate called after throwing"):
+        return "terminate"
+    if e.kind is ErrorKind.CONNECTION:
+        # the parser's connection errors are NCCL's WARN text, its error code (above) or a Python exception's line
+        return "exception" if _PY_EXCEPTION.match(e.message) else "nccl_warn"
+    if e.kind in (ErrorKind.EXCEPTION, ErrorKind.CUDA, ErrorKind.OOM):
+        return "exception"
+    return None  # a death by a signal: no reason stated, the catalogue reads it
+
+
+def stated_lines(scans: Sequence[FileScan]) -> tuple[Stated, ...]:
+    """Every line of a known source that states a failure, in the inputs' order (one per rank, source and words)."""
+    out: dict[tuple[int | None, str, str], Stated] = {}
+    for s in scans:
+        for e in s.errors:
+            source = source_of(e)
+            if source is not None:
+                text = one_line(e.message)
+                out.setdefault((e.who.rank, source, text), Stated(source, text, _meaning(source, e.message),
+                                                                 e.who.rank, e.loc))
+        for c in s.clues:
+            source = {"last_error": "last_error", "nccl": "nccl", "cuda": "cuda", "cuda_assert": "cuda_assert",
+                      "what": "gloo_enforce" if "[enforce fail at " in c.text else "what"}.get(c.kind)
+            if source is not None and NOT_FATAL.search(c.text):
+                source = "nccl_notice" if source in ("last_error", "nccl") else "cuda_notice"
+            if source is not None and c.text:
+                text = one_line(c.text)
+                out.setdefault((c.who.rank, source, text),
+                               Stated(source, text, _meaning(source, c.text), c.who.rank, c.loc, c.clock_s))
+    return tuple(out.values())
+
+
+def ranked(lines: Sequence[Stated], culprits: Sequence[int] = ()) -> list[Stated]:
+    """The lines best first: the culprits' own, then the more specific source, then the earlier."""
+    named = set(culprits)
+
+    def key(x: Stated) -> tuple[bool, int, float, str, int]:
+        clock = x.clock_s if x.clock_s is not None else math.inf
+        return (x.rank not in named if named else False, x.tier, clock, x.loc.file, x.loc.line)
+
+    return sorted(lines, key=key)

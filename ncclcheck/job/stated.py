@@ -1,0 +1,100 @@
+"""The reason the job stated itself, in the verdict: where no cause of the catalogue explains a failure better, the
+report quotes the most specific line the job wrote about it (job/reasons.py ranks them) and says what it means.
+
+A report never says that nothing failed while a rank wrote an error of a known source, nor that NCCL failed without
+saying why while NCCL (or CUDA under it) said why. job/rules.py calls :func:`restate` once its own rules and the
+catalogue have decided.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ncclcheck.job.causes import NO_REASON, SYSTEM_ERROR, Diagnosis, cause, one_line
+from ncclcheck.job.model import Job, VerdictKind
+from ncclcheck.job.phrases import cap
+from ncclcheck.job.reasons import FAILED, SAYS_WHY, Stated, ranked
+from ncclcheck.ranks import rank_phrase
+
+# The cause a stated line is, where it is quoted as the cause (job/catalogue/stated_reason.toml).
+STATED = cause("stated_reason")
+
+
+def best(job: Job, culprits: Sequence[int] = (), cause: Diagnosis | None = None) -> Stated | None:
+    """The line the report quotes: the best of the job's stated lines, one the cause quotes first where it quotes
+    one."""
+    lines = ranked([x for x in job.facts.stated if x.source in FAILED], culprits)
+    at = set(cause.locs) if cause is not None else set()
+    return next((x for x in lines if x.loc in at), lines[0] if lines else None)
+
+
+def _diagnosis(line: Stated, lines: Sequence[Stated]) -> Diagnosis:
+    same = [x for x in lines if x.source == line.source and x.text == line.text]
+    ranks = tuple(sorted({x.rank for x in same if x.rank is not None}))
+    locs = tuple(dict.fromkeys(x.loc for x in (line, *same)))[:8]
+    return Diagnosis(STATED, ranks, line.text, line.loc, locs, f"{line.label}: {line.text}; {line.meaning}",
+                     line.clock_s)
+
+
+# The verdicts that say something failed but not why (or, NO_FAILURE and the quiet INCOMPLETE, that nothing did).
+# A lagging rank is among them: the others waited for it, and its own line may say why it never arrived.
+_UNEXPLAINED = {VerdictKind.NO_FAILURE, VerdictKind.INCOMPLETE, VerdictKind.RANK_FAILED_FIRST, VerdictKind.NCCL_ERROR,
+                VerdictKind.ALL_RANKS_STUCK, VerdictKind.SETUP_FAILURE, VerdictKind.LAGGING_RANK}
+
+
+def restate(job: Job, kind: VerdictKind, culprits: list[int], summary: str, cause: Diagnosis | None,
+            hung: bool) -> tuple[VerdictKind, list[int], str, Diagnosis | None]:
+    """The verdict with the job's own stated reason where nothing better explains the failure.
+
+    * Nothing failed, by the rules (``no_failure``, or ``incomplete_evidence`` with no rank stuck), yet a rank wrote an
+      error of a known source: that rank failed first, as its line states.
+    * The catalogue's cause is that NCCL failed without saying why, yet NCCL (or CUDA under it) said why: the cause is
+      the line that says it.
+    * A failure named without a cause: its line is added where the summary does not quote it already.
+    """
+    lines = [x for x in job.facts.stated if x.source in FAILED]
+    why = [x for x in ranked(lines, cause.ranks) if x.source in SAYS_WHY] if cause is not None else []
+    if cause is not None and cause.cause in (NO_REASON, SYSTEM_ERROR) and why:
+        said = why[0]
+        whose = f"{rank_phrase(cause.ranks).capitalize()}'s NCCL" if cause.ranks else "NCCL"
+        return (kind, culprits, f"{whose} failed: {one_line(cause.text)} ({cause.loc}), and {said.label} says why: "
+                f'"{said.text}" ({said.loc}), that is {said.meaning}.', _diagnosis(said, lines))
+    if kind not in _UNEXPLAINED:
+        return kind, culprits, summary, cause
+    quiet = kind is VerdictKind.NO_FAILURE or (kind is VerdictKind.INCOMPLETE and not hung)
+    if quiet and not lines:
+        return _timed_out(job, kind, culprits, summary, cause)
+    if quiet:
+        first = ranked(lines)[0]
+        who = [first.rank] if first.rank is not None else []
+        whom = f"Rank {first.rank} failed" if first.rank is not None else "A process failed"
+        tail = "" if first.rank is not None else " The line names no rank; a [rankN]: prefix or the per-rank logs would."
+        return (VerdictKind.RANK_FAILED_FIRST, who, f"{whom}, as its own line states: {first.quoted()}.{tail}",
+                _diagnosis(first, lines))
+    if cause is not None or not lines:
+        return kind, culprits, summary, cause
+    # The culprits' own line (anyone's where none is named) that says more than an error code or an exception.
+    own = [x for x in ranked(lines, culprits) if x.tier <= 3 and (not culprits or x.rank in culprits)]
+    line = own[0] if own else None
+    if line is None or line.text in summary:
+        return kind, culprits, summary, cause
+    return kind, culprits, f"{summary} {cap(line.label)} says why: \"{line.text}\" ({line.loc}), that is " \
+                           f"{line.meaning}.", _diagnosis(line, lines)
+
+
+def _timed_out(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
+               cause: Diagnosis | None) -> tuple[VerdictKind, list[int], str, Diagnosis | None]:
+    """A collective timeout whose line places no rank of the job (its rank within a sub-group only, as the watchdog's
+    ``what():`` names it): a rank timed out, so something failed, but the inputs hold nothing of the others."""
+    placed = [r for r in job.records if r.global_rank is None and r.seq is not None and kind is VerdictKind.NO_FAILURE]
+    if not placed:
+        return kind, culprits, summary, cause
+    r = placed[0]
+    group = r.pg.label() if r.pg is not None and (r.pg.id is not None or r.pg.guid) else "its group"
+    who = (f"rank {r.rank} of {group} (its rank within that group: no line gives its rank in the job)"
+           if r.rank is not None else "a rank no line names")
+    ran = f" for {r.ran_for_ms:,} ms" if r.ran_for_ms is not None else ""
+    limit = f" against a timeout of {r.timeout_ms:,} ms" if r.timeout_ms is not None else ""
+    return (VerdictKind.INCOMPLETE, [], f"A collective timed out, as its own line states: {who} waited{ran} in "
+            f"{r.op_type or 'a collective'} #{r.seq}{limit} ({r.loc}). These inputs hold no line of the ranks it "
+            "waited for: give every rank's log (or its flight-recorder dump) to name them.", cause)
