@@ -472,7 +472,7 @@ def test_bad_archives_are_one_fatal_problem(tmp_path: Path):
         "plain.tar.gz": None,
         "nodoc.tar.gz": {"dumps/x": b"1"},
         "other.tar.gz": {"snapshot.json": b'{"format": "something"}'},
-        "newer.tar.gz": {"snapshot.json": json.dumps(doc | {"schema_version": 4}).encode()},
+        "newer.tar.gz": {"snapshot.json": json.dumps(doc | {"schema_version": 5}).encode()},
         "broken.tar.gz": {"snapshot.json": b"{"},
     }
     msgs = {}
@@ -486,7 +486,7 @@ def test_bad_archives_are_one_fatal_problem(tmp_path: Path):
     assert msgs["plain.tar.gz"].startswith("not a readable .tar.gz")
     assert msgs["nodoc.tar.gz"] == "no snapshot.json: not an ncclcheck snapshot archive"
     assert msgs["other.tar.gz"] == "snapshot.json is not an ncclcheck snapshot"
-    assert msgs["newer.tar.gz"].startswith("snapshot schema_version 4 is not one of 1, 2, 3")
+    assert msgs["newer.tar.gz"].startswith("snapshot schema_version 5 is not one of 1, 2, 3, 4")
     assert msgs["broken.tar.gz"].startswith("snapshot.json is not valid JSON")
 
 

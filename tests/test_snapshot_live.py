@@ -95,7 +95,7 @@ def test_verdict_names_the_sleeping_rank_and_groups_the_waiting(job: Job, tmp_pa
     assert "Traceback" not in r.stderr and f"wrote {out}" in r.stderr
     assert "\x1b[" not in r.stdout
     j = json.loads(r.stdout)
-    assert (j["format"], j["schema_version"]) == ("ncclcheck-snapshot", 3)
+    assert (j["format"], j["schema_version"]) == ("ncclcheck-snapshot", 4)
     v = j["verdict"]
     # The verdict is the job model's (analyze-log's verdict object), with the live positions and stack groups.
     assert set(v) >= {"kind", "summary", "culprit_ranks", "waiting_ranks", "unknown_ranks", "pg", "seq", "chain",

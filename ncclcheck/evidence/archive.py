@@ -24,7 +24,7 @@ from ncclcheck.evidence.logparse import LogParser
 from ncclcheck.evidence.types import Fact, FileScan, InputProblem, LiveStack, LiveThread, Loc, Who
 
 FORMAT = "ncclcheck-snapshot"
-READABLE = (1, 2, 3)  # what the reader takes: the collected data is the same, only the stored verdict differs
+READABLE = (1, 2, 3, 4)  # what the reader takes: the collected data is the same, only the stored verdict differs
 DOC = "snapshot.json"
 KERNEL = "kernel.log"
 MAX_DOC_BYTES = 64 << 20

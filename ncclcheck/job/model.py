@@ -339,6 +339,7 @@ class Verdict:
     next_steps: tuple[str, ...] = ()
     cause: Diagnosis | None = None  # the catalogue's cause, when the inputs show one
     cycle: tuple[int, ...] = ()  # the ranks of a deadlock, each waiting for the next
+    stopped_ranks: tuple[int, ...] = ()  # ended by the job's end, in no collective of their own (job/partition.py)
 
 
 @dataclass(frozen=True)
