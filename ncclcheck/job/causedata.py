@@ -46,7 +46,7 @@ FAMILIES = (SETUP, PROGRAM, NETWORK, LAUNCHER, LATE, DEVICE, HOST, MEMORY)
 RECORDS = frozenset({"oom_killed", "scheduler_oom", "xid", "segfault", "pcie_error", "evicted", "node_failure",
                      "preempted", "killed_by_scheduler"})
 EVENTS = frozenset({"mismatch"})
-SIGNALS = frozenset({"SIGBUS", "SIGSEGV", "SIGILL", "SIGFPE", "SIGKILL", "SIGABRT"})
+SIGNALS = frozenset({"SIGBUS", "SIGSEGV", "SIGILL", "SIGFPE", "SIGKILL", "SIGABRT", "SIGTERM"})
 TABLES = frozenset({"xids"})  # a table the page generates under a cause from its own module (job/xids.py)
 
 
