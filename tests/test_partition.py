@@ -129,3 +129,47 @@ def test_every_rank_of_a_synthetic_job_is_in_one_set(tmp_path: Path, fates: list
             assert r in v.waiting_ranks, (r, fates, v)
         if f == "sigterm" and r not in v.culprit_ranks and v.kind is not VerdictKind.NO_FAILURE:
             assert r in v.stopped_ranks, (r, fates, v)
+
+
+TORCHRUN = ROOT / "tests" / "data" / "launchers" / "torchrun"  # tools/launchers/torchrun_signals.sh, real runs
+
+
+def _read(*parts: str) -> Analysis:
+    return analyze(resolve([str(TORCHRUN / p) for p in parts], lambda e: None), workers=1)
+
+
+def test_a_rank_stopped_from_outside_is_the_culprit_and_the_agents_sigterms_stopped_the_rest() -> None:
+    """torchrun's agent logs a closing SIGTERM for ranks 0 and 2 only: rank 1's SIGTERM came from outside."""
+    v = _read("outside_term/console.log").verdict
+    assert (v.kind, v.culprit_ranks, v.waiting_ranks, v.stopped_ranks) == (VerdictKind.RANK_FAILED_FIRST, (1,), (),
+                                                                           (0, 2))
+    assert v.cause is not None and v.cause.cause.kind == "outside_stop"
+
+
+def test_the_ranks_torchrun_stopped_after_a_kill_are_listed_as_stopped() -> None:
+    v = _read("sigkill/console.log").verdict
+    assert (v.culprit_ranks, v.stopped_ranks) == ((1,), (0, 2))
+    assert v.cause is not None and v.cause.cause.kind == "host_kill"
+
+
+@pytest.mark.parametrize("inputs", [("sigint/console.log",), ("sigint/logs",), ("sigint/console.log", "sigint/logs")])
+def test_ctrl_c_is_an_interrupt_not_three_failed_ranks(inputs: tuple[str, ...]) -> None:
+    v = _read(*inputs).verdict
+    assert (v.kind, v.culprit_ranks, v.stopped_ranks) == (VerdictKind.LAUNCHER_FAILURE, (), (0, 1, 2)), v.summary
+    assert "SIGINT" in v.summary and "Ctrl-C" in v.summary
+
+
+def test_a_rank_that_exited_0_while_the_others_waited_ran_fewer_collectives() -> None:
+    v = _read("early_exit/console.log", "early_exit/logs").verdict
+    assert (v.kind, v.culprit_ranks, v.waiting_ranks) == (VerdictKind.COLLECTIVE_MISMATCH, (2,), (0, 1))
+    assert "exited with status 0" in v.summary and "fewer collectives" in v.summary
+
+
+def test_the_report_names_every_set_as_ranges() -> None:
+    from typer.testing import CliRunner
+
+    from ncclcheck.cli import app
+
+    r = CliRunner().invoke(app, ["analyze-log", str(TORCHRUN / "outside_term" / "console.log")],
+                           env={"NO_COLOR": "1", "COLUMNS": "120"})
+    assert "culprit rank(s): 1; stopped 0, 2" in r.stdout, r.stdout

@@ -72,9 +72,7 @@ def partition(job: Job, found: bool, culprits: Iterable[int], waiting: Iterable[
         if r in blamed:
             continue
         s = job.rank(r)
-        if s is not None and stopped(s):
-            roles["stopped"].append(r)  # a decision may count it among the waiting when it names no collective
-        elif r in said or (s is not None and s.present and waited(s)):
+        if r in said or (s is not None and s.present and waited(s)):
             roles["waiting"].append(r)
         elif s is None or not s.present:
             roles["unknown"].append(r)
