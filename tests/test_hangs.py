@@ -121,8 +121,8 @@ def test_verdict_agrees_with_its_table(path):
         assert not gone, (gone, v.summary)
     if v.kind is VerdictKind.DEADLOCK:
         assert v.cycle and not v.culprit_ranks
-    if v.kind is VerdictKind.INCOMPLETE:  # it says what is missing: ranks, or the group's members
-        assert v.unknown_ranks or "do not name the members" in v.summary
+    if v.kind is VerdictKind.INCOMPLETE:  # it says what is missing: ranks, the group's members, or the console
+        assert v.unknown_ranks or "do not name the members" in v.summary or "torchrun's own console" in v.summary
 
 
 def test_live_deadlock_read_by_snapshot():

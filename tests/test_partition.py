@@ -173,3 +173,18 @@ def test_the_report_names_every_set_as_ranges() -> None:
     r = CliRunner().invoke(app, ["analyze-log", str(TORCHRUN / "outside_term" / "console.log")],
                            env={"NO_COLOR": "1", "COLUMNS": "120"})
     assert "culprit rank(s): 1; stopped 0, 2" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("case", ["outside_term", "sigkill", "agent_term"])
+def test_per_rank_files_that_stop_without_an_ending_ask_for_the_console(case: str) -> None:
+    """torchrun's --log-dir files of workers ended by a signal stop mid-run: not no_failure, but incomplete."""
+    a = _read(f"{case}/logs")
+    v = a.verdict
+    assert (v.kind, v.culprit_ranks, v.stopped_ranks) == (VerdictKind.INCOMPLETE, (), (0, 1, 2)), v.summary
+    assert "torchrun's own console" in v.summary
+
+
+def test_a_finished_runs_files_are_no_failure() -> None:
+    """pdsh/clean: every rank printed that it finished (a line that says the work was done)."""
+    v = analyze(resolve([str(ROOT / "tests/data/launchers/pdsh/clean/logs")], lambda e: None), workers=1).verdict
+    assert v.kind is VerdictKind.NO_FAILURE, v.summary

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from ncclcheck import signals
 from ncclcheck.evidence.types import ElasticFailure, Loc, RankError
+from ncclcheck.job.attempts import dir_attempt
 from ncclcheck.job.model import Ending, EndKind, Job, VerdictKind
 from ncclcheck.ranks import rank_phrase
 
@@ -70,3 +71,24 @@ def interrupted_job(job: Job) -> tuple[VerdictKind, list[int], list[int], str] |
 def received(clues: Sequence[tuple[str, Loc]]) -> list[str]:
     """The files whose agent says it received a signal itself (``Received 15 death signal``)."""
     return [loc.file for text, loc in clues if signals.death_signal(text) is not None]
+
+
+def unended(job: Job) -> tuple[VerdictKind, list[int], list[int], str] | None:
+    """Per-rank files of torchrun's ``--log-dir`` alone that all stop without an ending: how the job ended is not in
+    them. A worker stopped by a signal (the agent's SIGTERM after another's failure, SIGKILL, a scheduler's stop)
+    writes nothing more, so its files stop mid-run exactly as a finished rank's would without a last line; the agent's
+    console says which it was (its closing-signal lines and failure report). Never ``no_failure``: nothing here says
+    the work was done."""
+    present = [s for s in job.ranks if s.present]
+    if not present or job.facts.work_done or job.facts.elastic or job.facts.relaunches:
+        return None
+    if any(s.ending.kind is not EndKind.SILENT or not s.files or
+           any(dir_attempt(f) is None for f in s.files) for s in present):
+        return None
+    ranks = [s.rank for s in present]
+    return (VerdictKind.INCOMPLETE, [], [],
+            f"The files of {rank_phrase(ranks)} (torchrun's --log-dir, attempt_N/<rank>/) stop without an ending: no "
+            "error, no exit, no line that says the work was done. A worker stopped by a signal (the launcher's "
+            "SIGTERM after another worker failed, a kill, a scheduler's stop) writes nothing more, so they stop as "
+            "these do; how the job ended is in torchrun's own console (its closing-signal lines and failure "
+            "report), which these inputs do not hold. Give it too.")

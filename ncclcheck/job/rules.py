@@ -43,7 +43,7 @@ from ncclcheck.job.hang import (
 )
 from ncclcheck.job.live import HOST_CODE, UNKNOWN, live_summary
 from ncclcheck.job.model import EndKind, Job, VerdictKind, Work
-from ncclcheck.job.origins import interrupted_job
+from ncclcheck.job.origins import interrupted_job, unended
 from ncclcheck.job.partition import stopped
 from ncclcheck.job.phrases import absent_phrase, cap, nobody
 from ncclcheck.job.slow import Busy, busy_rank
@@ -202,6 +202,9 @@ def _quiet_verdict(job: Job) -> tuple[VerdictKind, list[int], list[int], str]:
                 f"ranks: {missing} left no input. A node that "
                 "died or a rank killed there "
                 "shows only in its own logs, its agent's console or the host's kernel log (dmesg -T).")
+    cut = unended(job)  # torchrun's per-rank files alone, all stopping without an ending (job/origins.py)
+    if cut is not None:
+        return cut
     return (VerdictKind.NO_FAILURE, [], [],
             "No collective timeout, NCCL error, desync, heartbeat failure or rank failure found in these inputs.")
 
