@@ -7,6 +7,7 @@ sense: PyTorch's watchdog aborts every rank with it after a timeout, so it says 
 
 from __future__ import annotations
 
+import re
 import signal
 
 # The signals that end a rank without a Python traceback: the kernel's or the scheduler's kill and native crashes.
@@ -28,3 +29,33 @@ def name(number: int) -> str | None:
 def of_exitcode(code: int) -> str | None:
     """The signal a launcher's negative exit code stands for (-6: SIGABRT); None for a normal exit code."""
     return name(-code) if code < 0 else None
+
+
+# Python's default SIGINT handler (signal.default_int_handler) raises this in the main thread: a rank that prints it
+# was interrupted, it did not fail.
+INTERRUPTED = "KeyboardInterrupt"
+
+# Who sends each stop signal, in words (torch 2.13's torch/distributed/elastic): the agent turns a SIGTERM, SIGINT,
+# SIGHUP or SIGQUIT of its own into SignalException (multiprocessing/api.py, _terminate_process_handler), logs
+# "Received <n> death signal, shutting down workers" and sends that same signal to every worker still running
+# (agent/server/api.py, run; LocalElasticAgent._shutdown, PContext.close: "Sending process <pid> closing signal
+# <name>"); after a worker's failure it sends SIGTERM, with the same line, to the workers still running
+# (multiprocessing/api.py, SubprocessContext._poll: self.close(); agent/server/api.py, _invoke_run: _stop_workers).
+# A worker that died of SIGTERM with no such line for its PID was stopped by someone else.
+ORIGIN = {
+    "SIGINT": "Ctrl-C in the terminal that ran the job (the terminal sends SIGINT to each of its foreground processes; "
+              "torchrun's agent passes it on to its workers)",
+    "SIGTERM": "a request to stop from outside the job: a scheduler's time limit or preemption (scancel, a pod's "
+               "deletion), a container's stop or a person's kill",
+    "SIGHUP": "the terminal that ran the job closed (a dropped SSH session without nohup, tmux or screen)",
+}
+
+_DEATH = re.compile(r"Received (?:Signals\.)?(\w+) death signal")
+
+
+def death_signal(text: str) -> str | None:
+    """The signal torchrun's agent says it received (``Received 2 death signal``: SIGINT), or None."""
+    m = _DEATH.search(text)
+    if m is None:
+        return None
+    return name(int(m[1])) if m[1].isdigit() else m[1] if m[1].startswith("SIG") else None

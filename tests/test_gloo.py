@@ -24,7 +24,9 @@ def test_the_sleeping_rank_is_the_culprit_and_the_ranks_that_timed_out_only_wait
 
 def test_monitored_barrier_names_the_rank_that_never_came_even_without_its_log():
     a = run(GLOO / "monitored/attempt_0/0", GLOO / "monitored/attempt_0/1")
-    assert (a.verdict.culprit_ranks, a.verdict.unknown_ranks) == ((2,), (2,))
+    # rank 2 is the culprit, not also unknown: each rank is in one set (issue 41 §4); it has no input of its own
+    assert (a.verdict.culprit_ranks, a.verdict.unknown_ranks) == ((2,), ())
+    assert a.job.rank(2) is not None and not a.job.rank(2).present
     barrier = next(f for f in a.verdict.findings if f.code == "monitored-barrier")
     assert barrier.message == "Rank 0's monitored_barrier names the rank that never reached it: rank 2."
     assert barrier.evidence[0].line == 1

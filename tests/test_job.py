@@ -62,7 +62,7 @@ TRUTH = {
     ("tp_straggler_info", "console.log"): ("lagging_rank", [3]),
     ("pp_recv", "dumps"): ("lagging_rank", [1]),
     ("pp_recv", ""): ("lagging_rank", [1]),
-    ("clean_exit", ""): ("rank_failed_first", [1]),
+    ("clean_exit", ""): ("collective_mismatch", [1]),  # it exited 0 while the others waited: fewer collectives
     ("clean_exit", "dumps"): ("lagging_rank", [1]),
     ("exception", ""): ("rank_failed_first", [1]),
     ("killed", ""): ("rank_failed_first", [2]),

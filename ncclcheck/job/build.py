@@ -33,6 +33,7 @@ from ncclcheck.evidence.types import (
     WorkMention,
     is_default_group,
 )
+from ncclcheck.job import origins
 from ncclcheck.job.causes import one_line
 from ncclcheck.job.facts import with_facts
 from ncclcheck.job.graph import gaps, wait_for
@@ -497,6 +498,7 @@ class _Builder:
             for c in s.clues:
                 if c.kind == "launcher" and (m := _CLOSING.search(c.text)):
                     self.stopped.setdefault(int(m[1]), (m[2], c.loc))
+        self.received = origins.received([(c.text, c.loc) for s in self.scans for c in s.clues if c.kind == "launcher"])
         self.pid_of: dict[int, int] = {}
         if self.stopped:
             for s in self.scans:
@@ -523,6 +525,8 @@ class _Builder:
             sig = fatal_signal(err.message)
             how = f"died of {sig}" if sig else "died with no error of its own, by a signal the line does not name"
             return Ending(EndKind.KILLED, f"{how}: {one_line(err.message)}", err.loc, sig)
+        if err is not None and (stop := origins.interrupted(err)) is not None:
+            return stop
         if err is not None and err.kind in REAL_FAILURES:
             before = first_timeout is None or not any(
                 w.loc is not None and w.loc.file == err.loc.file and w.loc.line < err.loc.line for w in timeouts)
@@ -542,6 +546,9 @@ class _Builder:
             sig, loc = self.stopped[pid]
             return Ending(EndKind.ABORTED, f"stopped by the launcher ({sig} to its PID {pid}) after another process "
                           "failed; it printed no error of its own", loc)
+        outside = origins.outside_stop(elastic, self.stopped, self.received)
+        if outside is not None:
+            return outside
         exited = self._exited(rank)
         if exited is not None:
             return exited

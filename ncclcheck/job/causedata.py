@@ -47,7 +47,7 @@ FAMILIES = (SETUP, PROGRAM, NETWORK, LAUNCHER, LATE, DEVICE, HOST, MEMORY)
 RECORDS = frozenset({"oom_killed", "scheduler_oom", "xid", "segfault", "pcie_error", "evicted", "node_failure",
                      "preempted", "killed_by_scheduler"})
 EVENTS = frozenset({"mismatch"})
-SIGNALS = frozenset({"SIGBUS", "SIGSEGV", "SIGILL", "SIGFPE", "SIGKILL", "SIGABRT"})
+SIGNALS = frozenset({"SIGBUS", "SIGSEGV", "SIGILL", "SIGFPE", "SIGKILL", "SIGABRT", "SIGTERM"})
 TABLES = frozenset({"xids"})  # a table the page generates under a cause from its own module (job/xids.py)
 # What to do next, one class a verdict (issue 44): change the program, change a setting of the job or its hosts, take
 # a node out of the scheduler's pool, run it again as it is, or bring what decides between them. job/actions.py

@@ -347,6 +347,7 @@ class Verdict:
     cycle: tuple[int, ...] = ()  # the ranks of a deadlock, each waiting for the next
     action: Action | None = None  # what to do next (job/actions.py); None only for a verdict built by hand
     stated: Stated | None = None  # the most specific line the job wrote about its failure (job/reasons.py)
+    stopped_ranks: tuple[int, ...] = ()  # ended by the job's end, in no collective of their own (job/partition.py)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from ncclcheck.job.causes import (
     awaiting_ranks,
     one_line,
 )
+from ncclcheck.job.early_exit import left_early
 from ncclcheck.job.findings import mismatch_summary
 from ncclcheck.job.hang import (
     FAILED,
@@ -42,6 +43,8 @@ from ncclcheck.job.hang import (
 )
 from ncclcheck.job.live import HOST_CODE, UNKNOWN, live_summary
 from ncclcheck.job.model import EndKind, Job, VerdictKind, Work
+from ncclcheck.job.origins import interrupted_job, unended
+from ncclcheck.job.partition import stopped
 from ncclcheck.job.phrases import absent_phrase, cap, nobody
 from ncclcheck.job.slow import Busy, busy_rank
 from ncclcheck.job.stated import restate
@@ -92,6 +95,7 @@ def decide_job(job: Job, diagnose: Diagnose) -> Decision:
         waiting = sorted(s.rank for s in job.ranks if s.stuck is not None and s.rank not in blamed)
     else:
         kind, culprits, waiting, summary = _quiet_verdict(job)
+    kind, culprits, summary = left_early(job, kind, culprits, summary)  # an exit 0 while others wait (early_exit.py)
     killed_ranks = [(s.rank, s.ending.loc, s.ending.signal or "") for s in job.ranks
                     if s.ending.kind is EndKind.KILLED and s.ending.loc is not None]
     fired = [r.started_s + r.ran_for_ms / 1000 for r in job.records if r.started_s is not None and r.ran_for_ms]
@@ -173,10 +177,15 @@ def _quiet_verdict(job: Job) -> tuple[VerdictKind, list[int], list[int], str]:
     elastic = sorted({f.rank for f in job.facts.elastic if f.rank is not None
                       and not (f.last_rank is not None and job.rank(f.rank) is None)})  # not in spans
     if elastic:
-        return (VerdictKind.ALL_RANKS_STUCK, [], elastic,
+        # SIGABRT is the watchdog's abort after a wait; a launcher's SIGTERM says nothing of one: stopped, not waiting
+        aborted = [r for r in elastic if (s := job.rank(r)) is None or not stopped(s)]
+        return (VerdictKind.ALL_RANKS_STUCK, [], aborted,
                 "Every failed rank in torchrun's summary ended by SIGABRT (the watchdog's abort after a collective "
                 "timeout) or SIGTERM (torchrun stopping the survivors); the timeout lines themselves are not in these "
                 "inputs. Give the ranks' own logs to name the collective.")
+    stop = interrupted_job(job)  # Ctrl-C: every rank stopped by SIGINT (job/origins.py)
+    if stop is not None:
+        return stop
     unnamed = job.facts.unnamed_failures
     if unnamed:
         e = unnamed[0]
@@ -195,6 +204,9 @@ def _quiet_verdict(job: Job) -> tuple[VerdictKind, list[int], list[int], str]:
                 f"ranks: {missing} left no input. A node that "
                 "died or a rank killed there "
                 "shows only in its own logs, its agent's console or the host's kernel log (dmesg -T).")
+    cut = unended(job)  # torchrun's per-rank files alone, all stopping without an ending (job/origins.py)
+    if cut is not None:
+        return cut
     return (VerdictKind.NO_FAILURE, [], [],
             "No collective timeout, NCCL error, desync, heartbeat failure or rank failure found in these inputs.")
 

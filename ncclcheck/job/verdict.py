@@ -26,6 +26,7 @@ from ncclcheck.job.findings import (
     size_finding,
 )
 from ncclcheck.job.model import Analysis, Group, Job, Record, Verdict, Work
+from ncclcheck.job.partition import partition
 from ncclcheck.job.rules import Decision, decide_job
 from ncclcheck.job.runs import Restart
 from ncclcheck.job.stated import best
@@ -45,11 +46,12 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                 *wording.host_findings(job, d), *counter_findings(records), *detector_findings(scans),
                 *membership_findings(job), *report_findings(scans), *wording.run_findings(job, d, restarts)]
     pg = d.named.group.to_pg() if d.named is not None else None
-    verdict = Verdict(d.kind, wording.summary(d), d.culprits, d.waiting, d.unknown, pg,
+    sets = partition(job, d.found, d.culprits, d.waiting)
+    verdict = Verdict(d.kind, wording.summary(d), sets.culprits, sets.waiting, sets.unknown, pg,
                       d.named.seq if d.named is not None else job.facts.detail_seq,
                       chain_lines(job, d.culprits or d.ring) if d.found else (), tuple(findings),
                       wording.steps(job, d), d.cause, d.ring, decide_action(job, d),
-                      best(job, d.culprits, d.cause))
+                      best(job, d.culprits, d.cause), sets.stopped)
     return Analysis(tuple(scans), tuple(records), job, verdict, dtype)
 
 

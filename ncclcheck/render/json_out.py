@@ -478,6 +478,7 @@ def verdict_json(v: Verdict) -> dict[str, Any]:
         "culprit_ranks": list(v.culprit_ranks),
         "waiting_ranks": list(v.waiting_ranks),
         "unknown_ranks": list(v.unknown_ranks),
+        "stopped_ranks": list(v.stopped_ranks),
         "pg": pg_json(v.pg),
         "seq": v.seq,
         "chain": list(v.chain),

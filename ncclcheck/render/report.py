@@ -15,7 +15,7 @@ from rich.text import Text
 from ncclcheck.console import Fit, Unbroken, fit_table, unbroken
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.model import Analysis, EndKind, RankState, VerdictKind
-from ncclcheck.ranks import compact
+from ncclcheck.ranks import compact, ranges_of
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 MAX_ROWS = 12
@@ -46,15 +46,30 @@ def verdict_panel(a: Analysis) -> Panel:
             not v.culprit_ranks or v.stated.rank in v.culprit_ranks):
         body.append("\nstated: ", style="bold")
         body.append(f"{v.stated.label} \"{v.stated.text}\" ({v.stated.loc})")
-    for label, ranks in (("culprit", v.culprit_ranks), ("unknown", v.unknown_ranks)):
-        if ranks:
-            body.append(f"\n{label} rank(s): ", style="bold")
-            body.append(compact(ranks, a.job.world))
+    roles = role_text(a)
+    if v.culprit_ranks:  # one line with the other roles: a report of thousands of ranks stays on one screen
+        body.append("\nculprit rank(s): ", style="bold")
+        body.append(compact(v.culprit_ranks, a.job.world) + (f"; {roles}" if roles else ""))
+    elif roles:
+        body.append("\nranks: ", style="bold")
+        body.append(roles)
     if v.action is not None:
         body.append("\naction: ", style="bold")
         body.append(v.action.words())
     return Panel(Unbroken(body, boxed=True), title=f"verdict: {v.kind.value}", title_align="left",
                  border_style="green" if ok else "red")
+
+
+def role_text(a: Analysis) -> str:
+    """``waiting 0-2, 4-7; stopped 8; unknown 9-15``: every rank the culprits leave, by role (job/partition.py), as
+    ranges; a stated world's ranks without input that were never listed join the unknown ones."""
+    v, world = a.verdict, a.job.world
+    unknown = [t for t in (compact(v.unknown_ranks, world) if v.unknown_ranks else "",
+                           ranges_of(a.job.unlisted) if a.job.unlisted else "") if t]
+    parts = [f"waiting {compact(v.waiting_ranks, world)}" if v.waiting_ranks else "",
+             f"stopped {compact(v.stopped_ranks, world)}" if v.stopped_ranks else "",
+             f"unknown {', '.join(unknown)}" if unknown else ""]
+    return "; ".join(p for p in parts if p)
 
 
 # culprit or not, how it ended, where it is stuck (group, number, op, counts), its group's counters

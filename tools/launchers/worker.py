@@ -1,6 +1,8 @@
 """A small gloo job that fails on purpose, for recording what each launcher prints (tools/launchers/*.sh).
 
-usage: worker.py MODE [CULPRIT]   MODE: clean | raise | kill | hang | oom | timelimit
+usage: worker.py MODE [CULPRIT]   MODE: clean | raise | kill | hang | oom | timelimit | early_exit | slow
+(early_exit: the culprit leaves with status 0 before step 3 while the others go on; slow: every rank runs 60 steps a
+second apart, for a signal sent from outside, tools/launchers/torchrun_signals.sh)
 The rank comes from whichever launcher started the process (torchrun's RANK, Slurm's SLURM_PROCID, Open MPI's
 OMPI_COMM_WORLD_RANK, or WORKER_RANK given by hand under pdsh); the job meets on 127.0.0.1:$MASTER_PORT.
 """
@@ -33,6 +35,9 @@ def misbehave(mode: str, rank: int, culprit: int, step: int) -> None:
         return
     if mode == "timelimit":
         time.sleep(3600)
+    if mode == "early_exit" and rank == culprit:
+        print(f"rank {rank} has no more batches, leaving", flush=True)
+        sys.exit(0)  # without destroy_process_group: as a rank whose loop ended early
     if rank != culprit:
         return
     if mode == "raise":
@@ -59,9 +64,11 @@ def main() -> None:
                             timeout=datetime.timedelta(seconds=int(os.environ.get("WORKER_TIMEOUT", "10"))))
     print(f"rank {rank} of {world} joined (pid {os.getpid()})", flush=True)
     t = torch.ones(1 << 16)
-    for step in range(6):
+    for step in range(60 if mode == "slow" else 6):
         misbehave(mode, rank, culprit, step)
         dist.all_reduce(t)
+        if mode == "slow":
+            time.sleep(1)
         print(f"rank {rank} step {step} done, loss {1.0 / (step + 1):.4f}", flush=True)
     dist.destroy_process_group()
     print(f"rank {rank} finished", flush=True)
