@@ -64,6 +64,25 @@ class Action:
         """``drain-node node-7 (GPU 0000:3b:00, rank 3): the GPU itself reported a fault ...``"""
         return f"{self.kind}{' ' + self.node.words() if self.node is not None else ''}: {self.why}"
 
+    def headline(self) -> str:
+        """The class, the node and why up to its first colon: the report's one line, whose rest its next steps say."""
+        return f"{self.kind}{' ' + self.node.words() if self.node is not None else ''}: {_first_clause(self.why)}"
+
+
+def _first_clause(text: str) -> str:
+    """``text`` up to its first ': ' outside brackets and backquotes (the reason; what follows is what to do)."""
+    depth, quoted = 0, False
+    for i, c in enumerate(text):
+        if c == "`":
+            quoted = not quoted
+        elif not quoted and c in "([":
+            depth += 1
+        elif not quoted and c in ")]":
+            depth -= 1
+        elif c == ":" and not quoted and depth == 0 and text[i + 1:i + 2] == " ":
+            return text[:i]
+    return text
+
 
 # The verdicts that are no cause of the catalogue: (kind, reason, why). A hang's rules and the quiet rules decide
 # these kinds; the cases a kind splits into are told apart in decide_action from the decision and the model.
@@ -92,8 +111,8 @@ TABLE: dict[str, tuple[str, str]] = {
                                  "hosts"),
     "missing_ranks": (COLLECT_MORE, "the ranks the others waited for left no input, and the culprit is among them: "
                                     "bring the logs of {missing} and their hosts' kernel logs (dmesg -T)"),
-    "lagging_unexplained": (COLLECT_MORE, "{culprits} never arrived and no line of {its} says why (slow, stuck in host "
-                                          "code, or dead without a word): bring {its} stack while it hangs (`py-spy "
+    "lagging_unexplained": (COLLECT_MORE, "{culprits} never arrived and no line of {its} says why (slow, stuck or "
+                                          "dead without a word): bring {its} stack while it hangs (`py-spy "
                                           "dump --pid PID`, or `ncclcheck snapshot` on its node) and {its} "
                                           "flight-recorder dump (TORCH_NCCL_TRACE_BUFFER_SIZE=2000, "
                                           "TORCH_NCCL_DUMP_ON_TIMEOUT=1)"),

@@ -55,7 +55,7 @@ def verdict_panel(a: Analysis) -> Panel:
         body.append(roles)
     if v.action is not None:
         body.append("\naction: ", style="bold")
-        body.append(v.action.words())
+        body.append(v.action.headline())
     return Panel(Unbroken(body, boxed=True), title=f"verdict: {v.kind.value}", title_align="left",
                  border_style="green" if ok else "red")
 
@@ -187,6 +187,8 @@ def report(a: Analysis, quiet: bool = False) -> RenderableType:
     if a.verdict.chain:
         parts.append(Text("who waits for whom", style="bold underline"))
         chain = list(a.verdict.chain)
+        if a.verdict.culprit_ranks and a.verdict.waiting_ranks and chain[-1].endswith(" only waiting."):
+            chain.pop()  # the verdict's box already lists them ("culprit rank(s): 5; waiting 0-4, 6-7")
         if len(chain) > MAX_CHAIN:
             chain = chain[: MAX_CHAIN - 1] + [f"... {len(chain) - MAX_CHAIN + 1} more lines in --json"]
         parts += [Text(f"  {line}") for line in chain]
