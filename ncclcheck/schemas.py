@@ -8,7 +8,7 @@ start-up.
 
 from __future__ import annotations
 
-ANALYZE_LOG = 6  # analyze-log --json (render/json_out.py)
+ANALYZE_LOG = 7  # analyze-log --json (render/json_out.py)
 EXPLAIN = 5  # explain --json (render/explain.py; 5: model.unbuilt)
 SNAPSHOT = 3  # snapshot --json and its archive (3: analyze-log's verdict object with the live positions)
 PROBE = 1  # probe --format json (render/probe.py)

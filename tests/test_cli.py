@@ -21,7 +21,7 @@ def test_demo_incident_json_contract():
     r = runner.invoke(app, ["analyze-log", EXAMPLE, "--json"], catch_exceptions=False)
     assert (r.exit_code, r.stderr) == (1, "")
     j = json.loads(r.stdout)
-    assert j["schema_version"] == 6 and j["per_rank"] is None
+    assert j["schema_version"] == 7 and j["per_rank"] is None
     # Seven ranks timed out in the same all_reduce: one class of records, the first one's line as its evidence.
     (rec,) = j["records"]
     assert (rec["ranks"], rec["count"], rec["op_type"], rec["seq"], rec["numel_in"]) == (
@@ -119,7 +119,7 @@ def test_json_without_any_readable_input_is_still_an_object(tmp_path):
     r = runner.invoke(app, ["analyze-log", "--json", str(tmp_path / "missing.log"), str(empty)])
     assert r.exit_code == 3
     j = json.loads(r.stdout)
-    assert j["schema_version"] == 6 and j["verdict"] is None and j["records"] == []
+    assert j["schema_version"] == 7 and j["verdict"] is None and j["records"] == []
     assert [(p["file"], p["fatal"]) for p in j["problems"]] == [(str(tmp_path / "missing.log"), True), (str(empty), False)]
 
 

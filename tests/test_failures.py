@@ -209,7 +209,7 @@ def test_catalogue_is_documented():
 def test_json_carries_the_cause():
     r = runner.invoke(app, ["analyze-log", "--json", str(FAILURES / "ifname" / "console.log")])
     j = json.loads(r.stdout)
-    assert j["schema_version"] == 6
+    assert j["schema_version"] == 7
     c = j["verdict"]["cause"]
     assert (c["kind"], c["family"], c["ranks"], c["detail"]) == (
         "no_socket_interface", "setup", [0], "Bootstrap : no socket interface found")

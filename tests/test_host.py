@@ -170,7 +170,7 @@ def test_a_node_failure_and_a_time_limit_from_scontrol(tmp_path):
 def test_json_carries_the_records_and_their_joins():
     r = runner.invoke(app, ["analyze-log", "--json", str(REAL / "oom"), str(REAL / "dmesg-T.log")])
     j = json.loads(r.stdout)
-    assert j["schema_version"] == 6
+    assert j["schema_version"] == 7
     (oom,) = [e for e in j["events"]["system"] if e["kind"] == "oom_killed"]
     assert (oom["ranks"], oom["joined_by"], oom["pid"], oom["clock"], oom["details"]["limit_kb"]) == (
         "1", "pid", 506, "2026-11-25 11:37:29", "4194304")

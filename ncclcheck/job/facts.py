@@ -18,6 +18,7 @@ from ncclcheck.evidence.types import ErrorKind, Fact, FileScan, RankError
 from ncclcheck.job.hosts import join_events, peers_lost, rank_hosts
 from ncclcheck.job.model import Job, JobFacts
 from ncclcheck.job.slow import busy_lines, framework
+from ncclcheck.job.versions import read_versions
 
 # NCCL WARN lines that report a failure, not a fallback NCCL took on its own (no IB device, a path not found).
 _FAILING_WARN = re.compile(r"(?i)mismatch|truncated|fail|error|abort|timed? ?out|closed|unhandled")
@@ -49,6 +50,7 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         host_records=tuple(join_events(scans)),
         busy=busy_lines(scans),
         framework=framework(scans),
+        versions=read_versions(scans),
     )
 
 

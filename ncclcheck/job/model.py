@@ -33,6 +33,7 @@ from ncclcheck.findings import Finding
 from ncclcheck.job.causes import Diagnosis
 from ncclcheck.job.hosts import Joined, PeerLost
 from ncclcheck.job.live import LivePosition, StackGroup
+from ncclcheck.job.versions import Versions
 from ncclcheck.job.world import WorldStatement
 
 # Work.order's kinds, in the order they rank: a dump's record ids, then start stamps, then line numbers.
@@ -275,6 +276,7 @@ class JobFacts:
     host_records: tuple[Joined, ...] = ()  # every host and scheduler record, joined to its ranks
     busy: tuple[tuple[bool, Fact], ...] = ()  # busy lines (progress bars, "Evaluating"), each with "from a console"
     framework: tuple[str, Loc | None] = ("torch", None)  # the framework the lines show, with the line that shows it
+    versions: Versions = Versions()  # each rank's releases and settings, and what must agree across them (versions.py)
 
 
 @dataclass(frozen=True)

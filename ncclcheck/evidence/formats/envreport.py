@@ -10,6 +10,7 @@
   2.1.0+cu121 (True)`` (``(accelerator?)`` from transformers 4.5x), ``- GPU type: NVIDIA H100 80GB HBM3``.
 * DeepSpeed's ``deepspeed.initialize`` (deepspeed/__init__.py): ``DeepSpeed info: version=0.14.0, git-hash=unknown,
   git-branch=unknown`` on rank 0.
+  Its CPU section is lscpu's: ``Architecture: x86_64`` (or ``aarch64``).
 * ``nvidia-smi -L``: ``GPU 0: NVIDIA H200 (UUID: GPU-684da641-...)``, one line a GPU.
 
 A value a report could not collect (``N/A``, ``None``, ``not installed``, ``Could not collect``) says nothing and is
@@ -35,9 +36,10 @@ DEEPSPEED = re.compile(r"DeepSpeed info: version=(?P<v>[^,\s]+)|- DeepSpeed vers
 GPU_HEADING = re.compile(r"GPU models and configuration: ?(?:GPU (?P<i>\d+): (?P<name>.+?))?(?: \(UUID: [^)]*\))?$")
 GPU_TYPE = re.compile(r"- GPU type: (?P<name>.+)$")
 SMI = re.compile(r"GPU (?P<i>\d+): (?P<name>.+?) \(UUID: GPU-")
+ARCH = re.compile(r"(?<![\w-])Architecture: +(?P<v>x86_64|aarch64|arm64|ppc64le|s390x)\s*$")
 _GPU_LINE = re.compile(r"^GPU (?P<i>\d+): (?P<name>.+?)(?: \(UUID: [^)]*\))?$")
 _READS = ((TORCH, "torch"), (TORCH_CUDA, "torch_cuda"), (DRIVER, "driver"), (TRANSFORMERS, "transformers"),
-          (ACCELERATE, "accelerate"))
+          (ACCELERATE, "accelerate"), (ARCH, "cpu_arch"))
 ANYONE = Who()  # the facts are the line's process's (or its input's): the parser puts it on them
 
 
@@ -79,11 +81,11 @@ FORMAT = Format(
     name="environment report",
     words=("PyTorch version", "CUDA used to build PyTorch", "Nvidia driver version", "GPU models and configuration",
            "`transformers` version", "Accelerate` version", "Accelerate version", "DeepSpeed info", "DeepSpeed version",
-           "GPU type", "(UUID: GPU-"),
+           "GPU type", "(UUID: GPU-", "Architecture: "),
     # collect_env's GPU list under its heading: its lines hold no word of their own (a pasted report heads its log)
     head_words=("GPU ",),
     make=Lines,
-    patterns=(TORCH, TORCH_CUDA, DRIVER, TRANSFORMERS, ACCELERATE, DEEPSPEED, GPU_HEADING, GPU_TYPE, SMI),
+    patterns=(TORCH, TORCH_CUDA, DRIVER, TRANSFORMERS, ACCELERATE, DEEPSPEED, GPU_HEADING, GPU_TYPE, SMI, ARCH),
     samples=(
         Sample("PyTorch version: 2.2.2", _CE, (Fact(ANYONE, "torch", "2.2.2", AT),)),
         Sample("CUDA used to build PyTorch: 12.1", _CE, (Fact(ANYONE, "torch_cuda", "12.1", AT),)),
@@ -103,6 +105,8 @@ FORMAT = Format(
         Sample("[2024-05-02 10:11:12,345] [INFO] [logging.py:96:log_dist] [Rank 0] DeepSpeed info: version=0.14.0, "
                "git-hash=unknown, git-branch=unknown", "deepspeed/__init__.py initialize()'s log_dist line",
                (Fact(ANYONE, "deepspeed", "0.14.0", AT),)),
+        Sample("Architecture:                         x86_64", _CE + " (its CPU section, lscpu's first line)",
+               (Fact(ANYONE, "cpu_arch", "x86_64", AT),)),
         Sample("GPU 3: NVIDIA H200 (UUID: GPU-3e297fde-c062-7dce-9561-f5f861c48934)", "tests/data/gpu/env.txt",
                (Fact(ANYONE, "gpu_model", "NVIDIA H200", AT), Fact(ANYONE, "gpu_count", "4", AT))),
     ),
