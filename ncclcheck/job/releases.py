@@ -131,6 +131,7 @@ def _step(v: Versions) -> Finding | None:
         f"No cause of the catalogue explains this failure, and the job runs {runs}: a regression of one of these "
         f"releases is the next thing to rule out.",
         (),
-        f"if this began after an upgrade, run the previous release of {named[0][0]} (then of "
-        f"{', '.join(p for p, _ in named[1:]) or 'the rest of the stack'}) with everything else unchanged",
+        f"if this began after an upgrade, run the previous release of {named[0][0]}"
+        + (f" (then of {', '.join(p for p, _ in named[1:])})" if len(named) > 1 else "")
+        + " with everything else unchanged",
     )

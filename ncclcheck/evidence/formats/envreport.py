@@ -26,18 +26,18 @@ from collections.abc import Iterable
 from ncclcheck.evidence.formats.source import AT, Format, Sample
 from ncclcheck.evidence.types import Fact, Loc, Said, Who
 
-_V = r"(?P<v>\d+\.\d+[\w.+-]*)"  # a version: a value that was not collected never starts with a digit
+_V = r"(?P<v>\d+\.\d+[\w.+-]{0,40})"  # a version: a value that was not collected never starts with a digit
 TORCH = re.compile(r"PyTorch version(?: \((?:GPU|accelerator)\?\))?: " + _V)
 TORCH_CUDA = re.compile(r"CUDA used to build PyTorch: " + _V)
 DRIVER = re.compile(r"Nvidia driver version: " + _V)
 TRANSFORMERS = re.compile(r"`transformers` version: " + _V)
 ACCELERATE = re.compile(r"- (?:`Accelerate` version|Accelerate version): " + _V)
 DEEPSPEED = re.compile(r"DeepSpeed info: version=(?P<v>[^,\s]+)|- DeepSpeed version: " + _V.replace("<v>", "<w>"))
-GPU_HEADING = re.compile(r"GPU models and configuration: ?(?:GPU (?P<i>\d+): (?P<name>.+?))?(?: \(UUID: [^)]*\))?$")
-GPU_TYPE = re.compile(r"- GPU type: (?P<name>.+)$")
-SMI = re.compile(r"GPU (?P<i>\d+): (?P<name>.+?) \(UUID: GPU-")
+GPU_HEADING = re.compile(r"GPU models and configuration: ?(?:GPU (?P<i>\d+): (?P<name>.{1,200}?))?(?: \(UUID: [^)]{0,80}\))?$")
+GPU_TYPE = re.compile(r"- GPU type: (?P<name>.{1,200})$")
+SMI = re.compile(r"GPU (?P<i>\d+): (?P<name>[^()]{1,200}?) \(UUID: GPU-")
 ARCH = re.compile(r"(?<![\w-])Architecture: +(?P<v>x86_64|aarch64|arm64|ppc64le|s390x)\s*$")
-_GPU_LINE = re.compile(r"^GPU (?P<i>\d+): (?P<name>.+?)(?: \(UUID: [^)]*\))?$")
+_GPU_LINE = re.compile(r"^GPU (?P<i>\d+): (?P<name>.{1,200}?)(?: \(UUID: [^)]{0,80}\))?$")
 _READS = ((TORCH, "torch"), (TORCH_CUDA, "torch_cuda"), (DRIVER, "driver"), (TRANSFORMERS, "transformers"),
           (ACCELERATE, "accelerate"), (ARCH, "cpu_arch"))
 ANYONE = Who()  # the facts are the line's process's (or its input's): the parser puts it on them
@@ -81,7 +81,7 @@ FORMAT = Format(
     name="environment report",
     words=("PyTorch version", "CUDA used to build PyTorch", "Nvidia driver version", "GPU models and configuration",
            "`transformers` version", "Accelerate` version", "Accelerate version", "DeepSpeed info", "DeepSpeed version",
-           "GPU type", "(UUID: GPU-", "Architecture: "),
+           "GPU type", "(UUID: GPU-", "Architecture:"),
     # collect_env's GPU list under its heading: its lines hold no word of their own (a pasted report heads its log)
     head_words=("GPU ",),
     make=Lines,

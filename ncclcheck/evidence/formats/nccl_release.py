@@ -29,12 +29,12 @@ from collections.abc import Iterable
 from ncclcheck.evidence.formats.source import AT, Format, Sample
 from ncclcheck.evidence.types import Fact, Loc, Said, Who
 
-BUILD = re.compile(r"NCCL version \d+\.\d+\.\d+[\w.-]*\+cuda(?P<cuda>\d+\.\d+)")
+BUILD = re.compile(r"NCCL version \d+\.\d+\.\d+[\w.-]{0,16}\+cuda(?P<cuda>\d+\.\d+)")
 DRIVER = re.compile(r"cudaDriverVersion (?P<v>\d+)")
-PLUGIN = re.compile(r"NET/Plugin: Loaded net plugin (?P<name>.+?) \((?P<api>v\d+)\)")
-INTERNAL = re.compile(r"NET/Plugin ?: (?:dlerror=.*)?(?:No plugin found|Could not find:|Using internal network plugin)")
+PLUGIN = re.compile(r"NET/Plugin: Loaded net plugin (?P<name>[^()]{1,80}?) \((?P<api>v\d+)\)")
+INTERNAL = re.compile(r"NET/Plugin ?: (?:dlerror=.{0,400}?)?(?:No plugin found|Could not find:|Using internal network plugin)")
 OFI = re.compile(r"NET/OFI Initializing aws-ofi-nccl (?P<v>\S+)")
-LIBFABRIC = re.compile(r"NET/OFI Using Libfabric version (?P<v>\d+\.\d+\S*)")
+LIBFABRIC = re.compile(r"NET/OFI Using Libfabric version (?P<v>\d+\.\d+\S{0,16})")
 LOCAL = re.compile(r"nRanks (?P<n>\d+) nNodes \d+ localRanks (?P<local>\d+) ")
 ANYONE = Who()  # the facts are the line's process's: the parser puts it on them
 
