@@ -117,11 +117,12 @@ def test_a_rank_on_another_release_is_named_with_the_consequence(tmp_path):
     found = {f.code: f for f in a.verdict.findings}
     version = found["nccl-version-differs"]
     assert version.severity is Severity.ERROR
-    assert version.message.startswith("NCCL version differs (odd one out: 3). NCCL compares every rank's version")
+    assert version.message.startswith("NCCL version differs (odd one out: rank 3). NCCL compares every rank's version")
     assert "hang at init" in version.message
-    assert version.evidence == ("2.28.9 (0-2)", "2.27.3 (3)")
-    assert found["ib-setting-differs"].evidence == ("0 (0-2)", "unset (3)")
-    assert found["interfaces-differ"].evidence == ("eth0 (0-2)", "eth1 (3)")
+    assert version.evidence == ("2.28.9 (ranks 0-2)", "2.27.3 (rank 3)")
+    assert version.fix == "make NCCL version the same on every rank (change rank 3)"
+    assert found["ib-setting-differs"].evidence == ("0 (ranks 0-2)", "unset (rank 3)")
+    assert found["interfaces-differ"].evidence == ("eth0 (ranks 0-2)", "eth1 (rank 3)")
     assert {"driver-differs", "nccl-build-differs"} <= set(found)
 
 
@@ -190,3 +191,21 @@ def test_an_architecture_bound_regression_needs_the_architecture(tmp_path):
     assert [f.code for f in x86] == ["releases-to-check"]
     assert [f.code for f in arm] == ["known-regression", "releases-to-check"]
     assert re.search(r"aarch64 hosts", arm[0].message)
+
+
+_KEYS = st.sampled_from(["nccl_version", "cuda_driver", "net_socket", "gpu_count", "NCCL_IB_HCA", "TORCH_NCCL_X"])
+
+
+@given(st.lists(st.tuples(st.one_of(st.none(), st.integers(0, 7)), _KEYS, st.sampled_from(["1", "2", "[0]eth0:x<0>"])),
+                max_size=40))
+def test_every_member_is_in_one_group_of_a_row_or_unknown(facts):
+    """Per aspect, the members that said it are grouped by value, each once; the others are unknown."""
+    from ncclcheck.evidence.types import Fact, FileScan, Who
+
+    scan = FileScan("f.log", None, 0, 0, (), facts=tuple(
+        Fact(Who(global_rank=r), k, v, Loc("f.log", i + 1)) for i, (r, k, v) in enumerate(facts)))
+    versions = read_versions([scan])
+    for row in versions.rows:
+        held = [m for g in row.groups for m in g.members] + list(row.unknown)
+        assert sorted(held) == sorted(versions.members)
+        assert len(row.groups) == len({g.value for g in row.groups})

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ncclcheck.evidence.types import Fact, FileScan
 from ncclcheck.findings import Finding, Severity
@@ -77,14 +77,24 @@ def _ib(values: Sequence[str]) -> str:
     return ", ".join(dict.fromkeys(m[1] for v in values for m in _IB_DEVICE.finditer(v.split(";")[0]))) or "none"
 
 
+_OF = re.compile(r"(\d+) of (\d+)")
+
+
 def _largest_comm(values: Sequence[str]) -> str:
     """``4 of 8`` per communicator: the ranks on this node of the largest one (the world's)."""
-    return max(values, key=lambda v: int(v.rsplit(" ", 1)[-1])).split(" ", 1)[0]
+    comms = [(int(m[2]), m[1]) for v in values if (m := _OF.fullmatch(v))]
+    return max(comms)[1] if comms else _distinct(values)
+
+
+def _most(values: Sequence[str]) -> str:
+    """A count printed as a list grows (GPU 0, GPU 1, ...): the largest."""
+    counts = [int(v) for v in values if v.isdigit()]
+    return str(max(counts)) if counts else _distinct(values)
 
 
 # How one member's several printings of an aspect become its one value (the default: each distinct value, in order).
 _COMBINE: Mapping[str, Callable[[Sequence[str]], str]] = {
-    "GPU count": lambda vs: str(max(int(v) for v in vs)),
+    "GPU count": _most,
     "ranks per node": _largest_comm,
     "bootstrap interface": lambda vs: ", ".join(dict.fromkeys(map(_first_interface, vs))),
     "NCCL interfaces": _sockets,
@@ -200,8 +210,26 @@ def _member_order(member: str) -> tuple[int, int, str]:
 
 
 def agreement_findings(v: Versions) -> tuple[Finding, ...]:
-    """One finding per aspect the ranks disagree on, with its usual consequence and the odd ones named."""
-    return disagreements(v.compared, LOG_RULES, member="rank")
+    """One finding per aspect the ranks disagree on, with its usual consequence and the odd ones named (ranks as
+    ``rank 3``, ``ranks 0-2``: probe's words name hosts)."""
+    rows = [r for r in v.compared if not r.agrees]
+    return tuple(_as_ranks(f, r) for f, r in zip(disagreements(rows, LOG_RULES, member="rank"), rows, strict=True))
+
+
+def ranks_word(members: Sequence[str]) -> str:
+    """Members as people read them, ranks with their word: ``rank 3``, ``ranks 0-2``, ``run.log``."""
+    if members and all(m.isdigit() for m in members):
+        return f"rank{'s' if len(members) > 1 else ''} {names(members)}"
+    return names(members)
+
+
+def _as_ranks(f: Finding, row: Row) -> Finding:
+    odd = row.odd
+    said = f"out: {names(odd)})"
+    return replace(
+        f, message=f.message.replace(said, f"out: {ranks_word(odd)})", 1) if odd else f.message,
+        evidence=tuple(f"{value_text(g.value)} ({ranks_word(g.members)})" for g in row.groups),
+        fix=f.fix.replace(f"(change {names(odd)})", f"(change {ranks_word(odd)})") if f.fix and odd else f.fix)
 
 
 def releases_line(v: Versions) -> str | None:

@@ -11,14 +11,8 @@ from typing import Any
 
 from rich.text import Text
 
-from ncclcheck.job.versions import Versions, releases_line
+from ncclcheck.job.versions import Versions, ranks_word, releases_line
 from ncclcheck.probe.agree import Row, names, value_text
-
-
-def _who(members: tuple[str, ...]) -> str:
-    if all(m.isdigit() for m in members):
-        return f"rank{'s' if len(members) > 1 else ''} {names(members)}"
-    return names(members)
 
 
 def _values(row: Row) -> str:
@@ -35,7 +29,7 @@ def versions_lines(v: Versions) -> list[Text]:
         differ = [r for r in compared if not r.agrees]
         members = tuple(dict.fromkeys(m for r in compared for g in r.groups for m in g.members))
         agree = len(compared) - len(differ)
-        head = f"across {_who(members)}: {agree} aspect{'s' if agree != 1 else ''} agree"
+        head = f"across {ranks_word(members)}: {agree} aspect{'s' if agree != 1 else ''} agree"
         out.append(Text(head + (f", {len(differ)} differ{'s' if len(differ) == 1 else ''}:" if differ else "")))
         out += [Text(f"  {r.aspect}: {_values(r)}") for r in differ]
     return out
