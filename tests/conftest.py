@@ -31,6 +31,15 @@ def run(*paths: str | os.PathLike[str]) -> Analysis:
 
 
 @pytest.fixture(autouse=True)
+def _width_from_each_run() -> None:
+    """Rich fixes a console's width from COLUMNS when the console is made (once, at import): each CliRunner call's
+    COLUMNS must count, whichever test imported the console first, so the width is read anew for every test."""
+    from ncclcheck.console import console, err_console
+
+    console._width = err_console._width = None  # Rich's own attribute: None reads COLUMNS at every render
+
+
+@pytest.fixture(autouse=True)
 def _own_table_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test gets an empty table cache of its own: none reads another's tables or the user's."""
     monkeypatch.setenv("NCCLCHECK_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))

@@ -19,6 +19,7 @@ from ncclcheck.job.hosts import join_events, peers_lost, rank_hosts
 from ncclcheck.job.model import Job, JobFacts
 from ncclcheck.job.reasons import FAILED, source_of, stated_lines
 from ncclcheck.job.slow import busy_lines, framework
+from ncclcheck.job.versions import read_versions
 
 _FP_SEQ = re.compile(r"SequenceNumber=(\d+)")
 
@@ -48,6 +49,7 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         busy=busy_lines(scans),
         framework=framework(scans),
         stated=stated_lines(scans),
+        versions=read_versions(scans),
     )
 
 

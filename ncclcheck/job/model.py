@@ -35,6 +35,7 @@ from ncclcheck.job.causes import Diagnosis
 from ncclcheck.job.hosts import Joined, PeerLost
 from ncclcheck.job.live import LivePosition, StackGroup
 from ncclcheck.job.reasons import Stated
+from ncclcheck.job.versions import Versions
 from ncclcheck.job.world import WorldStatement
 
 if TYPE_CHECKING:  # job/actions.py decides it from the model: imported here for its type only
@@ -281,6 +282,7 @@ class JobFacts:
     busy: tuple[tuple[bool, Fact], ...] = ()  # busy lines (progress bars, "Evaluating"), each with "from a console"
     framework: tuple[str, Loc | None] = ("torch", None)  # the framework the lines show, with the line that shows it
     stated: tuple[Stated, ...] = ()  # every line of a known source that states a failure (job/reasons.py)
+    versions: Versions = Versions()  # each rank's releases and settings, and what must agree across them (versions.py)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from ncclcheck.job.model import STATED_LIMIT as LISTED
 from ncclcheck.job.model import Analysis, Edge, Group, GroupId, Job, Position, RankState, Record, Verdict, Work
 from ncclcheck.job.reasons import Stated
 from ncclcheck.ranks import ranges, ranges_of
+from ncclcheck.render.versions import versions_json
 from ncclcheck.schemas import ANALYZE_LOG as SCHEMA_VERSION
 
 
@@ -539,6 +540,7 @@ def analysis_json(a: Analysis, per_rank: bool = False) -> dict[str, Any]:
             "edges": _edges(job.edges),
             "roots": [r for r in job.roots if r >= 0],
             "trail_leaves_inputs": any(r < 0 for r in job.roots),
+            "versions": versions_json(job.facts.versions),
         },
         "events": _folded_events(a),
         "flight_recorder": _dumps(a.scans),

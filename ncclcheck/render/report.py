@@ -16,6 +16,7 @@ from ncclcheck.console import Fit, Unbroken, fit_table, unbroken
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.model import Analysis, EndKind, RankState, VerdictKind
 from ncclcheck.ranks import compact, ranges_of
+from ncclcheck.render.versions import versions_lines
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 MAX_ROWS = 12
@@ -198,6 +199,7 @@ def report(a: Analysis, quiet: bool = False) -> RenderableType:
         if hidden:
             parts.append(Text(f"... {hidden} more states in --json", style="dim"))
     parts.append(unbroken(Text(world_line(a))))
+    parts += versions_lines(a.job.facts.versions)
     findings = [f for f in a.verdict.findings if f.code != a.verdict.kind.value.replace("_", "-")]
     if findings:
         parts.append(Text("findings", style="bold underline"))

@@ -1,0 +1,137 @@
+"""The releases a failure may be due to: where no cause of the catalogue explains it, the releases the job runs are
+the next thing to rule out, and a release with a known regression is named with its source.
+
+The table of known regressions is data (``regressions.toml`` beside this module), each entry confirmed by the
+vendor's release notes or the upstream thread that found and fixed it. A release is compared by its numbers only
+(``2.21.5+cuda12.4`` is 2.21.5); an entry bound to a CPU architecture is named only where the inputs show that
+architecture.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ncclcheck.findings import Finding, Severity
+from ncclcheck.job.model import VerdictKind
+from ncclcheck.job.versions import Versions
+from ncclcheck.probe.agree import names
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+TABLE = Path(__file__).with_name("regressions.toml")
+_KEYS = {"product", "first", "last", "fixed", "symptom", "when", "source", "confirmed"}
+_NUMBERS = re.compile(r"\d+(?:\.\d+)*")
+# Verdicts where a release is worth ruling out when no catalogued cause explains them: NCCL failed, or every rank
+# hangs without one that failed first. (A mismatch is the program's; a rank that failed first has its own error.)
+_RELEASE_SUSPECT = frozenset({VerdictKind.NCCL_ERROR, VerdictKind.SETUP_FAILURE, VerdictKind.ALL_RANKS_STUCK,
+                              VerdictKind.WATCHDOG_STUCK})
+# The releases the step names, in the order to try them, each with what "the previous release" means for it.
+_TRY = (("NCCL version", "NCCL"), ("PyTorch version", "PyTorch"), ("aws-ofi-nccl version", "aws-ofi-nccl"),
+        ("Libfabric version", "Libfabric"), ("DeepSpeed version", "DeepSpeed"), ("driver", "the NVIDIA driver"))
+
+
+class RegressionTableError(ValueError):
+    """The table cannot be read: the message names the file and the entry."""
+
+
+@dataclass(frozen=True)
+class Regression:
+    product: str  # the aspect of the version table: "NCCL version", "PyTorch version"
+    first: tuple[int, ...]
+    last: tuple[int, ...]
+    fixed: str
+    symptom: str
+    when: str
+    source: str
+    confirmed: str
+    arch: str | None = None
+
+    def covers(self, version: str) -> bool:
+        v = release(version)
+        return v is not None and self.first <= v <= self.last
+
+
+def release(version: str) -> tuple[int, ...] | None:
+    """A release's numbers: ``2.21.5+cuda12.4`` -> (2, 21, 5); None for a value that is no release."""
+    m = _NUMBERS.match(version.strip())
+    return tuple(int(x) for x in m[0].split(".")) if m else None
+
+
+@functools.cache
+def regressions() -> tuple[Regression, ...]:
+    """The table, checked: every entry has every key, and its releases read as numbers."""
+    data = tomllib.loads(TABLE.read_text(encoding="utf-8"))
+    out = []
+    for i, entry in enumerate(data.get("regression", [])):
+        keys = set(entry) - {"arch"}
+        if keys != _KEYS:
+            raise RegressionTableError(f"{TABLE.name}: entry {i + 1}: keys {sorted(keys ^ _KEYS)} missing or unknown")
+        first, last = release(entry["first"]), release(entry["last"])
+        if first is None or last is None or first > last:
+            raise RegressionTableError(f"{TABLE.name}: entry {i + 1}: first/last are not releases in order")
+        out.append(Regression(entry["product"], first, last, entry["fixed"], entry["symptom"], entry["when"],
+                              entry["source"], entry["confirmed"], entry.get("arch")))
+    return tuple(out)
+
+
+def release_findings(v: Versions, kind: VerdictKind, explained: bool) -> list[Finding]:
+    """Where a failure has no cause in the catalogue: the known regressions of the releases the job runs, and the
+    step to rule the releases out."""
+    if explained or kind not in _RELEASE_SUSPECT or not v.releases:
+        return []
+    out = [_known(r, v) for r in regressions() if _runs(r, v)]
+    step = _step(v)
+    return [*out, step] if step is not None else out
+
+
+def _runs(r: Regression, v: Versions) -> bool:
+    row = v.row(r.product)
+    if row is None or not any(g.value is not None and r.covers(g.value) for g in row.groups):
+        return False
+    if r.arch is None:
+        return True
+    arch = v.row("CPU architecture")
+    return arch is not None and any(g.value == r.arch for g in arch.groups)
+
+
+def _known(r: Regression, v: Versions) -> Finding:
+    row = v.row(r.product)
+    assert row is not None  # _runs found it
+    hit = [g for g in row.groups if g.value is not None and r.covers(g.value)]
+    who = " and ".join(f"{g.value} ({names(g.members)})" for g in hit)
+    return Finding(
+        Severity.WARNING, "known-regression",
+        f"The job runs {r.product.removesuffix(' version')} {who}, a release with a known regression: {r.symptom}. "
+        f"It applies when {r.when}; fixed in {r.fixed} ({r.confirmed}).",
+        (r.source,),
+        f"if the job matches, run {r.product.removesuffix(' version')} {r.fixed} or later, or the release before "
+        f"{hit[0].value}",
+    )
+
+
+def _step(v: Versions) -> Finding | None:
+    """The releases to rule out, most likely first: each with the value(s) the job runs."""
+    named = []
+    for aspect, product in _TRY:
+        row = v.row(aspect)
+        if row is not None and any(g.value is not None for g in row.groups):
+            named.append((product, ", ".join(g.value for g in row.groups if g.value is not None)))
+    if not named:
+        return None
+    runs = "; ".join(f"{p} {values}" for p, values in named)
+    return Finding(
+        Severity.INFO, "releases-to-check",
+        f"No cause of the catalogue explains this failure, and the job runs {runs}: a regression of one of these "
+        f"releases is the next thing to rule out.",
+        (),
+        f"if this began after an upgrade, run the previous release of {named[0][0]}"
+        + (f" (then of {', '.join(p for p, _ in named[1:])})" if len(named) > 1 else "")
+        + " with everything else unchanged",
+    )
