@@ -20,7 +20,7 @@ An anchor must be a byte that chatter rarely holds: ``F`` or ``T`` would stop at
 
 Every line the parser reads into an error, a clue, a death by signal, a launcher's or a host's report or an
 ending is kept wherever it stands, whatever its neighbours: the parser tests each line for one of a few cheap
-words before any of its patterns (``logparse.KEEP_WORDS``, made from those very tests), and each block is
+words before any of its patterns (``formats.KEEP_WORDS``, each source's own words), and each block is
 searched for those words whole (``WHOLE_WORDS``, derived from them, never listed here).  A new pattern read behind
 one of the parser's tests is therefore found at any offset; tests/test_keep.py holds every alternative of every
 such pattern, and every cause of the catalogue, to it.
@@ -77,7 +77,6 @@ from ncclcheck import cachedir
 from ncclcheck.evidence import formats
 from ncclcheck.evidence.encoding import Transcoded, is_binary, sniff
 from ncclcheck.evidence.inflate import InflateLimit, bounded
-from ncclcheck.evidence.logparse import KEEP_WORDS
 
 try:  # SIMD substring search and byte counting; the pure-Python path below is kept, and measured beside it
     import stringzilla as _sz
@@ -149,7 +148,8 @@ _HEAD_WANTED = re.compile(
 # Every line the parser reads into an error, a clue, a death by signal, a launcher's or a host's report, an ending
 # or a setting holds one of its ``KEEP_WORDS`` (the words its own cheap tests look for): each block is searched for them whole,
 # so such a line is kept wherever it stands.  A word that holds another is left out: the shorter finds its lines.
-WHOLE_WORDS = tuple(sorted({w.encode() for w in KEEP_WORDS if not any(o != w and o in w for o in KEEP_WORDS)}))
+WHOLE_WORDS = tuple(sorted({w.encode() for w in formats.KEEP_WORDS
+                           if not any(o != w and o in w for o in formats.KEEP_WORDS)}))
 BEFORE = 8
 AFTER = 16
 HEAD = 16 << 10

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from ncclcheck.evidence.types import JobStop, Loc, Said, WorkerEnd
+from ncclcheck.evidence.types import JobStop, Loc, Read, Said, WorkerEnd
 
 # Where a sample's events are said to be read: the registry's test compares events with their place set to this.
 AT = Loc("sample", 0)
@@ -26,7 +26,7 @@ AT = Loc("sample", 0)
 class Reader(Protocol):
     """One input's lines of one source, read in order (a report may span lines: its state lives here)."""
 
-    def feed(self, text: str, loc: Loc) -> Iterable[Said]:
+    def feed(self, text: str, loc: Loc) -> Iterable[Read]:
         """The events one line (repaired: ``evidence/repair.clean``) says; nothing for any other line."""
         ...
 
@@ -38,7 +38,7 @@ class Sample:
 
     line: str
     cite: str
-    reads: tuple[Said, ...]
+    reads: tuple[Read, ...]
     before: tuple[str, ...] = ()
 
 
@@ -80,6 +80,13 @@ class LineSource(Protocol):
         ...
     @property
     def samples(self) -> tuple[Sample, ...]: ...
+    @property
+    def logical(self) -> bool:
+        """Whether the assembler (evidence/parse.py) reads the source's lines itself, as logical lines (hard wraps
+        joined) with the line's process known, in its own order (a record, an error, a host's record: each read
+        after the line's launcher reports and before the next source's); else each physical line holding one of its
+        words is fed to its reader first, and what it yields joined to ranks."""
+        ...
     def reader(self) -> Reader: ...
 
 
@@ -97,6 +104,7 @@ class Format:
     rank_marks: tuple[tuple[str, re.Pattern[str]], ...] = ()
     pid_tags: tuple[re.Pattern[str], ...] = ()
     path_ranks: tuple[re.Pattern[str], ...] = ()
+    logical: bool = False
 
     def reader(self) -> Reader:
         return self.make()
