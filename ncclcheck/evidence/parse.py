@@ -13,14 +13,13 @@ prefix, a launcher's tag, a node's label or a PID names, an error counted once p
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import replace
 
 from ncclcheck import signals
 from ncclcheck.evidence import formats
 from ncclcheck.evidence.formats import busy, errors, nccl, nccl2, pgnccl, world
-from ncclcheck.evidence.formats.collectors import LABEL, NODE_LABEL
+from ncclcheck.evidence.formats.collectors import LABEL
 from ncclcheck.evidence.formats.elastic import Table
 from ncclcheck.evidence.formats.host import Records as HostRecords
 from ncclcheck.evidence.repair import (
@@ -66,28 +65,14 @@ from ncclcheck.evidence.types import (
     WorkerStarted,
     WorkMention,
 )
+from ncclcheck.evidence.whose import PREFIX, ROLE_RANK, Processes, went_on
 
-# "[rank3]:" as torchrun prints it; also with its "[" lost at the start of a paste, or "[rank3[]:" mangled.
-# "[ rank3]:" or "rank3]:" at the start, after a space or after ":)|>" (a run of spaces is its own boundary)
-_GLOBAL_RANK = re.compile(r"(?:\[\s*|(?<![^\s:)|>]))rank(?P<rank>\d+)\[?\]:")
-_ROLE_RANK = re.compile(r"\[[A-Za-z_]+?(?P<rank>\d+)\]:")
-# A rank prefix further along a line, right before the c10 header it belongs to.
-_GLUED_RANK = re.compile(r"\[rank(?P<rank>\d+)\]:(?=\[[EWIF]\d)")
-# What precedes a record's text: a collector's own prefix (pdsh's "worker-4: ", a CRI timestamp, "[time] node4 ")
-# when a rank tag follows it, then the launcher's rank tags, Ray's actor prefix and quoting marks.
-_PY_PREFIX = re.compile(
-    r"^(?:.{0,160}?(?=\[[A-Za-z_]*\d+\]:))?"
-    r"(?:\s*(?:\([\w.\[\]=]+ pid=\d+(?:, ip=[\d.]+)?\)|\[[A-Za-z_]*\d+\]:|\[rank: \d+\]|>|`+|\*\*|"
-    + formats.RANK_TAG_TEXT + r"))+\s?"
-)
 # Words one of which a line with a fact (or an error) holds: plain substring tests, cheaper than one alternation.
 _FACT_WORDS = ("initialization options", "Terminating the process", "NCCL version", "Bootstrap", "NET/",
                "Using network", "TIMEOUT(ms)", "nranks", "set by environment", "NCCL WARN",
                "WORLD_SIZE", "world_size", "Num processes", "store-based barrier", "nnodes", "max_nodes", "nproc",
                "destroy_process_group", "completed", "finished")
-_TRACEBACK_PARTS = ("Traceback", "File ", "During handling", "The above exception", "^", "~", "[")
 
-DETAIL_WITHIN = 200  # the line under "Last error:" is its process's next line; other ranks' lines may come between
 MAX_MESSAGE = 2000  # an OOM message lists every process on the GPU; its own numbers come last
 # What the assembler keeps of what the sources read, by kind (each is one field of the FileScan).
 _KEPT = ((WorkMention, "_works"), (StatusMention, "_statuses"), (DumpSignal, "_dumps"), (Heartbeat, "_heartbeats"),
@@ -102,19 +87,12 @@ class LogParser:
         self.file = file
         self.path_rank = path_rank
         self._works: list[WorkMention] = []
-        self._node_offset = 0  # where [defaultN]: is a node's rank: the first global rank of this file's node
-        self._role_global: dict[int, int] = {}  # launcher tag N -> global rank, from lines that carry both
-        # Behind a collector's node label ("node1: [default1]:", pdsh or srun -l running torchrun on each node): the
-        # node's first global rank (-1 where its lines disagree), and the (label, local tag) pairs seen before it
-        self._node_base: dict[str, int] = {}
-        self._node_tags: set[tuple[str, int]] = set()
+        self._procs = Processes(path_rank)  # whose each line is
         self._node_agents: list[tuple[str, int]] = []  # (label, index in _elastic) of a node's agent lines
-        self._pid_rank: dict[int, int] = {}  # a worker's PID -> its global rank, where the launcher pairs them
         # The PID the launcher names on the current line; each PID's last error; errors their process outlived
         self._line_pid: int | None = None
         self._pid_error: dict[int, int] = {}
         self._outlived: set[int] = set()
-        self._whos: dict[tuple[int | None, int | None], Who] = {}
         self._statuses: list[StatusMention] = []
         self._dumps: list[DumpSignal] = []
         self._heartbeats: list[Heartbeat] = []
@@ -136,10 +114,7 @@ class LogParser:
         self._nccl_errors: set[tuple[int | None, str]] = set()
         self._clues: list[Clue] = []
         self._clue_keys: set[tuple[int | None, str, str]] = set()
-        # "Last error:" lines whose text is on their process's next line, by process; and whether lines were left
-        # out of the selection since (the one under it may be among them)
-        self._await_detail: dict[Who, tuple[Loc, bool]] = {}
-        self._prev_line = 0
+        self._last_errors = nccl.LastErrors()  # "Last error:" lines whose text is on their process's next line
         self._system: list[SystemEvent] = []
         # The sources read here on logical lines (formats.FORMATS' ``logical`` ones), each one input's reader
         self._records = pgnccl.Records()
@@ -152,9 +127,7 @@ class LogParser:
     # ------------------------------------------------------------------ feeding
     def feed(self, lineno: int, raw: bytes) -> None:
         """Take one physical line (without its newline)."""
-        if self._await_detail and lineno != self._prev_line + 1:
-            self._await_detail = {w: (loc, True) for w, (loc, _) in self._await_detail.items()}
-        self._prev_line = lineno
+        self._last_errors.line(lineno)
         bar = last_bar(raw) if b"%|" in raw and b"\r" in raw else None
         text = clean(raw)
         if not self._replaced and "\ufffd" in text:
@@ -177,17 +150,17 @@ class LogParser:
                 for e in source.feed(text, Loc(self.file, lineno))] if any(map(text.__contains__, formats.GATE)) else ()
         for e in said:
             if isinstance(e, PidRank):  # a PID paired with its rank names this very line's process
-                self._pid_rank.setdefault(e.pid, e.rank)
+                self._procs.pid_rank.setdefault(e.pid, e.rank)
             elif isinstance(e, WorkerStarted):
                 self._spawned(e)
             elif isinstance(e, WorkerDied):
                 self._died(e)
         self._line_pid = formats.pid_tag(text) if text.startswith("(") else None
-        if self._line_pid in self._pid_error and _went_on(text):
+        if self._line_pid in self._pid_error and went_on(text):
             self._outlived.add(self._pid_error.pop(self._line_pid))
-        who = self._who(text)
+        who = self._procs.who(text)
         if who.global_rank is None and self._carry is not None and self._carry[0] == lineno - 1 and text \
-                and not HEADER.search(text) and not _ROLE_RANK.match(text) \
+                and not HEADER.search(text) and not ROLE_RANK.match(text) \
                 and not (text.startswith("(") and formats.pid_tag(text) is not None):
             # A line with no prefix and no header of its own, right under a prefixed line: the rest of that line
             # (a terminal wraps it anywhere, also inside the prefix's record) or what the same process printed next.
@@ -195,7 +168,7 @@ class LogParser:
         self._carry = (lineno, who) if who.global_rank is not None and text else None
         # A rank named only through its PID (Ray's prefix) is seen where a line of it says something (a record, an
         # error): its ordinary lines reach the parser or not by the reader's choice, and what was seen must not.
-        if who.global_rank is not None and not (self._line_pid is not None and self._line_pid in self._pid_rank):
+        if who.global_rank is not None and not (self._line_pid is not None and self._line_pid in self._procs.pid_rank):
             self._ranks.add(who.global_rank)
         if bar is not None:
             self._busy(who, bar, Loc(self.file, lineno))
@@ -222,16 +195,14 @@ class LogParser:
                 InputProblem(self.file, "contains bytes that are not UTF-8 (shown as U+FFFD)", fatal=False)
             )
         for label, i in self._node_agents:  # a node's local rank, placed by its node's first rank, or unplaced
-            base, e = self._node_base.get(label, -1), self._elastic[i]
-            self._elastic[i] = replace(e, rank=base + e.local_rank if base >= 0 and e.local_rank is not None else None)
+            self._elastic[i] = replace(self._elastic[i], rank=self._procs.node_rank(label, self._elastic[i].local_rank))
         if any(not e.agent_line for e in self._elastic):  # the failure table names global ranks: it speaks for them
             self._elastic = [e for e in self._elastic if not e.agent_line]
-        node = self._node_ranks()
+        node, offset = self._procs.node_ranks(self._works)
         if node:
-            self._rewho(node)
+            self._rewho(node, offset)
         ranks = set(self._ranks) | {w.global_rank for w in node.values() if w.global_rank is not None}
-        # A node's local tags seen before a line placed them: those processes wrote here.
-        ranks |= {base + local for label, local in self._node_tags if (base := self._node_base.get(label, -1)) >= 0}
+        ranks |= self._procs.placed()
         if self.path_rank is not None:
             ranks.add(self.path_rank)
         elif bytes_read and not ranks and not self._problems and not any(
@@ -265,30 +236,9 @@ class LogParser:
             problems=tuple(self._problems),
         )
 
-    def _node_ranks(self) -> dict[Who, Who]:
-        """torchrun's ``[defaultN]:`` is the rank on its node, and torch 2.0-2.1 print no ``[rankN]:``: the job-wide
-        rank is only the watchdog's ``[Rank K]``. Where every such process of this file names one K, and K is its
-        node rank plus one offset for all of them (a node's ranks are consecutive), K is its global rank; a
-        subgroup's ranks (every process naming the same few) do not fit that and are left alone."""
-        if self.path_rank is not None:
-            return {}
-        named: dict[Who, set[int]] = {}
-        for w in self._works:
-            if w.who.global_rank is None and w.who.path_rank is not None and w.rank is not None:
-                named.setdefault(w.who, set()).add(w.rank)
-        offsets = {next(iter(ks)) - who.path_rank for who, ks in named.items() if len(ks) == 1}  # type: ignore[operator]
-        if not named or any(len(ks) != 1 for ks in named.values()) or len(offsets) != 1:
-            return {}
-        offset = offsets.pop()
-        if offset < 0:
-            return {}
-        self._node_offset = offset
-        return {who: self._one_who(who.path_rank + offset, None) for who in list(self._whos.values())
-                if who.global_rank is None and who.path_rank is not None}
-
-    def _rewho(self, node: dict[Who, Who]) -> None:
-        """Put the global ranks found by :meth:`_node_ranks` on everything this file read."""
-        if self._node_offset:  # ranks past the first node: the [Rank K] printed is the world group's
+    def _rewho(self, node: dict[Who, Who], offset: int) -> None:
+        """Put the global ranks found by ``Processes.node_ranks`` on everything this file read."""
+        if offset:  # ranks past the first node: the [Rank K] printed is the world group's
             world_pg = PG(id="0", desc="default_pg")
             self._works[:] = [replace(w, pg=world_pg) if w.who in node and w.pg is None else w for w in self._works]
         for name in ("_works", "_statuses", "_dumps", "_heartbeats", "_desync", "_mismatches", "_errors", "_elastic",
@@ -303,69 +253,13 @@ class LogParser:
         """Record a reading problem for this input."""
         self._problems.append(InputProblem(self.file, message, fatal))
 
-    # ------------------------------------------------------------------ whose line it is
-    def _who(self, text: str) -> Who:
-        ranks = _GLOBAL_RANK.findall(text, 0, 200) if text.find("rank", 0, 200) != -1 else None
-        if not ranks and len(text) > 200 and (glued := _GLUED_RANK.search(text)):
-            ranks = [glued["rank"]]  # a record glued after a long line (a progress bar without its carriage return)
-        if not ranks and (mark := formats.rank_mark(text)) is not None:
-            ranks = [mark]  # a framework's tag further along (Lightning's "[rank: 3] ")
-        role = _ROLE_RANK.match(text)
-        node = None
-        if role is None and "]:" in text[:90] and text[:1] != "[" and (label := NODE_LABEL.match(text)) and (
-                role := _ROLE_RANK.match(text, label.end())) is not None and not role[0].startswith("[rank"):
-            node = label[0]  # a collector's node label before torchrun's tag: "node1: [default1]:"
-        if ranks:
-            if node is not None and role is not None and text.startswith("[rank", role.end()):
-                self._node_tag(node, int(role["rank"]), int(ranks[-1]))
-            elif role and not role[0].startswith("[rank") and text.startswith("[rank", role.end()):
-                # torchrun's "[default3]:[rank3]:": the launcher's tag is that process's, on its lines without one
-                self._role_global.setdefault(int(role["rank"]), int(ranks[-1]))
-            return self._one_who(int(ranks[-1]), self.path_rank)
-        if node is not None and role is not None:
-            base = self._node_base.get(node)
-            if base is not None and base >= 0:
-                return self._one_who(base + int(role["rank"]), self.path_rank)
-            self._node_tags.add((node, int(role["rank"])))
-            return self._one_who(None, self.path_rank)
-        if not ranks and text.startswith("[") and (tagged := formats.rank_tag(text)) is not None:
-            return self._one_who(tagged, self.path_rank)  # a launcher's own tag of the global rank (Open MPI's)
-        if not ranks and text.startswith("(") and (pid := formats.pid_tag(text)) in self._pid_rank:
-            return self._one_who(self._pid_rank[pid], self.path_rank)  # Ray's worker, by its PID
-        if role and int(role["rank"]) in self._role_global:
-            return self._one_who(self._role_global[int(role["rank"])], self.path_rank)
-        if self.path_rank is None and role:
-            return self._one_who(None, int(role["rank"]))
-        return self._one_who(None, self.path_rank)
-
-    def _node_tag(self, node: str, local: int, rank: int) -> None:
-        """torchrun gives the workers of one node consecutive global ranks (its first one plus the local rank), so
-        one line that carries both tags behind a node's label places every local tag of that node."""
-        base = self._node_base.setdefault(node, rank - local)
-        if base != rank - local:
-            self._node_base[node] = -1
-
-    def _one_who(self, global_rank: int | None, path_rank: int | None) -> Who:
-        """One shared object per process: every line of a log names one of a few, and a job has millions of lines."""
-        key = (global_rank, path_rank)
-        who = self._whos.get(key)
-        if who is None:
-            who = self._whos[key] = Who(global_rank, path_rank)
-        return who
-
     # ------------------------------------------------------------------ logical lines, through the sources
     def _logical(self, lineno: int, who: Who, text: str, joined: bool = False, sq: str | None = None) -> None:
         """One logical line (``sq``: its squeezed text when the caller has it)."""
         loc = Loc(self.file, lineno)
-        if self._await_detail:
-            # The same process's next line (other ranks' lines may come between); a line naming no process right
-            # under it is its continuation.
-            mine = who if who in self._await_detail else next(
-                (w for w, (loc, _) in self._await_detail.items() if who.rank is None and loc.line == lineno - 1), None)
-            if mine is not None:
-                self._detail(mine, lineno, text)
+        self._take(self._last_errors.reason(who, lineno, lambda: PREFIX.sub("", text).strip()))
         records = self._records
-        body = _PY_PREFIX.sub("", text).strip() if records.in_stack else text
+        body = PREFIX.sub("", text).strip() if records.in_stack else text
         taken, closed = records.stack_line(who, text, loc, body)
         self._take(closed)
         if taken:
@@ -417,7 +311,9 @@ class LogParser:
                 return  # the line is wholly a launcher's or gloo's report
         if 'File "' in text:
             self._take(busy.frameworks(who, text, loc))
-        if any(map(text.__contains__, errors.SIGNAL_WORDS)) and self._fatal_signal(who, text, loc):
+        if any(map(text.__contains__, errors.SIGNAL_WORDS)) and (
+                killed := errors.killed(who, PREFIX.sub("", text).strip(), loc)) is not None:
+            self._take([killed])  # the process itself reports the fatal signal it dies of
             return
         # Here, not on every line (a timeout record is never a clue), and behind plain substring tests.
         if any(map(text.__contains__, errors.CLUE_WORDS)) and errors.CLUE_GATE.search(text):
@@ -439,7 +335,7 @@ class LogParser:
             return
         if not any(map(text.__contains__, errors.ERROR_WORDS)):
             return
-        stripped = _PY_PREFIX.sub("", text).strip()
+        stripped = PREFIX.sub("", text).strip()
         m = errors.PY_ERROR.match(stripped)
         if m is None and (label := LABEL.match(stripped)):
             stripped = stripped[label.end():]
@@ -457,28 +353,16 @@ class LogParser:
 
     def _clue(self, who: Who, text: str, loc: Loc) -> None:
         """Keep a line that says why a process failed (see :class:`Clue`); each text once per rank."""
-        body = errors.LOG_HEAD.sub("", _PY_PREFIX.sub("", text).strip())
+        body = errors.LOG_HEAD.sub("", PREFIX.sub("", text).strip())
         if (at := body.find("slurmstepd: ")) > 0:  # glued after a progress bar that ended without a newline
             body = body[at:]
         if m := nccl.LAST_ERROR.search(body):
             if m["text"].strip():
                 self._add_clue(who, "last_error", m["text"].strip(), loc)
             else:
-                self._await_detail[who] = (loc, False)
+                self._last_errors.wait(who, loc)
             return
         self._take(errors.clues(who, body, loc, glog(text)))
-
-    def _detail(self, who: Who, lineno: int, text: str) -> None:
-        """The line under "Last error:" (its process's next line): NCCL's reason, or nothing when the next record
-        starts at once."""
-        loc, gap = self._await_detail.pop(who)
-        if lineno - loc.line > DETAIL_WITHIN:
-            return
-        body = _PY_PREFIX.sub("", text).strip()
-        empty = not body or bool(HEADER.search(body)) or body.startswith(("Exception raised from", "Traceback"))
-        if empty and gap:
-            return  # lines were left out since: the one under it may be among them; say nothing rather than "empty"
-        self._add_clue(who, "last_error", "" if empty else body, loc if empty else Loc(loc.file, lineno))
 
     def _add_clue(self, who: Who, kind: str, text: str, loc: Loc, clock: float | None = None) -> None:
         key = (who.rank, kind, text[:120])
@@ -507,7 +391,7 @@ class LogParser:
         """A launcher's line about one worker that exited, by its local rank: on one node that is the rank; a failure
         table in the same input, which names the global rank, is preferred (see :meth:`finish`). Behind a node's label
         (pdsh's "node1: ") it is that node's local rank: placed by the node's first rank where its lines give it
-        (:meth:`_node_tag`), else left unplaced."""
+        (``Processes._node_tag``), else left unplaced."""
         failure = ElasticFailure(rank=said.local_rank, local_rank=said.local_rank, exitcode=said.exitcode,
                                  pid=said.pid, signal=signals.of_exitcode(said.exitcode), host=None, time=None,
                                  root_cause=False, loc=said.loc, agent_line=True)
@@ -536,7 +420,7 @@ class LogParser:
             self._elastic.append(said)
             return True
         if isinstance(said, Clue):
-            self._add_clue(self._one_who(said.who.global_rank, said.who.path_rank), said.kind, said.text, said.loc)
+            self._add_clue(self._procs.one(said.who.global_rank, said.who.path_rank), said.kind, said.text, said.loc)
             return True
         if isinstance(said, WorkerEnd) and said.rank is not None:
             self._elastic.append(ElasticFailure(rank=said.rank, local_rank=None, exitcode=said.exitcode, pid=said.pid,
@@ -546,14 +430,14 @@ class LogParser:
             # A stop of the whole job, or a worker's end the line cannot place: the launcher's words are a clue (a
             # long command line in the middle is cut, its end, the exit code, kept).
             body = said.text
-            self._add_clue(self._one_who(None, None), "launcher",
+            self._add_clue(self._procs.one(None, None), "launcher",
                            body if len(body) <= 300 else f"{body[:140]} … {body[-150:]}", said.loc)
         return False
 
     def _spawned(self, said: WorkerStarted) -> None:
         """A worker the launcher says it started: its PID (joins host records and rankless reports to it) and, where
         its output goes to this console, the rank is seen here (a rank that wrote nothing here wrote nothing)."""
-        who = self._one_who(said.rank, None)
+        who = self._procs.one(said.rank, None)
         self._fact(who, "pid", str(said.pid), said.loc)
         self._fact(who, "spawned", str(said.pid), said.loc)
         if not said.own_log:
@@ -562,22 +446,11 @@ class LogParser:
     def _died(self, said: WorkerDied) -> None:
         """A launcher's report that a worker's process died without an error of its own (Ray's actor error): that
         rank's death, by a signal it does not name. Its rank by the PID the report names, or the snippet's one rank."""
-        rank = self._pid_rank.get(said.pid) if said.pid is not None else None
+        rank = self._procs.pid_rank.get(said.pid) if said.pid is not None else None
         if rank is None and len(said.snippet) == 1:
             rank = said.snippet[0]
         if rank is not None:
-            self._error(self._one_who(rank, None), ErrorKind.KILLED, said.text, said.loc)
-
-    def _fatal_signal(self, who: Who, text: str, loc: Loc) -> bool:
-        """A line in which the process itself reports the fatal signal it dies of (a segfault or bus error in
-        native code has no Python traceback)."""
-        body = _PY_PREFIX.sub("", text).strip()
-        if (label := LABEL.match(body)) and not body.startswith("Signal: "):
-            body = body[label.end():]
-        if errors.fatal_signal(body) is None:
-            return False
-        self._error(who, ErrorKind.KILLED, body[:300], loc)
-        return True
+            self._error(self._procs.one(rank, None), ErrorKind.KILLED, said.text, said.loc)
 
     def _gloo_wait(self, who: Who, said: GlooWait) -> None:
         """gloo's collective timeouts (evidence/formats/gloo.py): like NCCL's watchdog line, a wait, not the rank's
@@ -596,14 +469,14 @@ class LogParser:
         quoted as printed without its prefixes; one per rank, the latest."""
         if (glued := busy.GLUED_LINE.search(text, 1)) is not None:
             text = text[:glued.start()]  # another process's line glued after a progress bar without its newline
-            who = self._who(text)
+            who = self._procs.who(text)
         if busy.DONE.search(text):  # the work finished ("Checkpoint saved", a bar at 100%): not what it is doing
             for k in [k for k in self._facts if k[0] == "busy" and k[2] == who.rank]:
                 del self._facts[k]
             return
         if busy.busy_phase(text) is None:
             return
-        body = errors.LOG_HEAD.sub("", _PY_PREFIX.sub("", text).strip())
+        body = errors.LOG_HEAD.sub("", PREFIX.sub("", text).strip())
         body = " ".join(body.split())  # a bar's padding
         old = [k for k in self._facts if k[0] == "busy" and k[2] == who.rank]
         if old and busy.BAR_AT_ZERO.search(body):
@@ -623,13 +496,3 @@ class LogParser:
         k = (key, value, who.rank)
         if k not in self._facts:
             self._facts[k] = Fact(who, key, value[:300], loc)
-
-
-def _went_on(text: str) -> bool:
-    """Whether a line a launcher tagged with its process's PID is that process going on with its work: not a part
-    of a traceback, not an error line, not blank. An error its process outlived (a traceback logged with a warning,
-    as Ray's controller does) is not how it ended."""
-    body = _PY_PREFIX.sub("", text, count=1)
-    line = body.strip()
-    return bool(line) and not body[:1].isspace() and not line.startswith(_TRACEBACK_PARTS) and \
-        errors.PY_ERROR.match(line) is None

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable
 
 from ncclcheck import signals
+from ncclcheck.evidence.formats.collectors import LABEL
 from ncclcheck.evidence.formats.nccl import CONNECTION, SAYS
 from ncclcheck.evidence.formats.source import AT, Format, Sample
 from ncclcheck.evidence.linear import then
@@ -78,6 +79,14 @@ def fatal_signal(line: str) -> str | None:
     return sig if sig in signals.FATAL else None
 
 
+def killed(who: Who, line: str, loc: Loc) -> RankError | None:
+    """A line (its prefixes left off) in which the process itself reports the fatal signal it dies of, as its error
+    (a segfault or bus error in native code has no Python traceback), or None."""
+    if (label := LABEL.match(line)) and not line.startswith("Signal: "):
+        line = line[label.end():]
+    return RankError(who, ErrorKind.KILLED, line[:300], loc) if fatal_signal(line) is not None else None
+
+
 def exception(who: Who, line: str, loc: Loc) -> RankError | None:
     """A Python exception's line (its prefixes left off) as the rank's own error, or None (a cascade, no exception);
     ``terminate called after throwing`` too, where it is no c10 error's."""
@@ -124,8 +133,8 @@ class Lines:
 
     def feed(self, text: str, loc: Loc) -> Iterable[Read]:
         line = text.strip()
-        if any(map(line.__contains__, SIGNAL_WORDS)) and fatal_signal(line) is not None:
-            return (RankError(_NOBODY, ErrorKind.KILLED, line[:300], loc),)
+        if any(map(line.__contains__, SIGNAL_WORDS)) and (died := killed(_NOBODY, line, loc)) is not None:
+            return (died,)
         said: list[Read] = []
         if any(map(line.__contains__, CLUE_WORDS)) and CLUE_GATE.search(line):
             said += clues(_NOBODY, LOG_HEAD.sub("", line), loc, glog(line))

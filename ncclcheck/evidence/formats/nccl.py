@@ -11,9 +11,10 @@ assembler, evidence/parse.py, which knows the line's process).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.repair import HEADER
 from ncclcheck.evidence.types import Clue, ErrorKind, Fact, Loc, RankError, Read, Who
 
 _NCCL_WARN = re.compile(r"NCCL WARN (?P<message>.*)")
@@ -89,6 +90,46 @@ def error(who: Who, text: str, loc: Loc) -> RankError | None:
         return None
     message = "NCCL error: " + (m["reason"] if m["reason"] is not None else m["quoted"]).strip()
     return RankError(who, ErrorKind.CONNECTION if CONNECTION.search(message) else ErrorKind.NCCL_ERROR, message, loc)
+
+
+DETAIL_WITHIN = 200  # the line under "Last error:" is its process's next line; other ranks' lines may come between
+
+
+class LastErrors:
+    """NCCL's "Last error:" lines whose reason is on their process's next line, by process, and whether lines were
+    left out of the selection since (the one under it may be among them)."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[Who, tuple[Loc, bool]] = {}
+        self._prev = 0
+
+    def line(self, lineno: int) -> None:
+        """A physical line's number: a gap since the last one may have left the reason out."""
+        if self._waiting and lineno != self._prev + 1:
+            self._waiting = {w: (loc, True) for w, (loc, _) in self._waiting.items()}
+        self._prev = lineno
+
+    def wait(self, who: Who, loc: Loc) -> None:
+        """A "Last error:" line with nothing after it: its reason is on its process's next line."""
+        self._waiting[who] = (loc, False)
+
+    def reason(self, who: Who, lineno: int, body: Callable[[], str]) -> list[Clue]:
+        """The reason a logical line of ``who`` gives (``body``: its text without prefixes): NCCL's, or empty when
+        the next record starts at once. A line naming no process right under the wait is its continuation."""
+        if not self._waiting:
+            return []
+        mine = who if who in self._waiting else next(
+            (w for w, (at, _) in self._waiting.items() if who.rank is None and at.line == lineno - 1), None)
+        if mine is None:
+            return []
+        loc, gap = self._waiting.pop(mine)
+        if lineno - loc.line > DETAIL_WITHIN:
+            return []
+        text = body()
+        empty = not text or bool(HEADER.search(text)) or text.startswith(("Exception raised from", "Traceback"))
+        if empty and gap:
+            return []  # lines were left out since: the one under it may be among them; say nothing rather than "empty"
+        return [Clue(mine, "last_error", "" if empty else text, loc if empty else Loc(loc.file, lineno))]
 
 
 _NOBODY = Who()
