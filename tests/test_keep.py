@@ -326,8 +326,10 @@ def test_every_sample_line_of_every_source_survives_the_reader_and_is_read_as_it
             texts = [(n, clean(raw)) for n, raw in _selected(path)]
             assert [t for _, t in texts if t in lines] == lines, (engine, offset)
             said = source.reader()
+            # what the chatter's own lines read (NCCL's INFO facts, in a head) is not the sample's
+            at = {n for n, t in texts if t in lines}
             got = [dataclasses.replace(e, loc=AT) for n, t in texts if any(w in t for w in gate) or not gate
-                   for e in said.feed(t, Loc(path.name, n))]
+                   for e in said.feed(t, Loc(path.name, n)) if e.loc.line in at]
             assert got == list(sample.reads), (engine, offset)
 
 

@@ -67,12 +67,9 @@ from ncclcheck.evidence.types import (
 )
 from ncclcheck.evidence.whose import PREFIX, ROLE_RANK, Processes, went_on
 
-# Words one of which a line with a fact (or an error) holds: plain substring tests, cheaper than one alternation.
-_FACT_WORDS = ("initialization options", "Terminating the process", "NCCL version", "Bootstrap", "NET/",
-               "Using network", "TIMEOUT(ms)", "nranks", "set by environment", "NCCL WARN",
-               "WORLD_SIZE", "world_size", "Num processes", "store-based barrier", "nnodes", "max_nodes", "nproc",
-               "destroy_process_group", "completed", "finished")
-
+# Words one of which a line with a set-up fact, a setting, an end or an NCCL warning holds (each source's own list):
+# plain substring tests, cheaper than one alternation.
+_FACT_WORDS = (*pgnccl.FACT_WORDS, *nccl.FACT_WORDS, *world.FACT_WORDS)
 MAX_MESSAGE = 2000  # an OOM message lists every process on the GPU; its own numbers come last
 # What the assembler keeps of what the sources read, by kind (each is one field of the FileScan).
 _KEPT = ((WorkMention, "_works"), (StatusMention, "_statuses"), (DumpSignal, "_dumps"), (Heartbeat, "_heartbeats"),

@@ -133,17 +133,10 @@ _WANTED = re.compile(
     rb"initialization options|Terminating the process|monitoredBarrier"
 )
 # In the first HEAD bytes of an input, where NCCL and PyTorch print their settings, lines naming these are
-# handed over too, whether triggered or not (``nranks``, ``NET/IB : No device found`` hold no anchor byte).
-_HEAD_WANTED = re.compile(
-    rb"NCCL version|Bootstrap|NET/|Using network|TIMEOUT\(ms\)|nranks|set by environment|NCCL WARN|environments|"
-    rb"initialization options|Error|Exception|Interrupt|terminate called|Terminating the process|Aborting process|"
-    rb"\[TC\]|[Dd]ump|[Ff]light [Rr]ecorder|Last error|Assertion `|TCPStore|\[c10d\]|[Rr]endezvous|death signal|"
-    rb"closing signal|clients joined|will restart worker group|"
-    # the job's world as launchers and scripts echo it at start-up (torchrun's launch configs, Accelerate, DeepSpeed)
-    rb"WORLD_SIZE|world_size|Num processes|nnodes|nproc|max_nodes|store-based|"
-    # the sources' own set-up words (evidence/formats/: Lightning's start line and rank tag)
-    + b"|".join(re.escape(w.encode()) for w in formats.HEAD_WORDS)
-)
+# handed over too, whether triggered or not (``nranks``, ``NET/IB : No device found`` hold no anchor byte): every
+# source's set-up words (its ``head_words``: NCCL's facts, ProcessGroupNCCL's options and dump steps, errors, the
+# world's size, Lightning's start line and rank tag).
+_HEAD_WANTED = re.compile(b"|".join(re.escape(w.encode()) for w in formats.HEAD_WORDS))
 # Launchers' own words (evidence/formats/) are among them.
 # Every line the parser reads into an error, a clue, a death by signal, a launcher's or a host's report, an ending
 # or a setting holds one of its ``KEEP_WORDS`` (the words its own cheap tests look for): each block is searched for them whole,

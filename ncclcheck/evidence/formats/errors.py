@@ -146,6 +146,8 @@ class Lines:
 FORMAT = Format(
     name="errors",
     words=tuple(dict.fromkeys((*ERROR_WORDS, *CLUE_WORDS, *SIGNAL_WORDS, *_OTHER_WORDS))),
+    head_words=(*ERROR_WORDS, "Assertion `", "TCPStore", "[c10d]", "Rendezvous", "rendezvous", "death signal",
+                "closing signal", "clients joined", "will restart worker group"),
     make=Lines,
     patterns=(PY_ERROR, FATAL_SIGNAL, CLUE_GATE),
     logical=True,

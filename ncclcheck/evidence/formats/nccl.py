@@ -49,6 +49,11 @@ FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap test
 )
 
 
+# Words one of which its INFO facts and its warnings hold (the assembler's cheap test before them; a line holding
+# one is also read for the host and PID of NCCL's header).
+FACT_WORDS = ("NCCL version", "Bootstrap", "NET/", "Using network", "nranks", "NCCL WARN")
+
+
 def facts(who: Who, text: str, loc: Loc) -> list[Fact]:
     """What an INFO line says of NCCL's set-up: its version, bootstrap, network, a communicator's size, the GPU."""
     return [Fact(who, key, m["value"].strip(), loc) for key, word, pattern in FACTS
@@ -152,6 +157,7 @@ class Lines:
 FORMAT = Format(
     name="NCCL",
     words=ERROR_WORDS,
+    head_words=("NCCL version", "Bootstrap", "NET/", "Using network", "nranks", "NCCL WARN", "Last error"),
     make=Lines,
     patterns=(NCCL_ERROR,),
     logical=True,

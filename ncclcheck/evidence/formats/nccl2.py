@@ -54,6 +54,7 @@ class Lines:
 FORMAT = Format(
     name="nccl2",
     words=("[TC]",),
+    head_words=("Aborting process", "[TC]"),
     make=Lines,
     patterns=(TC,),
     logical=True,

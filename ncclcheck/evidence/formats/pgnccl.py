@@ -107,6 +107,9 @@ _FACTS = (
     ("world_size", "initialization options", re.compile(then(r"initialization options:", r"\bsize: (?P<value>\d+)"))),
 )
 
+# Words one of which its start-up, settings and end lines hold (the assembler's cheap test before them).
+FACT_WORDS = ("initialization options", "Terminating the process", "TIMEOUT(ms)", "set by environment")
+
 # --- flight-recorder dump steps (2.4+) ------------------------------------------------
 _DUMP_EVENTS = (
     ("pipe_opened", re.compile(r"Pipe file (?P<detail>\S+) has been opened")),
@@ -431,6 +434,9 @@ _HEAD = "[rank0]:[I1125 09:36:06.123456789 ProcessGroupNCCL.cpp:936] [PG ID 0 PG
 FORMAT = Format(
     name="PyTorch ProcessGroupNCCL",
     words=("Terminating the process", "environment"),
+    head_words=("TIMEOUT(ms)", "set by environment", "environments", "initialization options",
+                "Terminating the process", "Dump", "dump", "Flight Recorder", "Flight recorder", "flight Recorder",
+                "flight recorder"),
     make=Records,
     patterns=(TERMINATING,),
     logical=True,

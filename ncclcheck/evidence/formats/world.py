@@ -36,6 +36,9 @@ FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap test
     ("exit_without_destroy", "destroy_process_group",
      re.compile(r"(?P<value>destroy_process_group\(\) was not called before program exit)")),
 )
+# Words one of which its lines hold (the assembler's cheap test before them).
+FACT_WORDS = ("WORLD_SIZE", "world_size", "Num processes", "store-based barrier", "nnodes", "max_nodes", "nproc",
+              "destroy_process_group", "completed", "finished")
 
 
 def facts(who: Who, text: str, loc: Loc) -> list[Fact]:
@@ -59,6 +62,8 @@ _DESTROY = ("[rank0]:[W1125 09:36:48.112233445 ProcessGroupNCCL.cpp:1250] Warnin
 FORMAT = Format(
     name="world",
     words=("destroy_process_group", "Training completed"),
+    # the job's world as launchers and scripts echo it at start-up (torchrun's launch configs, Accelerate, DeepSpeed)
+    head_words=("WORLD_SIZE", "world_size", "Num processes", "nnodes", "nproc", "max_nodes", "store-based"),
     make=Lines,
     logical=True,
     samples=(
