@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from ncclcheck import signals
 from ncclcheck.evidence.formats import (
     accelerate,
     busy,
@@ -31,7 +32,7 @@ from ncclcheck.evidence.formats import (
     world,
 )
 from ncclcheck.evidence.formats.source import AT, LineSource, Reader, Sample, unnamed
-from ncclcheck.evidence.types import JobStop, WorkerEnd
+from ncclcheck.evidence.types import AgentExit, JobStop, WorkerEnd
 
 __all__ = ["FORMATS", "GATE", "HEAD_WORDS", "KEEP_WORDS", "PATH_RANKS", "PID_TAGS", "RANK_MARKS", "RANK_TAGS",
            "RANK_TAG_TEXT", "WORDS", "LineSource", "Reader", "Sample", "is_stop", "launcher_signal", "path_rank",
@@ -115,7 +116,8 @@ def is_stop(text: str) -> bool:
 
 
 def launcher_signal(text: str) -> str | None:
-    """The signal a launcher's line says a child died of, where the line names no rank: a CalledProcessError's
-    ``died with <Signals.SIGKILL: 9>``, DeepSpeed's ``exits with return code = -9``."""
-    return accelerate.died_of(text) or next(
-        (e.signal for e in _said(text) if isinstance(e, WorkerEnd) and e.rank is None), None)
+    """The signal a launcher's line says a child died of, where the line names no global rank: a CalledProcessError's
+    ``died with <Signals.SIGKILL: 9>`` (with its ``--local_rank`` or without), DeepSpeed's ``exits with return code =
+    -9``."""
+    return next((e.signal if isinstance(e, WorkerEnd) else signals.of_exitcode(e.exitcode) for e in _said(text)
+                 if isinstance(e, WorkerEnd) and e.rank is None or isinstance(e, AgentExit) and e.agent is None), None)
