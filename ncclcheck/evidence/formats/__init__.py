@@ -31,12 +31,12 @@ from ncclcheck.evidence.formats import (
     torchrun,
     world,
 )
-from ncclcheck.evidence.formats.source import AT, LineSource, Reader, Sample, unnamed
+from ncclcheck.evidence.formats.source import AT, LineSource, Reader, Sample, Trigger, unnamed
 from ncclcheck.evidence.types import AgentExit, JobStop, WorkerEnd
 
 __all__ = ["FORMATS", "GATE", "HEAD_WORDS", "KEEP_WORDS", "PATH_RANKS", "PID_TAGS", "RANK_MARKS", "RANK_TAGS",
-           "RANK_TAG_TEXT", "WORDS", "LineSource", "Reader", "Sample", "is_stop", "launcher_signal", "path_rank",
-           "pid_tag", "rank_mark", "rank_tag", "readers"]
+           "RANK_TAG_TEXT", "TRIGGERS", "WANTED", "WORDS", "LineSource", "Reader", "Sample", "Trigger", "is_stop",
+           "launcher_signal", "path_rank", "pid_tag", "rank_mark", "rank_tag", "readers"]
 
 FORMATS: tuple[LineSource, ...] = (
     # fed each physical line holding one of their words, first (launchers and frameworks)
@@ -62,6 +62,9 @@ HEAD_WORDS: tuple[str, ...] = tuple(dict.fromkeys(w for f in FORMATS for w in f.
 # every alternative of every pattern a source declares holds one of its words. NCCL's other set-up facts
 # (``nranks``, ``NET/``) are read in the head only (reader.HEAD): its INFO chatter repeats their words on every line.
 KEEP_WORDS: tuple[str, ...] = WORDS
+# The words the block reader finds by an anchor byte, and what a line holding one must name to be handed over.
+TRIGGERS: tuple[Trigger, ...] = tuple(t for f in FORMATS for t in f.triggers)
+WANTED: tuple[str, ...] = tuple(dict.fromkeys(w for f in FORMATS for w in f.wanted))
 # What a line must hold to be fed to the reader of some source that is fed physical lines.
 GATE: tuple[str, ...] = tuple(dict.fromkeys(w for f in _FED for w in (*f.words, *f.head_words)))
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.formats.source import AT, Format, Sample, Trigger
 from ncclcheck.evidence.types import ElasticFailure, Loc, Read
 
 _KEY = re.compile(r"^\s+(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s?(?P<value>.*)$")
@@ -90,6 +90,8 @@ FORMAT = Format(
     name="torchrun's failure table",
     words=(),  # its lines follow "ChildFailedError" (an error word) and hold "<N/A>": the block reader keeps them
     make=Table,
+    triggers=(Trigger("<N/A>", "<"),),  # an entry's "error_file: <N/A>"
+    wanted=("<N/A>", "error_file"),
     logical=True,
     samples=(
         Sample("======================================================",

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from ncclcheck import signals
 from ncclcheck.evidence.formats.collectors import LABEL
 from ncclcheck.evidence.formats.nccl import CONNECTION, SAYS
-from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.formats.source import AT, Format, Sample, Trigger
 from ncclcheck.evidence.linear import then
 from ncclcheck.evidence.stamps import glog
 from ncclcheck.evidence.types import Clue, ErrorKind, Loc, RankError, Read, Who
@@ -150,6 +150,8 @@ FORMAT = Format(
                 "closing signal", "clients joined", "will restart worker group"),
     make=Lines,
     patterns=(PY_ERROR, FATAL_SIGNAL, CLUE_GATE),
+    triggers=(Trigger('File "', '"'), Trigger("<module>", "<")),  # a traceback's frames (a framework's paths)
+    wanted=('File "', "Error", "Exception"),
     logical=True,
     samples=(
         Sample("RuntimeError: CUDA error: an illegal memory access was encountered",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.formats.source import AT, Format, Sample, Trigger
 from ncclcheck.evidence.repair import HEADER
 from ncclcheck.evidence.types import Clue, ErrorKind, Fact, Loc, RankError, Read, Who
 
@@ -157,6 +157,9 @@ class Lines:
 FORMAT = Format(
     name="NCCL",
     words=ERROR_WORDS,
+    # its warnings, its version (2.21.5+cuda12.4), the interface it uses (eth0:10.0.0.1<0>)
+    triggers=(Trigger("WARN", "W"), Trigger("+cuda", "+"), Trigger(r"<\d{1,3}>", "<", pattern=True)),
+    wanted=("NCCL WARN", "NCCL version", "Using"),
     head_words=("NCCL version", "Bootstrap", "NET/", "Using network", "nranks", "NCCL WARN", "Last error"),
     make=Lines,
     patterns=(NCCL_ERROR,),

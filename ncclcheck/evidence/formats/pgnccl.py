@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.formats.source import AT, Format, Sample, Trigger
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.linear import then
 from ncclcheck.evidence.repair import (
@@ -439,6 +439,13 @@ FORMAT = Format(
                 "flight recorder"),
     make=Records,
     patterns=(TERMINATING,),
+    # a record's words (a wrap may cut its line's other words off); the desync report's and a stack's "#315"; the
+    # mismatch's fingerprint; the heartbeat monitor; the start-up line
+    triggers=(Trigger("WorkNCCL", "W"), Trigger("Watchdog", "W"), Trigger("watchdog", "w"), Trigger("work", "w"),
+              Trigger(r"#\d", "#", pattern=True), Trigger("SequenceNumber=", "q"), Trigger("Heartbeat", "H"),
+              Trigger("initialization options", "z")),
+    wanted=("WorkNCCL", "[Ww]atchdog", "NCCL work", "work sequence", "Timeout at collective", "best knowledge", r"#\d",
+            "Heartbeat", "Received a", "Detected mismatch", "initialization options", "Terminating the process"),
     logical=True,
     samples=(
         Sample("[rank1]:[E1122 11:18:45.006097316 ProcessGroupNCCL.cpp:1895] [PG ID 0 PG GUID 0(default_pg) Rank 1] "

@@ -42,6 +42,28 @@ class Sample:
     before: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class Trigger:
+    """A word the block reader finds in every block by one byte of it that ordinary lines rarely hold (``anchor``):
+    the line it stands on is handed over, with its neighbours (a record's wraps, a report's body), where it also names
+    one of the sources' ``wanted`` words. ``pattern``: the word is a regular expression starting at its anchor (a
+    variable part: ``#\\d``), else it is taken literally (and searched whole where its anchor keeps missing)."""
+
+    word: str
+    anchor: str
+    pattern: bool = False
+
+    @property
+    def back(self) -> int:
+        """How many bytes of the word come before its anchor."""
+        return 0 if self.pattern else self.word.index(self.anchor)
+
+    @property
+    def regex(self) -> bytes:
+        """The word as a pattern that matches where it starts."""
+        return self.word.encode() if self.pattern else re.escape(self.word).encode()
+
+
 class LineSource(Protocol):
     """What every source of lines declares (read-only, so that a frozen dataclass is one)."""
 
@@ -79,6 +101,14 @@ class LineSource(Protocol):
         """Per-rank output file names (group ``rank``)."""
         ...
     @property
+    def triggers(self) -> tuple[Trigger, ...]:
+        """Words of its lines the block reader finds by an anchor byte (a record's lines that hold no keep word)."""
+        ...
+    @property
+    def wanted(self) -> tuple[str, ...]:
+        """Patterns one of which a triggered line of it names, for the block reader to hand it over."""
+        ...
+    @property
     def samples(self) -> tuple[Sample, ...]: ...
     @property
     def logical(self) -> bool:
@@ -104,6 +134,8 @@ class Format:
     rank_marks: tuple[tuple[str, re.Pattern[str]], ...] = ()
     pid_tags: tuple[re.Pattern[str], ...] = ()
     path_ranks: tuple[re.Pattern[str], ...] = ()
+    triggers: tuple[Trigger, ...] = ()
+    wanted: tuple[str, ...] = ()
     logical: bool = False
 
     def reader(self) -> Reader:
