@@ -10,6 +10,6 @@ from __future__ import annotations
 
 ANALYZE_LOG = 7  # analyze-log --json (render/json_out.py; 7: verdict.action, verdict.stated, verdict.stopped_ranks, job.versions)
 EXPLAIN = 5  # explain --json (render/explain.py; 5: model.unbuilt)
-SNAPSHOT = 4  # snapshot --json and its archive (3: analyze-log's verdict object with the live positions; 4: its stated and stopped_ranks)
+SNAPSHOT = 4  # snapshot --json and its archive (3: the verdict object with the live positions; 4: stated, stopped_ranks)
 PROBE = 1  # probe --format json (render/probe.py)
 PROBE_COMPARE = 2  # probe --compare --format json (render/probe.py; 2: every aspect's groups, odd hosts, findings)

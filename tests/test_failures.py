@@ -17,7 +17,7 @@ from conftest import DATA, run
 from typer.testing import CliRunner
 
 from ncclcheck.cli import app
-from ncclcheck.evidence.logparse import LogParser
+from ncclcheck.evidence.parse import LogParser
 from ncclcheck.job.causes import CATALOGUE, cause, diagnose, oom_line
 from ncclcheck.job.model import EndKind
 from ncclcheck.render.json_out import analysis_json
@@ -249,11 +249,11 @@ def test_no_reason_says_last_error_is_empty():
 
 def test_every_clue_has_a_cheap_word():
     """The clue gate runs only behind plain substring tests: each of its alternatives must hold one of the words."""
-    from ncclcheck.evidence import logparse
+    from ncclcheck.evidence.formats import errors
 
-    for alt in logparse._CLUE_GATE.pattern.split("|"):
+    for alt in errors.CLUE_GATE.pattern.split("|"):
         plain = alt.replace("\\", "").replace("[Rr]", "R")
-        assert any(w in plain for w in logparse._CLUE_WORDS), alt
+        assert any(w in plain for w in errors.CLUE_WORDS), alt
 
 
 def test_the_setting_that_caused_it_is_quoted(tmp_path):

@@ -12,7 +12,7 @@ from conftest import run
 
 from ncclcheck.evidence import formats
 from ncclcheck.evidence.formats.source import AT
-from ncclcheck.evidence.logparse import LogParser
+from ncclcheck.evidence.parse import LogParser
 from ncclcheck.evidence.types import WorkerDied
 
 LAUNCHERS = Path(__file__).parent / "data" / "launchers"

@@ -129,7 +129,7 @@ def test_the_walk_finds_the_catalogue_and_the_parsers():
     names = set(PATTERNS)
     assert len(names) > 150
     assert any(n.startswith("ncclcheck.job.causes.CATALOGUE[") and n.endswith(".pattern") for n in names)
-    assert "ncclcheck.evidence.logparse._STORE_FAIL" in names and "ncclcheck.evidence.logparse._CUDA_ASSERT" in names
+    assert "ncclcheck.evidence.formats.errors.STORE_FAIL" in names and "ncclcheck.evidence.formats.errors._CUDA_ASSERT" in names
 
 
 def test_a_quadratic_pattern_is_caught():

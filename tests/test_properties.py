@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ncclcheck.evidence import reader
-from ncclcheck.evidence.logparse import LogParser
+from ncclcheck.evidence.parse import LogParser
 from ncclcheck.evidence.reader import Source
 from ncclcheck.evidence.scan import scan_source
 from ncclcheck.job.records import merge_records

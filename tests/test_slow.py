@@ -13,7 +13,7 @@ import pytest
 from conftest import DATA, run
 from test_failures import _golden, _scan, run_text
 
-from ncclcheck.evidence.logparse import busy_phase
+from ncclcheck.evidence.formats.busy import busy_phase
 
 FAILURES = DATA / "failures"
 EXPECTED = DATA / "expected_failures"
@@ -137,9 +137,10 @@ def test_two_nodes_eight_ranks_golden(monkeypatch):
 
 def test_every_busy_word_reaches_the_parser():
     """The reader hands over every line holding a word the parser reads a busy line by, wherever it stands."""
-    from ncclcheck.evidence import logparse, reader
+    from ncclcheck.evidence import reader
+    from ncclcheck.evidence.formats import busy
 
-    assert {w.encode() for w in logparse.BUSY_WORDS} <= set(reader.WHOLE_WORDS)
+    assert {w.encode() for w in busy.WORDS} <= set(reader.WHOLE_WORDS)
 
 
 @pytest.mark.parametrize("done", ["[rank0]:Evaluating: 100%|██████████| 50/50 [00:15<00:00,  3.33it/s]\n",

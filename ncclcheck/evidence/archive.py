@@ -20,7 +20,7 @@ from typing import Any
 
 from ncclcheck.evidence.frdump import MAX_DUMP_BYTES, DumpError, Frame, parse_dump
 from ncclcheck.evidence.inflate import GZIP_MAGIC, InflateLimit, bounded
-from ncclcheck.evidence.logparse import LogParser
+from ncclcheck.evidence.parse import LogParser
 from ncclcheck.evidence.types import Fact, FileScan, InputProblem, LiveStack, LiveThread, Loc, Who
 
 FORMAT = "ncclcheck-snapshot"

@@ -72,6 +72,10 @@ _SCONTROL = re.compile(r"\bJobState=(OUT_OF_MEMORY|NODE_FAIL|PREEMPTED|TIMEOUT|C
                        r"(?:.*?\bReason=(\S+))?")
 _NODE_FAILURE = re.compile(r"error: Node failure on (\S+)")
 
+# The patterns read behind RECORD_WORDS, each alternative holding one of them (tests/test_keep.py, through the
+# registry: evidence/formats/host.py).
+PATTERNS = (_KILLED, _CONSTRAINT, _XID, _OFF_BUS, _SEGFAULT, _TRAP, _HUNG, _AER, _K8S_EVENT, _SCONTROL, _NODE_FAILURE)
+
 # What each scheduler state means, in the kinds of this module.
 _STATES = {"OUT_OF_ME": "scheduler_oom", "OUT_OF_MEMORY": "scheduler_oom", "NODE_FAIL": "node_failure",
            "PREEMPTED": "preempted", "TIMEOUT": "time_limit", "CANCELLED": "cancelled"}

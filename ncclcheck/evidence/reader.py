@@ -6,7 +6,8 @@ with ``bytes.find`` for single *anchor bytes* (memchr speed) that the words the
 parser acts on contain, and each hit is checked *where it stands*: the ``W`` of
 ``[W1122`` or ``Warning`` is dismissed with one anchored match, and the scan
 moves on to the next hit.  A hit that starts one of the words in ``TRIGGERS``
-takes its line if the line also names something in ``_WANTED``:
+takes its line if the line also names something in ``_WANTED`` (both made from the sources' own ``triggers`` and
+``wanted``, evidence/formats/, never listed here):
 
 * ``W``  WorkNCCL, Watchdog, NCCL WARN      * ``w``  watchdog, work (every "... NCCL work: N" line)
 * ``#``  ``#315``, ``#0`` (desync, frames)   * ``<``  ``<N/A>``, ``<module>``, ``eth0:10.0.0.1<0>``
@@ -20,7 +21,7 @@ An anchor must be a byte that chatter rarely holds: ``F`` or ``T`` would stop at
 
 Every line the parser reads into an error, a clue, a death by signal, a launcher's or a host's report or an
 ending is kept wherever it stands, whatever its neighbours: the parser tests each line for one of a few cheap
-words before any of its patterns (``logparse.KEEP_WORDS``, made from those very tests), and each block is
+words before any of its patterns (``formats.KEEP_WORDS``, each source's own words), and each block is
 searched for those words whole (``WHOLE_WORDS``, derived from them, never listed here).  A new pattern read behind
 one of the parser's tests is therefore found at any offset; tests/test_keep.py holds every alternative of every
 such pattern, and every cause of the catalogue, to it.
@@ -77,7 +78,6 @@ from ncclcheck import cachedir
 from ncclcheck.evidence import formats
 from ncclcheck.evidence.encoding import Transcoded, is_binary, sniff
 from ncclcheck.evidence.inflate import InflateLimit, bounded
-from ncclcheck.evidence.logparse import KEEP_WORDS
 
 try:  # SIMD substring search and byte counting; the pure-Python path below is kept, and measured beside it
     import stringzilla as _sz
@@ -96,19 +96,19 @@ def _optional(name: str) -> Any:
 
 _hs = _optional("hyperscan")  # Intel Hyperscan: one pass over a block for every keep word and trigger
 
-# Anchor byte -> (what must stand at a hit, how many bytes of it come before the anchor byte).
+
+
+def _by_anchor() -> dict[bytes, list[formats.Trigger]]:
+    by: dict[bytes, list[formats.Trigger]] = {}
+    for trigger in formats.TRIGGERS:
+        by.setdefault(trigger.anchor.encode(), []).append(trigger)
+    assert all(len({t.back for t in ts}) == 1 for ts in by.values()), "an anchor stands at one place in its words"
+    return by
+
+
+# Anchor byte -> (what must stand at a hit, how many bytes of it come before the anchor byte): the sources' triggers.
 TRIGGERS: dict[bytes, tuple[re.Pattern[bytes], int]] = {
-    b"W": (re.compile(rb"W(?:orkNCCL|atchdog|ARN)"), 0),
-    b"w": (re.compile(rb"w(?:atchdog|ork)"), 0),
-    b"#": (re.compile(rb"#\d"), 0),
-    b"<": (re.compile(rb"<(?:N/A>|module>|\d{1,3}>)"), 0),
-    b'"': (re.compile(rb'File "'), 5),
-    b"+": (re.compile(rb"\+cuda"), 0),
-    b"z": (re.compile(rb"initialization options"), 8),
-    b"q": (re.compile(rb"SequenceNumber="), 2),
-    b"H": (re.compile(rb"Heartbeat"), 0),
-    b"B": (re.compile(rb"monitoredBarrier"), 9),
-}
+    anchor: (re.compile(b"|".join(t.regex for t in ts)), ts[0].back) for anchor, ts in _by_anchor().items()}
 # Misses of one anchor closer together than this (on average) hand the rest of the block to the regex engine,
 # which skips them in C: each miss costs ~0.4 us in the Python loop, the regex ~1.5 ns per byte.
 DENSE_GAP = 256
@@ -116,40 +116,23 @@ DENSE_AFTER = 1024  # misses of one anchor in one block before the density is ch
 # With StringZilla, an anchor that missed this often in one block has its words searched for whole instead.
 WORD_SEARCH_AFTER = 64
 ANCHORS = tuple(TRIGGERS)
-# The triggers that are plain words, by anchor: with StringZilla these are searched for whole.
+# The triggers of an anchor whose triggers are all plain words: with StringZilla these are searched for whole.
 WORDS: dict[bytes, tuple[bytes, ...]] = {
-    b"W": (b"WorkNCCL", b"Watchdog", b"WARN"),
-    b"w": (b"watchdog", b"work"),
-    b'"': (b'File "',),
-    b"+": (b"+cuda",),
-    b"z": (b"initialization options",),
-    b"q": (b"SequenceNumber=",),
-    b"H": (b"Heartbeat",),
-    b"B": (b"monitoredBarrier",),
-}
-# A triggered line is taken (with its context) only if it also says one of these; checked on that line alone.
-_WANTED = re.compile(
-    rb"WorkNCCL|[Ww]atchdog|NCCL WARN|NCCL work|work sequence|Timeout at collective|best knowledge|#\d|"
-    rb'File "|NCCL version|Using|<N/A>|error_file|Heartbeat|Received a|Detected mismatch|Error|Exception|'
-    rb"initialization options|Terminating the process|monitoredBarrier"
-)
+    anchor: tuple(t.word.encode() for t in ts) for anchor, ts in _by_anchor().items() if not any(t.pattern for t in ts)}
+# A triggered line is taken (with its context) only if it also says one of these (the sources' ``wanted``); checked on
+# that line alone.
+_WANTED = re.compile(b"|".join(w.encode() for w in formats.WANTED))
 # In the first HEAD bytes of an input, where NCCL and PyTorch print their settings, lines naming these are
-# handed over too, whether triggered or not (``nranks``, ``NET/IB : No device found`` hold no anchor byte).
-_HEAD_WANTED = re.compile(
-    rb"NCCL version|Bootstrap|NET/|Using network|TIMEOUT\(ms\)|nranks|set by environment|NCCL WARN|environments|"
-    rb"initialization options|Error|Exception|Interrupt|terminate called|Terminating the process|Aborting process|"
-    rb"\[TC\]|[Dd]ump|[Ff]light [Rr]ecorder|Last error|Assertion `|TCPStore|\[c10d\]|[Rr]endezvous|death signal|"
-    rb"closing signal|clients joined|will restart worker group|"
-    # the job's world as launchers and scripts echo it at start-up (torchrun's launch configs, Accelerate, DeepSpeed)
-    rb"WORLD_SIZE|world_size|Num processes|nnodes|nproc|max_nodes|store-based|"
-    # the sources' own set-up words (evidence/formats/: Lightning's start line and rank tag)
-    + b"|".join(re.escape(w.encode()) for w in formats.HEAD_WORDS)
-)
+# handed over too, whether triggered or not (``nranks``, ``NET/IB : No device found`` hold no anchor byte): every
+# source's set-up words (its ``head_words``: NCCL's facts, ProcessGroupNCCL's options and dump steps, errors, the
+# world's size, Lightning's start line and rank tag).
+_HEAD_WANTED = re.compile(b"|".join(re.escape(w.encode()) for w in formats.HEAD_WORDS))
 # Launchers' own words (evidence/formats/) are among them.
 # Every line the parser reads into an error, a clue, a death by signal, a launcher's or a host's report, an ending
 # or a setting holds one of its ``KEEP_WORDS`` (the words its own cheap tests look for): each block is searched for them whole,
 # so such a line is kept wherever it stands.  A word that holds another is left out: the shorter finds its lines.
-WHOLE_WORDS = tuple(sorted({w.encode() for w in KEEP_WORDS if not any(o != w and o in w for o in KEEP_WORDS)}))
+WHOLE_WORDS = tuple(sorted({w.encode() for w in formats.KEEP_WORDS
+                           if not any(o != w and o in w for o in formats.KEEP_WORDS)}))
 BEFORE = 8
 AFTER = 16
 HEAD = 16 << 10

@@ -4,7 +4,7 @@ Real logs are mangled: terminals hard-wrap a record anywhere (inside a token, in
 progress bars are drawn into a line with carriage returns, colour codes and their ESC-less remnants stay behind,
 collectors put their own prefix before every line, counters are cut at the line's end. This module holds what tells
 a line's damage and undoes it: cleaning a physical line, squeezing whitespace out (a wrap may split any token), and
-telling whether a logical line has reached its end or goes on on the next physical line. ``logparse`` joins the
+telling whether a logical line has reached its end or goes on on the next physical line. ``parse`` joins the
 lines with these rules and reads the records out of the result.
 """
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
 from ncclcheck.evidence.frdump import MAX_DUMP_BYTES, DumpError, looks_like_dump, parse_dump
-from ncclcheck.evidence.logparse import LogParser
+from ncclcheck.evidence.parse import LogParser
 from ncclcheck.evidence.reader import InputError, Source, before_fork, open_source, read_lines
 from ncclcheck.evidence.types import FileScan, InputProblem
 

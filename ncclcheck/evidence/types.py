@@ -437,6 +437,10 @@ class GlooWait:
 # What a source's reader yields for one line (evidence/formats/source.py).
 # A Fact's ``who`` is the line's process, put on it by the parser.
 Said = WorkerEnd | JobStop | WorkerStarted | PidRank | WorkerDied | AgentExit | GlooWait | ElasticFailure | Clue | Fact
+# What any source's reader yields (evidence/formats/): the above, and the records, errors and host records the
+# assembler (evidence/parse.py) reads through the sources of logical lines.
+Read = (Said | WorkMention | StatusMention | DumpSignal | DumpEvent | Heartbeat | DesyncReport | CollectiveStack
+        | Mismatch | RankError | GroupInit | EndLine | SystemEvent)
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ncclcheck import signals
+from ncclcheck.evidence.formats.errors import fatal_signal
 from ncclcheck.evidence.frdump import Dump, Entry, numel
-from ncclcheck.evidence.logparse import fatal_signal
 from ncclcheck.evidence.types import (
     PG,
     ElasticFailure,

@@ -1,7 +1,7 @@
 """The lines a job wrote about why it failed, each from a known source, what each means, and which says most.
 
 job/stated.py quotes the best of them where no cause of the catalogue explains a failure better. The lines are
-those the parser reads as a rank's errors and clues (evidence/logparse.py, evidence/formats/); each comes from one
+those the parser reads as a rank's errors and clues (evidence/parse.py, evidence/formats/); each comes from one
 source, and the sources are ranked by how much their line says:
 
 1. NCCL's own reason. NCCL logs at level WARN only "messages indicating a fatal error" (src/debug.cc), as

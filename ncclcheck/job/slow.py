@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ncclcheck.evidence.logparse import busy_phase
+from ncclcheck.evidence.formats.busy import busy_phase
 from ncclcheck.evidence.types import Fact, FileScan, Loc
 from ncclcheck.transfer import human_seconds
 

@@ -11,30 +11,44 @@ from __future__ import annotations
 
 import re
 
+from ncclcheck import signals
 from ncclcheck.evidence.formats import (
     accelerate,
+    busy,
     composer,
     cxx,
     deepspeed,
+    elastic,
     envreport,
+    errors,
     gloo,
+    host,
     lightning,
     mpi,
+    nccl,
+    nccl2,
     nccl_release,
+    pgnccl,
     ray,
     slurm,
     torchrun,
+    world,
 )
-from ncclcheck.evidence.formats.source import AT, LineSource, Reader, Sample, unnamed
-from ncclcheck.evidence.types import JobStop, WorkerEnd
+from ncclcheck.evidence.formats.source import AT, LineSource, Reader, Sample, Trigger, unnamed
+from ncclcheck.evidence.types import AgentExit, JobStop, WorkerEnd
 
-__all__ = ["FORMATS", "GATE", "HEAD_WORDS", "PATH_RANKS", "PID_TAGS", "RANK_MARKS", "RANK_TAGS", "RANK_TAG_TEXT", "WORDS",
-           "LineSource", "Reader", "Sample", "is_stop", "launcher_signal", "path_rank", "pid_tag", "rank_mark",
-           "rank_tag", "readers"]
+__all__ = ["FORMATS", "GATE", "HEAD_WORDS", "KEEP_WORDS", "PATH_RANKS", "PID_TAGS", "RANK_MARKS", "RANK_TAGS",
+           "RANK_TAG_TEXT", "TRIGGERS", "WANTED", "WORDS", "LineSource", "Reader", "Sample", "Trigger", "is_stop",
+           "launcher_signal", "path_rank", "pid_tag", "rank_mark", "rank_tag", "readers"]
 
-FORMATS: tuple[LineSource, ...] = (torchrun.FORMAT, slurm.FORMAT, accelerate.FORMAT, composer.FORMAT, gloo.FORMAT,
-                                   mpi.FORMAT, deepspeed.FORMAT, ray.FORMAT, lightning.FORMAT, nccl_release.FORMAT,
-                                   envreport.FORMAT, cxx.FORMAT)
+FORMATS: tuple[LineSource, ...] = (
+    # fed each physical line holding one of their words, first (launchers and frameworks)
+    torchrun.FORMAT, slurm.FORMAT, accelerate.FORMAT, composer.FORMAT, gloo.FORMAT, mpi.FORMAT, deepspeed.FORMAT,
+    ray.FORMAT, lightning.FORMAT, nccl_release.FORMAT, envreport.FORMAT, cxx.FORMAT,
+    # read by the assembler (evidence/parse.py) on logical lines, in its order (``logical``)
+    host.FORMAT, pgnccl.FORMAT, elastic.FORMAT, nccl2.FORMAT, nccl.FORMAT, errors.FORMAT, busy.FORMAT, world.FORMAT,
+)
+_FED = tuple(f for f in FORMATS if not f.logical)
 
 RANK_TAGS: tuple[re.Pattern[str], ...] = tuple(t for f in FORMATS for t in f.rank_tags)
 RANK_MARKS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(m for f in FORMATS for m in f.rank_marks)
@@ -45,13 +59,23 @@ RANK_TAG_TEXT = "|".join(unnamed(t) for t in RANK_TAGS)
 # The literal words the block reader must keep whole, wherever they stand; and those it hands over in a head only.
 WORDS: tuple[str, ...] = tuple(dict.fromkeys(w for f in FORMATS for w in f.words))
 HEAD_WORDS: tuple[str, ...] = tuple(dict.fromkeys(w for f in FORMATS for w in f.head_words))
-# What a line must hold to be fed to some source's reader.
-GATE: tuple[str, ...] = tuple(dict.fromkeys((*WORDS, *HEAD_WORDS)))
+# Every line the assembler reads into an error, a clue, a death by signal, a launcher's or a host's report, an ending
+# or a setting holds one of the words its sources' cheap tests look for before any pattern: the block reader searches
+# every block for them (``reader.WHOLE_WORDS``), so such a line is kept at any offset; tests/test_keep.py checks that
+# every alternative of every pattern a source declares holds one of its words. NCCL's other set-up facts
+# (``nranks``, ``NET/``) are read in the head only (reader.HEAD): its INFO chatter repeats their words on every line.
+KEEP_WORDS: tuple[str, ...] = WORDS
+# The words the block reader finds by an anchor byte, and what a line holding one must name to be handed over.
+TRIGGERS: tuple[Trigger, ...] = tuple(t for f in FORMATS for t in f.triggers)
+WANTED: tuple[str, ...] = tuple(dict.fromkeys(w for f in FORMATS for w in f.wanted))
+# What a line must hold to be fed to the reader of some source that is fed physical lines.
+GATE: tuple[str, ...] = tuple(dict.fromkeys(w for f in _FED for w in (*f.words, *f.head_words)))
 
 
 def readers() -> list[tuple[tuple[str, ...], Reader]]:
-    """A fresh reader of every source for one input, each with the words a line must hold to be fed to it."""
-    return [((*f.words, *f.head_words), f.reader()) for f in FORMATS]
+    """A fresh reader of every source fed physical lines, for one input, each with the words a line must hold to be
+    fed to it (the assembler reads the ``logical`` sources itself)."""
+    return [((*f.words, *f.head_words), f.reader()) for f in _FED]
 
 
 def rank_tag(text: str) -> int | None:
@@ -89,7 +113,7 @@ def pid_tag(text: str) -> int | None:
 
 def _said(text: str) -> list[object]:
     """What a fresh reader of each source reads from one line alone."""
-    return [e for f in FORMATS if any(w in text for w in f.words) for e in f.reader().feed(text, AT)]
+    return [e for f in _FED if any(w in text for w in f.words) for e in f.reader().feed(text, AT)]
 
 
 def is_stop(text: str) -> bool:
@@ -98,7 +122,8 @@ def is_stop(text: str) -> bool:
 
 
 def launcher_signal(text: str) -> str | None:
-    """The signal a launcher's line says a child died of, where the line names no rank: a CalledProcessError's
-    ``died with <Signals.SIGKILL: 9>``, DeepSpeed's ``exits with return code = -9``."""
-    return accelerate.died_of(text) or next(
-        (e.signal for e in _said(text) if isinstance(e, WorkerEnd) and e.rank is None), None)
+    """The signal a launcher's line says a child died of, where the line names no global rank: a CalledProcessError's
+    ``died with <Signals.SIGKILL: 9>`` (with its ``--local_rank`` or without), DeepSpeed's ``exits with return code =
+    -9``."""
+    return next((e.signal if isinstance(e, WorkerEnd) else signals.of_exitcode(e.exitcode) for e in _said(text)
+                 if isinstance(e, WorkerEnd) and e.rank is None or isinstance(e, AgentExit) and e.agent is None), None)

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from ncclcheck import signals
 from ncclcheck.evidence.formats.source import AT, Format, Sample
-from ncclcheck.evidence.types import AgentExit, Loc, Said
+from ncclcheck.evidence.types import AgentExit, Loc, Said, WorkerEnd
 
 CALLED_PROCESS = re.compile(
     r"CalledProcessError: Command '(?P<command>(?:(?!CalledProcessError: ).)*)' "
@@ -25,29 +25,34 @@ class Children:
     """One input's CalledProcessError reports (each read on its own)."""
 
     def feed(self, text: str, loc: Loc) -> Iterable[Said]:
-        """The worker a CalledProcessError's command names by its ``--local_rank``, and how it ended; the parser
-        takes it where the exception is the line's own (not one quoted inside another's message)."""
-        if (c := CALLED_PROCESS.search(text)) and (local := _LOCAL_RANK.search(c["command"])):
-            code = -int(c["signal"]) if c["signal"] else int(c["status"])
+        """The worker a CalledProcessError's command names by its ``--local_rank``, and how it ended (the assembler
+        takes it where the exception is the line's own, not one quoted inside another's message); a command without
+        one (``accelerate launch``'s own) is a worker's end the line cannot place, quoted from the report's start."""
+        if not (c := CALLED_PROCESS.search(text)):
+            return ()
+        code = -int(c["signal"]) if c["signal"] else int(c["status"])
+        if local := _LOCAL_RANK.search(c["command"]):
             return (AgentExit(int(local["rank"]), code, None, loc),)
-        return ()
+        return (WorkerEnd(NAME, None, text[c.start():].strip(), loc, exitcode=code,
+                          signal=signals.name(int(c["signal"])) if c["signal"] else None),)
 
 
-def died_of(text: str) -> str | None:
-    """The signal a CalledProcessError on this line says its child died of (``SIGKILL``), named or not."""
-    m = CALLED_PROCESS.search(text)
-    return signals.name(int(m["signal"])) if m and m["signal"] else None
+NAME = "Accelerate / torch.distributed.launch"
 
 
 _SEGV = ("subprocess.CalledProcessError: Command '['/opt/tiger/conda/bin/python3', '-u', 'train_imagenet.py', "
          "'--local_rank=7', '--epochs', '180']' died with <Signals.SIGSEGV: 11>.")
+_KILLED = "subprocess.CalledProcessError: Command '['python3', '-u', 'train.py']' died with <Signals.SIGKILL: 9>."
 FORMAT = Format(
-    name="Accelerate / torch.distributed.launch",
+    name=NAME,
     words=("CalledProcessError: Command '",),
     make=Children,
     patterns=(CALLED_PROCESS,),
     samples=(
         Sample(_SEGV, "https://github.com/pytorch/pytorch/issues/61839 (torch.distributed.launch; its arguments after "
                       "'--epochs', '180' left out)", (AgentExit(7, -11, None, AT),)),
+        Sample(_KILLED, "https://github.com/pytorch/pytorch/issues/61839's shape without --local_rank, as accelerate "
+                        "launch reports its own child (tests/test_failures.py's host kill)",
+               (WorkerEnd(NAME, None, _KILLED[len("subprocess."):], AT, exitcode=-9, signal="SIGKILL"),)),
     ),
 )

@@ -2,7 +2,7 @@
 stamp, kubectl logs --prefix's "[pod/job-worker-1/pytorch] ".
 
 Such a label says which node or task a line came from, not which rank: a node's label before torchrun's
-"[default1]:" makes that tag the node's local rank (evidence/logparse.py places it), and a launcher's report behind
+"[default1]:" makes that tag the node's local rank (evidence/parse.py places it), and a launcher's report behind
 a node's label is about that node's workers (evidence/formats/torchrun.py).
 """
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 
 from ncclcheck.evidence import stamps
-from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.formats.source import AT, Format, Sample, Trigger
 from ncclcheck.evidence.types import GlooWait, Loc, Said
 
 TIMEOUT = re.compile(r"Timed out waiting (?P<ms>\d+)ms for (?:recv|send) operation to complete")
@@ -41,6 +41,8 @@ FORMAT = Format(
     name="gloo",
     words=("operation to complete", "monitoredBarrier"),
     make=Waits,
+    triggers=(Trigger("monitoredBarrier", "B"),),
+    wanted=("monitoredBarrier",),
     patterns=(TIMEOUT, MISSING, REACHED),
     samples=(
         Sample(_RECV, "tests/data/launchers/slurm/hang/tasks/2.log:15", (GlooWait("gloo_timeout", 10000, AT),)),

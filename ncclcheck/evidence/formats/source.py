@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from ncclcheck.evidence.types import JobStop, Loc, Said, WorkerEnd
+from ncclcheck.evidence.types import JobStop, Loc, Read, Said, WorkerEnd
 
 # Where a sample's events are said to be read: the registry's test compares events with their place set to this.
 AT = Loc("sample", 0)
@@ -26,7 +26,7 @@ AT = Loc("sample", 0)
 class Reader(Protocol):
     """One input's lines of one source, read in order (a report may span lines: its state lives here)."""
 
-    def feed(self, text: str, loc: Loc) -> Iterable[Said]:
+    def feed(self, text: str, loc: Loc) -> Iterable[Read]:
         """The events one line (repaired: ``evidence/repair.clean``) says; nothing for any other line."""
         ...
 
@@ -38,8 +38,30 @@ class Sample:
 
     line: str
     cite: str
-    reads: tuple[Said, ...]
+    reads: tuple[Read, ...]
     before: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """A word the block reader finds in every block by one byte of it that ordinary lines rarely hold (``anchor``):
+    the line it stands on is handed over, with its neighbours (a record's wraps, a report's body), where it also names
+    one of the sources' ``wanted`` words. ``pattern``: the word is a regular expression starting at its anchor (a
+    variable part: ``#\\d``), else it is taken literally (and searched whole where its anchor keeps missing)."""
+
+    word: str
+    anchor: str
+    pattern: bool = False
+
+    @property
+    def back(self) -> int:
+        """How many bytes of the word come before its anchor."""
+        return 0 if self.pattern else self.word.index(self.anchor)
+
+    @property
+    def regex(self) -> bytes:
+        """The word as a pattern that matches where it starts."""
+        return self.word.encode() if self.pattern else re.escape(self.word).encode()
 
 
 class LineSource(Protocol):
@@ -79,7 +101,22 @@ class LineSource(Protocol):
         """Per-rank output file names (group ``rank``)."""
         ...
     @property
+    def triggers(self) -> tuple[Trigger, ...]:
+        """Words of its lines the block reader finds by an anchor byte (a record's lines that hold no keep word)."""
+        ...
+    @property
+    def wanted(self) -> tuple[str, ...]:
+        """Patterns one of which a triggered line of it names, for the block reader to hand it over."""
+        ...
+    @property
     def samples(self) -> tuple[Sample, ...]: ...
+    @property
+    def logical(self) -> bool:
+        """Whether the assembler (evidence/parse.py) reads the source's lines itself, as logical lines (hard wraps
+        joined) with the line's process known, in its own order (a record, an error, a host's record: each read
+        after the line's launcher reports and before the next source's); else each physical line holding one of its
+        words is fed to its reader first, and what it yields joined to ranks."""
+        ...
     def reader(self) -> Reader: ...
 
 
@@ -97,6 +134,9 @@ class Format:
     rank_marks: tuple[tuple[str, re.Pattern[str]], ...] = ()
     pid_tags: tuple[re.Pattern[str], ...] = ()
     path_ranks: tuple[re.Pattern[str], ...] = ()
+    triggers: tuple[Trigger, ...] = ()
+    wanted: tuple[str, ...] = ()
+    logical: bool = False
 
     def reader(self) -> Reader:
         return self.make()

@@ -4,7 +4,7 @@ The agent logs "failed (exitcode: -9) local_rank: 3 (pid: 812917) of binary: /us
 its group exits non-zero, in each form its logger has had (``ERROR:torch.distributed.elastic.multiprocessing.api:``,
 ``[time] torch.distributed.elastic…: [ERROR]``, glog's ``E1122 … 812900 api.py:…]``, where the thread id is the
 agent's PID). It names the local rank only: on one node that is the rank; the failure table of the same run (read in
-evidence/logparse.py) names the global rank and is preferred. Behind a collector's node label (pdsh running torchrun
+evidence/formats/elastic.py) names the global rank and is preferred. Behind a collector's node label (pdsh running torchrun
 on each node) it is that node's local rank.
 """
 

@@ -1,0 +1,83 @@
+"""What a rank was busy with: work of its own that may outlast a collective's timeout, and the framework it ran under.
+
+A progress bar's description or a framework's line for evaluation, checkpoint saving, dataset preprocessing or
+compiling says the rank was doing legitimate work while the others waited (the rank's last such line is kept: the
+assembler, evidence/parse.py, drops it once a line says the work ended). The paths of a traceback (lines every
+selection of a log keeps) name the framework, each of which sets the timeout its own way (and Lightning's start
+line: evidence/formats/lightning.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.linear import then
+from ncclcheck.evidence.types import Fact, Loc, Read, Who
+
+# The words are plain substring tests before the pattern.
+WORDS = ("valuat", "alidat", "aving", "heckpoint", "okeniz", "Map", "Filter", "reprocess", "ompil", "utotun",
+         "eval_runtime")
+_BUSY = re.compile(
+    r"(?i)(?P<eval>evaluat|validat|running evaluation|eval(?:uation)? loop)|"
+    r"(?P<save>sav(?:ing|e)\b.{0,40}checkpoint|checkpoint.{0,40}(?:is about to be saved|saving)|saving model|"
+    r"saving (?:to|the)\b)|"
+    r"(?P<preprocess>running tokenizer|tokeniz(?:ing|ation)|\b(?:map|filter)(?: \(num_proc=\d+\))?:|grouping texts|"
+    r"preprocess(?:ing)?\b)|"
+    r"(?P<compile>compil(?:ing|e) |torch\.compile|autotun)"
+)
+# Where another line starts inside a progress bar's line: a launcher's tag, a rank prefix, a glog header.
+GLUED_LINE = re.compile(
+    r"(?<=[\]s])(?:\[[A-Za-z_]+\d+\]:|\[rank\d+\]:|[EWIF]\d{4} \d\d:|\[[EWIF][\d ][^\]]{0,60}\.(?:cpp|cc|py):\d+\]"
+    r"|Traceback \(most recent call last\))"
+)
+BAR_AT_ZERO = re.compile(r"\b0%\|")
+# Work that ended: "Checkpoint saved", a bar at 100%, the HF Trainer's metrics after an evaluation ('eval_runtime').
+DONE = re.compile(r"(?i)\b(?:saved|finished|done|completed?)\b|\b100%\||eval_runtime")
+_NOT_BUSY = re.compile(r"(?i)error|exception|traceback|failed|" + then(r"warning: ", r"deprecat"))
+_FRAMEWORKS = (
+    ("hf_trainer", re.compile(r"transformers[/\\](?:trainer|training_args)")),
+    ("lightning", re.compile(r"lightning[/\\]")),
+    ("deepspeed", re.compile(r"deepspeed[/\\]")),
+    ("accelerate", re.compile(r"accelerate[/\\]")),
+)
+
+
+def busy_phase(text: str) -> str | None:
+    """Which legitimate work a line says its rank is doing: ``eval``, ``save``, ``preprocess``, ``compile``."""
+    if not any(map(text.__contains__, WORDS)) or _NOT_BUSY.search(text):
+        return None
+    m = _BUSY.search(text)
+    return m.lastgroup if m else None
+
+
+def frameworks(who: Who, text: str, loc: Loc) -> list[Fact]:
+    """The frameworks a traceback's line names by their paths."""
+    return [Fact(who, "framework", name, loc) for name, pattern in _FRAMEWORKS if pattern.search(text)]
+
+
+_NOBODY = Who()
+
+
+class Lines:
+    """One input's busy lines and tracebacks' paths, each read on its own."""
+
+    def feed(self, text: str, loc: Loc) -> Iterable[Read]:
+        said: list[Read] = [*frameworks(_NOBODY, text, loc)] if 'File "' in text else []
+        if not DONE.search(text) and busy_phase(text) is not None:
+            said.append(Fact(_NOBODY, "busy", " ".join(text.split())[:200], loc))
+        return said
+
+
+FORMAT = Format(
+    name="busy",
+    words=WORDS,
+    make=Lines,
+    logical=True,
+    samples=(
+        Sample("Evaluating:  40%|████      | 20/50 [00:10<00:15,  2.00it/s]",
+               "tqdm's bar (tqdm/std.py format_meter) under the HF Trainer's evaluation loop",
+               (Fact(_NOBODY, "busy", "Evaluating: 40%|████ | 20/50 [00:10<00:15, 2.00it/s]", AT),)),
+    ),
+)

@@ -1,0 +1,105 @@
+"""torchrun's failure table: the ChildFailedError summary its elastic agent raises when workers failed.
+
+torch.distributed.elastic's ``ChildFailedError`` prints a "Root Cause (first observed failure):" section and
+"Other Failures:", each entry as ``[N]:`` then indented ``time :``, ``host :``, ``rank : 3 (local_rank: 3)``,
+``exitcode : -6 (pid: 812)``, ``error_file :`` and ``traceback : Signal 6 (SIGABRT) received by PID 812``
+(torch/distributed/elastic/multiprocessing/errors/__init__.py). An entry names the global rank, and is read key by
+key until a line that is none of the table's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from ncclcheck.evidence.formats.source import AT, Format, Sample, Trigger
+from ncclcheck.evidence.types import ElasticFailure, Loc, Read
+
+_KEY = re.compile(r"^\s+(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s?(?P<value>.*)$")
+_ENTRY = re.compile(r"^\s*\[(?P<index>\d+)\]:\s*$")
+_INT = re.compile(r"(?P<n>-?\d+)(?:\s*\((?:local_rank|pid):\s*(?P<inner>\d+)\))?")
+_SIGNAL = re.compile(r"Signal (?P<number>\d+) \((?P<name>SIG[A-Z]+)\)")
+
+
+def _int(s: str | None) -> int | None:
+    return int(s) if s not in (None, "") else None
+
+
+class Table:
+    """One input's failure tables, entry by entry: an entry is whole at the next entry, or at the first line that is
+    not the table's."""
+
+    def __init__(self) -> None:
+        self._entry: dict[str, str] | None = None
+        self._loc: Loc | None = None
+        self._root = False
+
+    def may_hold(self, text: str) -> bool:
+        """A cheap test: could this line be the table's (it is open, or the line starts one)?"""
+        return (self._entry is not None or self._root or text.startswith("Root Cause")
+                or _KEY.match(text) is not None or _ENTRY.match(text) is not None)
+
+    def line(self, text: str, loc: Loc) -> tuple[bool, list[Read]]:
+        """Whether the line is the table's, and the entry it closes."""
+        if text.startswith("Root Cause"):
+            closed = self.close()
+            self._root = True
+            return True, closed
+        if _ENTRY.match(text):
+            closed = self.close()
+            self._entry, self._loc = {}, loc
+            return True, closed
+        if key := _KEY.match(text):
+            closed = []
+            if self._entry is None or key["key"] in self._entry:
+                closed = self.close()
+                self._entry, self._loc = {}, loc
+            self._entry[key["key"]] = key["value"].strip()
+            return True, closed
+        closed = self.close()
+        self._root = False
+        return False, closed
+
+    def close(self) -> list[Read]:
+        """The open entry, read."""
+        t, loc = self._entry, self._loc
+        self._entry = None
+        if not t or loc is None:
+            return []
+        rank = _INT.match(t.get("rank", ""))
+        code = _INT.match(t.get("exitcode", ""))
+        sig = _SIGNAL.search(t.get("traceback", ""))
+        return [ElasticFailure(
+            rank=_int(rank["n"]) if rank else None,
+            local_rank=_int(rank["inner"]) if rank else None,
+            exitcode=_int(code["n"]) if code else None,
+            pid=_int(code["inner"]) if code else None,
+            signal=sig["name"] if sig else None,
+            host=t.get("host"),
+            time=t.get("time"),
+            root_cause=self._root,
+            loc=loc,
+        )]
+
+    def feed(self, text: str, loc: Loc) -> Iterable[Read]:
+        """The entry a line closes (a table's last entry is whole at the first line after it)."""
+        return self.line(text, loc)[1] if self.may_hold(text) else ()
+
+
+FORMAT = Format(
+    name="torchrun's failure table",
+    words=(),  # its lines follow "ChildFailedError" (an error word) and hold "<N/A>": the block reader keeps them
+    make=Table,
+    triggers=(Trigger("<N/A>", "<"),),  # an entry's "error_file: <N/A>"
+    wanted=("<N/A>", "error_file"),
+    logical=True,
+    samples=(
+        Sample("======================================================",
+               "tests/data/launchers/accelerate/kill/console.log:90-98",
+               (ElasticFailure(1, 1, -9, 1764, "SIGKILL", "localhost", "2026-11-25_15:15:55", True, AT),),
+               before=("Root Cause (first observed failure):", "[0]:", "  time      : 2026-11-25_15:15:55",
+                       "  host      : localhost", "  rank      : 1 (local_rank: 1)",
+                       "  exitcode  : -9 (pid: 1764)  (SIGKILL)", "  error_file: <N/A>",
+                       "  traceback : Signal 9 (SIGKILL) received by PID 1764")),
+    ),
+)

@@ -1,0 +1,165 @@
+"""What a process says when it fails: Python's exceptions, CUDA's errors, fatal signals, and the lines that say why.
+
+An exception's last line (``RuntimeError: CUDA error: …``, ``torch.OutOfMemoryError: …``) is the rank's own error,
+unless it restates the watchdog's timeout (the cascade, read as a record in evidence/formats/pgnccl.py). A process
+killed in native code has no traceback: its last words name the signal (UCX's "Caught signal 7 (Bus error: …)",
+glog's "*** SIGSEGV (@0x0) received by PID …", faulthandler's "Fatal Python error: Segmentation fault"). The clues
+beside an error say why: a device-side assertion, a CUDA error named in any line, a TCPStore's failure, the launcher's
+own words, NCCL's sentences (evidence/formats/nccl.py). Each is read behind a few literal words, kept by the block
+reader wherever they stand.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from ncclcheck import signals
+from ncclcheck.evidence.formats.collectors import LABEL
+from ncclcheck.evidence.formats.nccl import CONNECTION, SAYS
+from ncclcheck.evidence.formats.source import AT, Format, Sample, Trigger
+from ncclcheck.evidence.linear import then
+from ncclcheck.evidence.stamps import glog
+from ncclcheck.evidence.types import Clue, ErrorKind, Loc, RankError, Read, Who
+
+ERROR_WORDS = ("Error", "Exception", "Interrupt", "terminate called")
+PY_ERROR = re.compile(r"^(?P<name>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt))(?::\s?(?P<message>.*))?$")
+# An exception that restates the watchdog's timeout or a worker's failure reported elsewhere: not the rank's own.
+CASCADE = re.compile(
+    r"Watchdog caught|communicator was aborted|watchdog thread terminated|Some NCCL operations have failed"
+    r"|ChildFailedError|Detected mismatch between collectives|" + then("DistBackendError", "watchdog|Watchdog", lazy=False)
+)
+
+# A process's own last words on a fatal signal: UCX's "Caught signal 7 (Bus error: …)", glog's "*** SIGSEGV (@0x0)
+# received by PID …", Python's faulthandler "Fatal Python error: Segmentation fault", MPI's "Signal: Bus error (7)", a
+# shell's "Bus error (core dumped)". SIGABRT is left out: the watchdog's abort after a timeout ends ranks with it.
+FATAL_SIGNAL = re.compile(
+    r"Caught signal (?P<caught>\d+) \(|(?P<glog>SIG[A-Z]{1,12}) \(@0x[0-9a-f]+\) received by PID|"
+    r"Fatal Python error: (?P<python>Segmentation fault|Bus error|Illegal instruction|Floating point exception)|"
+    r"Signal: [\w ]+ \((?P<mpi>\d+)\)$|^(?P<shell>Segmentation fault|Bus error|Illegal instruction)"
+    r"(?: \(core dumped\))?$")
+SIGNAL_WORDS = ("ignal", "SIG", "Segmentation", "rror", "nstruction")
+
+CLUE_GATE = re.compile(
+    r"Last error|Assertion `|CUDA error|TCPStore|\[c10d\]|death signal|closing signal|[Rr]endezvous|clients joined"
+    r"|CANCELLED AT|oom_kill|OOM ?Kill|Out Of Memory"
+    r"|workers joined|will restart worker group|Restarting worker group|" + SAYS.pattern
+)
+# Words one of which every clue line holds: plain substring tests first, the gate's regex only where one is there.
+CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "CANCELLED", "ssertion", "TCPStore", "c10d", "signal",
+              "endezvous", "joined", "restart", "Restart", "interface", "AF_INET", "plugin", "peer", "Call to")
+# The resolver's and NCCL's bare errors and torchrun's restarts, which the catalogue's causes read from the lines.
+_OTHER_WORDS = ("gai error", "cannot be retrieved", "system error", "worker group")
+_CUDA_ASSERT = re.compile(r"(?<![\w.])(?P<file>[\w.]+\.cuh?):(?P<line>\d+): (?P<kernel>(?:(?!\.cuh?:\d+: ).)*?): "
+                          r"block: \[[\d,]+\], thread: \[[\d,]+\] Assertion `(?P<condition>(?:(?!Assertion `).)+)` "
+                          r"failed")
+_CUDA_ERROR = re.compile(r"CUDA error: (?P<what>.+?)(?:\.?$|\. | Search for | CUDA kernel errors)")
+STORE_FAIL = re.compile(then(
+    r"TCPStore|\[c10d\]|c10d store|[Ss]ocket",
+    r"Failed to recv|Broken pipe|Connection (?:refused|reset by peer)|(?:client socket )?has timed out|failed to connect"
+    r"|has failed to (?:listen|bind)|Timed out after \d+ seconds waiting for (?:clients|workers)"
+    r"|The connection to the C10d store has failed|cannot be retrieved"))
+_LAUNCHER = re.compile(
+    r"Received \S+ death signal|Sending process \d+ closing signal SIG\w+|has failed to shutdown the rendezvous"
+    r"|Rendezvous(?:Timeout|Closed|Connection|GracefulExit)Error|attempts left; will restart worker group"
+    r"|Restarting worker group"
+    r"|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT|oom_kill event|OOM Killed|OOMKilled"
+)
+# A glog header (c10's "[E1122 11:18:45.006097316 ProcessGroupNCCL.cpp:1895] "), left off a quoted line.
+LOG_HEAD = re.compile(r"^\[?[EWIF]\d{4} [\d:.]+ +\d*\s*[^\]]*\]\s*")
+
+
+def fatal_signal(line: str) -> str | None:
+    """The fatal signal a process reports it dies of on this line (``SIGBUS``), or None; SIGABRT is not one."""
+    m = FATAL_SIGNAL.search(line)
+    if m is None:
+        return None
+    number = m["caught"] or m["mpi"]
+    sig = signals.name(int(number)) if number else m["glog"] or signals.BY_WORDS[m["python"] or m["shell"]]
+    return sig if sig in signals.FATAL else None
+
+
+def killed(who: Who, line: str, loc: Loc) -> RankError | None:
+    """A line (its prefixes left off) in which the process itself reports the fatal signal it dies of, as its error
+    (a segfault or bus error in native code has no Python traceback), or None."""
+    if (label := LABEL.match(line)) and not line.startswith("Signal: "):
+        line = line[label.end():]
+    return RankError(who, ErrorKind.KILLED, line[:300], loc) if fatal_signal(line) is not None else None
+
+
+def exception(who: Who, line: str, loc: Loc) -> RankError | None:
+    """A Python exception's line (its prefixes left off) as the rank's own error, or None (a cascade, no exception);
+    ``terminate called after throwing`` too, where it is no c10 error's."""
+    m = PY_ERROR.match(line)
+    if m and not CASCADE.search(line):
+        name, msg = m["name"], (m["message"] or "").strip()
+        if "OutOfMemory" in name or "out of memory" in msg:
+            kind = ErrorKind.OOM
+        elif "CUDA error" in msg:
+            kind = ErrorKind.CUDA
+        elif CONNECTION.search(msg):
+            kind = ErrorKind.CONNECTION
+        else:
+            kind = ErrorKind.EXCEPTION
+        return RankError(who, kind, line, loc)
+    if m is None and line.startswith("terminate called after throwing") and "c10::" not in line:
+        return RankError(who, ErrorKind.EXCEPTION, line, loc)
+    return None
+
+
+def clues(who: Who, body: str, loc: Loc, clock: float | None) -> list[Clue]:
+    """The clues of a line (its prefixes and header left off): a device-side assertion, or a CUDA error and a
+    store's failure, the launcher's words or NCCL's sentences."""
+    if m := _CUDA_ASSERT.search(body):
+        return [Clue(who, "cuda_assert", f"Assertion `{m['condition']}` failed in {m['kernel']} "
+                                         f"({m['file']}:{m['line']})", loc)]
+    out = []
+    if m := _CUDA_ERROR.search(body):
+        out.append(Clue(who, "cuda", "CUDA error: " + m["what"].strip(), loc))
+    if STORE_FAIL.search(body):
+        out.append(Clue(who, "store", body[:300], loc, clock))
+    elif _LAUNCHER.search(body):
+        out.append(Clue(who, "launcher", body[:300], loc, clock))
+    elif SAYS.search(body):
+        out.append(Clue(who, "nccl", body[:300], loc, clock))
+    return out
+
+
+_NOBODY = Who()
+
+
+class Lines:
+    """One input's error lines, each read on its own (the assembler strips the line's prefixes first)."""
+
+    def feed(self, text: str, loc: Loc) -> Iterable[Read]:
+        line = text.strip()
+        if any(map(line.__contains__, SIGNAL_WORDS)) and (died := killed(_NOBODY, line, loc)) is not None:
+            return (died,)
+        said: list[Read] = []
+        if any(map(line.__contains__, CLUE_WORDS)) and CLUE_GATE.search(line):
+            said += clues(_NOBODY, LOG_HEAD.sub("", line), loc, glog(line))
+        if any(map(line.__contains__, ERROR_WORDS)) and (error := exception(_NOBODY, line, loc)) is not None:
+            said.append(error)
+        return said
+
+
+FORMAT = Format(
+    name="errors",
+    words=tuple(dict.fromkeys((*ERROR_WORDS, *CLUE_WORDS, *SIGNAL_WORDS, *_OTHER_WORDS))),
+    head_words=(*ERROR_WORDS, "Assertion `", "TCPStore", "[c10d]", "Rendezvous", "rendezvous", "death signal",
+                "closing signal", "clients joined", "will restart worker group"),
+    make=Lines,
+    patterns=(PY_ERROR, FATAL_SIGNAL, CLUE_GATE),
+    triggers=(Trigger('File "', '"'), Trigger("<module>", "<")),  # a traceback's frames (a framework's paths)
+    wanted=('File "', "Error", "Exception"),
+    logical=True,
+    samples=(
+        Sample("RuntimeError: CUDA error: an illegal memory access was encountered",
+               "c10/cuda/CUDAException.h: C10_CUDA_CHECK's message, cudaGetErrorString(cudaErrorIllegalAddress)",
+               (Clue(_NOBODY, "cuda", "CUDA error: an illegal memory access was encountered", AT),
+                RankError(_NOBODY, ErrorKind.CUDA, "RuntimeError: CUDA error: an illegal memory access was "
+                                                   "encountered", AT))),
+        Sample("Fatal Python error: Segmentation fault", "CPython's faulthandler (Python/faulthandler.c)",
+               (RankError(_NOBODY, ErrorKind.KILLED, "Fatal Python error: Segmentation fault", AT),)),
+    ),
+)

@@ -1,0 +1,179 @@
+"""NCCL's own lines: its warnings, the errors PyTorch raises with its words, and the facts of its set-up.
+
+NCCL prints ``host:pid:tid [cudaDev] NCCL WARN <message>`` (src/include/debug.h; before 2.3 ``[cudaDev]
+include/socket.h:311 WARN <message>`` without the word NCCL), and its INFO lines name its version, bootstrap,
+network and each communicator's size and GPU. PyTorch raises its result as "NCCL error: <reason>, NCCL version …"
+(``NCCL error in: <file>:<line>, …`` before; ``NCCL Error 2: …`` before 1.8), nccl-tests as "Test NCCL failure
+common.cu:874 '<reason>'", and ``Last error:`` introduces NCCL's own reason on the line under it (read by the
+assembler, evidence/parse.py, which knows the line's process).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+from ncclcheck.evidence.formats.source import AT, Format, Sample, Trigger
+from ncclcheck.evidence.repair import HEADER
+from ncclcheck.evidence.types import Clue, ErrorKind, Fact, Loc, RankError, Read, Who
+
+_NCCL_WARN = re.compile(r"NCCL WARN (?P<message>.*)")
+_WARN_SOURCE = re.compile(r"(?<!\S)(?P<source>\S+\.cc:\d+) NCCL WARN")
+# NCCL before 2.3 printed "host:pid:tid [cudaDev] include/socket.h:311 WARN <message>", without the word NCCL.
+_OLD_WARN = re.compile(r"\[\d+\] [\w/.]+\.(?:cc|cu|h|c):\d+ WARN (?P<message>.*)")
+# NCCL's own line header, "host:pid:tid [cudaDev] " (after a rank tag or NCCL's timestamp, if any).
+_NCCL_HEAD = re.compile(
+    r"(?:^|[\]:] ?)(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):\d+ \[\d+\] (?=NCCL |[\w/.]+\.cc:\d+ NCCL )")
+# A peer that went away: a closed, reset or refused connection, a remote process's exit.
+CONNECTION = re.compile(r"Connection (?:closed|reset|refused)|remote process exit|ncclRemoteError|Broken pipe", re.I)
+# "NCCL error: <reason>, NCCL version ..." or the older "NCCL error in: <file>:<line>, <reason>, NCCL version ...";
+# before PyTorch 1.8 "NCCL Error 2: <reason>", and nccl-tests' "Test NCCL failure common.cu:874 '<reason>'".
+NCCL_ERROR = re.compile(r"(?:NCCL error|NCCL Error)(?: \d+)?(?: in: \S+,)?:?\s*(?P<reason>.*)"
+                        r"|NCCL failure \S+:\d+ '(?P<quoted>[^']*)'")
+ERROR_WORDS = ("NCCL error", "NCCL Error", "NCCL failure")
+LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(?P<text>.*)$")
+# NCCL's own sentences for a failed set-up or transport, wherever they stand (a paste often keeps only them).
+SAYS = re.compile(
+    r"Error while creating shared memory segment|no socket interface found|neither AF_INET|Failed to initialize any "
+    r"NET plugin|Got completion from peer|peer access is not supported|Call to \w+ failed"
+)
+FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap test before the pattern
+    ("nccl_version", "NCCL version", re.compile(r"NCCL version:? (?P<value>\d+\.\d+\.\d+)")),
+    ("bootstrap", "Bootstrap", re.compile(r"Bootstrap\s*:\s*Using\s+(?P<value>.*)")),
+    ("net_ib", "NET/IB", re.compile(r"NET/IB\s*:\s*(?P<value>Using\s+.*|No device found\.?)")),
+    ("net_socket", "NET/Socket", re.compile(r"NET/Socket\s*:\s*Using\s+(?P<value>.*)")),
+    ("network", "Using network", re.compile(r"NCCL INFO Using network (?P<value>\S+)")),
+    # A communicator's size: the world's, or a sub-group's (the world is at least that large).
+    ("nccl_nranks", "nranks", re.compile(r"NCCL INFO comm 0x[0-9a-f]+ rank \d+ nranks (?P<value>\d+) ")),
+    ("bus_id", "busId", re.compile(r"cudaDev \d+ (?:nvmlDev \d+ )?busId (?P<value>[0-9a-fA-F]+)")),  # the rank's GPU
+)
+
+
+# Words one of which its INFO facts and its warnings hold (the assembler's cheap test before them; a line holding
+# one is also read for the host and PID of NCCL's header).
+FACT_WORDS = ("NCCL version", "Bootstrap", "NET/", "Using network", "nranks", "NCCL WARN")
+
+
+def facts(who: Who, text: str, loc: Loc) -> list[Fact]:
+    """What an INFO line says of NCCL's set-up: its version, bootstrap, network, a communicator's size, the GPU."""
+    return [Fact(who, key, m["value"].strip(), loc) for key, word, pattern in FACTS
+            if word in text and (m := pattern.search(text))]
+
+
+def process(who: Who, text: str, loc: Loc) -> list[Fact]:
+    """Where a rank ran (the host and PID of NCCL's line header), for a peer's address to name it."""
+    if who.rank is not None and " NCCL " in text and (head := _NCCL_HEAD.search(text, 0, 200)):
+        return [Fact(who, "host", head["host"], loc), Fact(who, "pid", head["pid"], loc)]
+    return []
+
+
+def warning(who: Who, text: str, loc: Loc) -> list[Read] | None:
+    """An NCCL WARN line's message as the rank's error (a peer that went away: a connection failure), or None."""
+    if "NCCL WARN" in text and (warn := _NCCL_WARN.search(text)):
+        msg = warn["message"].strip()
+        said: list[Read] = [RankError(who, ErrorKind.CONNECTION if CONNECTION.search(msg) else ErrorKind.NCCL_WARN,
+                                      msg, loc)]
+        if "nvls" in text and (src := _WARN_SOURCE.search(text)):
+            # NVLink SHARP's set-up fails with a bare CUDA error: only the source file says it was NVLS
+            said.append(Clue(who, "nccl", f"{src['source']} NCCL WARN {msg}", loc))
+        return said
+    return None
+
+
+def old_warning(who: Who, text: str, loc: Loc) -> RankError | None:
+    """An NCCL WARN line as NCCL before 2.3 printed it, or None."""
+    if " WARN " in text and (warn := _OLD_WARN.search(text)):
+        msg = warn["message"].strip()
+        return RankError(who, ErrorKind.CONNECTION if CONNECTION.search(msg) else ErrorKind.NCCL_WARN, msg, loc)
+    return None
+
+
+def error(who: Who, text: str, loc: Loc) -> RankError | None:
+    """An "NCCL error: <reason>" raised on this rank (not on a named work), or None."""
+    m = NCCL_ERROR.search(text)
+    if not m or "WorkNCCL(" in text:
+        return None
+    message = "NCCL error: " + (m["reason"] if m["reason"] is not None else m["quoted"]).strip()
+    return RankError(who, ErrorKind.CONNECTION if CONNECTION.search(message) else ErrorKind.NCCL_ERROR, message, loc)
+
+
+DETAIL_WITHIN = 200  # the line under "Last error:" is its process's next line; other ranks' lines may come between
+
+
+class LastErrors:
+    """NCCL's "Last error:" lines whose reason is on their process's next line, by process, and whether lines were
+    left out of the selection since (the one under it may be among them)."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[Who, tuple[Loc, bool]] = {}
+        self._prev = 0
+
+    def line(self, lineno: int) -> None:
+        """A physical line's number: a gap since the last one may have left the reason out."""
+        if self._waiting and lineno != self._prev + 1:
+            self._waiting = {w: (loc, True) for w, (loc, _) in self._waiting.items()}
+        self._prev = lineno
+
+    def wait(self, who: Who, loc: Loc) -> None:
+        """A "Last error:" line with nothing after it: its reason is on its process's next line."""
+        self._waiting[who] = (loc, False)
+
+    def reason(self, who: Who, lineno: int, body: Callable[[], str]) -> list[Clue]:
+        """The reason a logical line of ``who`` gives (``body``: its text without prefixes): NCCL's, or empty when
+        the next record starts at once. A line naming no process right under the wait is its continuation."""
+        if not self._waiting:
+            return []
+        mine = who if who in self._waiting else next(
+            (w for w, (at, _) in self._waiting.items() if who.rank is None and at.line == lineno - 1), None)
+        if mine is None:
+            return []
+        loc, gap = self._waiting.pop(mine)
+        if lineno - loc.line > DETAIL_WITHIN:
+            return []
+        text = body()
+        empty = not text or bool(HEADER.search(text)) or text.startswith(("Exception raised from", "Traceback"))
+        if empty and gap:
+            return []  # lines were left out since: the one under it may be among them; say nothing rather than "empty"
+        return [Clue(mine, "last_error", "" if empty else text, loc if empty else Loc(loc.file, lineno))]
+
+
+_NOBODY = Who()
+
+
+class Lines:
+    """One input's NCCL lines (each read on its own; the assembler counts an error once per rank)."""
+
+    def feed(self, text: str, loc: Loc) -> Iterable[Read]:
+        said: list[Read] = [*facts(_NOBODY, text, loc)]
+        if (warn := warning(_NOBODY, text, loc)) is not None:
+            return said + warn
+        if (old := old_warning(_NOBODY, text, loc)) is not None:
+            return [*said, old]
+        if any(map(text.__contains__, ERROR_WORDS)) and (err := error(_NOBODY, text, loc)) is not None:
+            return [*said, err]
+        return said
+
+
+FORMAT = Format(
+    name="NCCL",
+    words=ERROR_WORDS,
+    # its warnings, its version (2.21.5+cuda12.4), the interface it uses (eth0:10.0.0.1<0>)
+    triggers=(Trigger("WARN", "W"), Trigger("+cuda", "+"), Trigger(r"<\d{1,3}>", "<", pattern=True)),
+    wanted=("NCCL WARN", "NCCL version", "Using"),
+    head_words=("NCCL version", "Bootstrap", "NET/", "Using network", "nranks", "NCCL WARN", "Last error"),
+    make=Lines,
+    patterns=(NCCL_ERROR,),
+    logical=True,
+    samples=(
+        Sample("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, "
+               "remote process exited or there was a network error, NCCL version 2.20.5",
+               "torch/csrc/distributed/c10d/NCCLUtils.hpp (2.3): C10D_NCCL_CHECK's message for ncclRemoteError",
+               (Fact(_NOBODY, "nccl_version", "2.20.5", AT),
+                RankError(_NOBODY, ErrorKind.CONNECTION, "NCCL error: remote process exited or there was a network "
+                          "error, NCCL version 2.20.5", AT))),
+        Sample("Test NCCL failure common.cu:874 'unhandled system error (run with NCCL_DEBUG=INFO for details)'",
+               "nccl-tests src/common.h: NCCLCHECK's message",
+               (RankError(_NOBODY, ErrorKind.NCCL_ERROR, "NCCL error: unhandled system error (run with "
+                          "NCCL_DEBUG=INFO for details)", AT),)),
+    ),
+)

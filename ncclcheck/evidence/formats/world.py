@@ -1,0 +1,74 @@
+"""The job's world as launchers, frameworks and programs echo it, and a program's word that its work is over.
+
+The world's size is printed in many places besides NCCL's and ProcessGroupNCCL's own lines: an environment dump or a
+script's print (``WORLD_SIZE=8``), DeepSpeed's launcher (``dist_world_size=16``) and its comm (``world_size=8``),
+torchrun's agent's rendezvous result (``global_world_sizes=[8, 8, …]``) and launch configs (``max_nodes : 2``,
+``nproc_per_node : 4``), its command line (``--nnodes=2``), Accelerate's state (``Num processes: 8``), torch 1.x's
+store barrier. A program's own word that its work is over ("Rank 3 completed", the HF Trainer's "Training completed.
+Do not forget …") and ProcessGroupNCCL's destructor at interpreter exit (2.4+: its groups are being torn down) say a
+rank ended of itself.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.types import Fact, Loc, Read, Who
+
+_DONE = re.compile(r"\b[Rr]ank (?P<value>\d+) (?:has )?(?:completed|finished)\b")
+FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap test before the pattern
+    ("launcher_world", "WORLD_SIZE", re.compile(r"\bWORLD_SIZE['\"]?\s*[=:]\s*['\"]?(?P<value>\d+)")),
+    ("launcher_world", "world_size",
+     re.compile(r"(?<![\w.])(?:dist_)?world_size['\"]?\s*[=:]\s*['\"]?(?P<value>\d+)")),
+    ("launcher_world", "global_world_sizes", re.compile(r"global_world_sizes=\[(?P<value>\d+)")),
+    ("accelerate_world", "Num processes", re.compile(r"\bNum processes: (?P<value>\d+)")),
+    ("launcher_world", "store-based barrier", re.compile(r"store-based barrier for key:\S+ with (?P<value>\d+) nodes")),
+    # torchrun's command line or its launch configs (LOGLEVEL=INFO): nodes times processes per node, when fixed.
+    ("nnodes", "nnodes", re.compile(r"--nnodes[= ](?P<value>\d+)(?![:\d])")),
+    ("nnodes", "max_nodes", re.compile(r"(?:^|\])\s*max_nodes\s*:\s*(?P<value>\d+)\s*$")),
+    ("nproc_per_node", "nproc",
+     re.compile(r"--nproc[-_]per[-_]node[= ](?P<value>\d+)|(?:^|\])\s*nproc_per_node\s*:\s*(?P<config>\d+)\s*$")),
+    ("work_done", "completed", _DONE),
+    ("work_done", "finished", _DONE),
+    ("work_done", "Training completed", re.compile(r"(?P<value>Training completed)\. Do not forget")),
+    ("exit_without_destroy", "destroy_process_group",
+     re.compile(r"(?P<value>destroy_process_group\(\) was not called before program exit)")),
+)
+# Words one of which its lines hold (the assembler's cheap test before them).
+FACT_WORDS = ("WORLD_SIZE", "world_size", "Num processes", "store-based barrier", "nnodes", "max_nodes", "nproc",
+              "destroy_process_group", "completed", "finished")
+
+
+def facts(who: Who, text: str, loc: Loc) -> list[Fact]:
+    """The world's size, nodes and processes per node a line echoes; a rank's word that its work is over."""
+    return [Fact(who, key, next(g for g in m.groups() if g is not None).strip(), loc) for key, word, pattern in FACTS
+            if word in text and (m := pattern.search(text))]
+
+
+_NOBODY = Who()
+
+
+class Lines:
+    """One input's lines about the world (each read on its own)."""
+
+    def feed(self, text: str, loc: Loc) -> Iterable[Read]:
+        return facts(_NOBODY, text, loc)
+
+
+_DESTROY = ("[rank0]:[W1125 09:36:48.112233445 ProcessGroupNCCL.cpp:1250] Warning: WARNING: destroy_process_group() "
+            "was not called before program exit, which can leak resources.")
+FORMAT = Format(
+    name="world",
+    words=("destroy_process_group", "Training completed"),
+    # the job's world as launchers and scripts echo it at start-up (torchrun's launch configs, Accelerate, DeepSpeed)
+    head_words=("WORLD_SIZE", "world_size", "Num processes", "nnodes", "nproc", "max_nodes", "store-based"),
+    make=Lines,
+    logical=True,
+    samples=(
+        Sample(_DESTROY, "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (2.4+): ~ProcessGroupNCCL's warning",
+               (Fact(_NOBODY, "exit_without_destroy", "destroy_process_group() was not called before program exit",
+                     AT),)),
+    ),
+)

@@ -1,0 +1,496 @@
+"""The assembler: the lines of one input, fed to every registered source's reader, joined to ranks.
+
+What a line says is read by the sources of lines (evidence/formats/, one module each, listed once in ``FORMATS``);
+this module knows no line shape of its own beyond the rank tags that name a line's process. It is a small state
+machine fed physical lines in order (with their line numbers; gaps are allowed, see ``reader``): each line is
+repaired (``repair``: CR, progress bars, ANSI colour codes), the launchers' and frameworks' readers read it, hard
+wraps of a record are joined until the record's terminator is seen (``repair``'s rules), and the logical line is
+handed to the sources read in order (ProcessGroupNCCL's records, torchrun's failure table, nccl2, NCCL, errors,
+busy phases, the world's size, host records). It then joins what they say to the input's processes: the rank a
+prefix, a launcher's tag, a node's label or a PID names, an error counted once per rank, the line under NCCL's
+"Last error:", an exception its process outlived.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+from ncclcheck import signals
+from ncclcheck.evidence import formats
+from ncclcheck.evidence.formats import busy, errors, nccl, nccl2, pgnccl, world
+from ncclcheck.evidence.formats.collectors import LABEL
+from ncclcheck.evidence.formats.elastic import Table
+from ncclcheck.evidence.formats.host import Records as HostRecords
+from ncclcheck.evidence.repair import (
+    HEADER,
+    MAX_JOIN,
+    OPEN_TAIL,
+    clean,
+    incomplete,
+    last_bar,
+    squeeze,
+    unprefixed,
+    waits_for_digits,
+)
+from ncclcheck.evidence.stamps import glog
+from ncclcheck.evidence.types import (
+    PG,
+    AgentExit,
+    Clue,
+    CollectiveStack,
+    DesyncReport,
+    DumpEvent,
+    DumpSignal,
+    ElasticFailure,
+    EndLine,
+    ErrorKind,
+    Fact,
+    FileScan,
+    GlooWait,
+    GroupInit,
+    Heartbeat,
+    InputProblem,
+    JobStop,
+    Loc,
+    Mismatch,
+    PidRank,
+    RankError,
+    Read,
+    StatusMention,
+    SystemEvent,
+    Who,
+    WorkerDied,
+    WorkerEnd,
+    WorkerStarted,
+    WorkMention,
+)
+from ncclcheck.evidence.whose import PREFIX, ROLE_RANK, Processes, went_on
+
+# Words one of which a line with a set-up fact, a setting, an end or an NCCL warning holds (each source's own list):
+# plain substring tests, cheaper than one alternation.
+_FACT_WORDS = (*pgnccl.FACT_WORDS, *nccl.FACT_WORDS, *world.FACT_WORDS)
+MAX_MESSAGE = 2000  # an OOM message lists every process on the GPU; its own numbers come last
+# What the assembler keeps of what the sources read, by kind (each is one field of the FileScan).
+_KEPT = ((WorkMention, "_works"), (StatusMention, "_statuses"), (DumpSignal, "_dumps"), (Heartbeat, "_heartbeats"),
+         (DesyncReport, "_desync"), (Mismatch, "_mismatches"), (CollectiveStack, "_stacks"), (GroupInit, "_inits"),
+         (EndLine, "_endings"), (DumpEvent, "_dump_events"), (ElasticFailure, "_elastic"), (SystemEvent, "_system"))
+
+
+class LogParser:
+    """Incremental reader of one input; feed lines, then call :meth:`finish`."""
+
+    def __init__(self, file: str, path_rank: int | None) -> None:
+        self.file = file
+        self.path_rank = path_rank
+        self._works: list[WorkMention] = []
+        self._procs = Processes(path_rank)  # whose each line is
+        self._node_agents: list[tuple[str, int]] = []  # (label, index in _elastic) of a node's agent lines
+        # The PID the launcher names on the current line; each PID's last error; errors their process outlived
+        self._line_pid: int | None = None
+        self._pid_error: dict[int, int] = {}
+        self._outlived: set[int] = set()
+        self._statuses: list[StatusMention] = []
+        self._dumps: list[DumpSignal] = []
+        self._heartbeats: list[Heartbeat] = []
+        self._desync: list[DesyncReport] = []
+        self._mismatches: list[Mismatch] = []
+        self._errors: list[RankError] = []
+        self._elastic: list[ElasticFailure] = []
+        self._facts: dict[tuple[str, str, int | None], Fact] = {}
+        self._ranks: set[int] = set()
+        self._problems: list[InputProblem] = []
+        self._replaced = False
+        # pending logical line: (first line number, last line number, who, text parts)
+        self._pend: tuple[int, int, Who, list[str]] | None = None
+        self._carry: tuple[int, Who] | None = None  # the last physical line with a rank prefix, and whose it was
+        self._stacks: list[CollectiveStack] = []
+        self._inits: list[GroupInit] = []
+        self._endings: list[EndLine] = []
+        self._dump_events: list[DumpEvent] = []
+        self._nccl_errors: set[tuple[int | None, str]] = set()
+        self._clues: list[Clue] = []
+        self._clue_keys: set[tuple[int | None, str, str]] = set()
+        self._last_errors = nccl.LastErrors()  # "Last error:" lines whose text is on their process's next line
+        self._system: list[SystemEvent] = []
+        # The sources read here on logical lines (formats.FORMATS' ``logical`` ones), each one input's reader
+        self._records = pgnccl.Records()
+        self._table = Table()
+        self._host = HostRecords()
+        self._readers = formats.readers()  # the launchers' and frameworks' readers, with the words that gate each
+        self._held: list[Read] = []  # what the sources read from the current line, to take with its errors and facts
+        self._child: AgentExit | None = None  # the last CalledProcessError read as a worker's exit
+
+    # ------------------------------------------------------------------ feeding
+    def feed(self, lineno: int, raw: bytes) -> None:
+        """Take one physical line (without its newline)."""
+        self._last_errors.line(lineno)
+        bar = last_bar(raw) if b"%|" in raw and b"\r" in raw else None
+        text = clean(raw)
+        if not self._replaced and "\ufffd" in text:
+            self._replaced = True
+        if self._pend is not None:
+            first, last, who, parts = self._pend
+            if lineno == last + 1 and len(parts) <= MAX_JOIN and text and not HEADER.search(text) and (
+                    text[0].isdigit() or not waits_for_digits(squeeze("".join(parts)))):
+                parts.append(unprefixed(parts[0], text))
+                self._pend = (first, lineno, who, parts)
+                if who.global_rank is not None:
+                    self._carry = (lineno, who)
+                if not incomplete(squeeze("".join(parts))):
+                    self._pend = None
+                    self._logical(first, who, "".join(parts), joined=True)
+                return
+            self._pend = None
+            self._logical(first, who, "".join(parts), joined=True)
+        said = [e for words, source in self._readers if any(map(text.__contains__, words))
+                for e in source.feed(text, Loc(self.file, lineno))] if any(map(text.__contains__, formats.GATE)) else ()
+        for e in said:
+            if isinstance(e, PidRank):  # a PID paired with its rank names this very line's process
+                self._procs.pid_rank.setdefault(e.pid, e.rank)
+            elif isinstance(e, WorkerStarted):
+                self._spawned(e)
+            elif isinstance(e, WorkerDied):
+                self._died(e)
+        self._line_pid = formats.pid_tag(text) if text.startswith("(") else None
+        if self._line_pid in self._pid_error and went_on(text):
+            self._outlived.add(self._pid_error.pop(self._line_pid))
+        who = self._procs.who(text)
+        if who.global_rank is None and self._carry is not None and self._carry[0] == lineno - 1 and text \
+                and not HEADER.search(text) and not ROLE_RANK.match(text) \
+                and not (text.startswith("(") and formats.pid_tag(text) is not None):
+            # A line with no prefix and no header of its own, right under a prefixed line: the rest of that line
+            # (a terminal wraps it anywhere, also inside the prefix's record) or what the same process printed next.
+            who = self._carry[1]
+        self._carry = (lineno, who) if who.global_rank is not None and text else None
+        # A rank named only through its PID (Ray's prefix) is seen where a line of it says something (a record, an
+        # error): its ordinary lines reach the parser or not by the reader's choice, and what was seen must not.
+        if who.global_rank is not None and not (self._line_pid is not None and self._line_pid in self._procs.pid_rank):
+            self._ranks.add(who.global_rank)
+        if bar is not None:
+            self._busy(who, bar, Loc(self.file, lineno))
+        # The rest is taken where the line is read for errors and facts (not in a record, a table or a stack).
+        self._held = [e for e in said if not isinstance(e, (PidRank, WorkerStarted, WorkerDied))]
+        sq = squeeze(text) if pgnccl.MAY_START.search(text) or OPEN_TAIL.search(text, max(0, len(text) - 100)) \
+            else None
+        if sq is not None and incomplete(sq):
+            self._pend = (lineno, lineno, who, [text])
+            return
+        self._logical(lineno, who, text, sq=sq)
+
+    def finish(self, lines: int, bytes_read: int) -> FileScan:
+        """Flush pending state and return what was found."""
+        if self._pend is not None:
+            first, _, who, parts = self._pend
+            self._pend = None
+            self._logical(first, who, "".join(parts), joined=True)
+        self._take(self._records.close_desync())
+        self._take(self._table.close())
+        self._take(self._records.close_stack())
+        if self._replaced:
+            self._problems.append(
+                InputProblem(self.file, "contains bytes that are not UTF-8 (shown as U+FFFD)", fatal=False)
+            )
+        for label, i in self._node_agents:  # a node's local rank, placed by its node's first rank, or unplaced
+            self._elastic[i] = replace(self._elastic[i], rank=self._procs.node_rank(label, self._elastic[i].local_rank))
+        if any(not e.agent_line for e in self._elastic):  # the failure table names global ranks: it speaks for them
+            self._elastic = [e for e in self._elastic if not e.agent_line]
+        node, offset = self._procs.node_ranks(self._works)
+        if node:
+            self._rewho(node, offset)
+        ranks = set(self._ranks) | {w.global_rank for w in node.values() if w.global_rank is not None}
+        ranks |= self._procs.placed()
+        if self.path_rank is not None:
+            ranks.add(self.path_rank)
+        elif bytes_read and not ranks and not self._problems and not any(
+                (self._works, self._statuses, self._dumps, self._heartbeats, self._desync, self._mismatches,
+                 self._errors, self._elastic, self._clues, self._facts, self._stacks, self._inits, self._endings,
+                 self._dump_events, self._system)):
+            # Said, so that a file nothing could be read from does not pass for a quiet rank.
+            self._problems.append(InputProblem(self.file, "read, but holds nothing ncclcheck reads (no rank, record, "
+                                                          "error, exit, setting or host record)", fatal=False))
+        return FileScan(
+            file=self.file,
+            path_rank=self.path_rank,
+            lines=lines,
+            bytes_read=bytes_read,
+            ranks_seen=tuple(sorted(ranks)),
+            works=tuple(self._works),
+            statuses=tuple(self._statuses),
+            dump_signals=tuple(self._dumps),
+            heartbeats=tuple(self._heartbeats),
+            desync=tuple(self._desync),
+            mismatches=tuple(self._mismatches),
+            errors=tuple(e for i, e in enumerate(self._errors) if i not in self._outlived),
+            elastic=tuple(self._elastic),
+            clues=tuple(self._clues),
+            facts=tuple(self._facts.values()),
+            stacks=tuple(self._stacks),
+            group_inits=tuple(self._inits),
+            endings=tuple(self._endings),
+            dump_events=tuple(self._dump_events),
+            system=tuple(self._system),
+            problems=tuple(self._problems),
+        )
+
+    def _rewho(self, node: dict[Who, Who], offset: int) -> None:
+        """Put the global ranks found by ``Processes.node_ranks`` on everything this file read."""
+        if offset:  # ranks past the first node: the [Rank K] printed is the world group's
+            world_pg = PG(id="0", desc="default_pg")
+            self._works[:] = [replace(w, pg=world_pg) if w.who in node and w.pg is None else w for w in self._works]
+        for name in ("_works", "_statuses", "_dumps", "_heartbeats", "_desync", "_mismatches", "_errors", "_elastic",
+                     "_clues", "_stacks", "_inits", "_endings", "_dump_events"):
+            items = getattr(self, name)
+            items[:] = [replace(x, who=node[x.who]) if getattr(x, "who", None) in node else x for x in items]
+        for key, fact in list(self._facts.items()):
+            if getattr(fact, "who", None) in node:
+                self._facts[key] = replace(fact, who=node[fact.who])
+
+    def problem(self, message: str, fatal: bool = False) -> None:
+        """Record a reading problem for this input."""
+        self._problems.append(InputProblem(self.file, message, fatal))
+
+    # ------------------------------------------------------------------ logical lines, through the sources
+    def _logical(self, lineno: int, who: Who, text: str, joined: bool = False, sq: str | None = None) -> None:
+        """One logical line (``sq``: its squeezed text when the caller has it)."""
+        loc = Loc(self.file, lineno)
+        self._take(self._last_errors.reason(who, lineno, lambda: PREFIX.sub("", text).strip()))
+        records = self._records
+        body = PREFIX.sub("", text).strip() if records.in_stack else text
+        taken, closed = records.stack_line(who, text, loc, body)
+        self._take(closed)
+        if taken:
+            return
+        if records.in_desync:
+            if records.desync_line(lineno, squeeze(text)):
+                return
+            self._take(records.close_desync())
+        if any(map(text.__contains__, busy.WORDS)):
+            self._busy(who, text, loc)
+        if self._table.may_hold(text):
+            taken, closed = self._table.line(text, loc)
+            self._take(closed)
+            if taken:
+                return
+        if "[TC]" in text and (said := nccl2.read(who, text, loc)) is not None:
+            self._take(said)
+            return
+        if pgnccl.DUMP_HINT.search(text) and (event := pgnccl.dump_event(who, text, loc)) is not None:
+            self._take([event])
+            return
+        if not (joined or pgnccl.RECORDISH.search(text)):
+            self._error_or_fact(who, text, loc)
+            return
+        if (said := records.record(who, sq if sq is not None else squeeze(text), loc, text)) is not None:
+            self._take(said)
+            return
+        self._error_or_fact(who, text, loc)
+
+    def _take(self, said: Iterable[Read]) -> None:
+        """Keep what a source read: each kind in its list, an error or a clue or a fact through its join."""
+        for e in said:
+            if isinstance(e, RankError):
+                self._error(e.who, e.kind, e.message, e.loc)
+            elif isinstance(e, Clue):
+                self._add_clue(e.who, e.kind, e.text, e.loc, e.clock_s)
+            elif isinstance(e, Fact):
+                self._fact(e.who, e.key, e.value, e.loc)
+            else:
+                getattr(self, next(name for kind, name in _KEPT if isinstance(e, kind))).append(e)
+
+    def _error_or_fact(self, who: Who, text: str, loc: Loc) -> None:
+        if (host := self._host.feed(text, loc)):
+            self._take(host)
+            return
+        if self._held and self._held[0].loc.line == loc.line:
+            held, self._held = self._held, []
+            if any([self._said(who, e) for e in held]):
+                return  # the line is wholly a launcher's or gloo's report
+        if 'File "' in text:
+            self._take(busy.frameworks(who, text, loc))
+        if any(map(text.__contains__, errors.SIGNAL_WORDS)) and (
+                killed := errors.killed(who, PREFIX.sub("", text).strip(), loc)) is not None:
+            self._take([killed])  # the process itself reports the fatal signal it dies of
+            return
+        # Here, not on every line (a timeout record is never a clue), and behind plain substring tests.
+        if any(map(text.__contains__, errors.CLUE_WORDS)) and errors.CLUE_GATE.search(text):
+            self._clue(who, text, loc)
+        if any(map(text.__contains__, _FACT_WORDS)):
+            said, ended = self._records.start_up(who, text, loc)
+            self._take(said)
+            if ended:
+                return
+            self._take([*nccl.facts(who, text, loc), *world.facts(who, text, loc),
+                        *pgnccl.settings(who, text, loc), *nccl.process(who, text, loc)])
+            if (warned := nccl.warning(who, text, loc)) is not None:
+                self._take(warned)
+                return
+        if (old := nccl.old_warning(who, text, loc)) is not None:
+            self._take([old])
+            return
+        if any(map(text.__contains__, nccl.ERROR_WORDS)) and self._nccl_error(who, text, loc):
+            return
+        if not any(map(text.__contains__, errors.ERROR_WORDS)):
+            return
+        stripped = PREFIX.sub("", text).strip()
+        m = errors.PY_ERROR.match(stripped)
+        if m is None and (label := LABEL.match(stripped)):
+            stripped = stripped[label.end():]
+            m = errors.PY_ERROR.match(stripped)
+        if m and m["name"].startswith("nccl"):
+            # "ncclRemoteError: A call failed ..." is the result code under an "NCCL error: ..." line.
+            if not any(k[0] == who.rank for k in self._nccl_errors):
+                self._nccl_error(who, "NCCL error: " + stripped, loc)
+            return
+        if m and "CalledProcessError" in m["name"] and self._child is not None and self._child.loc.line == loc.line:
+            self._agent_failed(self._child)  # the line's own exception is its launcher's report of a worker
+            return
+        if (error := errors.exception(who, stripped, loc)) is not None:
+            self._take([error])
+
+    def _clue(self, who: Who, text: str, loc: Loc) -> None:
+        """Keep a line that says why a process failed (see :class:`Clue`); each text once per rank."""
+        body = errors.LOG_HEAD.sub("", PREFIX.sub("", text).strip())
+        if (at := body.find("slurmstepd: ")) > 0:  # glued after a progress bar that ended without a newline
+            body = body[at:]
+        if m := nccl.LAST_ERROR.search(body):
+            if m["text"].strip():
+                self._add_clue(who, "last_error", m["text"].strip(), loc)
+            else:
+                self._last_errors.wait(who, loc)
+            return
+        self._take(errors.clues(who, body, loc, glog(text)))
+
+    def _add_clue(self, who: Who, kind: str, text: str, loc: Loc, clock: float | None = None) -> None:
+        key = (who.rank, kind, text[:120])
+        if key not in self._clue_keys:
+            self._clue_keys.add(key)
+            self._clues.append(Clue(who, kind, text[:300], loc, clock))
+
+    def _nccl_error(self, who: Who, text: str, loc: Loc) -> bool:
+        """An "NCCL error: <reason>" raised on this rank (not on a named work); each text counted once per rank.
+
+        The same error is printed by the watchdog, by ``what():`` and by the Python exception;
+        it is one event. Remote exits and closed sockets are connection failures.
+        """
+        error = nccl.error(who, text, loc)
+        if error is None:
+            return False
+        key = (who.rank, error.message[:200])
+        # Without a rank, a text some rank already printed is that rank's restatement (what(): ...).
+        restated = who.rank is None and any(k[1] == key[1] for k in self._nccl_errors)
+        if key not in self._nccl_errors and not restated:
+            self._nccl_errors.add(key)
+            self._take([error])
+        return True
+
+    def _agent_failed(self, said: AgentExit) -> None:
+        """A launcher's line about one worker that exited, by its local rank: on one node that is the rank; a failure
+        table in the same input, which names the global rank, is preferred (see :meth:`finish`). Behind a node's label
+        (pdsh's "node1: ") it is that node's local rank: placed by the node's first rank where its lines give it
+        (``Processes._node_tag``), else left unplaced."""
+        failure = ElasticFailure(rank=said.local_rank, local_rank=said.local_rank, exitcode=said.exitcode,
+                                 pid=said.pid, signal=signals.of_exitcode(said.exitcode), host=None, time=None,
+                                 root_cause=False, loc=said.loc, agent_line=True)
+        if said.node is not None:
+            self._node_agents.append((said.node, len(self._elastic)))
+        self._elastic.append(failure)
+
+    def _said(self, who: Who, said: Read) -> bool:
+        """Take what a launcher's or framework's reader read from a line of ``who``, joined to this input's ranks;
+        True where the line is wholly that report (nothing else is read from it)."""
+        if isinstance(said, AgentExit):
+            if said.agent is None:  # a CalledProcessError: taken where it is the line's own exception
+                self._child = said
+                return False
+            # Where an attempt of the worker group ended, and which agent said so.
+            self._agent_failed(said)
+            self._fact(Who(), "agent_failed", f"{said.agent}@{said.loc.line}", said.loc)
+            return True
+        if isinstance(said, Fact):
+            self._fact(who, said.key, said.value, said.loc)
+            return False
+        if isinstance(said, GlooWait):
+            self._gloo_wait(who, said)
+            return True
+        if isinstance(said, ElasticFailure):
+            self._elastic.append(said)
+            return True
+        if isinstance(said, Clue):
+            self._add_clue(who if said.kind == "what" else self._procs.one(said.who.global_rank, said.who.path_rank),
+                           said.kind, said.text, said.loc)
+            return said.kind != "what"  # a terminate's what() (formats/cxx.py): its line may hold an NCCL error too
+        if isinstance(said, WorkerEnd) and said.rank is not None:
+            self._elastic.append(ElasticFailure(rank=said.rank, local_rank=None, exitcode=said.exitcode, pid=said.pid,
+                                                signal=said.signal, host=said.host, time=None, root_cause=False,
+                                                loc=said.loc))
+        elif isinstance(said, (WorkerEnd, JobStop)):
+            # A stop of the whole job, or a worker's end the line cannot place: the launcher's words are a clue (a
+            # long command line in the middle is cut, its end, the exit code, kept).
+            body = said.text
+            self._add_clue(self._procs.one(None, None), "launcher",
+                           body if len(body) <= 300 else f"{body[:140]} … {body[-150:]}", said.loc)
+        return False
+
+    def _spawned(self, said: WorkerStarted) -> None:
+        """A worker the launcher says it started: its PID (joins host records and rankless reports to it) and, where
+        its output goes to this console, the rank is seen here (a rank that wrote nothing here wrote nothing)."""
+        who = self._procs.one(said.rank, None)
+        self._fact(who, "pid", str(said.pid), said.loc)
+        self._fact(who, "spawned", str(said.pid), said.loc)
+        if not said.own_log:
+            self._ranks.add(said.rank)
+
+    def _died(self, said: WorkerDied) -> None:
+        """A launcher's report that a worker's process died without an error of its own (Ray's actor error): that
+        rank's death, by a signal it does not name. Its rank by the PID the report names, or the snippet's one rank."""
+        rank = self._procs.pid_rank.get(said.pid) if said.pid is not None else None
+        if rank is None and len(said.snippet) == 1:
+            rank = said.snippet[0]
+        if rank is not None:
+            self._error(self._procs.one(rank, None), ErrorKind.KILLED, said.text, said.loc)
+
+    def _gloo_wait(self, who: Who, said: GlooWait) -> None:
+        """gloo's collective timeouts (evidence/formats/gloo.py): like NCCL's watchdog line, a wait, not the rank's
+        own failure; each rank's wait is kept once (the log line and the exception repeat it)."""
+        if said.missing is not None:
+            self._fact(who, "monitored_barrier_missing", said.missing, said.loc)
+        if not any(w.who == who and w.evidence in ("monitored_barrier", "gloo_timeout") for w in self._works[-8:]):
+            op = "MONITORED_BARRIER" if said.evidence == "monitored_barrier" else None
+            self._works.append(WorkMention(who=who, rank=None, seq=None, op_type=op, numel_in=None,
+                                           numel_out=None, tensor_shape=None, timeout_ms=said.timeout_ms,
+                                           ran_for_ms=None, evidence=said.evidence, loc=said.loc,
+                                           clock_s=said.clock_s))
+
+    def _busy(self, who: Who, text: str, loc: Loc) -> None:
+        """The rank's last line about legitimate work of its own (evaluation, saving, preprocessing, compiling),
+        quoted as printed without its prefixes; one per rank, the latest."""
+        if (glued := busy.GLUED_LINE.search(text, 1)) is not None:
+            text = text[:glued.start()]  # another process's line glued after a progress bar without its newline
+            who = self._procs.who(text)
+        if busy.DONE.search(text):  # the work finished ("Checkpoint saved", a bar at 100%): not what it is doing
+            for k in [k for k in self._facts if k[0] == "busy" and k[2] == who.rank]:
+                del self._facts[k]
+            return
+        if busy.busy_phase(text) is None:
+            return
+        body = errors.LOG_HEAD.sub("", PREFIX.sub("", text).strip())
+        body = " ".join(body.split())  # a bar's padding
+        old = [k for k in self._facts if k[0] == "busy" and k[2] == who.rank]
+        if old and busy.BAR_AT_ZERO.search(body):
+            return  # a bar just (re)started says less than the one before it
+        for k in old:
+            del self._facts[k]
+        self._facts[("busy", "", who.rank)] = Fact(who, "busy", body[:200], loc)
+
+    def _error(self, who: Who, kind: ErrorKind, message: str, loc: Loc) -> None:
+        if kind is ErrorKind.EXCEPTION and self._line_pid is not None and self._line_pid >= 0:
+            self._pid_error[self._line_pid] = len(self._errors)  # a Python exception: did its process go on?
+        if who.global_rank is not None:
+            self._ranks.add(who.global_rank)  # an error shows its rank, however the line names it
+        self._errors.append(RankError(who, kind, message[:MAX_MESSAGE], loc))
+
+    def _fact(self, who: Who, key: str, value: str, loc: Loc) -> None:
+        k = (key, value, who.rank)
+        if k not in self._facts:
+            self._facts[k] = Fact(who, key, value[:300], loc)

@@ -1,0 +1,137 @@
+"""Whose line it is: the process a line of one input names, by its prefixes and tags.
+
+A line says whose it is in many ways: torchrun's ``[rank3]:`` (also mangled by a paste), its ``[default3]:`` (the
+rank on its node, the global rank where a line carries both), a collector's node label before it (pdsh's "node1: "),
+a launcher's own tag (Open MPI's ``[1,3]<stderr>:``), a framework's tag further along (Lightning's ``[rank: 3] ``),
+a PID the launcher paired with a rank (Ray's ``(RayTrainWorker pid=5665)``), a record glued after a progress bar, or
+the input's file name. :class:`Processes` keeps what one input's lines have told so far and gives each line one
+shared :class:`Who`; the tags themselves are declared by the sources (evidence/formats/).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ncclcheck.evidence import formats
+from ncclcheck.evidence.formats.collectors import NODE_LABEL
+from ncclcheck.evidence.formats.errors import PY_ERROR
+from ncclcheck.evidence.types import Who, WorkMention
+
+# "[rank3]:" as torchrun prints it; also with its "[" lost at the start of a paste, or "[rank3[]:" mangled.
+# "[ rank3]:" or "rank3]:" at the start, after a space or after ":)|>" (a run of spaces is its own boundary)
+_GLOBAL_RANK = re.compile(r"(?:\[\s*|(?<![^\s:)|>]))rank(?P<rank>\d+)\[?\]:")
+ROLE_RANK = re.compile(r"\[[A-Za-z_]+?(?P<rank>\d+)\]:")
+# A rank prefix further along a line, right before the c10 header it belongs to.
+_GLUED_RANK = re.compile(r"\[rank(?P<rank>\d+)\]:(?=\[[EWIF]\d)")
+# What precedes a record's text: a collector's own prefix (pdsh's "worker-4: ", a CRI timestamp, "[time] node4 ")
+# when a rank tag follows it, then the launcher's rank tags, Ray's actor prefix and quoting marks.
+PREFIX = re.compile(
+    r"^(?:.{0,160}?(?=\[[A-Za-z_]*\d+\]:))?"
+    r"(?:\s*(?:\([\w.\[\]=]+ pid=\d+(?:, ip=[\d.]+)?\)|\[[A-Za-z_]*\d+\]:|\[rank: \d+\]|>|`+|\*\*|"
+    + formats.RANK_TAG_TEXT + r"))+\s?"
+)
+_TRACEBACK_PARTS = ("Traceback", "File ", "During handling", "The above exception", "^", "~", "[")
+
+
+class Processes:
+    """The processes one input's lines name, and what its lines have told of them so far."""
+
+    def __init__(self, path_rank: int | None) -> None:
+        self.path_rank = path_rank
+        self._whos: dict[tuple[int | None, int | None], Who] = {}
+        self._role_global: dict[int, int] = {}  # launcher tag N -> global rank, from lines that carry both
+        # Behind a collector's node label ("node1: [default1]:", pdsh or srun -l running torchrun on each node): the
+        # node's first global rank (-1 where its lines disagree), and the (label, local tag) pairs seen before it
+        self._node_base: dict[str, int] = {}
+        self._node_tags: set[tuple[str, int]] = set()
+        self.pid_rank: dict[int, int] = {}  # a worker's PID -> its global rank, where the launcher pairs them
+
+    def who(self, text: str) -> Who:
+        """The process a line names."""
+        ranks = _GLOBAL_RANK.findall(text, 0, 200) if text.find("rank", 0, 200) != -1 else None
+        if not ranks and len(text) > 200 and (glued := _GLUED_RANK.search(text)):
+            ranks = [glued["rank"]]  # a record glued after a long line (a progress bar without its carriage return)
+        if not ranks and (mark := formats.rank_mark(text)) is not None:
+            ranks = [mark]  # a framework's tag further along (Lightning's "[rank: 3] ")
+        role = ROLE_RANK.match(text)
+        node = None
+        if role is None and "]:" in text[:90] and text[:1] != "[" and (label := NODE_LABEL.match(text)) and (
+                role := ROLE_RANK.match(text, label.end())) is not None and not role[0].startswith("[rank"):
+            node = label[0]  # a collector's node label before torchrun's tag: "node1: [default1]:"
+        if ranks:
+            if node is not None and role is not None and text.startswith("[rank", role.end()):
+                self._node_tag(node, int(role["rank"]), int(ranks[-1]))
+            elif role and not role[0].startswith("[rank") and text.startswith("[rank", role.end()):
+                # torchrun's "[default3]:[rank3]:": the launcher's tag is that process's, on its lines without one
+                self._role_global.setdefault(int(role["rank"]), int(ranks[-1]))
+            return self.one(int(ranks[-1]), self.path_rank)
+        if node is not None and role is not None:
+            base = self._node_base.get(node)
+            if base is not None and base >= 0:
+                return self.one(base + int(role["rank"]), self.path_rank)
+            self._node_tags.add((node, int(role["rank"])))
+            return self.one(None, self.path_rank)
+        if not ranks and text.startswith("[") and (tagged := formats.rank_tag(text)) is not None:
+            return self.one(tagged, self.path_rank)  # a launcher's own tag of the global rank (Open MPI's)
+        if not ranks and text.startswith("(") and (pid := formats.pid_tag(text)) in self.pid_rank:
+            return self.one(self.pid_rank[pid], self.path_rank)  # Ray's worker, by its PID
+        if role and int(role["rank"]) in self._role_global:
+            return self.one(self._role_global[int(role["rank"])], self.path_rank)
+        if self.path_rank is None and role:
+            return self.one(None, int(role["rank"]))
+        return self.one(None, self.path_rank)
+
+    def _node_tag(self, node: str, local: int, rank: int) -> None:
+        """torchrun gives the workers of one node consecutive global ranks (its first one plus the local rank), so
+        one line that carries both tags behind a node's label places every local tag of that node."""
+        base = self._node_base.setdefault(node, rank - local)
+        if base != rank - local:
+            self._node_base[node] = -1
+
+    def one(self, global_rank: int | None, path_rank: int | None) -> Who:
+        """One shared object per process: every line of a log names one of a few, and a job has millions of lines."""
+        key = (global_rank, path_rank)
+        who = self._whos.get(key)
+        if who is None:
+            who = self._whos[key] = Who(global_rank, path_rank)
+        return who
+
+    def node_rank(self, label: str, local: int | None) -> int | None:
+        """The global rank of a node's local rank, where a line placed the node's first rank."""
+        base = self._node_base.get(label, -1)
+        return base + local if base >= 0 and local is not None else None
+
+    def placed(self) -> set[int]:
+        """The ranks of a node's local tags seen before a line placed them: those processes wrote here."""
+        return {base + local for label, local in self._node_tags if (base := self._node_base.get(label, -1)) >= 0}
+
+    def node_ranks(self, works: list[WorkMention]) -> tuple[dict[Who, Who], int]:
+        """torchrun's ``[defaultN]:`` is the rank on its node, and torch 2.0-2.1 print no ``[rankN]:``: the job-wide
+        rank is only the watchdog's ``[Rank K]``. Where every such process of this file names one K, and K is its
+        node rank plus one offset for all of them (a node's ranks are consecutive), K is its global rank; a
+        subgroup's ranks (every process naming the same few) do not fit that and are left alone. Also the offset: the
+        first global rank of this file's node."""
+        if self.path_rank is not None:
+            return {}, 0
+        named: dict[Who, set[int]] = {}
+        for w in works:
+            if w.who.global_rank is None and w.who.path_rank is not None and w.rank is not None:
+                named.setdefault(w.who, set()).add(w.rank)
+        offsets = {next(iter(ks)) - who.path_rank for who, ks in named.items() if len(ks) == 1}  # type: ignore[operator]
+        if not named or any(len(ks) != 1 for ks in named.values()) or len(offsets) != 1:
+            return {}, 0
+        offset = offsets.pop()
+        if offset < 0:
+            return {}, 0
+        return {who: self.one(who.path_rank + offset, None) for who in list(self._whos.values())
+                if who.global_rank is None and who.path_rank is not None}, offset
+
+
+def went_on(text: str) -> bool:
+    """Whether a line a launcher tagged with its process's PID is that process going on with its work: not a part
+    of a traceback, not an error line, not blank. An error its process outlived (a traceback logged with a warning,
+    as Ray's controller does) is not how it ended."""
+    body = PREFIX.sub("", text, count=1)
+    line = body.strip()
+    return bool(line) and not body[:1].isspace() and not line.startswith(_TRACEBACK_PARTS) and \
+        PY_ERROR.match(line) is None
