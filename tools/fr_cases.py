@@ -133,7 +133,7 @@ def cases() -> list[Case]:
              {"finding": "output_sizes", "seq": 1, "sides": {"4x4": [0], "5x4": [1]}}),
         Case("06-all-reduce-syntax", "an all_reduce whose output (5x4) is not its input (4x4), on both ranks",
              HERE + " (e7, e7)", _same([Op("all_reduce", 2, ((4, 4),), ((5, 4),), state=s)]),
-             {"finding": "syntax", "seq": 2, "sides": {"4x4 into 5x4": [0, 1]}}),
+             {"finding": "syntax", "seq": 2, "sides": {"input 4x4 into output 5x4": [0, 1]}}),
         Case("07-state", "rank 1 completed an all_reduce rank 0 has only scheduled", HERE + " (e1, e9)",
              _pair([Op("all_reduce", 1, state=s)], [Op("all_reduce", 1)]),
              {"finding": "state", "seq": 1, "sides": {"scheduled": [0], "completed": [1]}}),

@@ -296,7 +296,8 @@ class _Builder:
                 if old is not None and old.seq == first.seq and not first.p2p:
                     first = Work(first.group, first.seq, first.op, first.numel_in, first.numel_out, first.sizes,
                                  first.dtypes, first.p2p, first.peer, "timed_out", first.frame,
-                                 old.timeout_ms or first.timeout_ms, old.ran_for_ms, first.order, old.loc)
+                                 old.timeout_ms or first.timeout_ms, old.ran_for_ms, first.order, old.loc,
+                                 first.out_sizes, first.out_dtypes)
                 p.stuck = first
 
     @staticmethod
@@ -306,7 +307,8 @@ class _Builder:
             peer = members[e.peer] if members and e.peer < len(members) else e.peer if gid.guid == "0" else None
         return Work(gid, e.p2p_seq if e.is_p2p else e.seq, op_name(e.op), e.numel_in,
                     sum(numel(s) for s in e.output_sizes) if e.output_sizes else None, e.input_sizes, e.dtypes,
-                    e.is_p2p, peer, e.state, e.user_frame(), e.timeout_ms, None, (BY_RECORD, e.record_id or 0), None)
+                    e.is_p2p, peer, e.state, e.user_frame(), e.timeout_ms, None, (BY_RECORD, e.record_id or 0), None,
+                    e.output_sizes, e.output_dtypes)
 
     def _live_position(self, rank: int, ls: LiveStack) -> None:
         """A rank whose Python stack is inside a collective waits in it, in a group the stack does not name.
@@ -653,7 +655,7 @@ def _regroup(w: Work, gid: GroupId) -> Work:
     if w.group == gid:
         return w
     return Work(gid, w.seq, w.op, w.numel_in, w.numel_out, w.sizes, w.dtypes, w.p2p, w.peer, w.state, w.frame,
-                w.timeout_ms, w.ran_for_ms, w.order, w.loc)
+                w.timeout_ms, w.ran_for_ms, w.order, w.loc, w.out_sizes, w.out_dtypes)
 
 
 def build_job(scans: Sequence[FileScan], records: Sequence[Record]) -> Job:

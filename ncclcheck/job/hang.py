@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from ncclcheck.job.causes import PEER_LOST
 from ncclcheck.job.chain import root_words
+from ncclcheck.job.frmatch import history_mismatch
 from ncclcheck.job.graph import UNKNOWN_NODE
 from ncclcheck.job.model import HOST_SYNC, Edge, EdgeReason, EndKind, GroupId, Job, RankState, VerdictKind, Work
 from ncclcheck.job.phrases import absent_phrase, frame_line, place, short, sig
@@ -373,7 +374,7 @@ def stuck_verdict(job: Job, roots: Roots, primary: Work) -> tuple[VerdictKind, l
     hedged = _unordered_ring(job, ring) if ring else None
     if hedged is not None:
         return hedged
-    mism = _mismatch_culprits(job, roots.named)
+    mism = _mismatch_culprits(job, roots.named) or history_mismatch(job)
     if mism is not None:
         return VerdictKind.COLLECTIVE_MISMATCH, mism[0], mism[1]
     timed_out = any(s.stuck is not None and s.stuck.state == "timed_out" for s in job.ranks)

@@ -24,6 +24,7 @@ from ncclcheck.job.findings import (
     report_findings,
     size_finding,
 )
+from ncclcheck.job.frmatch import history_findings
 from ncclcheck.job.model import Analysis, Group, Job, Record, Verdict, Work
 from ncclcheck.job.rules import Decision, decide_job
 from ncclcheck.job.runs import Restart
@@ -39,7 +40,8 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     ``tensor_of`` names the tensor of the hung collective (explain's table, when the user gave the model)."""
     job = build_job(scans, records)
     d = decide_job(job, lambda killed, fired, silent: diagnose(scans, killed, fired, silent))
-    findings = [*wording.lead_findings(job, d), *_size_findings(job, d, dtype, tensor_of), *wording.busy_findings(d),
+    findings = [*wording.lead_findings(job, d), *history_findings(job, d.summary),
+                *_size_findings(job, d, dtype, tensor_of), *wording.busy_findings(d),
                 *wording.host_findings(job, d), *counter_findings(records), *detector_findings(scans),
                 *membership_findings(job), *report_findings(scans), *wording.run_findings(job, d, restarts)]
     pg = d.named.group.to_pg() if d.named is not None else None
