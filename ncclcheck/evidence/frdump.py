@@ -32,6 +32,17 @@ PICKLE_MAGIC = (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
 MAX_DUMP_BYTES = 256 << 20
 
 
+# Bytes per element of each dtype as a dump names it: c10's ScalarType names (c10/core/ScalarType.h), which the
+# recorder writes for ``input_dtypes``/``output_dtypes``.
+C10_BYTES = {
+    "Double": 8, "Long": 8, "ComplexFloat": 8, "UInt64": 8, "ComplexDouble": 16,
+    "Float": 4, "Int": 4, "ComplexHalf": 4, "UInt32": 4, "QInt32": 4,
+    "Half": 2, "BFloat16": 2, "Short": 2, "UInt16": 2,
+    "Byte": 1, "Char": 1, "Bool": 1, "QInt8": 1, "QUInt8": 1, "Float8_e5m2": 1, "Float8_e4m3fn": 1,
+    "Float8_e5m2fnuz": 1, "Float8_e4m3fnuz": 1,
+}
+
+
 class DumpError(Exception):
     """A dump that cannot be used: corrupt, truncated, not a dump, or asking to run code."""
 

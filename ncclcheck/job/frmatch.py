@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ncclcheck.evidence.frdump import numel
 from ncclcheck.findings import Finding, Severity
@@ -218,18 +218,22 @@ def _all_to_all(ops: dict[int, Work], op: str, index: int | None, size: int, gro
     per_peer = all(len(w.sizes) == len(members) and len(w.out_sizes) == len(members) for w in ops.values())
     if per_peer:
         short: dict[int, str] = {}
+        under: set[int] = set()  # ranks that send less than a peer expects: their input was short
         for i, src in enumerate(members):
             for j, dst in enumerate(members):
                 sent, wanted = numel(tuple(ops[src].sizes[j])), numel(tuple(ops[dst].out_sizes[i]))
                 if sent != wanted and src not in short:
                     short[src] = f"sends {sent:,} elements to rank {dst}, which expects {wanted:,}"
-        if short:
-            sides = {r: v for r, v in short.items()} | {r: "sends what its peers expect" for r in members if r not in short}
-            return _differ("all_to_all", sides, op, index, size, group, seq,
-                           "An all_to_all moves each rank's split to its peer: a split that differs from what the peer "
-                           "expects leaves the larger side waiting (or reading the wrong bytes). The split sizes are "
-                           "the rank's input tensors, one per peer.")
-        return None
+                    if sent < wanted:
+                        under.add(src)
+        if not short:
+            return None
+        sides = short | {r: "sends what its peers expect" for r in members if r not in short}
+        d = _differ("all_to_all", sides, op, index, size, group, seq,
+                    "An all_to_all moves each rank's split to its peer: a split smaller than the peer expects "
+                    "leaves the peer waiting for the rest (or reading the wrong bytes). The splits are the ranks' "
+                    "input tensors, one per peer, against the peers' output tensors.")
+        return None if d is None else replace(d, culprits=tuple(sorted(under)) or d.culprits)
     sent = sum(_total(w.sizes) for w in ops.values())
     got = sum(_total(w.out_sizes) for w in ops.values() if w.out_sizes)
     if not got or sent == got:
@@ -299,13 +303,17 @@ def disagreements(job: Job) -> list[Disagreement]:
     return out
 
 
-def history_mismatch(job: Job) -> tuple[list[int], str] | None:
-    """The first disagreement of the calls themselves (not of progress): its culprits and its sentence."""
-    d = next((x for x in disagreements(job) if x.field in CALLS), None)
+def history_mismatch(job: Job, fields: Iterable[str] = CALLS) -> tuple[list[int], str] | None:
+    """The first disagreement of the calls themselves (not of progress), of these fields: its culprits and its
+    sentence."""
+    wanted = set(fields)
+    d = next((x for x in disagreements(job) if x.field in wanted), None)
     if d is None:
         return None
-    blame = (f" {rank_phrase(d.culprits).capitalize()} differ{'s' if len(d.culprits) == 1 else ''} from the "
-             "majority." if d.culprits else
+    one = len(d.culprits) == 1
+    blame = (f" {rank_phrase(d.culprits).capitalize()} sent less than {'its' if one else 'their'} peers expect: "
+             f"{'its' if one else 'their'} input was short." if d.culprits and d.field == "all_to_all" else
+             f" {rank_phrase(d.culprits).capitalize()} differ{'s' if one else ''} from the majority." if d.culprits else
              " No majority singles one side out: both are named, neither is blamed." if len(d.sides) > 1
              and d.field != "syntax" else "")
     return list(d.culprits), f"{d.words()} {d.why}{blame}"
@@ -330,3 +338,30 @@ def history_findings(job: Job, said: str) -> list[Finding]:
         severity = Severity.WARNING if d.field == "state" else Severity.ERROR
         out.append(Finding(severity, "fr-history", f"{text} {d.why}", ()))
     return out
+
+
+def never_launched(job: Job, stuck: Work) -> tuple[list[int], str] | None:
+    """Members whose dump holds the collective the others wait in as ``scheduled`` while theirs is ``started``.
+
+    The recorder marks an op ``started`` once its start event has run on the GPU (events that exist only with
+    TORCH_NCCL_ENABLE_TIMING), so ranks showing ``started`` prove timing is on: a member still ``scheduled`` had
+    enqueued the call but its GPU stream never reached it, still busy with earlier work (a long or hung kernel, a
+    collective of another group). Every member issued the same call; that one never launched it.
+    """
+    if stuck.seq is None or stuck.p2p:
+        return None
+    states: dict[int, Work] = {}
+    for s in job.ranks:
+        for p in s.positions:
+            if p.group == stuck.group and p.source == "dump":
+                w = next((x for x in p.works if not x.p2p and x.seq == stuck.seq and not _is_end(x)), None)
+                if w is not None:
+                    states[s.rank] = w
+    scheduled = sorted(r for r, w in states.items() if w.state == "scheduled")
+    started = sorted(r for r, w in states.items() if w.state == "started")
+    if not scheduled or not started or len(states) < 2:
+        return None
+    d = _differ("state", {r: states[r].state for r in scheduled + started}, stuck.op or "?", None, 1, stuck.group,
+                stuck.seq, _state_why({r: states[r].state for r in scheduled + started}))
+    assert d is not None
+    return scheduled, d.words() + " " + d.why
