@@ -33,6 +33,7 @@ from ncclcheck.evidence.types import (
     WorkMention,
     is_default_group,
 )
+from ncclcheck.job.calls import call_before
 from ncclcheck.job.causes import one_line
 from ncclcheck.job.facts import with_facts
 from ncclcheck.job.graph import gaps, wait_for
@@ -178,6 +179,8 @@ class _Builder:
             timed_out = bool(set(rec.evidence) - _NOT_TIMEOUT)
             err = self.async_errors.get((rank, rec.seq))
             op = rec.op_type or (err.op_type if err else None)
+            call = call_before(self.scans, rank, rec.loc) if op is None and "gloo_timeout" in rec.evidence else None
+            op, frame = call if call is not None else (op, None)  # gloo names no op: its traceback does
             if rec.seq is not None and (op or "") not in ("SEND", "RECV"):
                 p.enq = _hi(p.enq, rec.seq)  # a send's or receive's SeqNum counts p2p ops, not collectives
             numel = rec.numel_in if rec.numel_in is not None else (err.numel_in if err else None)
@@ -187,7 +190,7 @@ class _Builder:
                      else (BY_LINE, float(rec.loc.line)))
             work = Work(self.groups[key].gid(), rec.seq, op, numel, rec.numel_out,
                         p2p=(op or "") in ("SEND", "RECV"), state="timed_out" if timed_out else "failed",
-                        timeout_ms=rec.timeout_ms, ran_for_ms=rec.ran_for_ms, order=order, loc=rec.loc)
+                        timeout_ms=rec.timeout_ms, ran_for_ms=rec.ran_for_ms, order=order, loc=rec.loc, frame=frame)
             if not timed_out:
                 continue  # an error on this work, not a wait: the rank's ending says what failed
             if p.stuck is None or _earlier(work, p.stuck):
