@@ -94,3 +94,17 @@ def test_uneven_but_balanced_all_to_all_is_no_mismatch(tmp_path):
     v = run(_write(tmp_path, {0: r0, 1: r1})).verdict
     assert v.kind.value == "all_ranks_stuck"
     assert "disagree" not in _text(v)
+
+
+def test_split_groups_of_one_name_are_told_apart_by_their_members(tmp_path):
+    """split_group gives disjoint groups one name ("1" on every rank, as DeviceMesh's sub-groups): ranks 0-1 and
+    ranks 2-3 are two groups, so rank 2's and rank 3's all_reduce of another size is no mismatch with ranks 0-1."""
+    for rank in range(4):
+        mine = [0, 1] if rank < 2 else [2, 3]
+        size = ((4, 4),) if rank < 2 else ((8,),)
+        ops = [Op("all_reduce", 1), Op("all_reduce", 1, size, size, pg=("1", "dp"))]
+        (tmp_path / f"{PREFIX}{rank}").write_bytes(pickle.dumps(dump(rank, ops, {"0": [0, 1, 2, 3], "1": mine})))
+    a = run(tmp_path)
+    assert a.verdict.kind.value == "no_failure", a.verdict.summary
+    assert sorted((g.id.guid, tuple(g.members)) for g in a.job.groups if g.id.guid != "0") == [
+        ("1:0-1", (0, 1)), ("1:2-3", (2, 3))]

@@ -56,7 +56,7 @@ from ncclcheck.job.model import (
     Work,
 )
 from ncclcheck.job.world import WorldStatement, statements, strongest
-from ncclcheck.ranks import Spans
+from ncclcheck.ranks import Spans, ranges
 from ncclcheck.transfer import GATHER_SCATTER_OPS
 
 REAL_FAILURES = {ErrorKind.OOM, ErrorKind.CUDA, ErrorKind.EXCEPTION}
@@ -250,19 +250,35 @@ class _Builder:
 
     # ------------------------------------------------------------------ dumps
     def from_dumps(self) -> None:
-        for s in self.scans:
-            if s.dump is not None and s.dump.rank is not None:
-                self._dump(s.dump, s.file)
+        scans = [s for s in self.scans if s.dump is not None and s.dump.rank is not None]
+        dumps = [s.dump for s in scans if s.dump is not None]
+        # split_group (DeviceMesh's sub-groups) gives disjoint groups one name: told apart by their members, as
+        # PyTorch's own analyzer does (components/builder.py keys a group by its name and its ranks).
+        lists: dict[str, set[tuple[int, ...]]] = defaultdict(set)
+        for d in dumps:
+            for name, ranks in d.pg_ranks.items():
+                if ranks:
+                    lists[name].add(tuple(sorted(ranks)))
+        split = {name for name, seen in lists.items() if len(seen) > 1}
+        for s in scans:
+            assert s.dump is not None
+            self._dump(s.dump, s.file, split)
 
-    def _dump(self, d: Dump, file: str) -> None:
+    def _dump(self, d: Dump, file: str, split: set[str]) -> None:
         rank = d.rank
         assert rank is not None
         self.seen.add(rank)
         self.files[rank].add(file)
         descs = {e.pg: e.pg_desc for e in d.entries if e.pg_desc}
         ids = {e.pg: e.pg_id for e in d.entries if e.pg_id is not None}
+
+        def guid(name: str) -> str:
+            ranks = d.pg_ranks.get(name)
+            return f"{name}:{ranges(ranks)}" if name in split and ranks else name
+
         for name, ranks in d.pg_ranks.items():
-            gid = GroupId(ids.get(name) or ("0" if name == "0" else None), name, descs.get(name) or d.pg_desc.get(name))
+            gid = GroupId(ids.get(name) or ("0" if name == "0" else None), guid(name),
+                          descs.get(name) or d.pg_desc.get(name))
             key = self.group(gid)
             g = self.groups[key]
             if ranks:
@@ -274,7 +290,7 @@ class _Builder:
         for e in d.entries:
             by_pg[e.pg].append(e)
         for name, entries in by_pg.items():
-            gid = GroupId(ids.get(name) or ("0" if name == "0" else None), name, descs.get(name))
+            gid = GroupId(ids.get(name) or ("0" if name == "0" else None), guid(name), descs.get(name))
             key = self.group(gid)
             members = self.groups[key].exact
             p = self.at(rank, key)
