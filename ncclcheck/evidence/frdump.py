@@ -32,6 +32,17 @@ PICKLE_MAGIC = (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
 MAX_DUMP_BYTES = 256 << 20
 
 
+# Bytes per element of each dtype as a dump names it: c10's ScalarType names (c10/core/ScalarType.h), which the
+# recorder writes for ``input_dtypes``/``output_dtypes``.
+C10_BYTES = {
+    "Double": 8, "Long": 8, "ComplexFloat": 8, "UInt64": 8, "ComplexDouble": 16,
+    "Float": 4, "Int": 4, "ComplexHalf": 4, "UInt32": 4, "QInt32": 4,
+    "Half": 2, "BFloat16": 2, "Short": 2, "UInt16": 2,
+    "Byte": 1, "Char": 1, "Bool": 1, "QInt8": 1, "QUInt8": 1, "Float8_e5m2": 1, "Float8_e4m3fn": 1,
+    "Float8_e5m2fnuz": 1, "Float8_e4m3fnuz": 1,
+}
+
+
 class DumpError(Exception):
     """A dump that cannot be used: corrupt, truncated, not a dump, or asking to run code."""
 
@@ -90,6 +101,7 @@ class Entry:
     thread_name: str | None = None
     duration_ms: float | None = None  # 2.10+: GPU time of a completed op, when collective timing is on
     time_created_ns: int | None = None
+    output_dtypes: tuple[str, ...] = ()  # "dtypes" are the inputs'; a gather's non-root output has none
 
     @property
     def numel_in(self) -> int:
@@ -153,7 +165,9 @@ def _str(v: Any) -> str | None:
     return None if v is None else str(v)
 
 
-_P2P_NAME = re.compile(r"^(?:nccl:)?(send|recv)\s+(-?\d+)\s*(?:->|<-)\s*(-?\d+)")
+# ``nccl:all_reduce``, ``gloo:broadcast``: the backend that recorded the op, then its name (the analyzer's Op).
+_BACKEND = re.compile(r"^[a-z][a-z0-9_]*:")
+_P2P_NAME = re.compile(r"^(?:[a-z][a-z0-9_]*:)?(send|recv)\s+(-?\d+)\s*(?:->|<-)\s*(-?\d+)")
 
 
 def p2p_peer(profiling_name: str) -> int | None:
@@ -166,6 +180,13 @@ def _sizes(v: Any) -> tuple[tuple[int, ...], ...]:
     if not isinstance(v, (list, tuple)):
         return ()
     return tuple(tuple(d for d in s if isinstance(d, int)) for s in v if isinstance(s, (list, tuple)))
+
+
+def _dtypes(v: Any) -> tuple[str, ...]:
+    """A list of dtype names; one name alone is one dtype, an empty string none (a tensor the rank did not pass)."""
+    if isinstance(v, str):
+        return (v,) if v else ()
+    return tuple(str(d) for d in v or () if d not in (None, ""))
 
 
 def _ranks(v: Any) -> tuple[int, ...]:
@@ -185,19 +206,19 @@ def _entry(e: Mapping[str, Any]) -> Entry:
         Frame(str(f.get("name", "?")), str(f.get("filename", "?")), _int(f.get("line")) or 0)
         for f in e.get("frames") or () if isinstance(f, Mapping)
     )
-    op = str(e.get("profiling_name", "?"))
+    op = _BACKEND.sub("", str(e.get("profiling_name", "?")), count=1)
     return Entry(
         pg=name,
         pg_desc=desc,
         seq=seq,
         p2p_seq=_int(e.get("p2p_seq_id")),
-        op=(op.split(":", 1)[1] if op.startswith("nccl:") else op).split(" ", 1)[0],
+        op=op.split(" ", 1)[0],
         input_sizes=_sizes(e.get("input_sizes")),
         output_sizes=_sizes(e.get("output_sizes")),
-        dtypes=tuple(str(d) for d in e.get("input_dtypes") or ()),
+        dtypes=_dtypes(e.get("input_dtypes")),
         state=str(e.get("state", "?")),
         timeout_ms=_int(e.get("timeout_ms")),
-        is_p2p=bool(e.get("is_p2p", False)) or op.startswith(("nccl:send", "nccl:recv")),
+        is_p2p=bool(e.get("is_p2p", False)) or op.startswith(("send ", "recv ")),
         frames=frames,
         pg_id=str(e["pg_id"]) if _int(e.get("pg_id")) is not None else None,
         record_id=_int(e.get("record_id")),
@@ -206,6 +227,7 @@ def _entry(e: Mapping[str, Any]) -> Entry:
         thread_name=_str(e.get("thread_name")),
         duration_ms=_float(e.get("duration_ms")),
         time_created_ns=_int(e.get("time_created_ns")),
+        output_dtypes=_dtypes(e.get("output_dtypes")),
     )
 
 

@@ -34,6 +34,7 @@ from ncclcheck.evidence.types import (
     is_default_group,
 )
 from ncclcheck.job import origins
+from ncclcheck.job.calls import call_before
 from ncclcheck.job.causes import one_line
 from ncclcheck.job.facts import with_facts
 from ncclcheck.job.graph import gaps, wait_for
@@ -56,7 +57,7 @@ from ncclcheck.job.model import (
     Work,
 )
 from ncclcheck.job.world import WorldStatement, statements, strongest
-from ncclcheck.ranks import Spans
+from ncclcheck.ranks import Spans, ranges
 from ncclcheck.transfer import GATHER_SCATTER_OPS
 
 REAL_FAILURES = {ErrorKind.OOM, ErrorKind.CUDA, ErrorKind.EXCEPTION}
@@ -179,6 +180,8 @@ class _Builder:
             timed_out = bool(set(rec.evidence) - _NOT_TIMEOUT)
             err = self.async_errors.get((rank, rec.seq))
             op = rec.op_type or (err.op_type if err else None)
+            call = call_before(self.scans, rank, rec.loc) if op is None and "gloo_timeout" in rec.evidence else None
+            op, frame = call if call is not None else (op, None)  # gloo names no op: its traceback does
             if rec.seq is not None and (op or "") not in ("SEND", "RECV"):
                 p.enq = _hi(p.enq, rec.seq)  # a send's or receive's SeqNum counts p2p ops, not collectives
             numel = rec.numel_in if rec.numel_in is not None else (err.numel_in if err else None)
@@ -188,7 +191,7 @@ class _Builder:
                      else (BY_LINE, float(rec.loc.line)))
             work = Work(self.groups[key].gid(), rec.seq, op, numel, rec.numel_out,
                         p2p=(op or "") in ("SEND", "RECV"), state="timed_out" if timed_out else "failed",
-                        timeout_ms=rec.timeout_ms, ran_for_ms=rec.ran_for_ms, order=order, loc=rec.loc)
+                        timeout_ms=rec.timeout_ms, ran_for_ms=rec.ran_for_ms, order=order, loc=rec.loc, frame=frame)
             if not timed_out:
                 continue  # an error on this work, not a wait: the rank's ending says what failed
             if p.stuck is None or _earlier(work, p.stuck):
@@ -248,19 +251,35 @@ class _Builder:
 
     # ------------------------------------------------------------------ dumps
     def from_dumps(self) -> None:
-        for s in self.scans:
-            if s.dump is not None and s.dump.rank is not None:
-                self._dump(s.dump, s.file)
+        scans = [s for s in self.scans if s.dump is not None and s.dump.rank is not None]
+        dumps = [s.dump for s in scans if s.dump is not None]
+        # split_group (DeviceMesh's sub-groups) gives disjoint groups one name: told apart by their members, as
+        # PyTorch's own analyzer does (components/builder.py keys a group by its name and its ranks).
+        lists: dict[str, set[tuple[int, ...]]] = defaultdict(set)
+        for d in dumps:
+            for name, ranks in d.pg_ranks.items():
+                if ranks:
+                    lists[name].add(tuple(sorted(ranks)))
+        split = {name for name, seen in lists.items() if len(seen) > 1}
+        for s in scans:
+            assert s.dump is not None
+            self._dump(s.dump, s.file, split)
 
-    def _dump(self, d: Dump, file: str) -> None:
+    def _dump(self, d: Dump, file: str, split: set[str]) -> None:
         rank = d.rank
         assert rank is not None
         self.seen.add(rank)
         self.files[rank].add(file)
         descs = {e.pg: e.pg_desc for e in d.entries if e.pg_desc}
         ids = {e.pg: e.pg_id for e in d.entries if e.pg_id is not None}
+
+        def guid(name: str) -> str:
+            ranks = d.pg_ranks.get(name)
+            return f"{name}:{ranges(ranks)}" if name in split and ranks else name
+
         for name, ranks in d.pg_ranks.items():
-            gid = GroupId(ids.get(name) or ("0" if name == "0" else None), name, descs.get(name) or d.pg_desc.get(name))
+            gid = GroupId(ids.get(name) or ("0" if name == "0" else None), guid(name),
+                          descs.get(name) or d.pg_desc.get(name))
             key = self.group(gid)
             g = self.groups[key]
             if ranks:
@@ -272,7 +291,7 @@ class _Builder:
         for e in d.entries:
             by_pg[e.pg].append(e)
         for name, entries in by_pg.items():
-            gid = GroupId(ids.get(name) or ("0" if name == "0" else None), name, descs.get(name))
+            gid = GroupId(ids.get(name) or ("0" if name == "0" else None), guid(name), descs.get(name))
             key = self.group(gid)
             members = self.groups[key].exact
             p = self.at(rank, key)
@@ -297,7 +316,8 @@ class _Builder:
                 if old is not None and old.seq == first.seq and not first.p2p:
                     first = Work(first.group, first.seq, first.op, first.numel_in, first.numel_out, first.sizes,
                                  first.dtypes, first.p2p, first.peer, "timed_out", first.frame,
-                                 old.timeout_ms or first.timeout_ms, old.ran_for_ms, first.order, old.loc)
+                                 old.timeout_ms or first.timeout_ms, old.ran_for_ms, first.order, old.loc,
+                                 first.out_sizes, first.out_dtypes)
                 p.stuck = first
 
     @staticmethod
@@ -307,7 +327,8 @@ class _Builder:
             peer = members[e.peer] if members and e.peer < len(members) else e.peer if gid.guid == "0" else None
         return Work(gid, e.p2p_seq if e.is_p2p else e.seq, op_name(e.op), e.numel_in,
                     sum(numel(s) for s in e.output_sizes) if e.output_sizes else None, e.input_sizes, e.dtypes,
-                    e.is_p2p, peer, e.state, e.user_frame(), e.timeout_ms, None, (BY_RECORD, e.record_id or 0), None)
+                    e.is_p2p, peer, e.state, e.user_frame(), e.timeout_ms, None, (BY_RECORD, e.record_id or 0), None,
+                    e.output_sizes, e.output_dtypes)
 
     def _live_position(self, rank: int, ls: LiveStack) -> None:
         """A rank whose Python stack is inside a collective waits in it, in a group the stack does not name.
@@ -660,7 +681,7 @@ def _regroup(w: Work, gid: GroupId) -> Work:
     if w.group == gid:
         return w
     return Work(gid, w.seq, w.op, w.numel_in, w.numel_out, w.sizes, w.dtypes, w.p2p, w.peer, w.state, w.frame,
-                w.timeout_ms, w.ran_for_ms, w.order, w.loc)
+                w.timeout_ms, w.ran_for_ms, w.order, w.loc, w.out_sizes, w.out_dtypes)
 
 
 def build_job(scans: Sequence[FileScan], records: Sequence[Record]) -> Job:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ncclcheck.evidence.frdump import user_frame
+from ncclcheck.evidence.frdump import C10_BYTES, user_frame
 from ncclcheck.evidence.types import ErrorKind, FileScan, Mismatch
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.frsettings import export
@@ -23,7 +23,8 @@ def size_finding(w: Work, dtype: str, group: Group | None, model_given: bool = F
                  network: str | None = None) -> Finding | None:
     """Is the size the cause? Almost never: the arithmetic on four fabrics says so. ``network`` is the transport
     NCCL said it used ("IB", "Socket"): on InfiniBand, the slow Ethernet rows do not apply."""
-    item = DTYPE_BYTES.get(dtype, 4)
+    stated = w.dtypes[0] if w.dtypes and w.dtypes[0] in C10_BYTES else None  # a dump states it
+    item = C10_BYTES[stated] if stated else DTYPE_BYTES.get(dtype, 4)
     nbytes = collective_bytes(w.op, w.numel_in, w.numel_out, item)
     if not nbytes:
         return None
@@ -41,8 +42,9 @@ def size_finding(w: Work, dtype: str, group: Group | None, model_given: bool = F
                        f"{w.op or 'The collective'} claims {count:,} elements, more than any tensor can hold "
                        f"({MAX_NUMEL:,}): the line is garbled or the counter corrupt; no size arithmetic on it.",
                        (w.loc,) if w.loc is not None else ())
+    how = f"{stated}, as the dump states" if stated else f"{dtype} assumed: the log does not print the dtype"
     msg = (f"{w.op or 'The collective'} of {count:,} element{'' if count == 1 else 's'} is {human_bytes(nbytes)} "
-           f"({dtype} assumed: the log does not print the dtype) and takes {table} (bus factor for {ranks}).")
+           f"({how}) and takes {table} (bus factor for {ranks}).")
     loc = (w.loc,) if w.loc is not None else ()
     ib = network is not None and network.upper().startswith("IB")
     judged = times[1][1] if ib else slowest  # FABRICS[1] is InfiniBand

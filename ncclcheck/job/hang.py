@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from ncclcheck.job.causes import PEER_LOST
 from ncclcheck.job.chain import root_words
+from ncclcheck.job.frmatch import history_mismatch, never_launched
 from ncclcheck.job.graph import UNKNOWN_NODE
 from ncclcheck.job.model import HOST_SYNC, Edge, EdgeReason, EndKind, GroupId, Job, RankState, VerdictKind, Work
 from ncclcheck.job.phrases import absent_phrase, frame_line, place, short, sig
@@ -373,7 +374,8 @@ def stuck_verdict(job: Job, roots: Roots, primary: Work) -> tuple[VerdictKind, l
     hedged = _unordered_ring(job, ring) if ring else None
     if hedged is not None:
         return hedged
-    mism = _mismatch_culprits(job, roots.named)
+    # An all_to_all's tensors differ by rank by design: its split accounting, not its shapes, says who was short.
+    mism = history_mismatch(job, ("all_to_all",)) or _mismatch_culprits(job, roots.named) or history_mismatch(job)
     if mism is not None:
         return VerdictKind.COLLECTIVE_MISMATCH, mism[0], mism[1]
     timed_out = any(s.stuck is not None and s.stuck.state == "timed_out" for s in job.ranks)
@@ -448,6 +450,8 @@ def stuck_verdict(job: Job, roots: Roots, primary: Work) -> tuple[VerdictKind, l
     hedged = _unordered_ring(job)
     if hedged is not None:
         return hedged
+    if (unlaunched := never_launched(job, primary)) is not None:  # the same call everywhere, one GPU never began it
+        return VerdictKind.LAGGING_RANK, *unlaunched
     return (VerdictKind.ALL_RANKS_STUCK, [],
             f"{rank_phrase(waiting, job.world).capitalize()} {'waits' if len(waiting) == 1 else 'wait'} in the same "
             f"collective, {place(primary)}, and no member of its group is missing: suspect the transport (network, "

@@ -161,6 +161,8 @@ class Work:
     # stamps.py: date and time), or a log's line. Values of two kinds are never compared: the kind decides first.
     order: tuple[int, float] = (2, 0)
     loc: Loc | None = None
+    out_sizes: tuple[tuple[int, ...], ...] = ()  # a dump's output tensors (job/frmatch.py compares them)
+    out_dtypes: tuple[str, ...] = ()
 
     def signature(self) -> tuple[object, ...]:
         """What every member must agree on at one sequence number."""

@@ -31,6 +31,7 @@ from ncclcheck.job.causes import (
 )
 from ncclcheck.job.early_exit import left_early
 from ncclcheck.job.findings import mismatch_summary
+from ncclcheck.job.frmatch import history_verdict
 from ncclcheck.job.hang import (
     FAILED,
     alone_after_the_end,
@@ -193,6 +194,8 @@ def _quiet_verdict(job: Job) -> tuple[VerdictKind, list[int], list[int], str]:
         return (VerdictKind.RANK_FAILED_FIRST, [], [],
                 f"A process failed: {one_line(e.message)} ({e.loc}){more}. The line names no rank; the per-rank logs "
                 "(torchrun --log-dir DIR --redirects 3 --tee 3) or a [rankN]: prefix would.")
+    if (history := history_verdict(job)) is not None:  # the dumps' calls disagreed, though nothing is stuck
+        return history
     present = sorted(s.rank for s in job.ranks if s.present and 0 <= s.rank < (job.world or 0))
     # A launcher's console that tags no line with a rank (Accelerate's, DeepSpeed's) carries its workers' output
     # untagged: that no rank is named there says nothing of which ranks it covers.

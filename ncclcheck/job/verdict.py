@@ -25,6 +25,7 @@ from ncclcheck.job.findings import (
     report_findings,
     size_finding,
 )
+from ncclcheck.job.frmatch import history_findings
 from ncclcheck.job.model import Analysis, Group, Job, Record, Verdict, Work
 from ncclcheck.job.partition import partition
 from ncclcheck.job.releases import release_findings
@@ -44,7 +45,8 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     ``tensor_of`` names the tensor of the hung collective (explain's table, when the user gave the model)."""
     job = build_job(scans, records)
     d = decide_job(job, lambda killed, fired, silent: diagnose(scans, killed, fired, silent))
-    findings = [*wording.lead_findings(job, d), *_size_findings(job, d, dtype, tensor_of), *wording.busy_findings(d),
+    findings = [*wording.lead_findings(job, d), *history_findings(job, d.summary),
+                *_size_findings(job, d, dtype, tensor_of), *wording.busy_findings(d),
                 *wording.host_findings(job, d), *counter_findings(records), *detector_findings(scans),
                 *membership_findings(job), *report_findings(scans), *wording.run_findings(job, d, restarts),
                 *agreement_findings(job.facts.versions), *release_findings(job.facts.versions, d.kind, d.cause is not None)]

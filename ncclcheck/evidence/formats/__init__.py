@@ -29,6 +29,7 @@ from ncclcheck.evidence.formats import (
     nccl2,
     nccl_release,
     pgnccl,
+    pycall,
     ray,
     slurm,
     torchrun,
@@ -45,6 +46,7 @@ FORMATS: tuple[LineSource, ...] = (
     # fed each physical line holding one of their words, first (launchers and frameworks)
     torchrun.FORMAT, slurm.FORMAT, accelerate.FORMAT, composer.FORMAT, gloo.FORMAT, mpi.FORMAT, deepspeed.FORMAT,
     ray.FORMAT, lightning.FORMAT, nccl_release.FORMAT, envreport.FORMAT, cxx.FORMAT,
+    pycall.FORMAT,
     # read by the assembler (evidence/parse.py) on logical lines, in its order (``logical``)
     host.FORMAT, pgnccl.FORMAT, elastic.FORMAT, nccl2.FORMAT, nccl.FORMAT, errors.FORMAT, busy.FORMAT, world.FORMAT,
 )
