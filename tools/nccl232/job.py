@@ -10,16 +10,19 @@ import os
 import sys
 import time
 
-import torch
-import torch.distributed as dist
-
 mode = sys.argv[1]
+if os.environ.get("RANK") == "1" and os.environ.get("RANK1_ENV"):  # rank 1 alone gets these (KEY=VALUE,...)
+    os.environ.update(kv.split("=", 1) for kv in os.environ["RANK1_ENV"].split(","))
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
 rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 local = int(os.environ.get("LOCAL_RANK", rank))
 jd = os.environ.get("JOB_DIR", "/tmp")
 backend = os.environ.get("JOB_BACKEND", "nccl")
 cuda = backend == "nccl"
-dev = torch.device("cuda", local) if cuda else torch.device("cpu")
+dev = torch.device("cuda", min(local, torch.cuda.device_count() - 1)) if cuda else torch.device("cpu")
 if cuda:
     torch.cuda.set_device(dev)
 print(f"job rank={rank} pid={os.getpid()} torch={torch.__version__} "

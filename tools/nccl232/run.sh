@@ -1,7 +1,11 @@
 #!/bin/bash
 # Recordings for ncclcheck issue 44 §3 (NCCL 2.32's diagnostics, ncclras, PyTorch's debug server) and issue 41 §3
 # (the layers under NCCL). 2 GPUs, torch's own NCCL (2.28.9) unless LD_PRELOAD names the 2.32.3 library carried here
-# (nvidia-nccl-cu13 2.32.3's libnccl.so.2 with every fatbin entry but sm_90's zeroed, to fit the transfer).
+# (nvidia-nccl-cu13 2.32.3's libnccl.so.2 with every fatbin entry but sm_90's zeroed, to fit the transfer:
+# `python strip_fatbin.py libnccl.so.2 libnccl.so.2.sm90 90`, then `xz` it beside this script as libnccl.so.2.xz; the
+# `ncclras` beside it is NVIDIA/nccl's src/ras/client.cc built statically: `g++ -O2 -static -std=c++17 -DNCCL_OS_LINUX
+# -I<nccl.h generated from src/nccl.h.in> -Isrc/include src/ras/client.cc -o ncclras`). Run from its folder's copy
+# under the repository that the device call sends; everything comes back in $OUT/rec.tar.gz.
 set -u
 H=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 R=/tmp/rec; rm -rf $R; mkdir -p $R

@@ -11,7 +11,19 @@ from __future__ import annotations
 
 import re
 
-from ncclcheck.evidence.formats import accelerate, composer, deepspeed, gloo, lightning, mpi, ray, slurm, torchrun
+from ncclcheck.evidence.formats import (
+    accelerate,
+    composer,
+    deepspeed,
+    gloo,
+    lightning,
+    mpi,
+    nccldiag,
+    ncclras,
+    ray,
+    slurm,
+    torchrun,
+)
 from ncclcheck.evidence.formats.source import AT, LineSource, Reader, Sample, unnamed
 from ncclcheck.evidence.types import JobStop, WorkerEnd
 
@@ -20,7 +32,8 @@ __all__ = ["FORMATS", "GATE", "HEAD_WORDS", "PATH_RANKS", "PID_TAGS", "RANK_MARK
            "rank_tag", "readers"]
 
 FORMATS: tuple[LineSource, ...] = (torchrun.FORMAT, slurm.FORMAT, accelerate.FORMAT, composer.FORMAT, gloo.FORMAT,
-                                   mpi.FORMAT, deepspeed.FORMAT, ray.FORMAT, lightning.FORMAT)
+                                   mpi.FORMAT, deepspeed.FORMAT, ray.FORMAT, lightning.FORMAT, nccldiag.FORMAT,
+                                   ncclras.FORMAT)
 
 RANK_TAGS: tuple[re.Pattern[str], ...] = tuple(t for f in FORMATS for t in f.rank_tags)
 RANK_MARKS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(m for f in FORMATS for m in f.rank_marks)
