@@ -36,8 +36,9 @@ FAULT = re.compile(
     r"|rdma_topo check: failed on rank"
     r"|net bw: \S+ rank \d+ .{0,80}off median"
     r"|Paths: could not locate the rank's own GPU).*")
-DIFFERS = re.compile(r"mismatch across \d+ ranks in comm 0x[0-9a-f]+ for NCCL_\w+")
-VALUE = re.compile(r"NCCL_\w+=\S* on rank\(s\) \{[\d,\s-]*\}")  # a value of a setting that differs, and its ranks
+DIFFERS = re.compile(r"mismatch across \d{1,9} ranks in comm 0x[0-9a-f]{1,16} for NCCL_\w{1,64}")
+# A setting that differs across ranks, and each of its values with the ranks that have it.
+VALUE = re.compile(r"NCCL_\w{1,64}=\S{0,256} on rank\(s\) \{[\d,\s-]{0,4096}\}")
 ANYONE = Who()  # the line's process: the parser puts it on a fact
 
 

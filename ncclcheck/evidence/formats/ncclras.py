@@ -26,7 +26,7 @@ RANK = re.compile(r"^ *Rank (?P<rank>\d+) (?:has (?P<what>.+?) )?-- (?:GPU (?P<g
                   r"(?P<pid>\d+) on node (?P<node>\S+)|\[process information not found\])")
 SENTENCE = re.compile(r"^ *(?P<said>Communicator ranks have different .+|Missing communicator data from .+"
                       r"|Initialization errors? on .+|Asynchronous errors? on .+)$")
-DEAD = re.compile(r"\d+ job process(?:es are| is) considered dead \(unreachable via the RAS network\)")
+DEAD = re.compile(r"(?<!\d)\d{1,9} job process(?:es are| is) considered dead \(unreachable via the RAS network\)")
 COUNT = re.compile(r"^ *\d+ ranks have launched up to operation (?P<op>\d+)")
 LAUNCHED = re.compile(r"launched up to operation (?P<op>\d+)")
 ANYONE = Who()
