@@ -8,7 +8,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from ncclcheck.evidence import bundle
+from ncclcheck.evidence import bundle, debugserver
 from ncclcheck.evidence.reader import Source
 from ncclcheck.evidence.scan import scan_all
 from ncclcheck.evidence.types import FileScan, InputProblem
@@ -25,18 +25,21 @@ SNAPSHOT_SUFFIXES = (".tar.gz", ".tgz")
 
 
 def packed_kind(path: str) -> str | None:
-    """"archive" (a snapshot archive: a gzipped tar) or "evidence" (an --evidence-out file, plain or gzipped), by
-    content whatever the name, with one look at the file's first bytes; None for anything else."""
+    """"archive" (a snapshot archive: a gzipped tar), "evidence" (an --evidence-out file, plain or gzipped) or
+    "debug_stacks" (PyTorch's debug server's stacks dump), by content whatever the name, with one look at the file's
+    first bytes; None for anything else."""
     if path.endswith(SNAPSHOT_SUFFIXES):
         return "archive"  # also a damaged one: its reader says what is wrong with it
     try:
         fd = os.open(path, os.O_RDONLY)  # the cheapest look: every input of a 100,000-file job gets one
         try:
-            head = os.read(fd, len(bundle.MAGIC))
+            head = os.read(fd, 1024)
         finally:
             os.close(fd)
         if head.startswith(bundle.MAGIC):
             return "evidence"
+        if debugserver.is_stacks(head):
+            return "debug_stacks"
         if not head.startswith(bundle.GZIP_MAGIC):
             return None
         with gzip.open(path, "rb") as g:
@@ -62,7 +65,12 @@ def read_all(
     problems: list[InputProblem] = []
     kinds = {src.path: packed_kind(src.path) for src in sources if src.path is not None and not src.stream}
     packed = [src for src in sources if src.path is not None and kinds.get(src.path)]
-    for src in packed:
+    stacks = [src.path for src in packed if src.path is not None and kinds[src.path] == "debug_stacks"]
+    for scan in debugserver.read_stacks(stacks) if stacks else ():  # the newest of a job's periodic dumps is read
+        scans.append(scan)
+        if on_done:
+            on_done(scan)
+    for src in (src for src in packed if kinds.get(src.path or "") != "debug_stacks"):
         path = src.path or src.name
         if kinds[path] == "archive":
             from ncclcheck.evidence.archive import read_archive  # only when a snapshot archive is given

@@ -28,6 +28,8 @@ from ncclcheck.evidence.formats import (
     nccl,
     nccl2,
     nccl_release,
+    nccldiag,
+    ncclras,
     pgnccl,
     pycall,
     ray,
@@ -46,7 +48,7 @@ FORMATS: tuple[LineSource, ...] = (
     # fed each physical line holding one of their words, first (launchers and frameworks)
     torchrun.FORMAT, slurm.FORMAT, accelerate.FORMAT, composer.FORMAT, gloo.FORMAT, mpi.FORMAT, deepspeed.FORMAT,
     ray.FORMAT, lightning.FORMAT, nccl_release.FORMAT, envreport.FORMAT, cxx.FORMAT,
-    pycall.FORMAT,
+    pycall.FORMAT, nccldiag.FORMAT, ncclras.FORMAT,
     # read by the assembler (evidence/parse.py) on logical lines, in its order (``logical``)
     host.FORMAT, pgnccl.FORMAT, elastic.FORMAT, nccl2.FORMAT, nccl.FORMAT, errors.FORMAT, busy.FORMAT, world.FORMAT,
 )
