@@ -254,6 +254,19 @@ _BAR_AT_ZERO = re.compile(r"\b0%\|")
 # Work that ended: "Checkpoint saved", a bar at 100%, the HF Trainer's metrics after an evaluation ('eval_runtime').
 _BUSY_DONE = re.compile(r"(?i)\b(?:saved|finished|done|completed?)\b|\b100%\||eval_runtime")
 _NOT_BUSY = re.compile(r"(?i)error|exception|traceback|failed|" + then(r"warning: ", r"deprecat"))
+# Lower-case words one of which every match of ``_BUSY`` (``BUSY_GATE``) and of ``_BUSY_DONE`` (``DONE_GATE``) holds
+# (tests/test_busy_gate.py holds every alternative to them). An ASCII line (the case-insensitive patterns may match
+# other letters: the Kelvin sign is a k) holding none is not busy, and ends no work, without those patterns, which
+# take ~0.1 ms a line: torch's checkpoint.py UserWarning, on every step of some jobs, holds a BUSY_WORDS word.
+BUSY_GATE = ("eval", "validat", "sav", "tokeniz", "map", "filter", "grouping texts", "preprocess", "compil", "autotun")
+DONE_GATE = ("saved", "finished", "done", "complete", "100%|", "eval_runtime")
+
+
+def _gated(text: str, gate: tuple[str, ...]) -> bool:
+    """Whether a case-insensitive pattern whose every match holds one of ``gate`` may match ``text``."""
+    return not text.isascii() or any(map(text.lower().__contains__, gate))
+
+
 # The framework a job runs under, from the paths of its tracebacks (lines every selection of a log keeps) and
 # Lightning's start line: each sets the timeout its own way.
 _FRAMEWORKS = (
@@ -266,7 +279,7 @@ _FRAMEWORKS = (
 
 def busy_phase(text: str) -> str | None:
     """Which legitimate work a line says its rank is doing: ``eval``, ``save``, ``preprocess``, ``compile``."""
-    if not any(map(text.__contains__, BUSY_WORDS)) or _NOT_BUSY.search(text):
+    if not any(map(text.__contains__, BUSY_WORDS)) or not _gated(text, BUSY_GATE) or _NOT_BUSY.search(text):
         return None
     m = _BUSY.search(text)
     return m.lastgroup if m else None
@@ -1174,7 +1187,8 @@ class LogParser:
         if (glued := _GLUED_LINE.search(text, 1)) is not None:
             text = text[:glued.start()]  # another process's line glued after a progress bar without its newline
             who = self._who(text)
-        if _BUSY_DONE.search(text):  # the work finished ("Checkpoint saved", a bar at 100%): not what it is doing
+        # the work finished ("Checkpoint saved", a bar at 100%): not what it is doing
+        if _gated(text, DONE_GATE) and _BUSY_DONE.search(text):
             for k in [k for k in self._facts if k[0] == "busy" and k[2] == who.rank]:
                 del self._facts[k]
             return
