@@ -468,7 +468,7 @@ class LogParser:
         if (glued := busy.GLUED_LINE.search(text, 1)) is not None:
             text = text[:glued.start()]  # another process's line glued after a progress bar without its newline
             who = self._procs.who(text)
-        if busy.DONE.search(text):  # the work finished ("Checkpoint saved", a bar at 100%): not what it is doing
+        if busy.work_done(text):  # the work finished ("Checkpoint saved", a bar at 100%): not what it is doing
             for k in [k for k in self._facts if k[0] == "busy" and k[2] == who.rank]:
                 del self._facts[k]
             return

@@ -36,6 +36,22 @@ BAR_AT_ZERO = re.compile(r"\b0%\|")
 # Work that ended: "Checkpoint saved", a bar at 100%, the HF Trainer's metrics after an evaluation ('eval_runtime').
 DONE = re.compile(r"(?i)\b(?:saved|finished|done|completed?)\b|\b100%\||eval_runtime")
 _NOT_BUSY = re.compile(r"(?i)error|exception|traceback|failed|" + then(r"warning: ", r"deprecat"))
+# Lower-case words one of which every match of ``_BUSY`` (``BUSY_GATE``) and of ``DONE`` (``DONE_GATE``) holds
+# (tests/test_busy_gate.py holds every alternative to them). An ASCII line (the case-insensitive patterns may match
+# other letters: the Kelvin sign is a k) holding none is not busy, and ends no work, without those patterns, which
+# take ~0.1 ms a line: torch's checkpoint.py UserWarning, on every step of some jobs, holds one of WORDS.
+BUSY_GATE = ("eval", "validat", "sav", "tokeniz", "map", "filter", "grouping texts", "preprocess", "compil", "autotun")
+DONE_GATE = ("saved", "finished", "done", "complete", "100%|", "eval_runtime")
+
+
+def _gated(text: str, gate: tuple[str, ...]) -> bool:
+    """Whether a case-insensitive pattern whose every match holds one of ``gate`` may match ``text``."""
+    return not text.isascii() or any(map(text.lower().__contains__, gate))
+
+
+def work_done(text: str) -> bool:
+    """Whether a line says its work ended ("Checkpoint saved", a bar at 100%): then it is not what a rank is doing."""
+    return _gated(text, DONE_GATE) and DONE.search(text) is not None
 _FRAMEWORKS = (
     ("hf_trainer", re.compile(r"transformers[/\\](?:trainer|training_args)")),
     ("lightning", re.compile(r"lightning[/\\]")),
@@ -46,7 +62,7 @@ _FRAMEWORKS = (
 
 def busy_phase(text: str) -> str | None:
     """Which legitimate work a line says its rank is doing: ``eval``, ``save``, ``preprocess``, ``compile``."""
-    if not any(map(text.__contains__, WORDS)) or _NOT_BUSY.search(text):
+    if not any(map(text.__contains__, WORDS)) or not _gated(text, BUSY_GATE) or _NOT_BUSY.search(text):
         return None
     m = _BUSY.search(text)
     return m.lastgroup if m else None
@@ -65,7 +81,7 @@ class Lines:
 
     def feed(self, text: str, loc: Loc) -> Iterable[Read]:
         said: list[Read] = [*frameworks(_NOBODY, text, loc)] if 'File "' in text else []
-        if not DONE.search(text) and busy_phase(text) is not None:
+        if not work_done(text) and busy_phase(text) is not None:
             said.append(Fact(_NOBODY, "busy", " ".join(text.split())[:200], loc))
         return said
 
