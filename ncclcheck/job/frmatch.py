@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 
 from ncclcheck.evidence.frdump import numel
 from ncclcheck.findings import Finding, Severity
-from ncclcheck.job.model import Group, GroupId, Job, VerdictKind, Work
+from ncclcheck.job.model import Group, GroupId, Job, Position, VerdictKind, Work
 from ncclcheck.ranks import rank_phrase
 
 # Ops by what their tensors mean, in torch.distributed's spelling (a dump's profiling name, normalised by _kind).
@@ -248,18 +248,15 @@ def _all_to_all(ops: dict[int, Work], op: str, index: int | None, size: int, gro
                    "the splits, so which rank cannot be told from them.")
 
 
-def _group_history(job: Job, g: Group) -> Disagreement | None:
-    """The first disagreement in one group's window, or None."""
+def _group_history(g: Group, dumped: Sequence[tuple[int, Position]]) -> Disagreement | None:
+    """The first disagreement in one group's window (``dumped``: each rank's dump position in it), or None."""
     blocks: dict[int, dict[int, list[Work]]] = {}
     last: dict[int, int] = {}
-    for s in job.ranks:
-        for p in s.positions:
-            if p.group != g.id or p.source != "dump":
-                continue
-            mine = _split(p.works)
-            if mine:
-                blocks[s.rank] = mine
-                last[s.rank] = max(max(mine), p.last_enqueued if p.last_enqueued is not None else -1)
+    for rank, p in dumped:
+        mine = _split(p.works)
+        if mine:
+            blocks[rank] = mine
+            last[rank] = max(max(mine), p.last_enqueued if p.last_enqueued is not None else -1)
     if len(blocks) < 2:
         return None
     n = g.size or len(g.members) or len(blocks)
@@ -303,9 +300,14 @@ def disagreements(job: Job) -> list[Disagreement]:
     """Each group's first disagreement between its members' dumps, groups in their order."""
     if _LAST and _LAST[0][0] is job:
         return _LAST[0][1]
+    dumped: dict[GroupId, list[tuple[int, Position]]] = {}  # one pass over the ranks, not one a group
+    for s in job.ranks:
+        for p in s.positions:
+            if p.source == "dump":
+                dumped.setdefault(p.group, []).append((s.rank, p))
     out = []
     for g in job.groups:
-        d = _group_history(job, g)
+        d = _group_history(g, dumped.get(g.id, ()))
         if d is not None:
             out.append(d)
     _LAST[:] = [(job, out)]
