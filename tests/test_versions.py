@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from conftest import DATA, run
 from hypothesis import given
 from hypothesis import strategies as st
@@ -209,3 +210,15 @@ def test_every_member_is_in_one_group_of_a_row_or_unknown(facts):
         held = [m for g in row.groups for m in g.members] + list(row.unknown)
         assert sorted(held) == sorted(versions.members)
         assert len(row.groups) == len({g.value for g in row.groups})
+
+
+@pytest.mark.xfail(strict=True, reason="torchrun's default tee prefix [default0]: is the local rank, read as the global "
+                   "rank: both agents' lines land on rank 0 (NCCL's init line 'rank 1 nRanks 2' states the global one)")
+def test_a_recorded_two_agent_console_shows_the_odd_setting_across_ranks():
+    """Two torchrun agents of one job (tests/data/versions/twonode, recorded on 2 x H200): the table has ranks 0 and
+    1, they agree on NCCL 2.28.9, and NCCL_IB_DISABLE, set by the second agent alone, is a disagreement."""
+    versions = versions_json(run(DATA / "versions" / "twonode").job.facts.versions)
+    aspects = {a["aspect"]: a for a in versions["aspects"]}
+    assert versions["members"] == "0-1"
+    assert aspects["NCCL version"]["agrees"] and aspects["NCCL version"]["groups"][0]["value"] == "2.28.9"
+    assert not aspects["NCCL_IB_DISABLE"]["agrees"]
