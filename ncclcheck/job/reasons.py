@@ -113,7 +113,7 @@ _RESULTS = (
 )
 _RESULT = [(re.compile(p, re.IGNORECASE), m) for p, m in _RESULTS]
 _PY_EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt))\b:?\s*(.*)")
-_ENFORCE = re.compile(r"\[enforce fail at ([^\]]+)\]\s*(.*)")
+_ENFORCE = re.compile(r"\[enforce fail at ([^\]]{1,400})\]\s*(.*)")  # bounded: linear on a hostile line
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '([^']+)'")
 
 

@@ -69,8 +69,9 @@ def restate(job: Job, kind: VerdictKind, culprits: list[int], summary: str, caus
         who = [first.rank] if first.rank is not None else []
         whom = f"Rank {first.rank} failed" if first.rank is not None else "A process failed"
         tail = "" if first.rank is not None else " The line names no rank; a [rankN]: prefix or the per-rank logs would."
+        # A cause of the catalogue the rules found stays the cause: its line explains better than the line alone.
         return (VerdictKind.RANK_FAILED_FIRST, who, f"{whom}, as its own line states: {first.quoted()}.{tail}",
-                _diagnosis(first, lines))
+                cause if cause is not None else _diagnosis(first, lines))
     if cause is not None or not lines:
         return kind, culprits, summary, cause
     # The culprits' own line (anyone's where none is named) that says more than an error code or an exception.

@@ -77,7 +77,7 @@ def _ib(values: Sequence[str]) -> str:
     return ", ".join(dict.fromkeys(m[1] for v in values for m in _IB_DEVICE.finditer(v.split(";")[0]))) or "none"
 
 
-_OF = re.compile(r"(\d+) of (\d+)")
+_OF = re.compile(r"(?<!\d)(\d{1,12}) of (\d{1,12})")  # bounded: linear on a hostile line
 
 
 def _largest_comm(values: Sequence[str]) -> str:
