@@ -8,22 +8,12 @@
 # under the repository that the device call sends; everything comes back in $OUT/rec.tar.gz.
 set -u
 H=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-R=/tmp/rec; rm -rf $R; mkdir -p $R
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+R=/tmp/rec
+. "$H/common.sh"
 pack() { tar czf "$OUT/rec.tar.gz" -C $R . ; }
 { nvidia-smi -L; python3 -c 'import torch;print(torch.__version__, torch.cuda.nccl.version())'
   python3 -c 'import torch.distributed.debug as d; print("debug server:", d.__file__)'; ip -br addr
   ls /sys/class/infiniband 2>&1; ls /dev/shm | head; df -h /dev/shm; } > $R/env.txt 2>&1
-python3 -c "
-import lzma, shutil
-with lzma.open('$H/libnccl.so.2.xz') as a, open('/tmp/libnccl.so.2', 'wb') as b: shutil.copyfileobj(a, b, 1 << 24)"
-N232=/tmp/libnccl.so.2
-job() {  # name mode [ENV=VALUE...]
-  local name=$1 mode=$2; shift 2; local d=$R/$name; mkdir -p $d/dumps
-  echo "env $* torchrun --standalone --nproc-per-node 2 --log-dir torchrun --redirects 3 --tee 3 job.py $mode" > $d/command.txt
-  ( cd $d && env JOB_DIR=$d "$@" timeout -s KILL 150 torchrun --standalone --nproc-per-node 2 --log-dir $d/torchrun \
-      --redirects 3 --tee 3 $H/job.py $mode > $d/console.log 2>&1; echo "$name exit=$?" >> $R/exits.txt )
-}
 I="NCCL_DEBUG=INFO"
 # Issue 41 §3, torch's NCCL 2.28.9
 job b_netplugin ok $I NCCL_NET_PLUGIN=nonexistent NCCL_RAS_ADDR=127.0.0.1:28201 &

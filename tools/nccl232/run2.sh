@@ -3,18 +3,8 @@
 # on rank 1 only; rank 1 seeing one GPU), and ncclras against torch's own NCCL 2.28.9 during a hang.
 set -u
 H=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-R=/tmp/rec2; rm -rf $R; mkdir -p $R
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
-python3 -c "
-import lzma, shutil
-with lzma.open('$H/libnccl.so.2.xz') as a, open('/tmp/libnccl.so.2', 'wb') as b: shutil.copyfileobj(a, b, 1 << 24)"
-N232=/tmp/libnccl.so.2
-job() {  # name mode [ENV=VALUE...]
-  local name=$1 mode=$2; shift 2; local d=$R/$name; mkdir -p $d/dumps
-  echo "env $* torchrun --standalone --nproc-per-node 2 --log-dir torchrun --redirects 3 --tee 3 job.py $mode" > $d/command.txt
-  ( cd $d && env JOB_DIR=$d "$@" timeout -s KILL 150 torchrun --standalone --nproc-per-node 2 --log-dir $d/torchrun \
-      --redirects 3 --tee 3 $H/job.py $mode > $d/console.log 2>&1; echo "$name exit=$?" >> $R/exits.txt )
-}
+R=/tmp/rec2
+. "$H/common.sh"
 D="LD_PRELOAD=$N232 NCCL_RUN_DIAGNOSTICS=1 NCCL_RUN_RAS_DIAGNOSTICS=1"
 job diag_env ok NCCL_DEBUG=WARN $D RANK1_ENV=NCCL_BUFFSIZE=8388608 NCCL_RAS_ADDR=127.0.0.1:28301 &
 job diag_gpus ok NCCL_DEBUG=WARN $D RANK1_ENV=CUDA_VISIBLE_DEVICES=1 NCCL_RAS_ADDR=127.0.0.1:28302 &
