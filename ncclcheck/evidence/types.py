@@ -59,11 +59,15 @@ class Who:
     """Which process printed a line, from the strongest evidence available.
 
     ``global_rank`` comes from a ``[rankN]:`` prefix, ``path_rank`` from the file
-    name (``rank6.log``, ``attempt_0/6/stderr.log``).
+    name (``rank6.log``, ``attempt_0/6/stderr.log``). ``local_rank`` and ``node``: torchrun's ``[default3]:`` where
+    no line of the input states its global rank (evidence/localranks.py): the rank on that node (the input, or a
+    collector's label), the global rank unknown.
     """
 
     global_rank: int | None = None
     path_rank: int | None = None
+    local_rank: int | None = None
+    node: str | None = None
 
     @property
     def rank(self) -> int | None:
