@@ -196,11 +196,12 @@ class LogParser:
         if any(not e.agent_line for e in self._elastic):  # the failure table names global ranks: it speaks for them
             self._elastic = [e for e in self._elastic if not e.agent_line]
         node, offset = self._local_ranks()
+        unplaced = tuple(sorted({w.local_rank for w in node.values() if w.local_rank is not None}))
         ranks = set(self._ranks) | {w.global_rank for w in node.values() if w.global_rank is not None}
         ranks |= self._procs.placed()
         if self.path_rank is not None:
             ranks.add(self.path_rank)
-        elif bytes_read and not ranks and not self._problems and not any(
+        elif bytes_read and not ranks and not unplaced and not self._problems and not any(
                 (self._works, self._statuses, self._dumps, self._heartbeats, self._desync, self._mismatches,
                  self._errors, self._elastic, self._clues, self._facts, self._stacks, self._inits, self._endings,
                  self._dump_events, self._system)):
@@ -229,6 +230,8 @@ class LogParser:
             dump_events=tuple(self._dump_events),
             system=tuple(self._system),
             problems=tuple(self._problems),
+            local_ranks=unplaced,
+            tagged=bool(self._procs.tags),
         )
 
     def _local_ranks(self) -> tuple[dict[Who, Who], int]:

@@ -474,3 +474,5 @@ class FileScan:
     system: tuple[SystemEvent, ...] = ()
     problems: tuple[InputProblem, ...] = ()
     dump: Dump | None = None  # set when the input is a flight-recorder dump, not a text log
+    local_ranks: tuple[int, ...] = ()  # torchrun's local tags here whose global rank no line states (localranks.py)
+    tagged: bool = False  # its lines carry torchrun's local tags ([default3]:): an agent's console
