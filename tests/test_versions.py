@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 
-import pytest
 from conftest import DATA, run
 from hypothesis import given
 from hypothesis import strategies as st
@@ -212,13 +211,30 @@ def test_every_member_is_in_one_group_of_a_row_or_unknown(facts):
         assert len(row.groups) == len({g.value for g in row.groups})
 
 
-@pytest.mark.xfail(strict=True, reason="torchrun's default tee prefix [default0]: is the local rank, read as the global "
-                   "rank: both agents' lines land on rank 0 (NCCL's init line 'rank 1 nRanks 2' states the global one)")
+# The recorded logs, not the folder: its README quotes their lines
+TWONODE = (DATA / "versions" / "twonode" / "node0.log", DATA / "versions" / "twonode" / "node1.log")
+
+
 def test_a_recorded_two_agent_console_shows_the_odd_setting_across_ranks():
     """Two torchrun agents of one job (tests/data/versions/twonode, recorded on 2 x H200): the table has ranks 0 and
     1, they agree on NCCL 2.28.9, and NCCL_IB_DISABLE, set by the second agent alone, is a disagreement."""
-    versions = versions_json(run(DATA / "versions" / "twonode").job.facts.versions)
+    versions = versions_json(run(*TWONODE).job.facts.versions)
     aspects = {a["aspect"]: a for a in versions["aspects"]}
     assert versions["members"] == "0-1"
     assert aspects["NCCL version"]["agrees"] and aspects["NCCL version"]["groups"][0]["value"] == "2.28.9"
     assert not aspects["NCCL_IB_DISABLE"]["agrees"]
+
+
+def test_each_agents_local_tag_is_placed_by_its_own_ncclinit_line():
+    """Both consoles print torchrun's ``[default0]:`` (the local rank); NCCL's init line of the same process states
+    ``rank 0 nRanks 2`` in node0.log and ``rank 1 nRanks 2`` in node1.log, so the odd setting is rank 1's (exact JSON
+    of the two aspects that tell it, checked by hand against node1.log:7 and both logs' init lines)."""
+    result = CliRunner().invoke(app, ["analyze-log", *map(str, TWONODE), "--json"])
+    data = json.loads(result.stdout)
+    aspects = {a["aspect"]: a for a in data["job"]["versions"]["aspects"]}
+    assert data["job"]["versions"]["members"] == "0-1"
+    assert aspects["NCCL_IB_DISABLE"] == {"aspect": "NCCL_IB_DISABLE", "agrees": False, "unknown": None, "odd": None,
+                                          "groups": [{"value": None, "members": "0"}, {"value": "1", "members": "1"}]}
+    assert aspects["NCCL version"] == {"aspect": "NCCL version", "agrees": True, "unknown": None, "odd": None,
+                                       "groups": [{"value": "2.28.9", "members": "0-1"}]}
+    assert data["inputs"]["ranks_seen"] == "0-1" and data["job"]["ranks"][0]["ranks"] == "0-1"

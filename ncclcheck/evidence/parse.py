@@ -195,14 +195,13 @@ class LogParser:
             self._elastic[i] = replace(self._elastic[i], rank=self._procs.node_rank(label, self._elastic[i].local_rank))
         if any(not e.agent_line for e in self._elastic):  # the failure table names global ranks: it speaks for them
             self._elastic = [e for e in self._elastic if not e.agent_line]
-        node, offset = self._procs.node_ranks(self._works)
-        if node:
-            self._rewho(node, offset)
+        node, offset = self._local_ranks()
+        unplaced = tuple(sorted({w.local_rank for w in node.values() if w.local_rank is not None}))
         ranks = set(self._ranks) | {w.global_rank for w in node.values() if w.global_rank is not None}
         ranks |= self._procs.placed()
         if self.path_rank is not None:
             ranks.add(self.path_rank)
-        elif bytes_read and not ranks and not self._problems and not any(
+        elif bytes_read and not ranks and not unplaced and not self._problems and not any(
                 (self._works, self._statuses, self._dumps, self._heartbeats, self._desync, self._mismatches,
                  self._errors, self._elastic, self._clues, self._facts, self._stacks, self._inits, self._endings,
                  self._dump_events, self._system)):
@@ -231,7 +230,37 @@ class LogParser:
             dump_events=tuple(self._dump_events),
             system=tuple(self._system),
             problems=tuple(self._problems),
+            local_ranks=unplaced,
+            tagged=bool(self._procs.tags),
         )
+
+    def _local_ranks(self) -> tuple[dict[Who, Who], int]:
+        """torchrun's local tags placed where this input's lines state their global ranks (evidence/localranks.py):
+        a launcher's statement, else the watchdog's ``[Rank K]`` (``Processes.node_ranks``); else each stays a local
+        rank on this input's node, its global rank unknown. The agent's own exit lines follow."""
+        if self.path_rank is not None:
+            return {}, 0
+        procs = self._procs
+        procs.placement.pairs |= {(e.local_rank, e.rank) for e in self._elastic  # the failure table's entries
+                                  if not e.agent_line and e.rank is not None and e.local_rank is not None}
+        values: dict[str, set[int]] = {}
+        for f in self._facts.values():
+            if f.key in ("nnodes", "launcher_world") and f.value.isdigit():
+                values.setdefault(f.key, set()).add(int(f.value))
+        first = procs.placement.offset(procs.tags, values.get("nnodes", set()), values.get("launcher_world", set()))
+        node, offset = (procs.place(first, self.file), 0) if first is not None else procs.node_ranks(self._works)
+        if first is None and not node:
+            node = procs.place(None, self.file)
+        else:
+            first = offset if first is None else first
+        if node:
+            self._rewho(node, offset)
+        if first:  # the agent's exit lines name the local rank: placed with the tags (not yet where nothing states it)
+            labelled = {i for _, i in self._node_agents}  # placed by their node's label (see finish)
+            self._elastic[:] = [replace(e, rank=e.local_rank + first)
+                                if e.agent_line and e.local_rank is not None and i not in labelled else e
+                                for i, e in enumerate(self._elastic)]
+        return node, offset
 
     def _rewho(self, node: dict[Who, Who], offset: int) -> None:
         """Put the global ranks found by ``Processes.node_ranks`` on everything this file read."""

@@ -59,11 +59,15 @@ class Who:
     """Which process printed a line, from the strongest evidence available.
 
     ``global_rank`` comes from a ``[rankN]:`` prefix, ``path_rank`` from the file
-    name (``rank6.log``, ``attempt_0/6/stderr.log``).
+    name (``rank6.log``, ``attempt_0/6/stderr.log``). ``local_rank`` and ``node``: torchrun's ``[default3]:`` where
+    no line of the input states its global rank (evidence/localranks.py): the rank on that node (the input, or a
+    collector's label), the global rank unknown.
     """
 
     global_rank: int | None = None
     path_rank: int | None = None
+    local_rank: int | None = None
+    node: str | None = None
 
     @property
     def rank(self) -> int | None:
@@ -470,3 +474,5 @@ class FileScan:
     system: tuple[SystemEvent, ...] = ()
     problems: tuple[InputProblem, ...] = ()
     dump: Dump | None = None  # set when the input is a flight-recorder dump, not a text log
+    local_ranks: tuple[int, ...] = ()  # torchrun's local tags here whose global rank no line states (localranks.py)
+    tagged: bool = False  # its lines carry torchrun's local tags ([default3]:): an agent's console

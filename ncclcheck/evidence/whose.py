@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 
-from ncclcheck.evidence import formats
-from ncclcheck.evidence.formats.collectors import NODE_LABEL
+from ncclcheck.evidence import formats, localranks
+from ncclcheck.evidence.formats.collectors import NODE_LABEL, node_label
 from ncclcheck.evidence.formats.errors import PY_ERROR
 from ncclcheck.evidence.types import Who, WorkMention
 
@@ -45,6 +45,8 @@ class Processes:
         self._node_base: dict[str, int] = {}
         self._node_tags: set[tuple[str, int]] = set()
         self.pid_rank: dict[int, int] = {}  # a worker's PID -> its global rank, where the launcher pairs them
+        self.placement = localranks.Placement()  # what the lines state of the local tags' global ranks
+        self.tags: set[int] = set()  # the local tags seen without a collector's label
 
     def who(self, text: str) -> Who:
         """The process a line names."""
@@ -58,12 +60,21 @@ class Processes:
         if role is None and "]:" in text[:90] and text[:1] != "[" and (label := NODE_LABEL.match(text)) and (
                 role := ROLE_RANK.match(text, label.end())) is not None and not role[0].startswith("[rank"):
             node = label[0]  # a collector's node label before torchrun's tag: "node1: [default1]:"
+        tag = int(role["rank"]) if role is not None and not role[0].startswith("[rank") else None
+        if any(map(text.__contains__, localranks.WORDS)):
+            self.placement.line(text, tag if node is None else None, node if tag is not None else node_label(text))
+            for label_, local, rank in self.placement.node_pairs:  # a labelled agent's rendezvous result
+                self._node_tag(label_, local, rank)
+            self.placement.node_pairs.clear()
+        if tag is not None and node is None:
+            self.tags.add(tag)
         if ranks:
             if node is not None and role is not None and text.startswith("[rank", role.end()):
                 self._node_tag(node, int(role["rank"]), int(ranks[-1]))
             elif role and not role[0].startswith("[rank") and text.startswith("[rank", role.end()):
                 # torchrun's "[default3]:[rank3]:": the launcher's tag is that process's, on its lines without one
                 self._role_global.setdefault(int(role["rank"]), int(ranks[-1]))
+                self.placement.pairs.add((int(role["rank"]), int(ranks[-1])))
             return self.one(int(ranks[-1]), self.path_rank)
         if node is not None and role is not None:
             base = self._node_base.get(node)
@@ -87,6 +98,15 @@ class Processes:
         base = self._node_base.setdefault(node, rank - local)
         if base != rank - local:
             self._node_base[node] = -1
+
+    def place(self, offset: int | None, node: str) -> dict[Who, Who]:
+        """Each process this input named only by its local tag, with its global rank where ``offset`` (the first
+        global rank of the input's agent, ``Placement.offset``) is stated, else as a local rank on ``node``."""
+        if self.path_rank is not None:
+            return {}
+        return {who: self.one(who.path_rank + offset, None) if offset is not None else
+                Who(None, None, local_rank=who.path_rank, node=node) for who in list(self._whos.values())
+                if who.global_rank is None and who.path_rank is not None}
 
     def one(self, global_rank: int | None, path_rank: int | None) -> Who:
         """One shared object per process: every line of a log names one of a few, and a job has millions of lines."""

@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ncclcheck.job import nodeloss
 from ncclcheck.job.causedata import COLLECT_MORE, DRAIN_NODE, FIX_CODE, FIX_CONFIG, LATE, RESTART
 from ncclcheck.job.causes import PEER_LOST
 from ncclcheck.job.model import EndKind, Job, VerdictKind
@@ -105,6 +106,11 @@ TABLE: dict[str, tuple[str, str]] = {
     "peer_lost": (COLLECT_MORE, "{culprits} only lost {its} peers (a connection closed or reset, a remote exit), "
                                 "which is what a peer that crashed leaves behind: bring the other ranks' own logs "
                                 "(torchrun --log-dir DIR --redirects 3 --tee 3), which say why it went"),
+    "node_lost": (COLLECT_MORE, "{where} stopped with its agent and left no word: bring that host's kernel log of the "
+                                "boot before (`journalctl -k -b -1`) and the scheduler's record of the node (`scontrol "
+                                "show node NODE`, `sacct -j JOBID`, `kubectl describe node NODE`); drain it where they "
+                                "show a fault (NODE_FAIL, an Xid, a kernel panic), restart elsewhere where it was "
+                                "preempted"),
     "launcher_failed": (RESTART, "the launcher or its store failed and nothing points at a host or the code: run it "
                                  "again"),
     "setup_failed": (FIX_CONFIG, "NCCL or the host could not set up the communicator: a setting of the job or its "
@@ -155,6 +161,10 @@ def decide_action(job: Job, d: Decision) -> Action:
     """The verdict's one action: its cause's (refined where the evidence decides), else the verdict kind's; never a
     restart where a culprit's own code raised."""
     action = _from_cause(job, d) if d.cause is not None else _from_kind(job, d)
+    if nodeloss.is_lost(job, d.kind, d.culprits, d.cause):
+        lost = job.facts.lost_nodes[0]
+        action = _table("node_lost", job, lost.ranks, where=nodeloss.where(lost))
+        action = Action(action.kind, action.reason, action.why, Node(lost.host, None, lost.ranks) if lost.host else None)
     culprits = set(d.culprits)
     raised = [s.rank for s in job.ranks if s.rank in culprits and s.ending.kind is EndKind.EXCEPTION]
     if action.kind == RESTART and raised:

@@ -49,7 +49,7 @@ def _worker_lines(scan: FileScan) -> list[int]:
     out = []
     for v in _located(scan):
         who = getattr(v, "who", None)
-        if who is not None and who.rank is not None:
+        if who is not None and (who.rank is not None or who.local_rank is not None):  # a local tag is a worker too
             out.append(v.loc.line)  # type: ignore[attr-defined]
     return sorted(out)
 

@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from ncclcheck.evidence.types import ErrorKind, Fact, FileScan, RankError
 from ncclcheck.job.hosts import join_events, peers_lost, rank_hosts
+from ncclcheck.job.lostnode import lost_nodes
 from ncclcheck.job.model import Job, JobFacts
 from ncclcheck.job.reasons import FAILED, source_of, stated_lines
 from ncclcheck.job.slow import busy_lines, framework
@@ -50,6 +51,7 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         framework=framework(scans),
         stated=stated_lines(scans),
         versions=read_versions(scans),
+        lost_nodes=lost_nodes(scans),
     )
 
 

@@ -34,6 +34,7 @@ from ncclcheck.findings import Finding
 from ncclcheck.job.causes import Diagnosis
 from ncclcheck.job.hosts import Joined, PeerLost
 from ncclcheck.job.live import LivePosition, StackGroup
+from ncclcheck.job.lostnode import LostNode
 from ncclcheck.job.reasons import Stated
 from ncclcheck.job.versions import Versions
 from ncclcheck.job.world import WorldStatement
@@ -285,6 +286,7 @@ class JobFacts:
     framework: tuple[str, Loc | None] = ("torch", None)  # the framework the lines show, with the line that shows it
     stated: tuple[Stated, ...] = ()  # every line of a known source that states a failure (job/reasons.py)
     versions: Versions = Versions()  # each rank's releases and settings, and what must agree across them (versions.py)
+    lost_nodes: tuple[LostNode, ...] = ()  # consoles that stop mid-run with no word of their agent (lostnode.py)
 
 
 @dataclass(frozen=True)

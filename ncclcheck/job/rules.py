@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ncclcheck import signals
 from ncclcheck.evidence.types import Loc
+from ncclcheck.job import nodeloss
 from ncclcheck.job.causes import (
     DEVICE,
     HOST,
@@ -107,6 +108,7 @@ def decide_job(job: Job, diagnose: Diagnose) -> Decision:
                                                  diagnose(killed_ranks, min(fired, default=None), silent),
                                                  job.facts.hosts)
     kind, culprits, summary, cause = restate(job, kind, culprits, summary, cause, primary is not None)
+    kind, culprits, summary, cause = nodeloss.restate(job, kind, culprits, summary, cause)  # job/lostnode.py
     blamed = set(culprits)
     waiting = [r for r in waiting if r not in blamed]
     kind, summary = _live_words(job, kind, culprits, summary)

@@ -60,7 +60,9 @@ def main() -> None:
     culprit = int(argv[1]) if len(argv) > 1 else 1
     rank, world = first(RANK_VARS), first(SIZE_VARS)
     port = os.environ.get("MASTER_PORT", "29611")
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+    # WORKER_INIT=env: torchrun's own store (env://), which its restarts give a fresh prefix each attempt
+    init = "env://" if os.environ.get("WORKER_INIT") == "env" else f"tcp://127.0.0.1:{port}"
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=int(os.environ.get("WORKER_TIMEOUT", "10"))))
     print(f"rank {rank} of {world} joined (pid {os.getpid()})", flush=True)
     t = torch.ones(1 << 16)
