@@ -99,7 +99,7 @@ _GROUP_INIT = re.compile(
 )
 TERMINATING = re.compile(r"Terminating the process after attempting to dump debug info, due to (?P<why>[^.]*)")
 _ASYNC = re.compile(r"raised the following async exception:\s*(?P<error>.*)")
-_SETTING = re.compile(r"\b(?P<name>(?:TORCH_)?NCCL_[A-Z0-9_]+)(?::\s*| set by environment to )(?P<value>[^\s,]+)")
+_SETTING = re.compile(r"\b(?P<name>(?:TORCH_)?NCCL_[A-Z0-9_]+)(?::\s*| set by environment to )(?P<value>[^\s,\"'()]+)")
 _SETTING_LINE = re.compile(r"ProcessGroupNCCL (?:environments|initialization options)|set by environment to")
 # The facts of its start-up line: the timeout, and the world's size where the group is the world.
 _FACTS = (
