@@ -46,6 +46,8 @@ POSSIBLE = {
                    "scalar", "gather_run", "parameter", "metadata"},
     "broadcast": {"model", "parameter", "scalar", "activation", "buffers", "metadata", "tp_replicated"},
     "scatter": {"tp_shard"},
+    "send": {"pp_activation", "pp_metadata", "activation"},
+    "recv": {"pp_activation", "pp_metadata", "activation"},
 }
 
 
@@ -56,8 +58,11 @@ def _load(path: Path) -> dict:
 def test_the_truth_covers_what_the_issue_names():
     runs = [_load(p) for p in TRUTH]
     assert len({r["class"] for r in runs}) >= 19
-    assert {r["strategy"] for r in runs} == {"ddp", "ddp_cap1", "ddp_unused", "ddp_unused_cap1", "ddp_static", "fsdp1",
+    assert {r["strategy"] for r in runs} >= {"ddp", "ddp_cap1", "ddp_unused", "ddp_unused_cap1", "ddp_static", "fsdp1",
                                              "fsdp1_orig", "fsdp1_hybrid", "fsdp2", "fsdp2_noreshard", "hsdp", "tp"}
+    # issue 43's layouts (tools/explain_layout_runs.py): pipelines at world 2 and 4, TP x FSDP2 at world 4
+    assert {(r["strategy"], r["world_size"]) for r in runs} >= {("pp_gpipe", 2), ("pp_gpipe", 4), ("pp_1f1b", 2),
+                                                                 ("pp_1f1b", 4), ("tp_fsdp2", 4)}
     assert {r["world_size"] for r in runs} == {2, 4}
     # issue 35's setups: a hybrid SSM, an encoder-decoder, a vision, an audio model, MoE with shared experts, a LoRA
     # adapter, a partly frozen model, a user's CNN whose blocks sit in nn.Sequential

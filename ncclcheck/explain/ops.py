@@ -28,6 +28,7 @@ KIND_STRATEGY = {
     "tp_replicated": "tp",
     "activation": None, "parameter": None, "layer": None, "model": None, "scalar": None, "expert_tokens": None,
     "gradient_run": None, "gather_run": "zero3", "buffers": "ddp", "metadata": "ddp",
+    "pp_activation": "pp", "pp_metadata": "pp",
 }
 
 CARRIES = {
@@ -39,7 +40,7 @@ CARRIES = {
     BROADCAST: {"model", "parameter", "scalar", "activation", "buffers", "metadata", "tp_replicated"},
     SCATTER: {"tp_shard"},
     ALLTOALL: {"expert_tokens", "activation"},
-    P2P: {"activation"},
+    P2P: {"activation", "pp_activation", "pp_metadata"},
     REDUCE: {"zero_bucket", "parameter", "gradient_run", "scalar"},
 }
 
@@ -65,7 +66,7 @@ WHY_NOT = {
     BROADCAST: "a broadcast copies one rank's tensor: no gradient bucket or sharded unit",
 }
 
-STRATEGIES = ("ddp", "zero1", "zero2", "zero3", "fsdp", "fsdp2", "tp")
+STRATEGIES = ("ddp", "zero1", "zero2", "zero3", "fsdp", "fsdp2", "tp", "pp")
 
 
 def family(op: str | None) -> str | None:
@@ -77,10 +78,17 @@ def family(op: str | None) -> str | None:
 
 
 def strategy_allows(kind: str, strategy: str | None) -> bool:
-    """Whether a kind can occur under the strategy given (every kind when none is)."""
+    """Whether a kind can occur under the strategy given (every kind when none is); a combined strategy
+    (``tp+fsdp2``, ``pp+ddp``) allows the kinds of each part."""
     owner = KIND_STRATEGY.get(kind)
     if strategy is None or owner is None:
         return True
+    parts = strategy.split("+")
     if owner == "zero1/2":
-        return strategy in ("zero1", "zero2")
-    return owner == strategy
+        return "zero1" in parts or "zero2" in parts
+    return owner in parts
+
+
+def known_strategy(strategy: str) -> bool:
+    """Whether every part of a strategy (one name, or several joined by ``+``) is one of STRATEGIES."""
+    return all(part in STRATEGIES for part in strategy.split("+"))
