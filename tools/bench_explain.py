@@ -104,9 +104,9 @@ def right(first, truth: dict) -> bool:
     if not want or not first.params:
         return True
     got = generic(first.params)
-    if truth["kind"].startswith("tp_"):  # the truth lists every tensor of that shard size; one of them is named
+    if truth["kind"].startswith("tp_") or truth["kind"] == "zero_broadcast":  # every tensor of that size; one named
         return set(got) <= set(generic(want))
-    if truth["kind"] == "ddp_bucket":  # a bucket is the set of gradients it holds, whatever order they came in
+    if truth["kind"] in ("ddp_bucket", "zero_bucket", "zero3_bucket"):  # a bucket is the set of its gradients
         got = tuple(sorted(got, key=lambda n: generic([n])[0]))
         want = sorted(want, key=lambda n: generic([n])[0])
     return len(got) == len(want) and all(g == t or g.endswith("." + t) for g, t in zip(got, generic(want), strict=False))

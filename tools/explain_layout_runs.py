@@ -203,6 +203,8 @@ def run_zero(strategy, name, cls, cfg, rank, world):
     stage = int(strategy[-1])
     torch.manual_seed(0)
     model = er.build(name, cls, cfg)
+    # as registered: stage 3 leaves every parameter an empty placeholder once partitioned
+    registered = [[n, list(p.shape), str(p.dtype).removeprefix("torch.")] for n, p in model.named_parameters()]
     before = er.flight_recorder()
     seen = {e["record_id"] for e in before} if isinstance(before, list) else set()
     ds_cfg = {"train_micro_batch_size_per_gpu": er.BATCH, "gradient_accumulation_steps": 1,
@@ -220,8 +222,8 @@ def run_zero(strategy, name, cls, cfg, rank, world):
     dist.barrier()
     after = er.flight_recorder()
     colls = [e for e in after if e["record_id"] not in seen] if isinstance(after, list) else after
-    zc = engine.zero_optimization()  # noqa: F841 (the config as DeepSpeed resolved it)
-    layout = {"stage": stage, "zero_config": json.loads(engine._config.zero_config.model_dump_json())}
+    layout = {"stage": stage, "zero_config": json.loads(engine._config.zero_config.model_dump_json()),
+              "registered": registered}
     return model, layout, losses, colls
 
 
@@ -251,7 +253,8 @@ def main_run(args):
             with open(os.path.join(args.out, f"{args.strategy}-{name}-w{world}.rank{rank}.error"), "w") as f:
                 f.write(traceback.format_exc())
             continue
-        params = [[n, list(p.shape), str(p.dtype).removeprefix("torch.")] for n, p in model.named_parameters()]
+        params = layout.pop("registered", None) or [[n, list(p.shape), str(p.dtype).removeprefix("torch.")]
+                                                     for n, p in model.named_parameters()]
         bufs = [[n, list(b.shape), str(b.dtype).removeprefix("torch.")] for n, b in model.named_buffers()]
         batch = BATCH if args.strategy.startswith("pp") else er.BATCH
         record = {"strategy": args.strategy, "model": name, "rank": rank, "world_size": world, "batch": batch,
@@ -344,6 +347,55 @@ def label(fx: dict, c: dict) -> dict | None:
             if (fam, n_in, n_out) in (("reduce_scatter", shard * dp, shard), ("all_reduce", shard * dp, shard * dp)):
                 return {"kind": "fsdp2_unit", "params": u["params"], "what": "gradients of " + what}
         return er.label({**fx, "strategy": "tp", "world_size": tp}, c)
+    if strat.startswith("zero"):
+        return label_zero(fx, c)
+    return None
+
+
+def label_zero(fx: dict, c: dict) -> dict | None:
+    """DeepSpeed's collectives, from the recorded parameters and the ZeRO config DeepSpeed resolved."""
+    fam, ws, zc = er.family(c["op"]), fx["world_size"], fx["layout"]["zero_config"]
+    n_in, n_out, dt = c["numel_in"], c["numel_out"], c["dtype"]
+    params = [(n, math.prod(s), s) for n, s, _ in fx["params"]]
+    itemsize = {"float32": 4, "bfloat16": 2, "float16": 2}[fx["params"][0][2]]
+    if fam == "broadcast" and dt == "uint8":
+        names = [n for n, k, _ in params if k * itemsize == n_in]
+        if names:
+            return {"kind": "zero_broadcast", "params": names, "what": "one parameter broadcast as bytes"}
+    total = sum(k for _, k, _ in params)
+    if fx["layout"]["stage"] < 3:
+        if fam == "all_reduce" and n_in == total and total <= zc["reduce_bucket_size"]:
+            return {"kind": "zero_bucket", "params": [n for n, _, _ in params], "what": "the one gradient bucket"}
+        part = -(-total // (2 * ws)) * 2
+        if (fam, n_in, n_out) == ("all_gather", part, part * ws):
+            return {"kind": "zero_partition", "params": [n for n, _, _ in params], "what": "updated partition"}
+        return None
+    # stage 3: every parameter partitioned flat, ceil(numel / world) per rank (partition_parameters.py)
+    shard = [(n, -(-k // ws)) for n, k, _ in params]
+    if fam == "all_gather" and n_out == n_in * ws:
+        one = [n for n, k in shard if k == n_in]
+        if one:
+            return {"kind": "zero3_gather", "params": one[:1], "what": "one parameter fetched"}
+        for i in range(len(shard)):  # one parameter, or a run of them in registration order fetched together
+            acc = 0
+            for j in range(i, len(shard)):
+                acc += shard[j][1]
+                if acc == n_in:
+                    return {"kind": "zero3_gather", "params": [n for n, _ in shard[i:j + 1]],
+                            "what": "parameters fetched together" if j > i else "one parameter fetched"}
+                if acc > n_in:
+                    break
+    padded = sum(k * ws for _, k in shard)
+    if (fam, n_in, n_out) in (("reduce_scatter", padded, padded // ws), ("all_reduce", padded, padded)):
+        return {"kind": "zero3_bucket", "params": [n for n, _, _ in params], "what": "the one gradient bucket"}
+    if fam == "broadcast" and dt == "int64":  # the coordinator's trace, checked the same on every rank
+        if n_in == 1:
+            return {"kind": "scalar", "params": None, "what": "the trace's length, one int64"}
+        # one entry per parameter use: a tied weight (Qwen3's embedding and head) is used by two modules
+        uses = len(params) + (1 if fx["config"].get("tie_word_embeddings") else 0)
+        what = ("the fetch order of parameters (forward and backward)" if n_in == 2 * uses else
+                "the fetch order of submodules (forward and backward)")
+        return {"kind": "zero_metadata", "params": None, "what": what}
     return None
 
 

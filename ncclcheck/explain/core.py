@@ -143,7 +143,7 @@ def _merge(cands: list[tuple[Shape, str]]) -> list[tuple[Shape, str, list[str], 
     for s, verdict in sorted(cands, key=lambda c: (c[0].tier, _kind_rank(c[0].kind))):
         ident = generic(s.params) if s.params else (s.description,)
         members = s.params
-        if s.kind == "ddp_bucket":  # a bucket is the set of gradients it holds, in whichever order they were added
+        if s.kind in ("ddp_bucket", "zero_bucket", "zero3_bucket"):  # a bucket: the set of its gradients, any order
             ident, members = tuple(sorted(ident)), tuple(sorted(s.params))
         key = (s.numel_in, _expected_out(s), ident)
         if key not in best:

@@ -28,7 +28,7 @@ KIND_STRATEGY = {
     "tp_replicated": "tp",
     "activation": None, "parameter": None, "layer": None, "model": None, "scalar": None, "expert_tokens": None,
     "gradient_run": None, "gather_run": "zero3", "buffers": "ddp", "metadata": "ddp",
-    "pp_activation": "pp", "pp_metadata": "pp",
+    "pp_activation": "pp", "pp_metadata": "pp", "zero_broadcast": "zero", "zero_metadata": "zero",
 }
 
 CARRIES = {
@@ -37,7 +37,8 @@ CARRIES = {
     ALLGATHER: {"fsdp_unit", "fsdp2_unit", "zero3_gather", "zero_partition", "tp_activation", "activation", "scalar",
                 "gather_run", "parameter"},
     REDUCESCATTER: {"fsdp_unit", "fsdp2_unit", "zero3_bucket", "tp_activation", "activation", "gradient_run"},
-    BROADCAST: {"model", "parameter", "scalar", "activation", "buffers", "metadata", "tp_replicated"},
+    BROADCAST: {"model", "parameter", "scalar", "activation", "buffers", "metadata", "tp_replicated", "zero_broadcast",
+                "zero_metadata"},
     SCATTER: {"tp_shard"},
     ALLTOALL: {"expert_tokens", "activation"},
     P2P: {"activation", "pp_activation", "pp_metadata"},
@@ -86,6 +87,8 @@ def strategy_allows(kind: str, strategy: str | None) -> bool:
     parts = strategy.split("+")
     if owner == "zero1/2":
         return "zero1" in parts or "zero2" in parts
+    if owner == "zero":  # every ZeRO stage
+        return any(p.startswith("zero") for p in parts)
     return owner in parts
 
 

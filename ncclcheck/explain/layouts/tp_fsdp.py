@@ -48,19 +48,20 @@ def shapes(s: Setting) -> list[Shape]:
         if not ps:
             continue
         local = [tp_local(s, p, tp) for p in ps]
-        if all(shape == tuple(p.shape) for p, shape in zip(ps, local, strict=True)):
-            continue  # nothing in it split by TP: FSDP2's own rule (layouts/fsdp.py) gives this unit
+        whole = all(shape == tuple(p.shape) for p, shape in zip(ps, local, strict=True))
         what = f"block {name}" if name else f"the root unit ({describe(s.params, ps)})"
         grads = [(p, shape) for p, shape in zip(ps, local, strict=True) if p.trainable]
         for dp in dps:
             key = (tuple(p.name for p in ps), dp)
-            if key in seen:
+            if key in seen or whole and dp == w:  # nothing TP splits, over the op's group: FSDP2's own unit
                 continue
             seen.add(key)
             shard = sum(dp_shard(shape, dp) for shape in local)
+            how = ("nothing of it split by TP, sharded over" if whole else
+                   "each parameter's TP shard sharded again over")
             out.append(Shape("fsdp2_unit", ALLGATHER, shard, shard * dp,
-                             f"FSDP2 unit of {what} over TP (tp={tp}): each parameter's TP shard sharded again over "
-                             f"the {dp} data-parallel ranks, gathered in the dp group", 0, key[0]))
+                             f"FSDP2 unit of {what} over TP (tp={tp}): {how} the {dp} data-parallel ranks, gathered "
+                             "in the dp group", 0, key[0]))
             reduced = sum(dp_shard(shape, dp) for _, shape in grads)
             if reduced:
                 out.append(Shape("fsdp2_unit", REDUCESCATTER, reduced * dp, reduced,
