@@ -381,6 +381,9 @@ def explain_cmd(
     = None,
     microbatches: Annotated[Optional[int], typer.Option(min=1, help="Pipeline microbatches: --batch is cut into "
                                                                    "this many.")] = None,
+    reduce_bucket_size: Annotated[Optional[int], typer.Option(min=1, help="DeepSpeed's reduce_bucket_size in "
+                                                                         "elements, if the job set it (default "
+                                                                         "5e8).")] = None,
     mesh: Annotated[Optional[str], typer.Option(help="HSDP's 2-D mesh, REPLICAxSHARD (2x4: 2 replicas of 4-rank "
                                                      "shard groups).")] = None,
     find_unused: FindUnusedOption = False,
@@ -498,7 +501,8 @@ def explain_cmd(
         usage_error(str(exc))
     explanations = [explain(n_in, merge(shape, world_size=ranks), n_out, o, dtype, strat, table, bucket_cap_mb,
                             grid, find_unused, dtype_from=dtype_from,
-                            pipeline=(stages, microbatches) if stages or microbatches else None)
+                            pipeline=(stages, microbatches) if stages or microbatches else None,
+                            reduce_bucket_size=reduce_bucket_size)
                     for o, n_in, n_out, ranks in triples]
     gather_world, sizes = size_table(shape, ("float32", "bfloat16"), table) if not triples else (None, [])
     if not triples and not sizes:

@@ -202,3 +202,28 @@ def test_zero_3_gathers_persistent_parameters_alone_and_prefetches_the_rest_in_o
     assert ("gloo:broadcast", 50) in [(c["op"], c["numel_in"]) for c in qwen["collectives"]]
     first = _first(_explain(qwen, 50, "gloo:broadcast", strategy="zero3"))
     assert first.kind == "zero_metadata" and "1 more" in first.description
+    # the submodule order: 63 fetches for Llama (30 modules hold parameters), 71 for Qwen3 (34, its q/k norms): a
+    # count the trace's forward and backward give, answered as a weaker candidate within what they can give
+    for r, n, m in ((run, 63, 30), (qwen, 71, 34)):
+        first = _first(_explain(r, n, "gloo:broadcast", strategy="zero3"))
+        assert (first.kind, first.tier) == ("zero_metadata", 1) and f"{m} modules hold parameters" in first.description
+        assert _first(_explain(r, 3 * m + 1, "gloo:broadcast", strategy="zero3")) is None
+        assert not [c for c in _explain(r, n, "gloo:broadcast", strategy="ddp").matches if c.kind == "zero_metadata"]
+
+
+def test_zero_buckets_close_before_a_gradient_would_overflow_the_job_s_reduce_bucket_size():
+    """Stage 2 with reduce_bucket_size 300,000 and contiguous_gradients off, Llama at world 2, the buckets as DeepSpeed
+    flushed them, in gradient-ready order: the head alone (7,936,744: it opens an empty bucket, the next gradient
+    would overflow it), the final norm and layer 1's down (171,120), up (170,872), gate + post-norm + o + v
+    (272,304), k + q + input norm + layer 0's down (272,304), ..., k + q + input norm (101,432), the embedding.
+    explain told the job's reduce_bucket_size forms the same buckets."""
+    run = _run("zero2_small-llama-w2")
+    sizes = {n: math.prod(s) for n, s, _ in run["params"]}
+    calls = run["layout"]["bucket_calls"]
+    got = [sum(sizes[n] for n in call) for call in calls[: len(calls) // 2]]
+    assert got == [7936744, 171120, 170872, 272304, 272304, 170872, 272304, 101432, 7936744]
+    table = bench_explain.table_for(run, "transformers")
+    m = merge(model_from_dict(run["config"], run["model"]), world_size=2)
+    for n in set(got):
+        first = _first(explain(n, m, None, "gloo:all_reduce", "float32", "zero2", table, reduce_bucket_size=300_000))
+        assert first.kind == "zero_bucket" and "reduce_bucket_size 300000" in first.description, n

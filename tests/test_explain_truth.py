@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "tools"))
 import bench_explain  # noqa: E402
 
 TRUTH = sorted((Path(__file__).parent / "data" / "explain" / "truth").glob("*.json"))
-CASES = 2257  # distinct (op, NumelIn, NumelOut) of every run, as make bench-explain counts them
+CASES = 2448  # distinct (op, NumelIn, NumelOut) of every run, as make bench-explain counts them
 
 if installed("transformers") is None or installed("torch") is None:
     reason = "transformers and torch are not installed (make test installs both)"
@@ -63,7 +63,8 @@ def test_the_truth_covers_what_the_issue_names():
                                              "fsdp1_orig", "fsdp1_hybrid", "fsdp2", "fsdp2_noreshard", "hsdp", "tp"}
     # issue 43's layouts (tools/explain_layout_runs.py): pipelines at world 2 and 4, TP x FSDP2 at world 4
     assert {(r["strategy"], r["world_size"]) for r in runs} >= {("pp_gpipe", 2), ("pp_gpipe", 4), ("pp_1f1b", 2),
-                                                                 ("pp_1f1b", 4), ("tp_fsdp2", 4)}
+                                                                 ("pp_1f1b", 4), ("tp_fsdp2", 4), ("zero1", 2),
+                                                                 ("zero2", 2), ("zero3", 2), ("zero3", 4)}
     assert {r["world_size"] for r in runs} == {2, 4}
     # issue 35's setups: a hybrid SSM, an encoder-decoder, a vision, an audio model, MoE with shared experts, a LoRA
     # adapter, a partly frozen model, a user's CNN whose blocks sit in nn.Sequential

@@ -34,7 +34,7 @@ STRATEGY = {"ddp": "ddp", "ddp_cap1": "ddp", "ddp_unused": "ddp", "ddp_unused_ca
             "hsdp": "fsdp2", "tp": "tp",
             # tools/explain_layout_runs.py: pipelines, 2-D TP x FSDP2, DeepSpeed ZeRO
             "pp_gpipe": "pp", "pp_1f1b": "pp", "tp_fsdp2": "tp+fsdp2", "zero1": "zero1", "zero2": "zero2",
-            "zero3": "zero3"}
+            "zero3": "zero3", "zero2_small": "zero2"}
 MODULES = os.path.join(os.path.dirname(TRUTH), "module")  # the user modules some runs trained (``--module``)
 # The truth's kind, and the kinds explain may name for the same tensor.
 SAME = {"metadata": {"metadata", "scalar"}, "scalar": {"scalar", "metadata"}}
@@ -130,6 +130,7 @@ def run(folder: str, source: str, with_strategy: bool, randoms: int, seed: int) 
                   world_size=fx["world_size"], tp=tp)
         strat = STRATEGY[fx["strategy"]]
         pipeline = (fx["layout"]["stages"], fx["layout"]["microbatches"]) if fx["layout"].get("stages") else None
+        zero_cap = (fx["layout"].get("zero_config") or {}).get("reduce_bucket_size")
         cap = fx["layout"].get("bucket_cap_mb")
         mesh = tuple(fx["layout"]["mesh"]) if fx["layout"].get("mesh") else None
         unused = bool(fx["layout"].get("find_unused_parameters"))
@@ -137,7 +138,7 @@ def run(folder: str, source: str, with_strategy: bool, randoms: int, seed: int) 
             # a byte tensor's dtype is kept: the flight recorder says uint8, and bytes are what it then counts
             e = explain(c["numel_in"], m, c["numel_out"], c["op"], c["dtype"] if c["dtype"].startswith(("float", "uint8"))
                         else "float32", strat if with_strategy else None, table, cap, mesh, unused,
-                        pipeline=pipeline)
+                        pipeline=pipeline, reduce_bucket_size=zero_cap)
             first = next((x for x in e.candidates if x.exact and x.verdict == MATCH), None)
             ok = right(first, c["truth"])
             tally["right" if ok else "wrong"] += 1
@@ -152,7 +153,7 @@ def run(folder: str, source: str, with_strategy: bool, randoms: int, seed: int) 
         for _ in range(randoms):
             n = rng.randrange(10**5, 10**8) * 2 + 1
             e = explain(n, m, None, "nccl:all_reduce", "float32", strat if with_strategy else None, table, cap, mesh,
-                        unused, pipeline=pipeline)
+                        unused, pipeline=pipeline, reduce_bucket_size=zero_cap)
             random_total += 1
             false_random += any(x.exact and x.verdict == MATCH for x in e.candidates)
     total = tally["right"] + tally["wrong"]

@@ -31,7 +31,9 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import explain_runs as er  # noqa: E402
 
-STRATEGIES = ("pp_gpipe", "pp_1f1b", "tp_fsdp2", "zero1", "zero2", "zero3")
+STRATEGIES = ("pp_gpipe", "pp_1f1b", "tp_fsdp2", "zero1", "zero2", "zero3", "zero2_small")
+# zero2_small: stage 2 with buckets small enough that a model fills several, and contiguous_gradients off
+SMALL_BUCKETS = {"reduce_bucket_size": 300_000, "allgather_bucket_size": 300_000, "contiguous_gradients": False}
 PP_MODELS = ("llama", "qwen3")
 BATCH, SEQ, MICROBATCHES = 8, 24, 4
 LAYERS_PER_STAGE = 1
@@ -200,7 +202,7 @@ def run_zero(strategy, name, cls, cfg, rank, world):
     import torch
     import torch.distributed as dist
 
-    stage = int(strategy[-1])
+    stage = int(strategy[4])
     torch.manual_seed(0)
     model = er.build(name, cls, cfg)
     # as registered: stage 3 leaves every parameter an empty placeholder once partitioned
@@ -209,9 +211,22 @@ def run_zero(strategy, name, cls, cfg, rank, world):
     seen = {e["record_id"] for e in before} if isinstance(before, list) else set()
     ds_cfg = {"train_micro_batch_size_per_gpu": er.BATCH, "gradient_accumulation_steps": 1,
               "optimizer": {"type": "AdamW", "params": {"lr": 1e-4, "torch_adam": True}},
-              "zero_optimization": {"stage": stage}, "steps_per_print": 10**9}
+              "zero_optimization": {"stage": stage, **(SMALL_BUCKETS if strategy.endswith("_small") else {})},
+              "steps_per_print": 10**9}
     engine, *_ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=ds_cfg,
                                       dist_init_required=False)
+    names = {id(p): n for n, p in model.named_parameters()}
+    bucket_calls: list = []
+    opt = engine.optimizer
+    if stage < 3:  # each gradient bucket as DeepSpeed flushes it (stage_1_and_2.py reduce_ipg_grads)
+        flush = opt.reduce_ipg_grads
+
+        def reduce_ipg_grads(*a, **k):
+            for bucket in opt.ipg_buckets.values():
+                if bucket.params:
+                    bucket_calls.append([names[id(opt.bit16_groups[i][j])] for i, j, _ in bucket.params])
+            return flush(*a, **k)
+        opt.reduce_ipg_grads = reduce_ipg_grads
     losses = []
     for step in range(2):
         inputs = er.batch(cls, cfg, torch.device("cpu"), step, rank)
@@ -223,7 +238,7 @@ def run_zero(strategy, name, cls, cfg, rank, world):
     after = er.flight_recorder()
     colls = [e for e in after if e["record_id"] not in seen] if isinstance(after, list) else after
     layout = {"stage": stage, "zero_config": json.loads(engine._config.zero_config.model_dump_json()),
-              "registered": registered}
+              "registered": registered, "bucket_calls": bucket_calls}
     return model, layout, losses, colls
 
 
@@ -364,6 +379,10 @@ def label_zero(fx: dict, c: dict) -> dict | None:
             return {"kind": "zero_broadcast", "params": names, "what": "one parameter broadcast as bytes"}
     total = sum(k for _, k, _ in params)
     if fx["layout"]["stage"] < 3:
+        sizes = {n: k for n, k, _ in params}
+        for call in fx["layout"].get("bucket_calls") or []:
+            if fam == "all_reduce" and n_in == sum(sizes[n] for n in call):
+                return {"kind": "zero_bucket", "params": call, "what": "a gradient bucket as DeepSpeed flushed it"}
         if fam == "all_reduce" and n_in == total and total <= zc["reduce_bucket_size"]:
             return {"kind": "zero_bucket", "params": [n for n, _, _ in params], "what": "the one gradient bucket"}
         part = -(-total // (2 * ws)) * 2
@@ -376,6 +395,10 @@ def label_zero(fx: dict, c: dict) -> dict | None:
         one = [n for n, k in shard if k == n_in]
         if one:
             return {"kind": "zero3_gather", "params": one[:1], "what": "one parameter fetched"}
+        kept = {n for n, k, _ in params if k <= zc["param_persistence_threshold"]}  # persistent: never released
+        if n_in == sum(k for n, k in shard if n not in kept):
+            return {"kind": "zero3_gather", "params": [n for n, _ in shard if n not in kept],
+                    "what": "every non-persistent parameter, fetched at once (trace complete)"}
         for i in range(len(shard)):  # one parameter, or a run of them in registration order fetched together
             acc = 0
             for j in range(i, len(shard)):

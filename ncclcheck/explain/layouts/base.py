@@ -36,6 +36,7 @@ class Setting:
     mesh: tuple[int, int] | None = None
     find_unused: bool = False  # DDP(find_unused_parameters=True), where the user says so
     pipeline: tuple[int | None, int | None] | None = None  # (stages, microbatches) of a pipeline, where given
+    reduce_bucket_size: int | None = None  # DeepSpeed's reduce_bucket_size (elements), where the job set it
 
     @property
     def params(self) -> tuple[Param, ...]:

@@ -52,9 +52,9 @@ def shapes(s: Setting) -> list[Shape]:
     return out
 
 
-def payload(s: Setting, n: int) -> Shape | None:
+def payload(n: int, dtype: str) -> Shape | None:
     """A uint8 send or receive of ``n`` elements: send_object_list's pickled payload, whatever its length."""
-    if s.itemsize != 1 or n < 2:  # a byte tensor between stages is the pickled metadata itself
+    if dtype != "uint8" or n < 2:  # a byte tensor between stages is the pickled metadata itself
         return None
     return Shape("pp_metadata", P2P, n, None,
                  f"pipeline set-up: send_object_list's pickled stage metadata, {n} bytes (one uint8 each; the length "

@@ -83,10 +83,11 @@ def shapes(s: Setting) -> list[Shape]:
     if not params:
         return []
     out: list[Shape] = broadcasts(s)
-    found = buckets(s.table.ready_order())
+    cap = s.reduce_bucket_size or REDUCE_BUCKET
+    found = buckets(s.table.ready_order(), cap)
     for k, b in enumerate(found):
         out.append(Shape("zero_bucket", ALLREDUCE, sum(p.numel for p in b), None,
-                         f"DeepSpeed ZeRO-1/2 gradient bucket {k + 1} of {len(found)} (reduce_bucket_size 5e8, "
+                         f"DeepSpeed ZeRO-1/2 gradient bucket {k + 1} of {len(found)} (reduce_bucket_size {cap:g}, "
                          f"gradient-ready order): {describe(params, b)}", 0, tuple(p.name for p in b)))
     w = s.world
     if not w:
@@ -156,3 +157,24 @@ def _stage3_trace(s: Setting, params: list[Param], w: int) -> list[Shape]:
                          f"DeepSpeed ZeRO-3's trace check: one int64 per parameter use, {len(trainable)} parameters "
                          f"fetched in the forward and again in the backward{tied} (ids, then last-use steps)", 0))
     return out
+
+
+def submodule_trace(s: Setting, n: int) -> Shape | None:
+    """Stage 3's trace check of the submodule order (partitioned_param_coordinator.py record_module, called from
+    parameter_offload.py's pre-forward and pre-backward hooks): one int64 per module fetch of a step. Every module
+    that holds parameters runs in the forward, and runs again in the backward where its output carries a gradient;
+    modules without parameters (activations, rotary embeddings) are hooked too, and the table does not list them.
+    So the count lies between M, the modules holding parameters (their ancestors included), and 3M: any count in
+    that range is this broadcast for some forward, a weaker candidate that says so."""
+    names = {""}
+    for p in s.params:
+        parts = p.name.split(".")[:-1]
+        names.update(".".join(parts[:k]) for k in range(1, len(parts) + 1))
+    m = len(names)
+    if not s.params or not m <= n <= 3 * m:
+        return None
+    return Shape("zero_metadata", BROADCAST, n, None,
+                 f"DeepSpeed ZeRO-3's trace check of the submodule order: one int64 per module fetch in a step; "
+                 f"{m} modules hold parameters, each fetched in the forward and again in the backward where its "
+                 f"output carries a gradient, with the parameterless modules besides: {m} to {3 * m} for this model",
+                 1)
