@@ -374,8 +374,16 @@ def explain_cmd(
                                                                            "bucket).")] = None,
     strategy: Annotated[Optional[str], typer.Option("--strategy", "--parallel", autocompletion=_complete_strategies,
                                                     help="Only this strategy's layouts: ddp, zero1, zero2, zero3, "
-                                                         "fsdp, fsdp2, tp (default: whatever the op allows).")]
+                                                         "fsdp, fsdp2, tp, pp, or several joined by + (tp+fsdp2) "
+                                                         "(default: whatever the op allows).")]
     = None,
+    stages: Annotated[Optional[int], typer.Option(min=1, help="Pipeline stages (torch.distributed.pipelining).")]
+    = None,
+    microbatches: Annotated[Optional[int], typer.Option(min=1, help="Pipeline microbatches: --batch is cut into "
+                                                                   "this many.")] = None,
+    reduce_bucket_size: Annotated[Optional[int], typer.Option(min=1, help="DeepSpeed's reduce_bucket_size in "
+                                                                         "elements, if the job set it (default "
+                                                                         "5e8).")] = None,
     mesh: Annotated[Optional[str], typer.Option(help="HSDP's 2-D mesh, REPLICAxSHARD (2x4: 2 replicas of 4-rank "
                                                      "shard groups).")] = None,
     find_unused: FindUnusedOption = False,
@@ -416,7 +424,7 @@ def explain_cmd(
     from ncclcheck.explain.core import explain, size_table
     from ncclcheck.explain.counts import MAX_NUMEL, ExplainError
     from ncclcheck.explain.models import PRESETS, Model, merge
-    from ncclcheck.explain.ops import STRATEGIES
+    from ncclcheck.explain.ops import STRATEGIES, known_strategy
     from ncclcheck.explain.source import load
     from ncclcheck.explain.table import builtin_table
     from ncclcheck.render.explain import explain_json, explanation_view, sizes_view
@@ -429,8 +437,8 @@ def explain_cmd(
         usage_error("give --numel or --log, not both")
     if model and model.lower() not in PRESETS:
         usage_error(f"unknown model {model!r}; one of: {', '.join(PRESETS)}")
-    if strategy and strategy.lower() not in STRATEGIES:
-        usage_error(f"unknown strategy {strategy!r}; one of: {', '.join(STRATEGIES)}")
+    if strategy and not known_strategy(strategy.lower()):
+        usage_error(f"unknown strategy {strategy!r}; one of: {', '.join(STRATEGIES)}, or several joined by +")
     try:
         loaded = load(PRESETS[model.lower()] if model else Model(), config, checkpoint, module, trust_remote_code,
                       use_cache=not no_cache)
@@ -492,7 +500,10 @@ def explain_cmd(
     except ExplainError as exc:
         usage_error(str(exc))
     explanations = [explain(n_in, merge(shape, world_size=ranks), n_out, o, dtype, strat, table, bucket_cap_mb,
-                            grid, find_unused, dtype_from=dtype_from) for o, n_in, n_out, ranks in triples]
+                            grid, find_unused, dtype_from=dtype_from,
+                            pipeline=(stages, microbatches) if stages or microbatches else None,
+                            reduce_bucket_size=reduce_bucket_size)
+                    for o, n_in, n_out, ranks in triples]
     gather_world, sizes = size_table(shape, ("float32", "bfloat16"), table) if not triples else (None, [])
     if not triples and not sizes:
         usage_error("nothing to show: give --numel/--log, or the model shape (--batch --seq --hidden or "

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "tools"))
 import bench_explain  # noqa: E402
 
 TRUTH = sorted((Path(__file__).parent / "data" / "explain" / "truth").glob("*.json"))
-CASES = 2257  # distinct (op, NumelIn, NumelOut) of every run, as make bench-explain counts them
+CASES = 2448  # distinct (op, NumelIn, NumelOut) of every run, as make bench-explain counts them
 
 if installed("transformers") is None or installed("torch") is None:
     reason = "transformers and torch are not installed (make test installs both)"
@@ -44,8 +44,11 @@ POSSIBLE = {
                    "fsdp2_unit", "zero_bucket", "zero3_bucket", "gradient_run", "metadata", "tp_replicated"},
     "all_gather": {"fsdp_unit", "fsdp2_unit", "zero3_gather", "zero_partition", "tp_activation", "activation",
                    "scalar", "gather_run", "parameter", "metadata"},
-    "broadcast": {"model", "parameter", "scalar", "activation", "buffers", "metadata", "tp_replicated"},
+    "broadcast": {"model", "parameter", "scalar", "activation", "buffers", "metadata", "tp_replicated", "zero_broadcast",
+                  "zero_metadata"},
     "scatter": {"tp_shard"},
+    "send": {"pp_activation", "pp_metadata", "activation"},
+    "recv": {"pp_activation", "pp_metadata", "activation"},
 }
 
 
@@ -56,8 +59,12 @@ def _load(path: Path) -> dict:
 def test_the_truth_covers_what_the_issue_names():
     runs = [_load(p) for p in TRUTH]
     assert len({r["class"] for r in runs}) >= 19
-    assert {r["strategy"] for r in runs} == {"ddp", "ddp_cap1", "ddp_unused", "ddp_unused_cap1", "ddp_static", "fsdp1",
+    assert {r["strategy"] for r in runs} >= {"ddp", "ddp_cap1", "ddp_unused", "ddp_unused_cap1", "ddp_static", "fsdp1",
                                              "fsdp1_orig", "fsdp1_hybrid", "fsdp2", "fsdp2_noreshard", "hsdp", "tp"}
+    # issue 43's layouts (tools/explain_layout_runs.py): pipelines at world 2 and 4, TP x FSDP2 at world 4
+    assert {(r["strategy"], r["world_size"]) for r in runs} >= {("pp_gpipe", 2), ("pp_gpipe", 4), ("pp_1f1b", 2),
+                                                                 ("pp_1f1b", 4), ("tp_fsdp2", 4), ("zero1", 2),
+                                                                 ("zero2", 2), ("zero3", 2), ("zero3", 4)}
     assert {r["world_size"] for r in runs} == {2, 4}
     # issue 35's setups: a hybrid SSM, an encoder-decoder, a vision, an audio model, MoE with shared experts, a LoRA
     # adapter, a partly frozen model, a user's CNN whose blocks sit in nn.Sequential

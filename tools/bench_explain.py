@@ -25,12 +25,16 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from ncclcheck.explain.core import MATCH, explain, generic  # noqa: E402
 from ncclcheck.explain.models import merge, model_from_dict  # noqa: E402
+from ncclcheck.explain.ops import strategy_allows  # noqa: E402
 from ncclcheck.explain.table import builtin_table  # noqa: E402
 
 TRUTH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "data", "explain", "truth")
 STRATEGY = {"ddp": "ddp", "ddp_cap1": "ddp", "ddp_unused": "ddp", "ddp_unused_cap1": "ddp", "ddp_static": "ddp",
             "fsdp1": "fsdp", "fsdp1_orig": "fsdp", "fsdp1_hybrid": "fsdp", "fsdp2": "fsdp2", "fsdp2_noreshard": "fsdp2",
-            "hsdp": "fsdp2", "tp": "tp"}
+            "hsdp": "fsdp2", "tp": "tp",
+            # tools/explain_layout_runs.py: pipelines, 2-D TP x FSDP2, DeepSpeed ZeRO
+            "pp_gpipe": "pp", "pp_1f1b": "pp", "tp_fsdp2": "tp+fsdp2", "zero1": "zero1", "zero2": "zero2",
+            "zero3": "zero3", "zero2_small": "zero2"}
 MODULES = os.path.join(os.path.dirname(TRUTH), "module")  # the user modules some runs trained (``--module``)
 # The truth's kind, and the kinds explain may name for the same tensor.
 SAME = {"metadata": {"metadata", "scalar"}, "scalar": {"scalar", "metadata"}}
@@ -100,9 +104,9 @@ def right(first, truth: dict) -> bool:
     if not want or not first.params:
         return True
     got = generic(first.params)
-    if truth["kind"].startswith("tp_"):  # the truth lists every tensor of that shard size; one of them is named
+    if truth["kind"].startswith("tp_") or truth["kind"] == "zero_broadcast":  # every tensor of that size; one named
         return set(got) <= set(generic(want))
-    if truth["kind"] == "ddp_bucket":  # a bucket is the set of gradients it holds, whatever order they came in
+    if truth["kind"] in ("ddp_bucket", "zero_bucket", "zero3_bucket"):  # a bucket is the set of its gradients
         got = tuple(sorted(got, key=lambda n: generic([n])[0]))
         want = sorted(want, key=lambda n: generic([n])[0])
     return len(got) == len(want) and all(g == t or g.endswith("." + t) for g, t in zip(got, generic(want), strict=False))
@@ -121,21 +125,26 @@ def run(folder: str, source: str, with_strategy: bool, randoms: int, seed: int) 
         t0 = time.perf_counter()
         table = table_for(fx, source)
         built += time.perf_counter() - t0
+        tp = fx["layout"]["dp_tp"][1] if fx["layout"].get("dp_tp") else None
         m = merge(model_from_dict(fx["config"], fx["model"]), batch=fx["batch"], seq=fx["seq"],
-                  world_size=fx["world_size"])
+                  world_size=fx["world_size"], tp=tp)
         strat = STRATEGY[fx["strategy"]]
+        pipeline = (fx["layout"]["stages"], fx["layout"]["microbatches"]) if fx["layout"].get("stages") else None
+        zero_cap = (fx["layout"].get("zero_config") or {}).get("reduce_bucket_size")
         cap = fx["layout"].get("bucket_cap_mb")
         mesh = tuple(fx["layout"]["mesh"]) if fx["layout"].get("mesh") else None
         unused = bool(fx["layout"].get("find_unused_parameters"))
         for c in cases(fx):
-            e = explain(c["numel_in"], m, c["numel_out"], c["op"], c["dtype"] if c["dtype"].startswith("float")
-                        else "float32", strat if with_strategy else None, table, cap, mesh, unused)
+            # a byte tensor's dtype is kept: the flight recorder says uint8, and bytes are what it then counts
+            e = explain(c["numel_in"], m, c["numel_out"], c["op"], c["dtype"] if c["dtype"].startswith(("float", "uint8"))
+                        else "float32", strat if with_strategy else None, table, cap, mesh, unused,
+                        pipeline=pipeline, reduce_bucket_size=zero_cap)
             first = next((x for x in e.candidates if x.exact and x.verdict == MATCH), None)
             ok = right(first, c["truth"])
             tally["right" if ok else "wrong"] += 1
             by_kind[c["truth"]["kind"]]["right" if ok else "wrong"] += 1
             by_model[fx["model"]]["right" if ok else "wrong"] += 1
-            if first is not None and first.strategy is not None and first.strategy != strat:
+            if first is not None and not strategy_allows(first.kind, strat):  # tp+fsdp2 allows both parts' kinds
                 impossible += 1
             if not ok:
                 wrong.append(f"{fx['strategy']}-{fx['model']}-w{fx['world_size']} {c['op']} {c['numel_in']}/"
@@ -144,7 +153,7 @@ def run(folder: str, source: str, with_strategy: bool, randoms: int, seed: int) 
         for _ in range(randoms):
             n = rng.randrange(10**5, 10**8) * 2 + 1
             e = explain(n, m, None, "nccl:all_reduce", "float32", strat if with_strategy else None, table, cap, mesh,
-                        unused)
+                        unused, pipeline=pipeline, reduce_bucket_size=zero_cap)
             random_total += 1
             false_random += any(x.exact and x.verdict == MATCH for x in e.candidates)
     total = tally["right"] + tally["wrong"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from ncclcheck.explain import coincidence, ops
 from ncclcheck.explain.counts import factorize, format_factors
-from ncclcheck.explain.layouts import ddp, shapes
+from ncclcheck.explain.layouts import ddp, pp, shapes, zero
 from ncclcheck.explain.layouts.base import Setting, Shape
 from ncclcheck.explain.layouts.generic import activations
 from ncclcheck.explain.models import Model
@@ -143,7 +143,7 @@ def _merge(cands: list[tuple[Shape, str]]) -> list[tuple[Shape, str, list[str], 
     for s, verdict in sorted(cands, key=lambda c: (c[0].tier, _kind_rank(c[0].kind))):
         ident = generic(s.params) if s.params else (s.description,)
         members = s.params
-        if s.kind == "ddp_bucket":  # a bucket is the set of gradients it holds, in whichever order they were added
+        if s.kind in ("ddp_bucket", "zero_bucket", "zero3_bucket"):  # a bucket: the set of its gradients, any order
             ident, members = tuple(sorted(ident)), tuple(sorted(s.params))
         key = (s.numel_in, _expected_out(s), ident)
         if key not in best:
@@ -261,13 +261,15 @@ def _as_gloo_records(shapes: Sequence[Shape]) -> list[Shape]:
 def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = None, dtype: str = "float32",
             strategy: str | None = None, table: Table | None = None,
             bucket_cap_mb: float | None = None, mesh: tuple[int, int] | None = None, find_unused: bool = False,
-            dtype_from: str = "default") -> Explanation:
+            dtype_from: str = "default", pipeline: tuple[int | None, int | None] | None = None,
+            reduce_bucket_size: int | None = None) -> Explanation:
     """Rank the candidates that could produce exactly ``n`` elements, with the facts that rule others out.
 
     ``table`` is the model's tensors (from the model itself, a checkpoint or a module); without one the built-in
     layouts are used. ``dtype_from`` says where the dtype came from (``--dtype``, ``config``, ``default``). ``mesh``
     is an HSDP job's (replicate, shard) mesh shape; ``find_unused`` says DDP was built with
-    find_unused_parameters=True (its buckets are then only the ones it forms at construction)."""
+    find_unused_parameters=True (its buckets are then only the ones it forms at construction); ``pipeline`` is a
+    pipeline's (stages, microbatches), either may be None; ``reduce_bucket_size`` DeepSpeed's, where the job set it."""
     factors = factorize(n)
     fam = ops.family(op)
     world, relation = _world(n, numel_out, fam, m)
@@ -276,8 +278,12 @@ def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = Non
     if inferred and numel_out is not None:
         fam = ops.ALLGATHER if numel_out > n else ops.REDUCESCATTER
     table = table or builtin_table(m)
-    setting = Setting(m, table, world, DTYPE_BYTES[dtype], bucket_cap_mb, mesh, find_unused)
+    setting = Setting(m, table, world, DTYPE_BYTES[dtype], bucket_cap_mb, mesh, find_unused, pipeline,
+                      reduce_bucket_size)
     everything = shapes(setting) + _solve(n, m)
+    payload = pp.payload(n, dtype) if fam == ops.P2P else None
+    if payload:
+        everything.append(payload)
     if (op or "").lower().startswith("gloo:"):
         everything += _as_gloo_records(everything)
     if m.batch and m.seq and m.hidden and world and world > 1:
@@ -296,6 +302,10 @@ def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = Non
     sizes = ddp.bucket_sizes(setting, n) if fam == ops.BROADCAST and strategy in (None, "ddp") else None
     if sizes is not None and (numel_out is None or _expected_out(sizes) == numel_out):
         exact.append((sizes, MATCH))  # a small broadcast: DDP's rebuilt buckets' sizes for some rebuild
+    trace = zero.submodule_trace(setting, n) if fam == ops.BROADCAST and ops.strategy_allows("zero3_gather",
+                                                                                            strategy) else None
+    if trace is not None:
+        exact.append((trace, MATCH))  # a small int64 broadcast: ZeRO-3's submodule trace for some forward
     lo, hi = coincidence.window(n)
     run_kinds_allowed = any(ops.strategy_allows(k, strategy) and (fam is None or k in ops.CARRIES[fam])
                             for k in ("gradient_run", "gather_run"))

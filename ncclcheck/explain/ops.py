@@ -28,6 +28,7 @@ KIND_STRATEGY = {
     "tp_replicated": "tp",
     "activation": None, "parameter": None, "layer": None, "model": None, "scalar": None, "expert_tokens": None,
     "gradient_run": None, "gather_run": "zero3", "buffers": "ddp", "metadata": "ddp",
+    "pp_activation": "pp", "pp_metadata": "pp", "zero_broadcast": "zero", "zero_metadata": "zero",
 }
 
 CARRIES = {
@@ -36,10 +37,11 @@ CARRIES = {
     ALLGATHER: {"fsdp_unit", "fsdp2_unit", "zero3_gather", "zero_partition", "tp_activation", "activation", "scalar",
                 "gather_run", "parameter"},
     REDUCESCATTER: {"fsdp_unit", "fsdp2_unit", "zero3_bucket", "tp_activation", "activation", "gradient_run"},
-    BROADCAST: {"model", "parameter", "scalar", "activation", "buffers", "metadata", "tp_replicated"},
+    BROADCAST: {"model", "parameter", "scalar", "activation", "buffers", "metadata", "tp_replicated", "zero_broadcast",
+                "zero_metadata"},
     SCATTER: {"tp_shard"},
     ALLTOALL: {"expert_tokens", "activation"},
-    P2P: {"activation"},
+    P2P: {"activation", "pp_activation", "pp_metadata"},
     REDUCE: {"zero_bucket", "parameter", "gradient_run", "scalar"},
 }
 
@@ -65,7 +67,7 @@ WHY_NOT = {
     BROADCAST: "a broadcast copies one rank's tensor: no gradient bucket or sharded unit",
 }
 
-STRATEGIES = ("ddp", "zero1", "zero2", "zero3", "fsdp", "fsdp2", "tp")
+STRATEGIES = ("ddp", "zero1", "zero2", "zero3", "fsdp", "fsdp2", "tp", "pp")
 
 
 def family(op: str | None) -> str | None:
@@ -77,10 +79,19 @@ def family(op: str | None) -> str | None:
 
 
 def strategy_allows(kind: str, strategy: str | None) -> bool:
-    """Whether a kind can occur under the strategy given (every kind when none is)."""
+    """Whether a kind can occur under the strategy given (every kind when none is); a combined strategy
+    (``tp+fsdp2``, ``pp+ddp``) allows the kinds of each part."""
     owner = KIND_STRATEGY.get(kind)
     if strategy is None or owner is None:
         return True
+    parts = strategy.split("+")
     if owner == "zero1/2":
-        return strategy in ("zero1", "zero2")
-    return owner == strategy
+        return "zero1" in parts or "zero2" in parts
+    if owner == "zero":  # every ZeRO stage
+        return any(p.startswith("zero") for p in parts)
+    return owner in parts
+
+
+def known_strategy(strategy: str) -> bool:
+    """Whether every part of a strategy (one name, or several joined by ``+``) is one of STRATEGIES."""
+    return all(part in STRATEGIES for part in strategy.split("+"))

@@ -7,10 +7,11 @@ framework's rule forms; 1: a whole tensor, layer or activation).
 
 from __future__ import annotations
 
-from ncclcheck.explain.layouts import ddp, fsdp, generic, tp, zero
+from ncclcheck.explain.layouts import ddp, fsdp, generic, pp, tp, tp_fsdp, zero
 from ncclcheck.explain.layouts.base import Setting, Shape
 
 
 def shapes(s: Setting) -> list[Shape]:
     """Every strategy's units for this setting."""
-    return [*ddp.shapes(s), *zero.shapes(s), *fsdp.shapes(s), *tp.shapes(s), *generic.shapes(s)]
+    return [*ddp.shapes(s), *zero.shapes(s), *fsdp.shapes(s), *tp.shapes(s), *generic.shapes(s), *pp.shapes(s),
+            *tp_fsdp.shapes(s)]

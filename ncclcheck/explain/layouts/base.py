@@ -26,7 +26,7 @@ class Shape:
 class Setting:
     """Everything the layouts need: the model's shape, its table, the group size, the training dtype's element
     size, DDP's bucket cap where the user gave one, the HSDP mesh (replicate, shard) where one was given and whether
-    DDP was told to find unused parameters."""
+    DDP was told to find unused parameters; a pipeline's stages and microbatches."""
 
     model: Model
     table: Table
@@ -35,6 +35,8 @@ class Setting:
     bucket_cap_mb: float | None = None
     mesh: tuple[int, int] | None = None
     find_unused: bool = False  # DDP(find_unused_parameters=True), where the user says so
+    pipeline: tuple[int | None, int | None] | None = None  # (stages, microbatches) of a pipeline, where given
+    reduce_bucket_size: int | None = None  # DeepSpeed's reduce_bucket_size (elements), where the job set it
 
     @property
     def params(self) -> tuple[Param, ...]:
