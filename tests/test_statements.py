@@ -76,6 +76,15 @@ def test_a_cause_puts_the_lines_mechanism_first(tmp_path):
     assert v["stated"]["meaning"].startswith("InfiniBand refused to register (pin) memory")
 
 
+def test_a_specific_cause_keeps_its_own_fix_first():
+    """NVLS's set-up failing with CUDA's 'invalid argument' (failure_corpus/42): the cause nvls_fabric says more than
+    the line's generic entry, so its own fix stays first and the entry's follows."""
+    v = _verdict(DATA / "failure_corpus" / "42-nccl976-nvls-invalid-argument.log")
+    fix = v["cause"]["fix"]
+    assert v["cause"]["kind"] == "nvls_fabric" and "NCCL_NVLS_ENABLE=0" in fix[0]
+    assert fix[-1].startswith("Run another NCCL release")
+
+
 def test_a_stated_line_alone_takes_its_kind_meaning_and_action(tmp_path):
     """NCCL's WARN from ncclTopoIdToNetDev (src/graph/topo.h) is a set-up failure with NCCL's release to change."""
     log = _log(tmp_path, "node1:2001:2002 [3] graph/topo.h:269 NCCL WARN Could not find NET with id 2")

@@ -24,7 +24,7 @@ if str(ROOT) not in sys.path:
 
 from ncclcheck.job import xids  # noqa: E402
 from ncclcheck.job.causedata import Cause, read_catalogue  # noqa: E402
-from ncclcheck.job.statements import STATEMENTS  # noqa: E402
+from ncclcheck.job.statements import GENERIC, STATEMENTS  # noqa: E402
 
 PAGE = ROOT / "docs" / "failures.md"
 MARKER = ("<!-- Generated below this line from ncclcheck/job/catalogue/*.toml by tools/failures_page.py: edit a cause's "
@@ -95,14 +95,16 @@ def _statements() -> list[str]:
     out = ["## What a stated line means", "",
            "Where the failing line's words name a mechanism, [ncclcheck/job/statements.toml]"
            "(../ncclcheck/job/statements.toml) says what it means and how it is fixed, whichever cause quotes it: "
-           "the quoted line (`verdict.stated`) takes this meaning, a cause whose line it is puts this fix before its "
-           "own, and a `stated_reason` takes this action class (`stated_mechanism`) and, where the line stands "
-           "alone as a rank's failure, this verdict kind. The first entry whose pattern the line holds is the "
-           "line's.", ""]
+           "the quoted line (`verdict.stated`) takes this meaning, a cause whose line it is adds this fix (before "
+           "its own where the entry says more than the cause), and a `stated_reason` takes this action class "
+           "(`stated_mechanism`) and, where the line stands alone as a rank's failure, this verdict kind. The first "
+           "entry whose pattern the line holds is the line's.", ""]
     for s in STATEMENTS:
         kind = f"`{s.kind}`" if s.kind else "the rules' own"
         out += [f"### `{s.id}`", "", f"Words: `{s.pattern.pattern}`", "", f"Means: {s.means}.", "",
-                f"Verdict kind where the line stands alone: {kind}; action class: `{s.action}`.", "", "Fix:", "",
+                f"Verdict kind where the line stands alone: {kind}; action class: `{s.action}`.", "",
+                "Its fix goes before the cause's own for " + ", ".join(f"`{c}`" for c in sorted(GENERIC | s.before))
+                + "; after it for any other cause.", "", "Fix:", "",
                 *(f"- {f}" for f in s.fix), "", f"Source: {s.source}.", ""]
     return out
 

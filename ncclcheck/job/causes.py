@@ -51,9 +51,13 @@ class Diagnosis:
 
     @property
     def fix(self) -> tuple[str, ...]:
-        """The fix: the mechanism's of the line first (the one that decides), then the cause's own."""
-        own = self.said.fix if self.said is not None else ()
-        return (*own, *(f for f in self.cause.fix if f not in own))
+        """The fix: the line's mechanism's first where it says more than the cause (job/statements.py), else after
+        the cause's own."""
+        if self.said is None:
+            return self.cause.fix
+        own = self.said.fix
+        rest = tuple(f for f in self.cause.fix if f not in own)
+        return (*own, *rest) if self.said.first_for(self.cause.kind) else (*rest, *own)
 
 
 # The causes matched in order, and those named by the rules of diagnose below.

@@ -28,6 +28,9 @@ else:  # pragma: no cover - Python 3.10
 
 TABLE = Path(__file__).with_name("statements.toml")
 _KEYS = {"id", "match", "means", "kind", "class", "fix", "source"}
+_OPTIONAL = {"before"}
+# The causes that say only that something failed, not how: a line's mechanism always says more, so its fix goes first.
+GENERIC = frozenset({"stated_reason", "nccl_no_reason", "nccl_system_error"})
 # The verdict kinds an entry may imply ('' leaves the rules' kind).
 KINDS = frozenset({"", "setup_failure", "nccl_error"})
 
@@ -48,12 +51,17 @@ class Statement:
     action: str
     fix: tuple[str, ...]
     source: str
+    before: frozenset[str] = frozenset()  # the causes whose own fix this one goes before (besides GENERIC's)
+
+    def first_for(self, cause: str) -> bool:
+        """Whether this fix goes before the cause's own: the cause says less than the line's mechanism."""
+        return cause in GENERIC or cause in self.before
 
 
 def _entry(i: int, raw: dict[str, Any]) -> Statement:
     where = f"{TABLE.name}: entry {i + 1} ({raw.get('id', 'no id')})"
-    if set(raw) != _KEYS:
-        raise StatementTableError(f"{where}: keys {sorted(set(raw) ^ _KEYS)} missing or unknown")
+    if not _KEYS <= set(raw) <= _KEYS | _OPTIONAL:
+        raise StatementTableError(f"{where}: keys {sorted((set(raw) ^ _KEYS) - _OPTIONAL)} missing or unknown")
     if raw["kind"] not in KINDS or raw["class"] not in ACTIONS:
         raise StatementTableError(f"{where}: kind {raw['kind']!r} or class {raw['class']!r} is none of the known")
     if not (isinstance(raw["fix"], list) and raw["fix"] and all(isinstance(f, str) and f for f in raw["fix"])):
@@ -63,7 +71,7 @@ def _entry(i: int, raw: dict[str, Any]) -> Statement:
     except re.error as e:
         raise StatementTableError(f"{where}: match does not compile: {e}") from None
     return Statement(raw["id"], pattern, raw["means"].strip(), raw["kind"], raw["class"],
-                     tuple(f.strip() for f in raw["fix"]), raw["source"])
+                     tuple(f.strip() for f in raw["fix"]), raw["source"], frozenset(raw.get("before", ())))
 
 
 def read_table(path: Path = TABLE) -> tuple[Statement, ...]:
