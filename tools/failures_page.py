@@ -1,7 +1,8 @@
 """docs/failures.md's catalogue, generated from the cause files (ncclcheck/job/catalogue/*.toml).
 
 The page's head (what analyze-log reads, the verdicts, the evidence) is written by hand above the marker line; every
-word below it comes from the cause files and job/xids.py, so the page cannot drift from what the tool matches.
+word below it comes from the cause files, job/xids.py and job/statements.toml, so the page cannot drift from what the
+tool matches.
 tests/test_causes_data.py fails when the committed page differs from what this writes.
 
     python tools/failures_page.py          # rewrite the page below the marker
@@ -23,6 +24,7 @@ if str(ROOT) not in sys.path:
 
 from ncclcheck.job import xids  # noqa: E402
 from ncclcheck.job.causedata import Cause, read_catalogue  # noqa: E402
+from ncclcheck.job.statements import GENERIC, STATEMENTS  # noqa: E402
 
 PAGE = ROOT / "docs" / "failures.md"
 MARKER = ("<!-- Generated below this line from ncclcheck/job/catalogue/*.toml by tools/failures_page.py: edit a cause's "
@@ -88,6 +90,25 @@ def section(c: Cause) -> list[str]:
     return out
 
 
+def _statements() -> list[str]:
+    """The table of stated lines (job/statements.toml): what each line's words mean and fix, with its source."""
+    out = ["## What a stated line means", "",
+           "Where the failing line's words name a mechanism, [ncclcheck/job/statements.toml]"
+           "(../ncclcheck/job/statements.toml) says what it means and how it is fixed, whichever cause quotes it: "
+           "the quoted line (`verdict.stated`) takes this meaning, a cause whose line it is adds this fix (before "
+           "its own where the entry says more than the cause), and a `stated_reason` takes this action class "
+           "(`stated_mechanism`) and, where the line stands alone as a rank's failure, this verdict kind. The first "
+           "entry whose pattern the line holds is the line's.", ""]
+    for s in STATEMENTS:
+        kind = f"`{s.kind}`" if s.kind else "the rules' own"
+        out += [f"### `{s.id}`", "", f"Words: `{s.pattern.pattern}`", "", f"Means: {s.means}.", "",
+                f"Verdict kind where the line stands alone: {kind}; action class: `{s.action}`.", "",
+                "Its fix goes before the cause's own for " + ", ".join(f"`{c}`" for c in sorted(GENERIC | s.before))
+                + "; after it for any other cause.", "", "Fix:", "",
+                *(f"- {f}" for f in s.fix), "", f"Source: {s.source}.", ""]
+    return out
+
+
 def render(causes: Sequence[Cause]) -> str:
     """The page's generated part: the order the catalogue is read in, then every cause by family."""
     ordered = [c for c in causes if c.order is not None]
@@ -111,6 +132,7 @@ def render(causes: Sequence[Cause]) -> str:
             out += [f"## {heading}", ""]
             for c in members:
                 out += section(c)
+    out += _statements()
     return "\n".join(out).rstrip("\n") + "\n"
 
 

@@ -362,6 +362,8 @@ class LogParser:
         if not any(map(text.__contains__, errors.ERROR_WORDS)):
             return
         stripped = PREFIX.sub("", text).strip()
+        if stripped.startswith(("ERROR ", "WARNING ", "CRITICAL ")):  # a Python logger's header (errors.PY_LOG_HEAD)
+            stripped = errors.PY_LOG_HEAD.sub("", stripped)
         m = errors.PY_ERROR.match(stripped)
         if m is None and (label := LABEL.match(stripped)):
             stripped = stripped[label.end():]

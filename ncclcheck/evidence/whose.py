@@ -24,10 +24,11 @@ ROLE_RANK = re.compile(r"\[[A-Za-z_]+?(?P<rank>\d+)\]:")
 # A rank prefix further along a line, right before the c10 header it belongs to.
 _GLUED_RANK = re.compile(r"\[rank(?P<rank>\d+)\]:(?=\[[EWIF]\d)")
 # What precedes a record's text: a collector's own prefix (pdsh's "worker-4: ", a CRI timestamp, "[time] node4 ")
-# when a rank tag follows it, then the launcher's rank tags, Ray's actor prefix and quoting marks.
+# when a rank tag follows it, then the launcher's rank tags, Ray's actor prefix and quoting marks. Determined's
+# "[rank=0] " (its launch layer's tag of each worker's line) is left off as a prefix; the rank it names is not read.
 PREFIX = re.compile(
     r"^(?:.{0,160}?(?=\[[A-Za-z_]*\d+\]:))?"
-    r"(?:\s*(?:\([\w.\[\]=]+ pid=\d+(?:, ip=[\d.]+)?\)|\[[A-Za-z_]*\d+\]:|\[rank: \d+\]|>|`+|\*\*|"
+    r"(?:\s*(?:\([\w.\[\]=]+ pid=\d+(?:, ip=[\d.]+)?\)|\[[A-Za-z_]*\d+\]:|\[rank: \d+\]|\[rank=\d+\]|>|`+|\*\*|"
     + formats.RANK_TAG_TEXT + r"))+\s?"
 )
 _TRACEBACK_PARTS = ("Traceback", "File ", "During handling", "The above exception", "^", "~", "[")

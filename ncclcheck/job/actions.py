@@ -152,6 +152,8 @@ TABLE: dict[str, tuple[str, str]] = {
     "ib_setup": (FIX_CONFIG, "NCCL's InfiniBand/RoCE set-up failed in a verbs call (connecting a queue pair, "
                              "registering memory): the addresses and devices the job chose (NCCL_IB_GID_INDEX, "
                              "NCCL_IB_HCA, GPUDirect RDMA), not a link that failed while it ran"),
+    # The class is the mechanism's own (job/statements.toml's `class`); this one stands for the table's entries.
+    "stated_mechanism": (FIX_CONFIG, "the quoted line names its mechanism ({what}): the fix for it comes first"),
     "several_hosts": (RESTART, "{what}, reported on {hosts} hosts: nothing points at one of them; run it again, and "
                                "if it repeats between the same hosts, drain them"),
 }
@@ -182,6 +184,10 @@ def _from_cause(job: Job, d: Decision) -> Action:
     ranks = tuple(d.cause.ranks) or d.culprits
     if c.family == LATE and d.busy is not None:  # the late rank's last line says it was only busy
         return _table("busy_rank", job, [d.busy.rank] if d.busy.rank is not None else [])
+    if c.kind == "stated_reason" and (said := d.cause.said) is not None and said.action != DRAIN_NODE:
+        # the quoted line's mechanism is in the table of stated lines: its class, not "bring more"
+        act = _table("stated_mechanism", job, ranks, what=said.means)
+        return Action(said.action, act.reason, act.why)
     if c.kind == "ib_error" and _IB_SETUP.search(d.cause.text):
         return _table("ib_setup", job, ranks)
     if c.action == DRAIN_NODE:

@@ -21,6 +21,7 @@ from ncclcheck.evidence import formats, stamps
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, SystemEvent
 from ncclcheck.job.causedata import DEVICE, HOST, LATE, LAUNCHER, MEMORY, NETWORK, PROGRAM, SETUP, Cause, read_catalogue
 from ncclcheck.job.hosts import Joined, join_events, peers_lost
+from ncclcheck.job.statements import Statement, first_told
 from ncclcheck.job.xids import fatal, meaning
 from ncclcheck.ranks import rank_phrase
 
@@ -46,6 +47,17 @@ class Diagnosis:
     locs: tuple[Loc, ...]
     detail: str  # one line, in the inputs' own numbers (the OOM's sizes, the assert's kernel)
     clock_s: float | None = None  # the earliest stamp (date and time) a line of it was printed, when lines carry one
+    said: Statement | None = None  # the mechanism its line names (job/statements.py): its fix comes first
+
+    @property
+    def fix(self) -> tuple[str, ...]:
+        """The fix: the line's mechanism's first where it says more than the cause (job/statements.py), else after
+        the cause's own."""
+        if self.said is None:
+            return self.cause.fix
+        own = self.said.fix
+        rest = tuple(f for f in self.cause.fix if f not in own)
+        return (*own, *rest) if self.said.first_for(self.cause.kind) else (*rest, *own)
 
 
 # The causes matched in order, and those named by the rules of diagnose below.
@@ -198,8 +210,9 @@ def _found(cause: Cause, hits: Sequence[_Said], fired_s: float | None = None) ->
     first = min(hits, key=lambda h: (h.clue not in ("cuda_assert", "system"), h.loc.file, h.loc.line))
     locs = tuple(dict.fromkeys(h.loc for h in sorted(hits, key=lambda h: (h.rank is None, h.rank or 0))))[:8]
     clocks = [h.clock_s for h in hits if h.clock_s is not None]
+    said = first_told([first.text, *(h.text for h in hits)])
     return Diagnosis(cause, ranks, first.text, first.loc, locs, _detail(cause, hits, fired_s),
-                     min(clocks, default=None))
+                     min(clocks, default=None), said)
 
 
 # The setting a cause is about: where the log prints the value the job ran with, the verdict quotes it.

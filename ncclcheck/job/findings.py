@@ -65,8 +65,21 @@ def size_finding(w: Work, dtype: str, group: Group | None, model_given: bool = F
                    "timeout.", loc, "Check which fabric NCCL used (NCCL_DEBUG=INFO: 'Using network ...').")
 
 
-def counter_findings(records: Sequence[Record]) -> list[Finding]:
-    """What the watchdog's own numbers say: a late watchdog, garbage counters, a first collective."""
+# A first collective that never completed with no error and no rank at fault (issue 41, section 3): ProcessGroupNCCL
+# counts a group's works from 1 and its last completed work is -1 until one completes (ProcessGroupNCCL.hpp,
+# ProcessGroupStatus), so no data ever moved through the group's communicator: the path between the ranks or the
+# libraries that drive it, until a run shows otherwise.
+FIRST_UNEXPLAINED = (
+    " Where no rank failed first, isolate the path, one run each on the same nodes: NCCL_P2P_DISABLE=1 (no GPU "
+    "peer-to-peer), NCCL_SHM_DISABLE=1 (no shared memory), NCCL_NET_GDR_LEVEL=0 (no GPUDirect RDMA), NCCL_IB_DISABLE=1 "
+    "(sockets instead of InfiniBand/RoCE): the run that completes names the failing path; and nccl-tests' "
+    "all_reduce_perf between the same hosts. If it began after an upgrade (a new container image, driver, CUDA or NCCL "
+    "release), run the previous release: the driver must support the CUDA the image was built for.")
+
+
+def counter_findings(records: Sequence[Record], unexplained: bool = False) -> list[Finding]:
+    """What the watchdog's own numbers say: a late watchdog, garbage counters, a first collective (``unexplained``:
+    no rank failed first and no cause was found, so the first collective's fix isolates the path)."""
     out: list[Finding] = []
     for r in records:
         if r.ran_for_ms and r.timeout_ms and r.ran_for_ms > r.timeout_ms * 1.05:
@@ -88,7 +101,8 @@ def counter_findings(records: Sequence[Record]) -> list[Finding]:
             f"Nothing ever completed on this process group (last completed work -1 on "
             f"{rank_phrase(r.who for r in never if r.who is not None)}): the hang is on its first collective, which "
             "points at communicator set-up: interfaces, firewall, a rank that never created the group.",
-            tuple(r.loc for r in never)[:8], "Run `ncclcheck probe` on every node and compare the results."))
+            tuple(r.loc for r in never)[:8], "Run `ncclcheck probe` on every node and compare the results."
+            + (FIRST_UNEXPLAINED if unexplained else "")))
     return out
 
 
@@ -225,6 +239,13 @@ def mismatch_summary(ms: Sequence[Mismatch]) -> tuple[list[int], list[int], str]
     return culprit, waiting, f"TORCH_DISTRIBUTED_DEBUG=DETAIL found ranks running different collectives: {where}."
 
 
+# A collective completes only once every member of its group has called it (NCCL's collectives, and the watchdog
+# that times them out in ProcessGroupNCCL): a member that never calls it holds the others as surely as one that died.
+SKIPPED_STEP = ("A collective completes only when every member of its group calls it: a missing rank that died, is "
+                "still busy elsewhere, or skipped this collective (a rank-dependent branch or an early return, so it "
+                "issued fewer collectives than the others) leaves the others waiting in it.")
+
+
 def next_steps(kind: VerdictKind, culprits: Sequence[int], killed: bool = False,
                missing: Sequence[int] = (), dumped: bool = False, waited: str = "timeouts",
                slow: Sequence[str] = (), detail: bool = False) -> tuple[str, ...]:
@@ -239,6 +260,7 @@ def next_steps(kind: VerdictKind, culprits: Sequence[int], killed: bool = False,
         whose = rank_phrase(missing) if missing else "every rank of the group (these inputs do not say which)"
         return (f"Collect the logs (or flight-recorder dumps) of {whose} and run again with all of them: the culprit "
                 "is among the ranks whose input is missing.",
+                *((SKIPPED_STEP,) if missing else ()),
                 "With torchrun: `--log-dir DIR --redirects 3 --tee 3` keeps one file per rank (DIR/attempt_0/<rank>/).",
                 *record_next)
     if kind is VerdictKind.RANK_FAILED_FIRST:

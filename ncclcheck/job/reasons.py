@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, RankError
 from ncclcheck.job.causes import one_line
+from ncclcheck.job.statements import told
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,10 @@ def _nccl_meaning(text: str) -> str:
 
 
 def _meaning(source: str, text: str) -> str:
-    """What the line means, from its source and its words, never more than the line says."""
+    """What the line means, from its source and its words, never more than the line says: the mechanism its words
+    name where the table of them (job/statements.toml) has it."""
+    if source not in ("nccl_notice", "cuda_notice") and (said := told(text)) is not None:
+        return said.means
     if source in ("nccl_warn", "last_error", "nccl", "nccl_notice"):
         return _nccl_meaning(text)
     if source == "cuda_notice":

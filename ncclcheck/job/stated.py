@@ -14,6 +14,7 @@ from ncclcheck.job.causes import NO_REASON, SYSTEM_ERROR, Diagnosis, cause, one_
 from ncclcheck.job.model import Job, VerdictKind
 from ncclcheck.job.phrases import cap
 from ncclcheck.job.reasons import FAILED, SAYS_WHY, Stated, ranked
+from ncclcheck.job.statements import told
 from ncclcheck.ranks import rank_phrase
 
 # The cause a stated line is, where it is quoted as the cause (job/catalogue/stated_reason.toml).
@@ -33,7 +34,7 @@ def _diagnosis(line: Stated, lines: Sequence[Stated]) -> Diagnosis:
     ranks = tuple(sorted({x.rank for x in same if x.rank is not None}))
     locs = tuple(dict.fromkeys(x.loc for x in (line, *same)))[:8]
     return Diagnosis(STATED, ranks, line.text, line.loc, locs, f"{line.label}: {line.text}; {line.meaning}",
-                     line.clock_s)
+                     line.clock_s, told(line.text))
 
 
 # The verdicts that say something failed but not why (or, NO_FAILURE and the quiet INCOMPLETE, that nothing did).
@@ -44,6 +45,18 @@ _UNEXPLAINED = {VerdictKind.NO_FAILURE, VerdictKind.INCOMPLETE, VerdictKind.RANK
 
 def restate(job: Job, kind: VerdictKind, culprits: list[int], summary: str, cause: Diagnosis | None,
             hung: bool) -> tuple[VerdictKind, list[int], str, Diagnosis | None]:
+    """The verdict with the job's own stated reason where nothing better explains the failure (:func:`_restate`),
+    and the verdict kind its line implies: a rank that failed first on a line whose mechanism is the communicator's
+    set-up (job/statements.toml: an entry's ``kind``) is a set-up failure, whatever rank wrote it."""
+    kind, culprits, summary, cause = _restate(job, kind, culprits, summary, cause, hung)
+    said = cause.said if cause is not None and cause.cause is STATED else None
+    if kind is VerdictKind.RANK_FAILED_FIRST and said is not None and said.kind:
+        kind = VerdictKind(said.kind)
+    return kind, culprits, summary, cause
+
+
+def _restate(job: Job, kind: VerdictKind, culprits: list[int], summary: str, cause: Diagnosis | None,
+             hung: bool) -> tuple[VerdictKind, list[int], str, Diagnosis | None]:
     """The verdict with the job's own stated reason where nothing better explains the failure.
 
     * Nothing failed, by the rules (``no_failure``, or ``incomplete_evidence`` with no rank stuck), yet a rank wrote an
@@ -75,10 +88,13 @@ def restate(job: Job, kind: VerdictKind, culprits: list[int], summary: str, caus
     if cause is not None or not lines:
         return kind, culprits, summary, cause
     # The culprits' own line (anyone's where none is named) that says more than an error code or an exception.
-    own = [x for x in ranked(lines, culprits) if x.tier <= 3 and (not culprits or x.rank in culprits)]
+    own = [x for x in ranked(lines, culprits)
+           if (x.tier <= 3 or told(x.text) is not None) and (not culprits or x.rank in culprits)]
     line = own[0] if own else None
-    if line is None or line.text in summary:
+    if line is None or line.text in summary and told(line.text) is None:
         return kind, culprits, summary, cause
+    if line.text in summary:  # quoted already: the cause is its mechanism (job/statements.toml), with its fix
+        return kind, culprits, summary, _diagnosis(line, lines)
     return kind, culprits, f"{summary} {cap(line.label)} says why: \"{line.text}\" ({line.loc}), that is " \
                            f"{line.meaning}.", _diagnosis(line, lines)
 

@@ -26,7 +26,7 @@ from ncclcheck.job.findings import (
     size_finding,
 )
 from ncclcheck.job.frmatch import history_findings
-from ncclcheck.job.model import Analysis, Group, Job, Record, Verdict, Work
+from ncclcheck.job.model import Analysis, Group, Job, Record, Verdict, VerdictKind, Work
 from ncclcheck.job.partition import partition
 from ncclcheck.job.releases import release_findings
 from ncclcheck.job.rules import Decision, decide_job
@@ -34,6 +34,8 @@ from ncclcheck.job.runs import Restart
 from ncclcheck.job.stated import best
 from ncclcheck.job.versions import agreement_findings
 
+# The verdicts that name no rank at fault: a first collective that never completed is the path's question there.
+_OPEN = frozenset({VerdictKind.INCOMPLETE, VerdictKind.ALL_RANKS_STUCK})
 # Names the tensor of a collective (explain's table, when the user gave the model); None when it cannot.
 TensorOf = Callable[[Work, Group | None], Finding | None]
 
@@ -47,7 +49,8 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     d = decide_job(job, lambda killed, fired, silent: diagnose(scans, killed, fired, silent))
     findings = [*wording.lead_findings(job, d), *history_findings(job, d.summary),
                 *_size_findings(job, d, dtype, tensor_of), *wording.busy_findings(d),
-                *wording.host_findings(job, d), *counter_findings(records), *detector_findings(scans),
+                *wording.host_findings(job, d), *counter_findings(records, d.cause is None and d.kind in _OPEN),
+                *detector_findings(scans),
                 *membership_findings(job), *report_findings(scans), *wording.run_findings(job, d, restarts),
                 *agreement_findings(job.facts.versions), *release_findings(job.facts.versions, d.kind, d.cause is not None)]
     pg = d.named.group.to_pg() if d.named is not None else None

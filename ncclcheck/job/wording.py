@@ -76,7 +76,7 @@ def steps(job: Job, d: Decision) -> tuple[str, ...]:
     # A cause read from DETAIL's own report: DETAIL has compared every rank's call and found them different, which
     # answers the cause's fixes (run with DETAIL; tell different calls from different settings).
     if d.cause is not None and not (d.kind is VerdictKind.COLLECTIVE_MISMATCH and d.cause.loc in reports):
-        out = (*d.cause.cause.fix, *((PROBE,) if d.cause.cause.probe else ()), *out)
+        out = (*d.cause.fix, *((PROBE,) if d.cause.cause.probe else ()), *out)
     return out
 
 

@@ -79,7 +79,7 @@ def cause_json(d: Diagnosis | None) -> dict[str, Any] | None:
         return None
     c = d.cause
     return {"kind": c.kind, "family": c.family, "title": c.title, "detail": d.detail, "ranks": list(d.ranks),
-            "evidence": [loc_json(x) for x in d.locs], "why": c.why, "fix": list(c.fix), "probe": c.probe,
+            "evidence": [loc_json(x) for x in d.locs], "why": c.why, "fix": list(d.fix), "probe": c.probe,
             "reference": c.source}
 
 

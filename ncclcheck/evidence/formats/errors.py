@@ -65,6 +65,10 @@ _LAUNCHER = re.compile(
     r"|Restarting worker group"
     r"|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT|oom_kill event|OOM Killed|OOMKilled"
 )
+# A Python logger's header before a traceback's line, as vLLM's logger prints it (vllm/logger.py: "%(levelname)s
+# %(asctime)s %(filename)s:%(lineno)d] %(message)s", the date as "%m-%d %H:%M:%S"; "[file:line]" in later releases):
+# "ERROR 02-12 02:14:01 worker_base.py:574] RuntimeError: ...". The exception's line is the rank's error as it stands.
+PY_LOG_HEAD = re.compile(r"^(?:ERROR|WARNING|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d \[?[\w.-]{1,80}:\d{1,6}\] ")
 # A glog header (c10's "[E1122 11:18:45.006097316 ProcessGroupNCCL.cpp:1895] "), left off a quoted line.
 LOG_HEAD = re.compile(r"^\[?[EWIF]\d{4} [\d:.]+ +\d*\s*[^\]]*\]\s*")
 
@@ -138,6 +142,8 @@ class Lines:
         said: list[Read] = []
         if any(map(line.__contains__, CLUE_WORDS)) and CLUE_GATE.search(line):
             said += clues(_NOBODY, LOG_HEAD.sub("", line), loc, glog(line))
+        if line.startswith(("ERROR ", "WARNING ", "CRITICAL ")):
+            line = PY_LOG_HEAD.sub("", line)
         if any(map(line.__contains__, ERROR_WORDS)) and (error := exception(_NOBODY, line, loc)) is not None:
             said.append(error)
         return said

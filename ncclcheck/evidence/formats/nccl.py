@@ -30,7 +30,12 @@ CONNECTION = re.compile(r"Connection (?:closed|reset|refused)|remote process exi
 # before PyTorch 1.8 "NCCL Error 2: <reason>", and nccl-tests' "Test NCCL failure common.cu:874 '<reason>'".
 NCCL_ERROR = re.compile(r"(?:NCCL error|NCCL Error)(?: \d+)?(?: in: \S+,)?:?\s*(?P<reason>.*)"
                         r"|NCCL failure \S+:\d+ '(?P<quoted>[^']*)'")
-ERROR_WORDS = ("NCCL error", "NCCL Error", "NCCL failure")
+# ncclGetErrorString's words for a CUDA or a system call that failed inside NCCL (src/init.cc), as a framework that
+# wraps NCCL prints them without PyTorch's "NCCL error" (TensorFlow: "ncclCommInitRank failed: unhandled cuda error";
+# NVCaffe's glog CHECK: "Check failed: result == ncclSuccess (1 vs. 0)  unhandled cuda error"): the words are NCCL's
+# alone, whoever prints them ("unhanled" is PyTorch 1.x's typo).
+NCCL_RESULT = re.compile(r"unhan?dled cuda error|unhan?dled system error")
+ERROR_WORDS = ("NCCL error", "NCCL Error", "NCCL failure", "dled cuda error", "dled system error")
 LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(?P<text>.*)$")
 # NCCL's own sentences for a failed set-up or transport, wherever they stand (a paste often keeps only them).
 SAYS = re.compile(
@@ -91,8 +96,11 @@ def old_warning(who: Who, text: str, loc: Loc) -> RankError | None:
 def error(who: Who, text: str, loc: Loc) -> RankError | None:
     """An "NCCL error: <reason>" raised on this rank (not on a named work), or None."""
     m = NCCL_ERROR.search(text)
-    if not m or "WorkNCCL(" in text:
+    if "WorkNCCL(" in text:
         return None
+    if not m:
+        bare = NCCL_RESULT.search(text)
+        return RankError(who, ErrorKind.NCCL_ERROR, "NCCL error: " + text[bare.start():].strip(), loc) if bare else None
     message = "NCCL error: " + (m["reason"] if m["reason"] is not None else m["quoted"]).strip()
     return RankError(who, ErrorKind.CONNECTION if CONNECTION.search(message) else ErrorKind.NCCL_ERROR, message, loc)
 
@@ -162,7 +170,7 @@ FORMAT = Format(
     wanted=("NCCL WARN", "NCCL version", "Using"),
     head_words=("NCCL version", "Bootstrap", "NET/", "Using network", "nranks", "NCCL WARN", "Last error"),
     make=Lines,
-    patterns=(NCCL_ERROR,),
+    patterns=(NCCL_ERROR, NCCL_RESULT),
     logical=True,
     samples=(
         Sample("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, "
@@ -175,5 +183,8 @@ FORMAT = Format(
                "nccl-tests src/common.h: NCCLCHECK's message",
                (RankError(_NOBODY, ErrorKind.NCCL_ERROR, "NCCL error: unhandled system error (run with "
                           "NCCL_DEBUG=INFO for details)", AT),)),
+        Sample("UnknownError (see above for traceback): ncclCommInitRank failed: unhandled cuda error",
+               "TensorFlow (Horovod 0.x) wrapping ncclGetErrorString(ncclUnhandledCudaError), horovod/horovod#108",
+               (RankError(_NOBODY, ErrorKind.NCCL_ERROR, "NCCL error: unhandled cuda error", AT),)),
     ),
 )

@@ -1,0 +1,96 @@
+"""What a line the job stated about its failure means, and its fix: the table in ``statements.toml``, read once.
+
+A line the failing layer wrote (NCCL's WARN text, ``Last error:``, a CUDA error string, NCCL's error code, an
+exception's message) names its mechanism in fixed words: NCCL's ``Call to ibv_reg_mr failed with error Cannot
+allocate memory`` is a memory registration the locked-memory limit refused, whatever job printed it. The table maps
+those words to their meaning, the verdict a line of them that stands alone implies, the action class and the fix, each
+entry with the source that prints or defines the words. job/reasons.py words a quoted line with its meaning,
+job/stated.py takes its verdict kind, and a cause (job/causes.py's Diagnosis) puts its fix before the cause's own, so
+any log whose failing line is in the table gets its fix mechanism. A bad entry stops the import with one line naming
+it, as a bad cause file does.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ncclcheck.job.causedata import ACTIONS
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+TABLE = Path(__file__).with_name("statements.toml")
+_KEYS = {"id", "match", "means", "kind", "class", "fix", "source"}
+_OPTIONAL = {"before"}
+# The causes that say only that something failed, not how: a line's mechanism always says more, so its fix goes first.
+GENERIC = frozenset({"stated_reason", "nccl_no_reason", "nccl_system_error"})
+# The verdict kinds an entry may imply ('' leaves the rules' kind).
+KINDS = frozenset({"", "setup_failure", "nccl_error"})
+
+
+class StatementTableError(ValueError):
+    """An entry of statements.toml that cannot be read: its message names the entry and the problem."""
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One mechanism a stated line names: its words (``pattern``), what they mean, the verdict they imply alone,
+    what to do next and the fix, and the source of all that."""
+
+    id: str
+    pattern: re.Pattern[str]
+    means: str
+    kind: str
+    action: str
+    fix: tuple[str, ...]
+    source: str
+    before: frozenset[str] = frozenset()  # the causes whose own fix this one goes before (besides GENERIC's)
+
+    def first_for(self, cause: str) -> bool:
+        """Whether this fix goes before the cause's own: the cause says less than the line's mechanism."""
+        return cause in GENERIC or cause in self.before
+
+
+def _entry(i: int, raw: dict[str, Any]) -> Statement:
+    where = f"{TABLE.name}: entry {i + 1} ({raw.get('id', 'no id')})"
+    if not _KEYS <= set(raw) <= _KEYS | _OPTIONAL:
+        raise StatementTableError(f"{where}: keys {sorted((set(raw) ^ _KEYS) - _OPTIONAL)} missing or unknown")
+    if raw["kind"] not in KINDS or raw["class"] not in ACTIONS:
+        raise StatementTableError(f"{where}: kind {raw['kind']!r} or class {raw['class']!r} is none of the known")
+    if not (isinstance(raw["fix"], list) and raw["fix"] and all(isinstance(f, str) and f for f in raw["fix"])):
+        raise StatementTableError(f"{where}: fix must be a list of steps")
+    try:
+        pattern = re.compile(raw["match"])
+    except re.error as e:
+        raise StatementTableError(f"{where}: match does not compile: {e}") from None
+    return Statement(raw["id"], pattern, raw["means"].strip(), raw["kind"], raw["class"],
+                     tuple(f.strip() for f in raw["fix"]), raw["source"], frozenset(raw.get("before", ())))
+
+
+def read_table(path: Path = TABLE) -> tuple[Statement, ...]:
+    """Every entry, in the file's order (the first that matches a line is the line's)."""
+    entries = tuple(_entry(i, raw) for i, raw in enumerate(tomllib.loads(path.read_text())["line"]))
+    ids = [s.id for s in entries]
+    if len(set(ids)) != len(ids):
+        raise StatementTableError(f"{path.name}: an id is used twice")
+    return entries
+
+
+STATEMENTS = read_table()
+
+
+def told(text: str) -> Statement | None:
+    """The mechanism a stated line names, or None where the table has none for its words."""
+    return next((s for s in STATEMENTS if s.pattern.search(text)), None)
+
+
+def first_told(texts: Iterable[str]) -> Statement | None:
+    """The mechanism of the first of these lines the table knows."""
+    return next((s for t in texts if (s := told(t)) is not None), None)
