@@ -22,17 +22,8 @@ from ncclcheck.evidence.formats import busy, errors, nccl, nccl2, pgnccl, world
 from ncclcheck.evidence.formats.collectors import LABEL
 from ncclcheck.evidence.formats.elastic import Table
 from ncclcheck.evidence.formats.host import Records as HostRecords
-from ncclcheck.evidence.repair import (
-    HEADER,
-    MAX_JOIN,
-    OPEN_TAIL,
-    clean,
-    incomplete,
-    last_bar,
-    squeeze,
-    unprefixed,
-    waits_for_digits,
-)
+from ncclcheck.evidence.formats.pgnccl import incomplete, waits_for_digits
+from ncclcheck.evidence.repair import HEADER, MAX_JOIN, OPEN_TAIL, clean, last_bar, squeeze, unprefixed
 from ncclcheck.evidence.stamps import glog
 from ncclcheck.evidence.types import (
     PG,

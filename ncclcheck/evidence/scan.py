@@ -104,8 +104,11 @@ def scan_all(
         return
     from concurrent.futures import ProcessPoolExecutor  # only needed for large inputs
 
-    if multiprocessing.get_start_method() == "fork":  # a spawned worker imports afresh: nothing to share
+    method = multiprocessing.get_start_method()
+    if method == "fork":  # a spawned worker imports afresh: nothing to share
         before_fork()
+    elif method == "forkserver":  # Python 3.14's default on Linux: the server imports the reader once, and each
+        multiprocessing.set_forkserver_preload([__name__])  # worker it forks shares it instead of importing its own
     with ProcessPoolExecutor(max_workers=n) as pool:
         chunks = _chunks([s for s in sources if not s.stream], n)
         futures = {chunk[0]: (chunk, pool.submit(_scan_chunk, chunk)) for chunk in chunks}

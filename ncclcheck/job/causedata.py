@@ -161,9 +161,10 @@ def _text(path: Path) -> str:
 
 def _table(path: Path, text: str) -> dict[str, Any]:
     try:
-        return tomllib.loads(text)
+        table: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise CatalogueError(f"{path}: {e}") from None
+    return table
 
 
 def read_cause(path: Path, data: dict[str, Any] | None = None) -> Cause:
