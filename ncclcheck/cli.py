@@ -170,11 +170,8 @@ def analyze_log(
     from ncclcheck.console import console, err_console
     from ncclcheck.evidence.reader import InputError, resolve
     from ncclcheck.evidence.types import InputProblem
-    from ncclcheck.job.analyze import analyze
+    from ncclcheck.job.analyze import analyze  # the deciding side is imported while the workers read
     from ncclcheck.job.attempts import AttemptError
-    from ncclcheck.job.model import VerdictKind
-    from ncclcheck.render.json_out import analysis_json
-    from ncclcheck.render.report import report
 
     _check_dtype(dtype)
     which: int | str = int(attempt) if attempt.isdigit() else attempt
@@ -222,6 +219,10 @@ def analyze_log(
             result = analyze(sources, dtype, done, jobs, unreadable, tensor_of, which)
     except AttemptError as exc:
         usage_error(str(exc))
+    from ncclcheck.job.model import VerdictKind
+    from ncclcheck.render.json_out import analysis_json
+    from ncclcheck.render.report import report
+
     if not any(s.bytes_read or s.dump is not None or s.live for s in result.scans):
         warn("no log lines: every input was empty" if result.scans else "no readable input")
         if as_json:  # a script reading stdout always gets an object: the problems, and no verdict

@@ -45,32 +45,36 @@ _STAMP = re.compile(
 )
 
 # --- the kernel ---------------------------------------------------------------------------------------------
-_KILLED = re.compile(r"(?:(Memory cgroup) out of memory: |Out of memory: )?Kill(?:ed)? process (\d+) \(([^)]{0,64})\)"
-                     r"(?:(?:(?!Kill(?:ed)? process).)*?anon-rss:(\d+)kB)?")
-_CONSTRAINT = re.compile(r"oom-kill:constraint=(\w+),(?:(?!oom-kill:).)*?task_memcg=([^,]*),task=([^,]*),pid=(\d+)")
-_LIMIT = re.compile(r"^memory: usage (\d+)kB, limit (\d+)kB")
-_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?\): (\d+),"
-                  r"\s*(?:pid=['\"]?(\d+|<unknown>)['\"]?,\s*)?(?:name=([^,]*),\s*)?(.*)")
-_OFF_BUS = re.compile(r"NVRM: GPU (?:at )?(?:PCI:)?([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?:? "
+_KILLED = re.compile(r"(?:(?P<cgroup>Memory cgroup) out of memory: |Out of memory: )?Kill(?:ed)? process (?P<pid>\d+) "
+                     r"\((?P<process>[^)]{0,64})\)(?:(?:(?!Kill(?:ed)? process).)*?anon-rss:(?P<rss>\d+)kB)?")
+_CONSTRAINT = re.compile(r"oom-kill:constraint=(?P<constraint>\w+),(?:(?!oom-kill:).)*?task_memcg=(?P<memcg>[^,]*),"
+                         r"task=(?P<task>[^,]*),pid=(?P<pid>\d+)")
+_LIMIT = re.compile(r"^memory: usage (?P<usage>\d+)kB, limit (?P<limit>\d+)kB")
+_XID = re.compile(r"NVRM: Xid \((?:PCI:)?(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?\): "
+                  r"(?P<xid>\d+),\s*(?:pid=['\"]?(?P<pid>\d+|<unknown>)['\"]?,\s*)?(?:name=(?P<name>[^,]*),\s*)?"
+                  r"(?P<text>.*)")
+_OFF_BUS = re.compile(r"NVRM: GPU (?:at )?(?:PCI:)?(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?:? "
                       r"(?:GPU )?has fallen off the bus")
-_SEGFAULT = re.compile(r"(?<!\S)(\S+?)\[(\d+)\]: segfault at (\w+) (?:(?:(?!segfault at).)*? in ([^\[\s]+)\[)?")
-_TRAP = re.compile(r"traps: (\S+?)\[(\d+)\] (general protection fault|trap [\w ]+?)(?: .*? in ([^\[\s]+)\[)?")
-_HUNG = re.compile(r"INFO: task (\S+?):(\d+) blocked for more than (\d+) seconds")
-_AER = re.compile(r"AER: (?:Uncorrected|Uncorrectable) \((Fatal|Non-Fatal)\) error (?:received|message received "
-                  r"from)?:? ?(?:PCI:)?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})")
+_SEGFAULT = re.compile(r"(?<!\S)(?P<process>\S+?)\[(?P<pid>\d+)\]: segfault at (?P<address>\w+) "
+                       r"(?:(?:(?!segfault at).)*? in (?P<library>[^\[\s]+)\[)?")
+_TRAP = re.compile(r"traps: (?P<process>\S+?)\[(?P<pid>\d+)\] (?P<trap>general protection fault|trap [\w ]+?)"
+                   r"(?: .*? in (?P<library>[^\[\s]+)\[)?")
+_HUNG = re.compile(r"INFO: task (?P<process>\S+?):(?P<pid>\d+) blocked for more than (?P<seconds>\d+) seconds")
+_AER = re.compile(r"AER: (?:Uncorrected|Uncorrectable) \((?P<severity>Fatal|Non-Fatal)\) error (?:received|message "
+                  r"received from)?:? ?(?:PCI:)?(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})")
 
 # --- the scheduler ------------------------------------------------------------------------------------------
-_POD_NAME = re.compile(r"^Name:\s+(\S+)$")
-_POD_NODE = re.compile(r"^Node:\s+([^/\s]+)")
-_POD_REASON = re.compile(r"^\s*Reason:\s+(OOMKilled|Evicted|Error|ContainerStatusUnknown|DeadlineExceeded)\s*$")
-_K8S_EVENT = re.compile(r"\b(Warning|Normal)\s+(OOMKilling|SystemOOM|Evicted|NodeNotReady|Preempted|Preempting|"
-                        r"Killing|NodeShutdown|Rebooted)\s+(.*)$")
-_K8S_OBJECT = re.compile(r"\b(pod|node)/([\w.-]+)")
-_SACCT = re.compile(r"^\s*(\d+(?:_\d+)?(?:\.(?:\d+|batch|extern))?)\s.*?\b(OUT_OF_ME\+?|OUT_OF_MEMORY|NODE_FAIL|"
+_POD_NAME = re.compile(r"^Name:\s+(?P<pod>\S+)$")
+_POD_NODE = re.compile(r"^Node:\s+(?P<node>[^/\s]+)")
+_POD_REASON = re.compile(r"^\s*Reason:\s+(?P<reason>OOMKilled|Evicted|Error|ContainerStatusUnknown|DeadlineExceeded)\s*$")
+_K8S_EVENT = re.compile(r"\b(?P<type>Warning|Normal)\s+(?P<reason>OOMKilling|SystemOOM|Evicted|NodeNotReady|"
+                        r"Preempted|Preempting|Killing|NodeShutdown|Rebooted)\s+(?P<message>.*)$")
+_K8S_OBJECT = re.compile(r"\b(?P<kind>pod|node)/(?P<name>[\w.-]+)")
+_SACCT = re.compile(r"^\s*(?P<job>\d+(?:_\d+)?(?:\.(?:\d+|batch|extern))?)\s.*?\b(?P<state>OUT_OF_ME\+?|OUT_OF_MEMORY|NODE_FAIL|"
                     r"PREEMPTED|TIMEOUT|CANCELLED(?: by \d+)?|CANCELLED\+)(?=\s|$)")
-_SCONTROL = re.compile(r"\bJobState=(OUT_OF_MEMORY|NODE_FAIL|PREEMPTED|TIMEOUT|CANCELLED|FAILED)\b"
-                       r"(?:.*?\bReason=(\S+))?")
-_NODE_FAILURE = re.compile(r"error: Node failure on (\S+)")
+_SCONTROL = re.compile(r"\bJobState=(?P<state>OUT_OF_MEMORY|NODE_FAIL|PREEMPTED|TIMEOUT|CANCELLED|FAILED)\b"
+                       r"(?:.*?\bReason=(?P<reason>\S+))?")
+_NODE_FAILURE = re.compile(r"error: Node failure on (?P<node>\S+)")
 
 # The patterns read behind RECORD_WORDS, each alternative holding one of them (tests/test_keep.py, through the
 # registry: evidence/formats/host.py).
@@ -116,79 +120,78 @@ class HostLog:
 
     def _kernel(self, body: str, loc: Loc) -> SystemEvent | None:
         if "memory: usage" in body and (m := _LIMIT.match(body)):
-            self.pending.update(usage_kb=m[1], limit_kb=m[2])
+            self.pending.update(usage_kb=m["usage"], limit_kb=m["limit"])
             return None
         if "oom-kill:" in body and (m := _CONSTRAINT.search(body)):
-            self.pending.update(constraint=m[1], memcg=m[2])
+            self.pending.update(constraint=m["constraint"], memcg=m["memcg"])
             return None
         if "process" in body and (m := _KILLED.search(body)):
-            if self.killed == m[2]:  # older kernels: "Kill process N … or sacrifice child", then "Killed process N"
+            if self.killed == m["pid"]:  # older kernels: "Kill process N … or sacrifice child", then "Killed process N"
                 return None
-            self.killed = m[2]
+            self.killed = m["pid"]
             details = dict(self.pending)
             self.pending.clear()
-            if m[4]:
-                details["anon_rss_kb"] = m[4]
-            if m[1] or details.get("constraint") == "CONSTRAINT_MEMCG":
+            if m["rss"]:
+                details["anon_rss_kb"] = m["rss"]
+            if m["cgroup"] or details.get("constraint") == "CONSTRAINT_MEMCG":
                 details["scope"] = "cgroup"
             obj = _K8S_OBJECT.search(body, 0, m.start() + 1)  # the same kill, as a node's event in kubectl
-            return SystemEvent("oom_killed", "kubernetes" if obj else "kernel", loc, body[:300], pid=int(m[2]),
-                               process=m[3], host=obj[2] if obj and obj[1] == "node" else None,
+            return SystemEvent("oom_killed", "kubernetes" if obj else "kernel", loc, body[:300], pid=int(m["pid"]),
+                               process=m["process"], host=obj["name"] if obj and obj["kind"] == "node" else None,
                                details=tuple(sorted(details.items())))
         if "NVRM" in body:
             if m := _XID.search(body):
-                pid = int(m[3]) if m[3] and m[3].isdigit() else None
-                name = (m[4] or "").strip()
-                self.lost = bus_key(m[1]) if m[2] == "79" else self.lost
+                pid = int(m["pid"]) if m["pid"] and m["pid"].isdigit() else None
+                name = (m["name"] or "").strip()
+                self.lost = bus_key(m["bus"]) if m["xid"] == "79" else self.lost
                 return SystemEvent("xid", "kernel", loc, body[:300], pid=pid,
                                    process=name if name and name != "<unknown>" else None,
-                                   bus=bus_key(m[1]), xid=int(m[2]))
-            if (m := _OFF_BUS.search(body)) and self.lost != bus_key(m[1]):  # not the Xid 79 line's restatement
-                return SystemEvent("xid", "kernel", loc, body[:300], bus=bus_key(m[1]), xid=79)
+                                   bus=bus_key(m["bus"]), xid=int(m["xid"]))
+            if (m := _OFF_BUS.search(body)) and self.lost != bus_key(m["bus"]):  # not the Xid 79 line's restatement
+                return SystemEvent("xid", "kernel", loc, body[:300], bus=bus_key(m["bus"]), xid=79)
             return None
         if "segfault at" in body and (m := _SEGFAULT.search(body)):
-            return SystemEvent("segfault", "kernel", loc, body[:300], pid=int(m[2]), process=m[1],
-                               details=(("library", m[4]),) if m[4] else ())
+            return SystemEvent("segfault", "kernel", loc, body[:300], pid=int(m["pid"]), process=m["process"],
+                               details=(("library", m["library"]),) if m["library"] else ())
         if "traps:" in body and (m := _TRAP.search(body)):
-            return SystemEvent("segfault", "kernel", loc, body[:300], pid=int(m[2]), process=m[1],
-                               details=(("library", m[4]),) if m[4] else ())
+            return SystemEvent("segfault", "kernel", loc, body[:300], pid=int(m["pid"]), process=m["process"],
+                               details=(("library", m["library"]),) if m["library"] else ())
         if "blocked for more than" in body and (m := _HUNG.search(body)):
-            return SystemEvent("hung_task", "kernel", loc, body[:300], pid=int(m[2]), process=m[1],
-                               details=(("seconds", m[3]),))
+            return SystemEvent("hung_task", "kernel", loc, body[:300], pid=int(m["pid"]), process=m["process"],
+                               details=(("seconds", m["seconds"]),))
         if "AER:" in body and (m := _AER.search(body)):
-            return SystemEvent("pcie_error", "kernel", loc, body[:300], bus=bus_key(m[2]),
-                               details=(("severity", m[1]),))
+            return SystemEvent("pcie_error", "kernel", loc, body[:300], bus=bus_key(m["bus"]),
+                               details=(("severity", m["severity"]),))
         return None
 
     def _scheduler(self, body: str, loc: Loc) -> SystemEvent | None:
         if body.startswith("Name:") and (m := _POD_NAME.match(body)):
-            self.pod, self.node = m[1], None
+            self.pod, self.node = m["pod"], None
             return None
         if body.startswith("Node:") and (m := _POD_NODE.match(body)):
-            self.node = m[1]
+            self.node = m["node"]
             return None
         if "Reason:" in body and (m := _POD_REASON.match(body)):
-            kind = {"OOMKilled": "oom_killed", "Evicted": "evicted"}.get(m[1])
+            kind = {"OOMKilled": "oom_killed", "Evicted": "evicted"}.get(m["reason"])
             if kind is None:
                 return None
-            return SystemEvent(kind, "kubernetes", loc, f"pod {self.pod}: Reason: {m[1]}" if self.pod else body,
+            return SystemEvent(kind, "kubernetes", loc, f"pod {self.pod}: Reason: {m['reason']}" if self.pod else body,
                                host=self.node, pod=self.pod)
         if m := _K8S_EVENT.search(body):
-            rest = m[3]
-            obj = _K8S_OBJECT.search(rest)
-            pod = obj[2] if obj and obj[1] == "pod" else self.pod
-            host = obj[2] if obj and obj[1] == "node" else self.node
-            return SystemEvent(_K8S_KINDS[m[2]], "kubernetes", loc, body[:300], host=host, pod=pod)
-        if "JobState=" in body and (m := _SCONTROL.search(body)) and m[1] in _STATES:
-            return SystemEvent(_STATES[m[1]], "slurm", loc, body[:300], details=(("reason", m[2] or ""),))
+            obj = _K8S_OBJECT.search(m["message"])
+            pod = obj["name"] if obj and obj["kind"] == "pod" else self.pod
+            host = obj["name"] if obj and obj["kind"] == "node" else self.node
+            return SystemEvent(_K8S_KINDS[m["reason"]], "kubernetes", loc, body[:300], host=host, pod=pod)
+        if "JobState=" in body and (m := _SCONTROL.search(body)) and m["state"] in _STATES:
+            return SystemEvent(_STATES[m["state"]], "slurm", loc, body[:300], details=(("reason", m["reason"] or ""),))
         if "Node failure" in body and (m := _NODE_FAILURE.search(body)):
-            return SystemEvent("node_failure", "slurm", loc, body[:300], host=m[1])
+            return SystemEvent("node_failure", "slurm", loc, body[:300], host=m["node"])
         if m := _SACCT.match(body):
-            state = m[2].rstrip("+").split(" ")[0]
+            state = m["state"].rstrip("+").split(" ")[0]
             kind = _STATES.get(state)
             if kind is None:
                 return None
-            return SystemEvent(kind, "slurm", loc, body.strip()[:300], details=(("job", m[1]),))
+            return SystemEvent(kind, "slurm", loc, body.strip()[:300], details=(("job", m["job"]),))
         return None
 
 

@@ -22,17 +22,8 @@ from ncclcheck.evidence.formats import busy, errors, nccl, nccl2, pgnccl, world
 from ncclcheck.evidence.formats.collectors import LABEL
 from ncclcheck.evidence.formats.elastic import Table
 from ncclcheck.evidence.formats.host import Records as HostRecords
-from ncclcheck.evidence.repair import (
-    HEADER,
-    MAX_JOIN,
-    OPEN_TAIL,
-    clean,
-    incomplete,
-    last_bar,
-    squeeze,
-    unprefixed,
-    waits_for_digits,
-)
+from ncclcheck.evidence.formats.pgnccl import incomplete, waits_for_digits
+from ncclcheck.evidence.repair import HEADER, MAX_JOIN, OPEN_TAIL, clean, last_bar, squeeze, unprefixed
 from ncclcheck.evidence.stamps import glog
 from ncclcheck.evidence.types import (
     PG,
@@ -66,11 +57,20 @@ from ncclcheck.evidence.types import (
     WorkMention,
 )
 from ncclcheck.evidence.whose import PREFIX, ROLE_RANK, Processes, went_on
+from ncclcheck.evidence.wordsets import WordSets
 
 # Words one of which a line with a set-up fact, a setting, an end or an NCCL warning holds (each source's own list):
 # plain substring tests, cheaper than one alternation.
 _FACT_WORDS = (*pgnccl.FACT_WORDS, *nccl.FACT_WORDS, *world.FACT_WORDS)
+# Every word list the assembler tests a line for, found in one pass (evidence/wordsets.py): the launchers' and
+# frameworks' readers' (``formats.FED_WORDS``, bits 0 to _FED - 1), then its own sources' cheap tests.
+_FED = len(formats.FED_WORDS)
+_FED_ANY = (1 << _FED) - 1
+_BUSY, _SIGNAL, _CLUE, _FACT, _NCCL_ERROR, _ERROR = (1 << (_FED + i) for i in range(6))
+_WORDS = WordSets((*formats.FED_WORDS, busy.WORDS, errors.SIGNAL_WORDS, errors.CLUE_WORDS, _FACT_WORDS,
+                   nccl.ERROR_WORDS, errors.ERROR_WORDS))
 MAX_MESSAGE = 2000  # an OOM message lists every process on the GPU; its own numbers come last
+MAX_FACT = 300
 # What the assembler keeps of what the sources read, by kind (each is one field of the FileScan).
 _KEPT = ((WorkMention, "_works"), (StatusMention, "_statuses"), (DumpSignal, "_dumps"), (Heartbeat, "_heartbeats"),
          (DesyncReport, "_desync"), (Mismatch, "_mismatches"), (CollectiveStack, "_stacks"), (GroupInit, "_inits"),
@@ -120,6 +120,7 @@ class LogParser:
         self._readers = formats.readers()  # the launchers' and frameworks' readers, with the words that gate each
         self._held: list[Read] = []  # what the sources read from the current line, to take with its errors and facts
         self._child: AgentExit | None = None  # the last CalledProcessError read as a worker's exit
+        self._held_words: tuple[str, int] = ("", 0)  # the last text tested for _WORDS, and what it holds
 
     # ------------------------------------------------------------------ feeding
     def feed(self, lineno: int, raw: bytes) -> None:
@@ -143,8 +144,9 @@ class LogParser:
                 return
             self._pend = None
             self._logical(first, who, "".join(parts), joined=True)
-        said = [e for words, source in self._readers if any(map(text.__contains__, words))
-                for e in source.feed(text, Loc(self.file, lineno))] if any(map(text.__contains__, formats.GATE)) else ()
+        holds = self._holds(text)
+        said = [e for i, (_, source) in enumerate(self._readers) if holds >> i & 1
+                for e in source.feed(text, Loc(self.file, lineno))] if holds & _FED_ANY else ()
         for e in said:
             if isinstance(e, PidRank):  # a PID paired with its rank names this very line's process
                 self._procs.pid_rank.setdefault(e.pid, e.rank)
@@ -177,6 +179,13 @@ class LogParser:
             self._pend = (lineno, lineno, who, [text])
             return
         self._logical(lineno, who, text, sq=sq)
+
+    def _holds(self, text: str) -> int:
+        """Which of ``_WORDS``' lists the text holds a word of: found once a line (the physical line is most often
+        its logical line too)."""
+        if text is not self._held_words[0]:
+            self._held_words = (text, _WORDS.mask(text))
+        return self._held_words[1]
 
     def finish(self, lines: int, bytes_read: int) -> FileScan:
         """Flush pending state and return what was found."""
@@ -283,18 +292,20 @@ class LogParser:
     def _logical(self, lineno: int, who: Who, text: str, joined: bool = False, sq: str | None = None) -> None:
         """One logical line (``sq``: its squeezed text when the caller has it)."""
         loc = Loc(self.file, lineno)
-        self._take(self._last_errors.reason(who, lineno, lambda: PREFIX.sub("", text).strip()))
+        if self._last_errors.waiting:
+            self._take(self._last_errors.reason(who, lineno, lambda: PREFIX.sub("", text).strip()))
         records = self._records
         body = PREFIX.sub("", text).strip() if records.in_stack else text
         taken, closed = records.stack_line(who, text, loc, body)
-        self._take(closed)
+        if closed:
+            self._take(closed)
         if taken:
             return
         if records.in_desync:
             if records.desync_line(lineno, squeeze(text)):
                 return
             self._take(records.close_desync())
-        if any(map(text.__contains__, busy.WORDS)):
+        if self._holds(text) & _BUSY:
             self._busy(who, text, loc)
         if self._table.may_hold(text):
             taken, closed = self._table.line(text, loc)
@@ -318,12 +329,14 @@ class LogParser:
     def _take(self, said: Iterable[Read]) -> None:
         """Keep what a source read: each kind in its list, an error or a clue or a fact through its join."""
         for e in said:
-            if isinstance(e, RankError):
+            if isinstance(e, Fact):  # the most frequent: every set-up line of NCCL's says two to four
+                k = (e.key, e.value, e.who.rank)
+                if k not in self._facts:
+                    self._facts[k] = e if len(e.value) <= MAX_FACT else replace(e, value=e.value[:MAX_FACT])
+            elif isinstance(e, RankError):
                 self._error(e.who, e.kind, e.message, e.loc)
             elif isinstance(e, Clue):
                 self._add_clue(e.who, e.kind, e.text, e.loc, e.clock_s)
-            elif isinstance(e, Fact):
-                self._fact(e.who, e.key, e.value, e.loc)
             else:
                 getattr(self, next(name for kind, name in _KEPT if isinstance(e, kind))).append(e)
 
@@ -335,16 +348,17 @@ class LogParser:
             held, self._held = self._held, []
             if any([self._said(who, e) for e in held]):
                 return  # the line is wholly a launcher's or gloo's report
+        holds = self._holds(text)
         if 'File "' in text:
             self._take(busy.frameworks(who, text, loc))
-        if any(map(text.__contains__, errors.SIGNAL_WORDS)) and (
+        if holds & _SIGNAL and (
                 killed := errors.killed(who, PREFIX.sub("", text).strip(), loc)) is not None:
             self._take([killed])  # the process itself reports the fatal signal it dies of
             return
         # Here, not on every line (a timeout record is never a clue), and behind plain substring tests.
-        if any(map(text.__contains__, errors.CLUE_WORDS)) and errors.CLUE_GATE.search(text):
+        if holds & _CLUE and errors.CLUE_GATE.search(text):
             self._clue(who, text, loc)
-        if any(map(text.__contains__, _FACT_WORDS)):
+        if holds & _FACT:
             said, ended = self._records.start_up(who, text, loc)
             self._take(said)
             if ended:
@@ -357,9 +371,9 @@ class LogParser:
         if (old := nccl.old_warning(who, text, loc)) is not None:
             self._take([old])
             return
-        if any(map(text.__contains__, nccl.ERROR_WORDS)) and self._nccl_error(who, text, loc):
+        if holds & _NCCL_ERROR and self._nccl_error(who, text, loc):
             return
-        if not any(map(text.__contains__, errors.ERROR_WORDS)):
+        if not holds & _ERROR:
             return
         stripped = PREFIX.sub("", text).strip()
         if stripped.startswith(("ERROR ", "WARNING ", "CRITICAL ")):  # a Python logger's header (errors.PY_LOG_HEAD)
@@ -524,4 +538,4 @@ class LogParser:
     def _fact(self, who: Who, key: str, value: str, loc: Loc) -> None:
         k = (key, value, who.rank)
         if k not in self._facts:
-            self._facts[k] = Fact(who, key, value[:300], loc)
+            self._facts[k] = Fact(who, key, value[:MAX_FACT], loc)

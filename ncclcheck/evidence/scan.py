@@ -83,14 +83,19 @@ def scan_all(
     sources: list[Source],
     on_done: Callable[[FileScan], None] | None = None,
     workers: int | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> Iterator[FileScan]:
     """Yield one scan per source, in input order; use worker processes for large inputs or many files.
 
-    Streams (pipes, FIFOs, stdin) are always read in this process: a worker could not reopen them.
+    Streams (pipes, FIFOs, stdin) are always read in this process: a worker could not reopen them. ``meanwhile`` is
+    called once in this process after the workers have started, before it waits for them (with no workers: before
+    reading), for work of its own the workers do not need (the caller's imports).
     """
     total = sum(s.size() for s in sources)
     n = workers if workers is not None else min(cores(), len(sources))
     if n <= 1 or (total < PARALLEL_MIN_BYTES and len(sources) < PARALLEL_MIN_FILES):
+        if meanwhile is not None:
+            meanwhile()
         for s in sources:
             result = scan_source(s)
             if on_done:
@@ -99,11 +104,16 @@ def scan_all(
         return
     from concurrent.futures import ProcessPoolExecutor  # only needed for large inputs
 
-    if multiprocessing.get_start_method() == "fork":  # a spawned worker imports afresh: nothing to share
+    method = multiprocessing.get_start_method()
+    if method == "fork":  # a spawned worker imports afresh: nothing to share
         before_fork()
+    elif method == "forkserver":  # Python 3.14's default on Linux: the server imports the reader once, and each
+        multiprocessing.set_forkserver_preload([__name__])  # worker it forks shares it instead of importing its own
     with ProcessPoolExecutor(max_workers=n) as pool:
         chunks = _chunks([s for s in sources if not s.stream], n)
         futures = {chunk[0]: (chunk, pool.submit(_scan_chunk, chunk)) for chunk in chunks}
+        if meanwhile is not None:
+            meanwhile()
         done: dict[Source, FileScan] = {}
         for s in sources:
             if s.stream:

@@ -1,4 +1,10 @@
-"""``analyze-log`` as a function: inputs in, :class:`Analysis` out."""
+"""``analyze-log`` as a function: inputs in, :class:`Analysis` out.
+
+What reads (evidence/) is imported with this module; what decides (job/verdict.py and the catalogue, a third of the
+start-up) is imported while the worker processes read (``_load_deciders``): forked before it, they do not need it,
+and the parent would otherwise wait for them idle. A 512 MiB job on 32 cores is read in about the time the deciding
+side takes to import.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ import os
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ncclcheck.evidence import bundle, debugserver
 from ncclcheck.evidence.reader import Source
@@ -14,11 +21,11 @@ from ncclcheck.evidence.scan import scan_all
 from ncclcheck.evidence.types import FileScan, InputProblem
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.attempts import AttemptError, global_ranks, split
-from ncclcheck.job.model import Analysis
-from ncclcheck.job.records import merge_records
-from ncclcheck.job.runs import by_file, find_restart, last_run
-from ncclcheck.job.verdict import TensorOf, decide
 from ncclcheck.ranks import rank_phrase
+
+if TYPE_CHECKING:
+    from ncclcheck.job.model import Analysis
+    from ncclcheck.job.verdict import TensorOf
 
 # ``ncclcheck snapshot --out`` writes these; logs compressed as .tar.gz are not a thing PyTorch or torchrun writes.
 SNAPSHOT_SUFFIXES = (".tar.gz", ".tgz")
@@ -56,10 +63,12 @@ def read_all(
     sources: Sequence[Source],
     on_done: Callable[[FileScan], None] | None = None,
     workers: int | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> tuple[list[FileScan], list[InputProblem]]:
     """Every input as scans: logs and dumps are read, snapshot archives and evidence files unpacked.
 
-    The problems returned are the inputs an evidence file's node could not open.
+    The problems returned are the inputs an evidence file's node could not open. ``meanwhile`` is called once,
+    while worker processes read (see :func:`~ncclcheck.evidence.scan.scan_all`).
     """
     scans: list[FileScan] = []
     problems: list[InputProblem] = []
@@ -88,8 +97,15 @@ def read_all(
             if on_done:
                 on_done(scan)
     packed_set = set(packed)  # 2,048 evidence files were each looked for in a list of the others
-    scans += scan_all([src for src in sources if src not in packed_set], on_done, workers)
+    scans += scan_all([src for src in sources if src not in packed_set], on_done, workers, meanwhile)
     return scans, problems
+
+
+def _load_deciders() -> None:
+    """Import what decides (the verdict, the catalogue, the job model): called while the workers read."""
+    import ncclcheck.job.records
+    import ncclcheck.job.runs
+    import ncclcheck.job.verdict  # noqa: F401  (the import is the work)
 
 
 def analyze(
@@ -106,7 +122,7 @@ def analyze(
     ``problems`` are inputs that could not even be opened (found while resolving paths); they are
     reported with the problems found while reading, so that the result names every input.
     """
-    scans, unopened = read_all(sources, on_done, workers)
+    scans, unopened = read_all(sources, on_done, workers, _load_deciders)
     return analyze_scans(scans, dtype, (*problems, *unopened), tensor_of, attempt)
 
 
@@ -142,6 +158,10 @@ def analyze_scans(scans: Sequence[FileScan], dtype: str = "float32", problems: S
 
 def _one(scans: list[FileScan], dtype: str, tensor_of: TensorOf | None) -> Analysis:
     """One attempt: its records merged, a run appended to the same file (a restart by hand) set apart."""
+    from ncclcheck.job.records import merge_records
+    from ncclcheck.job.runs import by_file, find_restart, last_run
+    from ncclcheck.job.verdict import decide
+
     records = merge_records(scans)
     per_file = by_file(records)
     restarts = [r for r in (find_restart(s, per_file.get(s.file, ())) for s in scans) if r is not None]

@@ -40,7 +40,7 @@ from ncclcheck.evidence.formats import (
 from ncclcheck.evidence.formats.source import AT, LineSource, Reader, Sample, Trigger, unnamed
 from ncclcheck.evidence.types import AgentExit, JobStop, WorkerEnd
 
-__all__ = ["FORMATS", "GATE", "HEAD_WORDS", "KEEP_WORDS", "PATH_RANKS", "PID_TAGS", "RANK_MARKS", "RANK_TAGS",
+__all__ = ["FED_WORDS", "FORMATS", "GATE", "HEAD_WORDS", "KEEP_WORDS", "PATH_RANKS", "PID_TAGS", "RANK_MARKS", "RANK_TAGS",
            "RANK_TAG_TEXT", "TRIGGERS", "WANTED", "WORDS", "LineSource", "Reader", "Sample", "Trigger", "is_stop",
            "launcher_signal", "path_rank", "pid_tag", "rank_mark", "rank_tag", "readers"]
 
@@ -72,14 +72,16 @@ KEEP_WORDS: tuple[str, ...] = WORDS
 # The words the block reader finds by an anchor byte, and what a line holding one must name to be handed over.
 TRIGGERS: tuple[Trigger, ...] = tuple(t for f in FORMATS for t in f.triggers)
 WANTED: tuple[str, ...] = tuple(dict.fromkeys(w for f in FORMATS for w in f.wanted))
-# What a line must hold to be fed to the reader of some source that is fed physical lines.
-GATE: tuple[str, ...] = tuple(dict.fromkeys(w for f in _FED for w in (*f.words, *f.head_words)))
+# What a line must hold to be fed to the reader of each source that is fed physical lines, in ``readers()``'s order;
+# and to be fed to some one of them.
+FED_WORDS: tuple[tuple[str, ...], ...] = tuple((*f.words, *f.head_words) for f in _FED)
+GATE: tuple[str, ...] = tuple(dict.fromkeys(w for words in FED_WORDS for w in words))
 
 
 def readers() -> list[tuple[tuple[str, ...], Reader]]:
     """A fresh reader of every source fed physical lines, for one input, each with the words a line must hold to be
     fed to it (the assembler reads the ``logical`` sources itself)."""
-    return [((*f.words, *f.head_words), f.reader()) for f in _FED]
+    return [(words, f.reader()) for words, f in zip(FED_WORDS, _FED, strict=True)]
 
 
 def rank_tag(text: str) -> int | None:

@@ -122,6 +122,11 @@ class LastErrors:
             self._waiting = {w: (loc, True) for w, (loc, _) in self._waiting.items()}
         self._prev = lineno
 
+    @property
+    def waiting(self) -> bool:
+        """Whether a "Last error:" line waits for its reason (:meth:`reason` has nothing to say otherwise)."""
+        return bool(self._waiting)
+
     def wait(self, who: Who, loc: Loc) -> None:
         """A "Last error:" line with nothing after it: its reason is on its process's next line."""
         self._waiting[who] = (loc, False)

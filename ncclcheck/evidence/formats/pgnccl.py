@@ -21,14 +21,7 @@ from dataclasses import dataclass, field
 from ncclcheck.evidence.formats.source import AT, Format, Sample, Trigger
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.linear import then
-from ncclcheck.evidence.repair import (
-    DUMP_START,
-    MISMATCH,
-    MISMATCH_ONE,
-    MISMATCH_START,
-    STATUS_START,
-    squeeze,
-)
+from ncclcheck.evidence.repair import OPEN_PREFIX, PREFIX_END, squeeze
 from ncclcheck.evidence.stamps import glog
 from ncclcheck.evidence.types import (
     PG,
@@ -65,21 +58,53 @@ _PG_PREFIX = re.compile(r"\[(?P<inner>PG[^\[\]]*?)Rank(?P<rank>-?\d+)\]")
 _PG_INNER = re.compile(
     r"^PG(?:ID(?P<id>\d+)PGGUID(?P<guid>[^()]+?)|GUID(?P<guid2>[^()]+?)|(?P<uid>\d+))?(?:\((?P<desc>[^)]*)\))?$"
 )
-_STATUS = (
-    ("failure_detected", re.compile(
-        r"failuredetectedbywatchdogatworksequenceid:(?P<seq>-?\d+)PGstatus:"
-        r"lastenqueuedwork:(?P<enq>-?\d+),lastcompletedwork:(?P<done>-?\d+)")),
-    ("exception_detected", re.compile(
-        r"Exception\(eitheranerrorortimeout\)detectedbywatchdogatwork:(?P<seq>-?\d+),"
-        r"lastenqueuedNCCLwork:(?P<enq>-?\d+),lastcompletedNCCLwork:(?P<done>-?\d+)")),
-    ("timeout_at", re.compile(
-        r"TimeoutatNCCLwork:(?P<seq>-?\d+),lastenqueuedNCCLwork:(?P<enq>-?\d+),lastcompletedNCCLwork:(?P<done>-?\d+)")),
+# Each status line's opening words (squeezed), and its counters after them.
+_STATUS_LINES = (
+    ("failure_detected", "failuredetectedbywatchdogatworksequenceid:",
+     r"(?P<seq>-?\d+)PGstatus:lastenqueuedwork:(?P<enq>-?\d+),lastcompletedwork:(?P<done>-?\d+)"),
+    ("exception_detected", "Exception(eitheranerrorortimeout)detectedbywatchdogatwork:",
+     r"(?P<seq>-?\d+),lastenqueuedNCCLwork:(?P<enq>-?\d+),lastcompletedNCCLwork:(?P<done>-?\d+)"),
+    ("timeout_at", "TimeoutatNCCLwork:",
+     r"(?P<seq>-?\d+),lastenqueuedNCCLwork:(?P<enq>-?\d+),lastcompletedNCCLwork:(?P<done>-?\d+)"),
 )
+_STATUS = tuple((kind, re.compile(re.escape(opening) + counters)) for kind, opening, counters in _STATUS_LINES)
+# The signals a dump line says it received (2.3+: from this rank, another rank or the store).
+_DUMP_SIGNALS = ("adumpsignal", "atimeoutsignal", "aglobaltimeout")
+_DUMP_OPENING = f"Received(?:{'|'.join(_DUMP_SIGNALS)})"
 _DUMP = re.compile(
-    r"Received(?:adumpsignal|atimeoutsignal|aglobaltimeout).*?from(?:thislocalrank|anotherrank|rank(?P<rank>\d+))"
+    _DUMP_OPENING + r".*?from(?:thislocalrank|anotherrank|rank(?P<rank>\d+))"
     r".*?LastenqueuedNCCLwork:(?P<enq>-?\d+),lastcompletedNCCLwork:(?P<done>-?\d+)",
     re.IGNORECASE,
 )
+# TORCH_DISTRIBUTED_DEBUG=DETAIL's report: both ranks' fingerprints (1.13+), or each rank its own (1.10-1.12).
+_MISMATCH_OPENING = "Detectedmismatchbetweencollectives"
+MISMATCH = re.compile(
+    _MISMATCH_OPENING + r"onranks\.Rank(?P<rank_a>\d+)isrunningcollective:CollectiveFingerPrint\((?P<a>.*?)\),"
+    r"butRank(?P<rank_b>\d+)isrunningcollective:CollectiveFingerPrint\((?P<b>.*?)\)(?:\.Collectivesdiffer|\Z)"
+)
+MISMATCH_ONE = re.compile(
+    _MISMATCH_OPENING + r"onranks\.Rank(?P<rank>\d+)isrunninginconsistentcollective:"
+    r"CollectiveFingerPrint\((?P<a>.*)\)\Z"
+)
+
+# --- where a record starts and ends (squeezed: a terminal may wrap anywhere in it) --------------------------------
+# The openings of its records, made of the words the patterns above read them by: a line that ends inside one goes
+# on on the next physical line (``cut_marker``).
+STARTS = (
+    "Watchdogcaughtcollectiveoperationtimeout:WorkNCCL(",
+    "Processgroupwatchdogthreadterminatedwithexception:",
+    *(opening for _, opening, _ in _STATUS_LINES),
+    *("Received" + signal for signal in _DUMP_SIGNALS),
+    _MISMATCH_OPENING,
+)
+# A status line or a dump line, by words looser than its opening (a wrap may cut the opening anywhere): it ends with
+# its last counter.
+STATUS_START = re.compile(r"failuredetectedbywatchdog|detectedbywatchdogatwork|TimeoutatNCCLwork")
+DUMP_START = re.compile(_DUMP_OPENING)
+COUNTERS_DONE = re.compile(r"lastcompleted(?:NCCL)?work:-?\d+")
+MISMATCH_START = re.compile(_MISMATCH_OPENING)
+# Where a WorkNCCL printing ends; an async exception's message runs to the end of its first line.
+WORK_DONE = re.compile(r"beforetimingout|timedoutin(?:blockingwait|calltowait)|\)\Z|raisedthefollowingasyncexception:.")
 
 # --- heartbeat, desync ----------------------------------------------------------------
 _HEARTBEAT = re.compile(r"Heartbeatmonitortimedout!")
@@ -128,6 +153,57 @@ _DUMP_EVENTS = (
                                 r"|[Ff]light recorder dump did not finish within")),
 )
 DUMP_HINT = re.compile(r"[Dd]ump|[Ff]light [Rr]ecorder")
+
+
+
+def cut_marker(sq: str) -> bool:
+    """True when the line may end inside a record's opening: in its first words after a "[...]" prefix, right
+    after a "[Rank N]" or "[PG ... Rank N]" prefix (the record follows on the next line), or inside such a prefix.
+
+    A terminal wraps at its width wherever that falls; the next line, which carries no header, completes it.
+    """
+    close = sq.rfind("]")
+    if sq.rfind("[") > close:
+        return OPEN_PREFIX.fullmatch(sq, sq.rfind("[")) is not None
+    tail = sq[close + 1:]
+    if not tail:
+        return PREFIX_END.search(sq) is not None
+    if len(tail) < 3:
+        return any(m.startswith(tail) for m in STARTS) and PREFIX_END.search(sq, 0, close + 1) is not None
+    # The opening words may follow other text on the line (an exception's name, pytest's "E"): look for where
+    # each opening would begin.
+    for m in STARTS:
+        at = tail.rfind(m[:3])
+        if at != -1 and m.startswith(tail[at:]):
+            return True
+    return False
+
+
+def waits_for_digits(sq: str) -> bool:
+    """A status line whose last counter ends the line: a wrap may have cut its digits ("last completed work: 2|15"),
+    so a next line that starts with a digit goes on with it."""
+    if not (STATUS_START.search(sq) or DUMP_START.search(sq)):
+        return False
+    done = COUNTERS_DONE.search(sq)
+    return done is not None and done.end() == len(sq)
+
+
+def incomplete(sq: str) -> bool:
+    """True when a squeezed logical line started a record but has not reached its end."""
+    if "WorkNCCL(" in sq:
+        last = sq.rfind("WorkNCCL(")
+        done = WORK_DONE.search(sq, last)
+        # A watchdog's timeout always goes on to "ran for N milliseconds before timing out": a wrap right after the
+        # closing parenthesis has not reached the end yet.
+        if done is not None and done.group() == ")" and "atchdogcaught" in sq[:last]:
+            return True
+        return done is None
+    if STATUS_START.search(sq) or DUMP_START.search(sq):
+        return not COUNTERS_DONE.search(sq) or waits_for_digits(sq)
+    if MISMATCH_START.search(sq):
+        return not MISMATCH.search(sq) and not MISMATCH_ONE.search(sq)
+    return cut_marker(sq)
+
 
 # Cheap gates on the raw line, so that ordinary lines skip the expensive matching.
 MAY_START = re.compile(r"Rank|WorkNCCL|mismatch|Received|atchdog|Timeout at")
@@ -324,9 +400,9 @@ class Records:
             return self._heartbeat(who, sq, loc)
         if MISMATCH_START.search(sq):
             if m := MISMATCH.search(sq):
-                return [Mismatch(who, int(m[1]), m[2], int(m[3]), m[4], loc)]
+                return [Mismatch(who, int(m["rank_a"]), m["a"], int(m["rank_b"]), m["b"], loc)]
             if m := MISMATCH_ONE.search(sq):
-                return self._one_rank_mismatch(who, int(m[1]), m[2], loc)
+                return self._one_rank_mismatch(who, int(m["rank"]), m["a"], loc)
             return []
         return None
 
