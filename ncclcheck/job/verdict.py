@@ -32,6 +32,7 @@ from ncclcheck.job.releases import release_findings
 from ncclcheck.job.rules import Decision, decide_job
 from ncclcheck.job.runs import Restart
 from ncclcheck.job.stated import best
+from ncclcheck.job.transport import shared_hang
 from ncclcheck.job.versions import agreement_findings
 
 # Names the tensor of a collective (explain's table, when the user gave the model); None when it cannot.
@@ -45,6 +46,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     ``tensor_of`` names the tensor of the hung collective (explain's table, when the user gave the model)."""
     job = build_job(scans, records)
     d = decide_job(job, lambda killed, fired, silent: diagnose(scans, killed, fired, silent))
+    d = shared_hang(job, d, scans)  # every rank waits in one collective: a setting they disagree on, the transport
     findings = [*wording.lead_findings(job, d), *history_findings(job, d.summary),
                 *_size_findings(job, d, dtype, tensor_of), *wording.busy_findings(d),
                 *wording.host_findings(job, d), *counter_findings(records), *detector_findings(scans),
