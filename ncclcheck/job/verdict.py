@@ -27,6 +27,7 @@ from ncclcheck.job.findings import (
 )
 from ncclcheck.job.frmatch import history_findings
 from ncclcheck.job.model import Analysis, Group, Job, Record, Verdict, Work
+from ncclcheck.job.netpath import fallback_findings
 from ncclcheck.job.partition import partition
 from ncclcheck.job.releases import release_findings
 from ncclcheck.job.rules import Decision, decide_job
@@ -50,6 +51,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     findings = [*wording.lead_findings(job, d), *history_findings(job, d.summary),
                 *_size_findings(job, d, dtype, tensor_of), *wording.busy_findings(d),
                 *wording.host_findings(job, d), *counter_findings(records), *detector_findings(scans),
+                *fallback_findings(scans),  # the network NCCL fell back to (job/netpath.py)
                 *membership_findings(job), *report_findings(scans), *wording.run_findings(job, d, restarts),
                 *agreement_findings(job.facts.versions), *release_findings(job.facts.versions, d.kind, d.cause is not None)]
     pg = d.named.group.to_pg() if d.named is not None else None
