@@ -31,7 +31,7 @@ BAR = re.compile(r"(?P<label>[^|\r\n]{0,80}?):? *\d{1,3}%\|[^|]{0,80}\| *(?P<i>\
 _DIGITS = re.compile(r"\d+")
 # A launcher's tag before the line (torchrun's ``[default0]:``, a ``[rank0]:`` prefix, Slurm's ``0: ``): no part of
 # the loop's name.
-_TAG = re.compile(r"^(?:\[[A-Za-z_]+\d+\]:|\[rank\d+\]:|\d+: )+")
+_TAG = re.compile(r"^(?:\[[A-Za-z_]+\d+\]:?|\[rank\d+\]:?|\d+: )+")  # a bar's ``:`` is taken before it
 _ANYONE = Who()  # the line's process: the parser puts the fact on it
 
 
