@@ -46,8 +46,9 @@ def _verdict(*paths):
     (N232 / "ifname", "setup_failure", "no_socket_interface", [0]),  # 2.32's WARN names the function too
     (N232 / "diag_env", "no_failure", None, []),  # NCCL_BUFFSIZE on rank 1 alone: NCCL says so, the job ran
     (N232 / "diag_gpus", "no_failure", None, []),
-    # NCCL_PROTO=Simple on rank 1 alone: barrier()'s all_reduce never completed on either rank, no error
-    (N232 / "diag_env_proto", "incomplete_evidence", None, []),
+    # NCCL_PROTO=Simple on rank 1 alone: barrier()'s all_reduce never completed on either rank, no error: the
+    # setting the ranks disagree on is the cause (job/transport.py); with no majority neither rank is named
+    (N232 / "diag_env_proto", "all_ranks_stuck", "settings_differ_hang", []),
     # torch's own NCCL 2.28.9: its RAS report reads the same; the console's timeout names rank 1
     (N232 / "hang2289" / "ras" / "status_live.txt", "collective_mismatch", "ras_op_counts", []),
     (N232 / "hang2289" / "ras" / "diagnostics_live.txt", "no_failure", None, []),  # "Unknown command DIAGNOSTICS"

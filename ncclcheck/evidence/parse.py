@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from ncclcheck import signals
 from ncclcheck.evidence import formats
-from ncclcheck.evidence.formats import busy, errors, nccl, nccl2, pgnccl, world
+from ncclcheck.evidence.formats import busy, errors, nccl, nccl2, pgnccl, progress, world
 from ncclcheck.evidence.formats.collectors import LABEL
 from ncclcheck.evidence.formats.elastic import Table
 from ncclcheck.evidence.formats.host import Records as HostRecords
@@ -171,6 +171,9 @@ class LogParser:
             self._ranks.add(who.global_rank)
         if bar is not None:
             self._busy(who, bar, Loc(self.file, lineno))
+            for e in progress.Lines().feed(bar, Loc(self.file, lineno)):  # the bar's last count (formats/progress.py)
+                if isinstance(e, Fact):
+                    self._fact(who, e.key, e.value, e.loc)
         # The rest is taken where the line is read for errors and facts (not in a record, a table or a stack).
         self._held = [e for e in said if not isinstance(e, (PidRank, WorkerStarted, WorkerDied))]
         sq = squeeze(text) if pgnccl.MAY_START.search(text) or OPEN_TAIL.search(text, max(0, len(text) - 100)) \
@@ -536,6 +539,9 @@ class LogParser:
         self._errors.append(RankError(who, kind, message[:MAX_MESSAGE], loc))
 
     def _fact(self, who: Who, key: str, value: str, loc: Loc) -> None:
+        if key == "progress":  # a loop's latest count on a rank replaces its earlier ones (formats/progress.py)
+            self._facts[(key, value.rsplit(": ", 1)[0], who.rank)] = Fact(who, key, value[:300], loc)
+            return
         k = (key, value, who.rank)
         if k not in self._facts:
             self._facts[k] = Fact(who, key, value[:MAX_FACT], loc)

@@ -27,11 +27,15 @@ from ncclcheck.job.findings import (
 )
 from ncclcheck.job.frmatch import history_findings
 from ncclcheck.job.model import Analysis, Group, Job, Record, Verdict, VerdictKind, Work
+from ncclcheck.job.netpath import fallback_findings
 from ncclcheck.job.partition import partition
 from ncclcheck.job.releases import release_findings
 from ncclcheck.job.rules import Decision, decide_job
 from ncclcheck.job.runs import Restart
 from ncclcheck.job.stated import best
+from ncclcheck.job.transport import shared_hang
+from ncclcheck.job.uneven import FIX as UNEVEN_FIX
+from ncclcheck.job.uneven import uneven_findings
 from ncclcheck.job.versions import agreement_findings
 
 # The verdicts that name no rank at fault: a first collective that never completed is the path's question there.
@@ -47,10 +51,13 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     ``tensor_of`` names the tensor of the hung collective (explain's table, when the user gave the model)."""
     job = build_job(scans, records)
     d = decide_job(job, lambda killed, fired, silent: diagnose(scans, killed, fired, silent))
+    d = shared_hang(job, d, scans)  # every rank waits in one collective: a setting they disagree on, the transport
+    uneven = uneven_findings(scans, d.found)  # the ranks' loops counted to different totals (job/uneven.py)
     findings = [*wording.lead_findings(job, d), *history_findings(job, d.summary),
                 *_size_findings(job, d, dtype, tensor_of), *wording.busy_findings(d),
                 *wording.host_findings(job, d), *counter_findings(records, d.cause is None and d.kind in _OPEN),
-                *detector_findings(scans),
+                *detector_findings(scans), *fallback_findings(scans),  # the network NCCL fell back to (job/netpath.py)
+                *uneven,
                 *membership_findings(job), *report_findings(scans), *wording.run_findings(job, d, restarts),
                 *agreement_findings(job.facts.versions), *release_findings(job.facts.versions, d.kind, d.cause is not None)]
     pg = d.named.group.to_pg() if d.named is not None else None
@@ -58,7 +65,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     verdict = Verdict(d.kind, wording.summary(d), sets.culprits, sets.waiting, sets.unknown, pg,
                       d.named.seq if d.named is not None else job.facts.detail_seq,
                       chain_lines(job, d.culprits or d.ring) if d.found else (), tuple(findings),
-                      wording.steps(job, d), d.cause, d.ring, decide_action(job, d),
+                      (*((UNEVEN_FIX,) if uneven else ()), *wording.steps(job, d)), d.cause, d.ring, decide_action(job, d),
                       best(job, d.culprits, d.cause), sets.stopped)
     return Analysis(tuple(scans), tuple(records), job, verdict, dtype)
 

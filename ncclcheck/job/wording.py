@@ -18,6 +18,7 @@ from ncclcheck.job.model import Job, VerdictKind
 from ncclcheck.job.rules import Decision
 from ncclcheck.job.runs import Restart
 from ncclcheck.job.slow import Busy, slow_steps
+from ncclcheck.job.transport import OWN_STEPS
 
 EXIT_TEARDOWN_STEP = (
     "Call `torch.distributed.destroy_process_group()` at the end of the program on every rank, after its last "
@@ -68,6 +69,8 @@ def run_findings(job: Job, d: Decision, restarts: Sequence[Restart]) -> list[Fin
 
 def steps(job: Job, d: Decision) -> tuple[str, ...]:
     """The next steps: the cause's fix first, then the teardown's, then the verdict kind's."""
+    if d.cause is not None and d.cause.cause.kind in OWN_STEPS:  # it says why every rank waits: its runs are the steps
+        return (*d.cause.cause.fix, *((PROBE,) if d.cause.cause.probe else ()))
     reports = {m.loc for m in job.facts.mismatches}  # TORCH_DISTRIBUTED_DEBUG=DETAIL's, already in the inputs
     out = next_steps(d.kind, d.culprits, d.killed, d.unknown, d.dumped, d.waited,
                      slow_steps(d.busy) if d.busy is not None else (), bool(reports))

@@ -31,6 +31,7 @@ from ncclcheck.evidence.formats import (
     nccldiag,
     ncclras,
     pgnccl,
+    progress,
     pycall,
     ray,
     slurm,
@@ -49,6 +50,7 @@ FORMATS: tuple[LineSource, ...] = (
     torchrun.FORMAT, slurm.FORMAT, accelerate.FORMAT, composer.FORMAT, gloo.FORMAT, mpi.FORMAT, deepspeed.FORMAT,
     ray.FORMAT, lightning.FORMAT, nccl_release.FORMAT, envreport.FORMAT, cxx.FORMAT,
     pycall.FORMAT, nccldiag.FORMAT, ncclras.FORMAT,
+    progress.FORMAT,  # a rank's count through a loop (job/uneven.py)
     # read by the assembler (evidence/parse.py) on logical lines, in its order (``logical``)
     host.FORMAT, pgnccl.FORMAT, elastic.FORMAT, nccl2.FORMAT, nccl.FORMAT, errors.FORMAT, busy.FORMAT, world.FORMAT,
 )

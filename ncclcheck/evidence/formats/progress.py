@@ -1,0 +1,71 @@
+"""A rank's progress through a loop: ``epoch 0 batch 7/7`` as a training script prints it, a tqdm bar's ``6/7``.
+
+Each is a count and a total of one loop, per rank: ranks whose totals differ in the same loop hold different amounts
+of data (job/uneven.py). The parser keeps each rank's latest count of each loop (evidence/parse.py), as the loop's
+label: the words before the count (a tqdm bar's description), digits as ``#`` so that ``rank 0 epoch 0`` and ``rank 1
+epoch 0`` are one loop.
+
+* A printed count: ``batch 7/7``, ``Batch [3/12]``, ``batch: 5 / 40`` (a script's own print; the word ``batch`` then
+  the count and the total).
+* tqdm's bar (tqdm/std.py ``format_meter``, its default ``l_bar{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining},
+  {rate_fmt}{postfix}]``): the count and total, then the rate in ``it/s`` or ``s/it``; the description is
+  ``l_bar``'s text before the percentage. Lightning's and the HF Trainer's bars are tqdm's.
+
+``step N/M`` is not read: nearly every line of a training log holds ``step``, and a word that gates a source makes the
+block reader keep every line holding it (formats/__init__.py); the bars and ``batch`` counts cover what the loops
+print per rank.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.types import Fact, Loc, Said, Who
+
+PRINTED = re.compile(r"(?P<label>(?:[\w.-]{1,30}[ :]+){0,4}?)\b(?:batch|Batch)(?:es)?\s*[:#]?\s*\[?"
+                     r"(?P<i>\d{1,9})\s*/\s*(?P<n>\d{1,9})\b")
+BAR = re.compile(r"(?P<label>[^|\r\n]{0,80}?):? *\d{1,3}%\|[^|]{0,80}\| *(?P<i>\d{1,9})/(?P<n>\d{1,9}) "
+                 r"\[[^\]]{0,60}?(?:it/s|s/it)")
+_DIGITS = re.compile(r"\d+")
+# A launcher's tag before the line (torchrun's ``[default0]:``, a ``[rank0]:`` prefix, Slurm's ``0: ``): no part of
+# the loop's name.
+_TAG = re.compile(r"^(?:\[[A-Za-z_]+\d+\]:?|\[rank\d+\]:?|\d+: )+")  # a bar's ``:`` is taken before it
+_ANYONE = Who()  # the line's process: the parser puts the fact on it
+
+
+def label(text: str) -> str:
+    """A loop's name as its lines print it: ``rank # epoch #``."""
+    return _DIGITS.sub("#", " ".join(_TAG.sub("", text.strip()).split()).strip(" :")) or "progress"
+
+
+class Lines:
+    """One input's progress lines, each read on its own."""
+
+    def feed(self, text: str, loc: Loc) -> Iterable[Said]:
+        m = (BAR.search(text) if ("it/s" in text or "s/it" in text) and "%|" in text else None) or (
+            PRINTED.search(text) if "atch" in text else None)
+        if m is None or int(m["n"]) == 0 or int(m["i"]) > int(m["n"]):
+            return ()
+        name = label(m["label"]) + ("" if m.re is BAR else " batch")
+        return (Fact(_ANYONE, "progress", f"{name}: {int(m['i'])}/{int(m['n'])}", loc),)
+
+
+_REC = "tests/data/launchers/torchrun/uneven"
+FORMAT = Format(
+    name="progress",
+    words=("batch", "Batch", "it/s", "s/it"),
+    make=Lines,
+    patterns=(PRINTED, BAR),
+    samples=(
+        Sample("[default0]:epoch 0 batch 7/7", f"{_REC}_lines_barrier/console.log:12 (tools/launchers/uneven_job.py)",
+               (Fact(_ANYONE, "progress", "epoch # batch: 7/7", AT),)),
+        Sample("[default1]:rank 1 epoch 0: 100%|██████████| 6/6 [00:00<00:00, 277.93it/s]",
+               f"{_REC}_tqdm_barrier/console.log:19 (tools/launchers/uneven_job.py, tqdm 4.70)",
+               (Fact(_ANYONE, "progress", "rank # epoch #: 6/6", AT),)),
+        Sample("Epoch 0:  57%|█████▋    | 4/7 [00:01<00:00,  3.02it/s, v_num=0, train_loss=0.512]",
+               "Lightning's TQDMProgressBar (its main bar's description, tqdm's format_meter with a postfix)",
+               (Fact(_ANYONE, "progress", "Epoch #: 4/7", AT),)),
+    ),
+)
