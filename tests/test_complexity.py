@@ -1,7 +1,8 @@
 """The job model and the verdict do work in proportion to the ranks (n log n at most), counted, not timed.
 
 A synthetic mesh (tools/synth_job.py: tp groups of 8, dp groups across them, one straggler), as node logs and as
-one file per rank with the rank only in its name, is read at two sizes;
+one file per rank with the rank only in its name, and torchrun node consoles after rank 0 raised (each agent's
+failure table, with and without its closing signals: every silent rank asks every table), is read at two sizes;
 the work of merging the records, building the job and deciding the verdict is the number of Python calls a
 profiling hook sees. Its ranks are made an int subclass whose ``==`` is a Python call, so that a rank looked up in
 a list (``rank in waiting``), which is C code and no call, counts once per element compared: the quadratic spots
@@ -62,6 +63,8 @@ def _scans(tmp: str, world: int, layout: str) -> list[Any]:
     folder = os.path.join(tmp, f"{layout}{world}")
     if layout == "nodes":
         synth.write_nodes(folder, 8, world // 8, world // 2 + 5, 40, 64)
+    elif layout in ("agents", "tables"):  # torchrun consoles of 8 ranks, each with its failure table
+        synth.write_agents(folder, 8, world // 8, 8, closing=layout == "agents")
     else:
         os.makedirs(folder)
         for r in range(world):
@@ -109,11 +112,14 @@ def test_rank_compares_are_counted() -> None:
     assert listed >= 100 and count <= 1
 
 
-@pytest.mark.parametrize("layout", ["nodes", "files"])
+@pytest.mark.parametrize("layout", ["nodes", "files", "agents", "tables"])
 def test_job_and_verdict_grow_at_most_n_log_n(tmp_path: Any, layout: str) -> None:
     small, culprit_small = _work(_scans(str(tmp_path), SMALL, layout))
     large, culprit_large = _work(_scans(str(tmp_path), LARGE, layout))
-    assert culprit_small == (SMALL // 2 + 5,) and culprit_large == (LARGE // 2 + 5,)
+    if layout in ("nodes", "files"):
+        assert culprit_small == (SMALL // 2 + 5,) and culprit_large == (LARGE // 2 + 5,)
+    else:  # rank 0 raised; the others were stopped by their agents, or left out of their node's table
+        assert culprit_small[0] == 0 and culprit_large[0] == 0
     bound = LARGE / SMALL * math.log(LARGE) / math.log(SMALL)
     assert large / small <= bound, f"work grew {large / small:.2f}x for {LARGE / SMALL:.0f}x the ranks " \
                                    f"({small:,} to {large:,} calls; n log n allows {bound:.2f}x)"

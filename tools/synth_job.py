@@ -84,6 +84,35 @@ def write_nodes(folder: str, tp: int, dp: int, straggler: int, step: int, per_fi
     return files
 
 
+def agent_console(node: int, per_node: int, tp: int, dp: int, closing: bool) -> list[str]:
+    """A node's console under torchrun after global rank 0 raised: its ranks' creation lines, the agent's closing
+    signals to its other workers (``closing``), and its failure table naming the node's first rank (exit code 1).
+
+    Every node's agent prints a table, so a job holds one a node: the shape that made each rank's question "which
+    table leaves me out" quadratic (issue 42)."""
+    ranks = range(node * per_node, (node + 1) * per_node)
+    lines = [line for r in ranks for line in rank_lines(r, tp, dp, -1, 40)[0]]
+    if node == 0:
+        lines.append("[rank0]: RuntimeError: simulated bad batch on rank 0 at step 3")
+    agent = "W1122 11:30:28.756000 1541 torch/distributed/elastic/multiprocessing/api.py:1012]"
+    lines += [f"{agent} Sending process {10000 + r} closing signal SIGTERM" for r in ranks[1:] if closing]
+    return [*lines, "=" * 60, "train.py FAILED", "-" * 60, "Failures:", "  <NO_OTHER_FAILURES>", "-" * 60,
+            "Root Cause (first observed failure):", "[0]:", "  time      : 2026-11-22_11:30:29",
+            f"  host      : node{node}", f"  rank      : {ranks[0]} (local_rank: 0)",
+            f"  exitcode  : 1 (pid: {10000 + ranks[0]})", "  error_file: <N/A>",
+            "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html", "=" * 60]
+
+
+def write_agents(folder: str, tp: int, dp: int, per_node: int, closing: bool) -> int:
+    """The job as torchrun node consoles (:func:`agent_console`); returns the file count."""
+    os.makedirs(folder, exist_ok=True)
+    nodes = tp * dp // per_node
+    for k in range(nodes):
+        with open(os.path.join(folder, f"node-{k:05d}.log"), "w", encoding="utf-8") as f:
+            f.write("\n".join(agent_console(k, per_node, tp, dp, closing)) + "\n")
+    return nodes
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out")

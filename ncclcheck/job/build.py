@@ -56,6 +56,7 @@ from ncclcheck.job.model import (
     Record,
     Work,
 )
+from ncclcheck.job.tables import Tables
 from ncclcheck.job.world import WorldStatement, statements, strongest
 from ncclcheck.ranks import Spans, ranges
 from ncclcheck.transfer import GATHER_SCATTER_OPS
@@ -519,7 +520,8 @@ class _Builder:
             for c in s.clues:
                 if c.kind == "launcher" and (m := _CLOSING.search(c.text)):
                     self.stopped.setdefault(int(m[1]), (m[2], c.loc))
-        self.received = origins.received([(c.text, c.loc) for s in self.scans for c in s.clues if c.kind == "launcher"])
+        self.received = set(origins.received([(c.text, c.loc) for s in self.scans for c in s.clues
+                                              if c.kind == "launcher"]))
         self.pid_of: dict[int, int] = {}
         if self.stopped:
             for s in self.scans:
@@ -530,6 +532,10 @@ class _Builder:
                 for f in fs:
                     if f.pid is not None and not f.agent_line:
                         self.pid_of.setdefault(r, f.pid)
+        # Asked by every rank with no ending of its own: built once (issue 42).
+        self.unplaced = sorted(set(self.stopped) - set(self.pid_of.values()))
+        self.table_index = Tables(self.tables)
+        self.agents = origins.agents(self.stopped)
 
     def _first_error(self, rank: int) -> RankError | None:
         return self.errors.get(rank)
@@ -567,7 +573,7 @@ class _Builder:
             sig, loc = self.stopped[pid]
             return Ending(EndKind.ABORTED, f"stopped by the launcher ({sig} to its PID {pid}) after another process "
                           "failed; it printed no error of its own", loc)
-        outside = origins.outside_stop(elastic, self.stopped, self.received)
+        outside = origins.outside_stop(elastic, self.stopped, self.agents, self.received)
         if outside is not None:
             return outside
         exited = self._exited(rank)
@@ -602,19 +608,19 @@ class _Builder:
     def _exited(self, rank: int) -> Ending | None:
         """A rank missing from a torchrun failure table that lists its other ranks exited with status 0, unless the
         launcher stopped processes no input ties to a rank: then it may be one of them."""
-        unplaced = sorted(set(self.stopped) - set(self.pid_of.values()))
-        for listed, first in self.tables:
-            inside = any(lo <= rank <= hi for lo, hi in listed)
-            if not inside and rank in self.seen and unplaced:
-                sig, loc = self.stopped[unplaced[0]]
-                return Ending(EndKind.ABORTED, f"not in torchrun's failure table, while the launcher stopped "
-                              f"{len(unplaced)} process(es) ({sig}) that these inputs do not tie to a rank: most likely "
-                              "stopped after another process failed, not exited", loc)
-            # the listed ranks and this one are one unbroken run: it is the one the table leaves out
-            if rank in self.seen and not inside and \
-                    len(merged([*listed, (rank, rank)])) == 1:
-                return Ending(EndKind.EXITED, "exited with status 0 while the others still needed it (torchrun's "
-                              "failure table lists the ranks around it, not this one)", first.loc)
+        if rank not in self.seen:
+            return None
+        unplaced = self.unplaced
+        if unplaced and self.table_index.left_out(rank):
+            sig, loc = self.stopped[unplaced[0]]
+            return Ending(EndKind.ABORTED, f"not in torchrun's failure table, while the launcher stopped "
+                          f"{len(unplaced)} process(es) ({sig}) that these inputs do not tie to a rank: most likely "
+                          "stopped after another process failed, not exited", loc)
+        # the listed ranks and this one are one unbroken run: it is the one the table leaves out
+        first = None if unplaced else self.table_index.completed_by(rank)
+        if first is not None:
+            return Ending(EndKind.EXITED, "exited with status 0 while the others still needed it (torchrun's "
+                          "failure table lists the ranks around it, not this one)", first.loc)
         return None
 
 

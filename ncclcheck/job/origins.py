@@ -19,6 +19,7 @@ The signal facts themselves (names, numbers, who sends which) are in ncclcheck/s
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 from ncclcheck import signals
 from ncclcheck.evidence.types import ElasticFailure, Loc, RankError
@@ -27,11 +28,17 @@ from ncclcheck.job.model import Ending, EndKind, Job, VerdictKind
 from ncclcheck.ranks import rank_phrase
 
 
-def outside_stop(failures: Iterable[ElasticFailure], closed: Mapping[int, tuple[str, Loc]],
-                 received: Iterable[str]) -> Ending | None:
-    """A worker's death by SIGTERM that its agent did not send (see the module's docstring), as its ending."""
-    agents = {loc.file for _, loc in closed.values()}  # the consoles that hold the agent's closing lines
-    got = set(received)  # the consoles whose agent received a signal itself
+def agents(closed: Mapping[int, tuple[str, Loc]]) -> set[str]:
+    """The consoles that hold the agent's closing lines (``closed``: the PIDs it sent a closing signal to)."""
+    return {loc.file for _, loc in closed.values()}
+
+
+def outside_stop(failures: Iterable[ElasticFailure], closed: Mapping[int, tuple[str, Loc]], agents: AbstractSet[str],
+                 got: AbstractSet[str]) -> Ending | None:
+    """A worker's death by SIGTERM that its agent did not send (see the module's docstring), as its ending.
+
+    ``agents``: the consoles of the closing lines (:func:`agents`); ``got``: the consoles whose agent received a
+    signal itself (:func:`received`). Every rank asks, so both are built once by the caller, not here (issue 42)."""
     for f in failures:
         if f.signal != "SIGTERM" or f.pid is None or f.pid in closed:
             continue
