@@ -22,6 +22,7 @@ import re
 from pathlib import Path
 
 import pytest
+from analysed import report
 from conftest import CONFORMANCE, DATA, run
 
 from ncclcheck.evidence import formats, hostlog, reader
@@ -29,7 +30,6 @@ from ncclcheck.evidence.formats.source import AT
 from ncclcheck.evidence.repair import clean
 from ncclcheck.evidence.types import Loc
 from ncclcheck.job.causes import CATALOGUE
-from ncclcheck.render.json_out import analysis_json
 
 try:  # the regular-expression parser of the running Python (3.11+ names; sre_parse before)
     from re import _constants as sre  # type: ignore[attr-defined]
@@ -183,12 +183,13 @@ def test_chatter_alone_is_no_cause(tmp_path):
 
 
 @pytest.mark.parametrize("offset", OFFSETS, ids=lambda o: f"at{o >> 10}KiB")
-def test_every_example_line_is_its_cause_at_any_offset(tmp_path, offset):
+@pytest.mark.parametrize("cause", sorted({kind for kind, _, _ in _examples()}))  # one test a cause: xdist shares them out
+def test_every_example_line_is_its_cause_at_any_offset(tmp_path, offset, cause):
     """Each cause's example line in a long log (a rank's own file, as torchrun --log-dir or Slurm's --output=%t
     write them), with and without a rank prefix, is read as that cause wherever it stands; a line that is the
     cause only beside its failure is read alike at every offset."""
     wrong = []
-    for kind, line, alone in _examples():
+    for kind, line, alone in (e for e in _examples() if e[0] == cause):
         for prefix in ("",) if hostlog.maybe_host_record(line) else ("", "[rank3]: "):
             want = kind if alone else _cause(_placed(tmp_path, line, 0, prefix))
             got = _cause(_placed(tmp_path, line, offset, prefix))
@@ -227,7 +228,7 @@ def test_every_alternative_of_every_cause_matches_a_fixture_line(cause):
 
 
 def _report(path: Path) -> dict:
-    return analysis_json(run(path), per_rank=True)
+    return report(path, per_rank=True)  # analysis_json(run(path), per_rank=True), made once (tests/analysed.py)
 
 
 # Set-up facts (NCCL's ``nranks``, ``NET/``) are read in the first reader.HEAD bytes only: NCCL's INFO chatter repeats
