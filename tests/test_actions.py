@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from analysed import analysed, report
 from conftest import DATA, run
 
 from ncclcheck.job.actions import TABLE
@@ -81,7 +82,7 @@ def test_every_fixture_verdict_has_one_action():
     seen: collections.Counter[str] = collections.Counter()
     for path in golden.inputs():
         assert "blind_threads2" not in path.parts
-        a = run(path)
+        a = analysed(path)  # run(path), shared with the other properties of every fixture (tests/analysed.py)
         act = a.verdict.action
         where = path.relative_to(ROOT)
         assert act is not None, where
@@ -93,7 +94,7 @@ def test_every_fixture_verdict_has_one_action():
             assert act.kind == cause(act.reason).action, where
         raised = [s for s in a.job.ranks if s.rank in a.verdict.culprit_ranks and s.ending.kind.value == "exception"]
         assert not (raised and act.kind == "restart"), where
-        j = analysis_json(a)["verdict"]["action"]
+        j = report(path)["verdict"]["action"]
         assert j["kind"] == act.kind and j["reason"] == act.reason and j["why"] == act.why, where
         seen[act.kind] += 1
     assert set(seen) == set(ACTIONS), seen  # every class is reached by some fixture

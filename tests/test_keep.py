@@ -7,7 +7,7 @@ hold one of its cheap words (``formats.KEEP_WORDS``), and the reader searches ev
 * every alternative of every pattern read behind those words holds one of them (read with ``re``'s own parser,
   so a new alternative without one fails here, not silently deep in someone's log);
 * every cause of the catalogue has example lines (its file in ncclcheck/job/catalogue/, each line cited: the
-  loader refuses a file without them), and each, placed at 0, 64 KiB, 1 MiB and 8 MiB of a long ordinary rank
+  loader refuses a file without them), and each, placed at 0, 64 KiB, 1 MiB and the reader's second block of a long ordinary rank
   log, with and without a ``[rankN]:`` prefix, is read as that cause;
 * every alternative of every cause matches an example line or a line of some fixture; and the fast and the full
   reading give the same report on every fixture.
@@ -22,6 +22,7 @@ import re
 from pathlib import Path
 
 import pytest
+from analysed import report
 from conftest import CONFORMANCE, DATA, run
 
 from ncclcheck.evidence import formats, hostlog, reader
@@ -29,7 +30,6 @@ from ncclcheck.evidence.formats.source import AT
 from ncclcheck.evidence.repair import clean
 from ncclcheck.evidence.types import Loc
 from ncclcheck.job.causes import CATALOGUE
-from ncclcheck.render.json_out import analysis_json
 
 try:  # the regular-expression parser of the running Python (3.11+ names; sre_parse before)
     from re import _constants as sre  # type: ignore[attr-defined]
@@ -149,7 +149,7 @@ def _chatter() -> bytes:
                   "have requires_grad=True. Gradients will be None",
     )
     out, size, i = [], 0, 0
-    while size < (8 << 20) + (256 << 10):
+    while size < max(OFFSETS) + (256 << 10):
         line = shapes[rnd.randrange(len(shapes))](i).encode() + b"\n"
         out.append(line)
         size += len(line)
@@ -157,7 +157,9 @@ def _chatter() -> bytes:
     return b"".join(out)
 
 
-OFFSETS = (0, 64 << 10, 1 << 20, 8 << 20)
+# 0, 64 KiB, 1 MiB: inside the reader's first block and its 16 KiB head or not; the last, where the second block
+# begins (the line that starts at a block's boundary is the one a block cut could lose).
+OFFSETS = (0, 64 << 10, 1 << 20, reader.BLOCK)
 
 
 def _placed(tmp: Path, line: str, offset: int, prefix: str) -> Path:
@@ -183,12 +185,13 @@ def test_chatter_alone_is_no_cause(tmp_path):
 
 
 @pytest.mark.parametrize("offset", OFFSETS, ids=lambda o: f"at{o >> 10}KiB")
-def test_every_example_line_is_its_cause_at_any_offset(tmp_path, offset):
+@pytest.mark.parametrize("cause", sorted({kind for kind, _, _ in _examples()}))  # one test a cause: xdist shares them out
+def test_every_example_line_is_its_cause_at_any_offset(tmp_path, offset, cause):
     """Each cause's example line in a long log (a rank's own file, as torchrun --log-dir or Slurm's --output=%t
     write them), with and without a rank prefix, is read as that cause wherever it stands; a line that is the
     cause only beside its failure is read alike at every offset."""
     wrong = []
-    for kind, line, alone in _examples():
+    for kind, line, alone in (e for e in _examples() if e[0] == cause):
         for prefix in ("",) if hostlog.maybe_host_record(line) else ("", "[rank3]: "):
             want = kind if alone else _cause(_placed(tmp_path, line, 0, prefix))
             got = _cause(_placed(tmp_path, line, offset, prefix))
@@ -227,7 +230,7 @@ def test_every_alternative_of_every_cause_matches_a_fixture_line(cause):
 
 
 def _report(path: Path) -> dict:
-    return analysis_json(run(path), per_rank=True)
+    return report(path, per_rank=True)  # analysis_json(run(path), per_rank=True), made once (tests/analysed.py)
 
 
 # Set-up facts (NCCL's ``nranks``, ``NET/``) are read in the first reader.HEAD bytes only: NCCL's INFO chatter repeats

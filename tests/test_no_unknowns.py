@@ -11,7 +11,8 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import CONFORMANCE, DATA, run
+from analysed import analysed
+from conftest import CONFORMANCE, DATA
 
 from ncclcheck.render.html import report_html
 from ncclcheck.render.report import report
@@ -38,7 +39,7 @@ def _text(renderable) -> str:
 
 @pytest.mark.parametrize("path", INPUTS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_no_unknown_leaks_into_any_report(path):
-    a = run(path)
+    a = analysed(path)  # run(path), shared with the other properties of every fixture (tests/analysed.py)
     text = _text(report(a))
     assert not LEAKS.findall(text), [line for line in text.splitlines() if LEAKS.search(line)][:5]
     page = html.unescape(re.sub(r"<script.*?</script>|<style.*?</style>|<[^>]+>", " ", report_html(a), flags=re.S))

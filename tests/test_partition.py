@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from analysed import resolved
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -58,8 +59,7 @@ FIXTURES = inputs()
 
 @pytest.mark.parametrize("path", FIXTURES, ids=[p.relative_to(ROOT).as_posix() for p in FIXTURES])
 def test_every_fixture_accounts_for_every_rank(path: Path) -> None:
-    sources = resolve([str(path)], lambda e: None)
-    a = analyze(sources, workers=1)
+    _, a = resolved(path)  # the analysis other files' properties share (tests/analysed.py)
     assert_partition(a)
     for each in a.attempts:
         assert_partition(each)

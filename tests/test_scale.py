@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
+from analysed import report
 from conftest import DATA, run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -62,7 +63,7 @@ def test_rank_notation_round_trips():
 def test_classes_account_for_every_item(path):
     """Every per-rank record, rank and edge is in exactly one class, with the class's values: folding loses
     only whose an item is (and where), never what it says."""
-    j = analysis_json(run(path), per_rank=True)
+    j = report(path, per_rank=True)  # analysis_json(run(path), per_rank=True), made once (tests/analysed.py)
     detail = j["per_rank"]
 
     def record_says(r):

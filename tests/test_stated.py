@@ -16,13 +16,13 @@ import re
 from pathlib import Path
 
 import pytest
+from analysed import analysed, report
 from conftest import DATA, run
 from typer.testing import CliRunner
 
 from ncclcheck.cli import app
 from ncclcheck.evidence.types import Loc
 from ncclcheck.job.reasons import NOT_FATAL, Stated, ranked
-from ncclcheck.render.json_out import analysis_json
 
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
@@ -299,9 +299,9 @@ def test_the_fixtures_hold_both_kinds_of_line():
 def test_a_stated_failure_is_never_lost(path, says_why):
     """(a) not no_failure while an error-class line is in the input; (b) no "without saying why" while a line
     says why."""
-    a = run(path)
+    a = analysed(path)  # run(path), shared with the other properties of every fixture (tests/analysed.py)
     assert a.verdict.kind.value != "no_failure", a.verdict.summary
     if says_why:
-        v = analysis_json(a)["verdict"]
+        v = report(path)["verdict"]
         said = json.dumps({k: v[k] for k in ("summary", "cause", "findings", "next_steps")})
         assert not NO_REASON.search(said), v["summary"]
