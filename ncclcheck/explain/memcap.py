@@ -31,9 +31,10 @@ def _mapped() -> int | None:
 
 
 @contextlib.contextmanager
-def capped(budget: int = BUDGET) -> Iterator[int | None]:
-    """Run the body with the address space limited to what is mapped now plus ``budget`` (never above a limit
-    already set); yields the ceiling in bytes, or None where none could be set."""
+def capped(budget: int | None = None) -> Iterator[int | None]:
+    """Run the body with the address space limited to what is mapped now plus ``budget`` (``BUDGET`` unless
+    given; never above a limit already set); yields the ceiling in bytes, or None where none could be set."""
+    budget = BUDGET if budget is None else budget
     try:
         import resource
     except ImportError:  # Windows
