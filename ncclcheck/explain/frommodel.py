@@ -38,6 +38,12 @@ def _build_errors() -> tuple[type[BaseException], ...]:
     return (*_BUILD_ERRORS, StrictDataclassError)
 
 
+def _pass_errors() -> tuple[type[BaseException], ...]:
+    """What a pass over a model of unknown size can raise: a build error, or an allocation refused under the
+    ceiling on memory (``memcap``), which Python code meets as MemoryError."""
+    return (*_build_errors(), MemoryError)
+
+
 _LONG = 300  # characters; past them an error is cut after its first sentence
 
 
@@ -215,7 +221,7 @@ def _backward(module: object, inputs: dict, order: list[str]) -> tuple[tuple[str
                 return (), "the forward pass returned no floating-point tensor"
             out.float().sum().backward()
             return tuple(order), None
-        except (*_build_errors(), MemoryError) as exc:
+        except _pass_errors() as exc:
             if attempt or out_of_memory(exc) or not hasattr(config, "_experts_implementation"):
                 return (), f"the forward and backward pass failed ({_why(exc)})"
             config._experts_implementation = "batched_mm"  # type: ignore[union-attr]
@@ -304,7 +310,7 @@ def _shrunk_order(module: object) -> tuple[tuple[str, ...], str | None]:
         torch.manual_seed(0)
         with torch.device("cpu"):
             small = model_class(small_config)
-    except (*_build_errors(), MemoryError) as exc:
+    except _pass_errors() as exc:
         return (), f"a shrunk copy could not be built ({_why(exc)})"
     names = [n for n, _ in module.named_parameters()]  # type: ignore[attr-defined]
     if [n for n, _ in small.named_parameters()] != names:
