@@ -68,3 +68,13 @@ def test_a_frozen_embedding_is_not_named_before_the_trainable_head_of_its_shape(
     # A broadcast copies values, which a frozen tensor has: both stay candidates there.
     e = explain(704_176, m, None, "gloo:broadcast", "float32", None, table)
     assert {c.params for c in e.candidates if c.exact} >= {(embed.name,), (head.name,)}
+
+
+def test_nested_block_indices_are_generic_alike():
+    """Swin's blocks sit inside stages (``layers.0.blocks.1``): both indices are generic, and making a name generic
+    twice changes nothing (the bench compares names made generic once with names made generic again)."""
+    from ncclcheck.explain.core import generic
+
+    names = ("swin.encoder.layers.0.blocks.1.mlp.fc1.weight", "model.layers.12.self_attn.q_proj.weight")
+    assert generic(names) == ("swin.encoder.layers.N.blocks.N.mlp.fc1.weight", "model.layers.N.self_attn.q_proj.weight")
+    assert generic(generic(names)) == generic(names)
