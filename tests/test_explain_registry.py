@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -76,3 +77,13 @@ def test_what_transformers_cannot_build_is_its_own_error_in_one_line(tmp_path):
     assert len(lines) == 1
     assert "could not build this model" in lines[0]
     assert "must equal num_heads * head_dim" in lines[0]
+
+
+@pytest.mark.skipif(shutil.which("prlimit") is None, reason="prlimit (util-linux) is not installed")
+def test_a_process_that_dies_fails_its_model_types_one_by_one():
+    """Under a limit too small for Python to start, the chunk's process dies without a result: each of its model
+    types is run again alone, dies alone and is listed as failed with the process's end, never as built."""
+    got = explain_registry.isolated(["llama", "bert"], as_limit=20_000_000, timeout=60)
+    assert set(got) == {"llama", "bert"}
+    for outcome, why in got.values():
+        assert outcome == "failed" and why.startswith("the process ended with exit ") and "no result" in why

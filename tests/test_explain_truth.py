@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "tools"))
 import bench_explain  # noqa: E402
 
 TRUTH = sorted((Path(__file__).parent / "data" / "explain" / "truth").glob("*.json"))
-CASES = 2448  # distinct (op, NumelIn, NumelOut) of every run, as make bench-explain counts them
+CASES = 2752  # distinct (op, NumelIn, NumelOut) of every run, as make bench-explain counts them
 
 if installed("transformers") is None or installed("torch") is None:
     reason = "transformers and torch are not installed (make test installs both)"
@@ -69,6 +69,14 @@ def test_the_truth_covers_what_the_issue_names():
     # issue 35's setups: a hybrid SSM, an encoder-decoder, a vision, an audio model, MoE with shared experts, a LoRA
     # adapter, a partly frozen model, a user's CNN whose blocks sit in nn.Sequential
     assert {"jamba", "bart", "vit", "whisper", "deepseekv3", "lora", "frozen", "convnet"} <= {r["model"] for r in runs}
+    # issue 43's: a soft-capped tied decoder, Mixtral, pure SSMs (Mamba, Mamba-2), a classifier on an encoder with
+    # relative positions (DeBERTa-v2), a parallel-residual decoder (GPT-NeoX), multi-query attention (Falcon), an MoE
+    # with per-head norms (Qwen3-MoE), a hierarchical vision model (Swin); each under DDP (both caps), FSDP1 and FSDP2
+    # at world 2 and 4
+    new = {"deberta_v2", "gpt_neox", "falcon", "mamba2", "qwen3moe", "swin"}
+    assert {(r["model"], r["strategy"], r["world_size"]) for r in runs if r["model"] in new} == {
+        (m, s, w) for m in new for s in ("ddp", "ddp_cap1", "fsdp1", "fsdp2") for w in (2, 4)}
+    assert {"gemma2", "mixtral", "mamba"} <= {r["model"] for r in runs}
     assert all(r["ranks_agree"] for r in runs)
     assert all(c["truth"] for r in runs for c in r["collectives"])
 

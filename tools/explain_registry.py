@@ -14,7 +14,13 @@ types in transformers 5.23: hours on 2 cores, most under a second each, a few mi
 Prints one line per model type (its outcome, time and, where not built, why), then the counts; ``--json FILE``
 keeps each result with its time.
 
-Usage: python tools/explain_registry.py [--only TYPE ...] [--json FILE]
+The model types run in processes of ``CHUNK`` types each under ``prlimit --as`` (the default for more than one
+type), one process at a time; where a process dies (killed for memory, a crash in native code) its types not yet
+done run again one type a process, so that the one that died takes only itself down and is listed as such;
+``--from TYPE`` resumes an interrupted run, and ``--jsonl FILE`` appends each result as it comes.
+
+Usage: python tools/explain_registry.py [--only TYPE ...] [--from TYPE] [--json FILE] [--jsonl FILE]
+       [--no-isolate] [--as-limit BYTES] [--timeout S]
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -40,6 +47,8 @@ LAYER_KEYS = ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder
               "num_encoder_layers", "num_decoder_layers", "depth", "text_layers", "vision_layers")
 SMALL_LAYERS = 2
 BUILT, REFUSED, FAILED = "built", "refused", "failed"
+AS_LIMIT = 6_000_000_000  # bytes of address space each model type's process may map
+TIMEOUT = 900  # seconds a model type may take (the largest defaults, on the meta device, take minutes)
 NOT_BUILT = "could not build this model"  # the words of source.load's warning when transformers fails
 
 
@@ -119,19 +128,78 @@ def check(model_type: str) -> tuple[str, str]:
     return outcome, why
 
 
+def isolated(model_types: list[str], as_limit: int, timeout: int) -> dict[str, tuple[str, str]]:
+    """``check`` of each model type in a process of its own chunk, its address space capped (the imports, most of
+    a small type's time, paid once a chunk): a chunk that dies (killed for memory, a crash in native code) or runs
+    past ``timeout`` a type is run again one type a process, so that the type that died fails alone, and says so."""
+    cmd = ["prlimit", f"--as={as_limit}", "--", sys.executable, os.path.abspath(__file__), "--no-isolate",
+           "--result", "--only", *model_types]
+    out: dict[str, tuple[str, str]] = {}
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout * len(model_types), check=False)
+        stdout, stderr, why = done.stdout, done.stderr, f"the process ended with exit {done.returncode}"
+    except subprocess.TimeoutExpired as exc:
+        stdout, stderr = _text(exc.stdout), _text(exc.stderr)
+        why = f"ran past {timeout} s"
+    for line in stdout.splitlines():
+        if line.startswith("{"):
+            r = json.loads(line)
+            out[r["model_type"]] = (r["outcome"], r["why"])
+    rest = [t for t in model_types if t not in out]
+    if len(rest) == 1 and len(model_types) == 1:
+        tail = " | ".join(stderr.strip().splitlines()[-2:])
+        return {rest[0]: (FAILED, f"{why} and no result: {tail}")}
+    for t in rest:
+        out.update(isolated([t], as_limit, timeout))
+    return out
+
+
+def _text(b: bytes | str | None) -> str:
+    return b.decode(errors="replace") if isinstance(b, bytes) else b or ""
+
+
+CHUNK = 20  # model types a process
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="*", help="these model types only")
+    ap.add_argument("--from", dest="start", help="the model types from this one on (alphabetically)")
     ap.add_argument("--json", help="write every model type's result to this file")
+    ap.add_argument("--jsonl", help="append each model type's result to this file as it comes")
+    ap.add_argument("--no-isolate", action="store_true", help="run every model type in this process")
+    ap.add_argument("--as-limit", type=int, default=AS_LIMIT, help="bytes of address space a model type may map")
+    ap.add_argument("--timeout", type=int, default=TIMEOUT, help="seconds a model type may take")
+    ap.add_argument("--result", action="store_true", help=argparse.SUPPRESS)  # one JSON line: isolated()'s channel
     args = ap.parse_args()
     types = args.only or model_types()
+    if args.start:
+        types = [t for t in types if t >= args.start]
+    isolate = not args.no_isolate and len(types) > 1
     results = {}
     start = time.perf_counter()
-    for t in types:
+    for chunk in (types[i:i + CHUNK] for i in range(0, len(types), CHUNK)):
         t0 = time.perf_counter()
-        outcome, why = check(t)
-        results[t] = {"outcome": outcome, "why": why, "seconds": round(time.perf_counter() - t0, 2)}
-        print(f"{t}: {outcome} ({results[t]['seconds']} s){'' if outcome == BUILT else ': ' + why}", flush=True)
+        if isolate:
+            got = isolated(chunk, args.as_limit, args.timeout)
+            seconds = round((time.perf_counter() - t0) / len(chunk), 2)  # the chunk's time, shared
+            timed = {t: (*got[t], seconds) for t in chunk}
+        else:
+            timed = {}
+            for t in chunk:
+                t0 = time.perf_counter()
+                outcome, why = check(t)
+                timed[t] = (outcome, why, round(time.perf_counter() - t0, 2))
+                if args.result:
+                    print(json.dumps({"model_type": t, "outcome": outcome, "why": why}), flush=True)
+        for t, (outcome, why, seconds) in timed.items():
+            results[t] = {"outcome": outcome, "why": why, "seconds": seconds}
+            if args.result:
+                continue
+            print(f"{t}: {outcome} ({seconds} s){'' if outcome == BUILT else ': ' + why}", flush=True)
+            if args.jsonl:
+                with open(args.jsonl, "a", encoding="utf-8") as f:
+                    f.write(json.dumps({"model_type": t, **results[t]}) + "\n")
     counts = {k: sum(r["outcome"] == k for r in results.values()) for k in (BUILT, REFUSED, FAILED)}
     print(f"{len(types)} model types in {time.perf_counter() - start:.0f} s: " +
           ", ".join(f"{v} {k}" for k, v in counts.items()))

@@ -131,6 +131,30 @@ def configs():
         "mamba": ("MambaForCausalLM", tf.MambaConfig(
             hidden_size=136, state_size=8, num_hidden_layers=2, expand=2, conv_kernel=4, vocab_size=2003,
             tie_word_embeddings=True)),
+        # More of issue 43's families: a classifier on an encoder with relative positions (DeBERTa-v2: a pooler and a
+        # head beside the encoder layers), a parallel-residual decoder with fused QKV (GPT-NeoX), multi-query
+        # attention (Falcon), a pure SSD state-space model (Mamba-2, whose config holds infinity), an MoE with
+        # per-head norms (Qwen3-MoE) and a hierarchical vision model with per-stage lists (Swin).
+        "deberta_v2": ("DebertaV2ForSequenceClassification", tf.DebertaV2Config(
+            hidden_size=136, intermediate_size=353, vocab_size=3001, num_hidden_layers=2, num_attention_heads=4,
+            max_position_embeddings=64, relative_attention=True, position_buckets=16, num_labels=3,
+            pos_att_type=["p2c", "c2p"])),
+        "gpt_neox": ("GPTNeoXForCausalLM", tf.GPTNeoXConfig(
+            hidden_size=144, intermediate_size=389, vocab_size=3007, num_hidden_layers=2, num_attention_heads=4,
+            max_position_embeddings=64, use_parallel_residual=True, tie_word_embeddings=False)),
+        "falcon": ("FalconForCausalLM", tf.FalconConfig(
+            hidden_size=160, vocab_size=2011, num_hidden_layers=2, num_attention_heads=4, multi_query=True,
+            new_decoder_architecture=False, parallel_attn=True, bias=False)),
+        "mamba2": ("Mamba2ForCausalLM", tf.Mamba2Config(
+            hidden_size=64, expand=2, num_heads=16, head_dim=8, n_groups=1, state_size=8, num_hidden_layers=2,
+            vocab_size=2003, chunk_size=16, tie_word_embeddings=True)),
+        "qwen3moe": ("Qwen3MoeForCausalLM", tf.Qwen3MoeConfig(
+            hidden_size=144, intermediate_size=389, moe_intermediate_size=71, num_experts=4, num_experts_per_tok=2,
+            decoder_sparse_step=1, mlp_only_layers=[], vocab_size=3011, tie_word_embeddings=False,
+            **{**dec, "head_dim": 18})),
+        "swin": ("SwinForImageClassification", tf.SwinConfig(
+            image_size=32, patch_size=4, num_channels=3, embed_dim=24, depths=[1, 2], num_heads=[2, 4],
+            window_size=4, num_labels=5)),
     })
     if hasattr(tf, "Qwen2_5_VLConfig"):
         out["qwen25vl"] = ("Qwen2_5_VLForConditionalGeneration", tf.Qwen2_5_VLConfig(
@@ -192,7 +216,7 @@ def batch(cls, cfg, device, step, rank):
     if cls == "ConvNet":
         return {"x": torch.randn(BATCH, 3, 16, 16, generator=g).to(device),
                 "y": torch.randint(0, 7, (BATCH,), generator=g).to(device)}
-    if cls.startswith("ViT"):
+    if cls.endswith("ForImageClassification"):
         pix = torch.randn(BATCH, cfg.num_channels, cfg.image_size, cfg.image_size, generator=g)
         return {"pixel_values": pix.to(device), "labels": torch.randint(0, cfg.num_labels, (BATCH,), generator=g)}
     if cls.startswith("Whisper"):

@@ -129,10 +129,10 @@ def _expected_out(s: Shape) -> int:
 
 def generic(names: Sequence[str]) -> tuple[str, ...]:
     """Parameter names with block indices replaced, so identical decoder layers compare equal."""
-    return tuple(_INDEX.sub(r".\1.N.", n) for n in names)
+    return tuple(_INDEX.sub(r".\1.N", n) for n in names)
 
 
-_INDEX = re.compile(r"\.(layers|blocks)\.\d+\.")
+_INDEX = re.compile(r"\.(layers|blocks)\.\d+(?=\.)")
 
 
 def _merge(cands: list[tuple[Shape, str]]) -> list[tuple[Shape, str, list[str], list[str]]]:

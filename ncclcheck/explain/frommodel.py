@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any, TypeGuard
 
 from ncclcheck.explain.counts import ExplainError
+from ncclcheck.explain.memcap import BUDGET, capped, out_of_memory
 from ncclcheck.explain.params import Param
 from ncclcheck.explain.table import MODULE, TRANSFORMERS, Table
 
@@ -35,6 +36,12 @@ def _build_errors() -> tuple[type[BaseException], ...]:
     except ImportError:  # an older huggingface_hub, whose configs are not validated
         return _BUILD_ERRORS
     return (*_BUILD_ERRORS, StrictDataclassError)
+
+
+def _pass_errors() -> tuple[type[BaseException], ...]:
+    """What a pass over a model of unknown size can raise: a build error, or an allocation refused under the
+    ceiling on memory (``memcap``), which Python code meets as MemoryError."""
+    return (*_build_errors(), MemoryError)
 
 
 _LONG = 300  # characters; past them an error is cut after its first sentence
@@ -214,9 +221,9 @@ def _backward(module: object, inputs: dict, order: list[str]) -> tuple[tuple[str
                 return (), "the forward pass returned no floating-point tensor"
             out.float().sum().backward()
             return tuple(order), None
-        except _build_errors() as exc:
-            if attempt or not hasattr(config, "_experts_implementation"):
-                return (), f"the forward and backward pass failed ({type(exc).__name__})"
+        except _pass_errors() as exc:
+            if attempt or out_of_memory(exc) or not hasattr(config, "_experts_implementation"):
+                return (), f"the forward and backward pass failed ({_why(exc)})"
             config._experts_implementation = "batched_mm"  # type: ignore[union-attr]
     return (), None
 
@@ -227,7 +234,8 @@ _WIDTH = 32
 _VOCAB = 64
 _IMAGE = 64
 _HEADS_SMALL = 4
-_WIDE = ("hidden_size", "d_model", "n_embd", "embed_dim", "projection_dim", "text_embed_dim", "vision_embed_dim")
+_WIDE = ("hidden_size", "d_model", "n_embd", "embed_dim", "projection_dim", "text_embed_dim", "vision_embed_dim",
+         "pooler_hidden_size")
 _MLP = ("intermediate_size", "ffn_dim", "encoder_ffn_dim", "decoder_ffn_dim", "d_ff", "n_inner",
         "moe_intermediate_size", "shared_expert_intermediate_size", "decoder_intermediate_size")
 _LATENT = ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
@@ -303,8 +311,8 @@ def _shrunk_order(module: object) -> tuple[tuple[str, ...], str | None]:
         torch.manual_seed(0)
         with torch.device("cpu"):
             small = model_class(small_config)
-    except _build_errors() as exc:
-        return (), f"a shrunk copy could not be built ({type(exc).__name__})"
+    except _pass_errors() as exc:
+        return (), f"a shrunk copy could not be built ({_why(exc)})"
     names = [n for n, _ in module.named_parameters()]  # type: ignore[attr-defined]
     if [n for n, _ in small.named_parameters()] != names:
         return (), "a shrunk copy has other parameters than the model"
@@ -323,15 +331,23 @@ READY_SHRUNK = "observed: one forward and backward pass of a shrunk copy (same m
 READY_META = "observed: one forward and backward pass on the meta device"
 
 
+def _why(exc: BaseException) -> str:
+    """Why a pass did not run, in a few words: the error's type, or that it needed more memory than it may take."""
+    return f"it needs more than {BUDGET >> 30} GiB" if out_of_memory(exc) else type(exc).__name__
+
+
 def ready_order(module: object) -> tuple[tuple[str, ...], str]:
     """The gradient-ready order and how it was learnt: a shrunk copy on the CPU (fast; Python's meta kernels are
-    not), else the model itself on the meta device; empty with the reasons when neither pass ran."""
+    not), else the model itself on the meta device; empty with the reasons when neither pass ran. Both passes run
+    under a ceiling on memory (``memcap``): a shrunk copy is small only where its sizes are ones explain shrinks."""
     if getattr(module, "config", None) is None:
         return (), "inferred from the layer names: no example input is known for this module (it has no config)"
-    order, why_small = _shrunk_order(module)
+    with capped():
+        order, why_small = _shrunk_order(module)
     if order:
         return order, READY_SHRUNK
-    order, why_meta = _ready_order(module)
+    with capped():
+        order, why_meta = _ready_order(module)
     if order:
         return order, READY_META
     return (), f"inferred from the layer names: {why_small}; on the meta device, {why_meta}"

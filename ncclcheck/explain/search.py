@@ -44,13 +44,14 @@ def search(s: Setting, family: str | None, n: int, lo: int, hi: int) -> RunSearc
     if not params:
         return RunSearch((), 0, 0)
     w = s.world
+    trainable = [p for p in params if p.trainable]  # a frozen tensor has no gradient: no run of gradients holds it
     orders: list[tuple[str, str, str, list[list[Param]], list[int]]] = []
     if family in (None, ALLREDUCE):
-        for label, order in (("gradient-ready order", backward_order(params)),
-                             ("reverse registration order", list(reversed(params)))):
+        for label, order in (("gradient-ready order", backward_order(trainable)),
+                             ("reverse registration order", list(reversed(trainable)))):
             orders.append(("gradient_run", ALLREDUCE, label, [[p] for p in order], [p.numel for p in order]))
     if w and family in (None, REDUCESCATTER):
-        order = backward_order(params)
+        order = backward_order(trainable)
         orders.append(("gradient_run", REDUCESCATTER, "gradient-ready order, each padded to a multiple of the world",
                        [[p] for p in order], [ceil_div(p.numel, w) * w for p in order]))
     if w and family in (None, ALLGATHER):

@@ -51,15 +51,17 @@ def shapes(s: Setting) -> list[Shape]:
         out.append(Shape("scalar", ALLREDUCE, w, None, f"one value per rank (world size {w}): a per-rank flag or "
                                                        "count vector", 1))
     params = list(s.params)
-    seen: set[tuple[str, int]] = set()
+    seen: set[tuple[str, str, int]] = set()
     for p in params:
         generic = re.sub(r"\.(layers|blocks)\.\d+\.", r".\1.N.", p.name)
-        if (generic, p.numel) in seen:
-            continue
-        seen.add((generic, p.numel))
-        out += [Shape("parameter", ALLREDUCE, p.numel, None, f"the gradient of {generic} {list(p.shape)} alone",
-                      1, (p.name,)),
-                Shape("parameter", BROADCAST, p.numel, None, f"{generic} {list(p.shape)} broadcast", 1, (p.name,))]
+        if p.trainable and ("grad", generic, p.numel) not in seen:  # a frozen tensor has no gradient to reduce
+            seen.add(("grad", generic, p.numel))
+            out.append(Shape("parameter", ALLREDUCE, p.numel, None, f"the gradient of {generic} {list(p.shape)} "
+                             "alone", 1, (p.name,)))
+        if ("value", generic, p.numel) not in seen:
+            seen.add(("value", generic, p.numel))
+            out.append(Shape("parameter", BROADCAST, p.numel, None, f"{generic} {list(p.shape)} broadcast", 1,
+                             (p.name,)))
     blocks: dict[str, list[str]] = {}
     sizes: dict[str, int] = {}
     for p in params:
