@@ -211,7 +211,7 @@ def test_cli_json():
                             "--numel", "466,119,168", "--op", "ALLREDUCE", "--json"], catch_exceptions=False)
     assert (r.exit_code, r.stderr) == (0, "")
     j = json.loads(r.stdout)
-    assert j["schema_version"] == 5
+    assert j["schema_version"] == 6
     e = j["explanations"][0]
     assert (e["numel"], e["factorization"]) == (466119168, [2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 303463])
     first = e["candidates"][0]

@@ -44,7 +44,7 @@ def test_a_gpt2_config_is_built_by_transformers_and_its_model_broadcast_found(tm
     cfg = _config(tmp_path, "ddp-gpt2-w2")
     j, err = _json(["--config", str(cfg), "--numel", "696086", "--op", "BROADCAST", "--world-size", "2"])
     assert err == ""
-    assert j["schema_version"] == 5 and j["model"]["hidden"] == 128 and j["model"]["layers"] == 2
+    assert j["schema_version"] == 6 and j["model"]["hidden"] == 128 and j["model"]["layers"] == 2
     assert j["table"]["origin"] == "transformers" and j["table"]["numel"] == 696086
     first = j["explanations"][0]["candidates"][0]
     assert first["kind"] == "model" and first["exact"] and "initial sync of module states" in first["description"]
