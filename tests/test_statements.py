@@ -136,8 +136,12 @@ def test_a_first_collective_with_no_error_gets_the_isolating_runs(tmp_path):
     later collective does not get them."""
     first = _verdict(_log(tmp_path, _first_timeout(1, -1), "WORLD_SIZE=2"))
     assert first["kind"] == "all_ranks_stuck"
+    # every member known and stuck in it: the cause (job/transport.py) gives the isolating runs as next steps, and
+    # the finding does not say them twice
+    assert first["cause"]["kind"] == "first_collective_hang"
+    assert "NCCL_P2P_DISABLE=1" in first["next_steps"][0]
     fixes = {f["code"]: f["fix"] for f in first["findings"]}
-    assert fixes["first-collective"].endswith(FIRST_UNEXPLAINED)
+    assert not fixes["first-collective"].endswith(FIRST_UNEXPLAINED)
     later = _verdict(_log(tmp_path, _first_timeout(7, 6), "WORLD_SIZE=2"))
     assert later["kind"] == "all_ranks_stuck"
     assert "first-collective" not in {f["code"] for f in later["findings"]}

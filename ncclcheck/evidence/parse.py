@@ -243,7 +243,9 @@ class LogParser:
             system=tuple(self._system),
             problems=tuple(self._problems),
             local_ranks=unplaced,
-            tagged=bool(self._procs.tags),
+            # an agent's console: a rank's own file is none, whatever its chatter carries (its tagged lines may all
+            # be lines no reading keeps, so the file's fast and full readings agree)
+            tagged=bool(self._procs.tags) and self._procs.path_rank is None,
         )
 
     def _local_ranks(self) -> tuple[dict[Who, Who], int]:

@@ -573,6 +573,10 @@ def _pieces(buf: bytearray, size: int, lineno: int, full_until: int) -> Iterator
     text = bytes(buf[:size]).replace(b"\r", b"\n")
     if b"\n" not in text and len(text) > MAX_LINE:
         text = b"\n".join(text[i: i + MAX_LINE] for i in range(0, len(text), MAX_LINE))
+    elif b"%|" in text:  # a bar redrawn: of each run of its pieces only the last says where the loop is, as repair
+        # keeps the last of a shorter line's carriage-return segments (a tqdm log is one line of a million bars)
+        pieces = text.split(b"\n")
+        text = b"\n".join(p for p, after in zip(pieces, [*pieces[1:], b""]) if not (b"%|" in p and b"%|" in after))
     part = bytearray(text)
     part += b"\n"
     for _, line in _scan(part, len(part), 1, 0, full_until, None):

@@ -302,8 +302,9 @@ def explain(n: int, m: Model, numel_out: int | None = None, op: str | None = Non
     sizes = ddp.bucket_sizes(setting, n) if fam == ops.BROADCAST and strategy in (None, "ddp") else None
     if sizes is not None and (numel_out is None or _expected_out(sizes) == numel_out):
         exact.append((sizes, MATCH))  # a small broadcast: DDP's rebuilt buckets' sizes for some rebuild
-    trace = zero.submodule_trace(setting, n) if fam == ops.BROADCAST and ops.strategy_allows("zero3_gather",
-                                                                                            strategy) else None
+    # a range, not a rule: only where the user says the job runs ZeRO-3 (any small broadcast is in some range)
+    trace = zero.submodule_trace(setting, n) if fam == ops.BROADCAST and strategy is not None and ops.strategy_allows(
+        "zero3_gather", strategy) else None
     if trace is not None:
         exact.append((trace, MATCH))  # a small int64 broadcast: ZeRO-3's submodule trace for some forward
     lo, hi = coincidence.window(n)
