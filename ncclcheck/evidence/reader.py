@@ -576,7 +576,8 @@ def _pieces(buf: bytearray, size: int, lineno: int, full_until: int) -> Iterator
     elif b"%|" in text:  # a bar redrawn: of each run of its pieces only the last says where the loop is, as repair
         # keeps the last of a shorter line's carriage-return segments (a tqdm log is one line of a million bars)
         pieces = text.split(b"\n")
-        text = b"\n".join(p for p, after in zip(pieces, [*pieces[1:], b""]) if not (b"%|" in p and b"%|" in after))
+        text = b"\n".join(p for p, after in zip(pieces, [*pieces[1:], b""], strict=True)
+                           if not (b"%|" in p and b"%|" in after))
     part = bytearray(text)
     part += b"\n"
     for _, line in _scan(part, len(part), 1, 0, full_until, None):
