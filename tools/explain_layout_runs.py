@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import glob
 import json
 import math
 import os
@@ -425,12 +424,7 @@ def label_zero(fx: dict, c: dict) -> dict | None:
 def collect(src, dst):
     """One fixture per run: rank 0's record; a pipeline's sends and receives of every rank."""
     os.makedirs(dst, exist_ok=True)
-    runs: dict[str, list] = {}
-    for path in sorted(glob.glob(os.path.join(src, "*.rank*.json"))):
-        with open(path) as f:
-            runs.setdefault(os.path.basename(path).split(".rank")[0], []).append(json.load(f))
-    for key, recs in runs.items():
-        recs.sort(key=lambda r: r["rank"])
+    for key, recs in er.runs_of(src).items():
         base = recs[0]
         fixture = {k: base.get(k) for k in ("strategy", "model", "world_size", "batch", "seq", "class", "config",
                                             "params", "buffers", "layout", "losses", "torch", "transformers",

@@ -583,15 +583,19 @@ def label(fx: dict, c: dict) -> dict | None:
     return None
 
 
-def collect(src, dst):
-    """One fixture per run: rank 0's record, each collective cut to (op, sizes, dtypes) and labelled."""
-    os.makedirs(dst, exist_ok=True)
+def runs_of(src) -> dict[str, list]:
+    """Every rank's record in ``src`` (``<run>.rank<N>.json``), by run, in rank order."""
     runs: dict[str, list] = {}
     for path in sorted(glob.glob(os.path.join(src, "*.rank*.json"))):
         with open(path) as f:
             runs.setdefault(os.path.basename(path).split(".rank")[0], []).append(json.load(f))
-    for key, recs in runs.items():
-        recs.sort(key=lambda r: r["rank"])
+    return {key: sorted(recs, key=lambda r: r["rank"]) for key, recs in runs.items()}
+
+
+def collect(src, dst):
+    """One fixture per run: rank 0's record, each collective cut to (op, sizes, dtypes) and labelled."""
+    os.makedirs(dst, exist_ok=True)
+    for key, recs in runs_of(src).items():
         base = recs[0]
 
         def cut(colls):
