@@ -5,19 +5,15 @@ forward pass (BART's ``.item()``). Tiny configs of ViT, Whisper, BART and CLIP, 
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
+from needs import torch_and_transformers
 from typer.testing import CliRunner
 
 from ncclcheck.cli import app
-from ncclcheck.explain.frommodel import READY_META, READY_SHRUNK, installed
+from ncclcheck.explain.frommodel import READY_META, READY_SHRUNK
 
-if installed("transformers") is None or installed("torch") is None:
-    reason = "transformers and torch are not installed (make test installs both)"
-    if os.environ.get("NCCLCHECK_CI") or os.environ.get("NCCLCHECK_REQUIRE_TORCH"):
-        raise RuntimeError(reason)
-    pytest.skip(reason, allow_module_level=True)
+torch_and_transformers()
 
 import torch  # noqa: E402
 

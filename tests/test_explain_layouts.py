@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 from pathlib import Path
 
 import pytest
+from needs import torch_and_transformers
 from typer.testing import CliRunner
 
 from ncclcheck.cli import app
 from ncclcheck.explain.core import MATCH, explain
-from ncclcheck.explain.frommodel import installed
 from ncclcheck.explain.layouts.pp import microbatch_rows
 from ncclcheck.explain.models import merge, model_from_dict
 from ncclcheck.explain.ops import known_strategy, strategy_allows
@@ -26,11 +25,7 @@ import bench_explain  # noqa: E402
 TRUTH = Path(__file__).parent / "data" / "explain" / "truth"
 runner = CliRunner()
 
-if installed("transformers") is None or installed("torch") is None:
-    reason = "transformers and torch are not installed (make test installs both)"
-    if os.environ.get("NCCLCHECK_CI") or os.environ.get("NCCLCHECK_REQUIRE_TORCH"):
-        raise RuntimeError(reason)
-    pytest.skip(reason, allow_module_level=True)
+torch_and_transformers()
 
 
 def _run(name: str) -> dict:

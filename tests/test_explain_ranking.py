@@ -6,21 +6,16 @@ LoRA adapter (tests/data/explain/truth), and on the case where it changes the an
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
 import pytest
+from needs import torch_and_transformers
 
 from ncclcheck.explain.core import MATCH, explain
-from ncclcheck.explain.frommodel import installed
 from ncclcheck.explain.models import merge, model_from_dict
 
-if installed("transformers") is None or installed("torch") is None:
-    reason = "transformers and torch are not installed (make test installs both)"
-    if os.environ.get("NCCLCHECK_CI") or os.environ.get("NCCLCHECK_REQUIRE_TORCH"):
-        raise RuntimeError(reason)
-    pytest.skip(reason, allow_module_level=True)
+torch_and_transformers()
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "tools"))
 import bench_explain  # noqa: E402

@@ -10,22 +10,17 @@ the shapes whose defaults are slow to build (Swin's per-stage lists, Mamba-2's s
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
+from needs import torch_and_transformers
 from typer.testing import CliRunner
 
 from ncclcheck.cli import app
-from ncclcheck.explain.frommodel import installed
 
-if installed("transformers") is None or installed("torch") is None:
-    reason = "transformers and torch are not installed (make test installs both)"
-    if os.environ.get("NCCLCHECK_CI") or os.environ.get("NCCLCHECK_REQUIRE_TORCH"):
-        raise RuntimeError(reason)
-    pytest.skip(reason, allow_module_level=True)
+torch_and_transformers()
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "tools"))
 import explain_registry  # noqa: E402

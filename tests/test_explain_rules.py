@@ -5,18 +5,17 @@ named by the user's wrap policy, and the tensor-parallel plan's gathering styles
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
 import pytest
+from needs import torch_and_transformers
 from typer.testing import CliRunner
 
 from ncclcheck.cli import app
 from ncclcheck.explain.adapt import freeze, parse_mesh, with_blocks, with_lora
 from ncclcheck.explain.core import MATCH, explain
 from ncclcheck.explain.counts import ExplainError
-from ncclcheck.explain.frommodel import installed
 from ncclcheck.explain.models import merge, model_from_dict
 from ncclcheck.explain.params import Param
 from ncclcheck.explain.table import Table
@@ -27,11 +26,7 @@ import bench_explain  # noqa: E402
 DATA = Path(__file__).parent / "data" / "explain"
 TRUTH = DATA / "truth"
 
-if installed("transformers") is None or installed("torch") is None:
-    reason = "transformers and torch are not installed (make test installs both)"
-    if os.environ.get("NCCLCHECK_CI") or os.environ.get("NCCLCHECK_REQUIRE_TORCH"):
-        raise RuntimeError(reason)
-    pytest.skip(reason, allow_module_level=True)
+torch_and_transformers()
 
 
 def _run(name: str) -> dict:

@@ -10,20 +10,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from needs import torch_and_transformers
 from typer.testing import CliRunner
 
 from ncclcheck.cli import app
 from ncclcheck.explain import frommodel
-from ncclcheck.explain.frommodel import installed
 
 DATA = Path(__file__).parent / "data" / "explain"
 TRUTH = DATA / "truth"
 
-if installed("transformers") is None or installed("torch") is None:
-    reason = "transformers and torch are not installed (make test installs both)"
-    if os.environ.get("NCCLCHECK_CI") or os.environ.get("NCCLCHECK_REQUIRE_TORCH"):
-        raise RuntimeError(reason)
-    pytest.skip(reason, allow_module_level=True)
+torch_and_transformers()
 
 
 def _config(tmp_path: Path, run: str) -> Path:

@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import struct
 import sys
 from pathlib import Path
 
 import pytest
+from needs import torch_and_transformers
 
 from ncclcheck.explain.core import MATCH, explain, generic
 from ncclcheck.explain.counts import ExplainError
-from ncclcheck.explain.frommodel import installed
 from ncclcheck.explain.models import merge, model_from_dict
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "tools"))
@@ -31,11 +30,7 @@ import bench_explain  # noqa: E402
 TRUTH = sorted((Path(__file__).parent / "data" / "explain" / "truth").glob("*.json"))
 CASES = 2752  # distinct (op, NumelIn, NumelOut) of every run, as make bench-explain counts them
 
-if installed("transformers") is None or installed("torch") is None:
-    reason = "transformers and torch are not installed (make test installs both)"
-    if os.environ.get("NCCLCHECK_CI") or os.environ.get("NCCLCHECK_REQUIRE_TORCH"):
-        raise RuntimeError(reason)
-    pytest.skip(reason, allow_module_level=True)
+torch_and_transformers()
 
 # What each op can carry as gloo records it (its reduce-scatter runs as an all_reduce of the whole tensor), written
 # here independently of the code under test.
