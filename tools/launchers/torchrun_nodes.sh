@@ -14,14 +14,9 @@
 #
 # usage: tools/launchers/torchrun_nodes.sh [OUT_DIR] [CASE ...]   (default: tests/data/launchers/torchrun, both)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-root=$PWD
-out=${1:-tests/data/launchers/torchrun}
-shift || true
-cases=("$@")
-[ ${#cases[@]} -gt 0 ] || cases=(node_lost restarts)
-venv=${VENV:-$root/.venv}
-[ -x "$venv/bin/torchrun" ] || { echo "torchrun_nodes.sh: no torchrun in $venv (VENV=...)" >&2; exit 2; }
+default_cases=(node_lost restarts)
+# shellcheck source=tools/launchers/torchrun_args.sh
+. "$(dirname "$0")/torchrun_args.sh" "$@"
 port=29950
 for case in "${cases[@]}"; do
   dir=$out/$case

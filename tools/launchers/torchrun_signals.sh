@@ -13,14 +13,9 @@
 #
 # usage: tools/launchers/torchrun_signals.sh [OUT_DIR] [CASE ...]   (default: tests/data/launchers/torchrun, all)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-root=$PWD
-out=${1:-tests/data/launchers/torchrun}
-shift || true
-cases=("$@")
-[ ${#cases[@]} -gt 0 ] || cases=(early_exit outside_term sigkill sigint agent_term)
-venv=${VENV:-$root/.venv}
-[ -x "$venv/bin/torchrun" ] || { echo "torchrun_signals.sh: no torchrun in $venv (VENV=...)" >&2; exit 2; }
+default_cases=(early_exit outside_term sigkill sigint agent_term)
+# shellcheck source=tools/launchers/torchrun_args.sh
+. "$(dirname "$0")/torchrun_args.sh" "$@"
 port=29900
 for case in "${cases[@]}"; do
   dir=$out/$case

@@ -8,14 +8,9 @@
 #
 # usage: tools/launchers/uneven.sh [OUT_DIR] [CASE ...]   (default: tests/data/launchers/torchrun, all)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-root=$PWD
-out=${1:-tests/data/launchers/torchrun}
-shift || true
-cases=("$@")
-[ ${#cases[@]} -gt 0 ] || cases=(lines_barrier lines_metric tqdm_barrier)
-venv=${VENV:-$root/.venv}
-[ -x "$venv/bin/torchrun" ] || { echo "uneven.sh: no torchrun in $venv (VENV=...)" >&2; exit 2; }
+default_cases=(lines_barrier lines_metric tqdm_barrier)
+# shellcheck source=tools/launchers/torchrun_args.sh
+. "$(dirname "$0")/torchrun_args.sh" "$@"
 port=29940
 for case in "${cases[@]}"; do
   dir=$out/uneven_$case
