@@ -205,7 +205,7 @@ def _fixture_files() -> list[Path]:
     """Every input kept here but the blind set, which measures analyze-log and is read by no test (its README)."""
     roots = [DATA, Path(__file__).resolve().parents[1] / "examples", CONFORMANCE]
     return sorted(p for root in roots if root.is_dir() for p in root.rglob("*")
-                  if p.is_file() and p.suffix not in (".json", ".py", ".md") and DATA / "blind_threads2" not in p.parents)
+                  if p.is_file() and p.suffix not in (".json", ".py", ".md") and DATA / "blind_threads3" not in p.parents)
 
 
 @functools.cache

@@ -252,7 +252,7 @@ ERROR_CLASS = (
     re.compile(r"^(?:\[\w+\]:\s*)?(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): \S"),
 )
 NO_REASON = re.compile(r"without saying why|no reason printed|printed no reason|printed no WARN line")
-SKIP = {"explain", "expected", "expected4", "expected_failures", "hosts", "blind_threads2"}  # as tools/golden.py
+SKIP = {"explain", "expected", "expected4", "expected_failures", "hosts", "blind_threads3"}  # as tools/golden.py
 
 
 def _inputs() -> list[Path]:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
-# blind_threads2: the blind set (its README) is read by bench_truth alone, never by a fixture tool
-SKIP = {"explain", "expected", "expected4", "expected_failures", "hosts", "blind_threads2"}
+# blind_threads3: the blind set (its README) is read by bench_truth alone, never by a fixture tool
+SKIP = {"explain", "expected", "expected4", "expected_failures", "hosts", "blind_threads3"}
 
 
 def inputs() -> list[Path]:
