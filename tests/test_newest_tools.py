@@ -8,12 +8,14 @@ set wrong or off (tests/data/gpu/layers/). Their READMEs say how each was made.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from conftest import DATA, run
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ncclcheck.evidence import debugserver
+from ncclcheck.evidence import debugserver, rasjson
 from ncclcheck.evidence.formats import nccldiag, ncclras
 from ncclcheck.evidence.types import Clue, Fact, Loc
 from ncclcheck.job.analyze import packed_kind
@@ -38,7 +40,12 @@ def _verdict(*paths):
     (RAS / "diagnostics_live.txt", "no_failure", None, []),  # every check passed
     # the console with everything: the kill (a signal in the console) explains what the RAS saw
     (N232 / "hang", "rank_failed_first", "host_kill", [1]),
-    (N232 / "hang" / "debug", "lagging_rank", None, [1]),  # rank 1 in rank1_sleeps, rank 0 in synchronize
+    # rank 1 in rank1_sleeps, rank 0 in synchronize; the fr_trace tables say rank 1 never issued all_reduce #4
+    (N232 / "hang" / "debug", "lagging_rank", "fr_not_joined", [1]),
+    (N232 / "hang" / "debug" / "fr_trace_20261127_145555.txt", "collective_mismatch", "fr_not_joined", [1]),
+    # ncclras -f json: the same verdicts as the text reports of the same moments
+    (RAS / "status_live.json", "collective_mismatch", "ras_op_counts", []),
+    (RAS / "status_dead.json", "nccl_error", "ras_rank_missing", []),
     (DATA / "debug_server" / "gloo-hang" / "debug", "lagging_rank", None, [1]),
     (N232 / "diag", "no_failure", None, []),
     (N232 / "diag_warn", "no_failure", None, []),
@@ -105,11 +112,13 @@ def test_the_debug_servers_newest_stack_dump_is_read_and_the_older_named():
     folder = N232 / "hang" / "debug"
     stacks = sorted(str(p) for p in folder.glob("stacks_*.txt"))
     assert [packed_kind(p) for p in stacks] == ["debug_stacks", "debug_stacks"]
-    assert packed_kind(str(folder / "fr_trace_20261127_145555.txt")) is None
+    assert packed_kind(str(folder / "fr_trace_20261127_145555.txt")) == "debug_fr_trace"
+    assert packed_kind(str(folder / "tcpstore_20261127_145634.txt")) == packed_kind(
+        str(folder / "wait_counters_20261127_145555.txt")) == "debug_ranks"
     scans = debugserver.read_stacks(stacks)
     assert [(s.file.rsplit("/", 1)[1], s.path_rank) for s in scans] == [
         ("stacks_20261127_145550.txt", None), ("stacks_20261127_145555.txt", 0), ("stacks_20261127_145555.txt", 1)]
-    assert "an earlier debug-server stack dump" in scans[0].problems[0].message
+    assert "an earlier debug-server dump" in scans[0].problems[0].message
     (r0,), (r1,) = scans[1].live, scans[2].live
     assert (r0.global_rank, r0.host, r0.collective, r0.threads[0].frames[0].name) == (0, "vm", None, "synchronize")
     assert (r1.collective, r1.threads[0].frames[0].name) == (None, "rank1_sleeps")
@@ -148,3 +157,92 @@ def test_a_fact_is_what_an_ok_line_reads():
                                             "in comm 0x1", Loc("x", 1))
     assert fact == Fact(nccldiag.ANYONE, "nccl_diag_ok", "ECC: no uncorrected volatile errors across 2 ranks in comm "
                         "0x1", Loc("x", 1))
+
+
+def test_the_fr_trace_tables_size_the_world_and_name_the_rank_that_never_issued():
+    """The flight recorder's Collectives row with missing_ranks {1}: a clue on global rank 1 at its row, the default
+    group's size a statement of the world, the members listed not taken as seen (where they are, no row says)."""
+    f = N232 / "hang" / "debug" / "fr_trace_20261127_145555.txt"
+    scan = debugserver.read_fr_trace(str(f))
+    assert scan.ranks_seen == ()
+    assert [(x.key, x.value, x.loc.line) for x in scan.facts] == [("fr_trace_world", "2", 14)]
+    (clue,) = scan.clues
+    assert (clue.who.global_rank, clue.loc.line) == (1, 21)
+    assert clue.text == ("the flight recorder's analysis (debug server): rank 1 never issued collective #4 "
+                         "(nccl:all_reduce, input sizes [[1048576]]) of group 0:default_pg, which rank 0 issued "
+                         "(scheduled)")
+
+
+def test_a_plain_table_keeps_cells_with_spaces_and_empty_columns(tmp_path):
+    f = tmp_path / "fr_trace_20261127_150000.txt"
+    f.write_text("=== FR Trace NCCL ===\n--- Groups ---\n  id  desc          size\n  x7  default_pg      4\n"
+                 "--- Collectives ---\n  collective_seq_id  pg_desc       collective_name    expected_ranks    "
+                 "collective_state    input_numel    missing_ranks\n"
+                 "                 12  0:default_pg  nccl:all_gather    {0, 1, 2, 3}      started                            {2, 3}\n")
+    assert packed_kind(str(f)) == "debug_fr_trace"
+    scan = debugserver.read_fr_trace(str(f))
+    assert [x.value for x in scan.facts] == ["4"]
+    assert [(c.who.global_rank, c.text.split(": ", 1)[1]) for c in scan.clues] == [
+        (r, f"rank {r} never issued collective #12 (nccl:all_gather, input sizes ?) of group 0:default_pg, which "
+            "ranks 0, 1 issued (started)") for r in (2, 3)]
+
+
+def test_the_store_keys_and_wait_counters_give_each_ranks_host():
+    folder = N232 / "hang" / "debug"
+    for name, lines in (("tcpstore_20261127_145634.txt", [1, 2]), ("wait_counters_20261127_145555.txt", [1, 58])):
+        scan = debugserver.read_rank_addresses(str(folder / name))
+        assert [(x.who.global_rank, x.key, x.value, x.loc.line) for x in scan.facts] == [
+            (0, "host", "vm", lines[0]), (1, "host", "vm", lines[1])]
+        assert scan.ranks_seen == (0, 1)
+
+
+def test_periodic_dumps_of_each_series_are_read_newest_first_the_others_named():
+    folder = N232 / "hang" / "debug"
+    paths = sorted(str(p) for p in folder.glob("*_*.txt"))
+    scans = debugserver.read_dumps({p: packed_kind(p) for p in paths})
+    read = sorted(s.file.rsplit("/", 1)[1] for s in scans if not s.problems)
+    assert read == ["fr_trace_20261127_145555.txt", "stacks_20261127_145555.txt", "stacks_20261127_145555.txt",
+                    "tcpstore_20261127_145634.txt", "wait_counters_20261127_145555.txt"]
+    named = [s for s in scans if s.problems]
+    assert len(named) == len(paths) - 4
+    assert all("an earlier debug-server dump than " + s.file.rsplit("/", 1)[1].split("_2026")[0] in
+               s.problems[0].message for s in named)
+
+
+@pytest.mark.parametrize("name", ["status_live", "status_dead"])
+def test_ncclras_json_says_what_its_text_report_says(name):
+    """``ncclras -f json`` of the same moment as the text report: the same verdict, at the JSON's own lines."""
+    as_json, as_text = run(RAS / f"{name}.json"), run(RAS / f"{name}.txt")
+    assert as_json.verdict.kind == as_text.verdict.kind
+    assert as_json.verdict.summary.replace(f"{name}.json:", "@") .split("@")[0] == \
+        as_text.verdict.summary.replace(f"{name}.txt:", "@").split("@")[0]
+    at = {"status_live": 37, "status_dead": 39}[name]  # the JSON line of rank 1 ("rank": 1)
+    assert f"{name}.json:{at}" in as_json.verdict.summary
+    assert json.loads((RAS / f"{name}.json").read_text())["nccl_version"] == "2.32.3"
+
+
+@given(st.recursive(st.none() | st.booleans() | st.integers(-3, 9) | st.text(max_size=4),
+                    lambda c: st.lists(c, max_size=3) | st.dictionaries(
+                        st.sampled_from(["rank", "pid", "host", "status", "collective_counts", "ranks",
+                                         "missing_ranks", "hash", "AllReduce", "async_error", "considered_dead"]),
+                        c, max_size=4), max_leaves=20))
+def test_any_ncclras_json_reads_or_is_refused_in_one_line(tree):
+    """Whatever a report holds in NCCL's fields, it is read or refused with ReportError, never a traceback."""
+    doc = {"nccl_version": "2.32.3", "communicators_count": 1, "communicators": [tree]}
+    data = json.dumps(doc, indent=2).encode()
+    assert rasjson.looks_like(data[:1024])
+    try:
+        lines = rasjson.lines(data)
+    except rasjson.ReportError as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert all(isinstance(n, int) and n >= 1 and isinstance(t, bytes) for n, t in lines)
+
+
+def test_a_broken_ncclras_json_is_one_problem_and_other_inputs_still_read(tmp_path):
+    bad = tmp_path / "ras.json"
+    bad.write_text('{"nccl_version": "2.32.3", "communicators": [ {"hash": ')
+    result = run(bad, RAS / "status_live.txt")
+    (problem,) = [p for p in result.problems if p.file == str(bad)]
+    assert problem.fatal and problem.message.startswith("an ncclras JSON report that is not valid JSON (")
+    assert result.verdict.kind.value == "collective_mismatch"

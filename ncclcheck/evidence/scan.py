@@ -7,6 +7,7 @@ import os
 from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
+from ncclcheck.evidence import rasjson
 from ncclcheck.evidence.frdump import MAX_DUMP_BYTES, DumpError, looks_like_dump, parse_dump
 from ncclcheck.evidence.parse import LogParser
 from ncclcheck.evidence.reader import InputError, Source, before_fork, open_source, read_lines
@@ -58,6 +59,26 @@ def _dump_scan(source: Source, stream: BinaryIO) -> FileScan:
     return FileScan(source.name, dump.rank, 0, len(data), ranks, dump=dump)
 
 
+def _ras_scan(source: Source, stream: BinaryIO, parser: LogParser) -> FileScan:
+    """Read an ncclras JSON report to the end, bounded, and feed the text report it holds (evidence/rasjson.py)."""
+    try:
+        data = _read_upto(stream, MAX_DUMP_BYTES + 1)
+    except OSError as exc:
+        return FileScan(source.name, source.path_rank, 0, 0, (),
+                        problems=(InputProblem(source.name, f"read failed ({exc.strerror or exc})", True),))
+    finally:
+        if source.path is not None:
+            stream.close()
+    try:
+        found = rasjson.lines(data)
+    except rasjson.ReportError as exc:
+        return FileScan(source.name, source.path_rank, 0, len(data), (),
+                        problems=(InputProblem(source.name, str(exc), True),))
+    for lineno, text in found:
+        parser.feed(lineno, text)
+    return parser.finish(data.count(b"\n") + 1, len(data))
+
+
 def scan_source(source: Source) -> FileScan:
     """Parse one input completely; reading problems end up in ``FileScan.problems``.
 
@@ -68,6 +89,8 @@ def scan_source(source: Source) -> FileScan:
         stream, head = open_source(source)
         if looks_like_dump(head):
             return _dump_scan(source, stream)
+        if rasjson.looks_like(head):
+            return _ras_scan(source, stream, parser)
         lines = read_lines(source, parser.problem, (stream, head))
         while True:
             lineno, raw = next(lines)

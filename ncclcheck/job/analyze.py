@@ -32,9 +32,10 @@ SNAPSHOT_SUFFIXES = (".tar.gz", ".tgz")
 
 
 def packed_kind(path: str) -> str | None:
-    """"archive" (a snapshot archive: a gzipped tar), "evidence" (an --evidence-out file, plain or gzipped) or
-    "debug_stacks" (PyTorch's debug server's stacks dump), by content whatever the name, with one look at the file's
-    first bytes; None for anything else."""
+    """"archive" (a snapshot archive: a gzipped tar), "evidence" (an --evidence-out file, plain or gzipped),
+    "debug_stacks", "debug_fr_trace" or "debug_ranks" (PyTorch's debug server's stacks, flight-recorder tables, store
+    keys or wait counters), by content whatever the name, with one look at the file's first bytes; None for anything
+    else."""
     if path.endswith(SNAPSHOT_SUFFIXES):
         return "archive"  # also a damaged one: its reader says what is wrong with it
     try:
@@ -47,6 +48,10 @@ def packed_kind(path: str) -> str | None:
             return "evidence"
         if debugserver.is_stacks(head):
             return "debug_stacks"
+        if debugserver.is_fr_trace(head):
+            return "debug_fr_trace"
+        if debugserver.is_rank_addresses(head):
+            return "debug_ranks"
         if not head.startswith(bundle.GZIP_MAGIC):
             return None
         with gzip.open(path, "rb") as g:
@@ -72,14 +77,14 @@ def read_all(
     """
     scans: list[FileScan] = []
     problems: list[InputProblem] = []
-    kinds = {src.path: packed_kind(src.path) for src in sources if src.path is not None and not src.stream}
-    packed = [src for src in sources if src.path is not None and kinds.get(src.path)]
-    stacks = [src.path for src in packed if src.path is not None and kinds[src.path] == "debug_stacks"]
-    for scan in debugserver.read_stacks(stacks) if stacks else ():  # the newest of a job's periodic dumps is read
+    kinds = {src.path: kind for src in sources
+             if src.path is not None and not src.stream and (kind := packed_kind(src.path)) is not None}
+    packed = [src for src in sources if src.path in kinds]
+    for scan in debugserver.read_dumps({p: k for p, k in kinds.items() if k.startswith("debug_")}):
         scans.append(scan)
         if on_done:
             on_done(scan)
-    for src in (src for src in packed if kinds.get(src.path or "") != "debug_stacks"):
+    for src in (src for src in packed if not kinds[src.path or ""].startswith("debug_")):
         path = src.path or src.name
         if kinds[path] == "archive":
             from ncclcheck.evidence.archive import read_archive  # only when a snapshot archive is given

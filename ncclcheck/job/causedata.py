@@ -105,6 +105,8 @@ class Cause:
     events: tuple[str, ...] = ()
     signals: tuple[str, ...] = ()
     echo: bool = False  # what a peer's death also causes: skipped where a rank was killed or stopped without a word
+    # The matched line is said about its rank, not by it ([match] culprit): a program cause then names that rank.
+    culprit: bool = False
     page: Page | None = None
     examples: tuple[Example, ...] = ()
     action: str = COLLECT_MORE  # one of ACTIONS: what to do where this cause is the verdict's ([action] class)
@@ -115,7 +117,7 @@ _NOTHING = re.compile(r"(?!)")
 _TOP = {"kind": str, "order": int, "family": str, "title": str, "why": str, "fix": list, "check": str, "source": str,
         "probe": bool, "match": dict, "page": dict, "example": list, "action": dict}
 _REQUIRED = ("kind", "family", "title", "why", "fix", "check", "source", "page", "action")
-_MATCH = {"lines": list, "records": list, "events": list, "signals": list, "echo": bool}
+_MATCH = {"lines": list, "records": list, "events": list, "signals": list, "echo": bool, "culprit": bool}
 _PAGE = {"read": str, "notes": str, "reference": str, "table": str}
 _EXAMPLE = {"line": str, "source": str, "context": str}
 _ACTION = {"class": str, "why": str}
@@ -217,7 +219,7 @@ def read_cause(path: Path, data: dict[str, Any] | None = None) -> Cause:
         records=_strings(f"{where} [match] records", match.get("records", []), RECORDS),
         events=_strings(f"{where} [match] events", match.get("events", []), EVENTS),
         signals=_strings(f"{where} [match] signals", match.get("signals", []), SIGNALS), echo=match.get("echo", False),
-        page=Page(page.get("read"), page.get("notes"), page["reference"], page.get("table")),
+        culprit=match.get("culprit", False), page=Page(page.get("read"), page.get("notes"), page["reference"], page.get("table")),
         examples=tuple(examples), action=action["class"], action_why=action["why"])
 
 

@@ -321,8 +321,11 @@ def _with_cause(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
         lost = (f" {rank_phrase(present).capitalize()} and the agents in these inputs only lost it: they are not "
                 "the cause." if present and c.kind == "store_lost" else "")
         return (VerdictKind.LAUNCHER_FAILURE, [], f"{cap(c.title)}: {d.detail}{at}. {cap(c.why)}.{lost}", d)
-    if c.family == PROGRAM:
-        return (VerdictKind.COLLECTIVE_MISMATCH, [], f"{cap(c.title)}: {d.detail}{at}. {cap(c.why)}.", d)
+    if c.family == PROGRAM and c.culprit and kind is VerdictKind.LAGGING_RANK and set(culprits) <= set(d.ranks):
+        return kind, culprits, summary, d  # the rank that never issued the collective, and the verdict says where it is
+    if c.family == PROGRAM:  # a line said by a rank of its own disagreement names no culprit; one said about it does
+        return (VerdictKind.COLLECTIVE_MISMATCH, list(d.ranks) if c.culprit else [],
+                f"{cap(c.title)}: {d.detail}{at}. {cap(c.why)}.", d)
     if kind in (VerdictKind.NO_FAILURE, VerdictKind.ALL_RANKS_STUCK):
         return (VerdictKind.NCCL_ERROR, culprits, f"{cap(c.title)}: {d.detail}{at}; {c.why}.", d)
     return kind, culprits, summary, d

@@ -20,6 +20,7 @@ from ncclcheck.evidence.types import FileScan, Loc
 # What each kind of statement is, in words, and whether it states the size; strongest (most direct) first.
 KINDS: dict[str, tuple[str, bool]] = {
     "dump": ("a flight-recorder dump's member list of the world group", True),
+    "fr_trace": ("the debug server's flight-recorder tables (the world group's size)", True),
     "init_line": ("ProcessGroupNCCL's initialization line (size:)", True),
     "launcher": ("the launcher's or the script's echo of the world size", True),
     "nodes_x_procs": ("torchrun's --nnodes times --nproc-per-node", True),
@@ -33,7 +34,7 @@ KINDS: dict[str, tuple[str, bool]] = {
     "ranks_seen": ("the highest global rank seen ([rankN]:, log path, dump)", False),
 }
 _FACT_KIND = {"world_size": "init_line", "launcher_world": "launcher", "accelerate_world": "accelerate",
-              "lightning_world": "lightning", "nccl_nranks": "nccl_nranks"}
+              "lightning_world": "lightning", "nccl_nranks": "nccl_nranks", "fr_trace_world": "fr_trace"}
 WORLD_FACTS = frozenset((*_FACT_KIND, "nnodes", "nproc_per_node"))
 
 
