@@ -32,6 +32,7 @@ from ncclcheck.job.partition import partition
 from ncclcheck.job.releases import release_findings
 from ncclcheck.job.rules import Decision, decide_job
 from ncclcheck.job.runs import Restart
+from ncclcheck.job.stall import stopped_at_setup
 from ncclcheck.job.stated import best
 from ncclcheck.job.transport import shared_hang
 from ncclcheck.job.uneven import FIX as UNEVEN_FIX
@@ -52,6 +53,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     job = build_job(scans, records)
     d = decide_job(job, lambda killed, fired, silent: diagnose(scans, killed, fired, silent))
     d = shared_hang(job, d, scans)  # every rank waits in one collective: a setting they disagree on, the transport
+    d = stopped_at_setup(job, d, scans)  # the inputs stop at NCCL's set-up with no error (job/stall.py)
     uneven = uneven_findings(scans, d.found)  # the ranks' loops counted to different totals (job/uneven.py)
     findings = [*wording.lead_findings(job, d), *history_findings(job, d.summary),
                 *_size_findings(job, d, dtype, tensor_of), *wording.busy_findings(d),
