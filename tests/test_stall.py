@@ -131,3 +131,41 @@ def test_cli_says_it_and_exits_as_a_failure_found():
     r = runner.invoke(app, ["analyze-log", str(STALL / "setup_then_step.log")])
     assert r.exit_code == 0, r.output
     assert "verdict: no_failure" in r.stdout
+
+
+def test_lightning_members_of_one_node_only_say_the_others_never_started_and_how_to_start_them():
+    """Lightning's "MEMBER: m/8" lines of members 1-4 alone (public thread 66: plain python under Slurm)."""
+    log = THREADS / "66-lightning-8707-multinode-init-freeze.log"
+    v = analysis_json(run(log))["verdict"]
+    assert v["kind"] == "incomplete_evidence"
+    assert v["summary"].endswith(
+        f"Lightning's start lines (`GLOBAL_RANK: k, MEMBER: m/8`, {log}:4) show ranks 0-3 joining and nothing of "
+        "ranks 4-7: their processes never started, or their output is on another node that these inputs do not "
+        "hold. Lightning starts the processes of its own node only: each other node's must be started there (under "
+        "Slurm by `srun`).")
+    assert v["next_steps"][0].startswith("Start the script on every node, one process per GPU: under Slurm with `srun`")
+
+
+def test_lightning_with_every_member_started_gets_no_start_step(tmp_path):
+    p = tmp_path / "console.log"
+    p.write_text("".join(f"initializing ddp: GLOBAL_RANK: {r}, MEMBER: {r + 1}/2\n" for r in range(2)))
+    v = analysis_json(run(p))["verdict"]
+    assert v["kind"] == "no_failure" and not any("srun" in s for s in v["next_steps"])
+
+
+def test_ray_tunes_error_file_is_what_to_bring():
+    log = THREADS / "85-ray-30333-multinode-torchtrainer-fails.log"
+    path = ("/home/ray/ray_results/TorchTrainer_2022-11-15_19-20-15/TorchTrainer_96bfe_00000_0_2022-11-15_19-20-16/"
+            "error.txt")
+    v = _verdict(log)
+    assert v["kind"] == "incomplete_evidence"
+    assert v["summary"] == (
+        f"Ray Tune reports that trial TorchTrainer_96bfe_00000 failed ({log}:3); Tune ended with \"Trials did not "
+        f"complete\" ({log}:6): the exception that ended it, with its traceback, is in its error file, {path}, which "
+        "these inputs do not hold. Nothing else here says why; bring that file (it is on the node that ran the "
+        "trial) or the whole console.")
+    assert v["cause"] == {"kind": "error_file", "detail": f"trial TorchTrainer_96bfe_00000 failed and its error is in {path}",
+                          "ranks": [], "evidence": [f"{log}:3", f"{log}:6"]}
+    assert v["action"] == {"kind": "collect-more", "reason": "error_file"}
+    r = runner.invoke(app, ["analyze-log", str(log)])
+    assert r.exit_code == 1 and "verdict: incomplete_evidence" in r.stdout
