@@ -17,8 +17,10 @@ not shown, or no line that set-up finished: ``incomplete_evidence``.
 
 What stays ``no_failure``: a log that goes on after set-up (its lines run past the last set-up line: a training log,
 a result row) and stops there, a log cut before NCCL said anything, a launcher's lines alone. The block reader keeps
-only lines a source reads past an input's head, so "nothing after" is measured in lines: the input must end within
-:data:`TAIL` lines of its last set-up line (nccl-tests' header: at once, as its next line is a result row).
+only lines a source reads past an input's head, so "nothing after" is measured in lines: the input's last line is
+its last set-up line. Any line after it may be the job's own (a finished job's "rank 0 ok", a loss, a result row,
+which has no word to find it by): tests/data/gpu/nccl232/diag, a job that ran to its end, stops two such lines after
+NCCL's last connection line.
 """
 
 from __future__ import annotations
@@ -34,7 +36,6 @@ from ncclcheck.job.rules import Decision
 from ncclcheck.ranks import rank_phrase
 
 STOPPED = cause("stopped_after_setup")
-TAIL = 2  # lines no source reads after the last set-up line (a blank line, the shell's prompt, a ^C)
 _QUIET = (EndKind.SILENT, EndKind.UNKNOWN)
 
 
@@ -51,7 +52,7 @@ def _last_lines(s: FileScan) -> Fact | None:
     if not marks or any(f.value == END_STEP for f in marks) or any(_count(f)[0] > 0 for f in bars):
         return None
     last = max((*marks, *bars), key=lambda f: f.loc.line)
-    return last if s.lines - last.loc.line <= (0 if last.value == HEADER_STEP else TAIL) else None
+    return last if last.loc.line >= s.lines else None
 
 
 def stopped_at_setup(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
@@ -63,6 +64,8 @@ def stopped_at_setup(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decisi
     texts = [s for s in scans if s.lines]
     if not texts or any(s.dump is not None or s.works or s.statuses or s.endings or s.stacks or s.live
                         or s.dump_events or s.heartbeats for s in texts):
+        return d
+    if any(f.key == "nccl_end" for s in texts for f in s.facts):  # a communicator torn down: the job went on to its end
         return d
     stops = [_last_lines(s) for s in texts]
     if any(f is None for f in stops):

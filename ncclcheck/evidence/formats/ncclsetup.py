@@ -9,7 +9,7 @@ A job that stops with no error is read by where its lines stop (job/stall.py); t
   2.22 the ring and tree connections are made by the first collective that needs them (NCCL_RUNTIME_CONNECT), so
   these lines may follow Init COMPLETE. ``Connected all rings`` / ``trees`` close that step.
 * ``… - Destroy COMPLETE`` / ``Abort COMPLETE`` (ncclCommDestroy, ncclCommAbort): the communicator is torn down, the
-  job's end, not its set-up.
+  job's end, not its set-up (an ``nccl_end`` fact of its own: teardown lines follow it).
 * nccl-tests (src/util.cu, 2.19.6 in /work/shared/reference): ``# Using devices`` and one ``#  Rank  0 … Pid … on
   host device 0 [0x..] <GPU>`` row per rank before the communicators are made; the result table's header (``# size
   count type redop root …`` and its units, ``# (B) (elements) …``) after they are; ``# Avg bus bandwidth`` after the
@@ -40,7 +40,7 @@ TESTS_DEVICE = re.compile(r"#\s+Rank\s+\d+ (?:Group\s+\d+ )?Pid\s+\d+ on\s+\S+ d
 READY_STEP, CONNECT_STEP, INFO_STEP, TESTS_STEP, HEADER_STEP, END_STEP = (
     "Init COMPLETE", "connection", "NCCL INFO", "nccl-tests devices", "nccl-tests header", "end")
 # The facts that place a process's lines (not said in the JSON's events: the verdict cites the lines it reads).
-MARKS = frozenset({"setup", "nccl_ready", "nccl_via"})
+MARKS = frozenset({"setup", "nccl_ready", "nccl_via", "nccl_end"})
 _END = ("Destroy COMPLETE", "Abort COMPLETE", "Avg bus bandwidth", "Out of bounds values")
 _VIA = ("via P2P", "via SHM", "via NET", "via CollNet")
 _ANYONE = Who()  # the line's process: the parser puts the fact on it
@@ -71,6 +71,8 @@ class Lines:
         if kind is None:
             return ()
         said = [Fact(_ANYONE, "setup", kind, loc)]
+        if kind == END_STEP:  # kept on its own: the latest ``setup`` fact may be a teardown line after it
+            said.append(Fact(_ANYONE, "nccl_end", text.strip()[-80:], loc))
         if kind == READY_STEP and (m := READY.search(text)):
             said.append(Fact(_ANYONE, "nccl_ready", f"{m['rank']}/{m['n']}", loc))
         elif kind == CONNECT_STEP and (m := CONNECT.search(text)):
@@ -109,8 +111,10 @@ FORMAT = Format(
         Sample("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  "
                "(GB/s)", "nccl-tests src/util.cu writeResultHeader (2.19.6)", (Fact(_ANYONE, "setup", HEADER_STEP, AT),)),
         Sample("# Avg bus bandwidth    : 1.5 ", "nccl-tests src/util.cu writeResultFooter (2.19.6)",
-               (Fact(_ANYONE, "setup", END_STEP, AT),)),
+               (Fact(_ANYONE, "setup", END_STEP, AT), Fact(_ANYONE, "nccl_end", "# Avg bus bandwidth    : 1.5", AT))),
         Sample("node1:2094:2094 [0] NCCL INFO comm 0x55d0 rank 0 nranks 2 cudaDev 0 busId 1b000 - Destroy COMPLETE",
-               "NVIDIA/nccl src/init.cc ncclCommDestroy (2.18)", (Fact(_ANYONE, "setup", END_STEP, AT),)),
+               "NVIDIA/nccl src/init.cc ncclCommDestroy (2.18)",
+               (Fact(_ANYONE, "setup", END_STEP, AT),
+                Fact(_ANYONE, "nccl_end", "nranks 2 cudaDev 0 busId 1b000 - Destroy COMPLETE", AT))),
     ),
 )
