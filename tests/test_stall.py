@@ -169,3 +169,20 @@ def test_ray_tunes_error_file_is_what_to_bring():
     assert v["action"] == {"kind": "collect-more", "reason": "error_file"}
     r = runner.invoke(app, ["analyze-log", str(log)])
     assert r.exit_code == 1 and "verdict: incomplete_evidence" in r.stdout
+
+
+def test_a_store_connection_with_nothing_after_it_is_a_rendezvous_that_never_completed():
+    """c10d's client connected to the store and the log stops (public thread 62: Istio's sidecar accepted it)."""
+    log = THREADS / "62-pytorch-81704-kubeflow-init-hang.log"
+    v = _verdict(log)
+    assert (v["kind"], v["cause"]["kind"], v["cause"]["evidence"], v["action"]) == (
+        "launcher_failure", "store_no_reply", [f"{log}:11"], {"kind": "collect-more", "reason": "store_no_reply"})
+    assert v["summary"].startswith(f"The inputs stop right after the rendezvous store's client connected ({log}:11)")
+    assert any("sidecar.istio.io/inject" in s for s in v["next_steps"])
+
+
+def test_a_store_connection_followed_by_nccls_set_up_is_not_the_store(tmp_path):
+    p = tmp_path / "console.log"
+    p.write_text("[I socket.cpp:725] [c10d] The client socket has connected to [master]:29500 on [worker]:38250.\n"
+                 + (STALL / "setup_stops.log").read_text())
+    assert _verdict(p)["cause"]["kind"] == "stopped_after_setup"

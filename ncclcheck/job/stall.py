@@ -15,6 +15,11 @@ troubleshooting guide); the cause ``stopped_after_setup`` gives the runs that is
 communicator shown with its set-up done (Init COMPLETE or a connection of its own): ``all_ranks_stuck``; a rank
 not shown, or no line that set-up finished: ``incomplete_evidence``.
 
+Inputs whose last line is c10d's store client's connection (``The client socket has connected``) stopped before NCCL,
+in the rendezvous: init_process_group waits there, printing nothing, until every rank joined the store. That is a
+rank that never started, or a connection accepted by something that is not the store (a service-mesh sidecar in
+Kubernetes): ``launcher_failure``, the cause ``store_no_reply``.
+
 What stays ``no_failure``: a log that goes on after set-up (its lines run past the last set-up line: a training log,
 a result row) and stops there, a log cut before NCCL said anything, a launcher's lines alone. The block reader keeps
 only lines a source reads past an input's head, so "nothing after" is measured in lines: the input's last line is
@@ -28,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ncclcheck.evidence.formats.ncclsetup import END_STEP, HEADER_STEP
+from ncclcheck.evidence.formats.ncclsetup import END_STEP, HEADER_STEP, STORE_STEP
 from ncclcheck.evidence.types import Fact, FileScan
 from ncclcheck.job.causes import Diagnosis, cause
 from ncclcheck.job.model import EndKind, Job, VerdictKind
@@ -36,6 +41,7 @@ from ncclcheck.job.rules import Decision
 from ncclcheck.ranks import rank_phrase
 
 STOPPED = cause("stopped_after_setup")
+NO_REPLY = cause("store_no_reply")
 _QUIET = (EndKind.SILENT, EndKind.UNKNOWN)
 
 
@@ -70,6 +76,8 @@ def stopped_at_setup(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decisi
     stops = [_last_lines(s) for s in texts]
     if any(f is None for f in stops):
         return d
+    if all(f is not None and f.value == STORE_STEP for f in stops):
+        return _store(d, [f for f in stops if f is not None])
     facts = [f for s in texts for f in s.facts]
     ready = [f for f in facts if f.key == "nccl_ready"]
     via = [f for f in facts if f.key == "nccl_via"]
@@ -123,3 +131,16 @@ def _said(ready: list[Fact], via: list[Fact], header: list[Fact], size: int, bar
         parts.append(f"nccl-tests' result table begun with no row ({header[0].loc})")
     parts += [f"then {f.value.rpartition(': ')[0]} at 0 of {_count(f)[1]} ({f.loc})" for f in bars[:1]]
     return ", ".join(parts) or "its set-up lines"
+
+
+def _store(d: Decision, stops: list[Fact]) -> Decision:
+    """Inputs whose last line is the store client's connection: the rendezvous never completed."""
+    last = max(stops, key=lambda f: (f.loc.file, f.loc.line))
+    detail = "the store's client connected and the inputs stop there"
+    summary = (f"The inputs stop right after the rendezvous store's client connected ({last.loc}), with no error: "
+               "init_process_group waits there, printing nothing, until every rank has joined the store. Either a rank "
+               "never started or never reached the store, or the connection was accepted by something that is not "
+               "the store (in Kubernetes, a service-mesh sidecar proxy) and nothing answers through it.")
+    locs = tuple(dict.fromkeys(f.loc for f in stops))
+    return replace(d, kind=VerdictKind.LAUNCHER_FAILURE, summary=summary,
+                   cause=Diagnosis(NO_REPLY, (), detail, last.loc, locs, detail))

@@ -16,6 +16,10 @@ A job that stops with no error is read by where its lines stop (job/stall.py); t
   last size. A result row is numbers only, with no word to find it by: job/stall.py counts the lines after the
   header instead.
 
+* PyTorch's c10d store client (torch/csrc/distributed/c10d/socket.cpp, at TORCH_CPP_LOG_LEVEL=INFO or
+  TORCH_DISTRIBUTED_DEBUG=DETAIL): ``The client socket has connected to [host]:port on [host]:port.``, the TCP
+  connection to the rendezvous store made, before any process group or NCCL communicator.
+
 Every other ``NCCL INFO`` line of an input's head (bootstrap, topology, affinity, tuning) is a step of the set-up
 too. Each yields one ``setup`` fact, the kind of step as its value; the parser keeps the latest of each process
 (evidence/parse.py), which says where its lines stop. A completed communicator and each transport are ``nccl_ready``
@@ -37,8 +41,8 @@ TESTS_HEADER = re.compile(r"#\s+size\s+count\s+type\s+redop")
 TESTS_UNITS = re.compile(r"#\s+\(B\)\s+\(elements\)")  # the header's second line, the units
 TESTS_DEVICE = re.compile(r"#\s+Rank\s+\d+ (?:Group\s+\d+ )?Pid\s+\d+ on\s+\S+ device\s+\d+")
 # The kinds of step, in the ``setup`` fact's value.
-READY_STEP, CONNECT_STEP, INFO_STEP, TESTS_STEP, HEADER_STEP, END_STEP = (
-    "Init COMPLETE", "connection", "NCCL INFO", "nccl-tests devices", "nccl-tests header", "end")
+READY_STEP, CONNECT_STEP, INFO_STEP, TESTS_STEP, HEADER_STEP, END_STEP, STORE_STEP = (
+    "Init COMPLETE", "connection", "NCCL INFO", "nccl-tests devices", "nccl-tests header", "end", "store connected")
 # The facts that place a process's lines (not said in the JSON's events: the verdict cites the lines it reads).
 MARKS = frozenset({"setup", "nccl_ready", "nccl_via", "nccl_end"})
 _END = ("Destroy COMPLETE", "Abort COMPLETE", "Avg bus bandwidth", "Out of bounds values")
@@ -60,6 +64,8 @@ def step(text: str) -> str | None:
         return TESTS_STEP
     if "NCCL INFO" in text:
         return INFO_STEP
+    if "client socket has connected" in text:
+        return STORE_STEP
     return None
 
 
@@ -81,10 +87,11 @@ class Lines:
 
 
 _T72 = "tests/data/public_threads/72-vllm-9920-tp2-stalls-first-generate.log"
+_T62 = "tests/data/public_threads/62-pytorch-81704-kubeflow-init-hang.log"
 _T75 = "tests/data/public_threads/75-nccl-257-allreduce-perf-hangs-4-gpus.log"
 FORMAT = Format(
     name="NCCL set-up",
-    words=(*_END, "Init COMPLETE", *_VIA, "Connected all", "redop", "(elements)"),
+    words=(*_END, "Init COMPLETE", *_VIA, "Connected all", "redop", "(elements)", "client socket has connected"),
     # Its other set-up lines come at the start: read in the head of an input (and wherever another word keeps them).
     head_words=("NCCL INFO", "Using devices", " Pid "),
     make=Lines,
@@ -112,6 +119,9 @@ FORMAT = Format(
                "(GB/s)", "nccl-tests src/util.cu writeResultHeader (2.19.6)", (Fact(_ANYONE, "setup", HEADER_STEP, AT),)),
         Sample("# Avg bus bandwidth    : 1.5", "nccl-tests src/util.cu writeResultFooter (2.19.6)",
                (Fact(_ANYONE, "setup", END_STEP, AT), Fact(_ANYONE, "nccl_end", "Avg bus bandwidth", AT))),
+        Sample("[I socket.cpp:725] [c10d] The client socket has connected to [10-1-0-200.pytorch-simple-master-0."
+               "kubeflow.svc.cluster.local]:23456 on [pytorch-simple-worker-0]:38250.", f"{_T62}:11",
+               (Fact(_ANYONE, "setup", STORE_STEP, AT),)),
         Sample("node1:2094:2094 [0] NCCL INFO comm 0x55d0 rank 0 nranks 2 cudaDev 0 busId 1b000 - Destroy COMPLETE",
                "NVIDIA/nccl src/init.cc ncclCommDestroy (2.18)",
                (Fact(_ANYONE, "setup", END_STEP, AT),
