@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ncclcheck.evidence.formats.ncclsetup import END_STEP, HEADER_STEP, STORE_STEP
+from ncclcheck.evidence.formats.ncclsetup import HEADER_STEP, STORE_STEP
 from ncclcheck.evidence.types import Fact, FileScan
 from ncclcheck.job.causes import Diagnosis, cause
 from ncclcheck.job.model import EndKind, Job, VerdictKind
@@ -55,7 +55,7 @@ def _last_lines(s: FileScan) -> Fact | None:
     """The input's last set-up line (or a bar at 0 after one), where its lines stop at set-up; else None."""
     marks = [f for f in s.facts if f.key == "setup"]
     bars = [f for f in s.facts if f.key == "progress"]
-    if not marks or any(f.value == END_STEP for f in marks) or any(_count(f)[0] > 0 for f in bars):
+    if not marks or any(_count(f)[0] > 0 for f in bars):
         return None
     last = max((*marks, *bars), key=lambda f: f.loc.line)
     return last if last.loc.line >= s.lines else None
