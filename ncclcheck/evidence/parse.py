@@ -544,6 +544,10 @@ class LogParser:
         if key == "progress":  # a loop's latest count on a rank replaces its earlier ones (formats/progress.py)
             self._facts[(key, value.rsplit(": ", 1)[0], who.rank)] = Fact(who, key, value[:300], loc)
             return
+        if key == "setup":  # a process's latest step of NCCL's set-up: where its lines stop (formats/ncclsetup.py)
+            self._facts.pop((key, "", who.rank), None)  # re-inserted last: the dict's order stays the lines' order
+            self._facts[(key, "", who.rank)] = Fact(who, key, value, loc)
+            return
         k = (key, value, who.rank)
         if k not in self._facts:
             self._facts[k] = Fact(who, key, value[:MAX_FACT], loc)

@@ -35,9 +35,11 @@ from dataclasses import replace
 
 from ncclcheck.evidence.types import FileScan, Loc
 from ncclcheck.job.causes import Diagnosis, cause
+from ncclcheck.job.launchgaps import ERROR_FILE
 from ncclcheck.job.model import EndKind, Job, VerdictKind, Work
 from ncclcheck.job.phrases import place
 from ncclcheck.job.rules import Decision
+from ncclcheck.job.stall import NO_REPLY, STOPPED
 from ncclcheck.job.versions import LOG_RULES, ranks_word
 from ncclcheck.probe.agree import Row, rule_for, value_text
 from ncclcheck.ranks import rank_phrase
@@ -45,7 +47,7 @@ from ncclcheck.ranks import rank_phrase
 SETTINGS_DIFFER = cause("settings_differ_hang")
 FIRST_COLLECTIVE = cause("first_collective_hang")
 # Causes whose own steps replace a hang's generic ones (job/wording.py): they already say which path to test.
-OWN_STEPS = frozenset({SETTINGS_DIFFER.kind, FIRST_COLLECTIVE.kind})
+OWN_STEPS = frozenset({SETTINGS_DIFFER.kind, FIRST_COLLECTIVE.kind, STOPPED.kind, NO_REPLY.kind, ERROR_FILE.kind})
 # The disagreements (versions.LOG_RULES' codes) by which each rank chooses on its own how its data travels: the
 # algorithm and protocol of a call, the transport, the network plugin. Others (a buffer size, a channel count) take
 # another path or speed on the odd ranks, and the ranks still connect (tests/data/gpu/nccl232/diag_env: a different

@@ -26,12 +26,14 @@ from ncclcheck.job.findings import (
     size_finding,
 )
 from ncclcheck.job.frmatch import history_findings
+from ncclcheck.job.launchgaps import error_file, member_steps, unstarted_members
 from ncclcheck.job.model import Analysis, Group, Job, Record, Verdict, VerdictKind, Work
 from ncclcheck.job.netpath import fallback_findings
 from ncclcheck.job.partition import partition
 from ncclcheck.job.releases import release_findings
 from ncclcheck.job.rules import Decision, decide_job
 from ncclcheck.job.runs import Restart
+from ncclcheck.job.stall import stopped_at_setup
 from ncclcheck.job.stated import best
 from ncclcheck.job.transport import shared_hang
 from ncclcheck.job.uneven import FIX as UNEVEN_FIX
@@ -52,6 +54,8 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     job = build_job(scans, records)
     d = decide_job(job, lambda killed, fired, silent: diagnose(scans, killed, fired, silent))
     d = shared_hang(job, d, scans)  # every rank waits in one collective: a setting they disagree on, the transport
+    d = stopped_at_setup(job, d, scans)  # the inputs stop at NCCL's set-up with no error (job/stall.py)
+    d = unstarted_members(job, error_file(job, d, scans), scans)  # what a launcher says is missing (launchgaps.py)
     uneven = uneven_findings(scans, d.found)  # the ranks' loops counted to different totals (job/uneven.py)
     findings = [*wording.lead_findings(job, d), *history_findings(job, d.summary),
                 *_size_findings(job, d, dtype, tensor_of), *wording.busy_findings(d),
@@ -65,7 +69,8 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     verdict = Verdict(d.kind, wording.summary(d), sets.culprits, sets.waiting, sets.unknown, pg,
                       d.named.seq if d.named is not None else job.facts.detail_seq,
                       chain_lines(job, d.culprits or d.ring) if d.found else (), tuple(findings),
-                      (*((UNEVEN_FIX,) if uneven else ()), *wording.steps(job, d)), d.cause, d.ring, decide_action(job, d),
+                      (*((UNEVEN_FIX,) if uneven else ()), *member_steps(job, d, scans),  # job/launchgaps.py
+                       *wording.steps(job, d)), d.cause, d.ring, decide_action(job, d),
                       best(job, d.culprits, d.cause), sets.stopped)
     return Analysis(tuple(scans), tuple(records), job, verdict, dtype)
 

@@ -12,6 +12,11 @@ its worker process has died. Worker exit type: SYSTEM_ERROR" (the worker's conne
 saying it would exit: a kill by signal or a crash). Ray Train groups the workers' errors under "[Rank 1 Error
 Snippet]:" (poll.py's get_error_string; "[Rank 0,2 Error Snippet]:" where ranks' errors differ only in numbers).
 The dead worker is the one of the PID the actor error names, or else the one rank of the snippet it stands in.
+
+Ray Tune (which runs a Ray Train trainer as a trial) reports a trial that failed in its table of errored trials,
+"| TorchTrainer_96bfe_00000 | 1 | /home/ray/ray_results/.../error.txt |" (the trial, its failures, its error file:
+ray/tune/progress_reporter.py's failure table), and at the end "Trials did not complete: [...]" (ray/tune/tune.py):
+the trial's exception and traceback are in that file, not in the console.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import re
 from collections.abc import Iterable
 
 from ncclcheck.evidence.formats.source import AT, Format, Sample
-from ncclcheck.evidence.types import Loc, PidRank, Said, WorkerDied
+from ncclcheck.evidence.types import Fact, Loc, PidRank, Said, Who, WorkerDied
 
 # Lines that pair a worker's PID with its global rank.
 PID_RANKS = (
@@ -38,6 +43,11 @@ DIED = re.compile(r"The actor is dead because its worker process has died\. Work
 SNIPPET = re.compile(r"\[Rank (?P<ranks>[\d,]+) Error Snippet\]:")
 # The actor error's own line for its process, a field of its tab-indented list ("\tpid: 19369").
 ACTOR_PID = re.compile(r"^(?:\(\w+ pid=\d+[^)]*\) ?)?\s*\tpid: (?P<pid>\d+)\s*$")
+
+# Ray Tune's failure table: a trial, its count of failures and the file its error is in.
+ERROR_FILE = re.compile(r"^\|\s*(?P<trial>\w+)\s*\|\s*(?P<n>\d+)\s*\|\s*(?P<file>\S+/error\.txt)\s*\|")
+NOT_COMPLETE = re.compile(r"Trials did not complete: \[(?P<trials>[^\]]*)\]")
+_ANYONE = Who()
 
 
 class Deaths:
@@ -61,6 +71,10 @@ class Deaths:
             self._pid = int(m["pid"])
         elif "worker process has died" in text and (m := DIED.search(text)):
             return (WorkerDied(self._pid, self._snippet, m[0].strip(), loc),)
+        elif "error.txt" in text and (m := ERROR_FILE.search(text)):
+            return (Fact(_ANYONE, "error_file", f"{m['trial']} {m['file']}", loc),)
+        elif "Trials did not complete" in text and (m := NOT_COMPLETE.search(text)):
+            return (Fact(_ANYONE, "trials_failed", m["trials"], loc),)
         return ()
 
 
@@ -68,13 +82,15 @@ _CTL = "(TrainController pid=18992) "
 _DIED = ("The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit detail: "
          "Worker unexpectedly exits with a connection error code 2. End of file.")
 _KILL = "tests/data/launchers/ray/kill/console.log"
+_T85 = "tests/data/public_threads/85-ray-30333-multinode-torchtrainer-fails.log"
 FORMAT = Format(
     name="Ray",
     # "\tpid: ": the actor error's process, a few lines above its "worker process has died", which no other word
     # brings along deep in a log
-    words=("world_rank=", "Setting up process group for", "worker process has died", "Error Snippet]", "\tpid: "),
+    words=("world_rank=", "Setting up process group for", "worker process has died", "Error Snippet]", "\tpid: ",
+           "error.txt", "Trials did not complete"),
     make=Deaths,
-    patterns=(*PID_RANKS, DIED, SNIPPET, ACTOR_PID),
+    patterns=(*PID_RANKS, DIED, SNIPPET, ACTOR_PID, ERROR_FILE, NOT_COMPLETE),
     pid_tags=(PID_TAG,),
     samples=(  # the recording's colour codes left off, as evidence/repair.clean leaves them
         Sample(_CTL + "- (ip=192.0.2.2, pid=19369) world_rank=1, local_rank=1, node_rank=0", f"{_KILL}:29",
@@ -84,5 +100,11 @@ FORMAT = Format(
         Sample(_CTL + _DIED + " Some common causes include: (1) the process was killed by the OOM killer",
                f"{_KILL}:77", (WorkerDied(19369, (1,), _DIED, AT),),
                before=(_CTL + "[Rank 1 Error Snippet]:", _CTL + "\tpid: 19369")),
+        Sample("| TorchTrainer_96bfe_00000 |            1 | /home/ray/ray_results/TorchTrainer_2022-11-15_19-20-15/"
+               "TorchTrainer_96bfe_00000_0_2022-11-15_19-20-16/error.txt |", f"{_T85}:3",
+               (Fact(_ANYONE, "error_file", "TorchTrainer_96bfe_00000 /home/ray/ray_results/TorchTrainer_2022-11-15_19-20-15/"
+                     "TorchTrainer_96bfe_00000_0_2022-11-15_19-20-16/error.txt", AT),)),
+        Sample("2022-11-15 19:26:36,618\tERROR tune.py:773 -- Trials did not complete: [TorchTrainer_96bfe_00000]",
+               f"{_T85}:6", (Fact(_ANYONE, "trials_failed", "TorchTrainer_96bfe_00000", AT),)),
     ),
 )
