@@ -150,6 +150,9 @@ def _inputs(module: object, device: str = "meta") -> dict | None:
         ids[:, -1] = eos
     out: dict = {}
     main = getattr(module, "main_input_name", "input_ids")
+    # Usually one name; a model whose forward needs several inputs names them all in a list (OneFormer's pixel values
+    # and task tokens): each one must be known.
+    mains = [main] if isinstance(main, str) else list(main)
     if "input_ids" in names and hasattr(module, "get_input_embeddings"):
         out["input_ids"] = ids
     if "pixel_values" in names:
@@ -172,7 +175,7 @@ def _inputs(module: object, device: str = "meta") -> dict | None:
         if device != "meta":
             dec[:, -1] = eos
         out["decoder_input_ids"] = dec
-    if main not in out:
+    if any(m not in out for m in mains):
         return None
     return out
 
