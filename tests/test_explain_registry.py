@@ -99,13 +99,17 @@ def test_a_process_that_dies_fails_its_model_types_one_by_one():
         assert outcome == "failed" and why.startswith("the process ended with exit ") and "no result" in why
 
 
-def test_an_auto_class_made_for_another_config_is_passed_over(tmp_path):
-    """transformers maps musicgen to MusicgenForCausalLM, made for the decoder's own config: built with the whole
-    model's config it fails ('MusicgenConfig' object has no attribute 'dropout'); without architectures explain
-    builds the class made for the config itself, as transformers' text-to-waveform auto class does."""
-    from transformers import MusicgenConfig
+@pytest.mark.parametrize(("config", "built"), [
+    # mapped to MusicgenForCausalLM, made for the decoder's own config: 'MusicgenConfig' object has no attribute
+    # 'dropout'; the class made for the config itself builds it, as transformers' text-to-waveform auto class does
+    ("MusicgenConfig", "MusicgenForConditionalGeneration"),
+    # ReformerModelWithLMHead asserts is_decoder, which a default Reformer config is not; AutoModel builds it
+    ("ReformerConfig", "ReformerModel"),
+])
+def test_an_auto_class_that_cannot_build_the_config_is_passed_over(tmp_path, config, built):
+    import transformers
 
-    MusicgenConfig().save_pretrained(tmp_path)
+    getattr(transformers, config)().save_pretrained(tmp_path)
     r = runner.invoke(app, ["explain", "--config", str(tmp_path), "--numel", "64", "--no-cache", "--json"])
     assert r.exit_code == 0, r.stderr
-    assert "MusicgenForConditionalGeneration built on the meta device" in json.loads(r.stdout)["table"]["source"]
+    assert f"{built} built on the meta device" in json.loads(r.stdout)["table"]["source"]

@@ -492,46 +492,29 @@ _AUTO_CLASSES = ("AutoModelForCausalLM", "AutoModelForImageTextToText", "AutoMod
 
 
 def _auto_build(transformers: object, config: object) -> object:
-    """The first auto class that knows the config's type builds it; for a config no auto class maps (a tower's own
-    config, such as a CLIP-style text model's), the model class its modeling module declares for it does. An auto
-    class that fails because it maps the type to a class made for another config is passed over like one that does
-    not know the type (the first such error is the one raised where nothing builds the model)."""
-    last: Exception | None = None
-    other: BaseException | None = None
+    """The first auto class that builds the config's model; for a config no auto class maps (a tower's own config,
+    such as a CLIP-style text model's), the model class its modeling module declares for it. An auto class that maps
+    the type but cannot build it from this config is passed over too, as transformers' other auto classes would
+    build it: it maps ``musicgen`` to ``MusicgenForCausalLM``, made for the decoder's own config, and
+    ``ReformerModelWithLMHead`` asserts ``is_decoder``, while ``AutoModel`` builds a default Reformer config. Where
+    nothing builds the model, the first such error is raised, else the last "Unrecognized configuration class"."""
+    unknown: BaseException | None = None
+    failed: BaseException | None = None
     for name in _AUTO_CLASSES:
         auto = getattr(transformers, name, None)
         if auto is None:
             continue
         try:
             return auto.from_config(config)
-        except ValueError as exc:  # "Unrecognized configuration class ... for this kind of AutoModel"
-            last = exc
         except _build_errors() as exc:
-            if not _takes_another_config(auto, config):
-                raise
-            other = other or exc
+            if type(config) in auto._model_mapping:
+                failed = failed or exc
+            else:  # "Unrecognized configuration class ... for this kind of AutoModel"
+                unknown = exc
     own = _declared_model(config)
     if own is not None:
         return own(config)
-    if other is not None:
-        raise other
-    raise last if last is not None else ValueError("no auto class of this transformers builds it")
-
-
-def _takes_another_config(auto: object, config: object) -> bool:
-    """Whether the auto class maps the config's type to a model class made for another config, one ``from_config``
-    does not hand it: transformers gives a class made for the text sub-config that sub-config (Gemma 3's
-    ``Gemma3ForCausalLM``), but it maps ``musicgen`` to ``MusicgenForCausalLM`` and ``MusicgenModel``, made for the
-    decoder's own ``MusicgenDecoderConfig``, and builds them with the whole model's config, which fails on an
-    attribute only the decoder's has; the class made for the config itself (``MusicgenForConditionalGeneration``)
-    builds it."""
-    try:
-        cls = auto._model_mapping[type(config)]  # type: ignore[attr-defined]
-    except KeyError:  # not mapped: from_config says so ("Unrecognized configuration class")
-        return False
-    own = getattr(cls[0] if isinstance(cls, tuple) else cls, "config_class", None)
-    text = (getattr(config, "sub_configs", None) or {}).get("text_config")
-    return isinstance(own, type) and not isinstance(config, own) and own != text
+    raise failed or unknown or ValueError("no auto class of this transformers builds it")
 
 
 def _declared_model(config: object) -> Any:
