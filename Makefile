@@ -76,7 +76,7 @@ bench-explain: $(STAMP) $(TORCH_STAMP)
 	$(BIN)/python tools/bench_explain.py
 
 ## Every model type of the installed transformers' registry built small by explain and asked under every --strategy
-## (issue 43; about an hour on 2 cores; make test runs a model type of each shape): one line a type, then the counts
+## (issue 43; one to two hours on 2 cores; make test runs a model type of each shape): one line a type, then the counts
 ## that docs/explain.md records; exit 1 where one fails. FROM=TYPE resumes at a type.
 explain-registry: $(STAMP) $(TORCH_STAMP)
 	mkdir -p .bench

@@ -11,7 +11,8 @@ strategy flag and with none. Each model type ends as one of:
 
 ``tests/test_explain_registry.py`` checks a model type of each shape (``SAMPLE``) in ``make test``, and that the
 sample holds every shape of the installed registry; this runs all of it (804 model
-types in transformers 5.23: hours on 2 cores, most under a second each, a few minutes for the largest defaults).
+types in transformers 5.23: one to two hours on 2 cores under load, most under a second each, a few minutes for
+the largest defaults; docs/explain.md records the last walk's counts and refusals).
 Prints one line per model type (its outcome, time and, where not built, why), then the counts; ``--json FILE``
 keeps each result with its time.
 
