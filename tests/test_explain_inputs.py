@@ -128,3 +128,14 @@ def test_a_llama_with_several_end_tokens_runs_shrunk():
     model = _meta_model(cfg)
     order, how = frommodel.ready_order(model)
     assert how == READY_SHRUNK and order == frommodel._ready_order(model)[0]
+
+
+def test_a_model_that_names_several_main_inputs_needs_each_of_them():
+    """OneFormer's main_input_name is a list (pixel values and task tokens): an example input is known only where
+    every named input is; the order is then inferred, never a TypeError (a list is no dict key)."""
+    model = _meta_model(VIT)
+    model.main_input_name = ["pixel_values"]
+    assert set(frommodel._inputs(model)) == {"pixel_values"}
+    model.main_input_name = ["pixel_values", "task_inputs"]
+    assert frommodel._inputs(model) is None
+    assert frommodel._ready_order(model) == ((), "no example input is known for this module")

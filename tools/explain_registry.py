@@ -9,8 +9,10 @@ strategy flag and with none. Each model type ends as one of:
 - refused: transformers could not build it, and explain's one warning line quotes transformers' own error;
 - failed: anything else (an exception of ours, a warning of more than one line): a defect.
 
-``tests/test_explain_registry.py`` checks a sample of the registry in ``make test``; this runs all of it (804 model
-types in transformers 5.23: hours on 2 cores, most under a second each, a few minutes for the largest defaults).
+``tests/test_explain_registry.py`` checks a model type of each shape (``SAMPLE``) in ``make test``, and that the
+sample holds every shape of the installed registry; this runs all of it (804 model
+types in transformers 5.23: one to two hours on 2 cores under load, most under a second each, a few minutes for
+the largest defaults; docs/explain.md records the last walk's counts and refusals).
 Prints one line per model type (its outcome, time and, where not built, why), then the counts; ``--json FILE``
 keeps each result with its time.
 
@@ -19,8 +21,11 @@ type), one process at a time; where a process dies (killed for memory, a crash i
 done run again one type a process, so that the one that died takes only itself down and is listed as such;
 ``--from TYPE`` resumes an interrupted run, and ``--jsonl FILE`` appends each result as it comes.
 
-Usage: python tools/explain_registry.py [--only TYPE ...] [--from TYPE] [--json FILE] [--jsonl FILE]
-       [--no-isolate] [--as-limit BYTES] [--timeout S]
+``--shapes`` lists the model types by shape (``shape``: the class that builds the config and whether it holds towers,
+experts, an encoder and a decoder), ``--sample`` runs ``SAMPLE``, a model type of each.
+
+Usage: python tools/explain_registry.py [--only TYPE ... | --sample] [--from TYPE] [--json FILE] [--jsonl FILE]
+       [--no-isolate] [--as-limit BYTES] [--timeout S] [--shapes]
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from ncclcheck.explain.core import explain, size_table  # noqa: E402
-from ncclcheck.explain.frommodel import _build_errors, _shrunk_dict, one_line  # noqa: E402
+from ncclcheck.explain.frommodel import _AUTO_CLASSES, _build_errors, _shrunk_dict, one_line  # noqa: E402
 from ncclcheck.explain.models import Model, merge  # noqa: E402
 from ncclcheck.explain.ops import STRATEGIES  # noqa: E402
 from ncclcheck.explain.source import load  # noqa: E402
@@ -58,6 +63,87 @@ def model_types() -> list[str]:
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     return sorted(CONFIG_MAPPING.keys())
+
+
+# A family's shape: the class that builds its config (the first of explain's auto classes whose mapping names the
+# model type, else the tower's own model class) and what the default config holds: sub-configs (towers), experts, an
+# encoder and a decoder. One model type of each shape is the sample ``make test`` runs (``SAMPLE``).
+TOWER = "own class"
+NO_DEFAULT = "no default config"
+EXPERTS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
+
+
+def _builder(model_type: str) -> str:
+    import transformers
+
+    for name in _AUTO_CLASSES:
+        auto = getattr(transformers, name, None)
+        names = getattr(getattr(auto, "_model_mapping", None), "_model_mapping", {})
+        if model_type in names:
+            return name
+    return TOWER
+
+
+def _holds(d: dict, found: set[str]) -> set[str]:
+    for k in EXPERTS:
+        n = d.get(k)
+        if isinstance(n, int) and not isinstance(n, bool) and n > 1:
+            found.add("experts")
+    if d.get("is_encoder_decoder") is True:
+        found.add("encoder-decoder")
+    for v in d.values():
+        if isinstance(v, dict) and "model_type" in v:
+            found.add("towers")
+            _holds(v, found)
+    return found
+
+
+def shape(model_type: str) -> str:
+    """The model type's shape: its builder and, in this order, towers, experts, encoder-decoder where it has them
+    (``AutoModelForCausalLM+experts``); ``NO_DEFAULT`` where its config class has no default config."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    try:
+        d = CONFIG_MAPPING[model_type]().to_dict()
+    except _build_errors():
+        return NO_DEFAULT
+    held = _holds(d, set())
+    return "+".join([_builder(model_type), *(k for k in ("towers", "experts", "encoder-decoder") if k in held)])
+
+
+# A model type of each shape of transformers 5.23's registry (``--shapes`` lists every shape's model types), the
+# quickest of those tried (0.2-5 s each on the 2-core VM, nemo_speechlm 28 s: its shape's only one); the first
+# sample's (llama, bert, t5, vit, whisper, qwen2_moe, clip, blip_text_model) kept.
+SAMPLE = {
+    "AutoModel": ("vit",),
+    "AutoModel+encoder-decoder": ("moonshine",),
+    "AutoModel+experts": ("openai_privacy_filter",),
+    "AutoModel+towers": ("clip",),
+    "AutoModel+towers+encoder-decoder": ("dia",),
+    "AutoModelForCausalLM": ("llama", "bert"),
+    "AutoModelForCausalLM+encoder-decoder": ("whisper",),
+    "AutoModelForCausalLM+experts": ("qwen2_moe",),
+    "AutoModelForCausalLM+towers": ("git",),
+    "AutoModelForCausalLM+towers+encoder-decoder": ("musicgen_melody",),
+    "AutoModelForCausalLM+towers+experts": ("llama4",),
+    "AutoModelForImageTextToText+encoder-decoder": ("udop",),
+    "AutoModelForImageTextToText+experts": ("mistral4",),
+    "AutoModelForImageTextToText+towers": ("llava",),
+    "AutoModelForImageTextToText+towers+encoder-decoder": ("vision-encoder-decoder",),
+    "AutoModelForImageTextToText+towers+experts": ("aria",),
+    "AutoModelForSeq2SeqLM+encoder-decoder": ("t5",),
+    "AutoModelForSeq2SeqLM+experts+encoder-decoder": ("switch_transformers",),
+    "AutoModelForSeq2SeqLM+towers": ("qwen2_audio",),
+    "AutoModelForSeq2SeqLM+towers+encoder-decoder": ("encoder-decoder",),
+    "AutoModelForSeq2SeqLM+towers+experts": ("nemo_speechlm",),
+    NO_DEFAULT: ("nougat",),
+    TOWER: ("blip_text_model",),
+    f"{TOWER}+encoder-decoder": ("pop2piano",),
+    f"{TOWER}+experts": ("step3p5",),
+    f"{TOWER}+towers": ("colpali",),
+    f"{TOWER}+towers+encoder-decoder": ("rag",),
+    f"{TOWER}+towers+experts": ("qwen3_omni_moe",),
+}
 
 
 def _fewer_layers(d: dict) -> dict:
@@ -164,6 +250,8 @@ CHUNK = 20  # model types a process
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="*", help="these model types only")
+    ap.add_argument("--sample", action="store_true", help="the sample only (a model type of each shape)")
+    ap.add_argument("--shapes", action="store_true", help="list each shape's model types and build nothing")
     ap.add_argument("--from", dest="start", help="the model types from this one on (alphabetically)")
     ap.add_argument("--json", help="write every model type's result to this file")
     ap.add_argument("--jsonl", help="append each model type's result to this file as it comes")
@@ -172,7 +260,14 @@ def main() -> int:
     ap.add_argument("--timeout", type=int, default=TIMEOUT, help="seconds a model type may take")
     ap.add_argument("--result", action="store_true", help=argparse.SUPPRESS)  # one JSON line: isolated()'s channel
     args = ap.parse_args()
-    types = args.only or model_types()
+    types = args.only or ([t for ts in SAMPLE.values() for t in ts] if args.sample else model_types())
+    if args.shapes:
+        shapes: dict[str, list[str]] = {}
+        for t in types:
+            shapes.setdefault(shape(t), []).append(t)
+        for k, ts in sorted(shapes.items()):
+            print(f"{k} ({len(ts)}): {' '.join(ts)}")
+        return 0
     if args.start:
         types = [t for t in types if t >= args.start]
     isolate = not args.no_isolate and len(types) > 1

@@ -243,6 +243,18 @@ def blocks(model, classes=None):
     return out
 
 
+def children_first(found):
+    """The blocks with each after the blocks inside it, else in their order: Accelerate's FSDP2 set-up shards the
+    modules bottom-up (``get_module_children_bottom_up``), and ``fully_shard`` of a module inside one already sharded
+    fails (its parameters are DTensors by then); Mamba names both its block and the mixer inside it."""
+    out, open_ = [], []
+    for name, block in found:
+        while open_ and not name.startswith(open_[-1][0] + "."):
+            out.append(open_.pop())
+        open_.append((name, block))
+    return out + open_[::-1]
+
+
 def raw_dump():
     """This rank's flight-recorder dump (pickle bytes), or None where torch keeps none."""
     import torch
@@ -370,7 +382,7 @@ def run_one(strategy, name, cls, cfg, out_dir, rank, world, device, steps=STEPS)
         how = {"mp_policy": mp, "reshard_after_forward": strategy != "fsdp2_noreshard"}
         if mesh2d is not None:
             how["mesh"] = mesh2d
-        for bname, block in found:
+        for bname, block in children_first(found):
             fully_shard(block, **how)
             mine = [f"{bname}.{n}" for n, _ in block.named_parameters()]
             units.append({"module": bname, "params": [p for p in mine if p not in inner]})

@@ -150,6 +150,9 @@ def _inputs(module: object, device: str = "meta") -> dict | None:
         ids[:, -1] = eos
     out: dict = {}
     main = getattr(module, "main_input_name", "input_ids")
+    # Usually one name; a model whose forward needs several inputs names them all in a list (OneFormer's pixel values
+    # and task tokens): each one must be known.
+    mains = [main] if isinstance(main, str) else list(main)
     if "input_ids" in names and hasattr(module, "get_input_embeddings"):
         out["input_ids"] = ids
     if "pixel_values" in names:
@@ -172,7 +175,7 @@ def _inputs(module: object, device: str = "meta") -> dict | None:
         if device != "meta":
             dec[:, -1] = eos
         out["decoder_input_ids"] = dec
-    if main not in out:
+    if any(m not in out for m in mains):
         return None
     return out
 
@@ -489,21 +492,29 @@ _AUTO_CLASSES = ("AutoModelForCausalLM", "AutoModelForImageTextToText", "AutoMod
 
 
 def _auto_build(transformers: object, config: object) -> object:
-    """The first auto class that knows the config's type builds it; for a config no auto class maps (a tower's own
-    config, such as a CLIP-style text model's), the model class its modeling module declares for it does."""
-    last: Exception | None = None
+    """The first auto class that builds the config's model; for a config no auto class maps (a tower's own config,
+    such as a CLIP-style text model's), the model class its modeling module declares for it. An auto class that maps
+    the type but cannot build it from this config is passed over too, as transformers' other auto classes would
+    build it: it maps ``musicgen`` to ``MusicgenForCausalLM``, made for the decoder's own config, and
+    ``ReformerModelWithLMHead`` asserts ``is_decoder``, while ``AutoModel`` builds a default Reformer config. Where
+    nothing builds the model, the first such error is raised, else the last "Unrecognized configuration class"."""
+    unknown: BaseException | None = None
+    failed: BaseException | None = None
     for name in _AUTO_CLASSES:
         auto = getattr(transformers, name, None)
         if auto is None:
             continue
         try:
             return auto.from_config(config)
-        except ValueError as exc:  # "Unrecognized configuration class ... for this kind of AutoModel"
-            last = exc
+        except _build_errors() as exc:
+            if type(config) in auto._model_mapping:
+                failed = failed or exc
+            else:  # "Unrecognized configuration class ... for this kind of AutoModel"
+                unknown = exc
     own = _declared_model(config)
     if own is not None:
         return own(config)
-    raise last if last is not None else ValueError("no auto class of this transformers builds it")
+    raise failed or unknown or ValueError("no auto class of this transformers builds it")
 
 
 def _declared_model(config: object) -> Any:
