@@ -118,6 +118,16 @@ class _PosB:
     source: str = "logs"
 
 
+def _world_numbered(g: _GroupB) -> bool:
+    """Whether a group no line names is numbered as the world group: releases before the ``[PG ...]`` prefix print
+    one ``[Rank N]`` for every group, and ``_Builder._record_rank`` reads such a rank as global where nothing else
+    gives one. Where every member's group rank is its global rank (ProcessGroupNCCL.cpp's watchdog line of a
+    default-group work, no ``[rankN]:`` saying otherwise), the group is the world's, which holds every rank up to
+    the highest: ``[Rank 3]`` alone says ranks 0-2 are members too."""
+    return bool(g.members) and any(k is not None for k in g.members.values()) and \
+        all(k is None or k == r for r, k in g.members.items())
+
+
 def _hi(a: int | None, b: int | None) -> int | None:
     vals = [v for v in (a, b) if v is not None and v >= 0]
     return max(vals) if vals else (a if a is not None else b)
@@ -474,7 +484,7 @@ class _Builder:
                 out.append(Group(g.gid(), members, world, MemberSource.ALL_RANKS))
             elif key == ("unknown", "") and world:
                 out.append(Group(g.gid(), range(world), world, MemberSource.DEFAULT_GROUP))
-            elif key == _DEFAULT_KEY and members:
+            elif key == _DEFAULT_KEY and members or key == ("unknown", "") and _world_numbered(g):
                 # The world group holds every rank up to the highest seen, whatever its size: a gap is a member.
                 out.append(Group(g.gid(), range(max(members) + 1), None, MemberSource.PARTIAL))
             else:

@@ -48,7 +48,7 @@ from ncclcheck.job.model import EndKind, Job, VerdictKind, Work
 from ncclcheck.job.origins import interrupted_job, unended
 from ncclcheck.job.partition import stopped
 from ncclcheck.job.phrases import absent_phrase, cap, nobody
-from ncclcheck.job.slow import Busy, busy_rank
+from ncclcheck.job.slow import Busy, busy_member, busy_rank
 from ncclcheck.job.stated import restate
 from ncclcheck.ranks import rank_phrase
 
@@ -116,6 +116,8 @@ def decide_job(job: Job, diagnose: Diagnose) -> Decision:
     lines, used = job.facts.busy, job.facts.framework
     busy = (busy_rank(lines, used, culprits[0], timeout_ms) if kind is VerdictKind.LAGGING_RANK and len(culprits) == 1
             else None)
+    if (member := busy_member(job, kind, culprits, summary, primary, lines, used)) is not None:
+        busy, summary = member  # a busy member that waited nowhere, from its line or the console's (job/slow.py)
     unnamed = (busy_rank(lines, used, None, timeout_ms)
                if busy is None and kind in (VerdictKind.LAGGING_RANK, VerdictKind.INCOMPLETE) else None)
     found = kind is not VerdictKind.NO_FAILURE
