@@ -98,6 +98,9 @@ def _mismatch_culprits(job: Job, roots: Sequence[int]) -> tuple[list[int], str] 
         sigs = Counter(sig(w) for w in works.values())
         where = "; ".join(f"{rank_phrase(r for r, w in works.items() if sig(w) == k)}: {k}" for k in sigs)
         culprits, why = _odd_ones(job, e.work.group, e.work.seq or 0, works)
+        if e.work.seq is None:  # gloo's timeouts and old releases' lines print no number: where each rank is blocked
+            return culprits, (f"In {e.work.group.label()}, whose lines print no sequence number, the ranks are blocked "
+                              f"in different collectives ({where}). {why}")
         return culprits, (f"At #{e.work.seq} of {e.work.group.label()} the ranks issued different collectives "
                           f"({where}). {why}")
     stuck_roots = [job.rank(r) for r in roots]
