@@ -50,11 +50,12 @@ from ncclcheck.job.partition import stopped
 from ncclcheck.job.phrases import absent_phrase, cap, nobody
 from ncclcheck.job.slow import Busy, busy_member, busy_rank
 from ncclcheck.job.stated import restate
+from ncclcheck.job.unplaced import unplaced_killed, unplaced_verdict
 from ncclcheck.ranks import rank_phrase
 
 # The cause catalogue's match (causes.diagnose over the inputs): killed ranks with their line and signal, when the
 # first watchdog fired, and the ranks named for dying without a word.
-Diagnose = Callable[[list[tuple[int, Loc, str]], float | None, list[int]], Diagnosis | None]
+Diagnose = Callable[[list[tuple[int | None, Loc, str]], float | None, list[int]], Diagnosis | None]
 
 
 @dataclass(frozen=True)
@@ -98,8 +99,9 @@ def decide_job(job: Job, diagnose: Diagnose) -> Decision:
     else:
         kind, culprits, waiting, summary = _quiet_verdict(job)
     kind, culprits, summary = left_early(job, kind, culprits, summary)  # an exit 0 while others wait (early_exit.py)
-    killed_ranks = [(s.rank, s.ending.loc, s.ending.signal or "") for s in job.ranks
-                    if s.ending.kind is EndKind.KILLED and s.ending.loc is not None]
+    killed_ranks: list[tuple[int | None, Loc, str]] = [(s.rank, s.ending.loc, s.ending.signal or "") for s in job.ranks
+                                                       if s.ending.kind is EndKind.KILLED and s.ending.loc is not None]
+    killed_ranks += unplaced_killed(job)  # workers the launcher names by their local rank alone (job/unplaced.py)
     fired = [r.started_s + r.ran_for_ms / 1000 for r in job.records if r.started_s is not None and r.ran_for_ms]
     # Ranks named for dying without a word (their peers' lost connections point at them): no line of theirs says how.
     silent = [r for r in culprits if kind is VerdictKind.RANK_FAILED_FIRST and (s := job.rank(r)) is not None
@@ -188,6 +190,8 @@ def _quiet_verdict(job: Job) -> tuple[VerdictKind, list[int], list[int], str]:
                 "Every failed rank in torchrun's summary ended by SIGABRT (the watchdog's abort after a collective "
                 "timeout) or SIGTERM (torchrun stopping the survivors); the timeout lines themselves are not in these "
                 "inputs. Give the ranks' own logs to name the collective.")
+    if (local := unplaced_verdict(job)) is not None:  # a worker named by its local rank alone (job/unplaced.py)
+        return local
     stop = interrupted_job(job)  # Ctrl-C: every rank stopped by SIGINT (job/origins.py)
     if stop is not None:
         return stop
