@@ -469,7 +469,7 @@ def alone_after_the_end(job: Job, primary: Work) -> tuple[VerdictKind, list[int]
     code that only it runs (``if rank == 0`` around a checkpoint, a barrier, logging), or a size that differs.
     """
     stuck = {s.rank: s.stuck for s in job.ranks if s.stuck is not None}
-    if not stuck or any(s.ending.kind is EndKind.UNKNOWN for s in job.ranks):
+    if not stuck:
         return None
     facts = job.facts.work_done
     others = sorted({int(f.value) for f in facts if f.value.isdigit()} - set(stuck))
@@ -479,6 +479,11 @@ def alone_after_the_end(job: Job, primary: Work) -> tuple[VerdictKind, list[int]
             last[w.loc.file] = max(w.loc.line, last.get(w.loc.file, w.loc.line))
     ended = [f for f in facts if not f.value.isdigit() and f.loc.line < last.get(f.loc.file, f.loc.line)]
     if not others and not ended:
+        return None
+    # A member without input could still arrive, unless the program said it completed, or the stuck ranks' own
+    # training loop had ended (the others, in step with it, ended theirs).
+    unknown = {s.rank for s in job.ranks if s.ending.kind is EndKind.UNKNOWN}
+    if unknown and not ended and not unknown <= set(others):
         return None
     ranks = sorted(stuck)
     if others:

@@ -48,6 +48,7 @@ from ncclcheck.job.model import EndKind, Job, VerdictKind, Work
 from ncclcheck.job.origins import interrupted_job, unended
 from ncclcheck.job.partition import stopped
 from ncclcheck.job.phrases import absent_phrase, cap, nobody
+from ncclcheck.job.sizecheck import sized_call
 from ncclcheck.job.slow import Busy, busy_member, busy_rank
 from ncclcheck.job.stated import restate
 from ncclcheck.job.unplaced import unplaced_killed, unplaced_verdict
@@ -90,7 +91,9 @@ def decide_job(job: Job, diagnose: Diagnose) -> Decision:
     if primary is not None:
         roots = find_roots(job)
         kind, culprits, summary = consistent(job, *stuck_verdict(job, roots, primary))
-        if kind is VerdictKind.INCOMPLETE and (alone := alone_after_the_end(job, primary)) is not None:
+        absent = all((s := job.rank(r)) is not None and s.ending.kind is EndKind.UNKNOWN for r in culprits)
+        if (kind is VerdictKind.INCOMPLETE or kind is VerdictKind.LAGGING_RANK and absent) and \
+                (alone := alone_after_the_end(job, primary)) is not None:  # a member without input did finish
             kind, culprits, summary = alone
         if kind is VerdictKind.DEADLOCK:
             ring = cycle(job, roots.named)
@@ -327,6 +330,8 @@ def _with_cause(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
         lost = (f" {rank_phrase(present).capitalize()} and the agents in these inputs only lost it: they are not "
                 "the cause." if present and c.kind == "store_lost" else "")
         return (VerdictKind.LAUNCHER_FAILURE, [], f"{cap(c.title)}: {d.detail}{at}. {cap(c.why)}.{lost}", d)
+    if c.family == PROGRAM and c.kind == "collective_size":  # the call's own check, raised by the rank that made it
+        return (VerdictKind.COLLECTIVE_MISMATCH, list(d.ranks), sized_call(job, c, d), d)  # (job/sizecheck.py)
     if c.family == PROGRAM:
         return (VerdictKind.COLLECTIVE_MISMATCH, [], f"{cap(c.title)}: {d.detail}{at}. {cap(c.why)}.", d)
     if kind in (VerdictKind.NO_FAILURE, VerdictKind.ALL_RANKS_STUCK):
