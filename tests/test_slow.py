@@ -57,6 +57,8 @@ def test_slow_rank_from_console_or_its_own_logs(name, way):
     ("Tokenizing Prompts (num_proc=64): 22%|██▏ | 78224/359152 [04:43<14:17, 327.43 examples/s]", "preprocess"),
     ("train: Scanning '../coco/labels/train' images and labels...43718 found, 110 missing, 0 empty, 7 corrupted:  97%|██▉| "
      "43830/45049 [01:07<00:18, 66.12it/s]", "preprocess"),  # YOLOv5's label cache, under torch_distributed_zero_first
+    ("[ 0.215007] kvm-pvm: mmio caching disabled (nested host: reported MAXPHYADDR 46)", None),  # a kernel's line
+    ("pci_bus 0000:00: scanning bus", None),  # scanning with no progress bar: no work of the job's
     ("Epoch 0:  45%|████▌     | 9/20 [00:03<00:04,  2.50it/s, loss=0.1]", None),
     ("RuntimeError: Error saving checkpoint: disk full", None),
     ("step 3 done", None),
