@@ -135,11 +135,15 @@ def test_a_rank_alone_after_the_end_issued_an_extra_collective(tmp_path, before)
     assert "if rank == 0:" in v.summary
 
 
-def test_a_lone_timeout_with_nothing_ended_stays_incomplete(tmp_path):
-    """Without a word that the work was over, who the rank waited for is not in the inputs."""
+def test_a_lone_timeout_with_nothing_ended_is_not_a_rank_alone_after_the_end(tmp_path):
+    """Without a word that the work was over, the rank waited for a member that never arrived: [Rank 1] of the world
+    group (no [PG ...] prefix, no [rankN]:) makes rank 0 a member, the one with no input, named as the rank the
+    trail ends at, what it did unknown."""
     log = tmp_path / "console.log"
     log.write_text(_LONE_TIMEOUT + "Rank 1 completed\n")  # its own rank, after its timeout: not the others
-    assert run(log).verdict.kind.value == "incomplete_evidence"
+    v = run(log).verdict
+    assert (v.kind.value, v.culprit_ranks) == ("lagging_rank", (0,))
+    assert "rank 0 left nothing in these inputs" in v.summary
 
 
 def test_an_abort_reported_before_any_timeout_is_not_the_watchdogs(tmp_path):

@@ -55,6 +55,10 @@ def test_slow_rank_from_console_or_its_own_logs(name, way):
      "preprocess"),
     ("Map (num_proc=8):  45%|████▌     | 4500/10000 [00:03<00:04, 1350.12 examples/s]", "preprocess"),
     ("Tokenizing Prompts (num_proc=64): 22%|██▏ | 78224/359152 [04:43<14:17, 327.43 examples/s]", "preprocess"),
+    ("train: Scanning '../coco/labels/train' images and labels...43718 found, 110 missing, 0 empty, 7 corrupted:  97%|██▉| "
+     "43830/45049 [01:07<00:18, 66.12it/s]", "preprocess"),  # YOLOv5's label cache, under torch_distributed_zero_first
+    ("[ 0.215007] kvm-pvm: mmio caching disabled (nested host: reported MAXPHYADDR 46)", None),  # a kernel's line
+    ("pci_bus 0000:00: scanning bus", None),  # scanning with no progress bar: no work of the job's
     ("Epoch 0:  45%|████▌     | 9/20 [00:03<00:04,  2.50it/s, loss=0.1]", None),
     ("RuntimeError: Error saving checkpoint: disk full", None),
     ("step 3 done", None),
@@ -153,3 +157,73 @@ def test_finished_work_is_not_what_the_rank_is_doing(done):
     v = run_text(done + SLOW_NCCL.split("\n", 1)[1]).verdict
     assert v.culprit_ranks == (0,) and "busy" not in v.summary
     assert not any("raising the timeout does help" in s for s in v.next_steps)
+
+
+LAUNCHED = DATA / "launchers" / "torchrun"
+# tools/launchers/busy_main.sh: rank 0 works alone for 25 s (a tqdm bar) while ranks 1-3 wait in a gloo collective
+# with a 10 s timeout; torchrun stops rank 0 after their timeouts. console.log of busy_tokenize is torchrun without
+# --tee, as users paste it: rank 0's bar carries no rank, the others' tracebacks carry [rankN]:.
+BUSY_MAIN = {"busy_tokenize/console.log": "busy_tokenize_console", "busy_eval/console.log": "busy_eval_console"}
+
+
+@pytest.mark.parametrize("case", sorted(BUSY_MAIN))
+def test_a_main_process_busy_alone_golden(case, monkeypatch):
+    """The whole verdict of each recorded console equals the reviewed golden JSON: rank 0, busy, the others waiting."""
+    monkeypatch.chdir(LAUNCHED)
+    assert _golden(run(case)) == json.loads((EXPECTED / f"{BUSY_MAIN[case]}.json").read_text())
+
+
+def test_a_bar_no_rank_names_is_the_one_silent_members():
+    """Without --tee rank 0's bar names no rank; ranks 1-3 waited in the collective, so the process drawing it while
+    they waited is the one member that waited nowhere: rank 0, busy, quoted with the bar's own line."""
+    v = run(LAUNCHED / "busy_tokenize" / "console.log").verdict
+    assert (v.kind.value, v.culprit_ranks, v.waiting_ranks) == ("lagging_rank", (0,), (1, 2, 3))
+    assert 'Rank 0 was busy, not dead: "Running tokenizer on dataset: 48%|' in v.summary
+    assert "names no rank, but the ranks that name themselves were waiting" in v.summary
+    steps = " ".join(v.next_steps)
+    assert "raising the timeout does help" in steps and "10 s is no default" in steps
+
+
+# PyTorch 1.x-2.1's watchdog line (ProcessGroupNCCL.cpp) names no group, and its [Rank N] is the rank in the group; a
+# console without rank prefixes, three ranks timing out at one sequence number and a bar of a fourth process.
+OLD_NCCL = "".join(f"[E ProcessGroupNCCL.cpp:475] [Rank {r}] Watchdog caught collective operation timeout: "
+                   "WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for "
+                   f"180032{r} milliseconds before timing out.\n" for r in (2, 1, 3))
+
+
+def test_a_default_group_rank_states_the_members_below_it():
+    """[Rank 3] of the world group says ranks 0-2 are members: rank 0, with no timeout of its own, is the one the
+    others waited for, and no line of its says what it did: named, left without input."""
+    a = run_text(OLD_NCCL)
+    (g,) = a.job.groups
+    assert list(g.members) == [0, 1, 2, 3]
+    v = a.verdict
+    assert (v.kind.value, v.culprit_ranks, v.waiting_ranks) == ("lagging_rank", (0,), (1, 2, 3))
+    assert "busy" not in v.summary
+
+
+def test_a_busy_bar_beside_old_nccl_timeouts_is_the_missing_members():
+    """The same timeouts after a tokenizer bar no prefix names: rank 0 was busy tokenising past the 30 min timeout,
+    and the fix is the timeout the framework sets (30 min: the HF Trainer's ddp_timeout among them) or moving the
+    work."""
+    bar = "Running tokenizer on dataset:   9%|▊   | 280000/2969526 [29:55<4:48:08, 155.57 examples/s]"
+    v = run_text(bar + OLD_NCCL).verdict
+    assert (v.kind.value, v.culprit_ranks) == ("lagging_rank", (0,))
+    assert v.summary.startswith("Ranks 1-3 waited until the 30 min timeout in ALLREDUCE NumelIn=1 (#2); the trail of "
+                                "who waits for whom ends at rank 0, the one member of the group with no timeout of "
+                                "its own. Rank 0 was busy, not dead:")
+    steps = " ".join(v.next_steps)
+    assert "ddp_timeout" in steps and "preprocess the dataset once before launching" in steps
+
+
+def test_the_cli_names_the_busy_rank():
+    """analyze-log on the recorded console: exit 1 (a failure found), the busy rank in the report, nothing on
+    stderr."""
+    from typer.testing import CliRunner
+
+    from ncclcheck.cli import app
+
+    r = CliRunner().invoke(app, ["analyze-log", str(LAUNCHED / "busy_eval" / "console.log")], env={"COLUMNS": "300"})
+    assert r.exit_code == 1 and r.stderr == ""
+    out = " ".join(r.stdout.replace("│", " ").split())
+    assert "verdict: lagging_rank" in out and "Rank 0 was busy, not dead" in out

@@ -78,6 +78,6 @@ class Placement:
             return None  # statements that disagree: two agents' lines, or a subgroup's ranks
         # The whole world on this console's agent: its first global rank is 0.
         worlds = worlds | self.worlds
-        if tags and (nnodes == {1} or (len(worlds) == 1 and worlds == {len(tags)} and max(tags) + 1 == len(tags))):
+        if nnodes == {1} or tags and len(worlds) == 1 and worlds == {len(tags)} and max(tags) + 1 == len(tags):
             return 0
         return None

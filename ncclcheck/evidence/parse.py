@@ -269,7 +269,7 @@ class LogParser:
             first = offset if first is None else first
         if node:
             self._rewho(node, offset)
-        if first:  # the agent's exit lines name the local rank: placed with the tags (not yet where nothing states it)
+        if first is not None:  # the agent's exit lines name the local rank: placed where the node's first is known
             labelled = {i for _, i in self._node_agents}  # placed by their node's label (see finish)
             self._elastic[:] = [replace(e, rank=e.local_rank + first)
                                 if e.agent_line and e.local_rank is not None and i not in labelled else e
@@ -435,11 +435,12 @@ class LogParser:
         return True
 
     def _agent_failed(self, said: AgentExit) -> None:
-        """A launcher's line about one worker that exited, by its local rank: on one node that is the rank; a failure
-        table in the same input, which names the global rank, is preferred (see :meth:`finish`). Behind a node's label
-        (pdsh's "node1: ") it is that node's local rank: placed by the node's first rank where its lines give it
-        (``Processes._node_tag``), else left unplaced."""
-        failure = ElasticFailure(rank=said.local_rank, local_rank=said.local_rank, exitcode=said.exitcode,
+        """A launcher's line about one worker that exited, by its local rank: a failure table in the same input, which
+        names the global rank, is preferred (see :meth:`finish`). A local rank is a global rank only where the node's
+        first global rank is known: its lines' tags beside [rankN]:, the table's pairs, one node stated (``--nnodes
+        1``; :meth:`_local_ranks`), or behind a node's label (pdsh's "node1: ") that node's first rank
+        (``Processes._node_tag``); else the worker stays unplaced, its global rank unknown."""
+        failure = ElasticFailure(rank=None, local_rank=said.local_rank, exitcode=said.exitcode,
                                  pid=said.pid, signal=signals.of_exitcode(said.exitcode), host=None, time=None,
                                  root_cause=False, loc=said.loc, agent_line=True)
         if said.node is not None:

@@ -118,6 +118,18 @@ class _PosB:
     source: str = "logs"
 
 
+def _world_numbered(g: _GroupB, table: set[int]) -> bool:
+    """Whether a group no line names is numbered as the world group: releases before the ``[PG ...]`` prefix print
+    one ``[Rank N]`` for every group, and ``_Builder._record_rank`` reads such a rank as global where nothing else
+    gives one. Where every member's group rank is its global rank (ProcessGroupNCCL.cpp's watchdog line of a
+    default-group work, no ``[rankN]:`` saying otherwise), the group is the world's, which holds every rank up to
+    the highest: ``[Rank 3]`` alone says ranks 0-2 are members too. gloo's timeouts print no group rank at all; there
+    torchrun's failure table (``table``: its workers' global ranks), the job's ranks when no line states the world,
+    makes the group the world's as a stated world does (``_groups``: a group no line names is the world group)."""
+    return bool(g.members) and (any(k is not None for k in g.members.values()) or bool(table)) and \
+        all(k is None or k == r for r, k in g.members.items())
+
+
 def _hi(a: int | None, b: int | None) -> int | None:
     vals = [v for v in (a, b) if v is not None and v >= 0]
     return max(vals) if vals else (a if a is not None else b)
@@ -459,6 +471,8 @@ class _Builder:
     def _groups(self, world: int | None) -> list[Group]:
         out = []
         placed = self._layout()
+        # torchrun's failure table lists its workers by global rank: ranks of the job, so members of its world group
+        table = {r for r, fs in self.elastic.items() if any(not f.agent_line for f in fs)}
         for key, g in self.groups.items():
             members = tuple(sorted(g.members))
             if g.exact:
@@ -474,9 +488,9 @@ class _Builder:
                 out.append(Group(g.gid(), members, world, MemberSource.ALL_RANKS))
             elif key == ("unknown", "") and world:
                 out.append(Group(g.gid(), range(world), world, MemberSource.DEFAULT_GROUP))
-            elif key == _DEFAULT_KEY and members:
+            elif key == _DEFAULT_KEY and members or key == ("unknown", "") and _world_numbered(g, table):
                 # The world group holds every rank up to the highest seen, whatever its size: a gap is a member.
-                out.append(Group(g.gid(), range(max(members) + 1), None, MemberSource.PARTIAL))
+                out.append(Group(g.gid(), range(max((*members, *table)) + 1), None, MemberSource.PARTIAL))
             else:
                 out.append(Group(g.gid(), members, g.size, MemberSource.PARTIAL if members else MemberSource.UNKNOWN))
         return out

@@ -119,6 +119,8 @@ class _Graph:
         if mine is None and p.stuck is not None and p.stuck.seq == w.seq and not p.stuck.p2p:
             mine = p.stuck
         if mine is not None and _differs(w, mine):
+            if w.seq is None:  # gloo's timeouts print no number: each rank's is the collective it is blocked in
+                return EdgeReason.DIFFERENT_COLLECTIVE, f"rank {m} is blocked in {mine.describe()}, not {w.describe()}"
             return EdgeReason.DIFFERENT_COLLECTIVE, f"rank {m} issued {mine.describe()} as #{w.seq}, not {w.describe()}"
         if mine is None and w.seq is not None and p.last_enqueued is not None and p.last_enqueued < w.seq:
             return EdgeReason.NOT_REACHED, f"rank {m} never issued #{w.seq} there (its last was #{p.last_enqueued})"

@@ -98,6 +98,9 @@ def _mismatch_culprits(job: Job, roots: Sequence[int]) -> tuple[list[int], str] 
         sigs = Counter(sig(w) for w in works.values())
         where = "; ".join(f"{rank_phrase(r for r, w in works.items() if sig(w) == k)}: {k}" for k in sigs)
         culprits, why = _odd_ones(job, e.work.group, e.work.seq or 0, works)
+        if e.work.seq is None:  # gloo's timeouts and old releases' lines print no number: where each rank is blocked
+            return culprits, (f"In {e.work.group.label()}, whose lines print no sequence number, the ranks are blocked "
+                              f"in different collectives ({where}). {why}")
         return culprits, (f"At #{e.work.seq} of {e.work.group.label()} the ranks issued different collectives "
                           f"({where}). {why}")
     stuck_roots = [job.rank(r) for r in roots]
@@ -466,7 +469,7 @@ def alone_after_the_end(job: Job, primary: Work) -> tuple[VerdictKind, list[int]
     code that only it runs (``if rank == 0`` around a checkpoint, a barrier, logging), or a size that differs.
     """
     stuck = {s.rank: s.stuck for s in job.ranks if s.stuck is not None}
-    if not stuck or any(s.ending.kind is EndKind.UNKNOWN for s in job.ranks):
+    if not stuck:
         return None
     facts = job.facts.work_done
     others = sorted({int(f.value) for f in facts if f.value.isdigit()} - set(stuck))
@@ -476,6 +479,11 @@ def alone_after_the_end(job: Job, primary: Work) -> tuple[VerdictKind, list[int]
             last[w.loc.file] = max(w.loc.line, last.get(w.loc.file, w.loc.line))
     ended = [f for f in facts if not f.value.isdigit() and f.loc.line < last.get(f.loc.file, f.loc.line)]
     if not others and not ended:
+        return None
+    # A member without input could still arrive, unless the program said it completed, or the stuck ranks' own
+    # training loop had ended (the others, in step with it, ended theirs).
+    unknown = {s.rank for s in job.ranks if s.ending.kind is EndKind.UNKNOWN}
+    if unknown and not ended and not unknown <= set(others):
         return None
     ranks = sorted(stuck)
     if others:

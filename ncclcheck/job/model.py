@@ -287,6 +287,8 @@ class JobFacts:
     stated: tuple[Stated, ...] = ()  # every line of a known source that states a failure (job/reasons.py)
     versions: Versions = Versions()  # each rank's releases and settings, and what must agree across them (versions.py)
     lost_nodes: tuple[LostNode, ...] = ()  # consoles that stop mid-run with no word of their agent (lostnode.py)
+    calls: tuple[Fact, ...] = ()  # each traceback's torch.distributed call and the user's line (formats/pycall.py)
+    teardowns: tuple[Fact, ...] = ()  # the watchdog's "taking the entire process down" (formats/world.py)
 
 
 @dataclass(frozen=True)

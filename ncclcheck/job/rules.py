@@ -48,13 +48,16 @@ from ncclcheck.job.model import EndKind, Job, VerdictKind, Work
 from ncclcheck.job.origins import interrupted_job, unended
 from ncclcheck.job.partition import stopped
 from ncclcheck.job.phrases import absent_phrase, cap, nobody
-from ncclcheck.job.slow import Busy, busy_rank
+from ncclcheck.job.sizecheck import sized_call
+from ncclcheck.job.slow import Busy, busy_member, busy_rank
 from ncclcheck.job.stated import restate
+from ncclcheck.job.teardown import teardown_verdict
+from ncclcheck.job.unplaced import unplaced_killed, unplaced_verdict
 from ncclcheck.ranks import rank_phrase
 
 # The cause catalogue's match (causes.diagnose over the inputs): killed ranks with their line and signal, when the
 # first watchdog fired, and the ranks named for dying without a word.
-Diagnose = Callable[[list[tuple[int, Loc, str]], float | None, list[int]], Diagnosis | None]
+Diagnose = Callable[[list[tuple[int | None, Loc, str]], float | None, list[int]], Diagnosis | None]
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,9 @@ def decide_job(job: Job, diagnose: Diagnose) -> Decision:
     if primary is not None:
         roots = find_roots(job)
         kind, culprits, summary = consistent(job, *stuck_verdict(job, roots, primary))
-        if kind is VerdictKind.INCOMPLETE and (alone := alone_after_the_end(job, primary)) is not None:
+        absent = all((s := job.rank(r)) is not None and s.ending.kind is EndKind.UNKNOWN for r in culprits)
+        if (kind is VerdictKind.INCOMPLETE or kind is VerdictKind.LAGGING_RANK and absent) and \
+                (alone := alone_after_the_end(job, primary)) is not None:  # a member without input did finish
             kind, culprits, summary = alone
         if kind is VerdictKind.DEADLOCK:
             ring = cycle(job, roots.named)
@@ -98,8 +103,9 @@ def decide_job(job: Job, diagnose: Diagnose) -> Decision:
     else:
         kind, culprits, waiting, summary = _quiet_verdict(job)
     kind, culprits, summary = left_early(job, kind, culprits, summary)  # an exit 0 while others wait (early_exit.py)
-    killed_ranks = [(s.rank, s.ending.loc, s.ending.signal or "") for s in job.ranks
-                    if s.ending.kind is EndKind.KILLED and s.ending.loc is not None]
+    killed_ranks: list[tuple[int | None, Loc, str]] = [(s.rank, s.ending.loc, s.ending.signal or "") for s in job.ranks
+                                                       if s.ending.kind is EndKind.KILLED and s.ending.loc is not None]
+    killed_ranks += unplaced_killed(job)  # workers the launcher names by their local rank alone (job/unplaced.py)
     fired = [r.started_s + r.ran_for_ms / 1000 for r in job.records if r.started_s is not None and r.ran_for_ms]
     # Ranks named for dying without a word (their peers' lost connections point at them): no line of theirs says how.
     silent = [r for r in culprits if kind is VerdictKind.RANK_FAILED_FIRST and (s := job.rank(r)) is not None
@@ -116,6 +122,8 @@ def decide_job(job: Job, diagnose: Diagnose) -> Decision:
     lines, used = job.facts.busy, job.facts.framework
     busy = (busy_rank(lines, used, culprits[0], timeout_ms) if kind is VerdictKind.LAGGING_RANK and len(culprits) == 1
             else None)
+    if (member := busy_member(job, kind, culprits, summary, primary, lines, used)) is not None:
+        busy, summary = member  # a busy member that waited nowhere, from its line or the console's (job/slow.py)
     unnamed = (busy_rank(lines, used, None, timeout_ms)
                if busy is None and kind in (VerdictKind.LAGGING_RANK, VerdictKind.INCOMPLETE) else None)
     found = kind is not VerdictKind.NO_FAILURE
@@ -186,6 +194,10 @@ def _quiet_verdict(job: Job) -> tuple[VerdictKind, list[int], list[int], str]:
                 "Every failed rank in torchrun's summary ended by SIGABRT (the watchdog's abort after a collective "
                 "timeout) or SIGTERM (torchrun stopping the survivors); the timeout lines themselves are not in these "
                 "inputs. Give the ranks' own logs to name the collective.")
+    if (local := unplaced_verdict(job)) is not None:  # a worker named by its local rank alone (job/unplaced.py)
+        return local
+    if (down := teardown_verdict(job)) is not None:  # the watchdog's tear-down line alone (job/teardown.py)
+        return down
     stop = interrupted_job(job)  # Ctrl-C: every rank stopped by SIGINT (job/origins.py)
     if stop is not None:
         return stop
@@ -323,6 +335,8 @@ def _with_cause(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
         return (VerdictKind.LAUNCHER_FAILURE, [], f"{cap(c.title)}: {d.detail}{at}. {cap(c.why)}.{lost}", d)
     if c.family == PROGRAM and c.culprit and kind is VerdictKind.LAGGING_RANK and set(culprits) <= set(d.ranks):
         return kind, culprits, summary, d  # the rank that never issued the collective, and the verdict says where it is
+    if c.family == PROGRAM and c.kind == "collective_size":  # the call's own check, raised by the rank that made it
+        return (VerdictKind.COLLECTIVE_MISMATCH, list(d.ranks), sized_call(job, c, d), d)  # (job/sizecheck.py)
     if c.family == PROGRAM:  # a line said by a rank of its own disagreement names no culprit; one said about it does
         return (VerdictKind.COLLECTIVE_MISMATCH, list(d.ranks) if c.culprit else [],
                 f"{cap(c.title)}: {d.detail}{at}. {cap(c.why)}.", d)

@@ -12,10 +12,13 @@ framework the log shows.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ncclcheck.evidence.formats.busy import busy_phase
 from ncclcheck.evidence.types import Fact, FileScan, Loc
+from ncclcheck.job.model import EndKind, Job, VerdictKind, Work
+from ncclcheck.job.phrases import place
+from ncclcheck.ranks import rank_phrase
 from ncclcheck.transfer import human_seconds
 
 # The order in which a framework's own setting wins: the HF Trainer passes its ddp_timeout to Accelerate and to
@@ -40,7 +43,10 @@ _SPREAD = {
             "or `async_save` to overlap it with training), instead of rank 0 writing the whole model while the "
             "others wait.",
     "preprocess": "Tokenise and preprocess the dataset once before launching (a separate script, `dataset.map(...)` "
-                  "then `save_to_disk`, or a warm cache), so no rank does it while the others wait in a barrier.",
+                  "then `save_to_disk`, or a warm cache), so no rank does it while the others wait in a barrier: "
+                  "under `main_process_first` (the HF Trainer's) or `torch_distributed_zero_first` (YOLO's) the main "
+                  "process builds it while the others wait in a barrier the timeout bounds, so build it once where "
+                  "every rank finds it.",
     "compile": "Warm the compile cache before the timed run (the same job once, or TORCHINDUCTOR_CACHE_DIR on shared "
                "storage), so the first step does not compile on one rank while the others wait.",
 }
@@ -57,11 +63,17 @@ class Busy:
     framework: str  # hf_trainer, lightning, deepspeed, accelerate, torch
     framework_loc: Loc | None
     timeout_ms: int | None
+    placed: bool = False  # the line names no rank: it is the culprit's as the one member that waited nowhere
 
     def words(self) -> str:
         """``Rank 0 was busy, not dead: its last line is "Evaluating: 40%|…" (file:58), evaluation on it alone…``"""
         over = f" outlasted the {human_seconds(self.timeout_ms / 1000)} timeout" if self.timeout_ms else \
             " outlasted the timeout"
+        if self.placed:
+            return (f"Rank {self.rank} was busy, not dead: \"{self.line}\" ({self.loc}) names no rank, but the ranks "
+                    "that name themselves were waiting in the collective, and rank "
+                    f"{self.rank} is the one member that waited nowhere (frameworks draw progress on the main process "
+                    f"alone); {_PHASE[self.phase]} on that rank alone{over} while the others waited.")
         if self.rank is None:
             return (f"A process was busy: \"{self.line}\" ({self.loc}) names no rank, and frameworks draw progress "
                     "bars on the main process (rank 0) only. If that is the rank the others waited for, it was busy, "
@@ -97,12 +109,54 @@ def busy_rank(lines: Sequence[tuple[bool, Fact]], used: tuple[str, Loc | None], 
     return Busy(rank, phase, f.value, f.loc, name, loc, timeout_ms)
 
 
+def placed_busy(lines: Sequence[tuple[bool, Fact]], used: tuple[str, Loc | None], rank: int,
+                timeout_ms: int | None) -> Busy | None:
+    """The busy line that names no rank, as ``rank``'s: the caller has found ``rank`` the one member of the group
+    that waited nowhere and left no input of its own, so the process that printed work while the others waited in
+    the collective is that one."""
+    b = busy_rank(lines, used, None, timeout_ms)
+    return None if b is None else replace(b, rank=rank, placed=True)
+
+
+# Endings of a lagging rank that say nothing of what it did: no input, a log that just stops, or the launcher's stop
+# after the others failed. Its busy line says it; the words "never arrived" or "left nothing" would not be true.
+_UNSEEN_AT_WORK = (EndKind.UNKNOWN, EndKind.SILENT, EndKind.ABORTED)
+
+
+def busy_member(job: Job, kind: VerdictKind, culprits: Sequence[int], summary: str, primary: Work | None,
+                lines: Sequence[tuple[bool, Fact]], used: tuple[str, Loc | None]) -> tuple[Busy, str] | None:
+    """The one lagging member whose ending says nothing of what it did (no input, a log that stops, the launcher's
+    stop), as busy: from its own last busy line, or from a line that names no rank where it says a process was doing
+    work while the others waited (a console without rank prefixes, where the frameworks' progress is the main
+    process's): that process is the member that waited nowhere. The rule's words "left nothing" or "never arrived"
+    are then untrue: the summary says instead that it is the one member with no timeout of its own."""
+    if kind is not VerdictKind.LAGGING_RANK or len(culprits) != 1 or primary is None:
+        return None
+    s = job.rank(culprits[0])
+    if s is None or s.ending.kind not in _UNSEEN_AT_WORK:
+        return None
+    b = busy_rank(lines, used, culprits[0], primary.timeout_ms) or placed_busy(lines, used, culprits[0],
+                                                                              primary.timeout_ms)
+    if b is None:
+        return None
+    if s.ending.kind is EndKind.ABORTED:
+        return b, summary  # "still running when the launcher stopped it": true of a busy rank too
+    waiting = [r.rank for r in job.ranks if r.stuck is not None]
+    limit = f" until the {human_seconds(primary.timeout_ms / 1000)} timeout" if primary.timeout_ms else ""
+    return b, (f"{rank_phrase(waiting, job.world, culprits).capitalize()} waited{limit} in {place(primary)}; the trail "
+               f"of who waits for whom ends at rank {culprits[0]}, the one member of the group with no timeout of its "
+               "own.")
+
+
 def _default(timeout_ms: int | None) -> str:
-    """Whose default the timeout is, where it is one."""
+    """Whose default the timeout is, where it is one; any other was set by the job or its framework."""
     if timeout_ms == 600_000:
         return " 10 min is PyTorch's default for NCCL."
     if timeout_ms == 1_800_000:
         return " 30 min is the default of the HF Trainer's ddp_timeout, DeepSpeed, Lightning and gloo."
+    if timeout_ms:
+        return (f" {human_seconds(timeout_ms / 1000)} is no default (PyTorch's are 10 min for NCCL and 30 min for "
+                "gloo): the job or its framework set it; raise it where it is set.")
     return ""
 
 

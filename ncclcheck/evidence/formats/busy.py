@@ -18,13 +18,13 @@ from ncclcheck.evidence.types import Fact, Loc, Read, Who
 
 # The words are plain substring tests before the pattern.
 WORDS = ("valuat", "alidat", "aving", "heckpoint", "okeniz", "Map", "Filter", "reprocess", "ompil", "utotun",
-         "eval_runtime")
+         "eval_runtime", "canning")
 _BUSY = re.compile(
     r"(?i)(?P<eval>evaluat|validat|running evaluation|eval(?:uation)? loop)|"
     r"(?P<save>sav(?:ing|e)\b.{0,40}checkpoint|checkpoint.{0,40}(?:is about to be saved|saving)|saving model|"
     r"saving (?:to|the)\b)|"
     r"(?P<preprocess>running tokenizer|tokeniz(?:ing|ation)|\b(?:map|filter)(?: \(num_proc=\d+\))?:|grouping texts|"
-    r"preprocess(?:ing)?\b)|"
+    r"preprocess(?:ing)?\b|\bscanning\b[^|]{0,200}\d%\|)|"
     r"(?P<compile>compil(?:ing|e) |torch\.compile|autotun)"
 )
 # Where another line starts inside a progress bar's line: a launcher's tag, a rank prefix, a glog header.
@@ -40,7 +40,8 @@ _NOT_BUSY = re.compile(r"(?i)error|exception|traceback|failed|" + then(r"warning
 # (tests/test_busy_gate.py holds every alternative to them). An ASCII line (the case-insensitive patterns may match
 # other letters: the Kelvin sign is a k) holding none is not busy, and ends no work, without those patterns, which
 # take ~0.1 ms a line: torch's checkpoint.py UserWarning, on every step of some jobs, holds one of WORDS.
-BUSY_GATE = ("eval", "validat", "sav", "tokeniz", "map", "filter", "grouping texts", "preprocess", "compil", "autotun")
+BUSY_GATE = ("eval", "validat", "sav", "tokeniz", "map", "filter", "grouping texts", "preprocess", "compil", "autotun",
+             "scanning")
 DONE_GATE = ("saved", "finished", "done", "complete", "100%|", "eval_runtime")
 
 

@@ -30,6 +30,11 @@ ANYONE = Who()  # the line's process: the parser puts it on the fact
 BACKWARD = frozenset(("_engine_run_backward", "run_backward"))  # torch/autograd: DDP's all_reduce runs inside
 
 
+# The functions decorators wrap a call in: the frame of such a function calls on behalf of the one above it
+# (typing_extensions' @deprecated, on all_gather_into_tensor in torch 2.13, is ``wrapper``).
+_WRAPPERS = frozenset(("wrapper", "inner", "wrapped", "decorated"))
+
+
 def _torch(file: str) -> bool:
     return "/torch/" in file or "\\torch\\" in file
 
@@ -48,7 +53,8 @@ class Calls:
         key = text[:m.start()].strip()
         file, line, func = m["file"], int(m["line"]), m["func"]
         if not _torch(file):
-            self._user[key] = (file, line)
+            if func not in _WRAPPERS:  # a decorator's wrapper (typing_extensions' @deprecated) calls for the frame above
+                self._user[key] = (file, line)
             self._said.discard(key)
             return ()
         at = self._user.get(key)

@@ -6,7 +6,8 @@ torchrun's agent's rendezvous result (``global_world_sizes=[8, 8, …]``) and la
 ``nproc_per_node : 4``), its command line (``--nnodes=2``), Accelerate's state (``Num processes: 8``), torch 1.x's
 store barrier. A program's own word that its work is over ("Rank 3 completed", the HF Trainer's "Training completed.
 Do not forget …") and ProcessGroupNCCL's destructor at interpreter exit (2.4+: its groups are being torn down) say a
-rank ended of itself.
+rank ended of itself; its watchdog's "we are taking the entire process down" (ProcessGroupNCCL.cpp, after a work of
+the rank failed or timed out, under TORCH_NCCL_ASYNC_ERROR_HANDLING's tear-down) says the rank ended of an NCCL failure.
 """
 
 from __future__ import annotations
@@ -35,10 +36,13 @@ FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap test
     ("work_done", "Training completed", re.compile(r"(?P<value>Training completed)\. Do not forget")),
     ("exit_without_destroy", "destroy_process_group",
      re.compile(r"(?P<value>destroy_process_group\(\) was not called before program exit)")),
+    # ProcessGroupNCCL's watchdog, once a work of its rank failed or timed out (its error handling tears down):
+    # "Some NCCL operations have failed or timed out. ... we are taking the entire process down."
+    ("watchdog_teardown", "entire process down", re.compile(r"(?P<value>taking the entire process down)")),
 )
 # Words one of which its lines hold (the assembler's cheap test before them).
 FACT_WORDS = ("WORLD_SIZE", "world_size", "Num processes", "store-based barrier", "nnodes", "max_nodes", "nproc",
-              "destroy_process_group", "completed", "finished")
+              "destroy_process_group", "completed", "finished", "entire process down")
 
 
 def facts(who: Who, text: str, loc: Loc) -> list[Fact]:
@@ -61,7 +65,7 @@ _DESTROY = ("[rank0]:[W1125 09:36:48.112233445 ProcessGroupNCCL.cpp:1250] Warnin
             "was not called before program exit, which can leak resources.")
 FORMAT = Format(
     name="world",
-    words=("destroy_process_group", "Training completed"),
+    words=("destroy_process_group", "Training completed", "entire process down"),
     # the job's world as launchers and scripts echo it at start-up (torchrun's launch configs, Accelerate, DeepSpeed)
     head_words=("WORLD_SIZE", "world_size", "Num processes", "nnodes", "nproc", "max_nodes", "store-based"),
     make=Lines,
