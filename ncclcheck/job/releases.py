@@ -126,8 +126,8 @@ def _known(r: Regression, v: Versions) -> Finding:
         f"The job runs {r.product.removesuffix(' version')} {who}, a release with a known regression: {r.symptom}. "
         f"It applies when {r.when}; fixed in {r.fixed} ({r.confirmed}).",
         (r.source,),
-        f"if the job matches, run {r.product.removesuffix(' version')} {r.fixed} or later, or the release before "
-        f"{hit[0].value}",
+        f"if the job matches, run {r.product.removesuffix(' version')} {r.fixed} or later"
+        + (f", or the release before {hit[0].value}" if r.product.endswith(" version") else ""),
     )
 
 
