@@ -153,3 +153,10 @@ def test_an_nccl_built_for_a_cuda_before_11_3_is_named_where_nothing_explains_th
     assert known.message.startswith("The job runs NCCL's CUDA 11.0 (")
     assert known.fix == "if the job matches, run NCCL's CUDA 11.3 or later"
     assert known.evidence == ("https://github.com/NVIDIA/nccl/blob/master/src/misc/strongstream.cc",)
+
+
+def test_a_peer_that_closed_its_connection_gets_no_nccl_steps(write):
+    """gloo's "Connection closed by peer" (gloo/transport/tcp/pair.cc) says why: a peer went away, not NCCL."""
+    v = run(write("rank0.log", "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection "
+                  "closed by peer [127.0.0.1]:44762")).verdict
+    assert not {"settings-to-unset", "isolate-path", "releases-to-collect"} & set(_codes(v))

@@ -45,9 +45,12 @@ def unexplained(kind: VerdictKind, cause: Diagnosis | None) -> bool:
 
 
 def unexplained_findings(v: Versions, kind: VerdictKind, cause: Diagnosis | None) -> list[Finding]:
-    """The releases to rule out (any failure with no cause), then, where NCCL itself failed with no reason, the
+    """The releases to rule out (any failure with no cause), then, where NCCL itself failed with no reason (a cause
+    that says only that, job/statements.py's GENERIC), how to collect the releases where none is stated, the
     settings the job set and the runs that isolate NCCL's paths."""
     open_ = unexplained(kind, cause)
+    if cause is None:  # no cause read at all (a peer's lost connection, gloo's too): the releases the logs state only
+        return release_findings(v, kind, False) if v.releases else []
     out = release_findings(v, kind, not open_)
     if not open_ or kind not in NCCL_FAILED:
         return out
