@@ -24,6 +24,7 @@ if str(ROOT) not in sys.path:
 
 from ncclcheck.job import xids  # noqa: E402
 from ncclcheck.job.causedata import Cause, read_catalogue  # noqa: E402
+from ncclcheck.job.releases import regressions  # noqa: E402
 from ncclcheck.job.statements import GENERIC, STATEMENTS  # noqa: E402
 
 PAGE = ROOT / "docs" / "failures.md"
@@ -109,6 +110,32 @@ def _statements() -> list[str]:
     return out
 
 
+def _regressions() -> list[str]:
+    """What is left to rule out where no cause explains a failure (job/unexplained.py), and the table of releases
+    with a known regression (job/regressions.toml), each entry with its source."""
+    out = ["## Where no cause explains an NCCL failure", "",
+           "Where no cause matches, or only one that says a failure happened (" + ", ".join(
+               f"`{c}`" for c in sorted(GENERIC)) + ") with no stated line whose mechanism says more, an NCCL error or "
+           "set-up failure gets three steps, in this order (job/unexplained.py): the releases (`releases-to-check` "
+           "names those the logs state, most likely first; `releases-to-collect` says how to read them where none "
+           "is stated: if it began after an upgrade, run the previous release; an NCCL or PyTorch much older than "
+           "the driver, or built for a newer CUDA than it supports, is a suspect), the settings "
+           "(`settings-to-unset`: every `NCCL_*` NCCL says the environment set, to unset one at a time; where none "
+           "is stated, where to look and the debugging-only ones first), and the paths (`isolate-path`: one run each "
+           "with NCCL_IB_DISABLE=1, NCCL_P2P_DISABLE=1, NCCL_SHM_DISABLE=1, and NCCL_DEBUG=INFO "
+           "NCCL_DEBUG_SUBSYS=INIT,NET). A hang of every rank with no cause gets the releases' step only.", "",
+           "### Releases with a known regression", "",
+           "[ncclcheck/job/regressions.toml](../ncclcheck/job/regressions.toml): a release the job's lines state "
+           "that is in this table is named (`known-regression`) where no cause explains the failure.", "",
+           "| product | releases | fixed in | symptom | applies when | confirmed by |", "|---|---|---|---|---|---|"]
+    for r in regressions():
+        span = ".".join(map(str, r.first)) + ("" if r.first == r.last else "-" + ".".join(map(str, r.last)))
+        when = r.when + (f" (only on {r.arch})" if r.arch else "")
+        out.append(f"| {r.product.removesuffix(' version')} | {span} | {r.fixed} | {r.symptom} | {when} | "
+                   f"[{r.source}]({r.source}); {r.confirmed} |")
+    return [*out, ""]
+
+
 def render(causes: Sequence[Cause]) -> str:
     """The page's generated part: the order the catalogue is read in, then every cause by family."""
     ordered = [c for c in causes if c.order is not None]
@@ -133,6 +160,7 @@ def render(causes: Sequence[Cause]) -> str:
             for c in members:
                 out += section(c)
     out += _statements()
+    out += _regressions()
     return "\n".join(out).rstrip("\n") + "\n"
 
 

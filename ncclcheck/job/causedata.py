@@ -111,11 +111,13 @@ class Cause:
     examples: tuple[Example, ...] = ()
     action: str = COLLECT_MORE  # one of ACTIONS: what to do where this cause is the verdict's ([action] class)
     action_why: str = ""  # why that action, in words ([action] why)
+    host: bool = False  # the host's CUDA stack or settings, the same for every rank there: the ranks whose lines
+    # show it are where it was seen, never culprits (`host = true`)
 
 
 _NOTHING = re.compile(r"(?!)")
 _TOP = {"kind": str, "order": int, "family": str, "title": str, "why": str, "fix": list, "check": str, "source": str,
-        "probe": bool, "match": dict, "page": dict, "example": list, "action": dict}
+        "probe": bool, "match": dict, "page": dict, "example": list, "action": dict, "host": bool}
 _REQUIRED = ("kind", "family", "title", "why", "fix", "check", "source", "page", "action")
 _MATCH = {"lines": list, "records": list, "events": list, "signals": list, "echo": bool, "culprit": bool}
 _PAGE = {"read": str, "notes": str, "reference": str, "table": str}
@@ -219,8 +221,9 @@ def read_cause(path: Path, data: dict[str, Any] | None = None) -> Cause:
         records=_strings(f"{where} [match] records", match.get("records", []), RECORDS),
         events=_strings(f"{where} [match] events", match.get("events", []), EVENTS),
         signals=_strings(f"{where} [match] signals", match.get("signals", []), SIGNALS), echo=match.get("echo", False),
-        culprit=match.get("culprit", False), page=Page(page.get("read"), page.get("notes"), page["reference"], page.get("table")),
-        examples=tuple(examples), action=action["class"], action_why=action["why"])
+        culprit=match.get("culprit", False),
+        page=Page(page.get("read"), page.get("notes"), page["reference"], page.get("table")),
+        examples=tuple(examples), action=action["class"], action_why=action["why"], host=data.get("host", False))
 
 
 def read_catalogue(folder: Path = FOLDER) -> tuple[Cause, ...]:

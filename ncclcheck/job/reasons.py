@@ -20,6 +20,10 @@ source, and the sources are ranked by how much their line says:
    failed.
 5. A Python exception: the last line of its traceback, the exception's type and message.
 
+PyTorch's watchdog's teardown ("Some NCCL operations have failed or timed out", evidence/formats/errors.py) says a
+work failed or timed out and the process is taken down, never which or why: it is kept below every source, never
+ranked against their lines, and quoted only where nothing else is read (job/stated.py).
+
 A few lines of these sources state no failure (:data:`NOT_FATAL`: a WARN NCCL printed and went on from, CUDA's
 "driver shutting down" at the process's exit): they are kept as notices, never quoted as a reason.
 
@@ -62,6 +66,7 @@ SOURCES = (
     Source("nccl_error", 4, "NCCL's error code"),
     Source("exception", 5, "a Python exception"),
     Source("nccl_notice", 6, "NCCL's WARN line"),
+    Source("watchdog", 6, "PyTorch's watchdog"),
     Source("cuda_notice", 6, "CUDA's error string"),
 )
 _BY_NAME = {s.name: s for s in SOURCES}
@@ -210,6 +215,7 @@ def stated_lines(scans: Sequence[FileScan]) -> tuple[Stated, ...]:
                                                                  e.who.rank, e.loc))
         for c in s.clues:
             source = {"last_error": "last_error", "nccl": "nccl", "cuda": "cuda", "cuda_assert": "cuda_assert",
+                      "teardown": "watchdog",
                       "what": "gloo_enforce" if "[enforce fail at " in c.text else "what"}.get(c.kind)
             if source is not None and NOT_FATAL.search(c.text):
                 source = "nccl_notice" if source in ("last_error", "nccl") else "cuda_notice"

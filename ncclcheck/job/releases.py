@@ -32,6 +32,19 @@ _NUMBERS = re.compile(r"\d+(?:\.\d+)*")
 # hangs without one that failed first. (A mismatch is the program's; a rank that failed first has its own error.)
 _RELEASE_SUSPECT = frozenset({VerdictKind.NCCL_ERROR, VerdictKind.SETUP_FAILURE, VerdictKind.ALL_RANKS_STUCK,
                               VerdictKind.WATCHDOG_STUCK})
+# Where NCCL itself failed with no reason and the inputs state no release, the step says how to collect them.
+_NCCL_FAILED = frozenset({VerdictKind.NCCL_ERROR, VerdictKind.SETUP_FAILURE})
+# How to read the releases a job runs: PyTorch's, the CUDA it was built for and the NCCL it loads, in one line (torch
+# .version.cuda; torch.cuda.nccl.version(), the release of the libnccl the process loaded); the driver and the newest
+# CUDA it supports head nvidia-smi's table.
+COLLECT = "python -c 'import torch; print(torch.__version__, torch.version.cuda, torch.cuda.nccl.version())'"
+# A library far older than the driver, or built for a newer CUDA than the driver runs, is itself a suspect: NCCL and
+# PyTorch are built against a CUDA release and the driver must support it (CUDA's compatibility guide,
+# https://docs.nvidia.com/deploy/cuda-compatibility/), and NCCL's own checks refuse what an old build or driver lacks
+# (src/misc/strongstream.cc: graph capture needs a CUDA 11.3 build and an R465 driver).
+_ALIGN = ("an NCCL or PyTorch much older than the driver and its CUDA, or built for a newer CUDA than the driver "
+          "supports, is a suspect too: upgrade NCCL and PyTorch to releases built for the driver's CUDA, or align "
+          "the driver with them")
 # The releases the step names, in the order to try them, each with what "the previous release" means for it.
 _TRY = (("NCCL version", "NCCL"), ("PyTorch version", "PyTorch"), ("aws-ofi-nccl version", "aws-ofi-nccl"),
         ("Libfabric version", "Libfabric"), ("DeepSpeed version", "DeepSpeed"), ("driver", "the NVIDIA driver"))
@@ -84,8 +97,10 @@ def regressions() -> tuple[Regression, ...]:
 def release_findings(v: Versions, kind: VerdictKind, explained: bool) -> list[Finding]:
     """Where a failure has no cause in the catalogue: the known regressions of the releases the job runs, and the
     step to rule the releases out."""
-    if explained or kind not in _RELEASE_SUSPECT or not v.releases:
+    if explained or kind not in _RELEASE_SUSPECT:
         return []
+    if not v.releases:
+        return [_collect()] if kind in _NCCL_FAILED else []
     out = [_known(r, v) for r in regressions() if _runs(r, v)]
     step = _step(v)
     return [*out, step] if step is not None else out
@@ -111,8 +126,8 @@ def _known(r: Regression, v: Versions) -> Finding:
         f"The job runs {r.product.removesuffix(' version')} {who}, a release with a known regression: {r.symptom}. "
         f"It applies when {r.when}; fixed in {r.fixed} ({r.confirmed}).",
         (r.source,),
-        f"if the job matches, run {r.product.removesuffix(' version')} {r.fixed} or later, or the release before "
-        f"{hit[0].value}",
+        f"if the job matches, run {r.product.removesuffix(' version')} {r.fixed} or later"
+        + (f", or the release before {hit[0].value}" if r.product.endswith(" version") else ""),
     )
 
 
@@ -133,5 +148,18 @@ def _step(v: Versions) -> Finding | None:
         (),
         f"if this began after an upgrade, run the previous release of {named[0][0]}"
         + (f" (then of {', '.join(p for p, _ in named[1:])})" if len(named) > 1 else "")
-        + " with everything else unchanged",
+        + f" with everything else unchanged; {_ALIGN}",
+    )
+
+
+def _collect() -> Finding:
+    """Where the inputs state no release: which to collect, and what to do with them."""
+    return Finding(
+        Severity.INFO, "releases-to-collect",
+        "No cause of the catalogue explains this NCCL failure, and these inputs state no release of NCCL, PyTorch, "
+        "CUDA or the driver: the releases are the next thing to rule out.",
+        (),
+        f"collect them on a failing node: `{COLLECT}` and `nvidia-smi` (the driver and the newest CUDA it supports), "
+        "or NCCL_DEBUG=INFO's \"NCCL version\" line; if this began after an upgrade, run the previous release of "
+        f"NCCL (then of PyTorch) with everything else unchanged; {_ALIGN}",
     )

@@ -319,6 +319,11 @@ def _with_cause(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
                 f"{rank_phrase(ranks).capitalize() + ' failed first' if ranks else nobody(c.family)}: "
                 f"{d.detail}{at}{why}.{tail}",
                 d)
+    if c.family == SETUP and c.host:  # the host's CUDA stack: where it was seen, not who failed first
+        seen = f" (seen by {rank_phrase(d.ranks)})" if d.ranks else ""
+        return (VerdictKind.SETUP_FAILURE, [], f"The job could not set up NCCL, {c.title}{seen}: {d.detail}{at}. "
+                f"{cap(c.why)}. The host is the cause, not one rank: every rank there runs the same driver and "
+                "libraries.", d)
     if c.family == SETUP:
         ranks = list(d.ranks) or culprits
         present = [s.rank for s in job.ranks if s.present]

@@ -76,7 +76,9 @@ def _restate(job: Job, kind: VerdictKind, culprits: list[int], summary: str, cau
         return kind, culprits, summary, cause
     quiet = kind is VerdictKind.NO_FAILURE or (kind is VerdictKind.INCOMPLETE and not hung)
     if quiet and not lines:
-        return _timed_out(job, kind, culprits, summary, cause)
+        timed = _timed_out(job, kind, culprits, summary, cause)
+        down = [x for x in job.facts.stated if x.source == "watchdog"]
+        return _torn_down(down, cause) if timed[0] is VerdictKind.NO_FAILURE and down else timed
     if quiet:
         first = ranked(lines)[0]
         who = [first.rank] if first.rank is not None else []
@@ -97,6 +99,20 @@ def _restate(job: Job, kind: VerdictKind, culprits: list[int], summary: str, cau
         return kind, culprits, summary, _diagnosis(line, lines)
     return kind, culprits, f"{summary} {cap(line.label)} says why: \"{line.text}\" ({line.loc}), that is " \
                            f"{line.meaning}.", _diagnosis(line, lines)
+
+
+def _torn_down(down: Sequence[Stated], cause: Diagnosis | None) -> tuple[VerdictKind, list[int], str, Diagnosis]:
+    """Nothing but PyTorch's watchdog taking a process down (its "Some NCCL operations have failed or timed out"):
+    NCCL failed as it ran, and no line says which collective or why. The rank that printed it is not named a culprit:
+    a peer's failure ends every rank's collectives the same way."""
+    first = ranked(down)[0]
+    ranks = tuple(sorted({x.rank for x in down if x.rank is not None}))
+    who = f" ({rank_phrase(ranks)})" if ranks else ""
+    found = cause if cause is not None else Diagnosis(
+        NO_REASON, ranks, first.text, first.loc, tuple(x.loc for x in down)[:8],
+        f"{first.label}: {first.text}", first.clock_s, told(first.text))
+    return (VerdictKind.NCCL_ERROR, [], f"NCCL failed, as {first.label} states{who}: \"{first.text}\" ({first.loc}), "
+            f"that is {first.meaning}.", found)
 
 
 def _timed_out(job: Job, kind: VerdictKind, culprits: list[int], summary: str,

@@ -30,7 +30,6 @@ from ncclcheck.job.launchgaps import error_file, member_steps, unstarted_members
 from ncclcheck.job.model import Analysis, Group, Job, Record, Verdict, VerdictKind, Work
 from ncclcheck.job.netpath import fallback_findings
 from ncclcheck.job.partition import partition
-from ncclcheck.job.releases import release_findings
 from ncclcheck.job.rules import Decision, decide_job
 from ncclcheck.job.runs import Restart
 from ncclcheck.job.stall import stopped_at_setup
@@ -38,6 +37,7 @@ from ncclcheck.job.stated import best
 from ncclcheck.job.transport import shared_hang
 from ncclcheck.job.uneven import FIX as UNEVEN_FIX
 from ncclcheck.job.uneven import uneven_findings
+from ncclcheck.job.unexplained import unexplained_findings
 from ncclcheck.job.versions import agreement_findings
 
 # The verdicts that name no rank at fault: a first collective that never completed is the path's question there.
@@ -63,7 +63,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                 *detector_findings(scans), *fallback_findings(scans),  # the network NCCL fell back to (job/netpath.py)
                 *uneven,
                 *membership_findings(job), *report_findings(scans), *wording.run_findings(job, d, restarts),
-                *agreement_findings(job.facts.versions), *release_findings(job.facts.versions, d.kind, d.cause is not None)]
+                *agreement_findings(job.facts.versions), *unexplained_findings(job.facts.versions, d.kind, d.cause)]
     pg = d.named.group.to_pg() if d.named is not None else None
     sets = partition(job, d.found, d.culprits, d.waiting)
     verdict = Verdict(d.kind, wording.summary(d), sets.culprits, sets.waiting, sets.unknown, pg,

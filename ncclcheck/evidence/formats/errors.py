@@ -40,14 +40,22 @@ FATAL_SIGNAL = re.compile(
     r"(?: \(core dumped\))?$")
 SIGNAL_WORDS = ("ignal", "SIG", "Segmentation", "rror", "nstruction")
 
+# PyTorch's watchdog as it takes its process down after a work of its group failed or timed out
+# (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, WorkNCCL::handleException: "Some NCCL operations have failed or
+# timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on
+# corrupted/incomplete data.", then "To avoid data inconsistency, we are taking the entire process down."; one line
+# in 1.x's handleNCCLGuard). It says a failure happened, never which work or why: the error it caught is printed
+# beside it, and the line is read as the teardown only, quoted where nothing else is read (job/stated.py).
+TEARDOWN = re.compile(r"Some NCCL operations have failed or timed out")
 CLUE_GATE = re.compile(
     r"Last error|Assertion `|CUDA error|TCPStore|\[c10d\]|death signal|closing signal|[Rr]endezvous|clients joined"
     r"|CANCELLED AT|oom_kill|OOM ?Kill|Out Of Memory"
-    r"|workers joined|will restart worker group|Restarting worker group|" + SAYS.pattern
+    r"|workers joined|will restart worker group|Restarting worker group|Some NCCL operations have failed|" + SAYS.pattern
 )
 # Words one of which every clue line holds: plain substring tests first, the gate's regex only where one is there.
 CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "CANCELLED", "ssertion", "TCPStore", "c10d", "signal",
-              "endezvous", "joined", "restart", "Restart", "interface", "AF_INET", "plugin", "peer", "Call to")
+              "endezvous", "joined", "restart", "Restart", "interface", "AF_INET", "plugin", "peer", "Call to",
+              "NCCL operations")
 # The resolver's and NCCL's bare errors and torchrun's restarts, which the catalogue's causes read from the lines.
 _OTHER_WORDS = ("gai error", "cannot be retrieved", "system error", "worker group")
 _CUDA_ASSERT = re.compile(r"(?<![\w.])(?P<file>[\w.]+\.cuh?):(?P<line>\d+): (?P<kernel>(?:(?!\.cuh?:\d+: ).)*?): "
@@ -126,6 +134,8 @@ def clues(who: Who, body: str, loc: Loc, clock: float | None) -> list[Clue]:
         out.append(Clue(who, "launcher", body[:300], loc, clock))
     elif SAYS.search(body):
         out.append(Clue(who, "nccl", body[:300], loc, clock))
+    elif m := TEARDOWN.search(body):
+        out.append(Clue(who, "teardown", m[0], loc, clock))  # its first sentence: the rest may be hard-wrapped
     return out
 
 
@@ -165,6 +175,11 @@ FORMAT = Format(
                (Clue(_NOBODY, "cuda", "CUDA error: an illegal memory access was encountered", AT),
                 RankError(_NOBODY, ErrorKind.CUDA, "RuntimeError: CUDA error: an illegal memory access was "
                                                    "encountered", AT))),
+        Sample("[E ProcessGroupNCCL.cpp:455] Some NCCL operations have failed or timed out. Due to the asynchronous "
+               "nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.",
+               "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, WorkNCCL::handleException's LOG(ERROR) (glog's "
+               "header as PyTorch 1.x-2.0 printed it)",
+               (Clue(_NOBODY, "teardown", "Some NCCL operations have failed or timed out", AT),)),
         Sample("Fatal Python error: Segmentation fault", "CPython's faulthandler (Python/faulthandler.c)",
                (RankError(_NOBODY, ErrorKind.KILLED, "Fatal Python error: Segmentation fault", AT),)),
     ),
