@@ -1,6 +1,7 @@
 """Issue 41 §3-§5's mechanisms that earlier recordings lacked, each provoked in a real run (docs/recordings.md).
 
-tests/data/gpu/mechanisms/ was recorded on 2 x H100 (torch 2.11.0+cu130, NCCL 2.28.9) by tools/record41/run_gpu.sh,
+tests/data/gpu/mechanisms/ was recorded on 2 x H100 (torch 2.11.0+cu130, NCCL 2.28.9) by tools/record41/run_gpu.sh
+(its nccl_* cases on 2 x H200 by tools/record41/run_gpu2.sh),
 tests/data/gloo_mechanisms/ on the development VM (torch 2.13 CPU, gloo) by tools/record41/run_cpu.sh; their READMEs
 say what each run did. Each expected verdict is written from what the run did, not from ncclcheck's answer; where
 ncclcheck is wrong today the case is a strict xfail naming the mechanism it misses.
@@ -41,6 +42,19 @@ def _miss(reason):
     (GPU / "a2a_short", "collective_mismatch", None, []),
     # §5: reduce_scatter_tensor's output as large as its input: PyTorch's ValueError on both ranks
     (GPU / "rs_size", "collective_mismatch", "collective_size", []),
+    # §4 over NCCL (tools/record41/run_gpu2.sh): rank 1 exits 0 after three all_reduces, rank 0 times out in the 4th
+    (GPU / "nccl_early_exit", "collective_mismatch", None, [1]),
+    # kill -TERM of rank 1 from outside: the agent's closing SIGTERM stopped rank 0
+    (GPU / "nccl_outside_term", "rank_failed_first", "outside_stop", [1]),
+    (GPU / "nccl_agent_term", "launcher_failure", "stopped_externally", []),  # kill -TERM of torchrun itself
+    (GPU / "nccl_sigint", "launcher_failure", None, []),  # SIGINT to torchrun's process group: Ctrl-C
+    # rank 0 holds 7 batches, rank 1 6: rank 0's 7th all_reduce against rank 1's barrier, "batch 7/7" against "6/6"
+    (GPU / "nccl_uneven", "collective_mismatch", None, []),
+    (GPU / "nccl_cut" / "torchrun", "incomplete_evidence", None, []),  # every process SIGKILLed mid-run
+    (GPU / "nccl_cut", "incomplete_evidence", None, []),
+    pytest.param(GPU / "nccl_cut" / "console.log", "incomplete_evidence", None, [], marks=_miss(
+        "§4: a torchrun console that stops mid-run ('step 7/400') with no failure report, closing signal or exit "
+        "of its agent is a job cut off, not no_failure")),
     # §5: gloo: rank 0 (broadcast's root) sleeps in host code, rank 1 times out inside broadcast
     (GLOO / "gloo_bcast", "lagging_rank", None, [0]),
     (GLOO / "gloo_bcast" / "console.log", "lagging_rank", None, [0]),
@@ -67,6 +81,21 @@ def test_each_mechanism_reads_as_it_ran(path, kind, cause, culprits):
        "stuck rank 0 lacks are its one peer's: rank 1's input was short")
 def test_the_short_all_to_all_sender_is_named():
     assert _verdict(GPU / "a2a_short")[2] == [1]
+
+
+def test_restarts_over_nccl_are_found_at_the_default_log_level():
+    """--max-restarts 2, rank 1 raising in each attempt: three attempts from the repeated fail/stop cycles."""
+    a = run(GPU / "nccl_restarts" / "console.log")
+    assert a.attempt_count == 3 and list(a.verdict.stopped_ranks) == [0]
+
+
+@_miss("§4: the last attempt's rank 1 failed in init_process_group inside NCCL's bootstrap (`socketPollConnect: "
+       "connect to 192.0.2.2<57551> returned Connection refused`, the root's address from the NCCL unique id it "
+       "read; rank 0 of that attempt was still in init): a peer's bootstrap listener refused, the store answered, "
+       "like gloo's connectFullMesh refusal after a restart (world/restart_setup)")
+def test_a_refused_nccl_bootstrap_connect_after_a_restart_is_not_the_store():
+    v = run(GPU / "nccl_restarts" / "console.log").verdict
+    assert v.cause is not None and v.cause.cause.kind != "store_unreachable"
 
 
 def test_the_bootstrap_interfaces_of_each_rank_are_a_finding():

@@ -9,6 +9,9 @@ argv[1]: first      the first collective is a one-element all_reduce (a setting 
          bcast      three all_reduces, then rank 1 sleeps in host code while rank 0 waits in a broadcast
          bcast_root three all_reduces, then rank 0 (the root) sleeps in host code while rank 1 waits in a broadcast
          steps      one all_reduce a step, printing "step i/n" every STEP_S seconds (to be killed mid-run)
+         early_exit three all_reduces, then rank 1 leaves (exit 0) while rank 0 goes on to a fourth
+         uneven     rank 0 holds 7 batches, rank 1 6: each prints "batch i/n" and all_reduces; then a barrier
+         raise      three all_reduces, then rank 1 raises (a bad batch) while rank 0 waits in the fourth
          ok         five all_reduces and a barrier
 Env: JOB_BACKEND (nccl or gloo), JOB_TIMEOUT_S, HANG_S, JOB_DIR (pid files), RANK1_ENV (KEY=VALUE,... for rank 1).
 """
@@ -100,6 +103,23 @@ elif mode == "steps":
         step(1)
         print(f"rank {rank} step {i}/{n}", flush=True)
         time.sleep(float(os.environ.get("STEP_S", "0.5")))
+elif mode == "early_exit":
+    step(3)
+    if rank == 1:
+        print("rank 1 has no more batches, leaving", flush=True)
+        sys.exit(0)
+    step(1)
+elif mode == "uneven":
+    n = 7 if rank == 0 else 6
+    for i in range(1, n + 1):
+        step(1)
+        print(f"rank {rank} epoch 0 batch {i}/{n}", flush=True)
+    dist.barrier()
+elif mode == "raise":
+    step(3)
+    if rank == 1:
+        raise RuntimeError("rank 1: a bad batch at step 4")
+    step(1)
 elif mode == "ok":
     step(5)
     dist.barrier()
