@@ -40,8 +40,9 @@ def _miss(reason):
     # §5: rank 1 sent rank 0 two elements where rank 0 expected four: rank 1 finished the all_to_all and waits in #4,
     # rank 0 is still inside #3 (an earlier sequence number: a mismatch, not a lagging rank)
     (GPU / "a2a_short", "collective_mismatch", None, []),
-    # §5: reduce_scatter_tensor's output as large as its input: PyTorch's ValueError on both ranks
-    (GPU / "rs_size", "collective_mismatch", "collective_size", []),
+    # §5: reduce_scatter_tensor's output as large as its input: PyTorch's ValueError on both ranks, each the rank
+    # that made the wrong call (job/sizecheck.py)
+    (GPU / "rs_size", "collective_mismatch", "collective_size", [0, 1]),
     # §4 over NCCL (tools/record41/run_gpu2.sh): rank 1 exits 0 after three all_reduces, rank 0 times out in the 4th
     (GPU / "nccl_early_exit", "collective_mismatch", None, [1]),
     # kill -TERM of rank 1 from outside: the agent's closing SIGTERM stopped rank 0
