@@ -40,14 +40,17 @@ FATAL_SIGNAL = re.compile(
     r"(?: \(core dumped\))?$")
 SIGNAL_WORDS = ("ignal", "SIG", "Segmentation", "rror", "nstruction")
 
+# PyTorch's DataLoader worker killed by SIGBUS, in its own words (torch/csrc/DataLoader.cpp): shared memory ran out.
+SHM_FULL = re.compile(r"bus error encountered in worker\. This might be caused by insufficient shared memory")
 CLUE_GATE = re.compile(
     r"Last error|Assertion `|CUDA error|TCPStore|\[c10d\]|death signal|closing signal|[Rr]endezvous|clients joined"
     r"|CANCELLED AT|oom_kill|OOM ?Kill|Out Of Memory"
-    r"|workers joined|will restart worker group|Restarting worker group|" + SAYS.pattern
+    r"|workers joined|will restart worker group|Restarting worker group|" + SAYS.pattern + "|" + SHM_FULL.pattern
 )
 # Words one of which every clue line holds: plain substring tests first, the gate's regex only where one is there.
 CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "CANCELLED", "ssertion", "TCPStore", "c10d", "signal",
-              "endezvous", "joined", "restart", "Restart", "interface", "AF_INET", "plugin", "peer", "Call to")
+              "endezvous", "joined", "restart", "Restart", "interface", "AF_INET", "plugin", "peer", "Call to",
+              "CUDA device", "same GPU", "Duplicate GPU")
 # The resolver's and NCCL's bare errors and torchrun's restarts, which the catalogue's causes read from the lines.
 _OTHER_WORDS = ("gai error", "cannot be retrieved", "system error", "worker group")
 _CUDA_ASSERT = re.compile(r"(?<![\w.])(?P<file>[\w.]+\.cuh?):(?P<line>\d+): (?P<kernel>(?:(?!\.cuh?:\d+: ).)*?): "
@@ -126,6 +129,8 @@ def clues(who: Who, body: str, loc: Loc, clock: float | None) -> list[Clue]:
         out.append(Clue(who, "launcher", body[:300], loc, clock))
     elif SAYS.search(body):
         out.append(Clue(who, "nccl", body[:300], loc, clock))
+    elif SHM_FULL.search(body):
+        out.append(Clue(who, "shm", body[:300], loc, clock))
     return out
 
 
