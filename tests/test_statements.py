@@ -66,14 +66,14 @@ def test_a_bad_entry_is_one_error_naming_it(tmp_path):
 
 
 def test_a_cause_puts_the_lines_mechanism_first(tmp_path):
-    """ib_error's line is a memory registration refused (NCCL's wrap_ibv_reg_mr, strerror ENOMEM): the fix names the
-    locked-memory limit before the link's checks, in the JSON and the next steps."""
+    """ib_setup's line is a memory registration refused (NCCL's wrap_ibv_reg_mr, strerror ENOMEM): the fix names the
+    locked-memory limit before the verbs call's general steps, in the JSON and the next steps."""
     log = _log(tmp_path, "node1:2001:2002 [0] misc/ibvwrap.cc:198 NCCL WARN Call to ibv_reg_mr failed with error "
                          "Cannot allocate memory")
     v = _verdict(log)
-    assert v["cause"]["kind"] == "ib_error"
+    assert v["cause"]["kind"] == "ib_setup"
     assert "ulimit -l" in v["cause"]["fix"][0] and "ulimit -l" in v["next_steps"][0]
-    assert v["stated"]["meaning"].startswith("InfiniBand refused to register (pin) memory")
+    assert v["stated"]["meaning"].startswith("the NIC's driver could not register (pin) memory")
 
 
 def test_a_specific_cause_keeps_its_own_fix_first():

@@ -413,6 +413,8 @@ class LogParser:
 
     def _add_clue(self, who: Who, kind: str, text: str, loc: Loc, clock: float | None = None) -> None:
         key = (who.rank, kind, text[:120])
+        if kind == "nccl" and (who.rank, "last_error", text[:120]) in self._clue_keys:
+            return  # NCCL's sentence read already as the reason under its "Last error:": one statement, not two
         if key not in self._clue_keys:
             self._clue_keys.add(key)
             self._clues.append(Clue(who, kind, text[:300], loc, clock))

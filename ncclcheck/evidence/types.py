@@ -234,8 +234,9 @@ class Clue:
     ``cuda_assert`` (a device-side assertion: kernel and condition), ``cuda`` (a CUDA error named in any
     line, the watchdog's restatements included), ``store`` (a TCPStore or rendezvous-store failure seen by
     a worker or an agent), ``launcher`` (the launcher's own words: a signal it received, a worker it
-    stopped, a rendezvous it could not complete) or ``nccl`` (one of NCCL's own failure sentences standing
-    on its own, without its WARN or "Last error:" line).
+    stopped, a rendezvous it could not complete), ``nccl`` (one of NCCL's own failure sentences standing
+    on its own, without its WARN or "Last error:" line) or ``shm`` (PyTorch's word that a data loader worker's
+    shared memory ran out).
     """
 
     who: Who

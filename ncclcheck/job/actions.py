@@ -30,7 +30,6 @@ _ADDRESS = re.compile(r"^[\d.]+$|:")  # an IPv4 or IPv6 address, not a host's na
 # A verbs call of NCCL's InfiniBand set-up (net_ib.cc connecting a queue pair, registering memory): it fails on the
 # addresses and devices the job chose (NCCL_IB_GID_INDEX, NCCL_IB_HCA, GPUDirect RDMA), not on a link that went bad
 # while the job ran (a completion with an error status).
-_IB_SETUP = re.compile(r"ibv_(?:modify_qp|create_qp|reg_mr|reg_dmabuf_mr|query_gid)\w* failed")
 
 
 @dataclass(frozen=True)
@@ -149,9 +148,6 @@ TABLE: dict[str, tuple[str, str]] = {
                                  "logs"),
     "node_unnamed": (COLLECT_MORE, "{what}, and no input names the host it happened on: bring the ranks' NCCL lines "
                                    "(NCCL_DEBUG=INFO names each rank's host) or the hosts' kernel logs"),
-    "ib_setup": (FIX_CONFIG, "NCCL's InfiniBand/RoCE set-up failed in a verbs call (connecting a queue pair, "
-                             "registering memory): the addresses and devices the job chose (NCCL_IB_GID_INDEX, "
-                             "NCCL_IB_HCA, GPUDirect RDMA), not a link that failed while it ran"),
     # The class is the mechanism's own (job/statements.toml's `class`); this one stands for the table's entries.
     "stated_mechanism": (FIX_CONFIG, "the quoted line names its mechanism ({what}): the fix for it comes first"),
     "several_hosts": (RESTART, "{what}, reported on {hosts} hosts: nothing points at one of them; run it again, and "
@@ -188,8 +184,11 @@ def _from_cause(job: Job, d: Decision) -> Action:
         # the quoted line's mechanism is in the table of stated lines: its class, not "bring more"
         act = _table("stated_mechanism", job, ranks, what=said.means)
         return Action(said.action, act.reason, act.why)
-    if c.kind == "ib_error" and _IB_SETUP.search(d.cause.text):
-        return _table("ib_setup", job, ranks)
+    if c.kind == "ib_error" and (said := d.cause.said) is not None and said.action != DRAIN_NODE:
+        # the completion's status names its mechanism (job/statements.toml): a flushed request is an earlier error's
+        # echo, a local protection error GPUDirect RDMA's path; only a retry that ran out points at a link to drain
+        act = _table("stated_mechanism", job, ranks, what=said.means)
+        return Action(said.action, act.reason, act.why)
     if c.action == DRAIN_NODE:
         nodes = _nodes(job, d, ranks)
         named = [n for n in nodes if n.host or n.gpu_bus_id]

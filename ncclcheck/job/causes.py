@@ -20,8 +20,9 @@ from dataclasses import dataclass, replace
 from ncclcheck.evidence import formats, stamps
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, SystemEvent
 from ncclcheck.job.causedata import DEVICE, HOST, LATE, LAUNCHER, MEMORY, NETWORK, PROGRAM, SETUP, Cause, read_catalogue
+from ncclcheck.job.dupgpu import shared_gpu
 from ncclcheck.job.hosts import Joined, join_events, peers_lost
-from ncclcheck.job.statements import Statement, first_told
+from ncclcheck.job.statements import Statement, first_told, told
 from ncclcheck.job.xids import fatal, meaning
 from ncclcheck.ranks import rank_phrase
 
@@ -77,11 +78,6 @@ _OOM_GPU = re.compile(r"GPU (\d+) has a total capacity of ([\d.]+ [KMGT]?i?B) of
 _OOM_OLD = re.compile(r"GPU (\d+); ([\d.]+ [KMGT]?i?B) total capacity; .*?([\d.]+ [KMGT]?i?B) free")
 _OOM_MINE = re.compile(r"this process has ([\d.]+ [KMGT]?i?B) memory in use")
 _OOM_FRAG = re.compile(r"(?<![\d.])([\d.]+ [KMGT]?i?B) is reserved by PyTorch but unallocated")
-_IB_STATUS = re.compile(r"(?:status=|with error )(\d+)")
-# ibv_wc_status values NCCL prints as "status=N" / "error N" (verbs.h)
-_IB_MEANING = {4: "local protection error: memory registration, often GPUDirect RDMA", 5: "flushed: the queue pair "
-               "had already failed", 10: "remote access error", 12: "transport retry counter exceeded: the peer "
-               "never acknowledged", 13: "receiver-not-ready retry counter exceeded"}
 _ID_FROM = re.compile(r"ncclUniqueId from \[(\d+)\]")
 _ID_BY = re.compile(r"\[(\d+)\] is setting up NCCL communicator")
 _STORE_ADDR = re.compile(r"remote=\[?([\w.:-]+?)\]?:(\d+)\)")
@@ -186,12 +182,18 @@ def _detail(cause: Cause, hits: Sequence[_Said], fired_s: float | None = None) -
         first = next((h.text for h in hits if h.clue == "store"), texts[0])
         at = f" (store at {', '.join(addrs)})" if addrs else ""
         return one_line(first.split("): ", 1)[-1]) + at
-    if cause.kind == "ib_error":
-        best = next((h for h in hits if h.clue == "last_error" and h.text), None) or hits[0]
+    if cause.kind in ("ib_error", "ib_setup"):
+        # A completion's status number and a verbs call's errno each name their own mechanism: the table of stated
+        # lines (job/statements.toml, from rdma-core's ibv_wc_status_str and NCCL's ibvwrap.cc) words them.
+        best = (next((h for h in hits if told(h.text) is not None), None)
+                or next((h for h in hits if h.clue == "last_error" and h.text), None) or hits[0])
         text = best.text.split("Last error:")[-1].strip()
-        m = _IB_STATUS.search(text)
-        said = _IB_MEANING.get(int(m[1])) if m else None
-        return one_line(text) + (f" (status {m[1]}: {said})" if m and said else "")
+        said = told(text)
+        return one_line(text) + (f", that is {said.means}" if said is not None else "")
+    if cause.kind == "duplicate_gpu":
+        best = next((h for h in hits if h.clue == "last_error" and h.text), None) or hits[0]
+        pair = shared_gpu(best.text)
+        return one_line(best.text) + (f": {pair.words()}" if pair is not None else "")
     if cause.kind == "nccl_id_wait":
         m = _ID_FROM.search(hits[0].text)
         return (f"the ranks waited for rank {m[1]}'s NCCL id in the store until the timeout"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ncclcheck import signals
 from ncclcheck.evidence.types import Loc
-from ncclcheck.job import nodeloss
+from ncclcheck.job import dupgpu, nodeloss
 from ncclcheck.job.causes import (
     DEVICE,
     HOST,
@@ -48,6 +48,7 @@ from ncclcheck.job.model import EndKind, Job, VerdictKind, Work
 from ncclcheck.job.origins import interrupted_job, unended
 from ncclcheck.job.partition import stopped
 from ncclcheck.job.phrases import absent_phrase, cap, nobody
+from ncclcheck.job.remote import unnamed_remote
 from ncclcheck.job.sizecheck import sized_call
 from ncclcheck.job.slow import Busy, busy_member, busy_rank
 from ncclcheck.job.stated import restate
@@ -201,6 +202,8 @@ def _quiet_verdict(job: Job) -> tuple[VerdictKind, list[int], list[int], str]:
     stop = interrupted_job(job)  # Ctrl-C: every rank stopped by SIGINT (job/origins.py)
     if stop is not None:
         return stop
+    if (remote := unnamed_remote(job)) is not None:  # NCCL lost a peer, and no line names a rank (job/remote.py)
+        return remote
     unnamed = job.facts.unnamed_failures
     if unnamed:
         e = unnamed[0]
@@ -325,7 +328,9 @@ def _with_cause(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
                 f"{cap(c.why)}. The host is the cause, not one rank: every rank there runs the same driver and "
                 "libraries.", d)
     if c.family == SETUP:
-        ranks = list(d.ranks) or culprits
+        # a duplicate GPU's two ranks are the failing communicator's: the job's culprits only where it is the world
+        shared = dupgpu.culprits(job, (d.text,)) if c.kind == "duplicate_gpu" else []
+        ranks = shared or list(d.ranks) or culprits
         present = [s.rank for s in job.ranks if s.present]
         every = bool(ranks) and len(present) > 1 and set(present) <= set(ranks)
         scope = (" Every rank in these inputs hit it: the host or its settings are the cause, not one rank."

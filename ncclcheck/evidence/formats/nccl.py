@@ -41,6 +41,8 @@ LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(?P<text>.*)$")
 SAYS = re.compile(
     r"Error while creating shared memory segment|no socket interface found|neither AF_INET|Failed to initialize any "
     r"NET plugin|Got completion from peer|peer access is not supported|Call to \w+ failed"
+    # its duplicate-GPU check (src/init.cc): the sentence with or without its opening, and 2.30's form
+    r"|Duplicate GPU detected|rank \d{1,9} and rank \d{1,9} both on CUDA device|Multiple ranks detected using the same GPU"
 )
 FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap test before the pattern
     ("nccl_version", "NCCL version", re.compile(r"NCCL version:? (?P<value>\d+\.\d+\.\d+)")),

@@ -1,0 +1,77 @@
+"""NCCL's line that two ranks of one communicator share a GPU, in every form NCCL has printed, and whose ranks they are.
+
+NCCL checks at a communicator's set-up that no two of its ranks on one host use the same GPU (src/init.cc). From
+2.5.6 it printed ``Duplicate GPU detected : rank <me> and rank <peer> both on CUDA device <busId>`` (the bus id as
+NCCL's integer, in hex: ``%x`` in 2.5.6, ``%lx`` later; 53000 is PCI 0000:53:00.0, int64ToBusId in
+src/misc/utils.cc) and returned ncclInvalidUsage; a paste often keeps the sentence without its opening (``rank 27
+and rank 19 both on CUDA device 53000``) or cuts the bus id off. From 2.30 the check is ncclCheckMultiRank:
+``Multiple ranks detected using the same GPU on this node. Set NCCL_MULTI_RANK_GPU_ENABLE=1 to enable this
+configuration.``, naming no rank (its INFO line ``Detected ranks <a> and <b> sharing GPU with bus <busId> on this
+node`` does, with NCCL_DEBUG=INFO).
+
+The two ranks are ranks of the failing communicator, not of the job: a sub-group's, or a framework's own
+communicator (Ray's worker groups, a serving engine's weight-sync group), numbers its ranks from 0. The rule: they
+are taken as the job's (global) culprit ranks only where the communicator is known to be the world, that is where
+a line states the world's size exactly, both ranks fall inside it and the inputs show no process group but the
+default one (whose ranks are the global ranks). Anywhere else the report names them as the communicator's ranks
+and names no global culprit.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # job/model.py imports job/causes.py, which words this line from here
+    from ncclcheck.job.model import Job
+
+# The sentence, with or without its opening, the bus id optional (cut off in pastes); bounded, linear on any line.
+_PAIR = re.compile(r"rank (\d{1,9}) and rank (\d{1,9}) both on CUDA device\s?([0-9a-fA-F]{1,16})?\b")
+_SHARING = re.compile(r"Detected ranks (\d{1,9}) and (\d{1,9}) sharing GPU with bus ([0-9a-fA-F]{1,16})")
+
+
+@dataclass(frozen=True)
+class SharedGpu:
+    """Two ranks of one communicator on one GPU: their ranks in that communicator and the GPU's PCI bus id, where
+    the line keeps it."""
+
+    ranks: tuple[int, int]
+    bus: str | None  # 0000:53:00.0
+
+    def words(self) -> str:
+        """``ranks 19 and 27 of the failing communicator share one GPU (PCI 0000:53:00.0)``"""
+        a, b = sorted(self.ranks)
+        on = f" (PCI {self.bus})" if self.bus else " (the line's bus id is cut off)"
+        return f"ranks {a} and {b} of the failing communicator share one GPU{on}"
+
+
+def pci(bus_id: str) -> str:
+    """NCCL's integer bus id (hex) as a PCI address: domain, bus, device and function (int64ToBusId)."""
+    n = int(bus_id, 16)
+    return f"{n >> 20:04x}:{(n & 0xff000) >> 12:02x}:{(n & 0xff0) >> 4:02x}.{n & 0xf:x}"
+
+
+def shared_gpu(text: str) -> SharedGpu | None:
+    """The two ranks and the GPU a line names, or None where it names no pair."""
+    m = _PAIR.search(text) or _SHARING.search(text)
+    if m is None:
+        return None
+    return SharedGpu((int(m[1]), int(m[2])), pci(m[3]) if m[3] else None)
+
+
+def is_world(job: Job, ranks: tuple[int, ...]) -> bool:
+    """Whether a communicator's ranks are the job's: a line states the world's size exactly, the ranks fall inside
+    it, and the inputs show no process group but the default one."""
+    stated = job.world_stated
+    if stated is None or not stated.exact or job.world is None or not all(0 <= r < job.world for r in ranks):
+        return False
+    return all(g.id.desc in (None, "default_pg") and g.id.id in (None, "0") for g in job.groups)
+
+
+def culprits(job: Job, texts: tuple[str, ...]) -> list[int]:
+    """The job's culprit ranks a duplicate-GPU line names: its two ranks where the communicator is known to be the
+    world (:func:`is_world`), else none."""
+    pairs = [p for t in texts if (p := shared_gpu(t)) is not None]
+    ranks = tuple(sorted({r for p in pairs for r in p.ranks}))
+    return list(ranks) if ranks and is_world(job, ranks) else []
