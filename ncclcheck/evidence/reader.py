@@ -186,13 +186,17 @@ class Source:
         return int(m[1]) if m else formats.path_rank(norm)
 
     def size(self) -> int:
-        """Bytes on disk (0 for streams, and for a file that vanished since it was found)."""
-        if self.path is None or self.stream:
-            return 0
+        """Bytes on disk (0 for streams, and for a file that vanished since it was found), looked up once: the
+        reader, its workers' chunks and the progress bar each ask, and a 100,000-file job paid a stat each time."""
+        known = self.__dict__.get("_size")
+        if known is not None:
+            return int(known)
         try:
-            return os.stat(self.path).st_size
+            size = os.stat(self.path).st_size if self.path is not None and not self.stream else 0
         except OSError:
-            return 0
+            size = 0
+        self.__dict__["_size"] = size  # a cache, not a field: equality and hashing stay the path's
+        return size
 
 
 def stdin_is_terminal() -> bool:
@@ -236,9 +240,20 @@ def resolve(args: list[str], on_error: Callable[[InputError], None]) -> list[Sou
     """
     out: list[Source] = []
     seen: set[str] = set()
+    real_dirs: dict[str, str] = {}
+
+    def real(path: str) -> str:
+        """``os.path.realpath``, each folder resolved once: it lstats every part of the path, and a 100,000-file
+        folder paid that for every file (a file that is itself a link is still resolved whole)."""
+        head, tail = os.path.split(path)
+        if not tail or tail in (".", "..") or os.path.islink(path):
+            return os.path.realpath(path)
+        if (folder := real_dirs.get(head)) is None:
+            folder = real_dirs[head] = os.path.realpath(head or ".")
+        return os.path.join(folder, tail)
 
     def add(path: str, explicit: bool, stream: bool = False) -> None:
-        key = os.path.realpath(path)
+        key = real(path)
         if stream or key not in seen:
             seen.add(key)
             out.append(Source(path, path, explicit, stream))

@@ -13,7 +13,10 @@ from ncclcheck.evidence.parse import LogParser
 from ncclcheck.evidence.reader import InputError, Source, before_fork, open_source, read_lines
 from ncclcheck.evidence.types import FileScan, InputProblem
 
-PARALLEL_MIN_BYTES = 64 << 20
+# Forking the workers costs tens of milliseconds; a dense log (a rank's creation and timeout lines, five a rank)
+# costs about half a second of parsing a MiB, a chatty one under a millisecond. At 64 MiB a 32,768-rank job's node
+# logs (38 MB) were read in one process at three times the cost a rank of the larger jobs (issue 42).
+PARALLEL_MIN_BYTES = 4 << 20
 # Many small files (one per rank) are worth the workers too: the cost is per file (a parser, a scan, its trip back),
 # not per byte. Files go to the workers in chunks of consecutive inputs, so the trip is per chunk, not per file.
 PARALLEL_MIN_FILES = 512
@@ -133,19 +136,25 @@ def scan_all(
     elif method == "forkserver":  # Python 3.14's default on Linux: the server imports the reader once, and each
         multiprocessing.set_forkserver_preload([__name__])  # worker it forks shares it instead of importing its own
     with ProcessPoolExecutor(max_workers=n) as pool:
-        chunks = _chunks([s for s in sources if not s.stream], n)
-        futures = {chunk[0]: (chunk, pool.submit(_scan_chunk, chunk)) for chunk in chunks}
+        # Inputs by their index: a Source's hash is recomputed from its fields at every lookup, four a file
+        files = [i for i, s in enumerate(sources) if not s.stream]
+        futures = {}
+        at = 0
+        for chunk in _chunks([sources[i] for i in files], n):
+            members = files[at:at + len(chunk)]
+            at += len(chunk)
+            futures[members[0]] = (members, pool.submit(_scan_chunk, chunk))
         if meanwhile is not None:
             meanwhile()
-        done: dict[Source, FileScan] = {}
-        for s in sources:
+        done: dict[int, FileScan] = {}
+        for i, s in enumerate(sources):
             if s.stream:
                 result = scan_source(s)
             else:
-                if s in futures:  # the first of its chunk: the whole chunk's scans arrive together
-                    chunk, future = futures.pop(s)
-                    done.update(zip(chunk, future.result(), strict=True))
-                result = done.pop(s)
+                if i in futures:  # the first of its chunk: the whole chunk's scans arrive together
+                    members, future = futures.pop(i)
+                    done.update(zip(members, future.result(), strict=True))
+                result = done.pop(i)
             if on_done:
                 on_done(result)
             yield result

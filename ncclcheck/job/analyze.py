@@ -101,8 +101,9 @@ def read_all(
             scans.append(scan)
             if on_done:
                 on_done(scan)
-    packed_set = set(packed)  # 2,048 evidence files were each looked for in a list of the others
-    scans += scan_all([src for src in sources if src not in packed_set], on_done, workers, meanwhile)
+    packed_ids = {id(src) for src in packed}  # 2,048 evidence files were each looked for in a list of the others;
+    # by identity, since a Source hashes its fields anew at each lookup
+    scans += scan_all([src for src in sources if id(src) not in packed_ids], on_done, workers, meanwhile)
     return scans, problems
 
 
