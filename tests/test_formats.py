@@ -132,7 +132,8 @@ def test_clean_log(write):
     """A log with no failure gives no_failure."""
     a = run(write("ok.log", "host:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4", "epoch 1 done"))
     assert (a.records, a.verdict.kind.value) == ((), "no_failure")
-    assert [(f.key, f.value) for f in a.scans[0].facts] == [("nccl_cuda", "12.4"), ("nccl_version", "2.21.5")]
+    assert [(f.key, f.value) for f in a.scans[0].facts] == [  # "setup": where NCCL's set-up stood (job/stall.py)
+        ("nccl_cuda", "12.4"), ("setup", "NCCL INFO"), ("nccl_version", "2.21.5")]
 
 
 # --- PyTorch 2.8-2.13 and the nccl2 backend (line shapes from ProcessGroupNCCL.cpp and nccl2/*.cpp) -------------

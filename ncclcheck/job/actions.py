@@ -224,7 +224,8 @@ def _from_kind(job: Job, d: Decision) -> Action:
             return _table("died_silently", job, culprits)
         return _table("failed_unexplained" if culprits else "failure_unnamed", job, culprits)
     if k is VerdictKind.NCCL_ERROR:
-        if endings == {EndKind.SILENT} and not job.facts.teardowns:  # a tear-down line is a word (job/teardown.py)
+        if endings == {EndKind.SILENT} and not any(x.source == "watchdog" for x in job.facts.stated):  # a tear-down
+            # line is a word (job/stated.py)
             return _table("died_silently", job, culprits)
         if culprits:
             return _table("nccl_error_unexplained", job, culprits)

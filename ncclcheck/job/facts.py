@@ -53,7 +53,6 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         versions=read_versions(scans),
         lost_nodes=lost_nodes(scans),
         calls=tuple(f for s in scans for f in s.facts if f.key == "collective_call"),
-        teardowns=tuple(f for s in scans for f in s.facts if f.key == "watchdog_teardown"),
     )
 
 

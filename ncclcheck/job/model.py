@@ -288,7 +288,6 @@ class JobFacts:
     versions: Versions = Versions()  # each rank's releases and settings, and what must agree across them (versions.py)
     lost_nodes: tuple[LostNode, ...] = ()  # consoles that stop mid-run with no word of their agent (lostnode.py)
     calls: tuple[Fact, ...] = ()  # each traceback's torch.distributed call and the user's line (formats/pycall.py)
-    teardowns: tuple[Fact, ...] = ()  # the watchdog's "taking the entire process down" (formats/world.py)
 
 
 @dataclass(frozen=True)

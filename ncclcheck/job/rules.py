@@ -52,7 +52,6 @@ from ncclcheck.job.remote import unnamed_remote
 from ncclcheck.job.sizecheck import sized_call
 from ncclcheck.job.slow import Busy, busy_member, busy_rank
 from ncclcheck.job.stated import restate
-from ncclcheck.job.teardown import teardown_verdict
 from ncclcheck.job.unplaced import unplaced_killed, unplaced_verdict
 from ncclcheck.ranks import rank_phrase
 
@@ -197,8 +196,6 @@ def _quiet_verdict(job: Job) -> tuple[VerdictKind, list[int], list[int], str]:
                 "inputs. Give the ranks' own logs to name the collective.")
     if (local := unplaced_verdict(job)) is not None:  # a worker named by its local rank alone (job/unplaced.py)
         return local
-    if (down := teardown_verdict(job)) is not None:  # the watchdog's tear-down line alone (job/teardown.py)
-        return down
     stop = interrupted_job(job)  # Ctrl-C: every rank stopped by SIGINT (job/origins.py)
     if stop is not None:
         return stop

@@ -46,19 +46,20 @@ SIGNAL_WORDS = ("ignal", "SIG", "Segmentation", "rror", "nstruction")
 # corrupted/incomplete data.", then "To avoid data inconsistency, we are taking the entire process down."; one line
 # in 1.x's handleNCCLGuard). It says a failure happened, never which work or why: the error it caught is printed
 # beside it, and the line is read as the teardown only, quoted where nothing else is read (job/stated.py).
-TEARDOWN = re.compile(r"Some NCCL operations have failed or timed out")
+TEARDOWN = re.compile(r"Some NCCL operations have failed or timed out|we are taking the entire process down")
 # PyTorch's DataLoader worker killed by SIGBUS, in its own words (torch/csrc/DataLoader.cpp): shared memory ran out.
 SHM_FULL = re.compile(r"bus error encountered in worker\. This might be caused by insufficient shared memory")
 CLUE_GATE = re.compile(
     r"Last error|Assertion `|CUDA error|TCPStore|\[c10d\]|death signal|closing signal|[Rr]endezvous|clients joined"
     r"|CANCELLED AT|oom_kill|OOM ?Kill|Out Of Memory"
-    r"|workers joined|will restart worker group|Restarting worker group|Some NCCL operations have failed|" + SAYS.pattern
+    r"|workers joined|will restart worker group|Restarting worker group|Some NCCL operations have failed"
+    r"|taking the entire process down|" + SAYS.pattern
     + "|" + SHM_FULL.pattern
 )
 # Words one of which every clue line holds: plain substring tests first, the gate's regex only where one is there.
 CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "CANCELLED", "ssertion", "TCPStore", "c10d", "signal",
               "endezvous", "joined", "restart", "Restart", "interface", "AF_INET", "plugin", "peer", "Call to",
-              "NCCL operations", "CUDA device", "same GPU", "Duplicate GPU")
+              "NCCL operations", "entire process down", "CUDA device", "same GPU", "Duplicate GPU")
 # The resolver's and NCCL's bare errors and torchrun's restarts, which the catalogue's causes read from the lines.
 _OTHER_WORDS = ("gai error", "cannot be retrieved", "system error", "worker group")
 _CUDA_ASSERT = re.compile(r"(?<![\w.])(?P<file>[\w.]+\.cuh?):(?P<line>\d+): (?P<kernel>(?:(?!\.cuh?:\d+: ).)*?): "
@@ -138,7 +139,7 @@ def clues(who: Who, body: str, loc: Loc, clock: float | None) -> list[Clue]:
     elif SAYS.search(body):
         out.append(Clue(who, "nccl", body[:300], loc, clock))
     elif m := TEARDOWN.search(body):
-        out.append(Clue(who, "teardown", m[0], loc, clock))  # its first sentence: the rest may be hard-wrapped
+        out.append(Clue(who, "teardown", m[0], loc, clock))  # one sentence of it: the rest may be hard-wrapped
     elif SHM_FULL.search(body):
         out.append(Clue(who, "shm", body[:300], loc, clock))
     return out

@@ -38,7 +38,6 @@ FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap test
      re.compile(r"(?P<value>destroy_process_group\(\) was not called before program exit)")),
     # ProcessGroupNCCL's watchdog, once a work of its rank failed or timed out (its error handling tears down):
     # "Some NCCL operations have failed or timed out. ... we are taking the entire process down."
-    ("watchdog_teardown", "entire process down", re.compile(r"(?P<value>taking the entire process down)")),
 )
 # Words one of which its lines hold (the assembler's cheap test before them).
 FACT_WORDS = ("WORLD_SIZE", "world_size", "Num processes", "store-based barrier", "nnodes", "max_nodes", "nproc",
