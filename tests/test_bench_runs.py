@@ -12,7 +12,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -66,13 +65,14 @@ def test_gloo_two_ranks_json_and_check(tmp_path):
 
 
 def test_dead_peer_fails_within_the_timeout():
-    """A peer that leaves before the first collective: the survivor exits non-zero, fast, saying why."""
-    start = time.monotonic()
+    """A peer that leaves before the first collective: the survivor exits non-zero, saying why, under the timeout it
+    was given (a hang fails here at torchrun()'s limit; how fast it gives up is tools/bench_lost_peer.py's figure,
+    not a clock in a test that a loaded machine would fail)."""
     r = torchrun("--nproc-per-node", "2", "-m", "ncclcheck.bench", "--size", "1e5", "--chunks", "", "--iters", "2",
                  "--timeout", "15", "--exit-early-rank", "1")
     assert r.returncode != 0
-    assert time.monotonic() - start < 15 + 45
-    assert "ncclcheck.bench: error: rank 0: a collective failed, so a peer died or never arrived" in r.stderr
+    assert ("ncclcheck.bench: error: rank 0: a collective failed, so a peer died or never arrived (process-group "
+            "timeout 15 s)") in r.stderr
 
 
 def _port() -> int:
