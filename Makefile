@@ -33,9 +33,11 @@ demo: $(STAMP)
 	@echo "next: what tensor the hung all_reduce carried:"
 	@echo "  $(BIN)/$(DEMO_NEXT)"
 
-## Run the test suite (conformance set from ../shared/conformance when present), one worker a core (pytest-xdist).
+## Run the test suite (conformance set from ../shared/conformance when present), one worker a core (pytest-xdist;
+## worksteal: each worker runs a contiguous half, so the tests of one module share its fixtures and caches, and an
+## idle worker takes over the end of the busy one's queue).
 test: $(STAMP) $(TORCH_STAMP)
-	NCCLCHECK_REQUIRE_TORCH=1 $(BIN)/python -m pytest -q -n auto $(if $(TESTS),-x -k "$(TESTS)")
+	NCCLCHECK_REQUIRE_TORCH=1 $(BIN)/python -m pytest -q -n auto --dist worksteal $(if $(TESTS),-x -k "$(TESTS)")
 
 ## Ruff on the sources, tests and tools; mypy on the package (settings in pyproject.toml; needs no torch).
 lint: $(STAMP)

@@ -12,7 +12,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -66,13 +65,14 @@ def test_gloo_two_ranks_json_and_check(tmp_path):
 
 
 def test_dead_peer_fails_within_the_timeout():
-    """A peer that leaves before the first collective: the survivor exits non-zero, fast, saying why."""
-    start = time.monotonic()
+    """A peer that leaves before the first collective: the survivor exits non-zero, saying why, under the timeout it
+    was given (a hang fails here at torchrun()'s limit; how fast it gives up is tools/bench_lost_peer.py's figure,
+    not a clock in a test that a loaded machine would fail)."""
     r = torchrun("--nproc-per-node", "2", "-m", "ncclcheck.bench", "--size", "1e5", "--chunks", "", "--iters", "2",
                  "--timeout", "15", "--exit-early-rank", "1")
     assert r.returncode != 0
-    assert time.monotonic() - start < 15 + 45
-    assert "ncclcheck.bench: error: rank 0: a collective failed, so a peer died or never arrived" in r.stderr
+    assert ("ncclcheck.bench: error: rank 0: a collective failed, so a peer died or never arrived (process-group "
+            "timeout 15 s)") in r.stderr
 
 
 def _port() -> int:
@@ -120,21 +120,18 @@ def test_sweep_two_ranks_json_plot_page_and_check(tmp_path):
     assert html.count("<tr><td>") == 5 and "<svg" in html
 
 
-def test_sweep_table_fits_eighty_columns():
-    r = torchrun("--nproc-per-node", "2", "-m", "ncclcheck.bench", *SWEEP, env={**ENV, "COLUMNS": "80"})
-    assert r.returncode == 0, r.stderr[-2000:]
+def test_min_busbw_exit_code_through_ncclcheck_bench_and_the_sweep_table_fits_eighty_columns():
+    """Below --min-busbw: the benchmark exits 3; torchrun would say 1, ncclcheck bench passes the 3 through. The
+    sweep's table it prints (the FAIL line with it) fits 80 columns, every number whole (one torchrun run for both)."""
+    r = subprocess.run([sys.executable, "-c", "from ncclcheck.cli import main; main()", "bench", "--nproc", "2",
+                        *SWEEP, "--min-busbw", "1e6"], capture_output=True, text=True, timeout=240,
+                       env={**ENV, "COLUMNS": "80"})
+    assert r.returncode == 3, r.stderr[-2000:]
+    assert "FAIL: busbw at 32 KiB is" in r.stdout and "below --min-busbw 1e+06 GB/s" in r.stdout
     lines = r.stdout.splitlines()
     assert all(len(line) <= 80 for line in lines)
     assert "…" not in r.stdout
     assert any(line.split()[:2] == ["32", "KiB"] for line in lines)
-
-
-def test_min_busbw_exit_code_through_ncclcheck_bench():
-    """Below --min-busbw: the benchmark exits 3; torchrun would say 1, ncclcheck bench passes the 3 through."""
-    r = subprocess.run([sys.executable, "-c", "from ncclcheck.cli import main; main()", "bench", "--nproc", "2",
-                        *SWEEP, "--min-busbw", "1e6"], capture_output=True, text=True, timeout=240, env=ENV)
-    assert r.returncode == 3, r.stderr[-2000:]
-    assert "FAIL: busbw at 32 KiB is" in r.stdout and "below --min-busbw 1e+06 GB/s" in r.stdout
 
 
 def test_bad_option_exits_two_through_ncclcheck_bench():

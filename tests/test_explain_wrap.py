@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from ncclcheck.cli import app
 from ncclcheck.explain.adapt import as_trained, parse_wrap_policy
 from ncclcheck.explain.counts import ExplainError
-from ncclcheck.explain.frommodel import installed, table_from_config, table_from_factory
+from ncclcheck.explain.frommodel import installed
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "tools"))
 import bench_explain  # noqa: E402
@@ -114,11 +114,8 @@ FSDP_RUNS = sorted(p.stem for p in TRUTH.glob("*.json") if p.stem.startswith(("f
 
 
 def _raw(run: dict):
-    if run.get("module"):
-        if str(DATA / "module") not in sys.path:
-            sys.path.insert(0, str(DATA / "module"))
-        return table_from_factory(run["module"])
-    return table_from_config(run["config"], f"{run['model']}/config.json")
+    """The run's model as built (by its factory, or by transformers from its config), once a session."""
+    return bench_explain.raw_table(run, "transformers")
 
 
 @needs_hf

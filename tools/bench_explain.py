@@ -53,7 +53,12 @@ _TABLES: dict[tuple[str, str], object] = {}
 
 def table_for(fx: dict, source: str):
     """The parameter table a user would get: from the config with transformers, or the built-in layouts (one build
-    per distinct config)."""
+    per distinct config), with the run's own setup."""
+    return customised(raw_table(fx, source), fx)
+
+
+def raw_table(fx: dict, source: str):
+    """The table of the run's model as built, before its setup (built once a process: the tests share it too)."""
     key = (source, json.dumps([fx["config"], fx.get("module")], sort_keys=True))
     if key not in _TABLES:
         if fx.get("module"):
@@ -68,7 +73,7 @@ def table_for(fx: dict, source: str):
             _TABLES[key] = table_from_config(fx["config"], f"{fx['model']}/config.json")
         else:
             _TABLES[key] = builtin_table(model_from_dict(fx["config"], fx["model"]))
-    return customised(_TABLES[key], fx)
+    return _TABLES[key]
 
 
 def customised(table, fx: dict):
