@@ -91,9 +91,12 @@ _T62 = "tests/data/public_threads/62-pytorch-81704-kubeflow-init-hang.log"
 _T75 = "tests/data/public_threads/75-nccl-257-allreduce-perf-hangs-4-gpus.log"
 FORMAT = Format(
     name="NCCL set-up",
-    words=(*_END, "Init COMPLETE", *_VIA, "Connected all", "redop", "(elements)", "client socket has connected"),
+    words=(*_END, "Init COMPLETE", "redop", "(elements)", "client socket has connected"),
     # Its other set-up lines come at the start: read in the head of an input (and wherever another word keeps them).
-    head_words=("NCCL INFO", "Using devices", " Pid "),
+    # The connection lines too: NCCL prints one a channel and peer, the bulk of an NCCL_DEBUG=INFO log's chatter, and
+    # kept anywhere they cost the reader 30x on the chatty corpus (docs/benchmarks.md); past the head, a stalled log's
+    # last set-up line is its Init COMPLETE or the nccl-tests header, kept anywhere.
+    head_words=("NCCL INFO", "Using devices", " Pid ", *_VIA, "Connected all"),
     make=Lines,
     patterns=(READY, CONNECT, TESTS_HEADER, TESTS_UNITS),
     samples=(

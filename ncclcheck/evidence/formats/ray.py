@@ -46,7 +46,7 @@ ACTOR_PID = re.compile(r"^(?:\(\w+ pid=\d+[^)]*\) ?)?\s*\tpid: (?P<pid>\d+)\s*$"
 
 # Ray Tune's failure table: a trial, its count of failures and the file its error is in.
 ERROR_FILE = re.compile(r"^\|\s*(?P<trial>\w+)\s*\|\s*(?P<n>\d+)\s*\|\s*(?P<file>\S+/error\.txt)\s*\|")
-NOT_COMPLETE = re.compile(r"Trials did not complete: \[(?P<trials>[^\]]*)\]")
+NOT_COMPLETE = re.compile(r"Trials did not complete: \[(?P<trials>[^\][]*)\]")
 _ANYONE = Who()
 
 
