@@ -153,14 +153,21 @@ def _collective(frames: tuple[Frame, ...]) -> str | None:
     return None
 
 
-def read_rank_addresses(path: str) -> FileScan:
-    """Each rank a store-keys or wait-counters dump names, with its host."""
+def _read(path: str) -> tuple[bytes, list[str]] | FileScan:
+    """A dump's bytes and lines, or the scan saying it could not be read."""
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as exc:
         return FileScan(path, None, 0, 0, (), problems=(InputProblem(path, exc.strerror or str(exc), True),))
-    lines = data.decode("utf-8", "replace").splitlines()
+    return data, data.decode("utf-8", "replace").splitlines()
+
+
+def read_rank_addresses(path: str) -> FileScan:
+    """Each rank a store-keys or wait-counters dump names, with its host."""
+    if isinstance(read := _read(path), FileScan):
+        return read
+    data, lines = read
     facts = {int(m["rank"]): Fact(Who(global_rank=int(m["rank"])), "host", m["host"].strip("[]"), Loc(path, i + 1))
              for i, text in enumerate(lines) if (m := STORE_KEY.match(text) or RANK_HEAD.match(text))}
     return FileScan(path, None, len(lines), len(data), tuple(sorted(facts)), facts=tuple(facts.values()))
@@ -169,12 +176,9 @@ def read_rank_addresses(path: str) -> FileScan:
 def read_fr_trace(path: str) -> FileScan:
     """A flight-recorder tables dump: the world group's size, and each collective a rank never joined (a clue on
     that rank, in the analyzer's terms)."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        return FileScan(path, None, 0, 0, (), problems=(InputProblem(path, exc.strerror or str(exc), True),))
-    lines = data.decode("utf-8", "replace").splitlines()
+    if isinstance(read := _read(path), FileScan):
+        return read
+    data, lines = read
     facts: list[Fact] = []
     clues: list[Clue] = []
     for name, first, rows in _tables(lines):

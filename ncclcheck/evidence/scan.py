@@ -43,8 +43,8 @@ def _read_upto(stream: BinaryIO, limit: int) -> bytes:
     return b"".join(parts)
 
 
-def _dump_scan(source: Source, stream: BinaryIO) -> FileScan:
-    """Read a flight-recorder dump to the end, bounded."""
+def _whole(source: Source, stream: BinaryIO) -> bytes | FileScan:
+    """An input read to the end, bounded (a dump or a report is parsed whole), or the scan saying it could not be."""
     try:
         data = _read_upto(stream, MAX_DUMP_BYTES + 1)
     except OSError as exc:
@@ -53,6 +53,13 @@ def _dump_scan(source: Source, stream: BinaryIO) -> FileScan:
     finally:
         if source.path is not None:
             stream.close()
+    return data
+
+
+def _dump_scan(source: Source, stream: BinaryIO) -> FileScan:
+    """Read a flight-recorder dump to the end, bounded."""
+    if isinstance(data := _whole(source, stream), FileScan):
+        return data
     try:
         dump = parse_dump(data, source.name)
     except DumpError as exc:
@@ -64,14 +71,8 @@ def _dump_scan(source: Source, stream: BinaryIO) -> FileScan:
 
 def _ras_scan(source: Source, stream: BinaryIO, parser: LogParser) -> FileScan:
     """Read an ncclras JSON report to the end, bounded, and feed the text report it holds (evidence/rasjson.py)."""
-    try:
-        data = _read_upto(stream, MAX_DUMP_BYTES + 1)
-    except OSError as exc:
-        return FileScan(source.name, source.path_rank, 0, 0, (),
-                        problems=(InputProblem(source.name, f"read failed ({exc.strerror or exc})", True),))
-    finally:
-        if source.path is not None:
-            stream.close()
+    if isinstance(data := _whole(source, stream), FileScan):
+        return data
     try:
         found = rasjson.lines(data)
     except rasjson.ReportError as exc:
