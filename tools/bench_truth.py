@@ -8,7 +8,7 @@ read in-process through the same analyze function and JSON renderer as ``ncclche
 
     python tools/bench_truth.py [-v] [--corpus DIR] [CASE ...]
 
-``--corpus`` scores another folder of the same layout (the blind set, tests/data/blind_threads3, is scored this way
+``--corpus`` scores another folder of the same layout (a blind set, tests/data/blind_threads4, is scored this way
 before and after rules are written); a folder without KNOWN_MISSES.md has no known misses.
 """
 
