@@ -871,13 +871,18 @@ def main() -> None:
     """Console-script entry point.
 
     The cyclic garbage collector is off for the run: analysing a large job builds millions of small objects
-    without cycles, once, and then exits; the collector's passes over them cost a quarter of the time.
+    without cycles, once, and then exits; the collector's passes over them cost a quarter of the time. At the end
+    every object is frozen: the interpreter's exit still collects once, even with the collector off, and walking
+    the modules, the catalogue and the results took 0.1-0.2 s of a 0.5 s analysis (a 2-core VM).
     """
     gc.disable()
     args = sys.argv[1:]
     if len(args) == 2 and args[0] == "--install-completion":
         _install_completion(args[1])
-    app(prog_name="ncclcheck")
+    try:
+        app(prog_name="ncclcheck")
+    finally:
+        gc.freeze()
 
 
 SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")

@@ -25,7 +25,6 @@ from ncclcheck.job.releases import release_findings
 from ncclcheck.job.statements import GENERIC
 from ncclcheck.job.versions import Versions, ranks_word
 from ncclcheck.probe.agree import Group, value_text
-from ncclcheck.probe.lint import DEBUG_ONLY
 
 # The verdicts of NCCL failing itself, at set-up or as it ran: a hang or a rank's own error has its own steps.
 NCCL_FAILED = frozenset({VerdictKind.NCCL_ERROR, VerdictKind.SETUP_FAILURE})
@@ -63,6 +62,10 @@ def settings_finding(v: Versions) -> Finding:
     rows = [r for r in v.rows if r.aspect.startswith("NCCL_") and not r.aspect.startswith(_LOGGING)
             and any(g.value is not None for g in r.groups)]
     if not rows:
+        # Here, not with the module: probe/lint.py brings the host probe (ctypes, importlib.metadata), a fifth of
+        # what analyze-log imports to decide, which its parent process waits on while the workers read.
+        from ncclcheck.probe.lint import DEBUG_ONLY
+
         return Finding(
             Severity.INFO, "settings-to-unset",
             "These inputs state no NCCL_* setting (NCCL prints each one it reads at NCCL_DEBUG=INFO: "
