@@ -244,6 +244,12 @@ def read_catalogue(folder: Path = FOLDER) -> tuple[Cause, ...]:
     return tuple(sorted(causes, key=lambda c: (c.order is None, c.order or 0, c.kind)))
 
 
+def tables(paths: list[Path]) -> list[dict[str, Any]]:
+    """TOML files of the job's data (job/statements.py's table too), parsed once for each version of the files: see
+    :func:`_tables`."""
+    return _tables(paths)
+
+
 def _tables(paths: list[Path]) -> list[dict[str, Any]]:
     """The files' TOML, parsed (pure Python: ~30 ms for the catalogue, a tenth of analyze-log's start-up) once for
     each version of the files and kept in the cache folder (ncclcheck/cachedir.py) as ``marshal`` data, plain
