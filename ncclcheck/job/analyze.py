@@ -168,10 +168,10 @@ class Early:
 
     def take(self, scans: Sequence[FileScan]) -> list[Record] | None:
         """The records of ``scans`` if they are the scans merged here, in the same order; else None."""
-        if self.merger is None or len(scans) != len(self.ids) or any(
+        merger, self.merger = self.merger, None  # asked once: taken, or its builders let go
+        if merger is None or len(scans) != len(self.ids) or any(
                 id(s) != i for s, i in zip(scans, self.ids, strict=True)):
             return None
-        merger, self.merger = self.merger, None  # taken once: the builders become records
         return merger.records()
 
 
