@@ -24,7 +24,8 @@ from ncclcheck.job.attempts import AttemptError, global_ranks, split
 from ncclcheck.ranks import rank_phrase
 
 if TYPE_CHECKING:
-    from ncclcheck.job.model import Analysis
+    from ncclcheck.job.model import Analysis, Record
+    from ncclcheck.job.records import Merger
     from ncclcheck.job.verdict import TensorOf
 
 # ``ncclcheck snapshot --out`` writes these; logs compressed as .tar.gz are not a thing PyTorch or torchrun writes.
@@ -128,22 +129,65 @@ def analyze(
     ``problems`` are inputs that could not even be opened (found while resolving paths); they are
     reported with the problems found while reading, so that the result names every input.
     """
-    scans, unopened = read_all(sources, on_done, workers, _load_deciders)
-    return analyze_scans(scans, dtype, (*problems, *unopened), tensor_of, attempt)
+    early = Early()
+
+    def done(scan: FileScan) -> None:
+        early.add(scan)
+        if on_done is not None:
+            on_done(scan)
+
+    scans, unopened = read_all(sources, done, workers, _load_deciders)
+    return analyze_scans(scans, dtype, (*problems, *unopened), tensor_of, attempt, early)
+
+
+class Early:
+    """The timeout records merged while the worker processes read (issue 42): the main process takes each chunk's
+    scans as it comes back and would otherwise wait idle for the next; at 100,000 ranks the merge is about two
+    seconds of one core. ``_one`` takes them only where its attempt's scans are these very scans in this order (one
+    attempt, no rank moved, the inputs read in name order), and merges again otherwise."""
+
+    def __init__(self) -> None:
+        self.merger: Merger | None = None
+        self.ids: list[int] = []
+        self.last = ""
+        self.off = False
+
+    def add(self, scan: FileScan) -> None:
+        if self.off or any(p.fatal for p in scan.problems):
+            return  # analyze_scans leaves out an input that could not be read
+        if scan.file < self.last:  # analyze_scans sorts by name (a stable sort): the merge would be in another order
+            self.off, self.merger = True, None
+            return
+        if self.merger is None:
+            from ncclcheck.job.records import Merger  # imported here: after the workers started
+
+            self.merger = Merger()
+        self.last = scan.file
+        self.ids.append(id(scan))
+        self.merger.add(scan)
+
+    def take(self, scans: Sequence[FileScan]) -> list[Record] | None:
+        """The records of ``scans`` if they are the scans merged here, in the same order; else None."""
+        merger, self.merger = self.merger, None  # asked once: taken, or its builders let go
+        if merger is None or len(scans) != len(self.ids) or any(
+                id(s) != i for s, i in zip(scans, self.ids, strict=True)):
+            return None
+        return merger.records()
 
 
 def analyze_scans(scans: Sequence[FileScan], dtype: str = "float32", problems: Sequence[InputProblem] = (),
-                  tensor_of: TensorOf | None = None, attempt: int | str = "last") -> Analysis:
+                  tensor_of: TensorOf | None = None, attempt: int | str = "last", early: Early | None = None
+                  ) -> Analysis:
     """The verdict from scans already read (here, or on the nodes and carried in evidence files).
 
     Scans are taken in file-name order, so that the answer does not depend on how the inputs were given or split
     among evidence files. A restarted job's attempts are analysed apart (:mod:`ncclcheck.job.attempts`):
     ``attempt`` is the one analysed (its number, or "last"), or "all" for every one (``Analysis.attempts``); the
-    others are summarised in one finding each.
+    others are summarised in one finding each. ``early``: the records merged while the scans were read, if any.
     """
     scans = sorted(scans, key=lambda s: s.file)
     attempts = split(global_ranks([s for s in scans if not any(p.fatal for p in s.problems)]))
-    every = [_one(a, dtype, tensor_of) for a in attempts]
+    every = [_one(a, dtype, tensor_of, early) for a in attempts]
     n = len(every)
     if attempt in ("last", "all"):
         index = n - 1
@@ -162,13 +206,13 @@ def analyze_scans(scans: Sequence[FileScan], dtype: str = "float32", problems: S
     return replace(chosen, problems=(*problems, *(p for s in scans for p in s.problems)))
 
 
-def _one(scans: list[FileScan], dtype: str, tensor_of: TensorOf | None) -> Analysis:
+def _one(scans: list[FileScan], dtype: str, tensor_of: TensorOf | None, early: Early | None = None) -> Analysis:
     """One attempt: its records merged, a run appended to the same file (a restart by hand) set apart."""
     from ncclcheck.job.records import merge_records
     from ncclcheck.job.runs import by_file, find_restart, last_run
     from ncclcheck.job.verdict import decide
 
-    records = merge_records(scans)
+    records = (early.take(scans) if early is not None else None) or merge_records(scans)
     per_file = by_file(records)
     restarts = [r for r in (find_restart(s, per_file.get(s.file, ())) for s in scans) if r is not None]
     if restarts:

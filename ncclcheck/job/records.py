@@ -179,18 +179,33 @@ def _merge_status(pool: _Pool, s: StatusMention) -> None:
     b.locs.append(s.loc)
 
 
-def merge_records(scans: Iterable[FileScan]) -> list[Record]:
-    """Return one record per distinct timeout event, in order of first appearance."""
-    pool = _Pool()
-    for scan in scans:
+class Merger:
+    """Timeout records merged one input at a time, in the inputs' order: :func:`merge_records`'s work, which the
+    main process can do while the worker processes still read the later inputs (job/analyze.py)."""
+
+    def __init__(self) -> None:
+        self.pool = _Pool()
+
+    def add(self, scan: FileScan) -> None:
         # An async NCCL error on a work, and the status line that restates it, are an error, not a timeout.
         works = [w for w in scan.works if w.evidence != "async_exception"]
         statuses = [st for st in scan.statuses if st.error is None]
         mentions: list[WorkMention | StatusMention] = [*works, *statuses]
         mentions.sort(key=lambda m: m.loc.line)
+        pool = self.pool
         for m in mentions:
             if isinstance(m, WorkMention):
                 _merge_work(pool, m)
             else:
                 _merge_status(pool, m)
-    return [b.build() for b in pool.all]
+
+    def records(self) -> list[Record]:
+        return [b.build() for b in self.pool.all]
+
+
+def merge_records(scans: Iterable[FileScan]) -> list[Record]:
+    """Return one record per distinct timeout event, in order of first appearance."""
+    merger = Merger()
+    for scan in scans:
+        merger.add(scan)
+    return merger.records()
