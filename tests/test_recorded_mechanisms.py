@@ -70,9 +70,11 @@ def _miss(reason):
     pytest.param(GLOO / "gloo_a2a_short", "no_failure", None, [], marks=_miss(
         "§4: a clean run's per-rank files end without an ending line, but torchrun's console is among the inputs "
         "and shows no failure: incomplete_evidence says the console is missing when it is given")),
-    pytest.param(GLOO / "gloo_rs_size", "collective_mismatch", "collective_size", [], marks=_miss(
-        "§5: gloo's size check (ProcessGroupGloo 'Check failed: outputShape[0] * worldSize == inputShape[0]') is "
-        "the same size error as NCCL's ValueError: reduce_scatter's output is input / group size, on every rank")),
+    # §5: gloo's size check (ProcessGroupGloo 'Check failed: outputShape[0] * worldSize == inputShape[0]') is the
+    # same size error as NCCL's ValueError: reduce_scatter's output is input / group size, each rank the one that
+    # made the wrong call (job/sizecheck.py), as rs_size over NCCL
+    (GLOO / "gloo_rs_size", "collective_mismatch", "collective_size", [0, 1]),
+    (GLOO / "gloo_rs_size" / "console.log", "collective_mismatch", "collective_size", [0, 1]),
 ])
 def test_each_mechanism_reads_as_it_ran(path, kind, cause, culprits):
     assert _verdict(path) == (kind, cause, culprits)
@@ -90,13 +92,13 @@ def test_restarts_over_nccl_are_found_at_the_default_log_level():
     assert a.attempt_count == 3 and list(a.verdict.stopped_ranks) == [0]
 
 
-@_miss("§4: the last attempt's rank 1 failed in init_process_group inside NCCL's bootstrap (`socketPollConnect: "
-       "connect to 192.0.2.2<57551> returned Connection refused`, the root's address from the NCCL unique id it "
-       "read; rank 0 of that attempt was still in init): a peer's bootstrap listener refused, the store answered, "
-       "like gloo's connectFullMesh refusal after a restart (world/restart_setup)")
 def test_a_refused_nccl_bootstrap_connect_after_a_restart_is_not_the_store():
+    """The last attempt's rank 1 failed in init_process_group inside NCCL's bootstrap (`socketPollConnect: connect to
+    192.0.2.2<57551> returned Connection refused`, the root's address from the NCCL unique id it read; rank 0 of that
+    attempt was still in init): a peer's NCCL listener refused, the store answered, like gloo's connectFullMesh
+    refusal after a restart (world/restart_setup)."""
     v = run(GPU / "nccl_restarts" / "console.log").verdict
-    assert v.cause is not None and v.cause.cause.kind != "store_unreachable"
+    assert v.cause is not None and v.cause.cause.kind == "nccl_peer_refused"
 
 
 def test_the_bootstrap_interfaces_of_each_rank_are_a_finding():
