@@ -108,12 +108,18 @@ def test_the_bootstrap_interfaces_of_each_rank_are_a_finding():
     assert "eth0 (rank 0)" in f.evidence and "lo (rank 1)" in f.evidence
 
 
-@_miss("§3: NCCL_P2P_LEVEL=LOC put the GPUs' channels on SHM (`via SHM/direct/direct`); the transport finding says "
-       "network Socket, which NCCL loaded but no channel of this one-node job used")
 def test_the_transport_finding_names_the_path_the_channels_took():
+    """NCCL_P2P_LEVEL=LOC put the GPUs' channels on SHM (`via SHM/direct/direct`); NCCL loaded network Socket, which no
+    channel of this one-node job used (job/channels.py)."""
     a = run(GPU / "p2p_level")
     (f,) = [f for f in a.verdict.findings if f.code == "transport"]
-    assert "SHM" in f.message
+    assert "via SHM/direct/direct" in f.message and "no connection in these inputs used" in f.message
+
+
+def test_the_transport_finding_names_the_network_where_a_channel_took_it():
+    a = run(GPU.parent / "layers" / "netplugin_sockets")
+    (f,) = [f for f in a.verdict.findings if f.code == "transport"]
+    assert "via NET/Socket/0" in f.message and "the network transport was Socket" in f.message
 
 
 def test_the_gloo_timeout_names_broadcast_from_the_traceback():
