@@ -38,8 +38,9 @@ def _miss(reason):
     # §5: rank 1's fourth all_reduce queued behind a long kernel: its dump says scheduled, rank 0's started
     (GPU / "scheduled", "lagging_rank", None, [1]),
     # §5: rank 1 sent rank 0 two elements where rank 0 expected four: rank 1 finished the all_to_all and waits in #4,
-    # rank 0 is still inside #3 (an earlier sequence number: a mismatch, not a lagging rank)
-    (GPU / "a2a_short", "collective_mismatch", None, []),
+    # rank 0 is still inside #3 (an earlier sequence number: a mismatch, not a lagging rank); rank 1 completed #3, so
+    # the two elements rank 0 lacks are its one peer's: rank 1's input was short (job/frmatch.py)
+    (GPU / "a2a_short", "collective_mismatch", None, [1]),
     # §5: reduce_scatter_tensor's output as large as its input: PyTorch's ValueError on both ranks, each the rank
     # that made the wrong call (job/sizecheck.py)
     (GPU / "rs_size", "collective_mismatch", "collective_size", [0, 1]),
@@ -80,10 +81,12 @@ def test_each_mechanism_reads_as_it_ran(path, kind, cause, culprits):
     assert _verdict(path) == (kind, cause, culprits)
 
 
-@_miss("§5: in a two-rank all_to_all the rank that finished received all it expected, so the elements the "
-       "stuck rank 0 lacks are its one peer's: rank 1's input was short")
 def test_the_short_all_to_all_sender_is_named():
-    assert _verdict(GPU / "a2a_short")[2] == [1]
+    """§5: in a two-rank all_to_all the rank that finished received all it expected, so the elements the stuck rank 0
+    lacks are its one peer's: rank 1's input was short."""
+    v = run(GPU / "a2a_short").verdict
+    assert list(v.culprit_ranks) == [1] and list(v.waiting_ranks) == [0]
+    assert "rank 0 still waits for the 2 missing, and its only peer is rank 1" in v.summary
 
 
 def test_restarts_over_nccl_are_found_at_the_default_log_level():
