@@ -53,10 +53,10 @@ def _miss(reason):
     # rank 0 holds 7 batches, rank 1 6: rank 0's 7th all_reduce against rank 1's barrier, "batch 7/7" against "6/6"
     (GPU / "nccl_uneven", "collective_mismatch", None, []),
     (GPU / "nccl_cut" / "torchrun", "incomplete_evidence", None, []),  # every process SIGKILLed mid-run
-    (GPU / "nccl_cut", "incomplete_evidence", None, []),
-    pytest.param(GPU / "nccl_cut" / "console.log", "incomplete_evidence", None, [], marks=_miss(
-        "§4: a torchrun console that stops mid-run ('step 7/400') with no failure report, closing signal or exit "
-        "of its agent is a job cut off, not no_failure")),
+    (GPU / "nccl_cut", "incomplete_evidence", "console_cut", []),
+    # §4: a torchrun console that stops mid-run ('step 7/400') with no failure report, closing signal or exit of its
+    # agent is a job cut off, not no_failure (job/ending.py)
+    (GPU / "nccl_cut" / "console.log", "incomplete_evidence", "console_cut", []),
     # §5: gloo: rank 0 (broadcast's root) sleeps in host code, rank 1 times out inside broadcast
     (GLOO / "gloo_bcast", "lagging_rank", None, [0]),
     (GLOO / "gloo_bcast" / "console.log", "lagging_rank", None, [0]),
@@ -64,13 +64,12 @@ def _miss(reason):
     (GLOO / "gloo_a2a_short" / "console.log", "no_failure", None, []),
     # §4: the agent and both workers SIGKILLed mid-run: the per-rank folder stops without an ending
     (GLOO / "cut" / "logs", "incomplete_evidence", None, []),
-    (GLOO / "cut", "incomplete_evidence", None, []),
-    pytest.param(GLOO / "cut" / "console.log", "incomplete_evidence", None, [], marks=_miss(
-        "§4: a torchrun console that stops mid-run ('step 7/200') with no failure report, closing signal or exit "
-        "of its agent is a job cut off (the node or the container lost), not no_failure")),
-    pytest.param(GLOO / "gloo_a2a_short", "no_failure", None, [], marks=_miss(
-        "§4: a clean run's per-rank files end without an ending line, but torchrun's console is among the inputs "
-        "and shows no failure: incomplete_evidence says the console is missing when it is given")),
+    (GLOO / "cut", "incomplete_evidence", "console_cut", []),
+    # §4: the same over gloo (the node or the container lost), with and without the per-rank folder
+    (GLOO / "cut" / "console.log", "incomplete_evidence", "console_cut", []),
+    # §4: a clean run: each rank's last line is its word that it is done ("job rank=0 done"), and torchrun's console is
+    # among the inputs: no_failure, never a request for the console it was given
+    (GLOO / "gloo_a2a_short", "no_failure", None, []),
     # §5: gloo's size check (ProcessGroupGloo 'Check failed: outputShape[0] * worldSize == inputShape[0]') is the
     # same size error as NCCL's ValueError: reduce_scatter's output is input / group size, each rank the one that
     # made the wrong call (job/sizecheck.py), as rs_size over NCCL
@@ -129,3 +128,22 @@ def test_the_gloo_timeout_names_broadcast_from_the_traceback():
     """gloo's timeout names no op; the traceback's `in broadcast` does."""
     a = run(GLOO / "gloo_bcast" / "console.log")
     assert "broadcast" in " ".join(a.verdict.chain)
+
+
+def test_a_cut_console_with_its_folder_is_not_told_to_bring_the_console():
+    """The per-rank files stop without an ending and the console is given: the console decides (job/ending.py), and
+    the verdict never asks for the console it holds."""
+    v = run(GLOO / "cut").verdict
+    assert "which these inputs do not hold" not in v.summary and "cut/console.log" in v.summary
+
+
+def test_a_console_whose_agent_says_its_workers_finished_is_no_cut(tmp_path):
+    """LOGLEVEL=INFO: torchrun's agent says 'Local worker group finished (WorkerState.SUCCEEDED)' on success, and a
+    worker's own 'rank=N done' is its end: either after the same lines reads no_failure."""
+    lines = (GLOO / "cut" / "console.log").read_text()
+    agent = tmp_path / "agent.log"
+    agent.write_text(lines + "I1127 21:29:59.000000 628 torch/distributed/elastic/agent/server/api.py:932] Local "
+                     "worker group finished (WorkerState.SUCCEEDED). Waiting 300 seconds for other agents to finish\n")
+    worker = tmp_path / "worker.log"
+    worker.write_text(lines + "[default0]:job rank=0 done\n[default1]:job rank=1 done\n")
+    assert [run(p).verdict.kind.value for p in (agent, worker)] == ["no_failure", "no_failure"]
