@@ -7,8 +7,8 @@ torchrun's agent's rendezvous result (``global_world_sizes=[8, 8, …]``) and la
 store barrier. A program's own word that its work is over ("Rank 3 completed", "rank=3 done", the HF Trainer's
 "Training completed. Do not forget …") and ProcessGroupNCCL's destructor at interpreter exit (2.4+: its groups are
 being torn down) say a rank ended of itself; its watchdog's "we are taking the entire process down"
-(ProcessGroupNCCL.cpp, after a work of the rank failed or timed out, under TORCH_NCCL_ASYNC_ERROR_HANDLING's tear-
-down) says the rank ended of an NCCL failure.
+(ProcessGroupNCCL.cpp, after a work of the rank failed or timed out, under TORCH_NCCL_ASYNC_ERROR_HANDLING's
+tear-down) says the rank ended of an NCCL failure.
 """
 
 from __future__ import annotations
