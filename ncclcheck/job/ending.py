@@ -75,6 +75,6 @@ def cut_off(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
                "destroyed). A node or container lost with its processes (power, a crash, a kill of the whole process "
                "tree) stops its console just so, and so does a console pasted only in part; and at torchrun's default "
                "log level a clean end prints nothing of the agent's. These inputs cannot tell a finished job from a "
-               "cut one.")
+               "cut one: the rest of this console and the other nodes' consoles would.")
     return replace(d, kind=VerdictKind.INCOMPLETE, summary=summary,
                    cause=Diagnosis(CUT, tuple(ranks), detail, last, tuple(Loc(s.file, s.lines) for s in cut), detail))
