@@ -8,13 +8,15 @@ share no host, or where P2P and SHM are both ruled out. Each connection line nam
 (``Channel 00 : 0[0] -> 1[1] via SHM/direct/direct``, ``via P2P/CUMEM/read``, ``via NET/IB/0/GDRDMA``:
 src/transport/shm.cc, p2p.cc, net.cc; evidence/formats/ncclsetup.py's ``nccl_via`` facts). So a one-node job whose
 channels all went via SHM or P2P never moved data over the network transport it loaded: the finding names the paths
-taken, and the network only as loaded unless a connection went via NET.
+taken, and the network only as loaded unless a connection went via NET. Those lines are read in an input's head
+only, so the paths are named from inputs no larger than it (a longer log keeps the loaded network's finding).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ncclcheck.evidence.reader import HEAD
 from ncclcheck.evidence.types import FileScan
 from ncclcheck.findings import Finding, Severity
 
@@ -22,7 +24,9 @@ from ncclcheck.findings import Finding, Severity
 def transport_finding(scans: Sequence[FileScan]) -> Finding | None:
     """The ``transport`` finding: the paths the connections took where the inputs show them, and the network loaded."""
     nets = sorted({f.value for s in scans for f in s.facts if f.key == "network"})
-    via = [f for s in scans for f in s.facts if f.key == "nccl_via"]
+    # A connection line is read in an input's head only (formats/ncclsetup.py: kept anywhere they slowed the reader
+    # 18-30x): past it some are read, some not, so the paths are named from inputs the head holds whole.
+    via = [f for s in scans if s.bytes_read <= HEAD for f in s.facts if f.key == "nccl_via"]
     net_loc = next((f.loc for s in scans for f in s.facts if f.key == "network"), None)
     if not via:
         if not nets or net_loc is None:

@@ -66,7 +66,8 @@ _DESTROY = ("[rank0]:[W1125 09:36:48.112233445 ProcessGroupNCCL.cpp:1250] Warnin
             "was not called before program exit, which can leak resources.")
 FORMAT = Format(
     name="world",
-    words=("destroy_process_group", "Training completed", "entire process down"),
+    # "done" too: a rank's last words ("rank=3 done") stand at the end of its log, past any head (job/ending.py)
+    words=("destroy_process_group", "Training completed", "entire process down", "done"),
     # the job's world as launchers and scripts echo it at start-up (torchrun's launch configs, Accelerate, DeepSpeed)
     head_words=("WORLD_SIZE", "world_size", "Num processes", "nnodes", "nproc", "max_nodes", "store-based"),
     make=Lines,
