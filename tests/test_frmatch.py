@@ -46,6 +46,26 @@ def test_all_to_all_short_split_names_its_sender(tmp_path):
     assert "Rank 1 sent less than its peers expect: its input was short." in v.summary
 
 
+def test_all_to_all_single_short_names_the_one_peer_of_the_rank_still_in_it(tmp_path):
+    """all_to_all_single (one tensor and its splits): the totals say 14 sent against 16 expected; rank 1 completed it
+    (it received all it expected), rank 0 still waits, and in two ranks its only peer is rank 1."""
+    r0 = [Op("all_to_all", 1, ((8,),), ((8,),), state="started")]
+    r1 = [Op("all_to_all", 1, ((6,),), ((8,),)), Op("all_reduce", 2, state="started")]
+    v = run(_write(tmp_path, {0: r0, 1: r1})).verdict
+    assert (v.kind.value, v.culprit_ranks) == ("collective_mismatch", (1,))
+    assert "Rank 1 sent less than its peers expect: its input was short." in v.summary
+
+
+def test_all_to_all_single_short_names_no_one_where_the_missing_have_several_owners(tmp_path):
+    """Three ranks: rank 0 still waits for 2 elements, owed by rank 1 or rank 2; the totals cannot say which."""
+    done = [Op("all_to_all", 1, ((6,),), ((6,),)), Op("all_reduce", 2, state="started")]
+    ranks = {0: [Op("all_to_all", 1, ((6,),), ((6,),), state="started")], 1: done,
+             2: [Op("all_to_all", 1, ((4,),), ((6,),)), Op("all_reduce", 2, state="started")]}
+    v = run(_write(tmp_path, ranks)).verdict
+    assert v.kind.value == "collective_mismatch" and 1 not in v.culprit_ranks
+    assert "which rank cannot be told from them" in v.summary
+
+
 def test_window_starts_where_every_buffer_does(tmp_path):
     """Rank 0's ring buffer lost #1-#2; a difference at #2 is outside the window, one at #4 inside it."""
     r0 = [Op("all_reduce", 3), Op("all_reduce", 4, ((8,),), ((8,),))]

@@ -123,7 +123,8 @@ def test_verdict_agrees_with_its_table(path):
     if v.kind is VerdictKind.DEADLOCK:
         assert v.cycle and not v.culprit_ranks
     if v.kind is VerdictKind.INCOMPLETE:  # it says what is missing: ranks, the group's members, or the console
-        assert v.unknown_ranks or "do not name the members" in v.summary or "torchrun's own console" in v.summary
+        assert v.unknown_ranks or "do not name the members" in v.summary or "torchrun's own console" in v.summary \
+            or "the rest of this console" in v.summary
 
 
 def test_live_deadlock_read_by_snapshot():
@@ -195,8 +196,17 @@ TEMPLATES = {
         "own watchdog stuck for 480 s (the heartbeat monitor): the process is blocked, in a CUDA call or holding the "
         "GIL, not waiting in a collective. It is named by elimination: the only rank in these inputs that waited "
         "nowhere, while the groups that lead there have members the inputs do not name."),
+    # NCCL completed the mismatched send/recv and nothing after it shows the job's end: the console alone cannot tell
+    # a finished job from a cut one (job/ending.py)
     "failures/p2p_dtype/console.log": (
-        "no_failure", "No collective timeout, NCCL error, desync, heartbeat failure or rank failure found in these inputs."),
+        "incomplete_evidence",
+        "The torchrun console of ranks 0-1 (failures/p2p_dtype/console.log) stops with no ending and no failure: its "
+        "last line (failures/p2p_dtype/console.log:6) is its workers' own, and no line says how the job ended (no "
+        "failure report, exit line or closing signal of torchrun's agent, no worker's error, no word of a worker or of "
+        "the agent that the work was done, no NCCL communicator destroyed). A node or container lost with its processes "
+        "(power, a crash, a kill of the whole process tree) stops its console just so, and so does a console pasted "
+        "only in part; and at torchrun's default log level a clean end prints nothing of the agent's. These inputs "
+        "cannot tell a finished job from a cut one: the rest of this console and the other nodes' consoles would."),
 }
 
 

@@ -38,8 +38,9 @@ def _miss(reason):
     # §5: rank 1's fourth all_reduce queued behind a long kernel: its dump says scheduled, rank 0's started
     (GPU / "scheduled", "lagging_rank", None, [1]),
     # §5: rank 1 sent rank 0 two elements where rank 0 expected four: rank 1 finished the all_to_all and waits in #4,
-    # rank 0 is still inside #3 (an earlier sequence number: a mismatch, not a lagging rank)
-    (GPU / "a2a_short", "collective_mismatch", None, []),
+    # rank 0 is still inside #3 (an earlier sequence number: a mismatch, not a lagging rank); rank 1 completed #3, so
+    # the two elements rank 0 lacks are its one peer's: rank 1's input was short (job/frmatch.py)
+    (GPU / "a2a_short", "collective_mismatch", None, [1]),
     # §5: reduce_scatter_tensor's output as large as its input: PyTorch's ValueError on both ranks, each the rank
     # that made the wrong call (job/sizecheck.py)
     (GPU / "rs_size", "collective_mismatch", "collective_size", [0, 1]),
@@ -52,10 +53,10 @@ def _miss(reason):
     # rank 0 holds 7 batches, rank 1 6: rank 0's 7th all_reduce against rank 1's barrier, "batch 7/7" against "6/6"
     (GPU / "nccl_uneven", "collective_mismatch", None, []),
     (GPU / "nccl_cut" / "torchrun", "incomplete_evidence", None, []),  # every process SIGKILLed mid-run
-    (GPU / "nccl_cut", "incomplete_evidence", None, []),
-    pytest.param(GPU / "nccl_cut" / "console.log", "incomplete_evidence", None, [], marks=_miss(
-        "§4: a torchrun console that stops mid-run ('step 7/400') with no failure report, closing signal or exit "
-        "of its agent is a job cut off, not no_failure")),
+    (GPU / "nccl_cut", "incomplete_evidence", "console_cut", []),
+    # §4: a torchrun console that stops mid-run ('step 7/400') with no failure report, closing signal or exit of its
+    # agent is a job cut off, not no_failure (job/ending.py)
+    (GPU / "nccl_cut" / "console.log", "incomplete_evidence", "console_cut", []),
     # §5: gloo: rank 0 (broadcast's root) sleeps in host code, rank 1 times out inside broadcast
     (GLOO / "gloo_bcast", "lagging_rank", None, [0]),
     (GLOO / "gloo_bcast" / "console.log", "lagging_rank", None, [0]),
@@ -63,25 +64,28 @@ def _miss(reason):
     (GLOO / "gloo_a2a_short" / "console.log", "no_failure", None, []),
     # §4: the agent and both workers SIGKILLed mid-run: the per-rank folder stops without an ending
     (GLOO / "cut" / "logs", "incomplete_evidence", None, []),
-    (GLOO / "cut", "incomplete_evidence", None, []),
-    pytest.param(GLOO / "cut" / "console.log", "incomplete_evidence", None, [], marks=_miss(
-        "§4: a torchrun console that stops mid-run ('step 7/200') with no failure report, closing signal or exit "
-        "of its agent is a job cut off (the node or the container lost), not no_failure")),
-    pytest.param(GLOO / "gloo_a2a_short", "no_failure", None, [], marks=_miss(
-        "§4: a clean run's per-rank files end without an ending line, but torchrun's console is among the inputs "
-        "and shows no failure: incomplete_evidence says the console is missing when it is given")),
-    pytest.param(GLOO / "gloo_rs_size", "collective_mismatch", "collective_size", [], marks=_miss(
-        "§5: gloo's size check (ProcessGroupGloo 'Check failed: outputShape[0] * worldSize == inputShape[0]') is "
-        "the same size error as NCCL's ValueError: reduce_scatter's output is input / group size, on every rank")),
+    (GLOO / "cut", "incomplete_evidence", "console_cut", []),
+    # §4: the same over gloo (the node or the container lost), with and without the per-rank folder
+    (GLOO / "cut" / "console.log", "incomplete_evidence", "console_cut", []),
+    # §4: a clean run: each rank's last line is its word that it is done ("job rank=0 done"), and torchrun's console is
+    # among the inputs: no_failure, never a request for the console it was given
+    (GLOO / "gloo_a2a_short", "no_failure", None, []),
+    # §5: gloo's size check (ProcessGroupGloo 'Check failed: outputShape[0] * worldSize == inputShape[0]') is the
+    # same size error as NCCL's ValueError: reduce_scatter's output is input / group size, each rank the one that
+    # made the wrong call (job/sizecheck.py), as rs_size over NCCL
+    (GLOO / "gloo_rs_size", "collective_mismatch", "collective_size", [0, 1]),
+    (GLOO / "gloo_rs_size" / "console.log", "collective_mismatch", "collective_size", [0, 1]),
 ])
 def test_each_mechanism_reads_as_it_ran(path, kind, cause, culprits):
     assert _verdict(path) == (kind, cause, culprits)
 
 
-@_miss("§5: in a two-rank all_to_all the rank that finished received all it expected, so the elements the "
-       "stuck rank 0 lacks are its one peer's: rank 1's input was short")
 def test_the_short_all_to_all_sender_is_named():
-    assert _verdict(GPU / "a2a_short")[2] == [1]
+    """§5: in a two-rank all_to_all the rank that finished received all it expected, so the elements the stuck rank 0
+    lacks are its one peer's: rank 1's input was short."""
+    v = run(GPU / "a2a_short").verdict
+    assert list(v.culprit_ranks) == [1] and list(v.waiting_ranks) == [0]
+    assert "rank 0 still waits for the 2 missing, and its only peer is rank 1" in v.summary
 
 
 def test_restarts_over_nccl_are_found_at_the_default_log_level():
@@ -90,13 +94,13 @@ def test_restarts_over_nccl_are_found_at_the_default_log_level():
     assert a.attempt_count == 3 and list(a.verdict.stopped_ranks) == [0]
 
 
-@_miss("§4: the last attempt's rank 1 failed in init_process_group inside NCCL's bootstrap (`socketPollConnect: "
-       "connect to 192.0.2.2<57551> returned Connection refused`, the root's address from the NCCL unique id it "
-       "read; rank 0 of that attempt was still in init): a peer's bootstrap listener refused, the store answered, "
-       "like gloo's connectFullMesh refusal after a restart (world/restart_setup)")
 def test_a_refused_nccl_bootstrap_connect_after_a_restart_is_not_the_store():
+    """The last attempt's rank 1 failed in init_process_group inside NCCL's bootstrap (`socketPollConnect: connect to
+    192.0.2.2<57551> returned Connection refused`, the root's address from the NCCL unique id it read; rank 0 of that
+    attempt was still in init): a peer's NCCL listener refused, the store answered, like gloo's connectFullMesh
+    refusal after a restart (world/restart_setup)."""
     v = run(GPU / "nccl_restarts" / "console.log").verdict
-    assert v.cause is not None and v.cause.cause.kind != "store_unreachable"
+    assert v.cause is not None and v.cause.cause.kind == "nccl_peer_refused"
 
 
 def test_the_bootstrap_interfaces_of_each_rank_are_a_finding():
@@ -106,15 +110,40 @@ def test_the_bootstrap_interfaces_of_each_rank_are_a_finding():
     assert "eth0 (rank 0)" in f.evidence and "lo (rank 1)" in f.evidence
 
 
-@_miss("§3: NCCL_P2P_LEVEL=LOC put the GPUs' channels on SHM (`via SHM/direct/direct`); the transport finding says "
-       "network Socket, which NCCL loaded but no channel of this one-node job used")
 def test_the_transport_finding_names_the_path_the_channels_took():
+    """NCCL_P2P_LEVEL=LOC put the GPUs' channels on SHM (`via SHM/direct/direct`); NCCL loaded network Socket, which no
+    channel of this one-node job used (job/channels.py)."""
     a = run(GPU / "p2p_level")
     (f,) = [f for f in a.verdict.findings if f.code == "transport"]
-    assert "SHM" in f.message
+    assert "via SHM/direct/direct" in f.message and "no connection in these inputs used" in f.message
+
+
+def test_the_transport_finding_names_the_network_where_a_channel_took_it():
+    a = run(GPU.parent / "layers" / "netplugin_sockets")
+    (f,) = [f for f in a.verdict.findings if f.code == "transport"]
+    assert "via NET/Socket/0" in f.message and "the network transport was Socket" in f.message
 
 
 def test_the_gloo_timeout_names_broadcast_from_the_traceback():
     """gloo's timeout names no op; the traceback's `in broadcast` does."""
     a = run(GLOO / "gloo_bcast" / "console.log")
     assert "broadcast" in " ".join(a.verdict.chain)
+
+
+def test_a_cut_console_with_its_folder_is_not_told_to_bring_the_console():
+    """The per-rank files stop without an ending and the console is given: the console decides (job/ending.py), and
+    the verdict never asks for the console it holds."""
+    v = run(GLOO / "cut").verdict
+    assert "which these inputs do not hold" not in v.summary and "cut/console.log" in v.summary
+
+
+def test_a_console_whose_agent_says_its_workers_finished_is_no_cut(tmp_path):
+    """LOGLEVEL=INFO: torchrun's agent says 'Local worker group finished (WorkerState.SUCCEEDED)' on success, and a
+    worker's own 'rank=N done' is its end: either after the same lines reads no_failure."""
+    lines = (GLOO / "cut" / "console.log").read_text()
+    agent = tmp_path / "agent.log"
+    agent.write_text(lines + "I1127 21:29:59.000000 628 torch/distributed/elastic/agent/server/api.py:932] Local "
+                     "worker group finished (WorkerState.SUCCEEDED). Waiting 300 seconds for other agents to finish\n")
+    worker = tmp_path / "worker.log"
+    worker.write_text(lines + "[default0]:job rank=0 done\n[default1]:job rank=1 done\n")
+    assert [run(p).verdict.kind.value for p in (agent, worker)] == ["no_failure", "no_failure"]

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ncclcheck.evidence.types import ErrorKind, Fact, FileScan, RankError
+from ncclcheck.job.ending import consoles
 from ncclcheck.job.hosts import join_events, peers_lost, rank_hosts
 from ncclcheck.job.lostnode import lost_nodes
 from ncclcheck.job.model import Job, JobFacts
@@ -53,6 +54,7 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         versions=read_versions(scans),
         lost_nodes=lost_nodes(scans),
         calls=tuple(f for s in scans for f in s.facts if f.key == "collective_call"),
+        consoles=consoles(scans),
     )
 
 

@@ -9,6 +9,7 @@ from ncclcheck.evidence.frdump import C10_BYTES, user_frame
 from ncclcheck.evidence.types import ErrorKind, FileScan, Mismatch
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.frsettings import export
+from ncclcheck.job.channels import transport_finding
 from ncclcheck.job.model import Group, Job, MemberSource, Record, VerdictKind, Work
 from ncclcheck.ranks import ranges, ranges_of, rank_phrase
 from ncclcheck.transfer import DTYPE_BYTES, FABRICS, collective_bytes, human_bytes, human_seconds, transfer_seconds
@@ -120,10 +121,8 @@ def detector_findings(scans: Sequence[FileScan]) -> list[Finding]:
     for e in warns[:3]:
         who = f"Rank {e.who.rank}" if e.who.rank is not None else "A rank the line does not name"
         out.append(Finding(Severity.WARNING, "nccl-warn", f"{who}: {e.message}", (e.loc,)))
-    nets = sorted({f.value for s in scans for f in s.facts if f.key == "network"})
-    if nets:
-        loc = next(f.loc for s in scans for f in s.facts if f.key == "network")
-        out.append(Finding(Severity.INFO, "transport", f"NCCL used network transport: {', '.join(nets)}.", (loc,)))
+    if (paths := transport_finding(scans)) is not None:  # the paths the channels took (job/channels.py)
+        out.append(paths)
     return out
 
 

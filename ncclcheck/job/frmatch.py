@@ -20,7 +20,9 @@ This follows what PyTorch's own analyzer checks (torch/distributed/flight_record
   size); input dtypes and output dtypes across ranks, and a rank's input against its output; then its state;
 * all_to_all: the elements all ranks send must be the elements all ranks receive; where each rank passes one
   tensor per peer (``all_to_all``), what rank i sends to j must be what j expects from i, so the short side is
-  named;
+  named; where each passes one tensor and its splits (``all_to_all_single``), the totals say only that some split
+  is short, and the states say whose: a member that completed it received all it expected, so in a group of two
+  the one still in it lacks its only peer's elements;
 * a collective some ranks completed that another member never issued (its history ends before it).
 
 Only the first disagreement of a group is reported (after it the pairing of later numbers is in doubt, as the
@@ -190,7 +192,7 @@ def _compare_op(ops: dict[int, Work], n: int, group: GroupId, seq: int, index: i
     if found:
         return found
     if kind.startswith("all_to_all"):
-        found = _all_to_all(ops, op, index, size, group, seq)
+        found = _all_to_all(ops, op, index, size, group, seq, n)
     return found or diff("state", {r: w.state for r, w in ops.items()}, _state_why({r: w.state for r, w in ops.items()}))
 
 
@@ -215,7 +217,7 @@ def _state_why(states: dict[int, str]) -> str:
 
 
 def _all_to_all(ops: dict[int, Work], op: str, index: int | None, size: int, group: GroupId,
-                seq: int) -> Disagreement | None:
+                seq: int, n: int) -> Disagreement | None:
     """What every rank sends must be what every rank receives; with one tensor per peer, pair by pair."""
     members = sorted(ops)
     per_peer = all(len(w.sizes) == len(members) and len(w.out_sizes) == len(members) for w in ops.values())
@@ -242,10 +244,30 @@ def _all_to_all(ops: dict[int, Work], op: str, index: int | None, size: int, gro
     if not got or sent == got:
         return None
     values = {r: f"{_total(w.sizes):,} in, {_total(w.out_sizes):,} out" for r, w in ops.items()}
+    owed = _owed(ops, n, sent, got)
+    if owed is not None:
+        d = _differ("all_to_all", values, op, index, size, group, seq, owed[1])
+        return None if d is None else replace(d, culprits=(owed[0],))
     return _differ("all_to_all", values, op, index, size, group, seq,
                    f"All ranks together send {sent:,} elements and expect {got:,}: some rank's split sizes are not "
                    "what its peers expect (input_split_sizes/output_split_sizes); the dumps record the tensors, not "
                    "the splits, so which rank cannot be told from them.")
+
+
+def _owed(ops: dict[int, Work], n: int, sent: int, got: int) -> tuple[int, str] | None:
+    """The rank whose all_to_all input was short, where the states leave one: the ranks whose op ``completed``
+    received every split they expected (a receive completes only once its count arrived), so the elements missing
+    are owed to the members still in it; where that is one rank with one peer (a group of two: its split for itself
+    is its own input against its own output), the peer sent less than it expects."""
+    if sent >= got or n != len(ops) or n != 2:
+        return None
+    done = [r for r, w in ops.items() if w.state == "completed"]
+    waiting = [r for r in ops if r not in done]
+    if len(done) != 1 or len(waiting) != 1:
+        return None
+    return done[0], (f"All ranks together send {sent:,} elements and expect {got:,} (input_split_sizes against "
+                     f"output_split_sizes). Rank {done[0]} completed it, so it received all it expected; rank "
+                     f"{waiting[0]} still waits for the {got - sent:,} missing, and its only peer is rank {done[0]}.")
 
 
 def _group_history(g: Group, dumped: Sequence[tuple[int, Position]]) -> Disagreement | None:

@@ -288,6 +288,7 @@ class JobFacts:
     versions: Versions = Versions()  # each rank's releases and settings, and what must agree across them (versions.py)
     lost_nodes: tuple[LostNode, ...] = ()  # consoles that stop mid-run with no word of their agent (lostnode.py)
     calls: tuple[Fact, ...] = ()  # each traceback's torch.distributed call and the user's line (formats/pycall.py)
+    consoles: tuple[str, ...] = ()  # the inputs that are torchrun's console of a node (job/ending.py)
 
 
 @dataclass(frozen=True)

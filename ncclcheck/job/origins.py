@@ -89,6 +89,8 @@ def unended(job: Job) -> tuple[VerdictKind, list[int], list[int], str] | None:
     present = [s for s in job.ranks if s.present]
     if not present or job.facts.work_done or job.facts.elastic or job.facts.relaunches:
         return None
+    if job.facts.consoles:  # torchrun's console is given: it says how the job ended, or that it was cut (ending.py)
+        return None
     if any(s.ending.kind is not EndKind.SILENT or not s.files or
            any(dir_attempt(f) is None for f in s.files) for s in present):
         return None

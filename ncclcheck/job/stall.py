@@ -125,7 +125,7 @@ def _said(ready: list[Fact], via: list[Fact], header: list[Fact], size: int, bar
         ranks = sorted({int(f.value.partition("/")[0]) for f in ready})
         parts.append(f"Init COMPLETE on {rank_phrase(ranks)}{f' of {size}' if size else ''} ({ready[0].loc})")
     if via:
-        ways = sorted({f.value.partition(" ")[2] for f in via})
+        ways = sorted({f.value.partition(" ")[2].partition("/")[0] for f in via})  # the transport, not its path
         parts.append(f"connections via {', '.join(ways)} ({via[0].loc})")
     if header:
         parts.append(f"nccl-tests' result table begun with no row ({header[0].loc})")

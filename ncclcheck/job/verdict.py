@@ -18,6 +18,7 @@ from ncclcheck.job.actions import decide_action
 from ncclcheck.job.build import build_job
 from ncclcheck.job.causes import diagnose
 from ncclcheck.job.chain import chain_lines
+from ncclcheck.job.ending import cut_off
 from ncclcheck.job.findings import (
     counter_findings,
     detector_findings,
@@ -55,6 +56,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     d = decide_job(job, lambda killed, fired, silent: diagnose(scans, killed, fired, silent))
     d = shared_hang(job, d, scans)  # every rank waits in one collective: a setting they disagree on, the transport
     d = stopped_at_setup(job, d, scans)  # the inputs stop at NCCL's set-up with no error (job/stall.py)
+    d = cut_off(job, d, scans)  # a console that stops mid-run with no ending and no failure (job/ending.py)
     d = unstarted_members(job, error_file(job, d, scans), scans)  # what a launcher says is missing (launchgaps.py)
     uneven = uneven_findings(scans, d.found)  # the ranks' loops counted to different totals (job/uneven.py)
     findings = [*wording.lead_findings(job, d), *history_findings(job, d.summary),

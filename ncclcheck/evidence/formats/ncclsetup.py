@@ -23,7 +23,8 @@ A job that stops with no error is read by where its lines stop (job/stall.py); t
 Every other ``NCCL INFO`` line of an input's head (bootstrap, topology, affinity, tuning) is a step of the set-up
 too. Each yields one ``setup`` fact, the kind of step as its value; the parser keeps the latest of each process
 (evidence/parse.py), which says where its lines stop. A completed communicator and each transport are ``nccl_ready``
-and ``nccl_via`` facts (the first of each).
+and ``nccl_via`` facts (the first of each; a connection's as its rank and whole path, ``0 SHM/direct/direct``:
+job/channels.py names the paths the channels took).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from ncclcheck.evidence.types import Fact, Loc, Said, Who
 
 READY = re.compile(r"rank (?P<rank>\d+) nranks (?P<n>\d+) .*Init COMPLETE")
 CONNECT = re.compile(r"(?:Channel|Ring) \d+(?:/\d+)? ?: ?(?P<src>\d+)\[\d+\] ?-> ?\d+\[\d+\].{0,40}?"
-                     r"(?P<via>via P2P|via SHM|via NET|via CollNet)\b")
+                     r"(?P<via>via P2P|via SHM|via NET|via CollNet)\b(?P<path>/[\w/.:-]{0,60})?")
 TESTS_HEADER = re.compile(r"#\s+size\s+count\s+type\s+redop")
 TESTS_UNITS = re.compile(r"#\s+\(B\)\s+\(elements\)")  # the header's second line, the units
 TESTS_DEVICE = re.compile(r"#\s+Rank\s+\d+ (?:Group\s+\d+ )?Pid\s+\d+ on\s+\S+ device\s+\d+")
@@ -82,7 +83,7 @@ class Lines:
         if kind == READY_STEP and (m := READY.search(text)):
             said.append(Fact(_ANYONE, "nccl_ready", f"{m['rank']}/{m['n']}", loc))
         elif kind == CONNECT_STEP and (m := CONNECT.search(text)):
-            said.append(Fact(_ANYONE, "nccl_via", f"{m['src']} {m['via'][4:]}", loc))
+            said.append(Fact(_ANYONE, "nccl_via", f"{m['src']} {m['via'][4:]}{m['path'] or ''}", loc))
         return said
 
 
@@ -106,10 +107,10 @@ FORMAT = Format(
                (Fact(_ANYONE, "setup", READY_STEP, AT), Fact(_ANYONE, "nccl_ready", "0/2", AT))),
         Sample("HP-Z8-Fury-G5-Workstation-Desktop-PC:23541:23673 [1] NCCL INFO Channel 00 : 1[1] -> 0[0] via "
                "SHM/direct/direct", f"{_T72}:2",
-               (Fact(_ANYONE, "setup", CONNECT_STEP, AT), Fact(_ANYONE, "nccl_via", "1 SHM", AT))),
+               (Fact(_ANYONE, "setup", CONNECT_STEP, AT), Fact(_ANYONE, "nccl_via", "1 SHM/direct/direct", AT))),
         Sample("node1:2094:2160 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA",
                "NVIDIA/nccl src/transport/net.cc (2.19): a send connection over InfiniBand with GPUDirect RDMA",
-               (Fact(_ANYONE, "setup", CONNECT_STEP, AT), Fact(_ANYONE, "nccl_via", "0 NET", AT))),
+               (Fact(_ANYONE, "setup", CONNECT_STEP, AT), Fact(_ANYONE, "nccl_via", "0 NET/IB/0/GDRDMA", AT))),
         Sample("node1:2094:2163 [0] NCCL INFO Connected all rings", "NVIDIA/nccl src/init.cc (2.18)",
                (Fact(_ANYONE, "setup", CONNECT_STEP, AT),)),
         Sample("jupyter-vmarkovtsev:15833:15833 [1] NCCL INFO Setting affinity for GPU 1 to ff00ff", f"{_T75}:17",

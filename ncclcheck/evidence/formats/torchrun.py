@@ -6,6 +6,12 @@ its group exits non-zero, in each form its logger has had (``ERROR:torch.distrib
 agent's PID). It names the local rank only: on one node that is the rank; the failure table of the same run (read in
 evidence/formats/elastic.py) names the global rank and is preferred. Behind a collector's node label (pdsh running torchrun
 on each node) it is that node's local rank.
+
+When every worker of its group succeeded, the agent says so at INFO (LOGLEVEL=INFO; nothing at the default WARNING):
+"[default] worker group successfully finished. Waiting 300 seconds for other agents to finish." (agent/server/api.py,
+SimpleElasticAgent._invoke_run on WorkerState.SUCCEEDED), then "Local worker group finished (WorkerState.SUCCEEDED)"
+and "Done waiting for other agents. Elapsed: … seconds" (_exit_barrier, reached on success only): an ``agent_done``
+fact, the job's clean end on that node (job/ending.py).
 """
 
 from __future__ import annotations
@@ -15,20 +21,26 @@ from collections.abc import Iterable
 
 from ncclcheck.evidence.formats.collectors import LABEL, node_label
 from ncclcheck.evidence.formats.source import AT, Format, Sample
-from ncclcheck.evidence.types import AgentExit, Loc, Said
+from ncclcheck.evidence.types import AgentExit, Fact, Loc, Said, Who
 
 AGENT_FAILED = re.compile(
     r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\) of binary")
 GLOG_PID = re.compile(r"^[EWIF]\d{4} [\d:.]+ +(?P<pid>\d+) ")
+AGENT_DONE = re.compile(r"(?P<done>worker group successfully finished|Local worker group finished \((?:WorkerState\.)?"
+                        r"SUCCEEDED\)|Done waiting for other agents)")
+_DONE_WORDS = ("successfully finished", "Local worker group finished", "Done waiting for other agents")
+_ANYONE = Who()
 
 
 class Agent:
     """One input's agent lines (each read on its own)."""
 
     def feed(self, text: str, loc: Loc) -> Iterable[Said]:
-        """The worker an agent's line says exited, and which agent said so (its label and glog PID)."""
+        """The worker an agent's line says exited, and which agent said so (its label and glog PID); the agent's word
+        that its workers succeeded."""
         if not (m := AGENT_FAILED.search(text)):
-            return ()
+            done = AGENT_DONE.search(text) if any(w in text for w in _DONE_WORDS) else None
+            return (Fact(_ANYONE, "agent_done", done["done"], loc),) if done else ()
         label = LABEL.match(text)
         agent = GLOG_PID.match(text[label.end():] if label else text)
         said_by = f"{label[0] if label else ''}{agent['pid'] if agent else ''}"
@@ -41,12 +53,16 @@ _NODE = ("node0: E1125 15:07:23.561000 25208 torch/distributed/elastic/multiproc
          "-9) local_rank: 1 (pid: 25402) of binary: .venv/bin/python")
 FORMAT = Format(
     name="torchrun",
-    words=("of binary",),
+    words=("of binary", *_DONE_WORDS),
     make=Agent,
-    patterns=(AGENT_FAILED,),
+    patterns=(AGENT_FAILED, AGENT_DONE),
     samples=(
         Sample(_ONE, "tests/data/launchers/accelerate/kill/console.log:45", (AgentExit(1, -9, 1764, AT, None, "1671"),)),
         Sample(_NODE, "tests/data/launchers/pdsh/kill/console.log:59",
                (AgentExit(1, -9, 25402, AT, "node0: ", "node0: 25208"),)),
+        Sample("I0227 16:33:56.670000 20640 site-packages/torch/distributed/elastic/agent/server/api.py:946] Done waiting "
+               "for other agents. Elapsed: 0.0005085468292236328 seconds",
+               "torch/distributed/elastic/agent/server/api.py (_exit_barrier, LOGLEVEL=INFO)",
+               (Fact(_ANYONE, "agent_done", "Done waiting for other agents", AT),)),
     ),
 )

@@ -4,10 +4,11 @@ The world's size is printed in many places besides NCCL's and ProcessGroupNCCL's
 script's print (``WORLD_SIZE=8``), DeepSpeed's launcher (``dist_world_size=16``) and its comm (``world_size=8``),
 torchrun's agent's rendezvous result (``global_world_sizes=[8, 8, …]``) and launch configs (``max_nodes : 2``,
 ``nproc_per_node : 4``), its command line (``--nnodes=2``), Accelerate's state (``Num processes: 8``), torch 1.x's
-store barrier. A program's own word that its work is over ("Rank 3 completed", the HF Trainer's "Training completed.
-Do not forget …") and ProcessGroupNCCL's destructor at interpreter exit (2.4+: its groups are being torn down) say a
-rank ended of itself; its watchdog's "we are taking the entire process down" (ProcessGroupNCCL.cpp, after a work of
-the rank failed or timed out, under TORCH_NCCL_ASYNC_ERROR_HANDLING's tear-down) says the rank ended of an NCCL failure.
+store barrier. A program's own word that its work is over ("Rank 3 completed", "rank=3 done", the HF Trainer's
+"Training completed. Do not forget …") and ProcessGroupNCCL's destructor at interpreter exit (2.4+: its groups are
+being torn down) say a rank ended of itself; its watchdog's "we are taking the entire process down"
+(ProcessGroupNCCL.cpp, after a work of the rank failed or timed out, under TORCH_NCCL_ASYNC_ERROR_HANDLING's
+tear-down) says the rank ended of an NCCL failure.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Iterable
 from ncclcheck.evidence.formats.source import AT, Format, Sample
 from ncclcheck.evidence.types import Fact, Loc, Read, Who
 
-_DONE = re.compile(r"\b[Rr]ank (?P<value>\d+) (?:has )?(?:completed|finished)\b")
+_DONE = re.compile(r"\b[Rr]ank[ =](?P<value>\d+):? (?:has )?(?:completed|finished|done)\b")
 FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap test before the pattern
     ("launcher_world", "WORLD_SIZE", re.compile(r"\bWORLD_SIZE['\"]?\s*[=:]\s*['\"]?(?P<value>\d+)")),
     ("launcher_world", "world_size",
@@ -33,6 +34,7 @@ FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap test
      re.compile(r"--nproc[-_]per[-_]node[= ](?P<value>\d+)|(?:^|\])\s*nproc_per_node\s*:\s*(?P<config>\d+)\s*$")),
     ("work_done", "completed", _DONE),
     ("work_done", "finished", _DONE),
+    ("work_done", "done", _DONE),
     ("work_done", "Training completed", re.compile(r"(?P<value>Training completed)\. Do not forget")),
     ("exit_without_destroy", "destroy_process_group",
      re.compile(r"(?P<value>destroy_process_group\(\) was not called before program exit)")),
@@ -41,7 +43,7 @@ FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap test
 )
 # Words one of which its lines hold (the assembler's cheap test before them).
 FACT_WORDS = ("WORLD_SIZE", "world_size", "Num processes", "store-based barrier", "nnodes", "max_nodes", "nproc",
-              "destroy_process_group", "completed", "finished", "entire process down")
+              "destroy_process_group", "completed", "finished", "done", "entire process down")
 
 
 def facts(who: Who, text: str, loc: Loc) -> list[Fact]:
@@ -64,7 +66,8 @@ _DESTROY = ("[rank0]:[W1125 09:36:48.112233445 ProcessGroupNCCL.cpp:1250] Warnin
             "was not called before program exit, which can leak resources.")
 FORMAT = Format(
     name="world",
-    words=("destroy_process_group", "Training completed", "entire process down"),
+    # "done" too: a rank's last words ("rank=3 done") stand at the end of its log, past any head (job/ending.py)
+    words=("destroy_process_group", "Training completed", "entire process down", "done"),
     # the job's world as launchers and scripts echo it at start-up (torchrun's launch configs, Accelerate, DeepSpeed)
     head_words=("WORLD_SIZE", "world_size", "Num processes", "nnodes", "nproc", "max_nodes", "store-based"),
     make=Lines,

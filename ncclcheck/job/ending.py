@@ -1,0 +1,80 @@
+"""When analyze-log may say ``no_failure``: only where the inputs show how the job ended (issue 41 §4).
+
+Nothing failed in the lines read is no proof that nothing failed: a console or a log that stops mid-run with no
+error and no ending was cut, by a node or container that went away with its processes (power, a kernel crash, a
+kill of the whole process tree, a fenced host) or by a user who pasted only part of it. The lines that show an
+ending, by the source that prints them:
+
+* torchrun's agent: on a worker's failure its failure report and exit lines, the closing SIGTERMs to the others, a
+  signal it got itself (multiprocessing/api.py, errors/, agent/server/api.py); on success, at LOGLEVEL=INFO only,
+  "worker group successfully finished", "Local worker group finished (…SUCCEEDED)" and "Done waiting for other
+  agents" (evidence/formats/torchrun.py's ``agent_done``). At the default log level a clean end prints nothing of the
+  agent's, so there only its workers' own lines show it;
+* a worker's own end: its error, its exit, a program's word that its work is over ("rank 3 done", "Rank 3
+  completed", the HF Trainer's "Training completed", Lightning's "`Trainer.fit` stopped": formats/world.py,
+  lightning.py's ``work_done``), NCCL's "Destroy COMPLETE" (ncclCommDestroy: a communicator torn down at the end,
+  formats/ncclsetup.py's ``nccl_end``).
+
+torchrun's console (lines behind its ``[defaultN]:`` tags, not a per-rank file) of a node holds both. One that holds
+its workers' lines and none of these, while nothing failed anywhere in the inputs, stops mid-run: the job was cut off
+there, or only part of the console is here. That is ``incomplete_evidence`` (the cause ``console_cut``), which names
+what is missing: the rest of the console (or a run with LOGLEVEL=INFO, whose agent says it finished), the other nodes'
+consoles, the host's kernel log or the scheduler's record. (Where another agent reports a failure, the same console
+is a lost node: job/lostnode.py.) Per-rank files of torchrun's ``--log-dir`` without a console: job/origins.py's
+``unended``; inputs that stop at NCCL's set-up: job/stall.py, read first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ncclcheck.evidence.types import FileScan, Loc
+from ncclcheck.job.causes import Diagnosis, cause
+from ncclcheck.job.lostnode import _agent_spoke, _ended
+from ncclcheck.job.model import Job, VerdictKind
+from ncclcheck.job.phrases import cap
+from ncclcheck.job.rules import Decision
+from ncclcheck.ranks import rank_phrase
+
+CUT = cause("console_cut")
+_ENDS = ("agent_done", "nccl_end")  # the agent's word that its workers succeeded; a communicator torn down
+
+
+def consoles(scans: Sequence[FileScan]) -> tuple[str, ...]:
+    """The inputs that are torchrun's console of a node: its workers' lines behind their ``[defaultN]:`` tags."""
+    return tuple(s.file for s in scans if _console(s))
+
+
+def _console(s: FileScan) -> bool:
+    return s.tagged and s.path_rank is None and s.dump is None and bool(s.ranks_seen or s.local_ranks)
+
+
+def _shows_end(s: FileScan) -> bool:
+    return _agent_spoke(s) or _ended(s) or any(f.key in _ENDS for f in s.facts)
+
+
+def cut_off(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
+    """``no_failure`` where a console of torchrun's workers stops with no ending becomes ``incomplete_evidence``."""
+    if d.kind is not VerdictKind.NO_FAILURE or d.cause is not None or job.live:
+        return d
+    if job.facts.work_done or job.facts.elastic or job.facts.relaunches:
+        return d
+    cut = [s for s in scans if _console(s) and not _shows_end(s)]
+    if not cut:
+        return d
+    last = Loc(cut[0].file, cut[0].lines)
+    ranks = sorted({r for s in cut for r in s.ranks_seen})
+    local = sorted({r for s in cut for r in s.local_ranks})
+    whose = f"of {rank_phrase(ranks)}" if ranks else f"of local {rank_phrase(local)}"
+    which = (f"the torchrun console {whose} ({last.file}" + (f" and {len(cut) - 1} more" if len(cut) > 1 else "") + ")")
+    detail = f"{which} stops mid-run with no ending and no failure (its last line is {last})"
+    summary = (f"{cap(which)} stops with no ending and no failure: its last line ({last}) is its workers' own, and no "
+               "line says how the job ended (no failure report, exit line or closing signal of torchrun's agent, no "
+               "worker's error, no word of a worker or of the agent that the work was done, no NCCL communicator "
+               "destroyed). A node or container lost with its processes (power, a crash, a kill of the whole process "
+               "tree) stops its console just so, and so does a console pasted only in part; and at torchrun's default "
+               "log level a clean end prints nothing of the agent's. These inputs cannot tell a finished job from a "
+               "cut one: the rest of this console and the other nodes' consoles would.")
+    return replace(d, kind=VerdictKind.INCOMPLETE, summary=summary,
+                   cause=Diagnosis(CUT, tuple(ranks), detail, last, tuple(Loc(s.file, s.lines) for s in cut), detail))
