@@ -162,3 +162,25 @@ def test_kubernetes_start_order_is_named_for_an_unresolved_master():
     v = run_text("ValueError: host not found: Name or service not known\n").verdict
     assert v.cause is not None and v.cause.cause.kind == "host_unresolvable"
     assert any("master pod runs" in f and "init container" in f for f in v.cause.fix)
+
+
+@pytest.mark.parametrize("text", [
+    # NVIDIA/nccl-tests#218: Open MPI's signal report, then UCX's own backtrace (ucs/debug/debug.c)
+    "[a1eb0914a5e2:01167] Signal: Segmentation fault (11)\n==== backtrace (tid:   1139) ====\n"
+    " 1 0x0000000000045834 ucp_request_cancel()  /build-result/src/ucx/src/ucp/core/ucp_request.c:252\n",
+    # Open MPI's opal backtrace (glibc's backtrace_symbols)
+    "[host:01167] Signal: Segmentation fault (11)\n"
+    "[host:01167] [ 3] /opt/hpcx/ucx/lib/libucp.so.0(ucp_worker_progress+0x5a)[0x7f1c2a3b4c5d]\n",
+    # gdb's frame
+    "Segmentation fault (core dumped)\n#5  0x00007f1c2a3b4c5d in ucc_tl_ucp_send_nb () from /opt/hpcx/ucc/lib/libucc.so.1\n",
+])
+def test_a_crash_in_ucx_names_its_transports(text):
+    v = run_text(text).verdict
+    assert v.cause is not None and v.cause.cause.kind == "native_crash"
+    assert "UCX_TLS" in v.cause.fix[0] and "UCX_NET_DEVICES" in v.cause.fix[0]
+
+
+def test_a_loader_error_naming_ucx_is_no_crash_in_it():
+    v = run_text("error while loading shared libraries: libucp.so.0: cannot open shared object file: No such file or "
+                 "directory\n").verdict
+    assert v.cause is None or v.cause.cause.kind != "native_crash"

@@ -58,12 +58,20 @@ REMOTE_LAUNCH = (r"ssh: connect to host|ssh: Could not resolve hostname|Host key
                  r"|Permission denied \([a-z-]+[,)]"
                  r"|lost communication with a? ?remote daemon|start one or more daemons|daemon has unexpectedly failed"
                  r"|how to route a message|\b[op]rted: command not found|\b[op]rted: No such file")
+# A native frame of UCX or UCC (the transport Open MPI and HPC-X run MPI over: pml ucx, coll ucc), as a backtrace
+# prints it: UCX's own ("ucp_request_cancel()  .../ucp_request.c:252"), glibc's and Open MPI's
+# ("libucp.so.0(ucp_worker_progress+0x5a)"), gdb's ("in ucp_worker_progress () from libucp.so.0"). Its functions
+# are prefixed by the library (ucp_, uct_, ucs_, ucm_, ucc_; openucx/ucx and openucx/ucc); a frame without its
+# symbol, or the library's name alone (a loader's error names it too), is not read.
+UCX_FRAME = re.compile(r"\b(?:ucp|uct|ucs|ucm|ucc)_[a-z]\w*(?:\(\)| \(\)|\+0x)")
 CLUE_GATE = re.compile(
     r"Last error|Assertion `|CUDA error|TCPStore|\[c10d\]|death signal|closing signal|[Rr]endezvous|clients joined"
     r"|THCudaCheck|cuda runtime error|CUDA driver error"
     r"|CANCELLED AT|oom_kill|oom-kill|OOM ?Kill|Out Of Memory"
     r"|workers joined|will restart worker group|Restarting worker group|Some NCCL operations have failed"
-    r"|taking the entire process down|" + REMOTE_LAUNCH + "|" + SAYS.pattern
+    r"|taking the entire process down|" + REMOTE_LAUNCH
+    + r"|\bucp_[a-z]\w*(?:\(\)| \(\)|\+0x)|\buct_[a-z]\w*(?:\(\)| \(\)|\+0x)|\bucs_[a-z]\w*(?:\(\)| \(\)|\+0x)"
+    r"|\bucm_[a-z]\w*(?:\(\)| \(\)|\+0x)|\bucc_[a-z]\w*(?:\(\)| \(\)|\+0x)|" + SAYS.pattern
     + "|" + SHM_FULL.pattern
 )
 # Words one of which every clue line holds: plain substring tests first, the gate's regex only where one is there.
@@ -72,7 +80,7 @@ CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "oom-kill", "THCudaChe
               "endezvous", "joined", "restart", "Restart", "interface", "AF_INET", "plugin", "peer", "Call to",
               "NCCL operations", "entire process down", "CUDA device", "same GPU", "Duplicate GPU", "ssh: ",
               "Host key verification", "Permission denied (", "remote daemon", "daemons", "daemon has", "route a message",
-              "rted: ")
+              "rted: ", "ucp_", "uct_", "ucs_", "ucm_", "ucc_")
 # The resolver's and NCCL's bare errors and torchrun's restarts, which the catalogue's causes read from the lines.
 _OTHER_WORDS = ("gai error", "cannot be retrieved", "system error", "worker group")
 _CUDA_ASSERT = re.compile(r"(?<![\w.])(?P<file>[\w.]+\.cuh?):(?P<line>\d+): (?P<kernel>(?:(?!\.cuh?:\d+: ).)*?): "
@@ -173,6 +181,8 @@ def clues(who: Who, body: str, loc: Loc, clock: float | None) -> list[Clue]:
         out.append(Clue(who, "teardown", m[0], loc, clock))  # one sentence of it: the rest may be hard-wrapped
     elif SHM_FULL.search(body):
         out.append(Clue(who, "shm", body[:300], loc, clock))
+    elif UCX_FRAME.search(body):
+        out.append(Clue(who, "ucx", body[:300], loc, clock))
     return out
 
 
