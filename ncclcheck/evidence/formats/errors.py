@@ -70,8 +70,8 @@ CLUE_GATE = re.compile(
     r"|CANCELLED AT|oom_kill|oom-kill|OOM ?Kill|Out Of Memory"
     r"|workers joined|will restart worker group|Restarting worker group|Some NCCL operations have failed"
     r"|taking the entire process down|" + REMOTE_LAUNCH
-    + r"|\bucp_[a-z]\w*(?:\(\)| \(\)|\+0x)|\buct_[a-z]\w*(?:\(\)| \(\)|\+0x)|\bucs_[a-z]\w*(?:\(\)| \(\)|\+0x)"
-    r"|\bucm_[a-z]\w*(?:\(\)| \(\)|\+0x)|\bucc_[a-z]\w*(?:\(\)| \(\)|\+0x)|" + SAYS.pattern
+    + r"|\bucp_[a-z]\w* ?[(+]|\buct_[a-z]\w* ?[(+]|\bucs_[a-z]\w* ?[(+]|\bucm_[a-z]\w* ?[(+]|\bucc_[a-z]\w* ?[(+]|"
+    + SAYS.pattern
     + "|" + SHM_FULL.pattern
 )
 # Words one of which every clue line holds: plain substring tests first, the gate's regex only where one is there.
