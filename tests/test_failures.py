@@ -562,6 +562,7 @@ def test_ranks_that_waited_for_rank_0s_nccl_id_name_rank_0():
 
 # Where a cause's reference may point: the authoritative documents, or the upstream projects' own threads.
 _AUTHORITIES = ("https://pytorch.org/docs/", "https://docs.nvidia.com/", "https://docs.kernel.org/",
+                "https://docs.open-mpi.org/",
                 "https://slurm.schedmd.com/", "https://kubernetes.io/docs/", "https://github.com/pytorch/",
                 "https://github.com/NVIDIA/", "https://github.com/huggingface/")
 

@@ -97,7 +97,10 @@ def test_slurm_task_numbers_join_only_ranks_srun_named(write):
 
 def test_a_host_oom_reported_by_srun_is_not_called_a_cuda_allocation():
     v = run(LAUNCHERS / "slurm-gpu" / "oom" / "console.log").verdict
-    assert "failed first: srun: error: vm: task 1: Out Of Memory (" in v.summary and "CUDA" not in v.summary
+    # Slurm's step line (its oom-kill event, read since old and new Slurm's words are both the cause) comes first.
+    assert v.culprit_ranks == (1,) and v.cause is not None and v.cause.cause.kind == "host_oom"
+    assert "failed first: 0: slurmstepd-vm: error: Detected 1 oom-kill event(s) in StepId=1.0." in v.summary
+    assert "CUDA" not in v.summary
 
 
 def test_deepspeed_names_each_worker_it_spawned_by_its_node_and_local_rank():

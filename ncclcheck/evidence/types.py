@@ -235,8 +235,8 @@ class Clue:
     line, the watchdog's restatements included), ``store`` (a TCPStore or rendezvous-store failure seen by
     a worker or an agent), ``launcher`` (the launcher's own words: a signal it received, a worker it
     stopped, a rendezvous it could not complete), ``nccl`` (one of NCCL's own failure sentences standing
-    on its own, without its WARN or "Last error:" line) or ``shm`` (PyTorch's word that a data loader worker's
-    shared memory ran out).
+    on its own, without its WARN or "Last error:" line), ``shm`` (PyTorch's word that a data loader worker's
+    shared memory ran out) or ``ucx`` (a backtrace's frame in UCX or UCC, Open MPI's transport).
     """
 
     who: Who

@@ -23,6 +23,7 @@ from ncclcheck.job.causedata import DEVICE, HOST, LATE, LAUNCHER, MEMORY, NETWOR
 from ncclcheck.job.dupgpu import shared_gpu
 from ncclcheck.job.hosts import Joined, join_events, peers_lost
 from ncclcheck.job.statements import Statement, first_told, told
+from ncclcheck.job.unsaiddup import unsaid_duplicate
 from ncclcheck.job.xids import fatal, meaning
 from ncclcheck.ranks import rank_phrase
 
@@ -254,7 +255,10 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
         hits = [s for s in said if _shows(cause, s)]
         # A killed rank is why its peers lost it (or read a cut message).
         if hits and not (cause.echo and (killed or unnamed or silent)):
-            return _quoting_the_setting(_found(cause, hits, fired_s), scans)
+            found = _quoting_the_setting(_found(cause, hits, fired_s), scans)
+            if (unsaid := unsaid_duplicate(cause.kind, scans, _BY_KIND["duplicate_gpu"])) is not None:
+                found = replace(found, cause=unsaid[0], detail=unsaid[1])  # job/unsaiddup.py
+            return found
     if silent:
         lost = [s for s in said if s.rank not in silent and s.clue is None and PEER_LOST.search(s.text)]
         if lost:

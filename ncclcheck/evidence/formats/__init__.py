@@ -36,6 +36,7 @@ from ncclcheck.evidence.formats import (
     pycall,
     ray,
     slurm,
+    spawn,
     torchrun,
     world,
 )
@@ -49,7 +50,7 @@ __all__ = ["FED_WORDS", "FORMATS", "GATE", "HEAD_WORDS", "KEEP_WORDS", "PATH_RAN
 FORMATS: tuple[LineSource, ...] = (
     # fed each physical line holding one of their words, first (launchers and frameworks)
     torchrun.FORMAT, slurm.FORMAT, accelerate.FORMAT, composer.FORMAT, gloo.FORMAT, mpi.FORMAT, deepspeed.FORMAT,
-    ray.FORMAT, lightning.FORMAT, nccl_release.FORMAT, envreport.FORMAT, cxx.FORMAT,
+    ray.FORMAT, lightning.FORMAT, spawn.FORMAT, nccl_release.FORMAT, envreport.FORMAT, cxx.FORMAT,
     pycall.FORMAT, nccldiag.FORMAT, ncclras.FORMAT,
     progress.FORMAT,  # a rank's count through a loop (job/uneven.py)
     ncclsetup.FORMAT,  # how far NCCL's set-up got (job/stall.py)

@@ -38,6 +38,10 @@ LINES = (
     LineFormat("DeepSpeed", "exits with return code",
                re.compile(then(r"sigkill_handler\]", r"exits with return code = (?P<code>-?\d+)", lazy=False)),
                read=_exit, rankless=True),
+    # The same line as pasted without the logger's head, or the tail of a long command that wrapped (its head on an
+    # earlier line): the words are launch.py's own, printed nowhere else.
+    LineFormat("DeepSpeed", "exits with return code", re.compile(r"exits with return code = (?P<code>-?\d+)"),
+               read=_exit, rankless=True),
 )
 
 SPAWNED = re.compile(r"process (?P<pid>\d+) spawned with command: \[.*?'--local_rank=(?P<local>\d+)'")

@@ -4,7 +4,15 @@ torch.distributed.elastic's ``ChildFailedError`` prints a "Root Cause (first obs
 "Other Failures:", each entry as ``[N]:`` then indented ``time :``, ``host :``, ``rank : 3 (local_rank: 3)``,
 ``exitcode : -6 (pid: 812)``, ``error_file :`` and ``traceback : Signal 6 (SIGABRT) received by PID 812``
 (torch/distributed/elastic/multiprocessing/errors/__init__.py). An entry names the global rank, and is read key by
-key until a line that is none of the table's.
+key until a line that is none of the table's. Releases 1.9-1.10 print ``Root Cause:``, no ``host`` row and
+``msg: "Signal 9 (SIGKILL) received by PID 812"`` for the traceback row (the same module then).
+
+A pasted table often keeps only some rows, unindented (``exitcode: -9``, ``traceback : Signal 9 (SIGKILL) received
+by PID 812``): such a row is read where its value has the table's own shape (an exit code alone or with its PID or
+signal, ``<N/A>`` or a JSON error file, a rank with its local rank, ProcessFailure's signal message), and the
+message itself (``Signal 9 (SIGKILL) received by PID 812``, written by ProcessFailure for a worker that died of a
+signal and by nothing else) is a traceback row on its own. An entry without its rank row names no rank: the worker
+failed, which rank it was the inputs do not say.
 """
 
 from __future__ import annotations
@@ -12,13 +20,33 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ncclcheck import signals
 from ncclcheck.evidence.formats.source import AT, Format, Sample, Trigger
 from ncclcheck.evidence.types import ElasticFailure, Loc, Read
 
-_KEY = re.compile(r"^\s+(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s?(?P<value>.*)$")
+_KEY = re.compile(r"^\s+(?P<key>time|host|rank|exitcode|error_file|traceback|msg)\s*:\s?(?P<value>.*)$")
+# A row pasted without its indentation, read only where its value has the table's shape.
+_BARE = re.compile(
+    r"^(?P<key>exitcode)\s*:\s?(?P<value>-?\d+(?:\s*\((?:pid: \d+|SIG[A-Z]+)\))*)\s*$"
+    r"|^(?P<key2>rank)\s*:\s?(?P<value2>\d+ \(local_rank: \d+\))\s*$"
+    r"|^(?P<key3>error_file)\s*:\s?(?P<value3><N/A>|\S+\.json)\s*$"
+    r"|^(?:(?P<key4>traceback|msg)\s*:\s?)?(?P<value4>\"?Signal \d+ \(SIG[A-Z]+\) received by PID \S+)\s*$")
 _ENTRY = re.compile(r"^\s*\[(?P<index>\d+)\]:\s*$")
 _INT = re.compile(r"(?P<n>-?\d+)(?:\s*\((?:local_rank|pid):\s*(?P<inner>\d+)\))?")
 _SIGNAL = re.compile(r"Signal (?P<number>\d+) \((?P<name>SIG[A-Z]+)\)")
+
+
+def _row(text: str) -> tuple[str, str] | None:
+    """A row of the table, indented as torchrun prints it or pasted bare: its key (``msg`` read as ``traceback``) and
+    value."""
+    if m := _KEY.match(text):
+        key, value = m["key"], m["value"]
+    elif m := _BARE.match(text):
+        n = next(i for i in ("", "2", "3", "4") if m["value" + i] is not None)
+        key, value = m["key" + n] or "traceback", m["value" + n]
+    else:
+        return None
+    return ("traceback" if key == "msg" else key), value.strip()
 
 
 def _int(s: str | None) -> int | None:
@@ -37,7 +65,7 @@ class Table:
     def may_hold(self, text: str) -> bool:
         """A cheap test: could this line be the table's (it is open, or the line starts one)?"""
         return (self._entry is not None or self._root or text.startswith("Root Cause")
-                or _KEY.match(text) is not None or _ENTRY.match(text) is not None)
+                or _row(text) is not None or _ENTRY.match(text) is not None)
 
     def line(self, text: str, loc: Loc) -> tuple[bool, list[Read]]:
         """Whether the line is the table's, and the entry it closes."""
@@ -49,12 +77,12 @@ class Table:
             closed = self.close()
             self._entry, self._loc = {}, loc
             return True, closed
-        if key := _KEY.match(text):
+        if row := _row(text):
             closed = []
-            if self._entry is None or key["key"] in self._entry:
+            if self._entry is None or row[0] in self._entry:
                 closed = self.close()
                 self._entry, self._loc = {}, loc
-            self._entry[key["key"]] = key["value"].strip()
+            self._entry[row[0]] = row[1]
             return True, closed
         closed = self.close()
         self._root = False
@@ -69,12 +97,14 @@ class Table:
         rank = _INT.match(t.get("rank", ""))
         code = _INT.match(t.get("exitcode", ""))
         sig = _SIGNAL.search(t.get("traceback", ""))
+        # ProcessFailure's message names the signal of a negative exit code: a row of it alone says as much.
+        exitcode = _int(code["n"]) if code else -int(sig["number"]) if sig else None
         return [ElasticFailure(
             rank=_int(rank["n"]) if rank else None,
             local_rank=_int(rank["inner"]) if rank else None,
-            exitcode=_int(code["n"]) if code else None,
+            exitcode=exitcode,
             pid=_int(code["inner"]) if code else None,
-            signal=sig["name"] if sig else None,
+            signal=sig["name"] if sig else signals.of_exitcode(exitcode) if exitcode is not None else None,
             host=t.get("host"),
             time=t.get("time"),
             root_cause=self._root,

@@ -49,23 +49,60 @@ SIGNAL_WORDS = ("ignal", "SIG", "Segmentation", "rror", "nstruction")
 TEARDOWN = re.compile(r"Some NCCL operations have failed or timed out|we are taking the entire process down")
 # PyTorch's DataLoader worker killed by SIGBUS, in its own words (torch/csrc/DataLoader.cpp): shared memory ran out.
 SHM_FULL = re.compile(r"bus error encountered in worker\. This might be caused by insufficient shared memory")
+# A launcher's words that it could not start or reach its processes on another node: ssh's own (OpenSSH:
+# "ssh: connect to host %s port %s: %s", "Host key verification failed.", "Permission denied (%s).") and Open MPI's
+# runtime's (ORTE and PRTE's help texts: a daemon that could not be started, failed after launch or lost; ORTE's
+# "does not know how to route a message"; a remote shell without the daemon); read as the launcher's clues for the
+# catalogue's remote_launch.
+REMOTE_LAUNCH = (r"ssh: connect to host|ssh: Could not resolve hostname|Host key verification failed"
+                 r"|Permission denied \([a-z-]+[,)]"
+                 r"|lost communication with a? ?remote daemon|start one or more daemons|daemon has unexpectedly failed"
+                 r"|how to route a message|\b[op]rted: command not found|\b[op]rted: No such file")
+# A native frame of UCX or UCC (the transport Open MPI and HPC-X run MPI over: pml ucx, coll ucc), as a backtrace
+# prints it: UCX's own ("ucp_request_cancel()  .../ucp_request.c:252"), glibc's and Open MPI's
+# ("libucp.so.0(ucp_worker_progress+0x5a)"), gdb's ("in ucp_worker_progress () from libucp.so.0"). Its functions
+# are prefixed by the library (ucp_, uct_, ucs_, ucm_, ucc_; openucx/ucx and openucx/ucc); a frame without its
+# symbol, or the library's name alone (a loader's error names it too), is not read.
+UCX_FRAME = re.compile(r"\b(?:ucp|uct|ucs|ucm|ucc)_[a-z]\w*(?:\(\)| \(\)|\+0x)")
 CLUE_GATE = re.compile(
     r"Last error|Assertion `|CUDA error|TCPStore|\[c10d\]|death signal|closing signal|[Rr]endezvous|clients joined"
-    r"|CANCELLED AT|oom_kill|OOM ?Kill|Out Of Memory"
+    r"|THCudaCheck|cuda runtime error|CUDA driver error"
+    r"|CANCELLED AT|oom_kill|oom-kill|OOM ?Kill|Out Of Memory"
     r"|workers joined|will restart worker group|Restarting worker group|Some NCCL operations have failed"
-    r"|taking the entire process down|" + SAYS.pattern
+    r"|taking the entire process down|" + REMOTE_LAUNCH
+    + r"|\bucp_[a-z]\w* ?[(+]|\buct_[a-z]\w* ?[(+]|\bucs_[a-z]\w* ?[(+]|\bucm_[a-z]\w* ?[(+]|\bucc_[a-z]\w* ?[(+]|"
+    + SAYS.pattern
     + "|" + SHM_FULL.pattern
 )
 # Words one of which every clue line holds: plain substring tests first, the gate's regex only where one is there.
-CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "CANCELLED", "ssertion", "TCPStore", "c10d", "signal",
+CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "oom-kill", "THCudaCheck", "CANCELLED", "ssertion", "TCPStore",
+              "c10d", "signal",
               "endezvous", "joined", "restart", "Restart", "interface", "AF_INET", "plugin", "peer", "Call to",
-              "NCCL operations", "entire process down", "CUDA device", "same GPU", "Duplicate GPU")
+              "NCCL operations", "entire process down", "CUDA device", "same GPU", "Duplicate GPU", "ssh: ",
+              "Host key verification", "Permission denied (", "remote daemon", "daemons", "daemon has", "route a message",
+              "rted: ", "ucp_", "uct_", "ucs_", "ucm_", "ucc_")
 # The resolver's and NCCL's bare errors and torchrun's restarts, which the catalogue's causes read from the lines.
 _OTHER_WORDS = ("gai error", "cannot be retrieved", "system error", "worker group")
 _CUDA_ASSERT = re.compile(r"(?<![\w.])(?P<file>[\w.]+\.cuh?):(?P<line>\d+): (?P<kernel>(?:(?!\.cuh?:\d+: ).)*?): "
                           r"block: \[[\d,]+\], thread: \[[\d,]+\] Assertion `(?P<condition>(?:(?!Assertion `).)+)` "
                           r"failed")
 _CUDA_ERROR = re.compile(r"CUDA error: (?P<what>.+?)(?:\.?$|\. | Search for | CUDA kernel errors)")
+# The same error in the words of older releases and of CUDA's driver API, each naming cudaGetErrorString's text (or
+# cuGetErrorString's): THC's check (PyTorch <= 1.10, aten/src/THC/THCGeneral.cpp: "THCudaCheck FAIL file=%s line=%i
+# error=%i : %s"; THCudaCheckWarn the same), THError's exception ("cuda runtime error (%d) : %s at %s:%d") and c10's
+# driver API check (c10/cuda/driver_api.h: "CUDA driver error: %s").
+_CUDA_OLD = re.compile(r"THCudaCheck(?:Warn)? FAIL file=\S+ line=\d+ error=\d+ : (?P<what>.+)"
+                       r"|cuda runtime error \(\d+\) : (?P<therror>.+)|CUDA driver error: (?P<driver>.+)")
+
+
+def _old_cuda(m: re.Match[str]) -> str:
+    """The error's text from an older form: THError's " at file:line" and a closing full stop left off."""
+    what = m["what"] or m["driver"] or m["therror"]
+    head, at, tail = what.rpartition(" at ")
+    path, colon, line = tail.strip().rpartition(":")
+    if m["therror"] and at and colon and path and " " not in path and line.isdigit():
+        what = head
+    return what.strip().rstrip(".")
 STORE_FAIL = re.compile(then(
     r"TCPStore|\[c10d\]|c10d store|[Ss]ocket",
     r"Failed to recv|Broken pipe|Connection (?:refused|reset by peer)|(?:client socket )?has timed out|failed to connect"
@@ -75,7 +112,7 @@ _LAUNCHER = re.compile(
     r"Received \S+ death signal|Sending process \d+ closing signal SIG\w+|has failed to shutdown the rendezvous"
     r"|Rendezvous(?:Timeout|Closed|Connection|GracefulExit)Error|attempts left; will restart worker group"
     r"|Restarting worker group"
-    r"|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT|oom_kill event|OOM Killed|OOMKilled"
+    r"|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT|oom[_-]kill event|OOM Killed|OOMKilled|" + REMOTE_LAUNCH
 )
 # A Python logger's header before a traceback's line, as vLLM's logger prints it (vllm/logger.py: "%(levelname)s
 # %(asctime)s %(filename)s:%(lineno)d] %(message)s", the date as "%m-%d %H:%M:%S"; "[file:line]" in later releases):
@@ -132,6 +169,8 @@ def clues(who: Who, body: str, loc: Loc, clock: float | None) -> list[Clue]:
     out = []
     if m := _CUDA_ERROR.search(body):
         out.append(Clue(who, "cuda", "CUDA error: " + m["what"].strip(), loc))
+    elif m := _CUDA_OLD.search(body):
+        out.append(Clue(who, "cuda", "CUDA error: " + _old_cuda(m), loc))
     if STORE_FAIL.search(body):
         out.append(Clue(who, "store", body[:300], loc, clock))
     elif _LAUNCHER.search(body):
@@ -142,6 +181,8 @@ def clues(who: Who, body: str, loc: Loc, clock: float | None) -> list[Clue]:
         out.append(Clue(who, "teardown", m[0], loc, clock))  # one sentence of it: the rest may be hard-wrapped
     elif SHM_FULL.search(body):
         out.append(Clue(who, "shm", body[:300], loc, clock))
+    elif UCX_FRAME.search(body):
+        out.append(Clue(who, "ucx", body[:300], loc, clock))
     return out
 
 
@@ -165,6 +206,7 @@ class Lines:
         return said
 
 
+_THC = "THCudaCheck FAIL file=/pytorch/torch/csrc/cuda/Module.cpp line=59 error=101 : invalid device ordinal"
 FORMAT = Format(
     name="errors",
     words=tuple(dict.fromkeys((*ERROR_WORDS, *CLUE_WORDS, *SIGNAL_WORDS, *_OTHER_WORDS))),
@@ -186,6 +228,9 @@ FORMAT = Format(
                "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, WorkNCCL::handleException's LOG(ERROR) (glog's "
                "header as PyTorch 1.x-2.0 printed it)",
                (Clue(_NOBODY, "teardown", "Some NCCL operations have failed or timed out", AT),)),
+        Sample(_THC, "aten/src/THC/THCGeneral.cpp (PyTorch <= 1.10): THCudaCheck's message, "
+                     "cudaGetErrorString(cudaErrorInvalidDevice), error 101; NVIDIA/semantic-segmentation#68",
+               (Clue(_NOBODY, "cuda", "CUDA error: invalid device ordinal", AT),)),
         Sample("Fatal Python error: Segmentation fault", "CPython's faulthandler (Python/faulthandler.c)",
                (RankError(_NOBODY, ErrorKind.KILLED, "Fatal Python error: Segmentation fault", AT),)),
     ),

@@ -1,0 +1,50 @@
+"""An NCCL ``invalid usage`` at the communicator's set-up that no WARN line explains: the duplicate GPU unsaid.
+
+From NCCL 2.5.6 (src/init.cc, initTransportsRank) the set-up compares every rank's host and GPU after its first
+all-gather and, where two ranks of the communicator share one GPU, returns ncclInvalidUsage with the WARN "Duplicate
+GPU detected : rank %d and rank %d both on CUDA device %x" (2.30: "Multiple ranks detected using the same GPU").
+A WARN prints only under NCCL_DEBUG=WARN or INFO, which is unset by default: the job then shows PyTorch's "NCCL
+error in: ...ProcessGroupNCCL.cpp:N, invalid usage, NCCL version X" and nothing more. The set-up's only other
+ncclInvalidUsage is a topology or graph file of another version (NCCL_TOPO_FILE, NCCL_GRAPH_FILE; src/graph/xml.cc);
+the run's (src/enqueue.cc: streams mixed in a group, too many aggregated operations) follow a set-up that completed.
+So an invalid usage with no WARN, no such file and no collective that ran is read as the duplicate GPU, said as what
+the release could not say without NCCL_DEBUG.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ncclcheck.evidence.types import ErrorKind, FileScan
+from ncclcheck.job.causedata import Cause
+
+_WARN = re.compile(r"NCCL WARN|Duplicate GPU|same GPU")
+_FILES = ("NCCL_TOPO_FILE", "NCCL_GRAPH_FILE")
+_FIRST = (2, 5, 6)  # the release whose set-up first checked for a shared GPU (NVIDIA/nccl 299c554d, 2.5.6-1)
+
+
+def _version(scans: Sequence[FileScan]) -> tuple[int, ...] | None:
+    stated = [f.value for s in scans for f in s.facts if f.key == "nccl_version"]
+    return tuple(int(x) for x in stated[0].split(".")) if stated else None
+
+
+def unsaid_duplicate(kind: str, scans: Sequence[FileScan], duplicate: Cause) -> tuple[Cause, str] | None:
+    """The duplicate-GPU cause and its detail where an ``invalid usage`` (``kind`` nccl_invalid_usage) came from the
+    set-up and no line says why; None otherwise."""
+    if kind != "nccl_invalid_usage":
+        return None
+    said = [e.message for s in scans for e in s.errors] + [c.text for s in scans for c in s.clues]
+    if (any(_WARN.search(t) for t in said) or any(e.kind is ErrorKind.NCCL_WARN for s in scans for e in s.errors)
+            or any(c.kind == "last_error" and c.text for s in scans for c in s.clues)):
+        return None  # NCCL said what it refused: that line decides
+    if any(f.key in _FILES for s in scans for f in s.facts) or any(s.works or s.statuses for s in scans):
+        return None  # a topology file of the job's, or collectives that ran: not the set-up's check
+    version = _version(scans)
+    if version is not None and version < _FIRST:
+        return None
+    release = f"NCCL {'.'.join(map(str, version))}" if version else "NCCL (2.5.6 and later)"
+    return duplicate, (f"NCCL refused the communicator's set-up (invalid usage) and no WARN line says why: "
+                       f"{release} returns invalid usage at set-up when two ranks of the communicator share one GPU, "
+                       "and says 'Duplicate GPU detected' only in a WARN line, which NCCL_DEBUG=WARN prints")
+
