@@ -53,6 +53,8 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         versions=read_versions(scans),
         lost_nodes=lost_nodes(scans),
         calls=tuple(f for s in scans for f in s.facts if f.key == "collective_call"),
+        reported_late=reported_late(scans),
+        progress=tuple(f for s in scans for f in s.facts if f.key == "progress"),
     )
 
 
@@ -80,3 +82,12 @@ def is_failure(e: RankError) -> bool:
     """An error line that says something failed: any exception, NCCL or CUDA error, lost connection, or an NCCL WARN
     but those NCCL printed for what was no failure (job/reasons.py)."""
     return e.kind is not ErrorKind.NCCL_WARN or source_of(e) in FAILED
+
+
+def reported_late(scans: Sequence[FileScan]) -> frozenset[int]:
+    """The ranks another rank's report names as not joining the collective: PyTorch's desync report's lagging ranks
+    and the ranks monitored_barrier says never reached it."""
+    late = {r for s in scans for d in s.desync for x in d.lagging for r in x.ranks}
+    late |= {int(r) for s in scans for f in s.facts if f.key == "monitored_barrier_missing"
+             for r in f.value.split(",") if r.isdigit()}
+    return frozenset(late)

@@ -288,6 +288,8 @@ class JobFacts:
     versions: Versions = Versions()  # each rank's releases and settings, and what must agree across them (versions.py)
     lost_nodes: tuple[LostNode, ...] = ()  # consoles that stop mid-run with no word of their agent (lostnode.py)
     calls: tuple[Fact, ...] = ()  # each traceback's torch.distributed call and the user's line (formats/pycall.py)
+    reported_late: frozenset[int] = frozenset()  # ranks another rank's report names as not joining (job/absent.py)
+    progress: tuple[Fact, ...] = ()  # each rank's latest count of each loop (formats/progress.py), for job/lonework.py
 
 
 @dataclass(frozen=True)
