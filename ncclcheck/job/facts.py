@@ -55,6 +55,7 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         calls=tuple(f for s in scans for f in s.facts if f.key == "collective_call"),
         reported_late=reported_late(scans),
         progress=tuple(f for s in scans for f in s.facts if f.key == "progress"),
+        pipeline=tuple(f for s in scans for f in s.facts if f.key == "pipeline"),
     )
 
 
@@ -85,9 +86,11 @@ def is_failure(e: RankError) -> bool:
 
 
 def reported_late(scans: Sequence[FileScan]) -> frozenset[int]:
-    """The ranks another rank's report names as not joining the collective: PyTorch's desync report's lagging ranks
+    """The ranks another rank's report names as not joining the collective: PyTorch's desync report's ranks that
+    "didn't join" it or "never joined any collectives" (not those that "joined but didn't finish": they are in it),
     and the ranks monitored_barrier says never reached it."""
-    late = {r for s in scans for d in s.desync for x in d.lagging for r in x.ranks}
+    late = {r for s in scans for d in s.desync for x in d.lagging if x.never_joined or x.did_not_join is not None
+            for r in x.ranks}
     late |= {int(r) for s in scans for f in s.facts if f.key == "monitored_barrier_missing"
              for r in f.value.split(",") if r.isdigit()}
     return frozenset(late)
