@@ -331,6 +331,7 @@ class Records:
         self._mismatch_one: tuple[Who, int, str, Loc] | None = None  # an older one-rank DETAIL message to pair
         self._desync: _Desync | None = None
         self._stack: tuple[Who, Loc, list[Frame], int] | None = None
+        self._whole = False  # a whole WorkNCCL printing was read in this input
 
     def feed(self, text: str, loc: Loc) -> Iterable[Read]:
         """One line alone, by a process not known: its record, dump step or start-up facts."""
@@ -418,9 +419,12 @@ class Records:
         """What a record (squeezed: ``sq``) says, or None where the line is no record."""
         if "WorkNCCL(" in sq:
             said: list[Read] = [self._work(who, sq, loc, text)]
+            self._whole = True
             return said + self._start_desync(who, loc, sq) if "Timeoutatcollective" in sq else said
         if (partial := timeout_in_part(who, sq, loc, text)) is not None:
-            return [partial]
+            # the frames under a whole message restate its work (printed first, with another prefix or none): only an
+            # input's lone ones count
+            return [] if self._whole else [partial]
         if STATUS_START.search(sq):
             return self._status(who, sq, loc)
         if DUMP_START.search(sq):
