@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from ncclcheck.evidence.formats.busy import busy_phase
 from ncclcheck.evidence.types import Fact, Loc
 from ncclcheck.job.absent import awaited_step
+from ncclcheck.job.findings import SKIPPED_STEP
 from ncclcheck.job.hang import find_roots
 from ncclcheck.job.model import Job, VerdictKind
 from ncclcheck.job.rules import Decision
@@ -102,5 +103,6 @@ def lone_work(job: Job, d: Decision, steps: Sequence[str]) -> tuple[str, ...]:
     if (seen := phase_line(job)) is not None:
         extra.append(f"The log shows the phase the others stopped in: {seen[0]} ({seen[1]}), just before the "
                      "timeout: look for what one rank does after it alone.")
-    at = 1 if out else 0
+    # after the first step, and after the mechanism's own step (a member that never called it) where it is there
+    at = out.index(SKIPPED_STEP) + 1 if SKIPPED_STEP in out else min(1, len(out))
     return (*out[:at], *extra, *out[at:])
