@@ -138,11 +138,11 @@ def test_a_rank_alone_after_the_end_issued_an_extra_collective(tmp_path, before)
 def test_a_lone_timeout_with_nothing_ended_is_not_a_rank_alone_after_the_end(tmp_path):
     """Without a word that the work was over, the rank waited for a member that never arrived: [Rank 1] of the world
     group (no [PG ...] prefix, no [rankN]:) makes rank 0 a member, the one with no input, named as the rank the
-    trail ends at, what it did unknown."""
+    trail ends at, what it did unknown: unknown, not guilty (job/absent.py)."""
     log = tmp_path / "console.log"
     log.write_text(_LONE_TIMEOUT + "Rank 1 completed\n")  # its own rank, after its timeout: not the others
     v = run(log).verdict
-    assert (v.kind.value, v.culprit_ranks) == ("lagging_rank", (0,))
+    assert (v.kind.value, v.culprit_ranks, v.unknown_ranks) == ("incomplete_evidence", (), (0,))
     assert "rank 0 left nothing in these inputs" in v.summary
 
 

@@ -86,12 +86,13 @@ def test_truncated_dump_is_a_per_file_error(tmp_path):
 
 
 def test_missing_dump_is_reported_not_fatal(tmp_path):
-    """One rank's dump of a two-rank group: rank 1 is named as missing; the trail ends at it, so it is the culprit of
-    the rank sets (one set each, issue 41 §4) while its ending stays unknown and the summary says it left nothing."""
+    """One rank's dump of a two-rank group: rank 1 is named as missing; the trail ends at it, so it is the rank the
+    summary names to look at, in the unknown set (one set each, issue 41 §4: unknown, not guilty, job/absent.py),
+    its ending unknown, and the summary says it left nothing."""
     a = run(_dump(tmp_path))
     assert any(f.code == "fr-missing-dumps" and "rank 1" in f.message for f in a.verdict.findings)
     assert a.job.rank(1).ending.kind.value == "unknown"
-    assert (a.verdict.culprit_ranks, a.verdict.unknown_ranks) == ((1,), ())
+    assert (a.verdict.culprit_ranks, a.verdict.unknown_ranks) == ((), (1,))
     assert "left nothing in these inputs" in a.verdict.summary
 
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from ncclcheck.cli import app
-from ncclcheck.job.model import EdgeReason, EndKind
+from ncclcheck.job.model import EdgeReason, EndKind, VerdictKind
 from ncclcheck.ranks import compact, ranges, rank_phrase
 from ncclcheck.render.json_out import analysis_json
 
@@ -63,7 +63,8 @@ TRUTH = {
     ("pp_recv", "dumps"): ("lagging_rank", [1]),
     ("pp_recv", ""): ("lagging_rank", [1]),
     ("clean_exit", ""): ("collective_mismatch", [1]),  # it exited 0 while the others waited: fewer collectives
-    ("clean_exit", "dumps"): ("lagging_rank", [1]),
+    # rank 1 exited and left no dump: the others' dumps say whom they waited for, nothing of what it did (unknown)
+    ("clean_exit", "dumps"): ("incomplete_evidence", []),
     ("exception", ""): ("rank_failed_first", [1]),
     ("killed", ""): ("rank_failed_first", [2]),
     ("net_killed", ""): ("rank_failed_first", [2]),
@@ -166,13 +167,16 @@ def test_one_log_of_the_eight_rank_example():
 
 
 def test_missing_dumps_are_named_not_blamed(tmp_path):
-    """Dumps of ranks 0-2 only: every waiter waits for rank 3, which left nothing; it is named, and said so."""
+    """Dumps of ranks 0-2 only: every waiter waits for rank 3, which left nothing; it is named as the one waited
+    for and the log to bring, not blamed: it is unknown (job/absent.py)."""
     for r in (0, 1, 2):
         (tmp_path / f"nccl_trace_rank_{r}").write_bytes((REAL4 / "tp_straggler" / "dumps" /
                                                          f"nccl_trace_rank_{r}").read_bytes())
     a = run(tmp_path)
-    assert a.verdict.culprit_ranks == (3,)
-    assert "left nothing in these inputs" in a.verdict.summary
+    assert a.verdict.kind is VerdictKind.INCOMPLETE
+    assert a.verdict.culprit_ranks == () and a.verdict.unknown_ranks == (3,)
+    assert "the one they waited for is rank 3, and rank 3 left nothing in these inputs" in a.verdict.summary
+    assert a.verdict.next_steps[0].startswith("Bring rank 3's log")
     assert any(f.code == "fr-missing-dumps" and "rank 3" in f.message for f in a.verdict.findings)
 
 

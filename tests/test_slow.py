@@ -193,13 +193,15 @@ OLD_NCCL = "".join(f"[E ProcessGroupNCCL.cpp:475] [Rank {r}] Watchdog caught col
 
 def test_a_default_group_rank_states_the_members_below_it():
     """[Rank 3] of the world group says ranks 0-2 are members: rank 0, with no timeout of its own, is the one the
-    others waited for, and no line of its says what it did: named, left without input."""
+    others waited for, and no line says anything of it: named as the rank to look at, unknown, not guilty
+    (job/absent.py)."""
     a = run_text(OLD_NCCL)
     (g,) = a.job.groups
     assert list(g.members) == [0, 1, 2, 3]
     v = a.verdict
-    assert (v.kind.value, v.culprit_ranks, v.waiting_ranks) == ("lagging_rank", (0,), (1, 2, 3))
-    assert "busy" not in v.summary
+    assert (v.kind.value, v.culprit_ranks, v.waiting_ranks, v.unknown_ranks) == (
+        "incomplete_evidence", (), (1, 2, 3), (0,))
+    assert "the one they waited for is rank 0" in v.summary and "was busy, not dead" not in v.summary
 
 
 def test_a_busy_bar_beside_old_nccl_timeouts_is_the_missing_members():

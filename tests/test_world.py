@@ -113,7 +113,8 @@ def test_a_failure_summary_never_changes_the_world(data, tmp_path_factory):
 
 
 def test_a_summary_naming_rank_1_keeps_an_8_rank_job_of_8_ranks():
-    """The issue's case: ranks 0-4 and 6-7 time out, rank 5 prints nothing, torchrun's summary names rank 1."""
+    """The issue's case: ranks 0-4 and 6-7 time out, rank 5 prints nothing, torchrun's summary names rank 1: rank 5
+    is the one they waited for, and no line says what it did (unknown, not guilty: job/absent.py)."""
     lines = "".join(
         f"[default{r}]:[rank{r}]:[E1125 10:00:00.000000000 ProcessGroupNCCL.cpp:689] [Rank {r}] Watchdog caught "
         f"collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, "
@@ -122,7 +123,8 @@ def test_a_summary_naming_rank_1_keeps_an_8_rank_job_of_8_ranks():
         f"watchdog at work sequence id: 5 PG status: last enqueued work: 5, last completed work: 4\n"
         for r in (0, 1, 2, 3, 4, 6, 7))
     v = run_text(lines + _summary([1])).verdict
-    assert (v.kind.value, v.culprit_ranks, v.waiting_ranks) == ("lagging_rank", (5,), (0, 1, 2, 3, 4, 6, 7))
+    assert (v.kind.value, v.culprit_ranks, v.waiting_ranks) == ("incomplete_evidence", (), (0, 1, 2, 3, 4, 6, 7))
+    assert v.unknown_ranks == (5,) and "the one they waited for is rank 5" in v.summary
     assert "suspect the transport" not in v.summary
 
 
@@ -297,8 +299,9 @@ def test_a_silent_member_of_a_stuck_group_is_placed_by_the_mesh_layout_and_named
     groups = {(g.id.guid, g.source.value): g.members for g in a.job.groups if g.id.guid != "0"}
     assert groups[("tp2", "layout")] == (4, 5) and groups[("dp1", "layout")] == (1, 3, 5, 7)
     v = a.verdict
-    assert (v.kind.value, v.culprit_ranks) == ("lagging_rank", (5,))
-    assert 5 not in v.unknown_ranks and not a.job.rank(5).present and "rank 5" in v.summary  # culprit, no input
+    # the one member waited for, without input and with no line about it: named, unknown, not guilty (job/absent.py)
+    assert (v.kind.value, v.culprit_ranks) == ("incomplete_evidence", ())
+    assert 5 in v.unknown_ranks and not a.job.rank(5).present and "rank 5" in v.summary
     placed = sorted(f.message for f in v.findings if f.code == "members-from-layout")
     assert [m.split(", are placed")[0] for m in placed] == ["The members of PG 1 (tp, GUID tp2), 4-5",
                                                              "The members of PG 2 (dp, GUID dp1), 1-7 by 2"]

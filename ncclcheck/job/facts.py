@@ -55,6 +55,9 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         lost_nodes=lost_nodes(scans),
         calls=tuple(f for s in scans for f in s.facts if f.key == "collective_call"),
         consoles=consoles(scans),
+        reported_late=reported_late(scans),
+        progress=tuple(f for s in scans for f in s.facts if f.key == "progress"),
+        pipeline=tuple(f for s in scans for f in s.facts if f.key == "pipeline"),
     )
 
 
@@ -82,3 +85,14 @@ def is_failure(e: RankError) -> bool:
     """An error line that says something failed: any exception, NCCL or CUDA error, lost connection, or an NCCL WARN
     but those NCCL printed for what was no failure (job/reasons.py)."""
     return e.kind is not ErrorKind.NCCL_WARN or source_of(e) in FAILED
+
+
+def reported_late(scans: Sequence[FileScan]) -> frozenset[int]:
+    """The ranks another rank's report names as not joining the collective: PyTorch's desync report's ranks that
+    "didn't join" it or "never joined any collectives" (not those that "joined but didn't finish": they are in it),
+    and the ranks monitored_barrier says never reached it."""
+    late = {r for s in scans for d in s.desync for x in d.lagging if x.never_joined or x.did_not_join is not None
+            for r in x.ranks}
+    late |= {int(r) for s in scans for f in s.facts if f.key == "monitored_barrier_missing"
+             for r in f.value.split(",") if r.isdigit()}
+    return frozenset(late)

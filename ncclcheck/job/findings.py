@@ -285,10 +285,13 @@ def next_steps(kind: VerdictKind, culprits: Sequence[int], killed: bool = False,
     if kind is VerdictKind.LAGGING_RANK and slow:
         return (*slow, *record_next)
     if kind is VerdictKind.LAGGING_RANK:
-        return (f"Look at what {who} was doing instead of joining (rank-0-only saving or evaluation, a slow data "
-                "loader, uneven data, a crash whose log is missing): while it hangs, `ncclcheck snapshot` on its node "
-                "or `py-spy dump --pid <pid>` shows its Python stack.", *record_next,
-                "Raise the timeout only if the straggler is doing legitimate long work, and only around that phase.")
+        # The most common reason is work one rank does alone (job/lonework.py): spread it, or time that phase longer.
+        return (f"Look at what {who} did instead of joining, most often work the others skip (evaluation, a "
+                "checkpoint save, end-of-epoch tests, tokenising), a slow data loader, uneven data or a crash whose log "
+                "is missing: `ncclcheck snapshot` on its node shows its stack while it hangs. If it was working, spread "
+                "that work over every rank or give that phase a longer timeout (`init_process_group(timeout=...)`, or "
+                "`new_group(timeout=...)`); if it died, no timeout helps.",
+                *record_next)
     if kind is VerdictKind.ALL_RANKS_STUCK:
         return ("If every rank waits in several groups at once, first make sure each rank issues the groups' "
                 "collectives in the same order (the dumps' order shows it); otherwise suspect the transport.",

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from ncclcheck.job.absent import awaited_words, said_of
 from ncclcheck.job.causes import PEER_LOST
 from ncclcheck.job.chain import root_words
 from ncclcheck.job.frmatch import history_mismatch, never_launched
@@ -305,6 +306,7 @@ class Roots:
     inferred: list[int]
     absent: list[int]
     leaves_inputs: bool
+    awaited: list[int] = field(default_factory=list)  # the one member every waiter waited for, with no line of it
 
     @property
     def culprits(self) -> list[int]:
@@ -318,10 +320,16 @@ def find_roots(job: Job) -> Roots:
     absent = [r for r in ranks if by_rank[r].ending.kind is EndKind.UNKNOWN]
     named = [r for r in ranks if by_rank[r].ending.kind is not EndKind.UNKNOWN]
     leaves = UNKNOWN_NODE in job.roots
+    awaited: list[int] = []
     if len(absent) == 1 and not named and unknown == absent and not leaves and not job.unlisted:
-        named = absent  # every other rank is accounted for: the one without input is the one waited for
+        # Every other rank is accounted for: the one without input is the one waited for. It is named only where a
+        # line says something of it (job/absent.py); else it is unknown, not guilty, and the place to look.
+        if said_of(job, absent[0]):
+            named = absent
+        else:
+            awaited = absent
     inferred = _inferred_roots(job) if leaves and not named and not absent else []
-    return Roots(named, inferred, absent, leaves)
+    return Roots(named, inferred, absent, leaves, awaited)
 
 
 def _cut_off(job: Job, roots: Sequence[int]) -> list[int]:
@@ -439,6 +447,8 @@ def stuck_verdict(job: Job, roots: Roots, primary: Work) -> tuple[VerdictKind, l
                 if p.group == primary.group and p.last_completed is not None]
         after = f" after completing #{max(done)}" if done else ""
         head = f"{rank_phrase(waiting, job.world).capitalize()} waited{ran} in {where}{after}; "
+        if roots.awaited:
+            return VerdictKind.INCOMPLETE, [], head + awaited_words(job, roots.awaited)
         if roots.absent or unknown or job.unlisted:
             return (VerdictKind.INCOMPLETE, [],
                     head + f"the ranks waited for are not in these inputs ({absent_phrase(job, roots.absent or unknown)}). "

@@ -289,6 +289,9 @@ class JobFacts:
     lost_nodes: tuple[LostNode, ...] = ()  # consoles that stop mid-run with no word of their agent (lostnode.py)
     calls: tuple[Fact, ...] = ()  # each traceback's torch.distributed call and the user's line (formats/pycall.py)
     consoles: tuple[str, ...] = ()  # the inputs that are torchrun's console of a node (job/ending.py)
+    reported_late: frozenset[int] = frozenset()  # ranks another rank's report names as not joining (job/absent.py)
+    progress: tuple[Fact, ...] = ()  # each rank's latest count of each loop (formats/progress.py), for job/lonework.py
+    pipeline: tuple[Fact, ...] = ()  # lines that say the job runs pipeline parallelism (formats/pipeline.py)
 
 
 @dataclass(frozen=True)

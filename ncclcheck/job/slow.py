@@ -168,3 +168,8 @@ def slow_steps(b: Busy) -> tuple[str, ...]:
             f"{_SPREAD[b.phase]}",
             f"Or give that phase a longer timeout ({via}): {_LONGER[b.framework]}.{_default(b.timeout_ms)}",
             "If it should not take that long, profile that rank while it works (`py-spy dump --pid <pid>`).")
+
+
+def longer_timeout(name: str) -> str:
+    """How the framework ``name`` (:func:`framework`) sets a longer timeout, as the user writes it."""
+    return _LONGER[name]

@@ -28,6 +28,7 @@ from ncclcheck.job.findings import (
 )
 from ncclcheck.job.frmatch import history_findings
 from ncclcheck.job.launchgaps import error_file, member_steps, unstarted_members
+from ncclcheck.job.lonework import awaited_ranks
 from ncclcheck.job.model import Analysis, Group, Job, Record, Verdict, VerdictKind, Work
 from ncclcheck.job.netpath import fallback_findings
 from ncclcheck.job.partition import partition
@@ -70,7 +71,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     sets = partition(job, d.found, d.culprits, d.waiting)
     verdict = Verdict(d.kind, wording.summary(d), sets.culprits, sets.waiting, sets.unknown, pg,
                       d.named.seq if d.named is not None else job.facts.detail_seq,
-                      chain_lines(job, d.culprits or d.ring) if d.found else (), tuple(findings),
+                      chain_lines(job, d.culprits or d.ring or awaited_ranks(job, d)) if d.found else (), tuple(findings),
                       (*((UNEVEN_FIX,) if uneven else ()), *member_steps(job, d, scans),  # job/launchgaps.py
                        *wording.steps(job, d)), d.cause, d.ring, decide_action(job, d),
                       best(job, d.culprits, d.cause), sets.stopped)

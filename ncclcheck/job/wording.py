@@ -14,7 +14,9 @@ from ncclcheck.evidence.types import ElasticFailure, Loc
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.causes import PROBE, Diagnosis, describe
 from ncclcheck.job.findings import next_steps
+from ncclcheck.job.lonework import lone_work
 from ncclcheck.job.model import Job, VerdictKind
+from ncclcheck.job.pipeline import pipeline_step
 from ncclcheck.job.rules import Decision
 from ncclcheck.job.runs import Restart
 from ncclcheck.job.slow import Busy, slow_steps
@@ -74,6 +76,9 @@ def steps(job: Job, d: Decision) -> tuple[str, ...]:
     reports = {m.loc for m in job.facts.mismatches}  # TORCH_DISTRIBUTED_DEBUG=DETAIL's, already in the inputs
     out = next_steps(d.kind, d.culprits, d.killed, d.unknown, d.dumped, d.waited,
                      slow_steps(d.busy) if d.busy is not None else (), bool(reports))
+    out = lone_work(job, d, out)  # the rank waited for, and the work one rank does alone (job/lonework.py)
+    if (pipe := pipeline_step(job)) is not None:  # a pipeline's exchange between stages (job/pipeline.py)
+        out = (pipe, *out)
     if d.primary is None and job.facts.exit_teardown:
         out = (EXIT_TEARDOWN_STEP, *out)
     # A cause read from DETAIL's own report: DETAIL has compared every rank's call and found them different, which

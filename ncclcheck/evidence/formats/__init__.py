@@ -32,6 +32,7 @@ from ncclcheck.evidence.formats import (
     ncclras,
     ncclsetup,
     pgnccl,
+    pipeline,
     progress,
     pycall,
     ray,
@@ -53,6 +54,7 @@ FORMATS: tuple[LineSource, ...] = (
     ray.FORMAT, lightning.FORMAT, spawn.FORMAT, nccl_release.FORMAT, envreport.FORMAT, cxx.FORMAT,
     pycall.FORMAT, nccldiag.FORMAT, ncclras.FORMAT,
     progress.FORMAT,  # a rank's count through a loop (job/uneven.py)
+    pipeline.FORMAT,  # lines that say the job runs pipeline parallelism (job/pipeline.py)
     ncclsetup.FORMAT,  # how far NCCL's set-up got (job/stall.py)
     # read by the assembler (evidence/parse.py) on logical lines, in its order (``logical``)
     host.FORMAT, pgnccl.FORMAT, elastic.FORMAT, nccl2.FORMAT, nccl.FORMAT, errors.FORMAT, busy.FORMAT, world.FORMAT,

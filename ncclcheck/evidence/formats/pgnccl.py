@@ -205,10 +205,39 @@ def incomplete(sq: str) -> bool:
     return cut_marker(sq)
 
 
+# --- a timeout stated in part (issue 41) ---------------------------------------------
+# The watchdog's message cut after its opening words (a post or a terminal that kept only them), and the C++ frames of
+# the error the watchdog builds for a timeout: ProcessGroupNCCL.cpp's WorkNCCL::checkTimeout builds it (2.1+: a
+# c10::DistBackendError whose backtrace is printed as "frame #N: ..." under "Exception raised from checkTimeout"),
+# called from the watchdog's loop, whose name changed across releases: workCleanupLoop (2.1-2.2), watchdogHandler
+# (2.3-2.7), Watchdog::runLoop (2.8+), under the thread's entry ncclCommWatchdog (Watchdog::run from 2.8). The loop's
+# frames alone are no timeout: the watchdog also rethrows NCCL and CUDA errors (isCompleted, checkAndSetException),
+# whose own lines say what failed. Releases before 2.1 built the timeout as a std::runtime_error, with no frames.
+_CUT_TIMEOUT = re.compile(r"Watchdogcaughtcollectiveoperationtimeout:?$")
+_TIMEOUT_FRAME = re.compile(r"WorkNCCL::checkTimeout\(|Exceptionraisedfrom:?checkTimeoutat")
+
+
+def timeout_in_part(who: Who, sq: str, loc: Loc, text: str) -> WorkMention | None:
+    """A collective timeout whose op and sequence number the line does not hold: the watchdog's message cut after
+    its opening words, or a frame of the timeout's C++ backtrace."""
+    if _CUT_TIMEOUT.search(sq):
+        evidence = "watchdog_cut"
+    elif _TIMEOUT_FRAME.search(sq):
+        evidence = "watchdog_frames"
+    else:
+        return None
+    ranks = _MSG_RANK.findall(sq)
+    pg, _ = pg_prefix(sq, len(sq))
+    return WorkMention(who=who, rank=int(ranks[-1]) if ranks else None, seq=None, op_type=None, numel_in=None,
+                       numel_out=None, tensor_shape=None, timeout_ms=None, ran_for_ms=None, evidence=evidence,
+                       loc=loc, error=None, clock_s=glog(text), pg=pg)
+
+
 # Cheap gates on the raw line, so that ordinary lines skip the expensive matching.
 MAY_START = re.compile(r"Rank|WorkNCCL|mismatch|Received|atchdog|Timeout at")
 RECORDISH = re.compile(
     r"WorkNCCL|NCCL work|work sequence|watchdog|Watchdog|Timeout at collective|Received a|Heartbeat|Detected mismatch"
+    r"|checkTimeout"
 )
 _FRAME = re.compile(r"^#(?P<index>\d+) (?P<function>\S+) from (?P<file>.+):(?P<line>\d+)$")
 STACK_HEADER = "Stack trace of the failed collective:"
@@ -302,6 +331,7 @@ class Records:
         self._mismatch_one: tuple[Who, int, str, Loc] | None = None  # an older one-rank DETAIL message to pair
         self._desync: _Desync | None = None
         self._stack: tuple[Who, Loc, list[Frame], int] | None = None
+        self._whole = False  # a whole WorkNCCL printing was read in this input
 
     def feed(self, text: str, loc: Loc) -> Iterable[Read]:
         """One line alone, by a process not known: its record, dump step or start-up facts."""
@@ -389,7 +419,12 @@ class Records:
         """What a record (squeezed: ``sq``) says, or None where the line is no record."""
         if "WorkNCCL(" in sq:
             said: list[Read] = [self._work(who, sq, loc, text)]
+            self._whole = True
             return said + self._start_desync(who, loc, sq) if "Timeoutatcollective" in sq else said
+        if (partial := timeout_in_part(who, sq, loc, text)) is not None:
+            # the frames under a whole message restate its work (printed first, with another prefix or none): only an
+            # input's lone ones count
+            return [] if self._whole else [partial]
         if STATUS_START.search(sq):
             return self._status(who, sq, loc)
         if DUMP_START.search(sq):

@@ -29,7 +29,9 @@ PRINTED = re.compile(r"(?P<label>(?:[\w.-]{1,30}[ :]+){0,4}?)\b(?:batch|Batch)(?
 # A tqdm bar from its percentage on; its label is the text before it (``bar_label``). A label inside the pattern, a
 # lazy run of any character before ``:? *\d``, was tried at every start with every split of a line of spaces or digits:
 # 367 s on 16 KiB of spaces (tests/test_linear_patterns.py found it).
-BAR = re.compile(r"\d{1,3}%\|[^|]{0,80}\| {0,8}(?P<i>\d{1,9})/(?P<n>\d{1,9}) \[[^\]]{0,60}?(?:it/s|s/it)")
+# tqdm's bar fills the terminal's width left by its text (format_meter's ``ncols``): on a wide terminal it is well over
+# 80 characters (300 covers a 4K-wide console).
+BAR = re.compile(r"\d{1,3}%\|[^|]{0,300}\| {0,8}(?P<i>\d{1,9})/(?P<n>\d{1,9}) \[[^\]]{0,60}?(?:it/s|s/it)")
 _BEFORE = 80  # characters of a bar's label, at most
 _DIGITS = re.compile(r"\d+")
 # A launcher's tag before the line (torchrun's ``[default0]:``, a ``[rank0]:`` prefix, Slurm's ``0: ``): no part of
