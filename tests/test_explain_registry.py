@@ -113,3 +113,11 @@ def test_an_auto_class_that_cannot_build_the_config_is_passed_over(tmp_path, con
     r = runner.invoke(app, ["explain", "--config", str(tmp_path), "--numel", "64", "--no-cache", "--json"])
     assert r.exit_code == 0, r.stderr
     assert f"{built} built on the meta device" in json.loads(r.stdout)["table"]["source"]
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("timm") is not None, reason="timm is installed here")
+def test_a_model_whose_class_needs_a_missing_package_is_refused_not_built_from_a_part():
+    """OmDet-Turbo's model needs timm; its folder's other class with the same config is its decoder. Without timm
+    explain quotes transformers' refusal instead of answering with the decoder's table (the full walk found it)."""
+    outcome, why = explain_registry.check("omdet-turbo")
+    assert (outcome, "timm" in why) == (explain_registry.REFUSED, True), why

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "tools"))
 import bench_explain  # noqa: E402
 
 TRUTH = sorted((Path(__file__).parent / "data" / "explain" / "truth").glob("*.json"))
-CASES = 2808  # distinct (op, NumelIn, NumelOut) of every run, as make bench-explain counts them
+CASES = 2858  # distinct (op, NumelIn, NumelOut) of every run, as make bench-explain counts them
 
 torch_and_transformers()
 
@@ -75,6 +75,10 @@ def test_the_truth_covers_what_the_issue_names():
     first = {"gemma2", "mixtral", "mamba"}
     assert {(r["model"], r["strategy"], r["world_size"]) for r in runs if r["model"] in first} >= {
         (m, s, w) for m in first for s in ("ddp", "ddp_cap1", "fsdp1", "fsdp2") for w in (2, 4)}
+    # and a user's module that calls one of its blocks twice (tests/data/explain/module/twicenet.py), asked with
+    # --module: no example input is known for it, so its gradient-ready order is inferred, not observed
+    assert {(r["model"], r["strategy"], r["world_size"]) for r in runs if r["model"] == "twice"} == {
+        ("twice", s, w) for s in ("ddp", "ddp_cap1", "fsdp1", "fsdp2") for w in (2, 4)}
     assert all(r["ranks_agree"] for r in runs)
     assert all(c["truth"] for r in runs for c in r["collectives"])
 
@@ -94,10 +98,11 @@ def test_the_table_transformers_builds_is_the_one_the_run_registered(path):
 
 
 @pytest.mark.parametrize("with_strategy", [True, False], ids=["with-strategy", "without-strategy"])
-def test_explain_names_the_true_tensor_first_in_at_least_98_percent_of_cases(with_strategy):
+def test_explain_names_the_true_tensor_first_in_at_least_99_percent_of_cases(with_strategy):
+    """Issue 43's bar: right and first in at least 99% of the cases, with and without --strategy."""
     r = bench_explain.run(str(TRUTH[0].parent), "transformers", with_strategy, 3, 1)
     assert r["cases"] == CASES
-    assert r["share"] >= 0.98, r["wrong"][:10]
+    assert r["share"] >= 0.99, r["wrong"][:10]
     assert r["impossible_first"] == 0 or not with_strategy
     assert r["random_counts"] == 3 * len(TRUTH) and r["random_matched"] == 0
 

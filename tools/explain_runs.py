@@ -43,9 +43,11 @@ MODULE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file
 # A user's wrap policy as written (explain --wrap-policy reads it): FSDP1 wraps with torch's
 # transformer_auto_wrap_policy through functools.partial, FSDP2 calls fully_shard on each module of those classes
 # (as Accelerate does for a transformer-based policy); here the MLPs, not the decoder layers the model names.
+USER_MODELS = ("ConvNet", "TwiceNet")  # the users' own modules: a classifier's loss on (x, y), float32 parameters
 WRAP_POLICY = "functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={LlamaMLP})"
 EXTRAS = {"lora": {"adapter": LORA}, "frozen": {"freeze": FREEZE},
           "convnet": {"module": "convnet:build", "block_classes": ["Bottleneck"]},
+          "twice": {"module": "twicenet:build", "block_classes": ["Block"]},
           "wrapped": {"wrap_policy": WRAP_POLICY, "block_classes": ["LlamaMLP"]}}
 
 
@@ -119,6 +121,8 @@ def configs():
         "frozen": ("LlamaForCausalLM", tf.LlamaConfig(hidden_size=176, intermediate_size=467, vocab_size=4001,
                                                       tie_word_embeddings=False, **small)),
         "convnet": ("ConvNet", tf.PretrainedConfig()),
+        # A user's model that calls its first block twice (tests/data/explain/module/twicenet.py), issue 43.
+        "twice": ("TwiceNet", tf.PretrainedConfig()),
         "wrapped": ("LlamaForCausalLM", tf.LlamaConfig(hidden_size=184, intermediate_size=503, vocab_size=5003,
                                                        tie_word_embeddings=False, **small)),
         # Issue 43's families: a soft-capped tied decoder, a Mixtral MoE, a pure state-space model.
@@ -215,6 +219,9 @@ def batch(cls, cfg, device, step, rank):
                 "image_grid_thw": torch.tensor([grid] * BATCH).to(device)}
     if cls == "ConvNet":
         return {"x": torch.randn(BATCH, 3, 16, 16, generator=g).to(device),
+                "y": torch.randint(0, 7, (BATCH,), generator=g).to(device)}
+    if cls == "TwiceNet":
+        return {"x": torch.randint(0, 2003, (BATCH, SEQ), generator=g).to(device),
                 "y": torch.randint(0, 7, (BATCH,), generator=g).to(device)}
     if cls.endswith("ForImageClassification"):
         pix = torch.randn(BATCH, cfg.num_channels, cfg.image_size, cfg.image_size, generator=g)
@@ -375,7 +382,7 @@ def run_one(strategy, name, cls, cfg, out_dir, rank, world, device, steps=STEPS)
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
         # bfloat16 compute as in real jobs; the CNN's batch norm on CPU takes float32 only
-        mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16 if cls != "ConvNet" else None,
+        mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16 if cls not in USER_MODELS else None,
                                   reduce_dtype=torch.float32)
         units = []
         inner: set[str] = set()
@@ -393,7 +400,7 @@ def run_one(strategy, name, cls, cfg, out_dir, rank, world, device, steps=STEPS)
             u["grad_params"] = [p for p in u["params"] if p not in frozen]
         layout["units"] = units
         layout["reshard_after_forward"] = strategy != "fsdp2_noreshard"
-        layout["mp"] = {"param_dtype": "bfloat16" if cls != "ConvNet" else "float32", "reduce_dtype": "float32"}
+        layout["mp"] = {"param_dtype": "bfloat16" if cls not in USER_MODELS else "float32", "reduce_dtype": "float32"}
         wrapped = model
     elif strategy == "tp":
         from torch.distributed.device_mesh import init_device_mesh
@@ -415,7 +422,7 @@ def run_one(strategy, name, cls, cfg, out_dir, rank, world, device, steps=STEPS)
     losses = []
     for step in range(steps):
         inputs = batch(cls, cfg, device, step, None if strategy == "tp" else rank)
-        if cls == "ConvNet":
+        if cls in USER_MODELS:
             loss = torch.nn.functional.cross_entropy(wrapped(inputs["x"]), inputs["y"])
         else:
             loss = wrapped(**inputs).loss
@@ -435,7 +442,7 @@ def run_one(strategy, name, cls, cfg, out_dir, rank, world, device, steps=STEPS)
               "frozen": frozen, **EXTRAS.get(name, {}),
               "losses": losses, "collectives": colls, "torch": torch.__version__,
               "transformers": __import__("transformers").__version__, "backend": dist.get_backend()}
-    if cls == "ConvNet":
+    if cls in USER_MODELS:
         record["config"] = {}
     path = os.path.join(out_dir, f"{strategy}-{name}-w{world}.rank{rank}.json")
     with open(path, "w") as f:

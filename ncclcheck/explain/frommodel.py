@@ -497,7 +497,9 @@ def _auto_build(transformers: object, config: object) -> object:
     the type but cannot build it from this config is passed over too, as transformers' other auto classes would
     build it: it maps ``musicgen`` to ``MusicgenForCausalLM``, made for the decoder's own config, and
     ``ReformerModelWithLMHead`` asserts ``is_decoder``, while ``AutoModel`` builds a default Reformer config. Where
-    nothing builds the model, the first such error is raised, else the last "Unrecognized configuration class"."""
+    nothing builds the model, the first such error is raised, else the last "Unrecognized configuration class". A
+    mapped class that needs an optional package not installed (OmDet-Turbo's timm backbone) is transformers' refusal:
+    the folder's other classes are parts of that model (its decoder), never the model."""
     unknown: BaseException | None = None
     failed: BaseException | None = None
     for name in _AUTO_CLASSES:
@@ -511,7 +513,7 @@ def _auto_build(transformers: object, config: object) -> object:
                 failed = failed or exc
             else:  # "Unrecognized configuration class ... for this kind of AutoModel"
                 unknown = exc
-    own = _declared_model(config)
+    own = _declared_model(config) if not isinstance(failed, ImportError) else None
     if own is not None:
         return own(config)
     raise failed or unknown or ValueError("no auto class of this transformers builds it")
