@@ -276,7 +276,7 @@ def test_the_setting_that_caused_it_is_quoted(tmp_path):
 @pytest.mark.parametrize(("text", "kind"), [
     ('Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n    load(batch)\n'
      "ValueError: bad shape in batch 7\n", "rank_failed_first"),
-    ("node1:1:1 [0] enqueue.cc:1 NCCL WARN Cuda failure 'invalid argument'\n", "rank_failed_first"),
+    ("node1:1:1 [0] enqueue.cc:1 NCCL WARN Cuda failure 'invalid argument'\n", "nccl_error"),
     ('Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n    dist.init_process_group("nccl")\n'
      "ValueError: host not found: node-7\n", "launcher_failure"),
     ("node1:1:1 [0] enqueue.cc:1 NCCL WARN Mismatched collective detected, please check your collective calls at and "
@@ -285,12 +285,13 @@ def test_the_setting_that_caused_it_is_quoted(tmp_path):
 ])
 def test_a_failure_no_line_attributes_is_still_a_failure(tmp_path, text, kind):
     """"no_failure" only when nothing failed: an exception or a failing NCCL WARN whose line names no rank is a
-    failure of an unnamed process; a WARN about a fallback NCCL took on its own is not."""
+    failure of an unnamed process (NCCL's own line a failure inside NCCL); a WARN about a fallback NCCL took on its
+    own is not."""
     log = tmp_path / "console.log"
     log.write_text(text)
     v = run(log).verdict
     assert v.kind.value == kind, v.summary
-    if kind == "rank_failed_first":
+    if kind in ("rank_failed_first", "nccl_error"):
         assert v.summary.startswith("A process failed: ") and f"({log}:" in v.summary
 
 

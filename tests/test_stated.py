@@ -95,10 +95,10 @@ def test_an_older_warn_header_is_read_as_nccls():
 
 
 def test_an_older_warn_header_alone_is_a_failure(tmp_path):
-    """The same header with no cause of the catalogue: the process failed, as the line states."""
+    """The same header with no cause of the catalogue: the process failed inside NCCL, as the line states."""
     v = _verdict(tmp_path, "e66aa18dc444:3171:3171 [0] misc/group.cc:72 WARN Thread creation failed : Resource "
                            "temporarily unavailable")
-    assert (v["kind"], v["stated"]["source"], v["stated"]["at"]) == ("rank_failed_first", "nccl_warn",
+    assert (v["kind"], v["stated"]["source"], v["stated"]["at"]) == ("nccl_error", "nccl_warn",
                                                                      f"{tmp_path}/console.log:1")
 
 

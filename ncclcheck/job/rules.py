@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ncclcheck import signals
-from ncclcheck.evidence.types import Loc
+from ncclcheck.evidence.types import ErrorKind, Loc
 from ncclcheck.job import dupgpu, nodeloss
 from ncclcheck.job.causes import (
     DEVICE,
@@ -205,7 +205,10 @@ def _quiet_verdict(job: Job) -> tuple[VerdictKind, list[int], list[int], str]:
     if unnamed:
         e = unnamed[0]
         more = f" ({len(unnamed) - 1} more such line{'s' if len(unnamed) > 2 else ''})" if len(unnamed) > 1 else ""
-        return (VerdictKind.RANK_FAILED_FIRST, [], [],
+        # NCCL's own error line (its WARN, "NCCL error: ...") is a failure inside NCCL, whichever process printed it
+        kind = VerdictKind.NCCL_ERROR if e.kind in (ErrorKind.NCCL_ERROR, ErrorKind.NCCL_WARN) \
+            else VerdictKind.RANK_FAILED_FIRST
+        return (kind, [], [],
                 f"A process failed: {one_line(e.message)} ({e.loc}){more}. The line names no rank; the per-rank logs "
                 "(torchrun --log-dir DIR --redirects 3 --tee 3) or a [rankN]: prefix would.")
     if (history := history_verdict(job)) is not None:  # the dumps' calls disagreed, though nothing is stuck

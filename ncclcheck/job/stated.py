@@ -46,11 +46,11 @@ _UNEXPLAINED = {VerdictKind.NO_FAILURE, VerdictKind.INCOMPLETE, VerdictKind.RANK
 def restate(job: Job, kind: VerdictKind, culprits: list[int], summary: str, cause: Diagnosis | None,
             hung: bool) -> tuple[VerdictKind, list[int], str, Diagnosis | None]:
     """The verdict with the job's own stated reason where nothing better explains the failure (:func:`_restate`),
-    and the verdict kind its line implies: a rank that failed first on a line whose mechanism is the communicator's
-    set-up (job/statements.toml: an entry's ``kind``) is a set-up failure, whatever rank wrote it."""
+    and the verdict kind its line implies: a rank that failed first (or NCCL's failure) on a line whose mechanism is
+    the communicator's set-up (job/statements.toml: an entry's ``kind``) is a set-up failure, whatever rank wrote it."""
     kind, culprits, summary, cause = _restate(job, kind, culprits, summary, cause, hung)
     said = cause.said if cause is not None and cause.cause is STATED else None
-    if kind is VerdictKind.RANK_FAILED_FIRST and said is not None and said.kind:
+    if kind in (VerdictKind.RANK_FAILED_FIRST, VerdictKind.NCCL_ERROR) and said is not None and said.kind:
         kind = VerdictKind(said.kind)
     return kind, culprits, summary, cause
 
