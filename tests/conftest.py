@@ -3,15 +3,30 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
-import pytest
-from hypothesis import settings
+# Where PYTHONDONTWRITEBYTECODE is set (this VM sets it), every process of the run compiled every module it imported
+# from source, pytest rewrote every test module's asserts again in each worker, and each of the ~150 child processes
+# (``python -m ncclcheck``, torchrun's workers) compiled the package anew: about 0.4 s of CPU each. The run keeps its
+# bytecode in one folder of its own instead (PYTHONPYCACHEPREFIX: never beside the sources, as that setting wants),
+# shared by the workers and the children and removed at the end (``pytest_unconfigure``). Made here, before the
+# package is imported, so that the package's own modules are kept there too.
+if sys.dont_write_bytecode and not os.environ.get("NCCLCHECK_TEST_PYCACHE"):
+    os.environ["NCCLCHECK_TEST_PYCACHE"] = tempfile.mkdtemp(prefix="ncclcheck-pycache-")
+    os.environ["NCCLCHECK_TEST_PYCACHE_OWNER"] = str(os.getpid())
+if os.environ.get("NCCLCHECK_TEST_PYCACHE"):
+    os.environ["PYTHONPYCACHEPREFIX"] = sys.pycache_prefix = os.environ["NCCLCHECK_TEST_PYCACHE"]
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.dont_write_bytecode = False
 
-from ncclcheck.evidence.reader import Source, resolve
-from ncclcheck.job.analyze import analyze
-from ncclcheck.job.model import Analysis
+import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+from ncclcheck.evidence.reader import Source, resolve  # noqa: E402
+from ncclcheck.job.analyze import analyze  # noqa: E402
+from ncclcheck.job.model import Analysis  # noqa: E402
 
 # Time limits belong to the benchmarks: hypothesis's default 200 ms deadline per example fails correct code on a
 # loaded two-core machine (test_exact_means_exact did, at 230 ms), so no property test has one.
@@ -29,6 +44,14 @@ def run(*paths: str | os.PathLike[str]) -> Analysis:
     sources = resolve([str(p) for p in paths], lambda e: errors.append(str(e)))
     assert not errors, errors
     return analyze(sources, workers=1)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The process that made the run's bytecode folder removes it (an xdist worker leaves it to the controller)."""
+    if os.environ.get("NCCLCHECK_TEST_PYCACHE_OWNER") == str(os.getpid()):
+        import shutil
+
+        shutil.rmtree(os.environ["NCCLCHECK_TEST_PYCACHE"], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

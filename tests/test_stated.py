@@ -10,6 +10,7 @@ bytes, not by the parser: a line the reader drops or the verdict ignores fails i
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import re
@@ -278,14 +279,16 @@ def _lines(path: Path) -> list[str]:
     return out
 
 
-def _holding() -> list[tuple[Path, bool]]:
-    """The inputs that hold an error-class line, each with whether one of its lines says why NCCL failed."""
+@functools.cache
+def _holding() -> tuple[tuple[Path, bool], ...]:
+    """The inputs that hold an error-class line, each with whether one of its lines says why NCCL failed (read once:
+    the parametrisation and the count below both need it)."""
     out = []
     for p in _inputs():
         lines = _lines(p)
         if any(r.search(x) for x in lines for r in ERROR_CLASS):
             out.append((p, any(r.search(x) for x in lines for r in SAYS_WHY)))
-    return out
+    return tuple(out)
 
 
 def test_the_fixtures_hold_both_kinds_of_line():

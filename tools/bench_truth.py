@@ -67,9 +67,10 @@ def fix_text(v: dict) -> str:
     return "\n".join([*v["next_steps"], *cause.get("fix", []), *(f["fix"] or "" for f in v["findings"])])
 
 
-def differences(log: Path) -> list[str]:
-    """What the verdict got wrong against the thread's truth, one phrase each; empty when right."""
-    t, v = truth(log), verdict_of(log)
+def differences(log: Path, verdict: dict | None = None) -> list[str]:
+    """What the verdict got wrong against the thread's truth, one phrase each; empty when right. ``verdict`` is the
+    log's verdict object where the caller has it already (the tests share one analysis of each input)."""
+    t, v = truth(log), verdict if verdict is not None else verdict_of(log)
     out = []
     kinds = t["kind"] if isinstance(t["kind"], list) else [t["kind"]]
     if v["kind"] not in kinds:

@@ -9,6 +9,7 @@ family's source and cover fewer models.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -88,14 +89,22 @@ class Table:
     def style(self, name: str) -> str | None:
         """The TP plan's style for a parameter (``colwise``, ``rowwise_split_input``, ...), or None: an entry naming
         the parameter itself first, then one naming its module."""
-        module = name.rpartition(".")[0]
-        for target in (name, module):
-            for pattern, style in self.tp_plan:
-                if _plan_regex(pattern).search(target):
-                    return style
-        return None
+        return _style(self.tp_plan, name)
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _style(plan: tuple[tuple[str, str], ...], name: str) -> str | None:
+    """Table.style, remembered: the layouts ask it for every parameter at every count explained (a run's 2,808 counts
+    asked 776,000 patterns, a fifth of the time explain took)."""
+    module = name.rpartition(".")[0]
+    for target in (name, module):
+        for pattern, style in plan:
+            if _plan_regex(pattern).search(target):
+                return style
+    return None
+
+
+@functools.lru_cache(maxsize=1 << 12)
 def _plan_regex(pattern: str) -> re.Pattern[str]:
     return re.compile(r"(^|\.)" + re.escape(pattern).replace(r"\*", r"\d+") + "$")
 
