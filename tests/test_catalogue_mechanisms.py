@@ -21,7 +21,7 @@ from ncclcheck.job.findings import mismatch_summary
     ("[rank2]: node1:9:12 [2] bootstrap.cc:84 NCCL WARN Message truncated : received 512 bytes instead of 8\n",
      "setup_failure", "bootstrap_mismatch", "NCCL version"),
     ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, invalid usage (run with "
-     "NCCL_DEBUG=WARN for details), NCCL version 2.21.5\n", "setup_failure", "nccl_invalid_usage", "device_ids="),
+     "NCCL_DEBUG=WARN for details), NCCL version 2.21.5\n", "setup_failure", "duplicate_gpu", "set_device"),
     # The shape sglang#3226 posted (a peer's address the pair could not reach). "Connection refused" is not read
     # so: a peer listening nowhere, as a restarted attempt with a stale store shows (tests/data/world/restart_setup).
     ("[rank0]: RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/"

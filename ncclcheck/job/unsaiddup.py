@@ -45,6 +45,7 @@ def unsaid_duplicate(kind: str, scans: Sequence[FileScan], duplicate: Cause) -> 
         return None
     release = f"NCCL {'.'.join(map(str, version))}" if version else "NCCL (2.5.6 and later)"
     return duplicate, (f"NCCL refused the communicator's set-up (invalid usage) and no WARN line says why: "
-                       f"{release} returns invalid usage at set-up when two ranks of the communicator share one GPU, "
-                       "and says 'Duplicate GPU detected' only in a WARN line, which NCCL_DEBUG=WARN prints")
+                       f"the most common reason {release} returns it at set-up is two ranks of the communicator on "
+                       "one GPU (a barrier or collective before set_device included), which it names ('Duplicate GPU "
+                       "detected') only in a WARN line: rerun with NCCL_DEBUG=WARN to confirm")
 
