@@ -277,6 +277,8 @@ def test_the_setting_that_caused_it_is_quoted(tmp_path):
     ('Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n    load(batch)\n'
      "ValueError: bad shape in batch 7\n", "rank_failed_first"),
     ("node1:1:1 [0] enqueue.cc:1 NCCL WARN Cuda failure 'invalid argument'\n", "nccl_error"),
+    # NCCL before 2.3, quoted without its host:pid:tid [dev] header (nccl#210): the source file starts the line
+    ("include/socket.h:344 WARN Socket creation failed : Address family not supported by protocol\n", "setup_failure"),
     ('Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n    dist.init_process_group("nccl")\n'
      "ValueError: host not found: node-7\n", "launcher_failure"),
     ("node1:1:1 [0] enqueue.cc:1 NCCL WARN Mismatched collective detected, please check your collective calls at and "

@@ -32,9 +32,12 @@ CASCADE = re.compile(
 
 # A process's own last words on a fatal signal: UCX's "Caught signal 7 (Bus error: …)", glog's "*** SIGSEGV (@0x0)
 # received by PID …", Python's faulthandler "Fatal Python error: Segmentation fault", MPI's "Signal: Bus error (7)", a
-# shell's "Bus error (core dumped)". SIGABRT is left out: the watchdog's abort after a timeout ends ranks with it.
+# shell's "Bus error (core dumped)", gdb's stop on it ("Program received signal SIGSEGV, Segmentation fault." or
+# 'Thread 7 "python" received signal SIGBUS, Bus error.': gdb/infrun.c, print_signal_received_reason). SIGABRT is left
+# out: the watchdog's abort after a timeout ends ranks with it.
 FATAL_SIGNAL = re.compile(
     r"Caught signal (?P<caught>\d+) \(|(?P<glog>SIG[A-Z]{1,12}) \(@0x[0-9a-f]+\) received by PID|"
+    r"(?:Program|Thread \d+(?: \"[^\"]{0,80}\")?) received signal (?P<gdb>SIG[A-Z]{1,12}),|"
     r"Fatal Python error: (?P<python>Segmentation fault|Bus error|Illegal instruction|Floating point exception)|"
     r"Signal: [\w ]+ \((?P<mpi>\d+)\)$|^(?P<shell>Segmentation fault|Bus error|Illegal instruction)"
     r"(?: \(core dumped\))?$")
@@ -128,7 +131,7 @@ def fatal_signal(line: str) -> str | None:
     if m is None:
         return None
     number = m["caught"] or m["mpi"]
-    sig = signals.name(int(number)) if number else m["glog"] or signals.BY_WORDS[m["python"] or m["shell"]]
+    sig = signals.name(int(number)) if number else m["glog"] or m["gdb"] or signals.BY_WORDS[m["python"] or m["shell"]]
     return sig if sig in signals.FATAL else None
 
 
@@ -233,5 +236,8 @@ FORMAT = Format(
                (Clue(_NOBODY, "cuda", "CUDA error: invalid device ordinal", AT),)),
         Sample("Fatal Python error: Segmentation fault", "CPython's faulthandler (Python/faulthandler.c)",
                (RankError(_NOBODY, ErrorKind.KILLED, "Fatal Python error: Segmentation fault", AT),)),
+        Sample('Thread 787 "python3" received signal SIGBUS, Bus error.',
+               "gdb/infrun.c, print_signal_received_reason: gdb stopped the process on the signal it dies of",
+               (RankError(_NOBODY, ErrorKind.KILLED, 'Thread 787 "python3" received signal SIGBUS, Bus error.', AT),)),
     ),
 )

@@ -19,8 +19,9 @@ from ncclcheck.evidence.types import Clue, ErrorKind, Fact, Loc, RankError, Read
 
 _NCCL_WARN = re.compile(r"NCCL WARN (?P<message>.*)")
 _WARN_SOURCE = re.compile(r"(?<!\S)(?P<source>\S+\.cc:\d+) NCCL WARN")
-# NCCL before 2.3 printed "host:pid:tid [cudaDev] include/socket.h:311 WARN <message>", without the word NCCL.
-_OLD_WARN = re.compile(r"\[\d+\] [\w/.]+\.(?:cc|cu|h|c):\d+ WARN (?P<message>.*)")
+# NCCL before 2.3 printed "host:pid:tid [cudaDev] include/socket.h:311 WARN <message>", without the word NCCL; a
+# line quoted without its "host:pid:tid [cudaDev]" header starts at the source file and line.
+_OLD_WARN = re.compile(r"(?:\[\d+\] |^\s*)[\w/.]+\.(?:cc|cu|h|c):\d+ WARN (?P<message>.*)")
 # NCCL's own line header, "host:pid:tid [cudaDev] " (after a rank tag or NCCL's timestamp, if any).
 _NCCL_HEAD = re.compile(
     r"(?:^|[\]:] ?)(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):\d+ \[\d+\] (?=NCCL |[\w/.]+\.cc:\d+ NCCL )")
