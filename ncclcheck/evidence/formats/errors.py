@@ -55,12 +55,14 @@ SHM_FULL = re.compile(r"bus error encountered in worker\. This might be caused b
 # A launcher's words that it could not start or reach its processes on another node: ssh's own (OpenSSH:
 # "ssh: connect to host %s port %s: %s", "Host key verification failed.", "Permission denied (%s).") and Open MPI's
 # runtime's (ORTE and PRTE's help texts: a daemon that could not be started, failed after launch or lost; ORTE's
-# "does not know how to route a message"; a remote shell without the daemon); read as the launcher's clues for the
+# "does not know how to route a message"; a remote shell without the daemon; a worker image without the ssh server
+# that mpirun's remote launch needs, as the MPI operator's workers start it); read as the launcher's clues for the
 # catalogue's remote_launch.
 REMOTE_LAUNCH = (r"ssh: connect to host|ssh: Could not resolve hostname|Host key verification failed"
                  r"|Permission denied \([a-z-]+[,)]"
                  r"|lost communication with a? ?remote daemon|start one or more daemons|daemon has unexpectedly failed"
-                 r"|how to route a message|\b[op]rted: command not found|\b[op]rted: No such file")
+                 r"|how to route a message|\b[op]rted: command not found|\b[op]rted: No such file"
+                 r"|\bsshd: command not found|\bsshd: No such file")
 # A native frame of UCX or UCC (the transport Open MPI and HPC-X run MPI over: pml ucx, coll ucc), as a backtrace
 # prints it: UCX's own ("ucp_request_cancel()  .../ucp_request.c:252"), glibc's and Open MPI's
 # ("libucp.so.0(ucp_worker_progress+0x5a)"), gdb's ("in ucp_worker_progress () from libucp.so.0"). Its functions
@@ -83,7 +85,7 @@ CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "oom-kill", "THCudaChe
               "endezvous", "joined", "restart", "Restart", "interface", "AF_INET", "plugin", "peer", "Call to",
               "NCCL operations", "entire process down", "CUDA device", "same GPU", "Duplicate GPU", "ssh: ",
               "Host key verification", "Permission denied (", "remote daemon", "daemons", "daemon has", "route a message",
-              "rted: ", "ucp_", "uct_", "ucs_", "ucm_", "ucc_")
+              "rted: ", "sshd: ", "ucp_", "uct_", "ucs_", "ucm_", "ucc_")
 # The resolver's and NCCL's bare errors and torchrun's restarts, which the catalogue's causes read from the lines.
 _OTHER_WORDS = ("gai error", "cannot be retrieved", "system error", "worker group")
 _CUDA_ASSERT = re.compile(r"(?<![\w.])(?P<file>[\w.]+\.cuh?):(?P<line>\d+): (?P<kernel>(?:(?!\.cuh?:\d+: ).)*?): "
