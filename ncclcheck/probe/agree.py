@@ -78,7 +78,13 @@ def table(observed: Mapping[str, Mapping[str, str | None]], absent_is_unset: Cal
     return tuple(rows)
 
 
-_NUMBERED = re.compile(r"^(.*?)(\d+)$")
+def _numbered(name: str) -> tuple[str, str] | None:
+    """A name's stem and its trailing number (``gpu07``: ``gpu``, ``07``), or None; a loop, not a regex (a lazy stem
+    before a digit run at the end backtracks over every split of a long run of digits)."""
+    i = len(name)
+    while i and name[i - 1].isdecimal():
+        i -= 1
+    return (name[:i], name[i:]) if i < len(name) else None
 
 
 def names(members: Iterable[str]) -> str:
@@ -90,10 +96,10 @@ def names(members: Iterable[str]) -> str:
     stems: dict[tuple[str, int], list[str]] = {}
     out: dict[tuple[str, int] | str, None] = {}
     for m in ms:
-        hit = _NUMBERED.match(m)
-        key: tuple[str, int] | str = (hit.group(1), len(hit.group(2))) if hit else m
+        hit = _numbered(m)
+        key: tuple[str, int] | str = (hit[0], len(hit[1])) if hit else m
         if hit:
-            stems.setdefault((hit.group(1), len(hit.group(2))), []).append(hit.group(2))
+            stems.setdefault((hit[0], len(hit[1])), []).append(hit[1])
         out[key] = None
     parts = []
     for key in out:
