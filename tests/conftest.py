@@ -46,6 +46,14 @@ def run(*paths: str | os.PathLike[str]) -> Analysis:
     return analyze(sources, workers=1)
 
 
+def run_text(text: str) -> Analysis:
+    """The analysis of one console holding ``text``."""
+    with tempfile.TemporaryDirectory() as d:
+        log = Path(d) / "console.log"
+        log.write_text(text)
+        return run(log)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """The process that made the run's bytecode folder removes it (an xdist worker leaves it to the controller)."""
     if os.environ.get("NCCLCHECK_TEST_PYCACHE_OWNER") == str(os.getpid()):

@@ -6,11 +6,8 @@ that communicator is known to be the world (job/dupgpu.py). The lines are writte
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import pytest
-from conftest import run
+from conftest import run_text
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -22,12 +19,6 @@ INIT = ("[rank3]:[I1122 11:30:18.464602239 ProcessGroupNCCL.cpp:988] [PG ID {pg}
         "SPLIT_FROM: 0, SPLIT_COLOR: -2, PG Name: {pg}\n")
 
 
-def run_text(text: str):
-    """The analysis of one console holding ``text``."""
-    with tempfile.TemporaryDirectory() as d:
-        log = Path(d) / "console.log"
-        log.write_text(text)
-        return run(log)
 
 
 def _bus_int(bus: str) -> int:

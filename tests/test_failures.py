@@ -9,11 +9,9 @@ confirmed, each with the cause it must be read as and a word the fix must contai
 from __future__ import annotations
 
 import json
-import tempfile
-from pathlib import Path
 
 import pytest
-from conftest import DATA, run
+from conftest import DATA, run, run_text
 from typer.testing import CliRunner
 
 from ncclcheck.cli import app
@@ -120,12 +118,6 @@ def _scan(text: str, name: str = "x.log"):
     return p.finish(len(text.splitlines()), len(text))
 
 
-def run_text(text: str):
-    """The analysis of one console holding ``text``."""
-    with tempfile.TemporaryDirectory() as d:
-        log = Path(d) / "console.log"
-        log.write_text(text)
-        return run(log)
 
 
 def test_empty_last_error_asks_for_nccl_debug():

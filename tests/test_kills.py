@@ -8,22 +8,10 @@ releases' words of a CUDA error read as the error they name.
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import pytest
-from conftest import run
+from conftest import run_text
 
 from ncclcheck.job.model import VerdictKind
-
-
-def run_text(text: str):
-    """The analysis of one console holding ``text``."""
-    with tempfile.TemporaryDirectory() as d:
-        log = Path(d) / "console.log"
-        log.write_text(text)
-        return run(log)
-
 
 # torch/distributed/elastic/multiprocessing/errors/__init__.py: the failure table's rows (2.x, indented; 1.9-1.10's
 # "msg:" row), ProcessFailure's message for a worker dead of a signal, pasted with or without its indentation.

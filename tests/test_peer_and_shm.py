@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import run
+from conftest import run_text
 from typer.testing import CliRunner
 
 from ncclcheck.cli import app
@@ -23,12 +23,6 @@ LOADER = "ERROR: Unexpected bus error encountered in worker. This might be cause
 NOSPACE = "OSError: [Errno 28] No space left on device\n"
 
 
-def run_text(text: str):
-    """The analysis of one console holding ``text``."""
-    with tempfile.TemporaryDirectory() as d:
-        log = Path(d) / "console.log"
-        log.write_text(text)
-        return run(log)
 
 
 def test_a_remote_error_naming_no_rank_is_the_transport_losing_a_peer():

@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import pytest
-from conftest import run
+from conftest import run_text
 
 # PyTorch's NCCL check with NCCL_DEBUG unset, as facebookresearch/fairseq#2924 posted it (NCCL 2.6.3)
 _PLAIN = ("RuntimeError: NCCL error in: ../torch/lib/c10d/ProcessGroupNCCL.cpp:514, invalid usage, NCCL version "
           "2.6.3\n")
 
 
-def run_text(text: str):
-    with tempfile.TemporaryDirectory() as d:
-        log = Path(d) / "console.log"
-        log.write_text(text)
-        return run(log)
 
 
 def test_an_unexplained_invalid_usage_at_set_up_is_the_duplicate_gpu():
