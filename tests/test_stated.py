@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 
 from ncclcheck.cli import app
 from ncclcheck.evidence.types import Loc
+from ncclcheck.job.layers import LAYERS
 from ncclcheck.job.reasons import NOT_FATAL, Stated, ranked
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,13 +74,18 @@ PROXY = ("a100-st-p4d24xlarge-22:183006:183220 [1] proxy.cc:1119 NCCL WARN [Prox
          "operation Connect from rank 9, retcode 6")
 
 
+def _layer(name: str) -> str:
+    """What a WARN line of that layer under NCCL means, known by the file its header printed (job/layers.toml)."""
+    return next(x.means for x in LAYERS if x.id == name) + " (known by the file NCCL printed)"
+
+
 def test_a_warn_line_alone_is_a_failure(tmp_path):
     """A job whose only error is NCCL's WARN line failed, as the line states: never no_failure."""
     v = _verdict(tmp_path, "step 1", "[rank1]:" + USE_BEFORE)
     assert (v["kind"], v["culprit_ranks"], v["cause"]["kind"]) == ("rank_failed_first", [1], "stated_reason")
     assert v["stated"] == {"source": "nccl_warn", "rank": 1, "at": f"{tmp_path}/console.log:2",
                            "text": "Attempt to use communicator before the previous operation returned ncclSuccess",
-                           "meaning": "NCCL's reason in its own words (NCCL logs a WARN line for a fatal error only)"}
+                           "meaning": _layer("api")}  # init.cc: NCCL's API (job/layers.toml)
     assert v["summary"].startswith("Rank 1 failed, as its own line states: NCCL's WARN line \"Attempt to use")
 
 
@@ -92,7 +98,7 @@ def test_an_older_warn_header_is_read_as_nccls():
     assert (result.exit_code, v["kind"], v["cause"]["kind"]) == (1, "setup_failure", "no_socket_interface")
     assert v["stated"] == {"source": "nccl_warn", "rank": None, "at": f"{path}:4",
                            "text": "Socket creation failed : Address family not supported by protocol",
-                           "meaning": "NCCL's reason in its own words (NCCL logs a WARN line for a fatal error only)"}
+                           "meaning": _layer("bootstrap")}  # include/socket.h, its printed file: the socket layer
 
 
 def test_an_older_warn_header_alone_is_a_failure(tmp_path):
@@ -124,8 +130,7 @@ def test_nccl_said_why_so_the_report_never_says_it_did_not(tmp_path):
     assert v["summary"] == (
         f"Rank 9's NCCL failed: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details) "
         f"({tmp_path}/console.log:2), and NCCL's WARN line says why: \"[Proxy Service 9] Failed to execute operation "
-        f"Connect from rank 9, retcode 6\" ({tmp_path}/console.log:1), that is NCCL's reason in its own words (NCCL "
-        "logs a WARN line for a fatal error only).")
+        f"Connect from rank 9, retcode 6\" ({tmp_path}/console.log:1), that is {_layer('proxy')}.")  # proxy.cc
 
 
 def test_without_a_warn_line_nccl_gave_no_reason(tmp_path):
@@ -139,7 +144,7 @@ def test_without_a_warn_line_nccl_gave_no_reason(tmp_path):
 def test_a_cuda_failure_in_a_warn_says_which_call(tmp_path):
     """NCCL's CUDACHECK words a failed CUDA call as "Cuda failure '<string>'" (include/checks.h)."""
     v = _verdict(tmp_path, "[rank0]:n1:1:2 [0] transport/p2p.cc:275 NCCL WARN Cuda failure 'operation not supported'")
-    assert v["stated"]["meaning"] == "a CUDA call NCCL made failed with 'operation not supported'"
+    assert v["stated"]["meaning"] == f"a CUDA call NCCL made failed with 'operation not supported'; {_layer('p2p')}"
 
 
 def test_gloos_enforce_text_is_quoted(tmp_path):
@@ -229,8 +234,7 @@ def test_a_lagging_ranks_own_line_says_why_it_never_arrived(tmp_path):
     v = run(log).verdict
     assert (v.kind.value, v.culprit_ranks) == ("lagging_rank", (1,))
     assert v.summary.endswith(f"NCCL's WARN line says why: \"Attempt to use communicator before the previous operation "
-                              f"returned ncclSuccess\" ({log}:2), that is NCCL's reason in its own words (NCCL logs a "
-                              "WARN line for a fatal error only).")
+                              f"returned ncclSuccess\" ({log}:2), that is {_layer('api')}.")
     out = runner.invoke(app, ["analyze-log", str(log)], env={"COLUMNS": "400", "NO_COLOR": "1"}).stdout
     assert "NCCL's WARN line says why: \"Attempt to use communicator" in out
 

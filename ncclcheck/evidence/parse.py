@@ -374,7 +374,7 @@ class LogParser:
                 self._take(warned)
                 return
         if (old := nccl.old_warning(who, text, loc)) is not None:
-            self._take([old])
+            self._take(old)
             return
         if holds & _NCCL_ERROR and self._nccl_error(who, text, loc):
             return

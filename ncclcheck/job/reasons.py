@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, RankError
 from ncclcheck.job.causes import one_line
-from ncclcheck.job.statements import told
+from ncclcheck.job.statements import explained, told
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,7 @@ class Stated:
     rank: int | None
     loc: Loc
     clock_s: float | None = None
+    file: str | None = None  # the source file NCCL's WARN header printed (its layer: job/layers.py), where it did
 
     @property
     def label(self) -> str:
@@ -138,6 +139,9 @@ NOT_FATAL = re.compile(r"Failed to open libibverbs\.so|driver shutting down"
                        r"|Could not find real path of /sys/class/(?:net|infiniband)/|rma_socket requires GDRCopy")
 
 
+_OWN_WORDS = "NCCL's reason in its own words (NCCL logs a WARN line for a fatal error only)"
+
+
 def _nccl_meaning(text: str) -> str:
     if NOT_FATAL.search(text):
         return "a condition NCCL warned of and went on from (a fallback of its own): no failure by itself"
@@ -148,16 +152,20 @@ def _nccl_meaning(text: str) -> str:
     if m := _PEER_CLOSED.search(text):
         peer = f" {m[1]}" if m[1] else ""
         return f"the peer{peer} closed its connection: that process ended or failed first"
-    return "NCCL's reason in its own words (NCCL logs a WARN line for a fatal error only)"
+    return _OWN_WORDS
 
 
-def _meaning(source: str, text: str) -> str:
+def _meaning(source: str, text: str, file: str | None = None) -> str:
     """What the line means, from its source and its words, never more than the line says: the mechanism its words
-    name where the table of them (job/statements.toml) has it."""
+    name where the table of them (job/statements.toml) has it, else for NCCL's line its words and the layer under
+    NCCL it comes from (job/layers.py; ``file``: the file its WARN header printed)."""
     if source not in ("nccl_notice", "cuda_notice") and (said := told(text)) is not None:
         return said.means
     if source in ("nccl_warn", "last_error", "nccl", "nccl_notice"):
-        return _nccl_meaning(text)
+        own = _nccl_meaning(text)
+        if source != "nccl_notice" and (layer := explained(text, file)) is not None:
+            return layer.means if own == _OWN_WORDS else f"{own}; {layer.means}"
+        return own
     if source == "cuda_notice":
         return "the CUDA driver was unloaded as the process exited: the process's end, not its cause"
     if source == "cuda":
@@ -207,12 +215,13 @@ def stated_lines(scans: Sequence[FileScan]) -> tuple[Stated, ...]:
     """Every line of a known source that states a failure, in the inputs' order (one per rank, source and words)."""
     out: dict[tuple[int | None, str, str], Stated] = {}
     for s in scans:
+        files = {f.loc: f.value for f in s.facts if f.key == "nccl_warn_file"}  # evidence/formats/nccl.py
         for e in s.errors:
             source = source_of(e)
             if source is not None:
-                text = one_line(e.message)
-                out.setdefault((e.who.rank, source, text), Stated(source, text, _meaning(source, e.message),
-                                                                 e.who.rank, e.loc))
+                text, file = one_line(e.message), files.get(e.loc)
+                out.setdefault((e.who.rank, source, text), Stated(source, text, _meaning(source, e.message, file),
+                                                                 e.who.rank, e.loc, file=file))
         for c in s.clues:
             source = {"last_error": "last_error", "nccl": "nccl", "cuda": "cuda", "cuda_assert": "cuda_assert",
                       "teardown": "watchdog",

@@ -14,7 +14,7 @@ from ncclcheck.job.causes import NO_REASON, SYSTEM_ERROR, Diagnosis, cause, one_
 from ncclcheck.job.model import Job, VerdictKind
 from ncclcheck.job.phrases import cap
 from ncclcheck.job.reasons import FAILED, SAYS_WHY, Stated, ranked
-from ncclcheck.job.statements import told
+from ncclcheck.job.statements import explained
 from ncclcheck.ranks import rank_phrase
 
 # The cause a stated line is, where it is quoted as the cause (job/catalogue/stated_reason.toml).
@@ -33,8 +33,11 @@ def _diagnosis(line: Stated, lines: Sequence[Stated]) -> Diagnosis:
     same = [x for x in lines if x.source == line.source and x.text == line.text]
     ranks = tuple(sorted({x.rank for x in same if x.rank is not None}))
     locs = tuple(dict.fromkeys(x.loc for x in (line, *same)))[:8]
-    return Diagnosis(STATED, ranks, line.text, line.loc, locs, f"{line.label}: {line.text}; {line.meaning}",
-                     line.clock_s, told(line.text))
+    said = explained(line.text, line.file)
+    # a line of a layer the catalogue has a cause for is that cause (job/layers.toml's `cause`)
+    found = cause(said.cause) if said is not None and said.cause else STATED
+    return Diagnosis(found, ranks, line.text, line.loc, locs, f"{line.label}: {line.text}; {line.meaning}",
+                     line.clock_s, said)
 
 
 # The verdicts that say something failed but not why (or, NO_FAILURE and the quiet INCOMPLETE, that nothing did).
@@ -52,6 +55,8 @@ def restate(job: Job, kind: VerdictKind, culprits: list[int], summary: str, caus
     said = cause.said if cause is not None and cause.cause is STATED else None
     if kind in (VerdictKind.RANK_FAILED_FIRST, VerdictKind.NCCL_ERROR) and said is not None and said.kind:
         kind = VerdictKind(said.kind)
+        if said.host:  # the host's driver stack failed the process (job/statements.toml's `host`): no rank's fault
+            culprits = []
     return kind, culprits, summary, cause
 
 
@@ -90,10 +95,12 @@ def _restate(job: Job, kind: VerdictKind, culprits: list[int], summary: str, cau
     if cause is not None or not lines:
         return kind, culprits, summary, cause
     # The culprits' own line (anyone's where none is named) that says more than an error code or an exception.
-    own = [x for x in ranked(lines, culprits)
-           if (x.tier <= 3 or told(x.text) is not None) and (not culprits or x.rank in culprits)]
+    says = [x for x in ranked(lines, culprits) if x.tier <= 3 or explained(x.text, x.file) is not None]
+    own = [x for x in says if not culprits or x.rank in culprits]
+    if not own:  # the culprits wrote none: a line that names no process may be theirs (one task, a host's prefix)
+        own = [x for x in says if x.rank is None]
     line = own[0] if own else None
-    if line is None or line.text in summary and told(line.text) is None:
+    if line is None or line.text in summary and explained(line.text, line.file) is None:
         return kind, culprits, summary, cause
     if line.text in summary:  # quoted already: the cause is its mechanism (job/statements.toml), with its fix
         return kind, culprits, summary, _diagnosis(line, lines)
@@ -110,7 +117,7 @@ def _torn_down(down: Sequence[Stated], cause: Diagnosis | None) -> tuple[Verdict
     who = f" ({rank_phrase(ranks)})" if ranks else ""
     found = cause if cause is not None else Diagnosis(
         NO_REASON, ranks, first.text, first.loc, tuple(x.loc for x in down)[:8],
-        f"{first.label}: {first.text}", first.clock_s, told(first.text))
+        f"{first.label}: {first.text}", first.clock_s, explained(first.text, first.file))
     return (VerdictKind.NCCL_ERROR, [], f"NCCL failed, as {first.label} states{who}: \"{first.text}\" ({first.loc}), "
             f"that is {first.meaning}.", found)
 

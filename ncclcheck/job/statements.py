@@ -15,14 +15,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from ncclcheck.job.causedata import ACTIONS, tables
+from ncclcheck.job.layers import PEER_GONE, Reading, layer_of
 
 TABLE = Path(__file__).with_name("statements.toml")
 _KEYS = {"id", "match", "means", "kind", "class", "fix", "source"}
-_OPTIONAL = {"before"}
+_OPTIONAL = {"before", "host"}
 # The causes that say only that something failed, not how: a line's mechanism always says more, so its fix goes first.
 GENERIC = frozenset({"stated_reason", "nccl_no_reason", "nccl_system_error"})
 # The verdict kinds an entry may imply ('' leaves the rules' kind).
@@ -46,6 +48,9 @@ class Statement:
     fix: tuple[str, ...]
     source: str
     before: frozenset[str] = frozenset()  # the causes whose own fix this one goes before (besides GENERIC's)
+    cause: str = ""  # the cause of the catalogue a line of it is, where its layer has one (job/layers.toml)
+    located: bool = False  # a layer's (job/layers.py): it says where under NCCL the failure is, not why
+    host: bool = False  # the host's set-up (its driver, its modules), the same for every rank there: no rank's fault
 
     def first_for(self, cause: str) -> bool:
         """Whether this fix goes before the cause's own: the cause says less than the line's mechanism."""
@@ -65,7 +70,8 @@ def _entry(i: int, raw: dict[str, Any]) -> Statement:
     except re.error as e:
         raise StatementTableError(f"{where}: match does not compile: {e}") from None
     return Statement(raw["id"], pattern, raw["means"].strip(), raw["kind"], raw["class"],
-                     tuple(f.strip() for f in raw["fix"]), raw["source"], frozenset(raw.get("before", ())))
+                     tuple(f.strip() for f in raw["fix"]), raw["source"], frozenset(raw.get("before", ())),
+                     host=raw.get("host", False) is True)
 
 
 def read_table(path: Path = TABLE) -> tuple[Statement, ...]:
@@ -89,3 +95,25 @@ def told(text: str) -> Statement | None:
 def first_told(texts: Iterable[str]) -> Statement | None:
     """The mechanism of the first of these lines the table knows."""
     return next((s for t in texts if (s := told(t)) is not None), None)
+
+
+@cache
+def _of_layer(reading: Reading) -> Statement:
+    """The layer a line comes from as its mechanism: the layer's meaning, knob and isolating step."""
+    layer, site = reading.layer, reading.site
+    pattern = site.pattern if site is not None else layer.words.pattern if layer.words is not None else "$^"
+    where = f"; the words: NCCL src/{site.where()}" if site is not None else ""
+    return Statement(f"layer_{layer.id}", re.compile(pattern), f"{layer.means} (known by {reading.said()})", "",
+                     layer.action, layer.fix, layer.source + where, cause=layer.cause, located=True)
+
+
+def explained(text: str, file: str | None = None) -> Statement | None:
+    """The mechanism a stated line names (:func:`told`), else the layer under NCCL it comes from (job/layers.py: the
+    file NCCL printed, ``file``, NCCL's format, a plugin's prefix); None where neither says. A line saying that a peer
+    went away is the peer's failure, whatever layer noticed it: no layer's knob fixes it."""
+    if (said := told(text)) is not None:
+        return said
+    if PEER_GONE.search(text) or (reading := layer_of(text, file)) is None:
+        return None
+    return _of_layer(reading)
+

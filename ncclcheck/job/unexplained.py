@@ -37,10 +37,12 @@ ISOLATE = ("NCCL_IB_DISABLE=1 (sockets instead of InfiniBand/RoCE)", "NCCL_P2P_D
 
 def unexplained(kind: VerdictKind, cause: Diagnosis | None) -> bool:
     """Whether no cause explains this failure: none was found, or only one that says a failure happened and no line
-    whose mechanism the table of stated lines knows says more than 'collect more' (job/statements.toml)."""
+    whose mechanism the table of stated lines knows says more than 'collect more' (job/statements.toml); the layer
+    under NCCL a line comes from (job/layers.py) says where, not why, and leaves the failure unexplained."""
     if cause is None:
         return True
-    return cause.cause.kind in GENERIC and (cause.said is None or cause.said.action == "collect-more")
+    return cause.cause.kind in GENERIC and (cause.said is None or cause.said.action == "collect-more"
+                                            or cause.said.located)
 
 
 def unexplained_findings(v: Versions, kind: VerdictKind, cause: Diagnosis | None) -> list[Finding]:

@@ -21,6 +21,7 @@ from ncclcheck.evidence.formats.source import AT, Format, Sample, Trigger
 from ncclcheck.evidence.linear import then
 from ncclcheck.evidence.stamps import glog
 from ncclcheck.evidence.types import Clue, ErrorKind, Loc, RankError, Read, Who
+from ncclcheck.evidence.wcstatus import completion_error
 
 ERROR_WORDS = ("Error", "Exception", "Interrupt", "terminate called")
 PY_ERROR = re.compile(r"^(?P<name>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt))(?::\s?(?P<message>.*))?$")
@@ -78,6 +79,8 @@ CLUE_GATE = re.compile(
     + r"|\bucp_[a-z]\w* ?[(+]|\buct_[a-z]\w* ?[(+]|\bucs_[a-z]\w* ?[(+]|\bucm_[a-z]\w* ?[(+]|\bucc_[a-z]\w* ?[(+]|"
     + SAYS.pattern
     + "|" + SHM_FULL.pattern
+    + r"|\bstatus=\d{1,2}\([A-Za-z ]{4,40}\)"  # a work completion's status with rdma-core's words (evidence/wcstatus.py)
+    + r"|Test CUDA failure"  # nccl-tests' CUDACHECK (src/common.h)
 )
 # Words one of which every clue line holds: plain substring tests first, the gate's regex only where one is there.
 CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "oom-kill", "THCudaCheck", "CANCELLED", "ssertion", "TCPStore",
@@ -85,7 +88,7 @@ CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "oom-kill", "THCudaChe
               "endezvous", "joined", "restart", "Restart", "interface", "AF_INET", "plugin", "peer", "Call to",
               "NCCL operations", "entire process down", "CUDA device", "same GPU", "Duplicate GPU", "ssh: ",
               "Host key verification", "Permission denied (", "remote daemon", "daemons", "daemon has", "route a message",
-              "rted: ", "sshd: ", "ucp_", "uct_", "ucs_", "ucm_", "ucc_")
+              "rted: ", "sshd: ", "ucp_", "uct_", "ucs_", "ucm_", "ucc_", "status=", "CUDA failure")
 # The resolver's and NCCL's bare errors and torchrun's restarts, which the catalogue's causes read from the lines.
 _OTHER_WORDS = ("gai error", "cannot be retrieved", "system error", "worker group")
 _CUDA_ASSERT = re.compile(r"(?<![\w.])(?P<file>[\w.]+\.cuh?):(?P<line>\d+): (?P<kernel>(?:(?!\.cuh?:\d+: ).)*?): "
@@ -95,14 +98,16 @@ _CUDA_ERROR = re.compile(r"CUDA error: (?P<what>.+?)(?:\.?$|\. | Search for | CU
 # The same error in the words of older releases and of CUDA's driver API, each naming cudaGetErrorString's text (or
 # cuGetErrorString's): THC's check (PyTorch <= 1.10, aten/src/THC/THCGeneral.cpp: "THCudaCheck FAIL file=%s line=%i
 # error=%i : %s"; THCudaCheckWarn the same), THError's exception ("cuda runtime error (%d) : %s at %s:%d") and c10's
-# driver API check (c10/cuda/driver_api.h: "CUDA driver error: %s").
+# driver API check (c10/cuda/driver_api.h: "CUDA driver error: %s"), and nccl-tests' CUDACHECK (src/common.h: "%s:
+# Test CUDA failure %s:%d '%s'", the host, the file and line, cudaGetErrorString).
 _CUDA_OLD = re.compile(r"THCudaCheck(?:Warn)? FAIL file=\S+ line=\d+ error=\d+ : (?P<what>.+)"
-                       r"|cuda runtime error \(\d+\) : (?P<therror>.+)|CUDA driver error: (?P<driver>.+)")
+                       r"|cuda runtime error \(\d+\) : (?P<therror>.+)|CUDA driver error: (?P<driver>.+)"
+                       r"|Test CUDA failure [\w./-]{1,200}:\d+ '(?P<tests>[^']*)'")
 
 
 def _old_cuda(m: re.Match[str]) -> str:
     """The error's text from an older form: THError's " at file:line" and a closing full stop left off."""
-    what = m["what"] or m["driver"] or m["therror"]
+    what = m["what"] or m["driver"] or m["therror"] or m["tests"]
     head, at, tail = what.rpartition(" at ")
     path, colon, line = tail.strip().rpartition(":")
     if m["therror"] and at and colon and path and " " not in path and line.isdigit():
@@ -188,6 +193,8 @@ def clues(who: Who, body: str, loc: Loc, clock: float | None) -> list[Clue]:
         out.append(Clue(who, "shm", body[:300], loc, clock))
     elif UCX_FRAME.search(body):
         out.append(Clue(who, "ucx", body[:300], loc, clock))
+    elif "status=" in body and completion_error(body) is not None:
+        out.append(Clue(who, "verbs", body[:300], loc, clock))  # a work completion that failed (evidence/wcstatus.py)
     return out
 
 

@@ -21,7 +21,7 @@ _NCCL_WARN = re.compile(r"NCCL WARN (?P<message>.*)")
 _WARN_SOURCE = re.compile(r"(?<!\S)(?P<source>\S+\.cc:\d+) NCCL WARN")
 # NCCL before 2.3 printed "host:pid:tid [cudaDev] include/socket.h:311 WARN <message>", without the word NCCL; a
 # line quoted without its "host:pid:tid [cudaDev]" header starts at the source file and line.
-_OLD_WARN = re.compile(r"(?:\[\d+\] |^\s*)[\w/.]+\.(?:cc|cu|h|c):\d+ WARN (?P<message>.*)")
+_OLD_WARN = re.compile(r"(?:\[\d+\] |^\s*)(?P<file>[\w/.]+\.(?:cc|cu|h|c)):\d+ WARN (?P<message>.*)")
 # NCCL's own line header, "host:pid:tid [cudaDev] " (after a rank tag or NCCL's timestamp, if any).
 _NCCL_HEAD = re.compile(
     r"(?:^|[\]:] ?)(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):\d+ \[\d+\] (?=NCCL |[\w/.]+\.cc:\d+ NCCL )")
@@ -81,18 +81,22 @@ def warning(who: Who, text: str, loc: Loc) -> list[Read] | None:
         msg = warn["message"].strip()
         said: list[Read] = [RankError(who, ErrorKind.CONNECTION if CONNECTION.search(msg) else ErrorKind.NCCL_WARN,
                                       msg, loc)]
-        if "nvls" in text and (src := _WARN_SOURCE.search(text)):
-            # NVLink SHARP's set-up fails with a bare CUDA error: only the source file says it was NVLS
-            said.append(Clue(who, "nccl", f"{src['source']} NCCL WARN {msg}", loc))
+        if (src := _WARN_SOURCE.search(text)) is not None:
+            # the file that printed it is the layer under NCCL that failed (job/layers.py)
+            said.append(Fact(who, "nccl_warn_file", src["source"].rpartition(":")[0], loc))
+            if "nvls" in text:
+                # NVLink SHARP's set-up fails with a bare CUDA error: only the source file says it was NVLS
+                said.append(Clue(who, "nccl", f"{src['source']} NCCL WARN {msg}", loc))
         return said
     return None
 
 
-def old_warning(who: Who, text: str, loc: Loc) -> RankError | None:
-    """An NCCL WARN line as NCCL before 2.3 printed it, or None."""
+def old_warning(who: Who, text: str, loc: Loc) -> list[Read] | None:
+    """An NCCL WARN line as NCCL before 2.3 printed it, with the file that printed it, or None."""
     if " WARN " in text and (warn := _OLD_WARN.search(text)):
         msg = warn["message"].strip()
-        return RankError(who, ErrorKind.CONNECTION if CONNECTION.search(msg) else ErrorKind.NCCL_WARN, msg, loc)
+        return [RankError(who, ErrorKind.CONNECTION if CONNECTION.search(msg) else ErrorKind.NCCL_WARN, msg, loc),
+                Fact(who, "nccl_warn_file", warn["file"], loc)]
     return None
 
 
@@ -164,7 +168,7 @@ class Lines:
         if (warn := warning(_NOBODY, text, loc)) is not None:
             return said + warn
         if (old := old_warning(_NOBODY, text, loc)) is not None:
-            return [*said, old]
+            return [*said, *old]
         if any(map(text.__contains__, ERROR_WORDS)) and (err := error(_NOBODY, text, loc)) is not None:
             return [*said, err]
         return said
