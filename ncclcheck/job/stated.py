@@ -34,9 +34,10 @@ def _diagnosis(line: Stated, lines: Sequence[Stated]) -> Diagnosis:
     ranks = tuple(sorted({x.rank for x in same if x.rank is not None}))
     locs = tuple(dict.fromkeys(x.loc for x in (line, *same)))[:8]
     said = explained(line.text, line.file)
-    # a line of a layer the catalogue has a cause for is that cause (job/layers.toml's `cause`)
-    found = cause(said.cause) if said is not None and said.cause else STATED
-    return Diagnosis(found, ranks, line.text, line.loc, locs, f"{line.label}: {line.text}; {line.meaning}",
+    if said is not None and said.cause:  # a line of a layer the catalogue has a cause for is that cause, with its fix
+        return Diagnosis(cause(said.cause), ranks, line.text, line.loc, locs,
+                         f"{line.label}: {line.text}; {line.meaning}", line.clock_s)
+    return Diagnosis(STATED, ranks, line.text, line.loc, locs, f"{line.label}: {line.text}; {line.meaning}",
                      line.clock_s, said)
 
 
