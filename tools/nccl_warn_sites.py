@@ -24,6 +24,7 @@ import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 REPO = Path("/work/.mirror/NVIDIA+nccl/repo")
 OUT = Path(__file__).resolve().parent.parent / "ncclcheck" / "job" / "warn_sites.json"
@@ -130,10 +131,10 @@ def version(tag: str) -> str:
     return f"{m[1]}.{m[2]}.{m[3]}"
 
 
-def collect(repo: Path, tags: list[str]) -> list[dict[str, object]]:
+def collect(repo: Path, tags: list[str]) -> list[dict[str, Any]]:
     """Every format with a literal run of MIN_KEY characters: its regex and key, the files that WARN it (newest
     file:line of each) and the first and last release it is in."""
-    found: dict[str, dict[str, object]] = {}
+    found: dict[str, dict[str, Any]] = {}
     for tag in tags:
         for path in _files(repo, tag):
             text = _show(repo, tag, path)
@@ -145,12 +146,9 @@ def collect(repo: Path, tags: list[str]) -> list[dict[str, object]]:
                     continue
                 site = found.setdefault(pattern, {"format": fmt.split("\n", 1)[0], "pattern": pattern, "key": key,
                                                   "files": {}, "first": version(tag), "last": version(tag)})
-                files = site["files"]
-                assert isinstance(files, dict)
-                files[path.removeprefix("src/")] = line
+                site["files"][path.removeprefix("src/")] = line
                 site["last"] = version(tag)
-    return [dict(s, files=dict(sorted(s["files"].items()))) for s in  # type: ignore[call-overload]
-            sorted(found.values(), key=lambda s: str(s["pattern"]))]
+    return [dict(s, files=dict(sorted(s["files"].items()))) for s in sorted(found.values(), key=lambda s: s["pattern"])]
 
 
 def main() -> None:
