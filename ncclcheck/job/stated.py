@@ -98,7 +98,9 @@ def _restate(job: Job, kind: VerdictKind, culprits: list[int], summary: str, cau
     # The culprits' own line (anyone's where none is named) that says more than an error code or an exception.
     says = [x for x in ranked(lines, culprits) if x.tier <= 3 or explained(x.text, x.file) is not None]
     own = [x for x in says if not culprits or x.rank in culprits]
-    if not own:  # the culprits wrote none: a line that names no process may be theirs (one task, a host's prefix)
+    if not own and culprits and {r.rank for r in job.ranks} <= set(culprits):
+        # the culprits wrote none, and they are every rank the inputs know (one task, a line under a host's prefix):
+        # a line that names no process is theirs
         own = [x for x in says if x.rank is None]
     line = own[0] if own else None
     if line is None or line.text in summary and explained(line.text, line.file) is None:
