@@ -199,6 +199,8 @@ def test_a_topology_warn_names_the_topology_files(tmp_path):
                  "node1:16674:17023 [0] NCCL INFO graph/xml.cc:538 -> 3")
     assert "NCCL_TOPO_FILE" in _fix(v) and "NCCL_GRAPH_FILE" in _fix(v)
     assert v["stated"]["meaning"].endswith("(known by the file NCCL printed)")
+    # the layer says where, not why: the action says so, and the releases to rule out stay (job/unexplained.py)
+    assert (v["action"]["kind"], v["action"]["reason"]) == ("fix-config", "stated_layer")
 
 
 def test_an_nvls_line_without_its_file_is_the_fabric_cause(tmp_path):

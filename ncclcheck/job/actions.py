@@ -150,6 +150,9 @@ TABLE: dict[str, tuple[str, str]] = {
                                    "(NCCL_DEBUG=INFO names each rank's host) or the hosts' kernel logs"),
     # The class is the mechanism's own (job/statements.toml's `class`); this one stands for the table's entries.
     "stated_mechanism": (FIX_CONFIG, "the quoted line names its mechanism ({what}): the fix for it comes first"),
+    # A line the table does not word but whose layer under NCCL is known (job/layers.py): the layer's class.
+    "stated_layer": (FIX_CONFIG, "the quoted line says where under NCCL it failed ({what}): that layer's setting and the "
+                                 "run that isolates it come first"),
     "several_hosts": (RESTART, "{what}, reported on {hosts} hosts: nothing points at one of them; run it again, and "
                                "if it repeats between the same hosts, drain them"),
 }
@@ -182,7 +185,7 @@ def _from_cause(job: Job, d: Decision) -> Action:
         return _table("busy_rank", job, [d.busy.rank] if d.busy.rank is not None else [])
     if c.kind == "stated_reason" and (said := d.cause.said) is not None and said.action != DRAIN_NODE:
         # the quoted line's mechanism is in the table of stated lines: its class, not "bring more"
-        act = _table("stated_mechanism", job, ranks, what=said.means)
+        act = _table("stated_layer" if said.located else "stated_mechanism", job, ranks, what=said.means)
         return Action(said.action, act.reason, act.why)
     if c.kind == "ib_error" and (said := d.cause.said) is not None and said.action != DRAIN_NODE:
         # the completion's status names its mechanism (job/statements.toml): a flushed request is an earlier error's
