@@ -7,8 +7,9 @@ hold one of its cheap words (``formats.KEEP_WORDS``), and the reader searches ev
 * every alternative of every pattern read behind those words holds one of them (read with ``re``'s own parser,
   so a new alternative without one fails here, not silently deep in someone's log);
 * every cause of the catalogue has example lines (its file in ncclcheck/job/catalogue/, each line cited: the
-  loader refuses a file without them), and each, placed at 0, 64 KiB, 1 MiB and the reader's second block of a long ordinary rank
-  log, with and without a ``[rankN]:`` prefix, is read as that cause;
+  loader refuses a file without them), and each, with and without a ``[rankN]:`` prefix, is read as that cause at
+  the start of a long ordinary rank log and past its head (64 KiB); placed at 1 MiB and where the reader's second
+  block begins, each is read as it is at 64 KiB, every engine hands it over there, and at and across a block's end;
 * every alternative of every cause matches an example line or a line of some fixture; and the fast and the full
   reading give the same report on every fixture.
 """
@@ -19,6 +20,7 @@ import dataclasses
 import functools
 import random
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -28,7 +30,7 @@ from conftest import CONFORMANCE, DATA, run
 from ncclcheck.evidence import formats, hostlog, reader
 from ncclcheck.evidence.formats.source import AT
 from ncclcheck.evidence.repair import clean
-from ncclcheck.evidence.types import Loc
+from ncclcheck.evidence.types import FileScan, Loc
 from ncclcheck.job.causes import CATALOGUE
 
 try:  # the regular-expression parser of the running Python (3.11+ names; sre_parse before)
@@ -163,16 +165,32 @@ def _chatter() -> bytes:
 # 0, 64 KiB, 1 MiB: inside the reader's first block and its 16 KiB head or not; the last, where the second block
 # begins (the line that starts at a block's boundary is the one a block cut could lose).
 OFFSETS = (0, 64 << 10, 1 << 20, reader.BLOCK)
+SHALLOW, DEEP = OFFSETS[:2], OFFSETS[2:]
 
 
-def _placed(tmp: Path, line: str, offset: int, prefix: str) -> Path:
-    """``line`` in a log after ``offset`` bytes (to the next line start) of chatter, and chatter after it: a rank's
-    own log, or for a host's or a scheduler's record an input that names no rank (in a rank's log such a record
-    speaks for the rank only where it joins it by PID, GPU or host)."""
-    chatter = _chatter()
-    cut = chatter.index(b"\n", offset - 1) + 1 if offset else 0
-    path = tmp / ("console.log" if hostlog.maybe_host_record(line) else "rank3.log")
-    path.write_bytes(chatter[:cut] + (prefix + line + "\n").encode() + chatter[cut: cut + (64 << 10)])
+def _placements() -> list[tuple[str, str, bool, str]]:
+    """(cause, line as placed, whether it is its cause alone, the log of its kind): every example line, with and
+    without a ``[rankN]:`` prefix, in a rank's own log; a host's or a scheduler's record without, in an input that
+    names no rank (in a rank's log such a record speaks for the rank only where it joins it by PID, GPU or host)."""
+    return [(kind, prefix + line, alone, "console" if host else "prefixed" if prefix else "plain")
+            for kind, line, alone in _examples() for host in (hostlog.maybe_host_record(line),)
+            for prefix in (("",) if host else ("", "[rank3]: "))]
+
+
+def _log_name(log: str) -> str:
+    return "console.log" if log == "console" else "rank3.log"
+
+
+def _cut(offset: int) -> int:
+    """Where the first line at or after ``offset`` bytes of chatter starts."""
+    return _chatter().index(b"\n", offset - 1) + 1 if offset else 0
+
+
+def _placed(tmp: Path, line: str, log: str, offset: int) -> Path:
+    """``line`` in a log after ``offset`` bytes (to the next line start) of chatter, and 64 KiB of chatter after it."""
+    chatter, cut = _chatter(), _cut(offset)
+    path = tmp / _log_name(log)
+    path.write_bytes(chatter[:cut] + (line + "\n").encode() + chatter[cut: cut + (64 << 10)])
     return path
 
 
@@ -181,26 +199,148 @@ def _cause(path: Path) -> str | None:
     return verdict.cause.cause.kind if verdict.cause is not None else None
 
 
+def _read_at(scan: FileScan, line: int) -> list[object]:
+    """What the parser read from one line of an input: every event it located there, its place left out."""
+    return [dataclasses.replace(event, loc=Loc(Path(event.loc.file).name, 0)) for field in dataclasses.fields(scan)
+            if isinstance(found := getattr(scan, field.name), tuple)
+            for event in found if getattr(event, "loc", None) is not None and event.loc.line == line]
+
+
+def _arranged(offset: int, lines: tuple[str, ...]) -> tuple[bytes, list[int]]:
+    """``lines`` in one input: the first after ``offset`` bytes of chatter, each followed by about 4 KiB of it (taken
+    from its first MiB, in turn); with each line's number."""
+    chatter, cut = _chatter(), _cut(offset)
+    parts, numbers, lineno = [chatter[:cut]], [], chatter.count(b"\n", 0, cut) + 1
+    for i, line in enumerate(lines):
+        at = chatter.index(b"\n", (i << 12) % (1 << 20)) + 1
+        gap = chatter[at: chatter.index(b"\n", at + (4 << 10)) + 1]
+        parts += [(line + "\n").encode(), gap]
+        numbers.append(lineno)
+        lineno += 1 + gap.count(b"\n")
+    return b"".join(parts), numbers
+
+
+@functools.cache
+def _arranged_reads(offset: int, log: str, lines: tuple[str, ...]) -> dict[str, list[object]]:
+    """What the parser reads from each of ``lines`` placed together at ``offset`` in the log ``log``: one analysis,
+    not one a line (at 2 MiB the parser is handed some 6,000 of the chatter's lines first)."""
+    data, numbers = _arranged(offset, lines)
+    with tempfile.TemporaryDirectory() as d:
+        (path := Path(d) / _log_name(log)).write_bytes(data)
+        (scan,) = run(path).scans
+    return {line: _read_at(scan, lineno) for line, lineno in zip(lines, numbers, strict=True)}
+
+
+LOGS = ("plain", "prefixed", "console")
+
+
+@functools.cache
+def _rounds(log: str) -> tuple[tuple[str, ...], ...]:
+    """Every example line of the log ``log`` (each once: two causes may give the same line), placed together in as
+    few inputs as let each line read as its cause alone be read as something: the parser reads a text, a PID, a
+    host once a rank, so a line that repeats an earlier one's goes again in an input of its own kind's next round
+    (decided past the head, at 64 KiB). A line and its prefixed copy, read as the same rank's, are in two logs."""
+    lines = tuple(dict.fromkeys(line for _, line, _, where in _placements() if where == log))
+    alone = {line for _, line, is_alone, where in _placements() if is_alone and where == log}
+    rounds: list[tuple[str, ...]] = []
+    while lines and lines not in rounds:
+        rounds.append(lines)
+        reads = _arranged_reads(SHALLOW[-1], log, lines)
+        lines = tuple(line for line in lines if line in alone and not reads[line])
+    return tuple(rounds)
+
+
 def test_chatter_alone_is_no_cause(tmp_path):
     path = tmp_path / "rank3.log"
     path.write_bytes(_chatter())
     assert _cause(path) is None
 
 
-@pytest.mark.parametrize("offset", OFFSETS, ids=lambda o: f"at{o >> 10}KiB")
+@pytest.mark.parametrize("offset", SHALLOW, ids=lambda o: f"at{o >> 10}KiB")
 @pytest.mark.parametrize("cause", sorted({kind for kind, _, _ in _examples()}))  # one test a cause: xdist shares them out
-def test_every_example_line_is_its_cause_at_any_offset(tmp_path, offset, cause):
+def test_every_example_line_is_its_cause_in_a_long_log(tmp_path, offset, cause):
     """Each cause's example line in a long log (a rank's own file, as torchrun --log-dir or Slurm's --output=%t
-    write them), with and without a rank prefix, is read as that cause wherever it stands; a line that is the
-    cause only beside its failure is read alike at every offset."""
+    write them), with and without a rank prefix, is read as that cause at its start and past its head, after 64 KiB
+    of chatter; a line that is the cause only beside its failure is read alike at both. Deeper, one analysis a line
+    would cost the parser's reading of the chatter's kept lines (0.3 s a line at 2 MiB): there the tests below hold
+    what the parser reads from each line, and what each engine hands it, to what it is at 64 KiB."""
     wrong = []
-    for kind, line, alone in (e for e in _examples() if e[0] == cause):
-        for prefix in ("",) if hostlog.maybe_host_record(line) else ("", "[rank3]: "):
-            want = kind if alone else _cause(_placed(tmp_path, line, 0, prefix))
-            got = _cause(_placed(tmp_path, line, offset, prefix))
-            if got != want:
-                wrong.append(f"{kind} read as {got}, not {want}: {prefix}{line[:100]}")
+    for kind, line, alone, log in (p for p in _placements() if p[0] == cause):
+        want = kind if alone else _cause(_placed(tmp_path, line, log, 0))
+        got = _cause(_placed(tmp_path, line, log, offset))
+        if got != want:
+            wrong.append(f"{kind} read as {got}, not {want}: {line[:100]}")
     assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("offset", DEEP, ids=lambda o: f"at{o >> 10}KiB")
+def test_every_example_line_is_read_alike_deep_in_a_log(offset):
+    """The parser reads from every example line, placed among the others after 1 MiB of chatter or where the
+    reader's second block begins, what it reads from it among them after 64 KiB, though it is handed some 6,000 of
+    the chatter's lines first: every example in a few analyses, not one a line and offset. Each read as its cause
+    alone is read as something (the comparison is not of nothing with nothing)."""
+    wrong, unread = [], []
+    for log in LOGS:
+        rounds = _rounds(log)
+        for lines in rounds:
+            near, deep = _arranged_reads(SHALLOW[-1], log, lines), _arranged_reads(offset, log, lines)
+            wrong += [f"{log}: {line[:100]}" for line in lines if near[line] != deep[line]]
+        unread += [line for line in rounds[-1] if not _arranged_reads(SHALLOW[-1], log, rounds[-1])[line]]
+    assert wrong == [] and unread == []
+
+
+def _selected(path: Path) -> list[tuple[int, bytes]]:
+    """The numbered lines the reader hands the parser."""
+    return list(reader.read_lines(reader.Source(path.name, str(path)), lambda problem: None))
+
+
+@pytest.mark.parametrize("offset", OFFSETS, ids=lambda o: f"at{o >> 10}KiB")
+def test_every_engine_keeps_every_example_line(tmp_path, offset, monkeypatch):
+    """Each engine installed hands the parser every example line that is its cause alone (each example followed by
+    4 KiB of chatter, the first at ``offset``), and the very lines the others hand it: the causes read behind the
+    default engine above are read alike behind each."""
+    for log in LOGS:  # every line is in the first round (the later ones are for the parser, which reads a text once)
+        alone = {line for _, line, is_alone, where in _placements() if is_alone and where == log}
+        lines = _rounds(log)[0]
+        data, numbers = _arranged(offset, lines)
+        (path := tmp_path / log / _log_name(log)).parent.mkdir()
+        path.write_bytes(data)
+        kept = {(lineno, line.encode()) for line, lineno in zip(lines, numbers, strict=True) if line in alone}
+        selections = {}
+        for engine in reader.ENGINES:
+            monkeypatch.setattr(reader, "ENGINE", engine)
+            selections[engine] = _selected(path)
+            assert kept - set(selections[engine]) == set(), engine
+        assert all(selection == selections[reader.ENGINES[0]] for selection in selections.values())
+
+
+def test_every_engine_keeps_every_example_line_at_and_across_a_blocks_end(tmp_path, monkeypatch):
+    """A block's end is where a line can be lost (cut in two, or left between two searches): each example line that
+    is its cause alone starts exactly where a block begins, and further on crosses a block's end, and each engine
+    hands it over whole. The blocks are made 16 KiB for this (the reader reads them alike at any size) so that every
+    line meets one: at 2 MiB, one line a log would."""
+    monkeypatch.setattr(reader, "BLOCK", 16 << 10)
+    chatter = _chatter()
+    lines = list(dict.fromkeys(line for _, line, alone, _ in _placements() if alone))
+    parts, size, lineno, want, starts = [], 0, 0, [], []
+    for i, line in enumerate(lines * 2):
+        text = (line + "\n").encode()
+        start = (i + 1) * reader.BLOCK - (0 if i < len(lines) else len(text) // 2)  # at a block's start; across its end
+        at = chatter.index(b"\n", (i << 12) % (1 << 20)) + 1
+        gap = chatter[at: chatter.index(b"\n", at + start - size - 1024) + 1]
+        parts += [gap, b"." * (start - size - len(gap) - 1) + b"\n", text]
+        lineno += gap.count(b"\n") + 2
+        want.append((lineno, text[:-1]))
+        starts.append(start)
+        size = start + len(text)
+    data = b"".join(parts)
+    assert all(data[at: at + len(text)] == text and data[at - 1: at] == b"\n" and len(text) < (1 << 10)
+               for at, (_, text) in zip(starts, want, strict=True))
+    path = tmp_path / "rank3.log"
+    path.write_bytes(data)
+    for engine in reader.ENGINES:
+        monkeypatch.setattr(reader, "ENGINE", engine)
+        assert set(want) - set(_selected(path)) == set(), engine
 
 
 # ---------------------------------------------------------------------------------------------- every fixture
@@ -264,38 +404,6 @@ def test_fast_and_full_reading_give_the_same_report(path, engine, monkeypatch):
         monkeypatch.setattr(reader, "HEAD", 32 << 10)
     monkeypatch.setattr(reader, "ENGINE", engine)
     assert _report(path) == full
-
-
-def _selected(path: Path) -> list[tuple[int, bytes]]:
-    """The numbered lines the reader hands the parser."""
-    return list(reader.read_lines(reader.Source(path.name, str(path)), lambda problem: None))
-
-
-@pytest.mark.parametrize("offset", OFFSETS, ids=lambda o: f"at{o >> 10}KiB")
-def test_every_engine_keeps_every_example_line(tmp_path, offset, monkeypatch):
-    """Each engine installed hands the parser every example line that is its cause alone (each example followed by
-    4 KiB of chatter, the first at ``offset``), and the very lines the others hand it: the causes read behind the
-    default engine above are read alike behind each."""
-    chatter = _chatter()
-    cut = chatter.index(b"\n", offset - 1) + 1 if offset else 0
-    examples, kept = [], []  # every example; those read as their cause alone (the others come beside a failure)
-    for _, line, alone in _examples():
-        for prefix in ("",) if hostlog.maybe_host_record(line) else ("", "[rank3]: "):
-            examples.append((prefix + line).encode())
-            kept += examples[-1:] if alone else []
-    parts = [chatter[:cut]]
-    for i, example in enumerate(examples):  # the gaps are taken from the first MiB of chatter, in turn
-        at = chatter.index(b"\n", (i << 12) % (1 << 20)) + 1
-        parts += [example + b"\n", chatter[at: chatter.index(b"\n", at + (4 << 10)) + 1]]
-    path = tmp_path / "rank3.log"
-    path.write_bytes(b"".join(parts))
-    selections = {}
-    for engine in reader.ENGINES:
-        monkeypatch.setattr(reader, "ENGINE", engine)
-        selections[engine] = _selected(path)
-        lines = {line for _, line in selections[engine]}
-        assert not [e for e in kept if e not in lines], engine
-    assert all(selection == selections[reader.ENGINES[0]] for selection in selections.values())
 
 
 def test_every_source_is_registered_once_with_cited_samples_that_hold_its_words():
