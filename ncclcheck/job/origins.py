@@ -104,5 +104,5 @@ def unended(job: Job) -> tuple[VerdictKind, list[int], list[int], str] | None:
             "error, no exit, no line that says the work was done. A worker stopped by a signal (the launcher's "
             "SIGTERM after another worker failed, a kill, a scheduler's stop) writes nothing more, so they stop as "
             f"these do; how the job ended is in {'torchrun' if torchrun else 'the launcher'}'s own console (its "
-            "closing-signal lines and failure report) and its exit status, which these inputs do not hold. Give "
-            "it too.")
+            f"closing-signal lines and failure report){'' if torchrun else ' and its exit status'}, which these "
+            "inputs do not hold. Give it too.")
