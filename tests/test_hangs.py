@@ -201,12 +201,15 @@ TEMPLATES = {
     "failures/p2p_dtype/console.log": (
         "incomplete_evidence",
         "The torchrun console of ranks 0-1 (failures/p2p_dtype/console.log) stops with no ending and no failure: its "
-        "last line (failures/p2p_dtype/console.log:6) is its workers' own, and no line says how the job ended (no "
-        "failure report, exit line or closing signal of torchrun's agent, no worker's error, no word of a worker or of "
-        "the agent that the work was done, no NCCL communicator destroyed). A node or container lost with its processes "
-        "(power, a crash, a kill of the whole process tree) stops its console just so, and so does a console pasted "
-        "only in part; and at torchrun's default log level a clean end prints nothing of the agent's. These inputs "
-        "cannot tell a finished job from a cut one: the rest of this console and the other nodes' consoles would."),
+        "last line (failures/p2p_dtype/console.log:6) is its workers' own, and no line says how the job ended: no "
+        "failure of torchrun's ('failed (exitcode: N) local_rank: …', its failure table, its closing SIGTERMs, "
+        "'Received N death signal'), no worker's error, no word of a worker that the work was done, no NCCL "
+        "communicator destroyed, and no line of torchrun's at a normal end (at LOGLEVEL=INFO only, 'worker group "
+        "successfully finished', 'Local worker group finished (WorkerState.SUCCEEDED)' and 'Done waiting for other "
+        "agents'; nothing at the default level). A node or container lost with its processes (power, a crash, a kill "
+        "of the whole process tree) stops its console just so, and so does a console pasted only in part. These "
+        "inputs cannot tell a finished job from a cut one: the rest of this console and the other nodes' consoles "
+        "(or a run with LOGLEVEL=INFO, whose agent says it finished) would."),
 }
 
 

@@ -15,13 +15,19 @@ ending, by the source that prints them:
   lightning.py's ``work_done``), NCCL's "Destroy COMPLETE" (ncclCommDestroy: a communicator torn down at the end,
   formats/ncclsetup.py's ``nccl_end``).
 
-torchrun's console (lines behind its ``[defaultN]:`` tags, not a per-rank file) of a node holds both. One that holds
-its workers' lines and none of these, while nothing failed anywhere in the inputs, stops mid-run: the job was cut off
-there, or only part of the console is here. That is ``incomplete_evidence`` (the cause ``console_cut``), which names
-what is missing: the rest of the console (or a run with LOGLEVEL=INFO, whose agent says it finished), the other nodes'
-consoles, the host's kernel log or the scheduler's record. (Where another agent reports a failure, the same console
-is a lost node: job/lostnode.py.) Per-rank files of torchrun's ``--log-dir`` without a console: job/origins.py's
-``unended``; inputs that stop at NCCL's set-up: job/stall.py, read first.
+A launcher's console holds both, and each launcher says in its own module under evidence/formats/ which lines mark
+its console, which show a normal end and which a failure (its ``CONSOLE``; formats.CONSOLES): torchrun's
+``[defaultN]:`` tags (FileScan.tagged), srun -l's task labels, mpirun --tag-output's rank tags, DeepSpeed's "process
+… spawned with command", Accelerate's state, Lightning's "GLOBAL_RANK: …, MEMBER:", Ray Train's "Setting up process
+group for" (each a ``launched`` fact); DeepSpeed's "Process … exits successfully" at a normal end (a
+``launcher_done`` fact). srun, mpirun, Ray, and torchrun at its default log level print nothing at a normal end, so
+there only the workers' own last words show it. A console that holds its workers' lines and none of these, while
+nothing failed anywhere in the inputs, stops mid-run: the job was cut off there, or only part of the console is here.
+That is ``incomplete_evidence`` (the cause ``console_cut``), which names what is missing: the rest of the console and
+what says how the job ended under that launcher (its ``bring``: the launcher's exit status, the scheduler's record,
+a run with LOGLEVEL=INFO), the other nodes' consoles, the host's kernel log. (Where another agent reports a failure,
+a torchrun console is a lost node: job/lostnode.py.) Per-rank files of torchrun's ``--log-dir`` without a console:
+job/origins.py's ``unended``; inputs that stop at NCCL's set-up: job/stall.py, read first.
 """
 
 from __future__ import annotations
@@ -29,6 +35,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from ncclcheck.evidence.formats import CONSOLES
+from ncclcheck.evidence.formats.source import Console
+from ncclcheck.evidence.formats.torchrun import CONSOLE as TORCHRUN
 from ncclcheck.evidence.types import FileScan, Loc
 from ncclcheck.job.causes import Diagnosis, cause
 from ncclcheck.job.lostnode import _agent_spoke, _ended
@@ -38,16 +47,22 @@ from ncclcheck.job.rules import Decision
 from ncclcheck.ranks import rank_phrase
 
 CUT = cause("console_cut")
-_ENDS = ("agent_done", "nccl_end")  # the agent's word that its workers succeeded; a communicator torn down
+# the agent's word that its workers succeeded; another launcher's (launcher_done); a communicator torn down
+_ENDS = ("agent_done", "launcher_done", "nccl_end")
 
 
 def consoles(scans: Sequence[FileScan]) -> tuple[str, ...]:
     """The inputs that are torchrun's console of a node: its workers' lines behind their ``[defaultN]:`` tags."""
-    return tuple(s.file for s in scans if _console(s))
+    return tuple(s.file for s in scans if _console(s) is TORCHRUN)
 
 
-def _console(s: FileScan) -> bool:
-    return s.tagged and s.path_rank is None and s.dump is None and bool(s.ranks_seen or s.local_ranks)
+def _console(s: FileScan) -> Console | None:
+    """The launcher whose console this input is (its workers' lines behind its marks), if any."""
+    if s.path_rank is not None or s.dump is not None:
+        return None
+    if s.tagged and (s.ranks_seen or s.local_ranks):
+        return TORCHRUN
+    return next((CONSOLES[f.value] for f in s.facts if f.key == "launched" and f.value in CONSOLES), None)
 
 
 def _shows_end(s: FileScan) -> bool:
@@ -55,26 +70,28 @@ def _shows_end(s: FileScan) -> bool:
 
 
 def cut_off(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
-    """``no_failure`` where a console of torchrun's workers stops with no ending becomes ``incomplete_evidence``."""
+    """``no_failure`` where a launcher's console of its workers stops with no ending becomes ``incomplete_evidence``."""
     if d.kind is not VerdictKind.NO_FAILURE or d.cause is not None or job.live:
         return d
     if job.facts.work_done or job.facts.elastic or job.facts.relaunches:
         return d
-    cut = [s for s in scans if _console(s) and not _shows_end(s)]
+    cut = [(s, c) for s in scans if (c := _console(s)) is not None and not _shows_end(s)]
     if not cut:
         return d
-    last = Loc(cut[0].file, cut[0].lines)
-    ranks = sorted({r for s in cut for r in s.ranks_seen})
-    local = sorted({r for s in cut for r in s.local_ranks})
-    whose = f"of {rank_phrase(ranks)}" if ranks else f"of local {rank_phrase(local)}"
-    which = (f"the torchrun console {whose} ({last.file}" + (f" and {len(cut) - 1} more" if len(cut) > 1 else "") + ")")
+    launcher = cut[0][1]
+    last = Loc(cut[0][0].file, cut[0][0].lines)
+    ranks = sorted({r for s, _ in cut for r in s.ranks_seen})
+    local = sorted({r for s, _ in cut for r in s.local_ranks})
+    whose = f" of {rank_phrase(ranks)}" if ranks else f" of local {rank_phrase(local)}" if local else ""
+    which = (f"the {launcher.name} console{whose} ({last.file}" + (f" and {len(cut) - 1} more" if len(cut) > 1 else "")
+             + ")")
     detail = f"{which} stops mid-run with no ending and no failure (its last line is {last})"
     summary = (f"{cap(which)} stops with no ending and no failure: its last line ({last}) is its workers' own, and no "
-               "line says how the job ended (no failure report, exit line or closing signal of torchrun's agent, no "
-               "worker's error, no word of a worker or of the agent that the work was done, no NCCL communicator "
-               "destroyed). A node or container lost with its processes (power, a crash, a kill of the whole process "
-               "tree) stops its console just so, and so does a console pasted only in part; and at torchrun's default "
-               "log level a clean end prints nothing of the agent's. These inputs cannot tell a finished job from a "
-               "cut one: the rest of this console and the other nodes' consoles would.")
+               f"line says how the job ended: no failure of {launcher.name}'s ({launcher.failed}), no worker's "
+               "error, no word of a worker that the work was done, no NCCL communicator destroyed, and no line of "
+               f"{launcher.name}'s at a normal end ({launcher.done}). A node or container lost with its processes "
+               "(power, a crash, a kill of the whole process tree) stops its console just so, and so does a console "
+               "pasted only in part. These inputs cannot tell a finished job from a cut one: "
+               f"{launcher.bring} would.")
     return replace(d, kind=VerdictKind.INCOMPLETE, summary=summary,
-                   cause=Diagnosis(CUT, tuple(ranks), detail, last, tuple(Loc(s.file, s.lines) for s in cut), detail))
+                   cause=Diagnosis(CUT, tuple(ranks), detail, last, tuple(Loc(s.file, s.lines) for s, _ in cut), detail))

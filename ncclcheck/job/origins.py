@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
 from ncclcheck import signals
+from ncclcheck.evidence import formats
 from ncclcheck.evidence.types import ElasticFailure, Loc, RankError
 from ncclcheck.job.attempts import dir_attempt
 from ncclcheck.job.model import Ending, EndKind, Job, VerdictKind
@@ -81,23 +82,27 @@ def received(clues: Sequence[tuple[str, Loc]]) -> list[str]:
 
 
 def unended(job: Job) -> tuple[VerdictKind, list[int], list[int], str] | None:
-    """Per-rank files of torchrun's ``--log-dir`` alone that all stop without an ending: how the job ended is not in
-    them. A worker stopped by a signal (the agent's SIGTERM after another's failure, SIGKILL, a scheduler's stop)
-    writes nothing more, so its files stop mid-run exactly as a finished rank's would without a last line; the agent's
-    console says which it was (its closing-signal lines and failure report). Never ``no_failure``: nothing here says
-    the work was done."""
+    """Per-rank files alone (torchrun's ``--log-dir``, or a launcher's own per-rank output: srun's ``--output=%t``,
+    mpirun's ``--output-filename``, each named in its module under evidence/formats/) that all stop without an
+    ending: how the job ended is not in them. A worker stopped by a signal (the agent's SIGTERM after another's
+    failure, SIGKILL, a scheduler's stop) writes nothing more, so its files stop mid-run exactly as a finished rank's
+    would without a last line; the launcher's console says which it was (its closing-signal lines and failure
+    report). Never ``no_failure``: nothing here says the work was done."""
     present = [s for s in job.ranks if s.present]
     if not present or job.facts.work_done or job.facts.elastic or job.facts.relaunches:
         return None
     if job.facts.consoles:  # torchrun's console is given: it says how the job ended, or that it was cut (ending.py)
         return None
     if any(s.ending.kind is not EndKind.SILENT or not s.files or
-           any(dir_attempt(f) is None for f in s.files) for s in present):
+           any(dir_attempt(f) is None and formats.path_rank(f) is None for f in s.files) for s in present):
         return None
     ranks = [s.rank for s in present]
+    torchrun = all(dir_attempt(f) is not None for s in present for f in s.files)
+    kind = "torchrun's --log-dir, attempt_N/<rank>/" if torchrun else "the launcher's per-rank output files"
     return (VerdictKind.INCOMPLETE, [], [],
-            f"The files of {rank_phrase(ranks)} (torchrun's --log-dir, attempt_N/<rank>/) stop without an ending: no "
+            f"The files of {rank_phrase(ranks)} ({kind}) stop without an ending: no "
             "error, no exit, no line that says the work was done. A worker stopped by a signal (the launcher's "
             "SIGTERM after another worker failed, a kill, a scheduler's stop) writes nothing more, so they stop as "
-            "these do; how the job ended is in torchrun's own console (its closing-signal lines and failure "
-            "report), which these inputs do not hold. Give it too.")
+            f"these do; how the job ended is in {'torchrun' if torchrun else 'the launcher'}'s own console (its "
+            f"closing-signal lines and failure report){'' if torchrun else ' and its exit status'}, which these "
+            "inputs do not hold. Give it too.")

@@ -12,7 +12,7 @@ root=$PWD
 out=${1:-tests/data/launchers/mpi}
 shift || true
 cases=("$@")
-[ ${#cases[@]} -gt 0 ] || cases=(clean raise kill hang timelimit)
+[ ${#cases[@]} -gt 0 ] || cases=(clean raise kill hang timelimit cut)
 command -v mpirun >/dev/null || { echo "mpi.sh: mpirun not found: apt-get install openmpi-bin" >&2; exit 2; }
 py=$root/.venv/bin/python
 "$py" -c 'import torch' 2>/dev/null || { echo "mpi.sh: no torch in .venv: make .venv/.torch" >&2; exit 2; }
@@ -23,7 +23,10 @@ declare -A spec=(
   [kill]="|kill 1|rank 1 is killed by SIGKILL at step 3; mpirun stops the others"
   [hang]="|hang 3|rank 3 sleeps 40 s in host code at step 3; the others' all_reduce times out after 10 s"
   [timelimit]="--timeout 20|timelimit 0|every rank sleeps at step 3 until mpirun's --timeout 20 ends the job"
+  [cut]="|timelimit 0|every rank sleeps at step 3; SIGKILL to mpirun's whole process tree, as a node lost"
 )
+# shellcheck source=tools/launchers/cut_tree.sh
+. tools/launchers/cut_tree.sh
 port=29800
 for case in "${cases[@]}"; do
   IFS='|' read -r opts args what <<<"${spec[$case]}"
@@ -38,9 +41,14 @@ for case in "${cases[@]}"; do
     fi
     set +e
     # shellcheck disable=SC2086
-    mpirun --allow-run-as-root --oversubscribe -np 4 "${io[@]}" $opts -x MASTER_PORT=$port \
-      "$py" tools/launchers/worker.py $args >"$dest" 2>&1
-    rc=$?
+    cmd=(mpirun --allow-run-as-root --oversubscribe -np 4 "${io[@]}" $opts -x MASTER_PORT=$port
+      "$py" tools/launchers/worker.py $args)
+    if [ "$case" = cut ]; then
+      rc=$(cut_tree "$dest" "step 2 done" "${cmd[@]}")
+    else
+      "${cmd[@]}" >"$dest" 2>&1
+      rc=$?
+    fi
     set -e
     echo "$case/$form: mpirun exit $rc" >&2
     echo "$rc" >"$dir/exit-$form.txt"

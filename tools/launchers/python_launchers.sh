@@ -29,11 +29,17 @@ declare -A what=(
   [raise]="rank 2 raises RuntimeError at step 3"
   [kill]="rank 1 is killed by SIGKILL at step 3"
   [hang]="rank 3 sleeps 40 s (Lightning: 150 s) in host code at step 3; the others' collective times out after 10 s (Lightning: 120 s)"
+  [cut]="every rank sleeps at step 3; SIGKILL to the launcher's whole process tree (its session), as a node lost"
 )
-declare -A args=([clean]="clean" [raise]="raise 2" [kill]="kill 1" [hang]="hang 3")
+declare -A args=([clean]="clean" [raise]="raise 2" [kill]="kill 1" [hang]="hang 3" [cut]="timelimit 0")
+# the workers' line of step 2, after which the cut comes (Lightning's bar counts the batches begun)
+declare -A step2=([accelerate]="step 2 loss" [deepspeed]="step 2 done" [ray]="step 2 done" [lightning]="3/6")
+cases=(${CASES:-clean raise kill hang cut})
+# shellcheck source=tools/launchers/cut_tree.sh
+. tools/launchers/cut_tree.sh
 port=30000
 for launcher in "${launchers[@]}"; do
-  for case in clean raise kill hang; do
+  for case in "${cases[@]}"; do
     dir=$out/$launcher/$case
     rm -rf "$dir"; mkdir -p "$dir"
     port=$((port + 1))
@@ -41,17 +47,22 @@ for launcher in "${launchers[@]}"; do
     # shellcheck disable=SC2086
     case $launcher in
       accelerate)
-        (cd tools/launchers && "$bin/accelerate" launch --multi_gpu --num_processes 4 --num_machines 1 --main_process_port $port \
-          --mixed_precision no --dynamo_backend no accelerate_job.py ${args[$case]}) >"$dir/console.log" 2>&1 ;;
+        cmd=("$bin/accelerate" launch --multi_gpu --num_processes 4 --num_machines 1 --main_process_port $port
+          --mixed_precision no --dynamo_backend no accelerate_job.py ${args[$case]}) ;;
       deepspeed)
-        (cd tools/launchers && "$bin/deepspeed" --num_gpus 4 --master_port $port worker.py ${args[$case]}) \
-          >"$dir/console.log" 2>&1 ;;
+        cmd=("$bin/deepspeed" --num_gpus 4 --master_port $port worker.py ${args[$case]}) ;;
       ray)
-        (cd tools/launchers && RAY_DISABLE_USAGE_STATS=1 "$py" ray_job.py ${args[$case]}) >"$dir/console.log" 2>&1 ;;
+        cmd=(env RAY_DISABLE_USAGE_STATS=1 "$py" ray_job.py ${args[$case]}) ;;
       lightning)
-        (cd tools/launchers && MASTER_PORT=$port WORKER_SLEEP=150 "$py" lightning_job.py ${args[$case]}) >"$dir/console.log" 2>&1 ;;
+        cmd=(env MASTER_PORT=$port WORKER_SLEEP=150 "$py" lightning_job.py ${args[$case]}) ;;
     esac
-    rc=$?
+    if [ "$case" = cut ]; then
+      log=$(realpath "$dir")/console.log
+      rc=$(cd tools/launchers && cut_tree "$log" "${step2[$launcher]}" "${cmd[@]}")
+    else
+      (cd tools/launchers && "${cmd[@]}") >"$dir/console.log" 2>&1
+      rc=$?
+    fi
     set -e
     echo "$launcher/$case: exit $rc" >&2
     echo "$rc" >"$dir/exit.txt"

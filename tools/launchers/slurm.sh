@@ -13,7 +13,7 @@ root=$PWD
 out=${1:-tests/data/launchers/slurm}
 shift || true
 cases=("$@")
-[ ${#cases[@]} -gt 0 ] || cases=(clean raise kill hang oom timelimit)
+[ ${#cases[@]} -gt 0 ] || cases=(clean raise kill hang oom timelimit cut)
 for tool in slurmctld slurmd srun scontrol munged; do
   command -v "$tool" >/dev/null || { echo "slurm.sh: $tool not found: apt-get install slurm-wlm munge" >&2; exit 2; }
 done
@@ -74,13 +74,18 @@ declare -A spec=(
   [hang]="|hang 3|rank 3 sleeps 40 s in host code at step 3; the others' all_reduce times out after 10 s"
   [oom]="--mem=3000M|oom 1|rank 1 allocates until Slurm's memory accounting kills the step (--mem=3000M)"
   [timelimit]="--time=1|timelimit 0|every rank sleeps at step 3 until the 1-minute time limit cancels the step"
+  [cut]="|timelimit 0|every rank sleeps at step 3; SIGKILL to srun's whole process tree (the console's end), then scancel"
 )
+# shellcheck source=tools/launchers/cut_tree.sh
+. tools/launchers/cut_tree.sh
 port=29700
 for case in "${cases[@]}"; do
   IFS='|' read -r opts args what <<<"${spec[$case]}"
   dir=$out/$case
   rm -rf "$dir"; mkdir -p "$dir/tasks"
-  for form in console tasks; do
+  forms=(console tasks)
+  [ "$case" = cut ] && forms=(console)  # srun's console is what a lost batch host cuts; the tasks are cancelled after
+  for form in "${forms[@]}"; do
     port=$((port + 1))
     if [ $form = console ]; then
       io=(-l); dest="$dir/console.log"
@@ -88,10 +93,17 @@ for case in "${cases[@]}"; do
       io=(--output="$dir/tasks/%t.log" --error="$dir/tasks/%t.log"); dest="$dir/tasks/srun.log"
     fi
     set +e
-    # shellcheck disable=SC2086
-    srun "${io[@]}" -J "$case" -n 4 --overcommit $opts --export=ALL,MASTER_PORT=$port \
-      "$py" tools/launchers/worker.py $args >"$dest" 2>&1
-    rc=$?
+    if [ "$case" = cut ]; then
+      # shellcheck disable=SC2086
+      rc=$(cut_tree "$dest" "step 2 done" srun "${io[@]}" -J "$case" -n 4 --overcommit $opts \
+        --export=ALL,MASTER_PORT=$port "$py" tools/launchers/worker.py $args)
+      for j in $(squeue -h -n "$case" -o %i); do scancel "$j"; done
+    else
+      # shellcheck disable=SC2086
+      srun "${io[@]}" -J "$case" -n 4 --overcommit $opts --export=ALL,MASTER_PORT=$port \
+        "$py" tools/launchers/worker.py $args >"$dest" 2>&1
+      rc=$?
+    fi
     set -e
     job=$(squeue -h -o %i 2>/dev/null | tail -1)
     job=$(grep -o 'JobId=[0-9]*' "$tmp/jobcomp.txt" 2>/dev/null | tail -1 | cut -d= -f2)

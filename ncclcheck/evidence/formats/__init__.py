@@ -41,11 +41,12 @@ from ncclcheck.evidence.formats import (
     torchrun,
     world,
 )
-from ncclcheck.evidence.formats.source import AT, LineSource, Reader, Sample, Trigger, unnamed
+from ncclcheck.evidence.formats.source import AT, Console, LineSource, Reader, Sample, Trigger, unnamed
 from ncclcheck.evidence.types import AgentExit, JobStop, WorkerEnd
 
-__all__ = ["FED_WORDS", "FORMATS", "GATE", "HEAD_WORDS", "KEEP_WORDS", "PATH_RANKS", "PID_TAGS", "RANK_MARKS", "RANK_TAGS",
-           "RANK_TAG_TEXT", "TRIGGERS", "WANTED", "WORDS", "LineSource", "Reader", "Sample", "Trigger", "is_stop",
+__all__ = ["CONSOLES", "FED_WORDS", "FORMATS", "GATE", "HEAD_WORDS", "KEEP_WORDS", "PATH_RANKS", "PID_TAGS", "RANK_MARKS",
+           "RANK_TAGS", "RANK_TAG_TEXT", "TRIGGERS", "WANTED", "WORDS", "Console", "LineSource", "Reader", "Sample",
+           "Trigger", "is_stop",
            "launcher_signal", "path_rank", "pid_tag", "rank_mark", "rank_tag", "readers"]
 
 FORMATS: tuple[LineSource, ...] = (
@@ -60,6 +61,9 @@ FORMATS: tuple[LineSource, ...] = (
     host.FORMAT, pgnccl.FORMAT, elastic.FORMAT, nccl2.FORMAT, nccl.FORMAT, errors.FORMAT, busy.FORMAT, world.FORMAT,
 )
 _FED = tuple(f for f in FORMATS if not f.logical)
+# How each launcher's console shows the job's end (job/ending.py), by the name its ``launched`` facts give.
+CONSOLES: dict[str, Console] = {c.name: c for c in (torchrun.CONSOLE, slurm.CONSOLE, mpi.CONSOLE, deepspeed.CONSOLE,
+                                                     accelerate.CONSOLE, lightning.CONSOLE, ray.CONSOLE)}
 
 RANK_TAGS: tuple[re.Pattern[str], ...] = tuple(t for f in FORMATS for t in f.rank_tags)
 RANK_MARKS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(m for f in FORMATS for m in f.rank_marks)

@@ -16,6 +16,11 @@ of its node's ranks whose remainder by num_local_procs is that --local_rank (lau
 the launcher wrote each rank's output to a file of its own (the runner's "--enable_each_rank_log=DIR"), the workers
 inherit its stdout and stderr: its console carries every worker's lines, tagged or not, so a worker it started that
 wrote nothing there wrote nothing at all.
+
+How its console ends (job/ending.py): a console that holds the launcher's "nnodes=…, num_local_procs=…, node_rank=…"
+line is its own, with its workers' output. At a normal end it logs "[launch.py:…:main] Process <pid> exits successfully."
+for each worker (``launcher_done``); at a failure, the "exits with return code" line above, after which it kills the
+others. A console that stops with neither, while its workers said nothing of their end, stops mid-run.
 """
 
 from __future__ import annotations
@@ -24,9 +29,9 @@ import re
 from collections.abc import Iterable
 
 from ncclcheck import signals
-from ncclcheck.evidence.formats.source import AT, Format, LauncherLines, LineFormat, Sample, ended
+from ncclcheck.evidence.formats.source import AT, Console, Format, LauncherLines, LineFormat, Sample, ended
 from ncclcheck.evidence.linear import then
-from ncclcheck.evidence.types import Loc, Said, WorkerEnd, WorkerStarted
+from ncclcheck.evidence.types import Fact, Loc, Said, Who, WorkerEnd, WorkerStarted
 
 
 def _exit(m: re.Match[str]) -> WorkerEnd:
@@ -49,6 +54,12 @@ NODE = re.compile(r"nnodes=\d+, num_local_procs=(?P<procs>\d+), node_rank=(?P<no
 MAPPING = re.compile(r"global_rank_mapping=\w*\(?(?:<class 'list'>, )?\{(?P<nodes>.*)\}")
 _NODE_RANKS = re.compile(r"'[^']*': \[([\d, ]*)\]")
 OWN_LOGS = re.compile(r"--enable_each_rank_log=(?P<dir>\S+)")
+SUCCESS = re.compile(r"Process (?P<pid>\d+) exits successfully")
+CONSOLE = Console("DeepSpeed", "'Process <pid> exits successfully.' for each worker",
+                  "'exits with return code = N' (then it kills the other workers)",
+                  "the rest of the launcher's console (its 'exits successfully' or 'exits with return code' lines) "
+                  "and its exit status")
+_ANYONE = Who()
 
 
 class Spawns:
@@ -76,10 +87,13 @@ class Spawns:
             return (WorkerStarted(int(m["pid"]), ranks[0], loc, self._own_logs),) if len(ranks) == 1 else ()
         if "num_local_procs=" in text and (m := NODE.search(text)):
             self._node[label] = (int(m["procs"]), int(m["node"]))
+            return (Fact(_ANYONE, "launched", CONSOLE.name, loc),)
         elif "global_rank_mapping=" in text and (m := MAPPING.search(text)):
             self._ranks = [[int(x) for x in g.split(",") if x.strip()] for g in _NODE_RANKS.findall(m["nodes"])]
         elif "enable_each_rank_log=" in text and (m := OWN_LOGS.search(text)):
             self._own_logs = m["dir"] != "None"
+        elif "exits successfully" in text and (m := SUCCESS.search(text)):
+            return (Fact(_ANYONE, "launcher_done", m[0], loc),)
         else:
             return self._exits.feed(text, loc)
         return ()
@@ -96,11 +110,16 @@ _KILL = "tests/data/launchers/deepspeed/kill/console.log"
 FORMAT = Format(
     name="DeepSpeed",
     words=("exits with return code", "spawned with command", "num_local_procs=", "global_rank_mapping=",
-           "enable_each_rank_log="),
+           "enable_each_rank_log=", "exits successfully"),
     make=Spawns,
-    patterns=(*(f.pattern for f in LINES), SPAWNED, NODE, MAPPING, OWN_LOGS),
+    patterns=(*(f.pattern for f in LINES), SPAWNED, NODE, MAPPING, OWN_LOGS, SUCCESS),
     samples=(
-        Sample(_SPAWNED, f"{_KILL}:11", (WorkerStarted(8884, 1, AT),), before=(_NODE, _MAPPING)),
+        Sample(_SPAWNED, f"{_KILL}:11", (Fact(_ANYONE, "launched", "DeepSpeed", AT), WorkerStarted(8884, 1, AT)),
+               before=(_NODE, _MAPPING)),
+        Sample(_NODE, f"{_KILL}:6", (Fact(_ANYONE, "launched", "DeepSpeed", AT),)),
+        Sample("[2026-11-25 15:26:48,177] [INFO] [launch.py:285:main] Process 7166 exits successfully.",
+               "tests/data/launchers/deepspeed/clean/console.log:46",
+               (Fact(_ANYONE, "launcher_done", "Process 7166 exits successfully", AT),)),
         Sample(_EXITS, f"{_KILL}:67",
                (WorkerEnd("DeepSpeed", None, _EXITS[_EXITS.index("sigkill"):], AT, exitcode=-9, signal="SIGKILL"),)),
     ),

@@ -7,15 +7,22 @@ The report of a worker's death by a signal is one help text in ORTE (Open MPI 4.
 with PID %s on node %s exited on signal %d (%s).") and two lines in PRTE (openpmix/prrte
 src/mca/schizo/prte/help-prun.txt, [prun:proc-aborted-strsignal]: "exited on" ends the first, "signal %d (%s)." is
 the second); the tool's name leads it (mpirun, mpiexec, prterun, prun).
+
+How mpirun's console ends (job/ending.py): with ``--tag-output`` each line carries its rank's tag, so a console of
+such lines is mpirun's, holding its processes' output. At a normal end mpirun prints nothing: it exits 0 once every
+process did. A failure it reports as above (a process that exited on a signal, "mpirun detected that one or more
+processes exited with non-zero status" with the first one's name and exit code, the time limit of ``--timeout``).
+A tagged console that stops with none of these, while its processes said nothing of their end, stops mid-run.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from ncclcheck import signals
-from ncclcheck.evidence.formats.source import AT, Format, LauncherLines, LineFormat, Sample, ended
-from ncclcheck.evidence.types import JobStop, WorkerEnd
+from ncclcheck.evidence.formats.source import AT, Console, Format, LauncherLines, LineFormat, Sample, ended
+from ncclcheck.evidence.types import Fact, JobStop, Loc, Said, Who, WorkerEnd
 
 # `--tag-output`: "[1,3]<stderr>:" (job id, rank, stream) before each line of rank 3.
 RANK_TAG = re.compile(r"\[\d+,(?P<rank>\d+)\]<std(?:out|err|diag)>:")
@@ -51,17 +58,44 @@ LINES = (
                re.compile(r"The user-provided time limit for job execution has been reached"), stop=True),
 )
 
+# The tag's end, in every tagged line: the reader's word in a head.
+_TAG_WORDS = ("]<stdout>:", "]<stderr>:")
+CONSOLE = Console("Open MPI", "none: mpirun exits 0 with no line of its own when every process did",
+                  "mpirun's 'noticed that process rank N … exited on signal', 'detected that one or more processes "
+                  "exited with non-zero status' with the process's name and exit code, and its --timeout's 'time "
+                  "limit for job execution has been reached'",
+                  "mpirun's exit status (and, under a scheduler, the job's record) and the rest of mpirun's console")
+
+
+class Lines:
+    """One input's mpirun lines, read in order: its reports of a worker's end, and its rank tags (two tagged lines,
+    the first of them at the line's start, make its console)."""
+
+    def __init__(self) -> None:
+        self._ends = LauncherLines(LINES)
+        self._tags = 0
+
+    def feed(self, text: str, loc: Loc) -> Iterable[Said]:
+        if self._tags < 2 and text.startswith("[") and RANK_TAG.match(text):
+            self._tags += 1
+            return (Fact(Who(), "launched", CONSOLE.name, loc),) if self._tags == 2 else ()
+        return self._ends.feed(text, loc)
+
+
 _KILLED = "mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 (Killed)."
 _PRTE = "prterun noticed that process rank 3 with PID 2812 on node gpu-b exited on"
 _LIMIT = "The user-provided time limit for job execution has been reached:"
 FORMAT = Format(
     name="Open MPI",
     words=tuple(f.word for f in LINES),
-    make=lambda: LauncherLines(LINES),
+    head_words=_TAG_WORDS,  # its tags, read where a console starts
+    make=Lines,
     patterns=tuple(f.pattern for f in LINES),
     rank_tags=(RANK_TAG,),
     path_ranks=(PATH_RANK,),
     samples=(
+        Sample("[1,0]<stdout>:rank 0 of 4 joined (pid 15642)", "tests/data/launchers/mpi/clean/console.log:4",
+               (Fact(Who(), "launched", "Open MPI", AT),), before=("[1,1]<stdout>:rank 1 of 4 joined (pid 15643)",)),
         Sample(_KILLED, "tests/data/launchers/mpi/kill/console.log:44",
                (WorkerEnd("Open MPI", 1, _KILLED, AT, exitcode=-9, signal="SIGKILL", host="vm"),)),
         Sample("signal 9 (Killed).", "openpmix/prrte src/mca/schizo/prte/help-prun.txt [prun:proc-aborted-strsignal]",

@@ -17,6 +17,12 @@ Ray Tune (which runs a Ray Train trainer as a trial) reports a trial that failed
 "| TorchTrainer_96bfe_00000 | 1 | /home/ray/ray_results/.../error.txt |" (the trial, its failures, its error file:
 ray/tune/progress_reporter.py's failure table), and at the end "Trials did not complete: [...]" (ray/tune/tune.py):
 the trial's exception and traceback are in that file, not in the console.
+
+How its console ends (job/ending.py): a worker's "Setting up process group for" line (Ray Train's torch backend)
+makes a console Ray Train's, holding its workers' lines behind their actors' tags. At a normal end Ray prints no
+line of its own (the controller's state goes to FINISHED without a log line; ray/train/v2/_internal/execution/
+controller/controller.py) and merges the workers' repeated lines, so only the program's own last word shows it; a
+failure is the workers' error snippets and the actor errors above.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.formats.source import AT, Console, Format, Sample
 from ncclcheck.evidence.types import Fact, Loc, PidRank, Said, Who, WorkerDied
 
 # Lines that pair a worker's PID with its global rank.
@@ -48,6 +54,12 @@ ACTOR_PID = re.compile(r"^(?:\(\w+ pid=\d+[^)]*\) ?)?\s*\tpid: (?P<pid>\d+)\s*$"
 ERROR_FILE = re.compile(r"^\|\s*(?P<trial>\w+)\s*\|\s*(?P<n>\d+)\s*\|\s*(?P<file>\S+/error\.txt)\s*\|")
 NOT_COMPLETE = re.compile(r"Trials did not complete: \[(?P<trials>[^\][]*)\]")
 _ANYONE = Who()
+CONSOLE = Console("Ray", "none of its own: trainer.fit() returns with no line of Ray's",
+                  "a worker's error snippet ('[Rank N Error Snippet]:'), an actor error ('The actor is dead because "
+                  "its worker process has died'), Ray Tune's 'Trials did not complete'",
+                  "the rest of the driver's console and its exit status (and the Ray session's logs, "
+                  "/tmp/ray/session_latest/logs)")
+_SETUP = "Setting up process group for"
 
 
 class Deaths:
@@ -63,7 +75,8 @@ class Deaths:
         if "rank=" in text:
             for pattern in PID_RANKS:
                 if m := pattern.search(text):
-                    return (PidRank(int(m["pid"]), int(m["rank"]), loc),)
+                    paired = PidRank(int(m["pid"]), int(m["rank"]), loc)
+                    return (paired, Fact(_ANYONE, "launched", CONSOLE.name, loc)) if _SETUP in text else (paired,)
         if "Error Snippet]" in text and (m := SNIPPET.search(text)):
             self._snippet = tuple(int(r) for r in m["ranks"].split(","))
             self._pid = None
@@ -87,7 +100,7 @@ FORMAT = Format(
     name="Ray",
     # "\tpid: ": the actor error's process, a few lines above its "worker process has died", which no other word
     # brings along deep in a log
-    words=("world_rank=", "Setting up process group for", "worker process has died", "Error Snippet]", "\tpid: ",
+    words=("world_rank=", _SETUP, "worker process has died", "Error Snippet]", "\tpid: ",
            "error.txt", "Trials did not complete"),
     make=Deaths,
     patterns=(*PID_RANKS, DIED, SNIPPET, ACTOR_PID, ERROR_FILE, NOT_COMPLETE),
@@ -96,7 +109,7 @@ FORMAT = Format(
         Sample(_CTL + "- (ip=192.0.2.2, pid=19369) world_rank=1, local_rank=1, node_rank=0", f"{_KILL}:29",
                (PidRank(19369, 1, AT),)),
         Sample("(RayTrainWorker pid=19342) Setting up process group for: env:// [rank=0, world_size=4]",
-               f"{_KILL}:26", (PidRank(19342, 0, AT),)),
+               f"{_KILL}:26", (PidRank(19342, 0, AT), Fact(_ANYONE, "launched", "Ray", AT))),
         Sample(_CTL + _DIED + " Some common causes include: (1) the process was killed by the OOM killer",
                f"{_KILL}:77", (WorkerDied(19369, (1,), _DIED, AT),),
                before=(_CTL + "[Rank 1 Error Snippet]:", _CTL + "\tpid: 19369")),

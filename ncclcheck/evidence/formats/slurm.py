@@ -3,6 +3,14 @@ a whole step.
 
 Recorded with tools/launchers/slurm.sh (tests/data/launchers/slurm/). srun numbers its tasks 0..n-1 (``%t``,
 ``SLURM_PROCID``), the job's global ranks when one task runs one rank.
+
+How srun's console ends (job/ending.py): ``srun -l`` (``--label``) puts each task's number before its lines ("3: "),
+so a console of such lines is srun's, holding its tasks' output. At a normal end srun prints nothing: it exits 0
+when every task did. A task's failure it reports as "srun: error: HOST: task N: Exited with exit code C" (or
+"Killed", "Out Of Memory"), and a step that Slurm stopped as slurmstepd's "*** STEP J.S ON HOST CANCELLED AT … ***"
+(a time limit, scancel, a node's failure). A labelled console that stops with none of these, while its tasks said
+nothing of their end, stops mid-run: srun itself was lost (the node of the batch script, a kill), or only part of the
+console is here; the job's record (``sacct -j JOBID``, ``scontrol show job``) says how it ended.
 """
 
 from __future__ import annotations
@@ -10,8 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ncclcheck.evidence.formats.source import AT, Format, LauncherLines, LineFormat, Sample
-from ncclcheck.evidence.types import Clue, ElasticFailure, JobStop, Loc, Said, Who
+from ncclcheck.evidence.formats.source import AT, Console, Format, LauncherLines, LineFormat, Sample
+from ncclcheck.evidence.types import Clue, ElasticFailure, Fact, JobStop, Loc, Said, Who
 
 # `--output=DIR/%t.log` (or .out/.err/.txt): a file named by the task number alone.
 PATH_RANK = re.compile(r"(?:^|/)(?P<rank>\d{1,7})\.(?:log|out|err|txt)$")
@@ -31,6 +39,15 @@ LINES = (
 # are the job's ranks when srun starts one process a rank.
 TASKS = re.compile(r"srun: error: (?P<host>\S+): tasks? (?P<tasks>\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*): (?P<what>.+)$")
 _CODE = re.compile(r"exit code (-?\d+)")
+# `srun -l`: the task's number before each line (right-aligned to the widest task number).
+LABEL = re.compile(r"^ *\d{1,7}: ")
+# Task 0's lines always hold it (its label, or a wider task's last digit before it): the reader's word in a head.
+_LABEL_WORD = "0: "
+CONSOLE = Console("Slurm", "none: srun exits 0 with no line of its own when every task did",
+                  "srun's 'srun: error: HOST: task N: Exited with exit code C' (or Killed, Out Of Memory) and "
+                  "slurmstepd's '*** STEP J.S ON HOST CANCELLED AT … ***'",
+                  "the job's record (sacct -j JOBID, scontrol show job JOBID: its state and exit code) and the rest "
+                  "of srun's console")
 
 
 class Steps:
@@ -38,10 +55,15 @@ class Steps:
 
     def __init__(self) -> None:
         self._stops = LauncherLines(LINES)
+        self._labels = 0  # task labels read so far (two make srun -l's console, one may be any line's "0: ")
 
     def feed(self, text: str, loc: Loc) -> Iterable[Said]:
         if "srun: error: " in text and (m := TASKS.search(text)):
             return _tasks(m, loc)
+        if self._labels < 2 and _LABEL_WORD in text and LABEL.match(text):
+            self._labels += 1
+            if self._labels == 2:
+                return (Fact(Who(), "launched", CONSOLE.name, loc),)
         return self._stops.feed(text, loc)
 
 
@@ -70,6 +92,7 @@ _CANCELLED = "slurmstepd-vm: error: *** STEP 11.0 ON vm CANCELLED AT 2026-11-25T
 FORMAT = Format(
     name="Slurm",
     words=("srun: error: ", *(f.word for f in LINES)),
+    head_words=(_LABEL_WORD,),  # srun -l's labels, read where a console starts
     make=Steps,
     patterns=(TASKS, *(f.pattern for f in LINES)),
     path_ranks=(PATH_RANK,),
@@ -80,6 +103,8 @@ FORMAT = Format(
         Sample("srun: error: vm: tasks 0,2-3: Killed", "tests/data/launchers/slurm/oom/tasks/srun.log:3",
                (ElasticFailure(0, None, None, None, "SIGKILL", "vm", None, False, AT),
                 ElasticFailure(2, None, None, None, "SIGKILL", "vm", None, False, AT, last_rank=3))),
+        Sample("0: rank 0 step 0 done, loss 1.0000", "tests/data/launchers/slurm/clean/console.log:5",
+               (Fact(Who(), "launched", "Slurm", AT),), before=("0: rank 0 of 4 joined (pid 14285)",)),
         Sample("srun: error: vm: task 1: Out Of Memory", "tests/data/launchers/slurm-gpu/oom/console.log:15",
                (Clue(Who(1, None), "launcher", "srun: error: vm: task 1: Out Of Memory", AT),
                 ElasticFailure(1, None, None, None, "SIGKILL", "vm", None, False, AT))),

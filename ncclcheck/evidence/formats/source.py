@@ -156,6 +156,20 @@ class LineFormat:
     rankless: bool = False
 
 
+@dataclass(frozen=True)
+class Console:
+    """How a launcher's console shows how the job ended (job/ending.py), in words for a report: the launcher's name
+    (the value of the ``launched`` fact its reader yields on a line only its console holds: its tag, its label, its
+    start line), its lines at a normal end (``done``; the reader yields a ``launcher_done`` fact for each), its lines
+    at a failure (read as a worker's end or a job's stop), and what says how a job ended when its console stops with
+    neither (``bring``)."""
+
+    name: str
+    done: str
+    failed: str
+    bring: str
+
+
 def ended(source: str, rank: int | None, *, exitcode: int | None = None, signal: str | None = None,
           pid: int | None = None, host: str | None = None) -> WorkerEnd:
     """A worker's end as a :class:`LineFormat` reads it (its words and place are set by :class:`LauncherLines`)."""

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable
 
 from ncclcheck.evidence.formats.collectors import LABEL, node_label
-from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.formats.source import AT, Console, Format, Sample
 from ncclcheck.evidence.types import AgentExit, Fact, Loc, Said, Who
 
 AGENT_FAILED = re.compile(
@@ -30,6 +30,12 @@ AGENT_DONE = re.compile(r"(?P<done>worker group successfully finished|Local work
                         r"SUCCEEDED\)|Done waiting for other agents)")
 _DONE_WORDS = ("successfully finished", "Local worker group finished", "Done waiting for other agents")
 _ANYONE = Who()
+# Its console is the one whose lines carry its workers' local tags ("[default3]:", FileScan.tagged).
+CONSOLE = Console("torchrun", "at LOGLEVEL=INFO only, 'worker group successfully finished', 'Local worker group "
+                  "finished (WorkerState.SUCCEEDED)' and 'Done waiting for other agents'; nothing at the default level",
+                  "'failed (exitcode: N) local_rank: …', its failure table, its closing SIGTERMs, 'Received N death "
+                  "signal'", "the rest of this console and the other nodes' consoles (or a run with LOGLEVEL=INFO, "
+                  "whose agent says it finished)")
 
 
 class Agent:

@@ -36,6 +36,9 @@ FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap test
     ("work_done", "finished", _DONE),
     ("work_done", "done", _DONE),
     ("work_done", "Training completed", re.compile(r"(?P<value>Training completed)\. Do not forget")),
+    # A line that is only the program's word that it is through ("finished", "Training finished."), as a script
+    # prints last (tests/data/launchers/accelerate/clean); "done" alone is too often a step's (loading … done).
+    ("work_done", "inished", re.compile(r"^(?P<value>(?:[Tt]raining )?[Ff]inished)[.!]?\s*$")),
     ("exit_without_destroy", "destroy_process_group",
      re.compile(r"(?P<value>destroy_process_group\(\) was not called before program exit)")),
     # ProcessGroupNCCL's watchdog, once a work of its rank failed or timed out (its error handling tears down):
@@ -43,7 +46,7 @@ FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap test
 )
 # Words one of which its lines hold (the assembler's cheap test before them).
 FACT_WORDS = ("WORLD_SIZE", "world_size", "Num processes", "store-based barrier", "nnodes", "max_nodes", "nproc",
-              "destroy_process_group", "completed", "finished", "done", "entire process down")
+              "destroy_process_group", "completed", "finished", "done", "entire process down", "inished")
 
 
 def facts(who: Who, text: str, loc: Loc) -> list[Fact]:
@@ -67,7 +70,7 @@ _DESTROY = ("[rank0]:[W1125 09:36:48.112233445 ProcessGroupNCCL.cpp:1250] Warnin
 FORMAT = Format(
     name="world",
     # "done" too: a rank's last words ("rank=3 done") stand at the end of its log, past any head (job/ending.py)
-    words=("destroy_process_group", "Training completed", "entire process down", "done"),
+    words=("destroy_process_group", "Training completed", "entire process down", "done", "inished"),
     # the job's world as launchers and scripts echo it at start-up (torchrun's launch configs, Accelerate, DeepSpeed)
     head_words=("WORLD_SIZE", "world_size", "Num processes", "nnodes", "nproc", "max_nodes", "store-based"),
     make=Lines,
