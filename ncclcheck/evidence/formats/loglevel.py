@@ -87,11 +87,18 @@ def went_on(line: str) -> bool:
     return (glog_ or any(map(line.__contains__, BELOW_WORDS))) and BELOW.search(line) is not None
 
 
+def _traceback(message: str) -> bool:
+    """Whether a record's message is a part of a traceback the logger prints line by line (vLLM's logger does): the
+    exception's own line under it is read by errors.py; a frame is no statement."""
+    return not message.strip() or message[:1].isspace() or message.startswith(("Traceback", 'File "'))
+
+
 def read(who: Who, line: str, loc: Loc) -> list[Clue]:
     """A failed assertion, or an error record, as a clue of the line's process."""
     if "Assertion " in line and (m := ASSERT.search(line)):
         return [Clue(who, "c_assert", line[m.start():][:300], loc)]
-    if record(line) is not None:
+    if (m := record(line)) is not None and not _traceback(next(v for k, v in m.groupdict().items()
+                                                                 if k.endswith("_msg") and v is not None)):
         return [Clue(who, "logged", line[:300], loc)]
     return []
 
