@@ -177,8 +177,8 @@ def _meaning(source: str, text: str) -> str:
     if source == "logged":
         return _logged_meaning(text)
     if source == "c_assert":
-        m = loglevel.ASSERT.search(text)
-        where = f" in {m['func']} ({m['file']}:{m['line']})" if m else ""
+        at = loglevel.assertion_place(text)
+        where = f" in {at[0]} ({at[1]})" if at else ""
         return (f"the program checked a condition{where} with C's assert() and it did not hold: glibc printed this "
                 "and aborted the process (SIGABRT)")
     if source == "what":

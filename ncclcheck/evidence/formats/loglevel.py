@@ -59,8 +59,19 @@ BELOW = re.compile(
     r"|^[IW]\d{4} [\d:.]{1,30} +\d{1,10} [\w.-]{1,200}:\d{1,7}\] "
 )
 # glibc's assert() (assert/assert.c: "%s%s%s:%u: %s%sAssertion `%s' failed."; a straight quote opens it in some builds).
-ASSERT = re.compile(r"(?:(?P<prog>[^\s:]{1,200}): )?(?P<file>[^\s:]{1,200}):(?P<line>\d{1,7}): (?P<func>[^:]{1,300}): "
-                    r"Assertion [`'](?P<cond>[^\n]{1,400}?)' failed\.")
+ASSERT = re.compile(r": Assertion [`'](?P<cond>(?:(?!Assertion |' failed\.)[^\n]){1,400})' failed\.")
+
+
+def assertion_place(line: str) -> tuple[str, str] | None:
+    """The function and the ``file:line`` a failed assertion's line names before its condition, or None."""
+    m = ASSERT.search(line)
+    if m is None:
+        return None
+    head, _, func = line[:m.start()].rpartition(": ")
+    place = head.rpartition(": ")[2]
+    return (func, place) if func and ":" in place else None
+
+
 WORDS = ("ERROR", "CRITICAL", "FATAL", "[error]", "[critical]", "Check failed: ", "Assertion ")
 # Words one of which a record below the error level holds (tested only while an error of its process is open).
 BELOW_WORDS = ("INFO", "WARN", "DEBUG", "SUCCESS", "[info]", "[warning]", "[debug]", "TRACE")
@@ -95,8 +106,8 @@ def _traceback(message: str) -> bool:
 
 def read(who: Who, line: str, loc: Loc) -> list[Clue]:
     """A failed assertion, or an error record, as a clue of the line's process."""
-    if "Assertion " in line and (m := ASSERT.search(line)):
-        return [Clue(who, "c_assert", line[m.start():][:300], loc)]
+    if "Assertion " in line and ASSERT.search(line):
+        return [Clue(who, "c_assert", line[:300], loc)]
     if (m := record(line)) is not None and not _traceback(next(v for k, v in m.groupdict().items()
                                                                  if k.endswith("_msg") and v is not None)):
         return [Clue(who, "logged", line[:300], loc)]
