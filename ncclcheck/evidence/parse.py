@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from ncclcheck import signals
 from ncclcheck.evidence import formats
-from ncclcheck.evidence.formats import busy, errors, nccl, nccl2, pgnccl, progress, world
+from ncclcheck.evidence.formats import busy, errors, loglevel, nccl, nccl2, pgnccl, progress, world
 from ncclcheck.evidence.formats.collectors import LABEL
 from ncclcheck.evidence.formats.elastic import Table
 from ncclcheck.evidence.formats.host import Records as HostRecords
@@ -66,9 +66,9 @@ _FACT_WORDS = (*pgnccl.FACT_WORDS, *nccl.FACT_WORDS, *world.FACT_WORDS)
 # frameworks' readers' (``formats.FED_WORDS``, bits 0 to _FED - 1), then its own sources' cheap tests.
 _FED = len(formats.FED_WORDS)
 _FED_ANY = (1 << _FED) - 1
-_BUSY, _SIGNAL, _CLUE, _FACT, _NCCL_ERROR, _ERROR = (1 << (_FED + i) for i in range(6))
+_BUSY, _SIGNAL, _CLUE, _FACT, _NCCL_ERROR, _ERROR, _LOGGED = (1 << (_FED + i) for i in range(7))
 _WORDS = WordSets((*formats.FED_WORDS, busy.WORDS, errors.SIGNAL_WORDS, errors.CLUE_WORDS, _FACT_WORDS,
-                   nccl.ERROR_WORDS, errors.ERROR_WORDS))
+                   nccl.ERROR_WORDS, errors.ERROR_WORDS, loglevel.WORDS))
 MAX_MESSAGE = 2000  # an OOM message lists every process on the GPU; its own numbers come last
 MAX_FACT = 300
 # What the assembler keeps of what the sources read, by kind (each is one field of the FileScan).
@@ -90,6 +90,9 @@ class LogParser:
         self._line_pid: int | None = None
         self._pid_error: dict[int, int] = {}
         self._outlived: set[int] = set()
+        # Each process's error records not yet followed by a record of its below the error level (formats/loglevel.py)
+        self._logged: dict[Who, dict[int, Clue]] = {}
+        self._logged_n = 0
         self._statuses: list[StatusMention] = []
         self._dumps: list[DumpSignal] = []
         self._heartbeats: list[Heartbeat] = []
@@ -165,6 +168,8 @@ class LogParser:
             # (a terminal wraps it anywhere, also inside the prefix's record) or what the same process printed next.
             who = self._carry[1]
         self._carry = (lineno, who) if who.global_rank is not None and text else None
+        if who in self._logged and loglevel.went_on(text):
+            del self._logged[who]  # the process logged on after its error records: it outlived them
         # A rank named only through its PID (Ray's prefix) is seen where a line of it says something (a record, an
         # error): its ordinary lines reach the parser or not by the reader's choice, and what was seen must not.
         if who.global_rank is not None and not (self._line_pid is not None and self._line_pid in self._procs.pid_rank):
@@ -234,7 +239,7 @@ class LogParser:
             mismatches=tuple(self._mismatches),
             errors=tuple(e for i, e in enumerate(self._errors) if i not in self._outlived),
             elastic=tuple(self._elastic),
-            clues=tuple(self._clues),
+            clues=tuple(self._clues) + self._open_records(),
             facts=tuple(self._facts.values()),
             stacks=tuple(self._stacks),
             group_inits=tuple(self._inits),
@@ -354,6 +359,8 @@ class LogParser:
             if any([self._said(who, e) for e in held]):
                 return  # the line is wholly a launcher's or gloo's report
         holds = self._holds(text)
+        if holds & _LOGGED:
+            self._log_record(who, PREFIX.sub("", text).strip(), loc)
         if 'File "' in text:
             self._take(busy.frameworks(who, text, loc))
         if holds & _SIGNAL and (
@@ -397,6 +404,25 @@ class LogParser:
             return
         if (error := errors.exception(who, stripped, loc)) is not None:
             self._take([error])
+
+    def _open_records(self) -> tuple[Clue, ...]:
+        """The error records no later record of their process followed, in the order written, save those of a line
+        a more specific source read (an exception, NCCL's words, a launcher's report of a worker)."""
+        read = {e.loc for e in self._errors} | {c.loc for c in self._clues} | {e.loc for e in self._elastic}
+        return tuple(c for _, c in sorted((i, c) for open_ in self._logged.values() for i, c in open_.items())
+                     if c.loc not in read)
+
+    def _log_record(self, who: Who, line: str, loc: Loc) -> None:
+        """An error record a logger wrote, or a failed assertion (formats/loglevel.py), held as the process's open
+        error until it logs on; one of each text while it stays open."""
+        for c in loglevel.read(who, line, loc):
+            if c.kind == "c_assert":  # assert() aborts the process: nothing of it follows
+                self._add_clue(who, c.kind, c.text, loc)
+                continue
+            open_ = self._logged.setdefault(who, {})
+            if all(x.text != c.text for x in open_.values()):
+                open_[self._logged_n] = c
+                self._logged_n += 1
 
     def _clue(self, who: Who, text: str, loc: Loc) -> None:
         """Keep a line that says why a process failed (see :class:`Clue`); each text once per rank."""
@@ -545,6 +571,7 @@ class LogParser:
 
     def _fact(self, who: Who, key: str, value: str, loc: Loc) -> None:
         if key == "progress":  # a loop's latest count on a rank replaces its earlier ones (formats/progress.py)
+            self._logged.pop(who, None)  # and says it went on past any error it logged
             self._facts[(key, value.rsplit(": ", 1)[0], who.rank)] = Fact(who, key, value[:300], loc)
             return
         if key == "setup":  # a process's latest step of NCCL's set-up: where its lines stop (formats/ncclsetup.py)

@@ -19,6 +19,9 @@ source, and the sources are ranked by how much their line says:
    as PyTorch words it, "NCCL error: <ncclGetErrorString>" (src/init.cc): the class of failure, not which call
    failed.
 5. A Python exception: the last line of its traceback, the exception's type and message.
+6. An error record a logging library wrote (Python's logging, loguru, spdlog, Rust's and Go's loggers, glog's
+   FATAL) that nothing the process logged after it outlived (evidence/formats/loglevel.py): the program's own
+   account, in words no table knows; C's ``assert()`` failing (glibc's "Assertion `x' failed.") ranks with 3.
 
 PyTorch's watchdog's teardown ("Some NCCL operations have failed or timed out", evidence/formats/errors.py) says a
 work failed or timed out and the process is taken down, never which or why: it is kept below every source, never
@@ -39,6 +42,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ncclcheck.evidence.formats import loglevel
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, RankError
 from ncclcheck.job.causes import one_line
 from ncclcheck.job.statements import explained, told
@@ -61,20 +65,22 @@ SOURCES = (
     Source("cuda_assert", 2, "CUDA's device-side assertion"),
     Source("cuda", 2, "CUDA's error string"),
     Source("gloo_enforce", 3, "gloo's EnforceNotMet"),
+    Source("c_assert", 3, "C's assert()"),
     Source("what", 3, "a C++ exception's what()"),
     Source("terminate", 4, "a C++ exception nobody caught"),
     Source("nccl_error", 4, "NCCL's error code"),
     Source("exception", 5, "a Python exception"),
-    Source("nccl_notice", 6, "NCCL's WARN line"),
-    Source("watchdog", 6, "PyTorch's watchdog"),
-    Source("cuda_notice", 6, "CUDA's error string"),
+    Source("logged", 6, "the last error it logged"),
+    Source("nccl_notice", 7, "NCCL's WARN line"),
+    Source("watchdog", 7, "PyTorch's watchdog"),
+    Source("cuda_notice", 7, "CUDA's error string"),
 )
 _BY_NAME = {s.name: s for s in SOURCES}
 # The sources whose line says why NCCL failed (its own reason, or the CUDA error under it): where one is in the
 # inputs, "NCCL failed without saying why" is false.
 SAYS_WHY = frozenset(s.name for s in SOURCES if s.tier <= 2)
 # The sources whose line states a failure (all but NCCL's notice of what was none).
-FAILED = frozenset(s.name for s in SOURCES if s.tier <= 5)
+FAILED = frozenset(s.name for s in SOURCES if s.tier <= 6)
 
 
 @dataclass(frozen=True)
@@ -176,6 +182,13 @@ def _meaning(source: str, text: str, file: str | None = None) -> str:
     if source == "gloo_enforce":
         m = _ENFORCE.search(text)
         return f"gloo checked a condition at {m[1]} and it did not hold" if m else "a check of gloo's did not hold"
+    if source == "logged":
+        return _logged_meaning(text)
+    if source == "c_assert":
+        at = loglevel.assertion_place(text)
+        where = f" in {at[0]} ({at[1]})" if at else ""
+        return (f"the program checked a condition{where} with C's assert() and it did not hold: glibc printed this "
+                "and aborted the process (SIGABRT)")
     if source == "what":
         return "the message of a C++ exception that reached no handler and ended the process"
     if source == "terminate":
@@ -186,6 +199,14 @@ def _meaning(source: str, text: str, file: str | None = None) -> str:
         return next((meaning for p, meaning in _RESULT if p.search(text)), "NCCL returned an error")
     m = _PY_EXCEPTION.match(text)
     return f"the program stopped on {m[1]}" if m else "the program stopped on that exception"
+
+
+def _logged_meaning(text: str) -> str:
+    said = loglevel.library(text)
+    lib, level, logger = said if said is not None else ("a logger", "ERROR", "")
+    name = f", logger '{logger}'" if logger else ""
+    return (f"a record {lib} wrote at level {level}{name}, the last error its process logged: nothing it logged "
+            "after says it went on, so it is the program's own account of why it stopped")
 
 
 def source_of(e: RankError) -> str | None:
@@ -224,7 +245,7 @@ def stated_lines(scans: Sequence[FileScan]) -> tuple[Stated, ...]:
                                                                  e.who.rank, e.loc, file=file))
         for c in s.clues:
             source = {"last_error": "last_error", "nccl": "nccl", "cuda": "cuda", "cuda_assert": "cuda_assert",
-                      "teardown": "watchdog",
+                      "teardown": "watchdog", "logged": "logged", "c_assert": "c_assert",
                       "what": "gloo_enforce" if "[enforce fail at " in c.text else "what"}.get(c.kind)
             if source is not None and NOT_FATAL.search(c.text):
                 source = "nccl_notice" if source in ("last_error", "nccl") else "cuda_notice"

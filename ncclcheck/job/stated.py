@@ -24,8 +24,11 @@ STATED = cause("stated_reason")
 def best(job: Job, culprits: Sequence[int] = (), cause: Diagnosis | None = None) -> Stated | None:
     """The line the report quotes: the best of the job's stated lines, one the cause quotes first where it quotes
     one."""
-    lines = ranked([x for x in job.facts.stated if x.source in FAILED], culprits)
     at = set(cause.locs) if cause is not None else set()
+    # A logged error record (evidence/formats/loglevel.py) is quoted where the verdict stands on it alone: beside a
+    # failure the rules read, it may be a launcher's record of that failure, not the program's reason.
+    lines = ranked([x for x in job.facts.stated if x.source in FAILED and (x.source != "logged" or x.loc in at)],
+                   culprits)
     return next((x for x in lines if x.loc in at), lines[0] if lines else None)
 
 

@@ -24,6 +24,7 @@ from ncclcheck.evidence.formats import (
     gloo,
     host,
     lightning,
+    loglevel,
     mpi,
     nccl,
     nccl2,
@@ -59,6 +60,7 @@ FORMATS: tuple[LineSource, ...] = (
     ncclsetup.FORMAT,  # how far NCCL's set-up got (job/stall.py)
     # read by the assembler (evidence/parse.py) on logical lines, in its order (``logical``)
     host.FORMAT, pgnccl.FORMAT, elastic.FORMAT, nccl2.FORMAT, nccl.FORMAT, errors.FORMAT, busy.FORMAT, world.FORMAT,
+    loglevel.FORMAT,  # a logger's error records and C's failed assertions, where no source above read the line
 )
 _FED = tuple(f for f in FORMATS if not f.logical)
 # How each launcher's console shows the job's end (job/ending.py), by the name its ``launched`` facts give.
