@@ -9,6 +9,7 @@ from typing import BinaryIO
 
 from ncclcheck.evidence import rasjson
 from ncclcheck.evidence.frdump import MAX_DUMP_BYTES, DumpError, looks_like_dump, parse_dump
+from ncclcheck.evidence.gcpause import paused
 from ncclcheck.evidence.parse import LogParser
 from ncclcheck.evidence.reader import InputError, Source, before_fork, open_source, read_lines
 from ncclcheck.evidence.types import FileScan, InputProblem
@@ -163,7 +164,8 @@ def scan_all(
 
 def _scan_chunk(sources: list[Source]) -> list[FileScan]:
     """Scan consecutive inputs in one worker: one trip to and from it for all of them."""
-    return [scan_source(s) for s in sources]
+    with paused():  # the chunk's scans are kept to the end: the collector would walk them again and again
+        return [scan_source(s) for s in sources]
 
 
 def _chunks(sources: list[Source], workers: int) -> list[list[Source]]:

@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ncclcheck.evidence import bundle, debugserver
+from ncclcheck.evidence.gcpause import paused
 from ncclcheck.evidence.reader import Source
 from ncclcheck.evidence.scan import scan_all
 from ncclcheck.evidence.types import FileScan, InputProblem
@@ -136,8 +137,9 @@ def analyze(
         if on_done is not None:
             on_done(scan)
 
-    scans, unopened = read_all(sources, done, workers, _load_deciders)
-    return analyze_scans(scans, dtype, (*problems, *unopened), tensor_of, attempt, early)
+    with paused():  # the scans, as they come back, and the model built from them are kept to the end
+        scans, unopened = read_all(sources, done, workers, _load_deciders)
+        return analyze_scans(scans, dtype, (*problems, *unopened), tensor_of, attempt, early)
 
 
 class Early:
@@ -185,6 +187,12 @@ def analyze_scans(scans: Sequence[FileScan], dtype: str = "float32", problems: S
     ``attempt`` is the one analysed (its number, or "last"), or "all" for every one (``Analysis.attempts``); the
     others are summarised in one finding each. ``early``: the records merged while the scans were read, if any.
     """
+    with paused():
+        return _analyze_scans(scans, dtype, problems, tensor_of, attempt, early)
+
+
+def _analyze_scans(scans: Sequence[FileScan], dtype: str, problems: Sequence[InputProblem],
+                   tensor_of: TensorOf | None, attempt: int | str, early: Early | None) -> Analysis:
     scans = sorted(scans, key=lambda s: s.file)
     attempts = split(global_ranks([s for s in scans if not any(p.fatal for p in s.problems)]))
     every = [_one(a, dtype, tensor_of, early) for a in attempts]
