@@ -75,3 +75,28 @@ def test_a_line_naming_no_rank_names_no_culprit():
     """No stated world: the pair stays the communicator's, and no global rank is named."""
     v = run_text("Duplicate GPU detected : rank 7 and rank 5 both on CUDA device\n").verdict
     assert list(v.culprit_ranks) == [] and "ranks 5 and 7 of the failing communicator" in v.summary
+
+
+def _accelerate_state(n: int, devices: list[str]) -> str:
+    """Accelerate's state as each process prints it (PartialState.__repr__, src/accelerate/state.py)."""
+    return "".join(f"Distributed environment: MULTI_GPU  Backend: nccl\nNum processes: {n}\nProcess index: {i}\n"
+                   f"Local process index: {i}\nDevice: {d}\n\n" for i, d in enumerate(devices))
+
+
+DUP = ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, "
+       "invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.19.3\n"
+       "ncclInvalidUsage: This usually reflects invalid usage of NCCL library.\nLast error:\n"
+       "Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 1000\n")
+
+
+def test_every_process_on_one_device_is_the_launchs_not_two_ranks():
+    """Four processes each state 'Device: cuda:0': every rank shares the GPU, so the pair is no culprit and the
+    launch (one process per GPU) is named; where the processes state their own devices, the pair of the world is."""
+    v = run_text(_accelerate_state(4, ["cuda:0"] * 4) + DUP).verdict
+    assert (v.kind.value, v.cause.cause.kind, list(v.culprit_ranks)) == ("setup_failure", "duplicate_gpu", [])
+    assert "Every process of the job states the same device (Accelerate's 'Device: cuda:0'" in v.summary
+    assert "no rank is the culprit" in v.summary
+    own = run_text(_accelerate_state(4, ["cuda:0", "cuda:0", "cuda:2", "cuda:3"]) + DUP).verdict
+    assert list(own.culprit_ranks) == [0, 1] and "Every process" not in own.summary
+    cut = run_text(_accelerate_state(4, ["cuda:0"] * 4)[:120] + DUP).verdict  # one block only: not every process
+    assert list(cut.culprit_ranks) == [0, 1]

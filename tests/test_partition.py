@@ -191,3 +191,16 @@ def test_a_finished_runs_files_are_no_failure() -> None:
     """pdsh/clean: every rank printed that it finished (a line that says the work was done)."""
     v = analyze(resolve([str(ROOT / "tests/data/launchers/pdsh/clean/logs")], lambda e: None), workers=1).verdict
     assert v.kind is VerdictKind.NO_FAILURE, v.summary
+
+
+def test_a_hosts_set_up_failure_names_no_culprit_and_its_rank_stopped() -> None:
+    """NCCL's bootstrap found no interface (src/misc/socket.cc): the host's settings, every rank's there; the rank
+    that printed it ended by it, it waited for no peer."""
+    from conftest import run_text
+
+    v = run_text("[rank0]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+                 "ProcessGroupNCCL.cpp:2588, internal error - please report this issue to the NCCL developers, NCCL "
+                 "version 2.21.5\n[rank0]: ncclInternalError: Internal check failed.\n[rank0]: Last error:\n"
+                 "[rank0]: Bootstrap : no socket interface found\n").verdict
+    assert (v.kind, v.culprit_ranks, v.waiting_ranks, v.stopped_ranks) == (VerdictKind.SETUP_FAILURE, (), (), (0,))
+    assert "(seen by rank 0)" in v.summary and "The host is the cause, not one rank" in v.summary

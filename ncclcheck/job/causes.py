@@ -22,6 +22,7 @@ from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, SystemEvent
 from ncclcheck.job.causedata import DEVICE, HOST, LATE, LAUNCHER, MEMORY, NETWORK, PROGRAM, SETUP, Cause, read_catalogue
 from ncclcheck.job.dupgpu import shared_gpu
 from ncclcheck.job.hosts import Joined, join_events, peers_lost
+from ncclcheck.job.rununsage import run_usage
 from ncclcheck.job.statements import Statement, first_told, told
 from ncclcheck.job.unsaiddup import unsaid_duplicate
 from ncclcheck.job.xids import fatal, meaning
@@ -256,7 +257,8 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
         # A killed rank is why its peers lost it (or read a cut message).
         if hits and not (cause.echo and (killed or unnamed or silent)):
             found = _quoting_the_setting(_found(cause, hits, fired_s), scans)
-            if (unsaid := unsaid_duplicate(cause.kind, scans, _BY_KIND["duplicate_gpu"])) is not None:
+            if (unsaid := run_usage(cause.kind, scans, _BY_KIND["nccl_graph_capture"])  # job/rununsage.py
+                    or unsaid_duplicate(cause.kind, scans, _BY_KIND["duplicate_gpu"])) is not None:
                 found = replace(found, cause=unsaid[0], detail=unsaid[1])  # job/unsaiddup.py
             return found
     if silent:

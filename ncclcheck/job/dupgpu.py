@@ -15,6 +15,12 @@ are taken as the job's (global) culprit ranks only where the communicator is kno
 a line states the world's size exactly, both ranks fall inside it and the inputs show no process group but the
 default one (whose ranks are the global ranks). Anywhere else the report names them as the communicator's ranks
 and names no global culprit.
+
+Each rank that shares its GPU prints its own line, naming itself and the first other rank on that GPU (the check's
+loop over the communicator's ranks), so a line's two ranks are one pair of those that share it, not the only pair.
+Where every process of the world states the same device (Accelerate's state, one ``Device: cuda:0`` a process,
+PartialState.__repr__ in src/accelerate/state.py), every rank shares one GPU: the launch started more processes than
+the GPUs they see, or gave them all one, and no rank is the culprit (:func:`one_device`).
 """
 
 from __future__ import annotations
@@ -69,9 +75,30 @@ def is_world(job: Job, ranks: tuple[int, ...]) -> bool:
     return all(g.id.desc in (None, "default_pg") and g.id.id in (None, "0") for g in job.groups)
 
 
+def one_device(job: Job) -> str | None:
+    """The device every process of the world states: the blocks of as many processes as the world has ranks (two
+    or more, each its ``Process index``) and one device among them all; None otherwise."""
+    devices = {f.value for f in job.facts.devices if f.key == "accelerate_device"}
+    processes = {f.value for f in job.facts.devices if f.key == "accelerate_process"}
+    world = job.world
+    return next(iter(devices)) if len(devices) == 1 and world is not None and len(processes) >= max(world, 2) else None
+
+
+def launch_words(job: Job) -> str:
+    """Why no rank is the culprit where every process states one device; empty where they do not."""
+    device = one_device(job)
+    if device is None:
+        return ""
+    at = next(f.loc for f in job.facts.devices if f.key == "accelerate_device")
+    return (f" Every process of the job states the same device (Accelerate's 'Device: {device}' in each of the "
+            f"{job.world} processes' state, {at}): the launch started more processes than the GPUs they see, or "
+            "gave them all one GPU, so every rank shares it and no rank is the culprit: start one process per GPU "
+            "(`--num_processes` / `--nproc_per_node` no more than the GPUs, CUDA_VISIBLE_DEVICES, `--gpu_ids`).")
+
+
 def culprits(job: Job, texts: tuple[str, ...]) -> list[int]:
     """The job's culprit ranks a duplicate-GPU line names: its two ranks where the communicator is known to be the
-    world (:func:`is_world`), else none."""
+    world (:func:`is_world`) and not every process states one device (:func:`one_device`), else none."""
     pairs = [p for t in texts if (p := shared_gpu(t)) is not None]
     ranks = tuple(sorted({r for p in pairs for r in p.ranks}))
-    return list(ranks) if ranks and is_world(job, ranks) else []
+    return list(ranks) if ranks and is_world(job, ranks) and one_device(job) is None else []

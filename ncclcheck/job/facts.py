@@ -58,6 +58,7 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         reported_late=reported_late(scans),
         progress=tuple(f for s in scans for f in s.facts if f.key == "progress"),
         pipeline=tuple(f for s in scans for f in s.facts if f.key == "pipeline"),
+        devices=tuple(f for s in scans for f in s.facts if f.key in ("accelerate_device", "accelerate_process")),
     )
 
 

@@ -292,6 +292,7 @@ class JobFacts:
     reported_late: frozenset[int] = frozenset()  # ranks another rank's report names as not joining (job/absent.py)
     progress: tuple[Fact, ...] = ()  # each rank's latest count of each loop (formats/progress.py), for job/lonework.py
     pipeline: tuple[Fact, ...] = ()  # lines that say the job runs pipeline parallelism (formats/pipeline.py)
+    devices: tuple[Fact, ...] = ()  # the devices and process indexes Accelerate's state prints (job/dupgpu.py)
 
 
 @dataclass(frozen=True)

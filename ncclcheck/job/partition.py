@@ -10,7 +10,10 @@ A failure leaves each rank of the job in one role, and the report names all four
   SIGTERM to every worker still running once one has failed (torch/distributed/elastic/agent/server/api.py,
   ``_invoke_run``: a FAILED group is stopped with ``_stop_workers``, which closes the process context with SIGTERM,
   local_elastic_agent.py and multiprocessing/api.py ``close``), and srun and mpirun do the same; a rank that left
-  its log without an ending is counted here too: it stopped, and nothing says it waited;
+  its log without an ending is counted here too: it stopped, and nothing says it waited; so is a rank that failed at
+  a set-up that no rank caused (the host's interfaces or driver, a launch that put every rank on one GPU): NCCL's
+  set-up fails on each rank of the communicator by its own check (src/init.cc, src/bootstrap.cc), so its NCCL error
+  says nothing of a peer it waited for;
 * **unknown**: a rank of the world without input of its own; a stated world too large to list keeps those ranks as
   ranges (``Job.unlisted``), never one by one.
 
@@ -57,10 +60,13 @@ def stopped(s: RankState) -> bool:
     return s.stuck is None and s.ending.kind is EndKind.ABORTED and "SIGABRT" not in s.ending.detail
 
 
-def partition(job: Job, found: bool, culprits: Iterable[int], waiting: Iterable[int]) -> Partition:
+def partition(job: Job, found: bool, culprits: Iterable[int], waiting: Iterable[int],
+              unblamed_setup: bool = False) -> Partition:
     """The decision's culprits and waiters, with every other rank of the world placed by its ending.
 
-    ``found``: the verdict names a failure; without one only the ranks without input are listed."""
+    ``found``: the verdict names a failure; without one only the ranks without input are listed.
+    ``unblamed_setup``: the failure is a set-up that no rank caused: a rank that hit it stopped (unless it was stuck
+    in a collective), it did not wait for a peer."""
     named = tuple(dict.fromkeys(culprits))
     said = set(waiting)
     if not found:
@@ -72,7 +78,9 @@ def partition(job: Job, found: bool, culprits: Iterable[int], waiting: Iterable[
         if r in blamed:
             continue
         s = job.rank(r)
-        if r in said or (s is not None and s.present and waited(s)):
+        if unblamed_setup and s is not None and s.present and s.stuck is None:
+            roles["stopped"].append(r)
+        elif r in said or (s is not None and s.present and waited(s)):
             roles["waiting"].append(r)
         elif s is None or not s.present:
             roles["unknown"].append(r)

@@ -325,8 +325,8 @@ def _with_cause(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
     if c.family == SETUP and c.host:  # the host's CUDA stack: where it was seen, not who failed first
         seen = f" (seen by {rank_phrase(d.ranks)})" if d.ranks else ""
         return (VerdictKind.SETUP_FAILURE, [], f"The job could not set up NCCL, {c.title}{seen}: {d.detail}{at}. "
-                f"{cap(c.why)}. The host is the cause, not one rank: every rank there runs the same driver and "
-                "libraries.", d)
+                f"{cap(c.why)}. The host is the cause, not one rank: every rank there has the same driver, "
+                "libraries, interfaces and settings.", d)
     if c.family == SETUP:
         # a duplicate GPU's two ranks are the failing communicator's: the job's culprits only where it is the world
         shared = dupgpu.culprits(job, (d.text,)) if c.kind == "duplicate_gpu" else []
@@ -335,6 +335,8 @@ def _with_cause(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
         every = bool(ranks) and len(present) > 1 and set(present) <= set(ranks)
         scope = (" Every rank in these inputs hit it: the host or its settings are the cause, not one rank."
                  if every else "")
+        if c.kind == "duplicate_gpu":  # every process states one device: the launch's (job/dupgpu.py)
+            scope += dupgpu.launch_words(job)
         who = rank_phrase(ranks).capitalize() if ranks else "The job"
         return (VerdictKind.SETUP_FAILURE, ranks, f"{who} could not set up NCCL, {c.title}: {d.detail}{at}. "
                 f"{cap(c.why)}.{scope}", d)

@@ -29,14 +29,17 @@ def _version(scans: Sequence[FileScan]) -> tuple[int, ...] | None:
     return tuple(int(x) for x in stated[0].split(".")) if stated else None
 
 
+def said_why(scans: Sequence[FileScan]) -> bool:
+    """Whether a line says what NCCL refused: its WARN, a duplicate-GPU line, or the text after 'Last error:'."""
+    said = [e.message for s in scans for e in s.errors] + [c.text for s in scans for c in s.clues]
+    return (any(_WARN.search(t) for t in said) or any(e.kind is ErrorKind.NCCL_WARN for s in scans for e in s.errors)
+            or any(c.kind == "last_error" and bool(c.text) for s in scans for c in s.clues))
+
+
 def unsaid_duplicate(kind: str, scans: Sequence[FileScan], duplicate: Cause) -> tuple[Cause, str] | None:
     """The duplicate-GPU cause and its detail where an ``invalid usage`` (``kind`` nccl_invalid_usage) came from the
     set-up and no line says why; None otherwise."""
-    if kind != "nccl_invalid_usage":
-        return None
-    said = [e.message for s in scans for e in s.errors] + [c.text for s in scans for c in s.clues]
-    if (any(_WARN.search(t) for t in said) or any(e.kind is ErrorKind.NCCL_WARN for s in scans for e in s.errors)
-            or any(c.kind == "last_error" and c.text for s in scans for c in s.clues)):
+    if kind != "nccl_invalid_usage" or said_why(scans):
         return None  # NCCL said what it refused: that line decides
     if any(f.key in _FILES for s in scans for f in s.facts) or any(s.works or s.statuses for s in scans):
         return None  # a topology file of the job's, or collectives that ran: not the set-up's check

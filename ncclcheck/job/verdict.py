@@ -68,7 +68,8 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                 *membership_findings(job), *report_findings(scans), *wording.run_findings(job, d, restarts),
                 *agreement_findings(job.facts.versions), *unexplained_findings(job.facts.versions, d.kind, d.cause)]
     pg = d.named.group.to_pg() if d.named is not None else None
-    sets = partition(job, d.found, d.culprits, d.waiting)
+    # a set-up failure that names no culprit (the host's, the launch's): no rank waited for a peer (job/partition.py)
+    sets = partition(job, d.found, d.culprits, d.waiting, d.kind is VerdictKind.SETUP_FAILURE and not d.culprits)
     verdict = Verdict(d.kind, wording.summary(d), sets.culprits, sets.waiting, sets.unknown, pg,
                       d.named.seq if d.named is not None else job.facts.detail_seq,
                       chain_lines(job, d.culprits or d.ring or awaited_ranks(job, d)) if d.found else (), tuple(findings),

@@ -29,6 +29,7 @@ from ncclcheck.evidence.formats import (
     nccl,
     nccl2,
     nccl_release,
+    ncclapi,
     nccldiag,
     ncclras,
     ncclsetup,
@@ -57,6 +58,7 @@ FORMATS: tuple[LineSource, ...] = (
     pycall.FORMAT, nccldiag.FORMAT, ncclras.FORMAT,
     progress.FORMAT,  # a rank's count through a loop (job/uneven.py)
     pipeline.FORMAT,  # lines that say the job runs pipeline parallelism (job/pipeline.py)
+    ncclapi.FORMAT,  # a traceback's frame of NCCL's C API called from a binding (job/rununsage.py)
     ncclsetup.FORMAT,  # how far NCCL's set-up got (job/stall.py)
     # read by the assembler (evidence/parse.py) on logical lines, in its order (``logical``)
     host.FORMAT, pgnccl.FORMAT, elastic.FORMAT, nccl2.FORMAT, nccl.FORMAT, errors.FORMAT, busy.FORMAT, world.FORMAT,

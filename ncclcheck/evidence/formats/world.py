@@ -4,11 +4,12 @@ The world's size is printed in many places besides NCCL's and ProcessGroupNCCL's
 script's print (``WORLD_SIZE=8``), DeepSpeed's launcher (``dist_world_size=16``) and its comm (``world_size=8``),
 torchrun's agent's rendezvous result (``global_world_sizes=[8, 8, …]``) and launch configs (``max_nodes : 2``,
 ``nproc_per_node : 4``), its command line (``--nnodes=2``), Accelerate's state (``Num processes: 8``), torch 1.x's
-store barrier. A program's own word that its work is over ("Rank 3 completed", "rank=3 done", the HF Trainer's
-"Training completed. Do not forget …") and ProcessGroupNCCL's destructor at interpreter exit (2.4+: its groups are
-being torn down) say a rank ended of itself; its watchdog's "we are taking the entire process down"
-(ProcessGroupNCCL.cpp, after a work of the rank failed or timed out, under TORCH_NCCL_ASYNC_ERROR_HANDLING's
-tear-down) says the rank ended of an NCCL failure.
+store barrier. Accelerate's state names each process's index and device on lines of their own (``Process index:
+3``, ``Device: cuda:0``; PartialState.__repr__ in src/accelerate/state.py; job/dupgpu.py). A program's own word that
+its work is over ("Rank 3 completed", "rank=3 done", the HF Trainer's "Training completed. Do not forget …") and
+ProcessGroupNCCL's destructor at interpreter exit (2.4+: its groups are being torn down) say a rank ended of itself;
+its watchdog's "we are taking the entire process down" (ProcessGroupNCCL.cpp, after a work of the rank failed or
+timed out, under TORCH_NCCL_ASYNC_ERROR_HANDLING's tear-down) says the rank ended of an NCCL failure.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap test
      re.compile(r"(?<![\w.])(?:dist_)?world_size['\"]?\s*[=:]\s*['\"]?(?P<value>\d+)")),
     ("launcher_world", "global_world_sizes", re.compile(r"global_world_sizes=\[(?P<value>\d+)")),
     ("accelerate_world", "Num processes", re.compile(r"\bNum processes: (?P<value>\d+)")),
+    ("accelerate_device", "Device: ", re.compile(r"^Device: (?P<value>[a-z]{3,5}:\d{1,3})\s*$")),
+    ("accelerate_process", "Process index: ", re.compile(r"^Process index: (?P<value>\d{1,7})\s*$")),
     ("launcher_world", "store-based barrier", re.compile(r"store-based barrier for key:\S+ with (?P<value>\d+) nodes")),
     # torchrun's command line or its launch configs (LOGLEVEL=INFO): nodes times processes per node, when fixed.
     ("nnodes", "nnodes", re.compile(r"--nnodes[= ](?P<value>\d+)(?![:\d])")),
@@ -45,8 +48,9 @@ FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap test
     # "Some NCCL operations have failed or timed out. ... we are taking the entire process down."
 )
 # Words one of which its lines hold (the assembler's cheap test before them).
-FACT_WORDS = ("WORLD_SIZE", "world_size", "Num processes", "store-based barrier", "nnodes", "max_nodes", "nproc",
-              "destroy_process_group", "completed", "finished", "done", "entire process down", "inished")
+FACT_WORDS = ("WORLD_SIZE", "world_size", "Num processes", "Device: ", "Process index: ", "store-based barrier", "nnodes",
+              "max_nodes", "nproc", "destroy_process_group", "completed", "finished", "done", "entire process down",
+              "inished")
 
 
 def facts(who: Who, text: str, loc: Loc) -> list[Fact]:
@@ -72,7 +76,8 @@ FORMAT = Format(
     # "done" too: a rank's last words ("rank=3 done") stand at the end of its log, past any head (job/ending.py)
     words=("destroy_process_group", "Training completed", "entire process down", "done", "inished"),
     # the job's world as launchers and scripts echo it at start-up (torchrun's launch configs, Accelerate, DeepSpeed)
-    head_words=("WORLD_SIZE", "world_size", "Num processes", "nnodes", "nproc", "max_nodes", "store-based"),
+    head_words=("WORLD_SIZE", "world_size", "Num processes", "Device: ", "Process index: ", "nnodes", "nproc", "max_nodes",
+                "store-based"),
     make=Lines,
     logical=True,
     samples=(
