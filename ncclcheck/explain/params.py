@@ -181,30 +181,6 @@ def modules(params: Sequence[Param]) -> list[tuple[str, list[Param]]]:
     return list(out.items())
 
 
-_BACKWARD_IN_LAYER = ("mlp", "post_attention_layernorm", "norm2", "self_attn.o_proj", "attn.proj", "self_attn", "attn",
-                      "input_layernorm", "norm1")
-
-
-def backward_order(params: Sequence[Param]) -> list[Param]:
-    """The order gradients become ready: the head first, blocks last to first (MLP before attention), embeddings
-    last; the vision tower, which feeds the embeddings, after the language model."""
-    def key(item: tuple[int, Param]) -> tuple[int, int, int, int]:
-        i, p = item
-        b = block_of(p.name)
-        vision = p.name.startswith("model.visual.")
-        if b is None:
-            if p.name.endswith("embed_tokens.weight"):
-                return (2, 0, 0, 0)
-            if vision:
-                return (3, 0 if "merger" in p.name else 2, 0, -i)
-            return (0, 0, 0, -i)  # head and final norm
-        n = int(b.rpartition(".")[2])
-        rest = p.name[len(b) + 1:]
-        where = next((k for k, part in enumerate(_BACKWARD_IN_LAYER) if rest.startswith(part)), len(_BACKWARD_IN_LAYER))
-        return (3 if vision else 1, 1, -n, where * 10**6 - i)
-    return [p for _, p in sorted(enumerate(params), key=key)]
-
-
 def describe(params: Sequence[Param], members: Sequence[Param]) -> str:
     """Name a set of parameters by the whole blocks it holds and what is left over."""
     names = {p.name for p in members}
