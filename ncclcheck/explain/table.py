@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ncclcheck.explain.models import Model
-from ncclcheck.explain.params import Param, buffers, parameters
+from ncclcheck.explain.params import Param, buffers, forward_order, parameters
 from ncclcheck.explain.params import units as units_by_name
 
 BUILTIN, TRANSFORMERS, CHECKPOINT, MODULE = "built-in", "transformers", "checkpoint", "module"
@@ -23,6 +23,8 @@ BUILTIN, TRANSFORMERS, CHECKPOINT, MODULE = "built-in", "transformers", "checkpo
 # rule DDP itself builds on it: at construction the reducer forms its buckets over model.parameters() and reverses
 # the list, assuming the forward uses parameters in the order they are registered, so that their gradients become
 # ready in the reverse (torch/nn/parallel/distributed.py, _ddp_init_helper). That reverse is the order taken.
+READY_FORWARD = ("not observed: the reverse of the order the family's forward uses its parameters, as the built-in "
+                 "layout writes it from transformers' modeling code")
 READY_RULE = ("not observed: taken as the reverse of registration order (model.parameters()), the order DDP's "
               "reducer assumes when it forms its buckets at construction")
 
@@ -44,7 +46,7 @@ class Table:
 
     @property
     def ready_observed(self) -> bool:
-        return bool(self.ready)
+        return self.ready_how.startswith("observed")
     classes: tuple[tuple[str, str], ...] = ()  # (module path, class name) of every module, where the model is known
     tied: tuple[tuple[str, str], ...] = ()  # (another name of a shared parameter, the name it is listed under)
 
@@ -120,4 +122,5 @@ def builtin_table(m: Model) -> Table:
     params = tuple(parameters(m))
     notes = ("names, order and gradient-ready order follow the built-in Llama-style layout",) if params else ()
     source = "the built-in layouts" + (f" (the config's own model could not be built: {m.unbuilt})" if m.unbuilt else "")
-    return Table(params, tuple(buffers(m)), notes=notes, source=source)
+    ready = tuple(p.name for p in reversed(forward_order(m)))
+    return Table(params, tuple(buffers(m)), ready=ready, notes=notes, source=source, ready_how=READY_FORWARD)
