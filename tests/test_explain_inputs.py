@@ -96,8 +96,9 @@ def test_where_no_pass_runs_the_answer_says_the_order_is_inferred_and_why(monkey
     monkeypatch.setattr(frommodel, "_shrunk_order", lambda module: ((), "a shrunk copy could not be built"))
     order, how = frommodel.ready_order(_meta_model(BART))
     assert order == ()
-    assert how == ("inferred from the layer names: a shrunk copy could not be built; on the meta device, the forward "
-                   "and backward pass failed (RuntimeError)")
+    assert how == ("not observed: taken as the reverse of registration order (model.parameters()), the order DDP's "
+                   "reducer assumes when it forms its buckets at construction; no pass ran: a shrunk copy could not "
+                   "be built; on the meta device, the forward and backward pass failed (RuntimeError)")
 
 
 def test_the_answer_says_which_order_was_used_in_json_and_text(tmp_path):

@@ -111,7 +111,9 @@ def test_bucket_cap_mb_gives_the_buckets_of_the_run_that_set_it(tmp_path):
     assert not [c for c in j["explanations"][0]["candidates"] if c["exact"] and c["kind"] == "ddp_bucket"]
 
 
-NO_INPUT = "inferred from the layer names: no example input is known for this module (it has no config)"
+NO_INPUT = ("not observed: taken as the reverse of registration order (model.parameters()), the order DDP's reducer "
+            "assumes when it forms its buckets at construction; no pass ran: no example input is known for this "
+            "module (it has no config)")
 
 
 def test_the_users_own_module_is_read_on_the_meta_device(monkeypatch):
@@ -120,7 +122,9 @@ def test_the_users_own_module_is_read_on_the_meta_device(monkeypatch):
     monkeypatch.chdir(DATA / "module")
     j, err = _json(["--module", "tinynet:build", "--numel", "215379", "--op", "ALLREDUCE", "--world-size", "2"])
     assert j["table"] == {"origin": "module", "source": "tinynet:build (TinyNet) built on the meta device",
-                          "notes": ["gradient-ready order " + NO_INPUT + "; DDP's rebuilt buckets are approximate",
+                          "notes": ["gradient-ready order " + NO_INPUT + ": DDP's rebuilt buckets and ZeRO's gradient "
+                                    "buckets rest on it (they follow the first backward's order, which only a pass "
+                                    "shows)",
                                     "hidden size H = 64: the width of the input embedding embed.weight"],
                           "ready_order": {"observed": False, "how": NO_INPUT},
                           "parameters": 33, "numel": 215379, "buffers": 0}

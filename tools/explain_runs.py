@@ -43,11 +43,12 @@ MODULE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file
 # A user's wrap policy as written (explain --wrap-policy reads it): FSDP1 wraps with torch's
 # transformer_auto_wrap_policy through functools.partial, FSDP2 calls fully_shard on each module of those classes
 # (as Accelerate does for a transformer-based policy); here the MLPs, not the decoder layers the model names.
-USER_MODELS = ("ConvNet", "TwiceNet")  # the users' own modules: a classifier's loss on (x, y), float32 parameters
+USER_MODELS = ("ConvNet", "TwiceNet", "StageNet")  # the users' own modules: a classifier's loss on (x, y), float32 parameters
 WRAP_POLICY = "functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={LlamaMLP})"
 EXTRAS = {"lora": {"adapter": LORA}, "frozen": {"freeze": FREEZE},
           "convnet": {"module": "convnet:build", "block_classes": ["Bottleneck"]},
           "twice": {"module": "twicenet:build", "block_classes": ["Block"]},
+          "stagenet": {"module": "stagenet:build", "block_classes": ["Block"]},
           "wrapped": {"wrap_policy": WRAP_POLICY, "block_classes": ["LlamaMLP"]}}
 
 
@@ -123,6 +124,8 @@ def configs():
         "convnet": ("ConvNet", tf.PretrainedConfig()),
         # A user's model that calls its first block twice (tests/data/explain/module/twicenet.py), issue 43.
         "twice": ("TwiceNet", tf.PretrainedConfig()),
+        # A user's model whose registration order is not what its names suggest (stagenet.py), issue 43 §2.
+        "stagenet": ("StageNet", tf.PretrainedConfig()),
         "wrapped": ("LlamaForCausalLM", tf.LlamaConfig(hidden_size=184, intermediate_size=503, vocab_size=5003,
                                                        tie_word_embeddings=False, **small)),
         # Issue 43's families: a soft-capped tied decoder, a Mixtral MoE, a pure state-space model.
@@ -220,7 +223,7 @@ def batch(cls, cfg, device, step, rank):
     if cls == "ConvNet":
         return {"x": torch.randn(BATCH, 3, 16, 16, generator=g).to(device),
                 "y": torch.randint(0, 7, (BATCH,), generator=g).to(device)}
-    if cls == "TwiceNet":
+    if cls in ("TwiceNet", "StageNet"):
         return {"x": torch.randint(0, 2003, (BATCH, SEQ), generator=g).to(device),
                 "y": torch.randint(0, 7, (BATCH,), generator=g).to(device)}
     if cls.endswith("ForImageClassification"):

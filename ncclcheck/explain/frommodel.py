@@ -20,7 +20,7 @@ from typing import Any, TypeGuard
 from ncclcheck.explain.counts import ExplainError
 from ncclcheck.explain.memcap import BUDGET, capped, out_of_memory
 from ncclcheck.explain.params import Param
-from ncclcheck.explain.table import MODULE, TRANSFORMERS, Table
+from ncclcheck.explain.table import MODULE, READY_RULE, TRANSFORMERS, Table
 
 # What building or running an arbitrary model class on the meta device can raise; anything else is a bug of ours.
 _BUILD_ERRORS: tuple[type[BaseException], ...] = (
@@ -344,7 +344,7 @@ def ready_order(module: object) -> tuple[tuple[str, ...], str]:
     not), else the model itself on the meta device; empty with the reasons when neither pass ran. Both passes run
     under a ceiling on memory (``memcap``): a shrunk copy is small only where its sizes are ones explain shrinks."""
     if getattr(module, "config", None) is None:
-        return (), "inferred from the layer names: no example input is known for this module (it has no config)"
+        return (), f"{READY_RULE}; no pass ran: no example input is known for this module (it has no config)"
     with capped():
         order, why_small = _shrunk_order(module)
     if order:
@@ -353,7 +353,7 @@ def ready_order(module: object) -> tuple[tuple[str, ...], str]:
         order, why_meta = _ready_order(module)
     if order:
         return order, READY_META
-    return (), f"inferred from the layer names: {why_small}; on the meta device, {why_meta}"
+    return (), f"{READY_RULE}; no pass ran: {why_small}; on the meta device, {why_meta}"
 
 
 def table_of(module: object, origin: str, source: str, notes: tuple[str, ...] = ()) -> Table:
@@ -367,7 +367,8 @@ def table_of(module: object, origin: str, source: str, notes: tuple[str, ...] = 
     unused = [p.name for p in params if p.trainable and p.name not in seen]
     noted = list(notes)
     if not ready:
-        noted.append(f"gradient-ready order {how}; DDP's rebuilt buckets are approximate")
+        noted.append(f"gradient-ready order {how}: DDP's rebuilt buckets and ZeRO's gradient buckets rest on it "
+                     "(they follow the first backward's order, which only a pass shows)")
     elif unused:
         noted.append(f"{len(unused)} parameters got no gradient in the example pass (used only with other inputs): "
                      "their place in the gradient-ready order is inferred")

@@ -78,21 +78,29 @@ def _moe(m: Model, p: str) -> list[Param]:
     return experts + gate + shared
 
 
-def _vision(v: Vision) -> list[Param]:
+def _vision(v: Vision, forward: list[Param]) -> list[Param]:
+    """The vision tower in registration order; ``forward`` gets it in the order its forward uses it (each block
+    runs norm1, attention, norm2, MLP, though it registers both norms first)."""
     p, h, i = "model.visual.", v.hidden, v.intermediate
     out = [Param(p + "patch_embed.proj.weight", (h, v.in_chans, v.temporal_patch, v.patch, v.patch))]
+    forward += out
     for n in range(v.depth):
         b = f"{p}blocks.{n}."
-        out += [Param(b + "norm1.weight", (h,)), Param(b + "norm2.weight", (h,)),
-                Param(b + "attn.qkv.weight", (3 * h, h)), Param(b + "attn.qkv.bias", (3 * h,)),
+        norm1, norm2 = Param(b + "norm1.weight", (h,)), Param(b + "norm2.weight", (h,))
+        attn = [Param(b + "attn.qkv.weight", (3 * h, h)), Param(b + "attn.qkv.bias", (3 * h,)),
                 Param(b + "attn.proj.weight", (h, h)), Param(b + "attn.proj.bias", (h,))]
+        mlp = []
         for name in ("gate_proj", "up_proj"):
-            out += [Param(b + f"mlp.{name}.weight", (i, h)), Param(b + f"mlp.{name}.bias", (i,))]
-        out += [Param(b + "mlp.down_proj.weight", (h, i)), Param(b + "mlp.down_proj.bias", (h,))]
+            mlp += [Param(b + f"mlp.{name}.weight", (i, h)), Param(b + f"mlp.{name}.bias", (i,))]
+        mlp += [Param(b + "mlp.down_proj.weight", (h, i)), Param(b + "mlp.down_proj.bias", (h,))]
+        out += [norm1, norm2, *attn, *mlp]
+        forward += [norm1, *attn, norm2, *mlp]
     merged = h * v.merge**2
-    return out + [Param(p + "merger.ln_q.weight", (h,)), Param(p + "merger.mlp.0.weight", (merged, merged)),
+    merger = [Param(p + "merger.ln_q.weight", (h,)), Param(p + "merger.mlp.0.weight", (merged, merged)),
                   Param(p + "merger.mlp.0.bias", (merged,)), Param(p + "merger.mlp.2.weight", (v.out_hidden, merged)),
                   Param(p + "merger.mlp.2.bias", (v.out_hidden,))]
+    forward += merger
+    return out + merger
 
 
 # The families whose layout is written here (Llama-style decoders: attention, gated MLP, two RMS norms per layer);
@@ -109,29 +117,42 @@ def built_in(m: Model) -> bool:
 def parameters(m: Model) -> list[Param]:
     """The model's parameters in registration order; empty when the shape is not known well enough or the family
     is not one the built-in layout describes."""
+    return _layout(m)[0]
+
+
+def forward_order(m: Model) -> list[Param]:
+    """The parameters in the order the family's forward uses them (transformers' modeling code: the vision tower,
+    the embedding, each decoder layer's input_layernorm, attention, post_attention_layernorm and MLP, the final norm,
+    the head); their gradients become ready in the reverse. Each layer registers its norms last, so this is not the
+    registration order."""
+    return _layout(m)[1]
+
+
+def _layout(m: Model) -> tuple[list[Param], list[Param]]:
     if not (m.hidden and m.layers and (m.intermediate or m.experts) and m.q_dim and m.kv_dim) or not built_in(m):
-        return []
+        return [], []
     h = m.hidden
-    out = _vision(m.vision) if m.vision else []
+    forward: list[Param] = []
+    out = _vision(m.vision, forward) if m.vision else []
     base = "model.language_model." if m.vision else "model."
     if m.vocab:
         out.append(Param(base + "embed_tokens.weight", (m.vocab, h)))
+        forward.append(out[-1])
     for n in range(m.layers):
         p = f"{base}layers.{n}."
-        out += _attention(m, p + "self_attn.")
-        if m.is_sparse(n):
-            out += _moe(m, p + "mlp.")
-        else:
-            out += _dense_mlp(p + "mlp.", h, m.intermediate or 0)
-        out += [Param(p + "input_layernorm.weight", (h,)), Param(p + "post_attention_layernorm.weight", (h,))]
-    out.append(Param(base + "norm.weight", (h,)))
+        attn = _attention(m, p + "self_attn.")
+        mlp = _moe(m, p + "mlp.") if m.is_sparse(n) else _dense_mlp(p + "mlp.", h, m.intermediate or 0)
+        norms = [Param(p + "input_layernorm.weight", (h,)), Param(p + "post_attention_layernorm.weight", (h,))]
+        out += attn + mlp + norms
+        forward += [norms[0], *attn, norms[1], *mlp]
+    tail = [Param(base + "norm.weight", (h,))]
     if m.num_labels:
-        out.append(Param("score.weight", (m.num_labels, h)))
+        tail.append(Param("score.weight", (m.num_labels, h)))
         if m.head_bias:
-            out.append(Param("score.bias", (m.num_labels,)))
+            tail.append(Param("score.bias", (m.num_labels,)))
     elif m.vocab and not m.tie_word_embeddings:
-        out.append(Param("lm_head.weight", (m.vocab, h)))
-    return out
+        tail.append(Param("lm_head.weight", (m.vocab, h)))
+    return out + tail, forward + tail
 
 
 def buffers(m: Model) -> list[Param]:
@@ -179,30 +200,6 @@ def modules(params: Sequence[Param]) -> list[tuple[str, list[Param]]]:
     for p in params:
         out.setdefault(p.name.rpartition(".")[0], []).append(p)
     return list(out.items())
-
-
-_BACKWARD_IN_LAYER = ("mlp", "post_attention_layernorm", "norm2", "self_attn.o_proj", "attn.proj", "self_attn", "attn",
-                      "input_layernorm", "norm1")
-
-
-def backward_order(params: Sequence[Param]) -> list[Param]:
-    """The order gradients become ready: the head first, blocks last to first (MLP before attention), embeddings
-    last; the vision tower, which feeds the embeddings, after the language model."""
-    def key(item: tuple[int, Param]) -> tuple[int, int, int, int]:
-        i, p = item
-        b = block_of(p.name)
-        vision = p.name.startswith("model.visual.")
-        if b is None:
-            if p.name.endswith("embed_tokens.weight"):
-                return (2, 0, 0, 0)
-            if vision:
-                return (3, 0 if "merger" in p.name else 2, 0, -i)
-            return (0, 0, 0, -i)  # head and final norm
-        n = int(b.rpartition(".")[2])
-        rest = p.name[len(b) + 1:]
-        where = next((k for k, part in enumerate(_BACKWARD_IN_LAYER) if rest.startswith(part)), len(_BACKWARD_IN_LAYER))
-        return (3 if vision else 1, 1, -n, where * 10**6 - i)
-    return [p for _, p in sorted(enumerate(params), key=key)]
 
 
 def describe(params: Sequence[Param], members: Sequence[Param]) -> str:

@@ -13,7 +13,7 @@ from itertools import accumulate
 
 from ncclcheck.explain.layouts.base import Setting, Shape, ceil_div
 from ncclcheck.explain.ops import ALLGATHER, ALLREDUCE, REDUCESCATTER
-from ncclcheck.explain.params import Param, backward_order, describe, modules
+from ncclcheck.explain.params import Param, describe, modules
 
 MAX_LISTED = 3  # runs listed per order; the rest are counted
 
@@ -46,12 +46,14 @@ def search(s: Setting, family: str | None, n: int, lo: int, hi: int) -> RunSearc
     w = s.world
     trainable = [p for p in params if p.trainable]  # a frozen tensor has no gradient: no run of gradients holds it
     orders: list[tuple[str, str, str, list[list[Param]], list[int]]] = []
+    ready = s.table.ready_order()  # observed where a pass ran, else the reverse of registration order
+    reverse = list(reversed(trainable))
     if family in (None, ALLREDUCE):
-        for label, order in (("gradient-ready order", backward_order(trainable)),
-                             ("reverse registration order", list(reversed(trainable)))):
+        ways = [("gradient-ready order", ready)] if s.table.ready else []
+        for label, order in (*ways, ("reverse registration order", reverse)):
             orders.append(("gradient_run", ALLREDUCE, label, [[p] for p in order], [p.numel for p in order]))
     if w and family in (None, REDUCESCATTER):
-        order = backward_order(trainable)
+        order = ready
         orders.append(("gradient_run", REDUCESCATTER, "gradient-ready order, each padded to a multiple of the world",
                        [[p] for p in order], [ceil_div(p.numel, w) * w for p in order]))
     if w and family in (None, ALLGATHER):

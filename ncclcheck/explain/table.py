@@ -15,11 +15,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ncclcheck.explain.models import Model
-from ncclcheck.explain.params import Param, backward_order, buffers, parameters
+from ncclcheck.explain.params import Param, buffers, forward_order, parameters
 from ncclcheck.explain.params import units as units_by_name
 
 BUILTIN, TRANSFORMERS, CHECKPOINT, MODULE = "built-in", "transformers", "checkpoint", "module"
-READY_RULE = "inferred from the layer names (head first, blocks last to first, embeddings last)"
+# Where no pass ran, the order gradients become ready is unknown. What is known is the registration order and the
+# rule DDP itself builds on it: at construction the reducer forms its buckets over model.parameters() and reverses
+# the list, assuming the forward uses parameters in the order they are registered, so that their gradients become
+# ready in the reverse (torch/nn/parallel/distributed.py, _ddp_init_helper). That reverse is the order taken.
+READY_FORWARD = ("not observed: the reverse of the order the family's forward uses its parameters, as the built-in "
+                 "layout writes it from transformers' modeling code")
+READY_RULE = ("not observed: taken as the reverse of registration order (model.parameters()), the order DDP's "
+              "reducer assumes when it forms its buckets at construction")
 
 
 @dataclass(frozen=True)
@@ -35,11 +42,11 @@ class Table:
     origin: str = BUILTIN
     source: str = "the built-in layouts"  # said in every answer
     notes: tuple[str, ...] = ()  # what is inferred rather than known
-    ready_how: str = READY_RULE  # how the gradient-ready order was learnt ("observed: ..." or "inferred ...")
+    ready_how: str = READY_RULE  # how the gradient-ready order was learnt ("observed: ..." or "not observed: ...")
 
     @property
     def ready_observed(self) -> bool:
-        return bool(self.ready)
+        return self.ready_how.startswith("observed")
     classes: tuple[tuple[str, str], ...] = ()  # (module path, class name) of every module, where the model is known
     tied: tuple[tuple[str, str], ...] = ()  # (another name of a shared parameter, the name it is listed under)
 
@@ -49,18 +56,19 @@ class Table:
         return tuple(p for p in self.params if p.trainable)
 
     def ready_order(self) -> list[Param]:
-        """Trainable parameters in gradient-ready order: measured where known, else the built-in rule."""
+        """Trainable parameters in gradient-ready order: observed where a pass ran, else the reverse of registration
+        order (``READY_RULE``); parameters the pass left without a gradient take their place in that reverse."""
         trainable = self.trainable
-        if self.ready:
-            by_name = {p.name: p for p in trainable}
-            first = [by_name[n] for n in self.ready if n in by_name]
-            seen = {p.name for p in first}
-            rest = backward_order([p for p in trainable if p.name not in seen])
-            # What fed the input embeddings in the real step (a vision tower's features merged into them) is
-            # ready before the embedding table, whose lookup is the last op of the backward pass.
-            at = next((k for k, p in enumerate(first) if p.name == self.embedding), len(first))
-            return first[:at] + rest + first[at:]
-        return backward_order(trainable)
+        if not self.ready:
+            return list(reversed(trainable))
+        by_name = {p.name: p for p in trainable}
+        first = [by_name[n] for n in self.ready if n in by_name]
+        seen = {p.name for p in first}
+        rest = [p for p in reversed(trainable) if p.name not in seen]
+        # What fed the input embeddings in the real step (a vision tower's features merged into them) is ready
+        # before the embedding table, whose lookup is the last op of the backward pass.
+        at = next((k for k, p in enumerate(first) if p.name == self.embedding), len(first))
+        return first[:at] + rest + first[at:]
 
     def units(self, tensors: Sequence[Param] | None = None) -> list[tuple[str, list[Param]]]:
         """FSDP's units when every block is wrapped: each block's own parameters (or the ``tensors`` given, such as
@@ -114,4 +122,5 @@ def builtin_table(m: Model) -> Table:
     params = tuple(parameters(m))
     notes = ("names, order and gradient-ready order follow the built-in Llama-style layout",) if params else ()
     source = "the built-in layouts" + (f" (the config's own model could not be built: {m.unbuilt})" if m.unbuilt else "")
-    return Table(params, tuple(buffers(m)), notes=notes, source=source)
+    ready = tuple(p.name for p in reversed(forward_order(m)))
+    return Table(params, tuple(buffers(m)), ready=ready, notes=notes, source=source, ready_how=READY_FORWARD)

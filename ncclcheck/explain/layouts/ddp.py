@@ -67,7 +67,9 @@ def shapes(s: Setting) -> list[Shape]:
     first, cap, said = caps(s)
     rebuilt = buckets(t.ready_order(), s.itemsize, first, cap)
     out += _bookkeeping(s, params, len(rebuilt))
-    how = "gradient-ready order observed in a forward and backward pass" if t.ready else "gradient-ready order"
+    how = ("gradient-ready order observed in a forward and backward pass" if t.ready_observed else
+           "the reverse of the family's forward, the gradient-ready order not being observed" if t.ready else
+           "the reverse of registration order, the gradient-ready order not being observed")
     orders = [(f"rebuilt in {how}", said, rebuilt)]
     if s.bucket_cap_mb is not None and first != FIRST_BUCKET_BYTES:
         # Releases before the first bucket followed an explicit cap closed it at 1 MiB regardless.
