@@ -5,6 +5,9 @@ of objects made at once and kept to the end (the scans, the records, the ranks' 
 two of every five CPU seconds the main process spent after the read, and about a tenth of a worker's. Nothing built
 there is garbage in cycles worth collecting early (frozen dataclasses, tuples and dicts that refer downwards), so the
 collector waits until the work is done and then runs as before: a short-lived command or a long test run alike.
+The console script (cli.main) turns the collector off for its whole run already, so there the pause changes
+nothing; it is for the callers that start with the collector on: analyze() called from Python (a notebook, the
+tests, tools/) and the reader's worker processes, which a spawn or forkserver start gives a fresh interpreter.
 """
 
 from __future__ import annotations
