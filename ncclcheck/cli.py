@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, Optional
 import click
 import typer
 
-from ncclcheck import __version__, schemas, startcache
+from ncclcheck import __version__, schemas
 from ncclcheck.transfer import DEFAULT_DTYPE
 
 if TYPE_CHECKING:
@@ -876,6 +876,8 @@ def main() -> None:
     the modules, the catalogue and the results took 0.1-0.2 s of a 0.5 s analysis (a 2-core VM). The patterns the
     commands' modules compile at import come from the cache folder (ncclcheck/startcache.py).
     """
+    from ncclcheck import startcache
+
     gc.disable()
     startcache.install()
     args = sys.argv[1:]
