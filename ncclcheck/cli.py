@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import sys
 from enum import Enum, IntEnum
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, Optional
@@ -63,6 +64,17 @@ def warn(message: str) -> None:
     from ncclcheck.console import err_console
 
     err_console.print(f"ncclcheck: {message}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _may_be_terminal() -> bool:
+    """Whether Rich could take stderr for a terminal (a TTY, or ``FORCE_COLOR`` / ``TTY_COMPATIBLE=1`` set): where
+    not, its console (~50 ms of imports, before the workers are forked) is not imported to ask."""
+    if os.environ.get("FORCE_COLOR") or os.environ.get("TTY_COMPATIBLE") == "1":
+        return True
+    try:
+        return sys.stderr is not None and sys.stderr.isatty()
+    except ValueError:  # closed
+        return False
 
 
 def _check_dtype(dtype: str) -> None:
@@ -167,7 +179,6 @@ def analyze_log(
 
     Example: ncclcheck analyze-log logs/ --json
     """
-    from ncclcheck.console import console, err_console
     from ncclcheck.evidence.reader import InputError, resolve
     from ncclcheck.evidence.types import InputProblem
     from ncclcheck.job.analyze import analyze  # the deciding side is imported while the workers read
@@ -197,11 +208,15 @@ def analyze_log(
     sources = resolve(paths, bad)
     total = sum(s.size() for s in sources)
     progress = None
-    if err_console.is_terminal and (total >= 64 << 20 or len(sources) >= MANY_FILES):
-        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+    if (total >= 64 << 20 or len(sources) >= MANY_FILES) and _may_be_terminal():
+        from ncclcheck.console import err_console
 
-        progress = Progress(TextColumn("reading"), BarColumn(), DownloadColumn(), console=err_console, transient=True)
-        task = progress.add_task("read", total=total)
+        if err_console.is_terminal:
+            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+
+            progress = Progress(TextColumn("reading"), BarColumn(), DownloadColumn(), console=err_console,
+                                transient=True)
+            task = progress.add_task("read", total=total)
 
     def done(scan: FileScan) -> None:
         for p in scan.problems:
@@ -241,6 +256,8 @@ def analyze_log(
     if as_json:
         typer.echo(json.dumps(analysis_json(result, per_rank), indent=2))
     else:
+        from ncclcheck.console import console
+
         for each in result.attempts or (result,):
             if result.attempts:
                 console.print(f"attempt {each.attempt} of {each.attempt_count}", style="bold", crop=False)
