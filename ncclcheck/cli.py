@@ -236,7 +236,6 @@ def analyze_log(
         usage_error(str(exc))
     from ncclcheck.job.model import VerdictKind
     from ncclcheck.render.json_out import analysis_json
-    from ncclcheck.render.report import report
 
     if not any(s.bytes_read or s.dump is not None or s.live for s in result.scans):
         warn("no log lines: every input was empty" if result.scans else "no readable input")
@@ -257,6 +256,7 @@ def analyze_log(
         typer.echo(json.dumps(analysis_json(result, per_rank), indent=2))
     else:
         from ncclcheck.console import console
+        from ncclcheck.render.report import report  # Rich's, imported only where a report is printed
 
         for each in result.attempts or (result,):
             if result.attempts:
