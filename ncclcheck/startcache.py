@@ -1,6 +1,6 @@
 """What every run compiles alike at its start, kept in the cache folder (ncclcheck/cachedir.py) for the next run.
 
-Importing what analyze-log needs compiles ~430 regular expressions (the sources of lines, the catalogue's causes,
+Importing what analyze-log needs compiles ~450 regular expressions (the sources of lines, the catalogue's causes,
 the statements) and ~520 methods of ~90 frozen dataclasses, in pure Python, the same at every start: ~0.1 s and
 ~0.11 s of its ~0.45 s of imports on one core (a 2-core VM). On a many-core host the main process's start-up is
 the reader's critical path: the workers read a 512 MiB chatty job in less time than the main process takes to
