@@ -49,6 +49,7 @@ def _module(name: str) -> Any:
 _sre = _module("_sre")  # the C engine
 _compiler = _module("re._compiler")  # Python 3.11 and later: the compiler that feeds it
 
+_PACKAGE = "ncclcheck"
 MAX_ENTRIES = 8192  # of each kind, more than a run compiles: a run that adds past it starts the file afresh
 _MAX_BYTES = 32 << 20  # a larger file is not ours
 # What an earlier run kept (and this run added): pattern and flags -> the engine's arguments; source -> its code
@@ -105,7 +106,7 @@ def _compile_pattern(pattern: Any, flags: int = 0) -> Any:
         made = original(pattern, flags)
     finally:
         _compiler._sre = _sre
-    if len(seen) == 1 and seen[0][0] == pattern:
+    if len(seen) == 1 and seen[0][0] == pattern and _ours(3):
         try:
             _patterns[key] = _plain(seen[0][1:])
             _added[0] += 1
@@ -120,10 +121,21 @@ def _exec(source: Any, globals_: Any = None, locals_: Any = None, /) -> None:
     if isinstance(source, str):
         code = _codes.get(source)
         if code is None:
-            code = _codes[source] = compile(source, "<string>", "exec", dont_inherit=True)
-            _added[0] += 1
+            code = compile(source, "<string>", "exec", dont_inherit=True)
+            if isinstance(globals_, dict) and str(globals_.get("__name__", "")).startswith(_PACKAGE):
+                _codes[source] = code  # a class of this package's: those of the libraries it imports are not kept
+                _added[0] += 1
         source = code
     builtins.exec(source, globals_, locals_)
+
+
+def _ours(depth: int) -> bool:
+    """Whether the code ``depth`` frames up is this package's (a pattern of torch's or transformers', which explain
+    imports, is compiled as before and not kept: the file stays the size of this package's)."""
+    try:
+        return str(sys._getframe(depth + 1).f_globals.get("__name__", "")).startswith(_PACKAGE)
+    except ValueError:  # a shallower stack
+        return False
 
 
 def install() -> None:
@@ -132,6 +144,9 @@ def install() -> None:
         return
     try:
         with open(path, "rb") as fh:
+            st, uid = os.fstat(fh.fileno()), getattr(os, "getuid", None)
+            if uid is not None and (st.st_uid != uid() or st.st_mode & 0o022):  # code is run from it: only a file
+                raise PermissionError(path)  # of this user's, that no one else may write
             kept = marshal.loads(fh.read(_MAX_BYTES))
         if isinstance(kept, tuple) and len(kept) == 2 and all(isinstance(k, dict) for k in kept):
             _patterns.update(kept[0])
