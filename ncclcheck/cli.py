@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import sys
 from enum import Enum, IntEnum
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, Optional
@@ -63,6 +64,17 @@ def warn(message: str) -> None:
     from ncclcheck.console import err_console
 
     err_console.print(f"ncclcheck: {message}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _may_be_terminal() -> bool:
+    """Whether Rich could take stderr for a terminal (a TTY, or ``FORCE_COLOR`` / ``TTY_COMPATIBLE=1`` set): where
+    not, its console (~50 ms of imports, before the workers are forked) is not imported to ask."""
+    if os.environ.get("FORCE_COLOR") or os.environ.get("TTY_COMPATIBLE") == "1":
+        return True
+    try:
+        return sys.stderr is not None and sys.stderr.isatty()
+    except ValueError:  # closed
+        return False
 
 
 def _check_dtype(dtype: str) -> None:
@@ -167,7 +179,6 @@ def analyze_log(
 
     Example: ncclcheck analyze-log logs/ --json
     """
-    from ncclcheck.console import console, err_console
     from ncclcheck.evidence.reader import InputError, resolve
     from ncclcheck.evidence.types import InputProblem
     from ncclcheck.job.analyze import analyze  # the deciding side is imported while the workers read
@@ -197,11 +208,15 @@ def analyze_log(
     sources = resolve(paths, bad)
     total = sum(s.size() for s in sources)
     progress = None
-    if err_console.is_terminal and (total >= 64 << 20 or len(sources) >= MANY_FILES):
-        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+    if (total >= 64 << 20 or len(sources) >= MANY_FILES) and _may_be_terminal():
+        from ncclcheck.console import err_console
 
-        progress = Progress(TextColumn("reading"), BarColumn(), DownloadColumn(), console=err_console, transient=True)
-        task = progress.add_task("read", total=total)
+        if err_console.is_terminal:
+            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+
+            progress = Progress(TextColumn("reading"), BarColumn(), DownloadColumn(), console=err_console,
+                                transient=True)
+            task = progress.add_task("read", total=total)
 
     def done(scan: FileScan) -> None:
         for p in scan.problems:
@@ -221,7 +236,6 @@ def analyze_log(
         usage_error(str(exc))
     from ncclcheck.job.model import VerdictKind
     from ncclcheck.render.json_out import analysis_json
-    from ncclcheck.render.report import report
 
     if not any(s.bytes_read or s.dump is not None or s.live for s in result.scans):
         warn("no log lines: every input was empty" if result.scans else "no readable input")
@@ -241,6 +255,9 @@ def analyze_log(
     if as_json:
         typer.echo(json.dumps(analysis_json(result, per_rank), indent=2))
     else:
+        from ncclcheck.console import console
+        from ncclcheck.render.report import report  # Rich's, imported only where a report is printed
+
         for each in result.attempts or (result,):
             if result.attempts:
                 console.print(f"attempt {each.attempt} of {each.attempt_count}", style="bold", crop=False)
@@ -873,15 +890,20 @@ def main() -> None:
     The cyclic garbage collector is off for the run: analysing a large job builds millions of small objects
     without cycles, once, and then exits; the collector's passes over them cost a quarter of the time. At the end
     every object is frozen: the interpreter's exit still collects once, even with the collector off, and walking
-    the modules, the catalogue and the results took 0.1-0.2 s of a 0.5 s analysis (a 2-core VM).
+    the modules, the catalogue and the results took 0.1-0.2 s of a 0.5 s analysis (a 2-core VM). The patterns the
+    commands' modules compile at import come from the cache folder (ncclcheck/startcache.py).
     """
+    from ncclcheck import startcache
+
     gc.disable()
+    startcache.install()
     args = sys.argv[1:]
     if len(args) == 2 and args[0] == "--install-completion":
         _install_completion(args[1])
     try:
         app(prog_name="ncclcheck")
     finally:
+        startcache.keep()
         gc.freeze()
 
 

@@ -12,7 +12,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ncclcheck"
-FLOOR = {"ncclcheck": 0, "ranks": 0, "transfer": 0, "frsettings": 0, "console": 0, "cachedir": 0, "signals": 0, "schemas": 0,
+FLOOR = {"ncclcheck": 0, "ranks": 0, "transfer": 0, "frsettings": 0, "console": 0, "cachedir": 0, "startcache": 0, "signals": 0, "schemas": 0,
          "evidence": 1, "findings": 1, "probe": 2, "snapshot": 2, "job": 3, "explain": 4,
          "render": 5, "bench": 5, "cli": 6, "__main__": 6}
 

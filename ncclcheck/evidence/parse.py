@@ -148,8 +148,11 @@ class LogParser:
             self._pend = None
             self._logical(first, who, "".join(parts), joined=True)
         holds = self._holds(text)
-        said = [e for i, (_, source) in enumerate(self._readers) if holds >> i & 1
-                for e in source.feed(text, Loc(self.file, lineno))] if holds & _FED_ANY else ()
+        said: list[Read] = []
+        fed = holds & _FED_ANY  # the readers whose words the line holds, lowest bit first (not a test per reader)
+        while fed:
+            said += self._readers[(fed & -fed).bit_length() - 1][1].feed(text, Loc(self.file, lineno))
+            fed &= fed - 1
         for e in said:
             if isinstance(e, PidRank):  # a PID paired with its rank names this very line's process
                 self._procs.pid_rank.setdefault(e.pid, e.rank)

@@ -56,6 +56,7 @@ still found while memory stays bounded.
 
 from __future__ import annotations
 
+import bisect
 import errno
 import functools
 import glob
@@ -131,8 +132,28 @@ _HEAD_WANTED = re.compile(b"|".join(re.escape(w.encode()) for w in formats.HEAD_
 # Every line the parser reads into an error, a clue, a death by signal, a launcher's or a host's report, an ending
 # or a setting holds one of its ``KEEP_WORDS`` (the words its own cheap tests look for): each block is searched for them whole,
 # so such a line is kept wherever it stands.  A word that holds another is left out: the shorter finds its lines.
-WHOLE_WORDS = tuple(sorted({w.encode() for w in formats.KEEP_WORDS
-                           if not any(o != w and o in w for o in formats.KEEP_WORDS)}))
+
+
+def _whole_words(words: tuple[str, ...]) -> tuple[bytes, ...]:
+    """The words that hold no other, sorted: each word is searched for once in all of them, joined (comparing every
+    pair took ~4 ms of each start, before the workers are forked)."""
+    unique = sorted(set(words))
+    starts = [0]
+    for w in unique:
+        starts.append(starts[-1] + len(w) + 1)
+    joined = "\0".join(unique)
+    holder = set()  # the words that hold another
+    for o in unique:
+        at = joined.find(o)
+        while at != -1:
+            i = bisect.bisect_right(starts, at) - 1  # the word this match stands in (no word holds a NUL)
+            if unique[i] != o:
+                holder.add(unique[i])
+            at = joined.find(o, at + 1)
+    return tuple(sorted(w.encode() for w in unique if w not in holder))
+
+
+WHOLE_WORDS = _whole_words(formats.KEEP_WORDS)
 BEFORE = 8
 AFTER = 16
 HEAD = 16 << 10

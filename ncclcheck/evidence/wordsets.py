@@ -11,10 +11,14 @@ substring searches are kept (tests hold the two to the same answer).
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
+import tempfile
 from collections.abc import Sequence
 from typing import Any
+
+from ncclcheck import cachedir
 
 
 def _hyperscan() -> Any:
@@ -43,6 +47,9 @@ class WordSets:
         if hs is None:
             return None
         pairs = [(word, i) for i, words in enumerate(self.lists) for word in dict.fromkeys(words)]
+        path = _kept_at(hs, pairs)
+        if path is not None and (loaded := _load(hs, path)) is not None:
+            return loaded
         database = hs.Database(mode=hs.HS_MODE_BLOCK)
         try:
             database.compile(expressions=[b"".join(b"\\x%02x" % c for c in w.encode()) for w, _ in pairs],
@@ -50,6 +57,8 @@ class WordSets:
                              flags=[hs.HS_FLAG_SINGLEMATCH] * len(pairs))
         except hs.error:  # pragma: no cover - a processor Hyperscan does not support
             return None
+        if path is not None:
+            _store(hs, path, database)
         return database
 
     def mask(self, text: str) -> int:
@@ -63,3 +72,40 @@ class WordSets:
 
         self._db.scan(text.encode(), match_event_handler=hit)
         return found[0]
+
+
+def _kept_at(hs: Any, pairs: list[tuple[str, int]]) -> str | None:
+    """Where the database of these words is kept (compiling it took ~10 ms of every start, before the workers are
+    forked, as the reader's own did: evidence/reader.py), or None where caching is off."""
+    folder = cachedir.directory()
+    if folder is None:
+        return None
+    digest = hashlib.sha256(repr((hs.__version__, pairs)).encode()).hexdigest()[:24]
+    return os.path.join(folder, f"wordsets-{digest}.hs")
+
+
+def _load(hs: Any, path: str) -> Any:
+    """The database kept at ``path``; None where there is none or it cannot be used (Hyperscan checks that it was
+    compiled for this processor), and then it is compiled again."""
+    try:
+        with open(path, "rb") as fh:
+            database = hs.loadb(fh.read(_MAX_KEPT), hs.HS_MODE_BLOCK)
+        database.scratch = hs.Scratch(database)
+    except (OSError, hs.error):
+        return None
+    return database
+
+
+def _store(hs: Any, path: str, database: Any) -> None:
+    """Keep the database for the next process, written whole or not at all (workers and runs race to it)."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".wordsets-")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(hs.dumpb(database))
+        os.replace(tmp, path)
+    except OSError:  # a cache that cannot be written is skipped: the answer is the same without it
+        return
+
+
+_MAX_KEPT = 16 << 20  # bytes: the database takes ~100 kB; a larger file is not ours

@@ -7,12 +7,13 @@ a difference does; the JSON carries every row.
 
 from __future__ import annotations
 
-from typing import Any
-
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from ncclcheck.job.versions import Versions, ranks_word, releases_line
 from ncclcheck.probe.agree import Row, names, value_text
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 
 def _values(row: Row) -> str:
@@ -21,6 +22,8 @@ def _values(row: Row) -> str:
 
 def versions_lines(v: Versions) -> list[Text]:
     """The releases, then the agreement across ranks: a line each, and a line per aspect that differs."""
+    from rich.text import Text  # here, not at import: the JSON (versions_json) needs no Rich
+
     out = []
     if line := releases_line(v):
         out.append(Text(f"versions: {line}"))

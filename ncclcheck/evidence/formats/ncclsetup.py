@@ -53,11 +53,11 @@ _ANYONE = Who()  # the line's process: the parser puts the fact on it
 
 def step(text: str) -> str | None:
     """Which step of the set-up (or its end) a line is, or None."""
-    if any(w in text for w in _END):
+    if any(map(text.__contains__, _END)):
         return END_STEP
     if "Init COMPLETE" in text:
         return READY_STEP
-    if any(w in text for w in _VIA) or "Connected all" in text:
+    if any(map(text.__contains__, _VIA)) or "Connected all" in text:
         return CONNECT_STEP
     if "redop" in text and TESTS_HEADER.search(text) or "(elements)" in text and TESTS_UNITS.search(text):
         return HEADER_STEP
