@@ -81,10 +81,11 @@ CLUE_GATE = re.compile(
     + "|" + SHM_FULL.pattern
     + r"|\bstatus=\d{1,2}\([A-Za-z ]{4,40}\)"  # a work completion's status with rdma-core's words (evidence/wcstatus.py)
     + r"|Test CUDA failure"  # nccl-tests' CUDACHECK (src/common.h)
+    + r"|The connection to the C10d store has failed"  # the c10d rendezvous backend's (c10d_rendezvous_backend.py)
 )
 # Words one of which every clue line holds: plain substring tests first, the gate's regex only where one is there.
 CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "oom-kill", "THCudaCheck", "CANCELLED", "ssertion", "TCPStore",
-              "c10d", "signal",
+              "c10d", "C10d store", "signal",
               "endezvous", "joined", "restart", "Restart", "interface", "AF_INET", "plugin", "peer", "Call to",
               "NCCL operations", "entire process down", "CUDA device", "same GPU", "Duplicate GPU", "ssh: ",
               "Host key verification", "Permission denied (", "remote daemon", "daemons", "daemon has", "route a message",
@@ -117,7 +118,9 @@ STORE_FAIL = re.compile(then(
     r"TCPStore|\[c10d\]|c10d store|[Ss]ocket",
     r"Failed to recv|Broken pipe|Connection (?:refused|reset by peer)|(?:client socket )?has timed out|failed to connect"
     r"|has failed to (?:listen|bind)|Timed out after \d+ seconds waiting for (?:clients|workers)"
-    r"|The connection to the C10d store has failed|cannot be retrieved"))
+    r"|The connection to the C10d store has failed|cannot be retrieved")
+    # the c10d rendezvous backend's own sentence names its store (c10d_rendezvous_backend.py) before the failure
+    + r"|The connection to the C10d store has failed")
 _LAUNCHER = re.compile(
     r"Received \S+ death signal|Sending process \d+ closing signal SIG\w+|has failed to shutdown the rendezvous"
     r"|Rendezvous(?:Timeout|Closed|Connection|GracefulExit)Error|attempts left; will restart worker group"
