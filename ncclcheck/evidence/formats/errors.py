@@ -118,13 +118,12 @@ STORE_FAIL = re.compile(then(
     r"TCPStore|\[c10d\]|c10d store|[Ss]ocket",
     r"Failed to recv|Broken pipe|Connection (?:refused|reset by peer)|(?:client socket )?has timed out|failed to connect"
     r"|has failed to (?:listen|bind)|Timed out after \d+ seconds waiting for (?:clients|workers)"
-    r"|The connection to the C10d store has failed|cannot be retrieved")
-    # the c10d rendezvous backend's own sentence names its store (c10d_rendezvous_backend.py) before the failure
-    + r"|The connection to the C10d store has failed")
+    r"|The connection to the C10d store has failed|cannot be retrieved"))
 _LAUNCHER = re.compile(
     r"Received \S+ death signal|Sending process \d+ closing signal SIG\w+|has failed to shutdown the rendezvous"
     r"|Rendezvous(?:Timeout|Closed|Connection|GracefulExit)Error|attempts left; will restart worker group"
     r"|Restarting worker group"
+    r"|The connection to the C10d store has failed"  # the c10d rendezvous backend's, alone (c10d_rendezvous_backend.py)
     r"|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT|oom[_-]kill event|OOM Killed|OOMKilled|" + REMOTE_LAUNCH
 )
 # A Python logger's header before a traceback's line, as vLLM's logger prints it (vllm/logger.py: "%(levelname)s
