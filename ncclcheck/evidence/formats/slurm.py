@@ -127,11 +127,11 @@ FORMAT = Format(
                "ESLURMD_CREDENTIAL_EXPIRED: src/common/slurm_errno.c); ai4d-iasc/trixie#58 quotes it of Slurm 19",
                (Clue(Who(), "launcher", "Task launch for StepId=36.0 failed on node cn131: Job credential expired",
                      AT),)),
-        Sample("srun: error: Unable to create step for job 1234: Requested node configuration is not available",
-               "src/srun/launch.c (error(\"Unable to create step for job %u: %m\"), ESLURM_REQUESTED_NODE_CONFIG_"
-               "UNAVAILABLE's words in src/common/slurm_errno.c)",
-               (Clue(Who(), "launcher", "Unable to create step for job 1234: Requested node configuration is not "
-                                        "available", AT),)),
+        Sample("srun: error: Unable to create step for job 1: More processors requested than permitted",
+               "tests/data/launchers/slurm/no_step/console.log:2 (src/srun/launch.c: error(\"Unable to create step "
+               "for job %u: %m\"))",
+               (Clue(Who(), "launcher", "Unable to create step for job 1: More processors requested than permitted",
+                     AT),)),
         Sample("srun: error: vm: task 1: Out Of Memory", "tests/data/launchers/slurm-gpu/oom/console.log:15",
                (Clue(Who(1, None), "launcher", "srun: error: vm: task 1: Out Of Memory", AT),
                 ElasticFailure(1, None, None, None, "SIGKILL", "vm", None, False, AT))),
