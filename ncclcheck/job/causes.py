@@ -200,6 +200,9 @@ def _detail(cause: Cause, hits: Sequence[_Said], fired_s: float | None = None) -
         m = _ID_FROM.search(hits[0].text)
         return (f"the ranks waited for rank {m[1]}'s NCCL id in the store until the timeout"
                 if m else "ranks waited for another rank's NCCL id in the store") + f": {one_line(hits[0].text)}"
+    if cause.kind == "horovod_stall":  # one clue per missing rank (evidence/formats/horovod.py): said once, of them all
+        named = sorted({h.rank for h in hits if h.rank is not None})
+        return one_line(re.sub(r"\brank \d+", rank_phrase(named), hits[0].text, count=1)) if named else one_line(texts[0])
     if cause.kind in ("nccl_no_reason", "nccl_system_error"):
         error = next((h.text for h in hits if h.clue is None), None)
         empty = any(h.clue == "last_error" for h in hits)
@@ -253,6 +256,8 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
     # "exits with return code = -9").
     unnamed = [(None, s.loc, sig) for s in said if (sig := formats.launcher_signal(s.text))][:1]
     for cause in CATALOGUE:
+        if cause.kind == "rdzv_failed" and _worker_failed(scans):
+            continue  # the agent's rendezvous failed after a worker's own error ended the job: its echo
         hits = [s for s in said if _shows(cause, s)]
         # A killed rank is why its peers lost it (or read a cut message).
         if hits and not (cause.echo and (killed or unnamed or silent)):
@@ -300,6 +305,20 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
     if stops and not errors and not timeouts:
         return Diagnosis(STOPPED, (), stops[0].text, stops[0].loc, tuple(s.loc for s in stops)[:8], stops[0].text)
     return None
+
+
+# An agent's own exception (its rendezvous, its failure table, a signal it received) is no worker's error, nor is a
+# worker's lost store (c10d's DistNetworkError and DistStoreError, the TCPStore's words): the rendezvous' echo too.
+_AGENT_ERROR = re.compile(r"Rendezvous(?:Closed|Timeout|Connection|State|GracefulExit)?Error|ChildFailedError"
+                          r"|SignalException|DistNetworkError|DistStoreError|TCPStore|Failed to recv|Broken pipe")
+
+
+def _worker_failed(scans: Sequence[FileScan]) -> bool:
+    """Whether a worker (a rank) wrote an error of its own that is not the loss of a peer: torchrun's agent whose
+    rendezvous failed after it then only echoes the job's end (the agent without restarts left, ending, closed the
+    rendezvous or took its store with it: torch/distributed/launcher/api.py, launch_agent's rdzv_handler.shutdown())."""
+    return any(e.who.rank is not None and e.kind is not ErrorKind.CONNECTION and not PEER_LOST.search(e.message)
+               and not _AGENT_ERROR.search(e.message) for s in scans for e in s.errors)
 
 
 def _silent_death(scans: Sequence[FileScan], silent: Sequence[int], lost: Sequence[_Said],

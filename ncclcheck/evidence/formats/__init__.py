@@ -22,6 +22,7 @@ from ncclcheck.evidence.formats import (
     envreport,
     errors,
     gloo,
+    horovod,
     host,
     lightning,
     loglevel,
@@ -38,6 +39,7 @@ from ncclcheck.evidence.formats import (
     progress,
     pycall,
     ray,
+    rendezvous,
     slurm,
     spawn,
     torchrun,
@@ -60,6 +62,8 @@ FORMATS: tuple[LineSource, ...] = (
     pipeline.FORMAT,  # lines that say the job runs pipeline parallelism (job/pipeline.py)
     ncclapi.FORMAT,  # a traceback's frame of NCCL's C API called from a binding (job/rununsage.py)
     ncclsetup.FORMAT,  # how far NCCL's set-up got (job/stall.py)
+    horovod.FORMAT,  # Horovod's stall report: the ranks that never submitted a collective
+    rendezvous.FORMAT,  # torchrun's agent failing in its own rendezvous (the catalogue's rdzv_failed)
     # read by the assembler (evidence/parse.py) on logical lines, in its order (``logical``)
     host.FORMAT, pgnccl.FORMAT, elastic.FORMAT, nccl2.FORMAT, nccl.FORMAT, errors.FORMAT, busy.FORMAT, world.FORMAT,
     loglevel.FORMAT,  # a logger's error records and C's failed assertions, where no source above read the line

@@ -81,10 +81,11 @@ CLUE_GATE = re.compile(
     + "|" + SHM_FULL.pattern
     + r"|\bstatus=\d{1,2}\([A-Za-z ]{4,40}\)"  # a work completion's status with rdma-core's words (evidence/wcstatus.py)
     + r"|Test CUDA failure"  # nccl-tests' CUDACHECK (src/common.h)
+    + r"|The connection to the C10d store has failed"  # the c10d rendezvous backend's (c10d_rendezvous_backend.py)
 )
 # Words one of which every clue line holds: plain substring tests first, the gate's regex only where one is there.
 CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "oom-kill", "THCudaCheck", "CANCELLED", "ssertion", "TCPStore",
-              "c10d", "signal",
+              "c10d", "C10d store", "signal",
               "endezvous", "joined", "restart", "Restart", "interface", "AF_INET", "plugin", "peer", "Call to",
               "NCCL operations", "entire process down", "CUDA device", "same GPU", "Duplicate GPU", "ssh: ",
               "Host key verification", "Permission denied (", "remote daemon", "daemons", "daemon has", "route a message",
@@ -122,6 +123,7 @@ _LAUNCHER = re.compile(
     r"Received \S+ death signal|Sending process \d+ closing signal SIG\w+|has failed to shutdown the rendezvous"
     r"|Rendezvous(?:Timeout|Closed|Connection|GracefulExit)Error|attempts left; will restart worker group"
     r"|Restarting worker group"
+    r"|The connection to the C10d store has failed"  # the c10d rendezvous backend's, alone (c10d_rendezvous_backend.py)
     r"|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT|oom[_-]kill event|OOM Killed|OOMKilled|" + REMOTE_LAUNCH
 )
 # A Python logger's header before a traceback's line, as vLLM's logger prints it (vllm/logger.py: "%(levelname)s

@@ -11,6 +11,11 @@ when every task did. A task's failure it reports as "srun: error: HOST: task N: 
 (a time limit, scancel, a node's failure). A labelled console that stops with none of these, while its tasks said
 nothing of their end, stops mid-run: srun itself was lost (the node of the batch script, a kill), or only part of the
 console is here; the job's record (``sacct -j JOBID``, ``scontrol show job``) says how it ended.
+
+A step that never started is srun's own failure, not a task's: "srun: error: Task launch for STEP failed on node
+NODE: REASON" (a node's slurmd refused the launch), "Unable to create step for job J: REASON" (the controller refused
+the step) and "Application launch failed: REASON", each with Slurm's reason in slurm_strerror's words (the
+catalogue's slurm_launch; a credential's reasons in job/statements.toml).
 """
 
 from __future__ import annotations
@@ -39,6 +44,16 @@ LINES = (
 # are the job's ranks when srun starts one process a rank.
 TASKS = re.compile(r"srun: error: (?P<host>\S+): tasks? (?P<tasks>\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*): (?P<what>.+)$")
 _CODE = re.compile(r"exit code (-?\d+)")
+# srun's own failure to start a step, before any task of it ran there: the slurmd of a node refused the launch
+# request ("Task launch for %ps failed on node %s: %m", src/api/step_launch.c, the slurmd's reason in
+# slurm_strerror's words, src/common/slurm_errno.c: "Job credential expired", "Invalid job credential", "Job
+# credential revoked", "Slurmd could not execve job", "Job prolog failed", …), the controller refused the step
+# ("Unable to create step for job %u: %m", src/srun/launch.c) or the launch itself failed ("Application launch
+# failed: %m", src/srun/launch.c). Each is the launcher's failure: no rank of the step started, and the reason is
+# Slurm's (job/statements.toml words the slurmd's reasons; the catalogue's slurm_launch names the failure).
+LAUNCH = re.compile(r"(?:Task launch for \S{1,64} failed on node \S{1,256}|Unable to create step for job \d{1,12}"
+                    r"|Application launch (?:add )?failed): \S")
+_LAUNCH_WORDS = ("Task launch for", "Unable to create step", "Application launch")
 # `srun -l`: the task's number before each line (right-aligned to the widest task number).
 LABEL = re.compile(r"^ *\d{1,7}: ")
 # Task 0's lines always hold it (its label, or a wider task's last digit before it): the reader's word in a head.
@@ -60,6 +75,8 @@ class Steps:
     def feed(self, text: str, loc: Loc) -> Iterable[Said]:
         if "srun: error: " in text and (m := TASKS.search(text)):
             return _tasks(m, loc)
+        if any(w in text for w in _LAUNCH_WORDS) and (m := LAUNCH.search(text)):
+            return (Clue(Who(), "launcher", text[m.start():].strip()[:300], loc),)
         if self._labels < 2 and _LABEL_WORD in text and LABEL.match(text):
             self._labels += 1
             if self._labels == 2:
@@ -91,10 +108,10 @@ _OOM = "srun: Exceeded job memory limit"
 _CANCELLED = "slurmstepd-vm: error: *** STEP 11.0 ON vm CANCELLED AT 2026-11-25T15:05:34 DUE TO TIME LIMIT ***"
 FORMAT = Format(
     name="Slurm",
-    words=("srun: error: ", *(f.word for f in LINES)),
+    words=("srun: error: ", *(f.word for f in LINES), *_LAUNCH_WORDS),
     head_words=(_LABEL_WORD,),  # srun -l's labels, read where a console starts
     make=Steps,
-    patterns=(TASKS, *(f.pattern for f in LINES)),
+    patterns=(TASKS, *(f.pattern for f in LINES), LAUNCH),
     path_ranks=(PATH_RANK,),
     samples=(
         Sample(_OOM, "tests/data/launchers/slurm/oom/tasks/srun.log:1", (JobStop("Slurm", "Exceeded job memory limit", AT),)),
@@ -105,6 +122,16 @@ FORMAT = Format(
                 ElasticFailure(2, None, None, None, "SIGKILL", "vm", None, False, AT, last_rank=3))),
         Sample("0: rank 0 step 0 done, loss 1.0000", "tests/data/launchers/slurm/clean/console.log:5",
                (Fact(Who(), "launched", "Slurm", AT),), before=("0: rank 0 of 4 joined (pid 14285)",)),
+        Sample("srun: error: Task launch for StepId=36.0 failed on node cn131: Job credential expired",
+               "src/api/step_launch.c (error(\"Task launch for %ps failed on node %s: %m\"), the slurmd's "
+               "ESLURMD_CREDENTIAL_EXPIRED: src/common/slurm_errno.c); ai4d-iasc/trixie#58 quotes it of Slurm 19",
+               (Clue(Who(), "launcher", "Task launch for StepId=36.0 failed on node cn131: Job credential expired",
+                     AT),)),
+        Sample("srun: error: Unable to create step for job 1: More processors requested than permitted",
+               "tests/data/launchers/slurm/no_step/console.log:2 (src/srun/launch.c: error(\"Unable to create step "
+               "for job %u: %m\"))",
+               (Clue(Who(), "launcher", "Unable to create step for job 1: More processors requested than permitted",
+                     AT),)),
         Sample("srun: error: vm: task 1: Out Of Memory", "tests/data/launchers/slurm-gpu/oom/console.log:15",
                (Clue(Who(1, None), "launcher", "srun: error: vm: task 1: Out Of Memory", AT),
                 ElasticFailure(1, None, None, None, "SIGKILL", "vm", None, False, AT))),

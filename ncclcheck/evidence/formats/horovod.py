@@ -1,0 +1,83 @@
+"""Horovod's stall inspector: the ranks that never submitted a collective the others are waiting in.
+
+Horovod's coordinator (rank 0) keeps, for each tensor some ranks have submitted for a collective, which ranks did;
+past HOROVOD_STALL_CHECK_TIME_SECONDS (60 s by default) it logs "One or more tensors were submitted to be reduced,
+gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than N seconds. This may
+indicate that different ranks are trying to submit different tensors or that only subset of ranks is submitting
+tensors, which will cause deadlock." and then the ranks that did not submit, in one of two layouts:
+
+* 2018-06 to 2019-03 (horovod/common/operations.cc, CheckForStalledTensors, #342): "Stalled ops:" and one line per
+  tensor, ``<op>.<name> [missing ranks: 1, 2, 3]``;
+* since 2019-03 (#920; horovod/common/stall_inspector.cc, CheckForStalledTensors): "Missing ranks:" and one line per
+  missing rank, ``<global rank>[!]: [<op>.<name>, <op>.<name> ...]`` ("!": stalled past
+  HOROVOD_STALL_SHUTDOWN_TIME_SECONDS, and Horovod shuts down).
+
+A tensor's name is its op and the user's name (PyTorch's binding, horovod/torch/mpi_ops_v2.cc GetOpName:
+``allreduce.``, ``allgather.``, ``broadcast.``, ``alltoall.``, ``reducescatter.``, ``grouped_*``; ``<op>.noname.<handle>``
+without one). The missing ranks are the ones that never called that collective; every other rank of the job has
+called it and waits (the same reading as PyTorch's desync report or ``monitored_barrier``: job/absent.py). Each
+missing rank is read as a clue about that rank (not said by it): the catalogue's horovod_stall names it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.types import Clue, Loc, Said, Who
+
+# The older layout, one tensor a line; a paste that drops the colon after "ranks" is read the same.
+BY_TENSOR = re.compile(r" \[missing ranks:? (?P<ranks>\d{1,7}(?:, ?\d{1,7}){0,4095})\]")
+# The newer layout's head, then one missing rank a line (its tensors, at most six and " ..." printed).
+HEAD = re.compile(r"Missing ranks:\s*$")
+_OPS = ("allreduce.", "allgather.", "broadcast.", "alltoall.", "reducescatter.", "grouped_", "join.", "barrier.",
+        "Horovod")
+BY_RANK = re.compile(r"^\s*(?P<rank>\d{1,7})(?P<shut>!?): \[(?:" + "|".join(re.escape(o) for o in _OPS) + ")")
+_RANK_WORDS = tuple(f": [{o}" for o in _OPS)
+WORDS = ("missing ranks", "issing ranks:", *_RANK_WORDS)
+
+
+def said(rank: int, tensors: str, shutdown: bool = False) -> str:
+    """The clue's words about one missing rank (the catalogue's horovod_stall matches them)."""
+    down = "; stalled past HOROVOD_STALL_SHUTDOWN_TIME_SECONDS, so Horovod shuts down" if shutdown else ""
+    return f"Horovod's stall report: rank {rank} never submitted {tensors}, which other ranks submitted and wait in{down}"
+
+
+class Stalls:
+    """One input's stall reports: the older layout's lines on their own, the newer one's rank lines after its head."""
+
+    def __init__(self) -> None:
+        self._in_report = False
+
+    def feed(self, text: str, loc: Loc) -> Iterable[Said]:
+        if "missing ranks" in text and (m := BY_TENSOR.search(text)):
+            tensor = text[:m.start()].rsplit(None, 1)[-1] if text[:m.start()].strip() else "a tensor"
+            ranks = dict.fromkeys(int(r) for r in m["ranks"].split(","))
+            return tuple(Clue(Who(global_rank=r), "horovod", said(r, tensor), loc) for r in ranks)
+        if "issing ranks:" in text and HEAD.search(text):
+            self._in_report = True
+            return ()
+        if self._in_report and (m := BY_RANK.match(text)):
+            r, tensors = int(m["rank"]), text[text.index(": [", m.start()) + 3:].rstrip().removesuffix("]")
+            return (Clue(Who(global_rank=r), "horovod", said(r, tensors, bool(m["shut"])), loc),)
+        return ()
+
+
+_OLD = "broadcast.conv2.weight [missing ranks: 1, 2, 3]"
+FORMAT = Format(
+    name="Horovod",
+    words=WORDS,
+    make=Stalls,
+    patterns=(BY_TENSOR, HEAD, BY_RANK),
+    samples=(
+        Sample(_OLD, "horovod/common/operations.cc at bd857948 (#342): CheckForStalledTensors, "
+                     "tensor_name << \" [missing ranks:\" << \" 1, 2, 3\" << \"]\"",
+               tuple(Clue(Who(global_rank=r), "horovod", said(r, "broadcast.conv2.weight"), AT) for r in (1, 2, 3))),
+        Sample("3!: [allreduce.fc1.weight, allreduce.fc1.bias]",
+               "horovod/common/stall_inspector.cc (CheckForStalledTensors since #920: \"Missing ranks:\", then "
+               "global_ranks[rank] << \"!\" << \": [\" << tensors << \"]\")",
+               (Clue(Who(global_rank=3), "horovod", said(3, "allreduce.fc1.weight, allreduce.fc1.bias", True), AT),),
+               before=("Missing ranks:",)),
+    ),
+)

@@ -1,0 +1,82 @@
+"""torchrun's elastic agent in its rendezvous: the agent's own failure there, not its workers'.
+
+The agent (torch/distributed/elastic/agent/server/api.py, SimpleElasticAgent) logs "[role] Rendezvous'ing worker
+group" and calls the rendezvous handler (_initialize_workers), at start and again on every restart after "[role]
+Worker group FAILED. N/M attempts left; will restart worker group" and "[role] Stopping worker group"
+(_invoke_run, _restart_workers). A rendezvous that completes is followed by "Rendezvous complete for workers" (older
+releases) and "[role] Starting worker group". One that raises propagates out of the agent's run() (only
+RendezvousGracefulExitError is caught there, logged as "Rendezvous gracefully exited") through launch_agent
+(torch/distributed/launcher/api.py) and torchrun's main (torch/distributed/run.py): the agent process's own
+traceback, whose first frame is torchrun's console script (``File ".../bin/torchrun", line 8, in <module>``) or
+``python -m torch.distributed.run``'s. The exception it ends in is the rendezvous handler's: api.py's RendezvousError
+family (RendezvousClosedError, RendezvousTimeoutError, RendezvousConnectionError, RendezvousStateError), read by the
+catalogue's causes where its line is in the inputs (evidence/formats/errors.py reads the names).
+
+A traceback of the agent's that starts after "Rendezvous'ing worker group" and before the rendezvous completed is
+read here as the agent's failure in its rendezvous even where the traceback is cut before its exception: its workers
+were stopped by then, so no worker's error is what ended the job. A traceback of the agent's after its workers ran
+(ChildFailedError: its workers failed) is not one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.types import Clue, Loc, Said, Who
+
+RENDEZVOUSING = re.compile(r"\] Rendezvous'ing worker group")
+RESTART = re.compile(r"attempts left; will restart worker group")
+# The rendezvous completed (older releases print its result; every release then starts the workers).
+COMPLETED = re.compile(r"Rendezvous complete for workers|\] Starting worker group")
+# The agent's own traceback: torchrun's console script, or `python -m torch.distributed.run`'s module.
+AGENT_FRAME = re.compile(r"File \"[^\"]{0,400}(?:/bin/torchrun|torch/distributed/run\.py)\", line \d+")
+_WORDS = ("Rendezvous'ing worker group", "attempts left; will restart worker group", "Rendezvous complete for workers",
+          "] Starting worker group", "/bin/torchrun", "torch/distributed/run.py")
+
+
+def said(restart: bool) -> str:
+    """The clue's words (the catalogue's rdzv_failed matches them)."""
+    after = " after it restarted its worker group" if restart else ""
+    return (f"the agent's own traceback (torchrun's main) follows its 'Rendezvous'ing worker group' line{after}, and "
+            "no rendezvous completed")
+
+
+class Agent:
+    """One input's agent lines about its rendezvous, in order."""
+
+    def __init__(self) -> None:
+        self._restart = False  # the agent said it will restart its worker group
+        self._open: bool | None = None  # a rendezvous began: whether it was a restart's
+        self._said = False
+
+    def feed(self, text: str, loc: Loc) -> Iterable[Said]:
+        if "attempts left" in text and RESTART.search(text):
+            self._restart = True
+        elif "Rendezvous'ing" in text and RENDEZVOUSING.search(text):
+            self._open = self._restart
+        elif ("Rendezvous complete" in text or "Starting worker group" in text) and COMPLETED.search(text):
+            self._open, self._restart = None, False
+        elif self._open is not None and not self._said and AGENT_FRAME.search(text):
+            self._said = True
+            return (Clue(Who(), "launcher", said(self._open), loc),)
+        return ()
+
+
+_HERE = "tests/data/public_threads/156-pytorch-147064-elastic-agent-restart-rendezvous-closed.log"
+FORMAT = Format(
+    name="torchrun rendezvous",
+    words=_WORDS,
+    make=Agent,
+    patterns=(RENDEZVOUSING, RESTART, COMPLETED, AGENT_FRAME),
+    samples=(
+        Sample('  File "/usr/local/google/home/kiuk/.pyenv/versions/venv311/bin/torchrun", line 8, in <module>',
+               f"{_HERE}:6 (torch/distributed/elastic/agent/server/api.py: _restart_workers, _initialize_workers)",
+               (Clue(Who(), "launcher", said(True), AT),),
+               before=("I0213 12:07:20.086000 870572 torch/distributed/elastic/agent/server/api.py:889] [default] "
+                       "Worker group FAILED. 3/3 attempts left; will restart worker group",
+                       "I0213 12:07:20.087000 870572 torch/distributed/elastic/agent/server/api.py:677] [default] "
+                       "Rendezvous'ing worker group")),
+    ),
+)
