@@ -34,12 +34,14 @@ from ncclcheck.evidence.formats import (
     ncclras,
     ncclsetup,
     pgnccl,
+    pgwrapper,
     pipeline,
     progress,
     pycall,
     ray,
     slurm,
     spawn,
+    testends,
     torchrun,
     world,
 )
@@ -60,6 +62,8 @@ FORMATS: tuple[LineSource, ...] = (
     pipeline.FORMAT,  # lines that say the job runs pipeline parallelism (job/pipeline.py)
     ncclapi.FORMAT,  # a traceback's frame of NCCL's C API called from a binding (job/rununsage.py)
     ncclsetup.FORMAT,  # how far NCCL's set-up got (job/stall.py)
+    testends.FORMAT,  # a test framework's own end before a tear-down (job/afterend.py)
+    pgwrapper.FORMAT,  # the collective each rank was about to run, under DETAIL (job/storewait.py)
     # read by the assembler (evidence/parse.py) on logical lines, in its order (``logical``)
     host.FORMAT, pgnccl.FORMAT, elastic.FORMAT, nccl2.FORMAT, nccl.FORMAT, errors.FORMAT, busy.FORMAT, world.FORMAT,
     loglevel.FORMAT,  # a logger's error records and C's failed assertions, where no source above read the line
