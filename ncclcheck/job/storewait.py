@@ -57,7 +57,7 @@ def _ran(job: Job, scans: Sequence[FileScan], first: RankError, waited: set[int]
 def store_waited(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
     """The decision for a store's wait that gave up after the job had run (the module's docstring), else ``d``."""
     waits = _waits(scans)
-    if not waits:
+    if not waits or d.primary is not None:  # a rank stuck in a collective: the hang's rules decide (job/hang.py)
         return d
     said = d.cause is not None and d.cause.cause.kind in _READ_AS and WAIT_LINE.search(d.cause.text) is not None
     waited = {r for e in waits if (r := e.who.rank) is not None}

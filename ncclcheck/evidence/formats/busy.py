@@ -18,7 +18,7 @@ from ncclcheck.evidence.types import Fact, Loc, Read, Who
 
 # The words are plain substring tests before the pattern.
 WORDS = ("valuat", "alidat", "aving", "heckpoint", "okeniz", "Map", "Filter", "reprocess", "ompil", "utotun",
-         "eval_runtime", "canning", "eval", "Eval", "EVAL", "valid", "Valid", "test", "Test", "TEST", "redict",
+         "canning", "eval", "Eval", "EVAL", "valid", "Valid", "test", "Test", "TEST", "redict",
          "anity")
 # A phase's own word then its place in that phase (a step, a count, a bar) is that phase's progress line: RETURNN's
 # "ep 1 dev eval, step 97", Lightning's "Testing DataLoader 0:  40%|" and "Sanity Checking DataLoader 0:", a tqdm

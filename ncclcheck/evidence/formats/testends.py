@@ -16,7 +16,8 @@ from collections.abc import Iterable
 from ncclcheck.evidence.formats.source import AT, Format, Sample
 from ncclcheck.evidence.types import Fact, Loc, Said, Who
 
-END = re.compile(r"\[-{10}\] Global test environment tear-down|^Ran \d+ tests? in \d+(?:\.\d+)?s$")
+# unittest's line is the whole line, after a launcher's or a rank's tag (``[default0]:``, ``[rank0]:``) if any.
+END = re.compile(r"\[-{10}\] Global test environment tear-down|(?:^|\]:)(?P<ran>Ran \d{1,9} tests? in \d{1,9}(?:\.\d+)?s)$")
 _ANYONE = Who()  # the line's process: the parser puts the fact on it
 
 
@@ -25,7 +26,7 @@ class Lines:
 
     def feed(self, text: str, loc: Loc) -> Iterable[Said]:
         m = END.search(text.strip())
-        return (Fact(_ANYONE, "program_end", m[0], loc),) if m else ()
+        return (Fact(_ANYONE, "program_end", m["ran"] or m[0], loc),) if m else ()
 
 
 FORMAT = Format(
