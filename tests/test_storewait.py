@@ -51,8 +51,9 @@ def test_the_named_busy_line_of_a_lightning_validation_bar_names_its_rank():
 def test_the_wait_before_any_progress_is_no_busy_rank():
     """At start-up the store's wait is a rank that never started or never got there: no one is named busy."""
     v = run_text(WAIT).verdict
-    assert v.kind.value != "lagging_rank" or not v.culprit_ranks
-    assert "busy, not dead" not in v.summary
+    assert (v.kind.value, v.culprit_ranks, v.waiting_ranks) == ("incomplete_evidence", (), (1,))
+    assert v.cause is not None and v.cause.cause.kind == "store_wait"
+    assert "the store answered, so it was reachable" in v.summary and "busy, not dead" not in v.summary
 
 
 def test_2_1s_socket_timeout_at_start_up_stays_a_store_that_could_not_be_reached():

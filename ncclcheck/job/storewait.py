@@ -6,7 +6,9 @@ within the timeout, cancels and raises, ``Socket Timeout`` up to 2.1 and ``wait 
 since. The server answered the wait, so the store was reachable; a key was not set, and another rank sets it when it
 gets to the same point: a store-based barrier, an object or key exchange, a group's or communicator's set-up.
 
-At start-up that is a rank that never started or never reached the store (job/causes.py reads the line as such).
+At start-up that is a rank that never started, had not got there or died first: 2.1's words stay the catalogue's
+``store_unreachable`` (its older reading), the words since 2.2 ``incomplete_evidence`` with the waiters named and no
+culprit (the rank waited for is not named by any line).
 Once the inputs show the job had run (a rank's progress past its first count, a line of another phase's work, a
 collective TORCH_DISTRIBUTED_DEBUG's wrapper logged, NCCL's set-up complete), it is ranks that waited at such a point
 for a rank that had not got there: ``lagging_rank``. The rank still at work is the culprit where a line names it: a
@@ -68,7 +70,7 @@ def store_waited(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
     first = min(waits, key=lambda e: (e.loc.file, e.loc.line))
     ran = _ran(job, scans, first, waited)
     if ran is None:
-        return d
+        return _at_start(job, d, first, waited) if d.cause is not None and d.cause.cause.kind == STORE_WAIT.kind else d
     m = WAIT_LINE.search(first.message)
     timeout_ms = int(m["ms"]) if m is not None and m["ms"] else None
     lines, used = job.facts.busy, job.facts.framework
@@ -110,3 +112,17 @@ def _going_on(job: Job, scans: Sequence[FileScan], waited: set[int], after: Loc)
                       "print such progress from the main process")
     return rank, (f"rank {rank} is the one rank that did not wait in the store: it was still running when the launcher "
                   f"stopped it ({stopped[rank]}), and frameworks print such progress from the main process")
+
+
+def _at_start(job: Job, d: Decision, first: RankError, waited: set[int]) -> Decision:
+    """The store's wait with nothing before it to show the job had run: the ranks that raised it waited for a rank
+    that never started, never got to that point or died first; that rank is not in these inputs' words."""
+    waiting = sorted(waited)
+    who = rank_phrase(waiting, job.world).capitalize() if waiting else "A rank"
+    detail = " ".join(first.message.split())[:200]
+    summary = (f"{who} waited in the rendezvous store for a key that was not set in time: \"{detail}\" ({first.loc}) "
+               "is the store's wait giving up (TCPStore::doWait): the store answered, so it was reachable, and the key "
+               "is another rank's to set. Nothing before it shows the job had run: that rank never started, had not "
+               "got to this point (still loading or preprocessing) or died first; no line here says which rank it is, "
+               "so bring every rank's log.")
+    return replace(d, kind=VerdictKind.INCOMPLETE, summary=summary, culprits=(), waiting=tuple(waiting), killed=False)
