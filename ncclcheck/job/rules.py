@@ -164,8 +164,8 @@ def _quiet_verdict(job: Job) -> tuple[VerdictKind, list[int], list[int], str]:
     if heartbeats:
         hung = sorted({h.who.rank for h in heartbeats if h.who.rank is not None})
         return (VerdictKind.WATCHDOG_STUCK, hung, [],
-                f"The heartbeat monitor fired on {rank_phrase(hung)}: the NCCL watchdog thread was stuck, not a "
-                "collective timeout. A CUDA call or the GIL is blocked in that process.")
+                f"The heartbeat monitor fired on {rank_phrase(hung) if hung else 'a process no line names'}: the NCCL "
+                "watchdog thread was stuck, not a collective timeout. A CUDA call or the GIL is blocked in that process.")
     if mismatches:
         culprits, waiting, summary = mismatch_summary(mismatches)
         return VerdictKind.COLLECTIVE_MISMATCH, culprits, waiting, summary

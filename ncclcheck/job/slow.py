@@ -64,11 +64,15 @@ class Busy:
     framework_loc: Loc | None
     timeout_ms: int | None
     placed: bool = False  # the line names no rank: it is the culprit's as the one member that waited nowhere
+    named_by: str = ""  # the line names no rank: why it is this rank's all the same, in words (job/storewait.py)
 
     def words(self) -> str:
         """``Rank 0 was busy, not dead: its last line is "Evaluating: 40%|…" (file:58), evaluation on it alone…``"""
         over = f" outlasted the {human_seconds(self.timeout_ms / 1000)} timeout" if self.timeout_ms else \
             " outlasted the timeout"
+        if self.named_by:
+            return (f"Rank {self.rank} was busy, not dead: \"{self.line}\" ({self.loc}) names no rank, but "
+                    f"{self.named_by}; {_PHASE[self.phase]} on that rank alone{over} while the others waited.")
         if self.placed:
             return (f"Rank {self.rank} was busy, not dead: \"{self.line}\" ({self.loc}) names no rank, but the ranks "
                     "that name themselves were waiting in the collective, and rank "

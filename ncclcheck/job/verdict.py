@@ -15,6 +15,7 @@ from ncclcheck.evidence.types import FileScan
 from ncclcheck.findings import Finding
 from ncclcheck.job import wording
 from ncclcheck.job.actions import decide_action
+from ncclcheck.job.afterend import stuck_after_end
 from ncclcheck.job.build import build_job
 from ncclcheck.job.causes import diagnose
 from ncclcheck.job.chain import chain_lines
@@ -36,6 +37,7 @@ from ncclcheck.job.rules import Decision, decide_job
 from ncclcheck.job.runs import Restart
 from ncclcheck.job.stall import stopped_at_setup
 from ncclcheck.job.stated import best
+from ncclcheck.job.storewait import store_waited
 from ncclcheck.job.transport import shared_hang
 from ncclcheck.job.uneven import FIX as UNEVEN_FIX
 from ncclcheck.job.uneven import uneven_findings
@@ -57,6 +59,8 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     d = decide_job(job, lambda killed, fired, silent: diagnose(scans, killed, fired, silent))
     d = shared_hang(job, d, scans)  # every rank waits in one collective: a setting they disagree on, the transport
     d = stopped_at_setup(job, d, scans)  # the inputs stop at NCCL's set-up with no error (job/stall.py)
+    d = stuck_after_end(job, d, scans)  # a watchdog stuck after the job's own end (job/afterend.py)
+    d = store_waited(job, d, scans)  # a store's wait that gave up after the job ran (job/storewait.py)
     d = cut_off(job, d, scans)  # a console that stops mid-run with no ending and no failure (job/ending.py)
     d = unstarted_members(job, error_file(job, d, scans), scans)  # what a launcher says is missing (launchgaps.py)
     uneven = uneven_findings(scans, d.found)  # the ranks' loops counted to different totals (job/uneven.py)

@@ -35,6 +35,7 @@ from ncclcheck.evidence.formats import (
     ncclras,
     ncclsetup,
     pgnccl,
+    pgwrapper,
     pipeline,
     progress,
     pycall,
@@ -42,6 +43,7 @@ from ncclcheck.evidence.formats import (
     rendezvous,
     slurm,
     spawn,
+    testends,
     torchrun,
     world,
 )
@@ -64,6 +66,8 @@ FORMATS: tuple[LineSource, ...] = (
     ncclsetup.FORMAT,  # how far NCCL's set-up got (job/stall.py)
     horovod.FORMAT,  # Horovod's stall report: the ranks that never submitted a collective
     rendezvous.FORMAT,  # torchrun's agent failing in its own rendezvous (the catalogue's rdzv_failed)
+    testends.FORMAT,  # a test framework's own end before a tear-down (job/afterend.py)
+    pgwrapper.FORMAT,  # the collective each rank was about to run, under DETAIL (job/storewait.py)
     # read by the assembler (evidence/parse.py) on logical lines, in its order (``logical``)
     host.FORMAT, pgnccl.FORMAT, elastic.FORMAT, nccl2.FORMAT, nccl.FORMAT, errors.FORMAT, busy.FORMAT, world.FORMAT,
     loglevel.FORMAT,  # a logger's error records and C's failed assertions, where no source above read the line

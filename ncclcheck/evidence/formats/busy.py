@@ -18,9 +18,16 @@ from ncclcheck.evidence.types import Fact, Loc, Read, Who
 
 # The words are plain substring tests before the pattern.
 WORDS = ("valuat", "alidat", "aving", "heckpoint", "okeniz", "Map", "Filter", "reprocess", "ompil", "utotun",
-         "eval_runtime", "canning")
+         "canning", "eval", "Eval", "EVAL", "valid", "Valid", "test", "Test", "TEST", "redict",
+         "anity")
+# A phase's own word then its place in that phase (a step, a count, a bar) is that phase's progress line: RETURNN's
+# "ep 1 dev eval, step 97", Lightning's "Testing DataLoader 0:  40%|" and "Sanity Checking DataLoader 0:", a tqdm
+# bar described "eval" or "test" (tqdm/std.py format_meter: the description, then the percentage and "|"). The word
+# alone is no phase ("model.eval()", "eval_steps=500", a test's name): its progress marker must follow it.
+_PHASE_STEP = (r"\b(?:eval|valid|test(?:ing)?|predict(?:ing|ion)?|sanity checking)\b[^|\n]{0,40}?"
+               r"(?:\bstep\s*[:=]?\s*\d|\d{1,3}%\||\b\d{1,9}/\d{1,9}\b)")
 _BUSY = re.compile(
-    r"(?i)(?P<eval>evaluat|validat|running evaluation|eval(?:uation)? loop)|"
+    r"(?i)(?P<eval>evaluat|validat|running evaluation|eval(?:uation)? loop|" + _PHASE_STEP + r")|"
     r"(?P<save>sav(?:ing|e)\b.{0,40}checkpoint|checkpoint.{0,40}(?:is about to be saved|saving)|saving model|"
     r"saving (?:to|the)\b)|"
     r"(?P<preprocess>running tokenizer|tokeniz(?:ing|ation)|\b(?:map|filter)(?: \(num_proc=\d+\))?:|grouping texts|"
@@ -40,7 +47,8 @@ _NOT_BUSY = re.compile(r"(?i)error|exception|traceback|failed|" + then(r"warning
 # (tests/test_busy_gate.py holds every alternative to them). An ASCII line (the case-insensitive patterns may match
 # other letters: the Kelvin sign is a k) holding none is not busy, and ends no work, without those patterns, which
 # take ~0.1 ms a line: torch's checkpoint.py UserWarning, on every step of some jobs, holds one of WORDS.
-BUSY_GATE = ("eval", "validat", "sav", "tokeniz", "map", "filter", "grouping texts", "preprocess", "compil", "autotun",
+BUSY_GATE = ("eval", "valid", "test", "predict", "sanity checking", "sav", "tokeniz", "map", "filter",
+             "grouping texts", "preprocess", "compil", "autotun",
              "scanning")
 DONE_GATE = ("saved", "finished", "done", "complete", "100%|", "eval_runtime")
 
