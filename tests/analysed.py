@@ -5,6 +5,8 @@ test_no_unknowns, test_hangs, test_scale): each used to read and analyse the sam
 ``make test``'s time. Here the analysis of one input is made once and handed to each; every test still asserts what
 it asserted on the analysis it would have made itself. The key holds everything a test changes that the analysis
 reads: the input's absolute path and the reader's settings (``ENGINE``, ``HEAD``, ``FULL``, which test_keep varies).
+Under xdist the workers share them too (one pickled file a key in the run's folder), as each worker's half of the
+run holds some of those properties.
 Only inputs kept in the repository (or the shared conformance set) are cached: a file a test writes may be rewritten
 under the same name. The results are shared: a caller reads them, never changes them.
 """
@@ -12,7 +14,9 @@ under the same name. The results are shared: a caller reads them, never changes 
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +39,27 @@ def _key(path: str | os.PathLike[str]) -> tuple[str, str, int, bool]:
 
 @functools.cache
 def _analysis(path: str, engine: str, head: int, full: bool) -> tuple[tuple[str, ...], Analysis]:
-    """The input's errors of resolving and its analysis, as conftest.run and the CLI make it (one worker)."""
+    """The input's errors of resolving and its analysis, as conftest.run and the CLI make it (one worker), or as
+    another xdist worker of the run made it: kept pickled in the run's folder (conftest.py), written whole or not at
+    all (a rename), so a worker reads a finished analysis or makes its own."""
     assert (engine, head, full) == (reader.ENGINE, reader.HEAD, reader.FULL)
+    shared = None
+    if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("NCCLCHECK_TEST_ANALYSES"):
+        name = hashlib.sha256(repr((path, engine, head, full)).encode()).hexdigest()
+        shared = Path(os.environ["NCCLCHECK_TEST_ANALYSES"]) / name
+        try:
+            made: tuple[tuple[str, ...], Analysis] = pickle.loads(shared.read_bytes())
+            return made
+        except FileNotFoundError:
+            pass
     errors: list[str] = []
     sources = reader.resolve([path], lambda e: errors.append(str(e)))
-    return tuple(errors), analyze(sources, workers=1)
+    made = tuple(errors), analyze(sources, workers=1)
+    if shared is not None:
+        part = shared.with_name(f"{shared.name}.{os.getpid()}")
+        part.write_bytes(pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(part, shared)
+    return made
 
 
 def resolved(path: str | os.PathLike[str]) -> tuple[tuple[str, ...], Analysis]:

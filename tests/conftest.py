@@ -16,6 +16,12 @@ from pathlib import Path
 if sys.dont_write_bytecode and not os.environ.get("NCCLCHECK_TEST_PYCACHE"):
     os.environ["NCCLCHECK_TEST_PYCACHE"] = tempfile.mkdtemp(prefix="ncclcheck-pycache-")
     os.environ["NCCLCHECK_TEST_PYCACHE_OWNER"] = str(os.getpid())
+# The analyses of kept fixtures (tests/analysed.py) are shared by the run's xdist workers through one folder too: the
+# properties over every fixture fall in both workers' halves of the run, and each analysed the same 2,200 inputs
+# (about 17 s of CPU) where one can read the other's (about 2 s). Made by the run's first process, removed at the end.
+if not os.environ.get("NCCLCHECK_TEST_ANALYSES"):
+    os.environ["NCCLCHECK_TEST_ANALYSES"] = tempfile.mkdtemp(prefix="ncclcheck-analyses-")
+    os.environ["NCCLCHECK_TEST_ANALYSES_OWNER"] = str(os.getpid())
 if os.environ.get("NCCLCHECK_TEST_PYCACHE"):
     os.environ["PYTHONPYCACHEPREFIX"] = sys.pycache_prefix = os.environ["NCCLCHECK_TEST_PYCACHE"]
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -55,11 +61,14 @@ def run_text(text: str) -> Analysis:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """The process that made the run's bytecode folder removes it (an xdist worker leaves it to the controller)."""
-    if os.environ.get("NCCLCHECK_TEST_PYCACHE_OWNER") == str(os.getpid()):
-        import shutil
+    """The process that made the run's bytecode and analyses folders removes them (an xdist worker leaves them to the
+    controller)."""
+    import shutil
 
+    if os.environ.get("NCCLCHECK_TEST_PYCACHE_OWNER") == str(os.getpid()):
         shutil.rmtree(os.environ["NCCLCHECK_TEST_PYCACHE"], ignore_errors=True)
+    if os.environ.get("NCCLCHECK_TEST_ANALYSES_OWNER") == str(os.getpid()):
+        shutil.rmtree(os.environ["NCCLCHECK_TEST_ANALYSES"], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
