@@ -23,6 +23,12 @@ from ncclcheck.job.causedata import ACTIONS, tables
 from ncclcheck.job.layers import PEER_GONE, Reading, layer_of
 
 TABLE = Path(__file__).with_name("statements.toml")
+# CUDA's documented errors (cudaGetErrorString's strings), one entry each after the table's own (job/cuda_errors.toml).
+CUDA_TABLE = Path(__file__).with_name("cuda_errors.toml")
+_CUDA_KEYS = {"name", "code", "string", "means", "kind", "class", "fix", "host"}
+# The prefixes that print a CUDA error string: PyTorch's C10_CUDA_CHECK, NCCL's CUDACHECK (with the code since 2.x)
+# and nccl-tests' CUDACHECK (job/cuda_errors.toml's header cites each).
+_CUDA_SAID = r"(?:CUDA error: |Cuda failure (?:\d{1,4} )?'|Test CUDA failure \S{1,200} ')"
 _KEYS = {"id", "match", "means", "kind", "class", "fix", "source"}
 _OPTIONAL = {"before", "host"}
 # The causes that say only that something failed, not how: a line's mechanism always says more, so its fix goes first.
@@ -74,10 +80,28 @@ def _entry(i: int, raw: dict[str, Any]) -> Statement:
                      host=raw.get("host", False) is True)
 
 
-def read_table(path: Path = TABLE) -> tuple[Statement, ...]:
-    """Every entry, in the file's order (the first that matches a line is the line's). The TOML is parsed once for
-    each version of the file, as the catalogue's is (~5 ms of analyze-log's start-up on a 16-core host)."""
+def _cuda_entry(i: int, raw: dict[str, Any], path: Path = CUDA_TABLE) -> Statement:
+    """One of CUDA's documented errors as a stated line's entry: its string after any prefix that prints it."""
+    where = f"{path.name}: entry {i + 1} ({raw.get('name', 'no name')})"
+    if set(raw) != _CUDA_KEYS:
+        raise StatementTableError(f"{where}: keys {sorted(set(raw) ^ _CUDA_KEYS)} missing or unknown")
+    if not (isinstance(raw["code"], int) and isinstance(raw["host"], bool) and raw["string"] and raw["fix"]):
+        raise StatementTableError(f"{where}: code, host, string or fix is not of its type")
+    name, code = raw["name"], raw["code"]
+    source = ("CUDA Runtime API, cudaError_t: "
+              f"{name} = {code} (https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html)")
+    return _entry(i, {"id": "cuda_" + name.removeprefix("cudaError"), "match": _CUDA_SAID + re.escape(raw["string"]),
+                      "means": f"CUDA's {name} ({code}): {raw['means']}", "kind": raw["kind"],
+                      "class": raw["class"], "fix": [raw["fix"]], "source": source, "host": raw["host"]})
+
+
+def read_table(path: Path = TABLE, cuda: Path | None = CUDA_TABLE) -> tuple[Statement, ...]:
+    """Every entry, in the file's order (the first that matches a line is the line's), then CUDA's errors (the
+    table's own entries for a CUDA string say more, so they come first). The TOML is parsed once for each version of
+    the file, as the catalogue's is (~5 ms of analyze-log's start-up on a 16-core host)."""
     entries = tuple(_entry(i, raw) for i, raw in enumerate(tables([path])[0]["line"]))
+    if cuda is not None:
+        entries += tuple(_cuda_entry(i, raw, cuda) for i, raw in enumerate(tables([cuda])[0]["error"]))
     ids = [s.id for s in entries]
     if len(set(ids)) != len(ids):
         raise StatementTableError(f"{path.name}: an id is used twice")
