@@ -105,7 +105,8 @@ def test_an_undefined_symbol_of_another_library_is_not_nccls():
      "ddp_unused_parameters", "find_unused_parameters=True"),
     ("RuntimeError: Expected to mark a variable ready only once. This error is caused by one of the following reasons",
      "ddp_ready_twice", "use_reentrant=False"),
-    ("RuntimeError: Your training graph has changed in this iteration, e.g., one parameter is used in first iteration",
+    ("RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. This error "
+     "indicates that your training graph has changed in this iteration",
      "ddp_static_graph_changed", "static_graph=True"),
 ])
 def test_ddp_reducer_errors_carry_their_own_fix(tmp_path, line, entry, word):
@@ -121,3 +122,14 @@ def test_kernels_too_big_for_the_gpu_name_a_newer_nccl(tmp_path, level):
                  if level == "WARN" else f"{_HEAD}NCCL INFO ncclMaxSharedMem 82240 exceeds device/fn maxSharedMem 79856")
     assert v["kind"] == "setup_failure" and v["culprit_ranks"] == []
     assert "newer NCCL release" in _fix(v)
+
+
+def test_a_programs_cuda_error_inside_a_layer_is_that_layers_first():
+    """NCCL's WARN from a transport file: the layer says where; CUDA's string alone only what the call returned. A
+    host's set-up error (the Fabric Manager) says more than the layer and stays."""
+    from ncclcheck.job.statements import placed_told
+
+    oom = "n1:1:2 [0] transport/p2p.cc:275 NCCL WARN Cuda failure 2 'out of memory'"
+    assert told(oom).id == "cuda_MemoryAllocation" and placed_told(oom, "transport/p2p.cc") is None
+    fm = "n1:1:2 [0] transport/p2p.cc:275 NCCL WARN Cuda failure 802 'system not yet initialized'"
+    assert placed_told(fm, "transport/p2p.cc").id == "cuda_SystemNotReady"

@@ -57,13 +57,14 @@ class Statement:
     cause: str = ""  # the cause of the catalogue a line of it is, where its layer has one (job/layers.toml)
     located: bool = False  # a layer's (job/layers.py): it says where under NCCL the failure is, not why
     host: bool = False  # the host's set-up (its driver, its modules), the same for every rank there: no rank's fault
+    general: bool = False  # a CUDA error of no host's set-up (cuda_errors.toml): the layer NCCL printed it in says more
 
     def first_for(self, cause: str) -> bool:
         """Whether this fix goes before the cause's own: the cause says less than the line's mechanism."""
         return cause in GENERIC or cause in self.before
 
 
-def _entry(i: int, raw: dict[str, Any]) -> Statement:
+def _entry(i: int, raw: dict[str, Any], general: bool = False) -> Statement:
     where = f"{TABLE.name}: entry {i + 1} ({raw.get('id', 'no id')})"
     if not _KEYS <= set(raw) <= _KEYS | _OPTIONAL:
         raise StatementTableError(f"{where}: keys {sorted((set(raw) ^ _KEYS) - _OPTIONAL)} missing or unknown")
@@ -77,7 +78,7 @@ def _entry(i: int, raw: dict[str, Any]) -> Statement:
         raise StatementTableError(f"{where}: match does not compile: {e}") from None
     return Statement(raw["id"], pattern, raw["means"].strip(), raw["kind"], raw["class"],
                      tuple(f.strip() for f in raw["fix"]), raw["source"], frozenset(raw.get("before", ())),
-                     host=raw.get("host", False) is True)
+                     host=raw.get("host", False) is True, general=general)
 
 
 def _cuda_entry(i: int, raw: dict[str, Any], path: Path = CUDA_TABLE) -> Statement:
@@ -92,7 +93,8 @@ def _cuda_entry(i: int, raw: dict[str, Any], path: Path = CUDA_TABLE) -> Stateme
               f"{name} = {code} (https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html)")
     return _entry(i, {"id": "cuda_" + name.removeprefix("cudaError"), "match": _CUDA_SAID + re.escape(raw["string"]),
                       "means": f"CUDA's {name} ({code}): {raw['means']}", "kind": raw["kind"],
-                      "class": raw["class"], "fix": [raw["fix"]], "source": source, "host": raw["host"]})
+                      "class": raw["class"], "fix": [raw["fix"]], "source": source, "host": raw["host"]},
+                  general=not raw["host"])
 
 
 def read_table(path: Path = TABLE, cuda: Path | None = CUDA_TABLE) -> tuple[Statement, ...]:
@@ -116,6 +118,16 @@ def told(text: str) -> Statement | None:
     return next((s for s in STATEMENTS if s.pattern.search(text)), None)
 
 
+def placed_told(text: str, file: str | None = None) -> Statement | None:
+    """:func:`told`, but a CUDA error of no host's set-up (an out-of-memory, an operation not supported) that NCCL
+    printed from a layer job/layers.py knows is that layer's failure first: the layer says where, CUDA's string only
+    what the call returned."""
+    said = told(text)
+    if said is not None and said.general and layer_of(text, file) is not None:
+        return None
+    return said
+
+
 def first_told(texts: Iterable[str]) -> Statement | None:
     """The mechanism of the first of these lines the table knows."""
     return next((s for t in texts if (s := told(t)) is not None), None)
@@ -135,7 +147,7 @@ def explained(text: str, file: str | None = None) -> Statement | None:
     """The mechanism a stated line names (:func:`told`), else the layer under NCCL it comes from (job/layers.py: the
     file NCCL printed, ``file``, NCCL's format, a plugin's prefix); None where neither says. A line saying that a peer
     went away is the peer's failure, whatever layer noticed it: no layer's knob fixes it."""
-    if (said := told(text)) is not None:
+    if (said := placed_told(text, file)) is not None:
         return said
     if PEER_GONE.search(text) or (reading := layer_of(text, file)) is None:
         return None
