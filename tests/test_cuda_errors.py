@@ -133,3 +133,15 @@ def test_a_programs_cuda_error_inside_a_layer_is_that_layers_first():
     assert told(oom).id == "cuda_MemoryAllocation" and placed_told(oom, "transport/p2p.cc") is None
     fm = "n1:1:2 [0] transport/p2p.cc:275 NCCL WARN Cuda failure 802 'system not yet initialized'"
     assert placed_told(fm, "transport/p2p.cc").id == "cuda_SystemNotReady"
+
+
+def test_a_row_a_cause_reads_defers_to_its_fix(tmp_path):
+    """Derived, not duplicated: where the catalogue's cause reads the same string (a device-side assert), its own
+    fix stands alone; each row's `cause` is a cause of the catalogue."""
+    from ncclcheck.job.causes import ALL_CAUSES
+
+    kinds = {c.kind for c in ALL_CAUSES}
+    assert all(s.defers <= kinds for s in STATEMENTS) and any(s.defers for s in STATEMENTS)
+    v = _verdict(tmp_path, "[rank1]: RuntimeError: CUDA error: device-side assert triggered")
+    assert v["cause"]["kind"] == "device_assert"
+    assert not any("(or on the CPU) to get the assert's message" in str(s) for s in v["next_steps"])

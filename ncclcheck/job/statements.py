@@ -25,7 +25,7 @@ from ncclcheck.job.layers import PEER_GONE, Reading, layer_of
 TABLE = Path(__file__).with_name("statements.toml")
 # CUDA's documented errors (cudaGetErrorString's strings), one entry each after the table's own (job/cuda_errors.toml).
 CUDA_TABLE = Path(__file__).with_name("cuda_errors.toml")
-_CUDA_KEYS = {"name", "code", "string", "means", "kind", "class", "fix", "host"}
+_CUDA_KEYS = {"name", "code", "string", "means", "kind", "class", "fix", "host"}  # and optional "cause"
 # The prefixes that print a CUDA error string: PyTorch's C10_CUDA_CHECK, NCCL's CUDACHECK (with the code since 2.x)
 # and nccl-tests' CUDACHECK (job/cuda_errors.toml's header cites each).
 _CUDA_SAID = r"(?:CUDA error: |Cuda failure (?:\d{1,4} )?'|Test CUDA failure \S{1,200} ')"
@@ -58,13 +58,14 @@ class Statement:
     located: bool = False  # a layer's (job/layers.py): it says where under NCCL the failure is, not why
     host: bool = False  # the host's set-up (its driver, its modules), the same for every rank there: no rank's fault
     general: bool = False  # a CUDA error of no host's set-up (cuda_errors.toml): the layer NCCL printed it in says more
+    defers: frozenset[str] = frozenset()  # the causes that read the same words with their own fix: it is not repeated
 
     def first_for(self, cause: str) -> bool:
         """Whether this fix goes before the cause's own: the cause says less than the line's mechanism."""
         return cause in GENERIC or cause in self.before
 
 
-def _entry(i: int, raw: dict[str, Any], general: bool = False) -> Statement:
+def _entry(i: int, raw: dict[str, Any], general: bool = False, defers: frozenset[str] = frozenset()) -> Statement:
     where = f"{TABLE.name}: entry {i + 1} ({raw.get('id', 'no id')})"
     if not _KEYS <= set(raw) <= _KEYS | _OPTIONAL:
         raise StatementTableError(f"{where}: keys {sorted((set(raw) ^ _KEYS) - _OPTIONAL)} missing or unknown")
@@ -78,14 +79,14 @@ def _entry(i: int, raw: dict[str, Any], general: bool = False) -> Statement:
         raise StatementTableError(f"{where}: match does not compile: {e}") from None
     return Statement(raw["id"], pattern, raw["means"].strip(), raw["kind"], raw["class"],
                      tuple(f.strip() for f in raw["fix"]), raw["source"], frozenset(raw.get("before", ())),
-                     host=raw.get("host", False) is True, general=general)
+                     host=raw.get("host", False) is True, general=general, defers=defers)
 
 
 def _cuda_entry(i: int, raw: dict[str, Any], path: Path = CUDA_TABLE) -> Statement:
     """One of CUDA's documented errors as a stated line's entry: its string after any prefix that prints it."""
     where = f"{path.name}: entry {i + 1} ({raw.get('name', 'no name')})"
-    if set(raw) != _CUDA_KEYS:
-        raise StatementTableError(f"{where}: keys {sorted(set(raw) ^ _CUDA_KEYS)} missing or unknown")
+    if not _CUDA_KEYS <= set(raw) <= _CUDA_KEYS | {"cause"}:
+        raise StatementTableError(f"{where}: keys {sorted((set(raw) ^ _CUDA_KEYS) - {'cause'})} missing or unknown")
     if not (isinstance(raw["code"], int) and isinstance(raw["host"], bool) and raw["string"] and raw["fix"]):
         raise StatementTableError(f"{where}: code, host, string or fix is not of its type")
     name, code = raw["name"], raw["code"]
@@ -94,7 +95,7 @@ def _cuda_entry(i: int, raw: dict[str, Any], path: Path = CUDA_TABLE) -> Stateme
     return _entry(i, {"id": "cuda_" + name.removeprefix("cudaError"), "match": _CUDA_SAID + re.escape(raw["string"]),
                       "means": f"CUDA's {name} ({code}): {raw['means']}", "kind": raw["kind"],
                       "class": raw["class"], "fix": [raw["fix"]], "source": source, "host": raw["host"]},
-                  general=not raw["host"])
+                  general=not raw["host"], defers=frozenset({raw["cause"]} if "cause" in raw else ()))
 
 
 def read_table(path: Path = TABLE, cuda: Path | None = CUDA_TABLE) -> tuple[Statement, ...]:
