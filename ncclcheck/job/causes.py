@@ -56,7 +56,7 @@ class Diagnosis:
     def fix(self) -> tuple[str, ...]:
         """The fix: the line's mechanism's first where it says more than the cause (job/statements.py), else after
         the cause's own."""
-        if self.said is None:
+        if self.said is None or self.cause.kind in self.said.defers:  # the cause reads the same words, fix and all
             return self.cause.fix
         own = self.said.fix
         rest = tuple(f for f in self.cause.fix if f not in own)

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from ncclcheck.evidence.formats import loglevel
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, RankError
 from ncclcheck.job.causes import one_line
-from ncclcheck.job.statements import explained, told
+from ncclcheck.job.statements import explained, placed_told
 
 
 @dataclass(frozen=True)
@@ -165,7 +165,7 @@ def _meaning(source: str, text: str, file: str | None = None) -> str:
     """What the line means, from its source and its words, never more than the line says: the mechanism its words
     name where the table of them (job/statements.toml) has it, else for NCCL's line its words and the layer under
     NCCL it comes from (job/layers.py; ``file``: the file its WARN header printed)."""
-    if source not in ("nccl_notice", "cuda_notice") and (said := told(text)) is not None:
+    if source not in ("nccl_notice", "cuda_notice") and (said := placed_told(text, file)) is not None:
         return said.means
     if source in ("nccl_warn", "last_error", "nccl", "nccl_notice"):
         own = _nccl_meaning(text)

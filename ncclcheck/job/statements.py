@@ -23,6 +23,12 @@ from ncclcheck.job.causedata import ACTIONS, tables
 from ncclcheck.job.layers import PEER_GONE, Reading, layer_of
 
 TABLE = Path(__file__).with_name("statements.toml")
+# CUDA's documented errors (cudaGetErrorString's strings), one entry each after the table's own (job/cuda_errors.toml).
+CUDA_TABLE = Path(__file__).with_name("cuda_errors.toml")
+_CUDA_KEYS = {"name", "code", "string", "means", "kind", "class", "fix", "host"}  # and optional "cause"
+# The prefixes that print a CUDA error string: PyTorch's C10_CUDA_CHECK, NCCL's CUDACHECK (with the code since 2.x)
+# and nccl-tests' CUDACHECK (job/cuda_errors.toml's header cites each).
+_CUDA_SAID = r"(?:CUDA error: |Cuda failure (?:\d{1,4} )?'|Test CUDA failure \S{1,200} ')"
 _KEYS = {"id", "match", "means", "kind", "class", "fix", "source"}
 _OPTIONAL = {"before", "host"}
 # The causes that say only that something failed, not how: a line's mechanism always says more, so its fix goes first.
@@ -51,13 +57,15 @@ class Statement:
     cause: str = ""  # the cause of the catalogue a line of it is, where its layer has one (job/layers.toml)
     located: bool = False  # a layer's (job/layers.py): it says where under NCCL the failure is, not why
     host: bool = False  # the host's set-up (its driver, its modules), the same for every rank there: no rank's fault
+    general: bool = False  # a CUDA error of no host's set-up (cuda_errors.toml): the layer NCCL printed it in says more
+    defers: frozenset[str] = frozenset()  # the causes that read the same words with their own fix: it is not repeated
 
     def first_for(self, cause: str) -> bool:
         """Whether this fix goes before the cause's own: the cause says less than the line's mechanism."""
         return cause in GENERIC or cause in self.before
 
 
-def _entry(i: int, raw: dict[str, Any]) -> Statement:
+def _entry(i: int, raw: dict[str, Any], general: bool = False, defers: frozenset[str] = frozenset()) -> Statement:
     where = f"{TABLE.name}: entry {i + 1} ({raw.get('id', 'no id')})"
     if not _KEYS <= set(raw) <= _KEYS | _OPTIONAL:
         raise StatementTableError(f"{where}: keys {sorted((set(raw) ^ _KEYS) - _OPTIONAL)} missing or unknown")
@@ -71,13 +79,32 @@ def _entry(i: int, raw: dict[str, Any]) -> Statement:
         raise StatementTableError(f"{where}: match does not compile: {e}") from None
     return Statement(raw["id"], pattern, raw["means"].strip(), raw["kind"], raw["class"],
                      tuple(f.strip() for f in raw["fix"]), raw["source"], frozenset(raw.get("before", ())),
-                     host=raw.get("host", False) is True)
+                     host=raw.get("host", False) is True, general=general, defers=defers)
 
 
-def read_table(path: Path = TABLE) -> tuple[Statement, ...]:
-    """Every entry, in the file's order (the first that matches a line is the line's). The TOML is parsed once for
-    each version of the file, as the catalogue's is (~5 ms of analyze-log's start-up on a 16-core host)."""
+def _cuda_entry(i: int, raw: dict[str, Any], path: Path = CUDA_TABLE) -> Statement:
+    """One of CUDA's documented errors as a stated line's entry: its string after any prefix that prints it."""
+    where = f"{path.name}: entry {i + 1} ({raw.get('name', 'no name')})"
+    if not _CUDA_KEYS <= set(raw) <= _CUDA_KEYS | {"cause"}:
+        raise StatementTableError(f"{where}: keys {sorted((set(raw) ^ _CUDA_KEYS) - {'cause'})} missing or unknown")
+    if not (isinstance(raw["code"], int) and isinstance(raw["host"], bool) and raw["string"] and raw["fix"]):
+        raise StatementTableError(f"{where}: code, host, string or fix is not of its type")
+    name, code = raw["name"], raw["code"]
+    source = ("CUDA Runtime API, cudaError_t: "
+              f"{name} = {code} (https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html)")
+    return _entry(i, {"id": "cuda_" + name.removeprefix("cudaError"), "match": _CUDA_SAID + re.escape(raw["string"]),
+                      "means": f"CUDA's {name} ({code}): {raw['means']}", "kind": raw["kind"],
+                      "class": raw["class"], "fix": [raw["fix"]], "source": source, "host": raw["host"]},
+                  general=not raw["host"], defers=frozenset({raw["cause"]} if "cause" in raw else ()))
+
+
+def read_table(path: Path = TABLE, cuda: Path | None = CUDA_TABLE) -> tuple[Statement, ...]:
+    """Every entry, in the file's order (the first that matches a line is the line's), then CUDA's errors (the
+    table's own entries for a CUDA string say more, so they come first). The TOML is parsed once for each version of
+    the file, as the catalogue's is (~5 ms of analyze-log's start-up on a 16-core host)."""
     entries = tuple(_entry(i, raw) for i, raw in enumerate(tables([path])[0]["line"]))
+    if cuda is not None:
+        entries += tuple(_cuda_entry(i, raw, cuda) for i, raw in enumerate(tables([cuda])[0]["error"]))
     ids = [s.id for s in entries]
     if len(set(ids)) != len(ids):
         raise StatementTableError(f"{path.name}: an id is used twice")
@@ -90,6 +117,16 @@ STATEMENTS = read_table()
 def told(text: str) -> Statement | None:
     """The mechanism a stated line names, or None where the table has none for its words."""
     return next((s for s in STATEMENTS if s.pattern.search(text)), None)
+
+
+def placed_told(text: str, file: str | None = None) -> Statement | None:
+    """:func:`told`, but a CUDA error of no host's set-up (an out-of-memory, an operation not supported) that NCCL
+    printed from a layer job/layers.py knows is that layer's failure first: the layer says where, CUDA's string only
+    what the call returned."""
+    said = told(text)
+    if said is not None and said.general and layer_of(text, file) is not None:
+        return None
+    return said
 
 
 def first_told(texts: Iterable[str]) -> Statement | None:
@@ -111,7 +148,7 @@ def explained(text: str, file: str | None = None) -> Statement | None:
     """The mechanism a stated line names (:func:`told`), else the layer under NCCL it comes from (job/layers.py: the
     file NCCL printed, ``file``, NCCL's format, a plugin's prefix); None where neither says. A line saying that a peer
     went away is the peer's failure, whatever layer noticed it: no layer's knob fixes it."""
-    if (said := told(text)) is not None:
+    if (said := placed_told(text, file)) is not None:
         return said
     if PEER_GONE.search(text) or (reading := layer_of(text, file)) is None:
         return None

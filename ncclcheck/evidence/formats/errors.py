@@ -89,7 +89,8 @@ CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "oom-kill", "THCudaChe
               "endezvous", "joined", "restart", "Restart", "interface", "AF_INET", "plugin", "peer", "Call to",
               "NCCL operations", "entire process down", "CUDA device", "same GPU", "Duplicate GPU", "ssh: ",
               "Host key verification", "Permission denied (", "remote daemon", "daemons", "daemon has", "route a message",
-              "rted: ", "sshd: ", "ucp_", "uct_", "ucs_", "ucm_", "ucc_", "status=", "CUDA failure")
+              "rted: ", "sshd: ", "ucp_", "uct_", "ucs_", "ucm_", "ucc_", "status=", "CUDA failure",
+              "maxSharedMem")
 # The resolver's and NCCL's bare errors and torchrun's restarts, which the catalogue's causes read from the lines.
 _OTHER_WORDS = ("gai error", "cannot be retrieved", "system error", "worker group")
 _CUDA_ASSERT = re.compile(r"(?<![\w.])(?P<file>[\w.]+\.cuh?):(?P<line>\d+): (?P<kernel>(?:(?!\.cuh?:\d+: ).)*?): "

@@ -44,6 +44,9 @@ SAYS = re.compile(
     r"NET plugin|Got completion from peer|peer access is not supported|Call to \w+ failed"
     # its duplicate-GPU check (src/init.cc): the sentence with or without its opening, and 2.30's form
     r"|Duplicate GPU detected|rank \d{1,9} and rank \d{1,9} both on CUDA device|Multiple ranks detected using the same GPU"
+    # its kernels' set-up (src/enqueue.cc, ncclInitKernelsForDevice): they need more shared memory than the GPU allows
+    # one kernel (INFO in 2.25, WARN with ncclSystemError since), a release built before the GPU's architecture
+    r"|ncclMaxSharedMem \d{1,9} exceeds device/fn maxSharedMem"
 )
 FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap test before the pattern
     ("nccl_version", "NCCL version", re.compile(r"NCCL version:? (?P<value>\d+\.\d+\.\d+)")),
