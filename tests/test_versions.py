@@ -158,7 +158,7 @@ def test_a_job_that_prints_no_version_has_no_table(write):
 # ------------------------------------------------------------------------------ releases and known regressions
 def test_every_known_regression_is_sourced_and_well_formed():
     table = regressions()
-    assert 3 <= len(table) <= 6
+    assert 3 <= len(table) <= 8  # a small table: each entry confirmed upstream
     for r in table:
         assert r.source.startswith("https://github.com/") and r.confirmed and r.symptom and r.when
         assert release(r.fixed) is not None and release(r.fixed) > r.last
@@ -174,11 +174,14 @@ def test_an_unexplained_hang_on_a_release_with_a_known_regression_names_it(tmp_p
     v = _versions(tmp_path, "h:1:1 [0] NCCL INFO NCCL version 2.25.1+cuda12.8", "PyTorch version: 2.7.0+cu128")
     found = release_findings(v, VerdictKind.ALL_RANKS_STUCK, explained=False)
     codes = [f.code for f in found]
-    assert codes == ["known-regression", "known-regression", "releases-to-check"]
+    # NCCL's ncclCommAbort hang, PyTorch 2.7.0's, and 2.25.1's kernels on compute capability 12.0 GPUs (worded with
+    # its condition: the versions table holds no GPU generation to decide it)
+    assert codes == ["known-regression", "known-regression", "known-regression", "releases-to-check"]
     assert "NCCL 2.25.1 (" in found[0].message and "ncclCommAbort hangs" in found[0].message
     assert found[0].evidence == ("https://github.com/pytorch/pytorch/issues/149153",)
     assert "PyTorch 2.7.0+cu128" in found[1].message
-    assert found[2].fix is not None and found[2].fix.startswith("if this began after an upgrade, run the previous "
+    assert "compute capability 12.0" in found[2].message
+    assert found[3].fix is not None and found[3].fix.startswith("if this began after an upgrade, run the previous "
                                                                 "release of NCCL (then of PyTorch)")
     assert release_findings(v, VerdictKind.ALL_RANKS_STUCK, explained=True) == []
     assert release_findings(v, VerdictKind.COLLECTIVE_MISMATCH, explained=False) == []
