@@ -644,19 +644,19 @@ def bench_cmd(
                           json=as_json, output=output, from_log=from_log, exit_early_rank=exit_early_rank)
     except ConfigError as exc:
         if here:
-            from ncclcheck.bench.__main__ import refuse
+            from ncclcheck.bench.rank import refuse
 
             raise typer.Exit(refuse(str(exc))) from None
         usage_error(str(exc))  # exit 2 here, before torchrun would turn it into its own exit 1
     if here:
-        from ncclcheck.bench.__main__ import run
+        from ncclcheck.bench.rank import run
 
         raise typer.Exit(run(cfg))
     import importlib.util
     import subprocess
     import tempfile
 
-    from ncclcheck.bench.__main__ import STATUS_ENV
+    from ncclcheck.bench.rank import STATUS_ENV
 
     if importlib.util.find_spec("torch") is None:
         usage_error("the benchmark needs torch: pip install 'ncclcheck[bench]'")

@@ -211,7 +211,7 @@ def _port() -> int:
 
 
 def test_progress_waits_a_second_then_goes_to_stderr(capsys):
-    from ncclcheck.bench.__main__ import _progress
+    from ncclcheck.bench.rank import _progress
 
     _progress(after_s=60)("mode 1 of 2 (unchunked) measured")
     _progress(after_s=0)("size 3 of 9 (1 MiB) measured")

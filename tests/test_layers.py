@@ -9,9 +9,11 @@ world like evidence does and decide nothing. Read from the source, so an import 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ncclcheck"
+LAYOUT = PACKAGE.parent / "docs" / "layout.md"
 FLOOR = {"ncclcheck": 0, "ranks": 0, "transfer": 0, "frsettings": 0, "console": 0, "cachedir": 0, "startcache": 0, "signals": 0, "schemas": 0,
          "evidence": 1, "findings": 1, "probe": 2, "snapshot": 2, "job": 3, "explain": 4,
          "render": 5, "bench": 5, "cli": 6, "__main__": 6}
@@ -65,3 +67,82 @@ def test_one_module_decides_verdicts():
                 builders.append(str(f.relative_to(PACKAGE)))
     assert sorted(set(builders)) == ["job/verdict.py"]
     assert not (PACKAGE / "snapshot" / "verdict.py").exists()
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _runtime_imports() -> dict[str, set[str]]:
+    """Each module's imports of the package's modules at run time: an import under ``if TYPE_CHECKING:`` names a type
+    only, and ``from ncclcheck.job import nodeloss`` imports the module ``nodeloss``, not only its package."""
+    modules = {_module(f): f for f in PACKAGE.rglob("*.py")}
+
+    def resolve(name: str) -> str:
+        while name not in modules:
+            name = name.rpartition(".")[0]
+        return name
+
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text())
+        typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                       and "TYPE_CHECKING" in ast.unparse(block.test) for stmt in block.body for n in ast.walk(stmt)}
+        targets: set[str] = set()
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ncclcheck"):
+                targets |= {resolve(f"{node.module}.{a.name}") for a in node.names}
+            elif isinstance(node, ast.Import):
+                targets |= {resolve(a.name) for a in node.names if a.name.startswith("ncclcheck")}
+        graph[name] = {t for t in targets if t != name and not name.startswith(t + ".")}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            part = stack[stack.index(v):]
+            del stack[stack.index(v):]
+            if len(part) > 1:
+                found.append(sorted(part))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle():
+    """No two modules import each other, directly or round a loop, at run time (issue 40: no cycle)."""
+    assert _cycles(_runtime_imports()) == []
+
+
+def test_cycle_finder_finds_a_loop():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_long_modules_say_why_in_layout():
+    """A module of evidence/ or job/ over 500 lines is named in docs/layout.md's "Modules over 500 lines" with why."""
+    section = LAYOUT.read_text().partition("## Modules over 500 lines")[2].partition("\n## ")[0]
+    named = set(re.findall(r"^\* `([\w/]+\.py)`", section, re.M))
+    long = {f.relative_to(PACKAGE).as_posix() for part in ("evidence", "job") for f in (PACKAGE / part).rglob("*.py")
+            if len(f.read_text().splitlines()) > 500}
+    assert long <= named, sorted(long - named)
