@@ -712,6 +712,32 @@ def bench_here(argv: list[str]) -> int:
     return 0
 
 
+@app.command("bench-compare", epilog="Exit codes: 0 done, 2 an input that cannot be read or no size in common.")
+def bench_compare_cmd(
+    sweep: Annotated[str, typer.Argument(metavar="SWEEP.json", help="The JSON a --sweep run wrote with --output.")],
+    nccl_tests: Annotated[str, typer.Argument(metavar="ALL_REDUCE_PERF.txt", help="nccl-tests all_reduce_perf's "
+                                              "standard output (any version).")],
+    plot: Annotated[Optional[str], typer.Option(
+        "--plot", metavar="FILE.svg", show_default=False, help="Also write both busbw curves as SVG.")] = None,
+) -> None:
+    """Set a bench sweep beside nccl-tests' all_reduce_perf, size by size (the in-place columns: ours is in place).
+
+    Example: ncclcheck bench-compare sweep.json all_reduce_perf.txt --plot busbw.svg
+    """
+    from ncclcheck.bench.compare import CompareError, compare_files, table
+    from ncclcheck.console import console
+
+    if plot:
+        _check_writable(plot)
+    try:
+        compared = compare_files(sweep, nccl_tests)
+    except CompareError as exc:
+        usage_error(str(exc))
+    console.print(table(compared.matches, console.width))
+    if plot:
+        _write(plot, compared.plot())
+
+
 class ProbeFormat(str, Enum):
     """Output formats of probe."""
 

@@ -17,7 +17,6 @@ from typer.testing import CliRunner
 
 from ncclcheck.bench import fmt
 from ncclcheck.bench.compare import PerfRow, match, parse_all_reduce_perf, points_from_json
-from ncclcheck.bench.compare import main as compare_main
 from ncclcheck.bench.config import ConfigError, for_backend, make_config, parse_bytes, parse_sweep, sweep_sizes
 from ncclcheck.bench.metrics import below_threshold, bus_factor, conclusion, summarise, sweep_point
 from ncclcheck.bench.page import sweep_page
@@ -344,30 +343,36 @@ def test_parse_all_reduce_perf_reads_every_data_row():
     assert parse_all_reduce_perf(newer) == [PerfRow(8388608, 2097152, 49.70, 168.79, 48.86, 171.70)]
 
 
-def test_compare_matches_sizes_and_reports_ratios(capsys):
+def test_compare_matches_sizes_and_reports_ratios():
     sweep, perf = DOCS / "sweep-h200x2-auto-run1.json", DOCS / "nccl-tests-h200x2-run1.txt"
     ms = match(points_from_json(json.loads(sweep.read_text())), parse_all_reduce_perf(perf.read_text()))
     assert len(ms) == 15
     last = ms[-1]
     assert (last.size, last.ref_time_s) == (2**31, pytest.approx(6423.9e-6))
     assert last.busbw_ratio == pytest.approx(last.ref_time_s / last.time_s)
-    assert compare_main([str(sweep), str(perf)]) == 0
-    out = capsys.readouterr().out
-    assert "2 GiB" in out and "100.2%" in out and "host clock" in out  # an old sweep's eager sizes: a host clock
+    r = CliRunner().invoke(app, ["bench-compare", str(sweep), str(perf)], env={"COLUMNS": "200"})
+    assert r.exit_code == 0 and r.stderr == ""
+    assert "2 GiB" in r.stdout and "100.2%" in r.stdout and "host clock" in r.stdout  # an old sweep's eager sizes
 
 
 def test_compare_plots_both_curves(tmp_path):
     sweep, perf, svg = DOCS / "sweep-h200x2-auto-run1.json", DOCS / "nccl-tests-h200x2-run1.txt", tmp_path / "c.svg"
-    assert compare_main([str(sweep), str(perf), "--plot", str(svg)]) == 0
+    r = CliRunner().invoke(app, ["bench-compare", str(sweep), str(perf), "--plot", str(svg)])
+    assert r.exit_code == 0 and r.stderr == f"ncclcheck: wrote {svg}\n"
     assert len(_curve(svg.read_text(), "reference")) == len(_curve(svg.read_text())) == 15
 
 
-def test_compare_refuses_unrelated_inputs(tmp_path, capsys):
+def test_compare_refuses_unrelated_inputs(tmp_path):
     empty = tmp_path / "perf.txt"
     empty.write_text("# nothing measured\n")
-    assert compare_main([str(DOCS / "sweep-h200x2-auto-run1.json"), str(empty)]) == 2
-    assert "no size in common" in capsys.readouterr().err
-    assert compare_main([str(empty), str(empty)]) == 2
+    sweep = DOCS / "sweep-h200x2-auto-run1.json"
+    r = CliRunner().invoke(app, ["bench-compare", str(sweep), str(empty)])
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr == f"ncclcheck: error: no size in common between {sweep} and {empty}\n"
+    r = CliRunner().invoke(app, ["bench-compare", str(empty), str(empty)])
+    assert r.exit_code == 2 and r.stderr.startswith(f"ncclcheck: error: {empty} is not a sweep's JSON result")
+    r = CliRunner().invoke(app, ["bench-compare", str(tmp_path / "gone.json"), str(empty)])
+    assert r.exit_code == 2 and r.stderr == f"ncclcheck: error: cannot read {tmp_path / 'gone.json'}: No such file or directory\n"
 
 
 def test_one_rank_draws_no_conclusion_about_chunking():

@@ -29,6 +29,16 @@ def test_readme_is_an_entry_point():
     assert text.index("make demo", quick) < text.index("make test", quick) < text.index("## The commands")
 
 
+def test_readme_names_every_command():
+    """Each command ``ncclcheck --help`` lists is in the README, as the user types it."""
+    from ncclcheck.cli import app
+
+    text = (ROOT / "README.md").read_text()
+    names = [c.name for c in app.registered_commands if not c.hidden]
+    assert len(names) >= 5 and all(name for name in names)
+    assert [n for n in names if f"ncclcheck {n}" not in text] == []
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_links_resolve(page):
     text = page.read_text()

@@ -40,6 +40,6 @@ rm -rf "$w"
 for r in 1 2; do  # each round: ours beside nccl-tests eager, then beside nccl-tests -G 1
   for ref in eager graph; do
     echo "round $r, against nccl-tests-$ref-$r"
-    PYTHONPATH="$repo" python3 -m ncclcheck.bench.compare "$out/ours-$r.json" "$out/nccl-tests-$ref-$r.txt"
+    PYTHONPATH="$repo" python3 -m ncclcheck bench-compare "$out/ours-$r.json" "$out/nccl-tests-$ref-$r.txt"
   done
 done

@@ -1,16 +1,14 @@
 """Set a sweep beside NVIDIA nccl-tests' ``all_reduce_perf`` output, size by size.
 
-``python -m ncclcheck.bench.compare SWEEP.json ALL_REDUCE_PERF.txt [--plot FILE.svg]``: SWEEP.json is what
-``--sweep ... --output`` wrote; the text is all_reduce_perf's standard output (any version: the last eight fields of a
-data row are out-of-place time, algbw, busbw, #wrong, then the same in place).  Our all_reduce is in place, so it is
-compared with the in-place columns.  Exit codes: 0 done, 2 unreadable input or no size in common.
+``ncclcheck bench-compare SWEEP.json ALL_REDUCE_PERF.txt [--plot FILE.svg]`` (the CLI reads the options, one help
+system): SWEEP.json is what ``--sweep ... --output`` wrote; the text is all_reduce_perf's standard output (any
+version: the last eight fields of a data row are out-of-place time, algbw, busbw, #wrong, then the same in place).
+Our all_reduce is in place, so it is compared with the in-place columns.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -91,38 +89,40 @@ def table(matches: Sequence[Match], width: int):
     return fitted("ncclcheck.bench against nccl-tests all_reduce_perf (in place), per size", cols, rows, width)
 
 
-def main(argv: list[str] | None = None) -> int:
-    from ncclcheck.console import console, err_console
+@dataclass(frozen=True)
+class Compared:
+    """Both inputs read and matched: the sizes in common, and the sweep's points and environment for the plot."""
 
-    p = argparse.ArgumentParser(prog="python -m ncclcheck.bench.compare", description=__doc__.split("\n\n")[0])
-    p.add_argument("sweep", help="the JSON a --sweep run wrote with --output")
-    p.add_argument("nccl_tests", help="all_reduce_perf's output")
-    p.add_argument("--plot", metavar="FILE.svg", help="write both curves as SVG")
-    a = p.parse_args(argv)
-    try:
-        with open(a.sweep, encoding="utf-8") as f:
-            doc = json.load(f)
-        with open(a.nccl_tests, encoding="utf-8", errors="replace") as f:
-            rows = parse_all_reduce_perf(f.read())
-        points = points_from_json(doc)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        err_console.print(f"ncclcheck.bench.compare: error: cannot read the inputs: {exc}", markup=False)
-        return 2
-    matches = match(points, rows)
-    if not matches:
-        err_console.print(f"ncclcheck.bench.compare: error: no size in common between {a.sweep} and {a.nccl_tests}",
-                          markup=False)
-        return 2
-    console.print(table(matches, console.width))
-    if a.plot:
+    matches: list[Match]
+    points: list[SweepPoint]
+    environment: dict
+    rows: list[PerfRow]
+
+    def plot(self) -> str:
+        """Both busbw curves as one standalone SVG."""
         from ncclcheck.bench.plot import busbw_svg
 
-        svg = busbw_svg(points, doc.get("environment", {}),
-                        ("nccl-tests all_reduce_perf", [(r.size, r.ip_busbw) for r in rows]), standalone=True)
-        with open(a.plot, "w", encoding="utf-8") as f:
-            f.write(svg)
-    return 0
+        return busbw_svg(self.points, self.environment,
+                         ("nccl-tests all_reduce_perf", [(r.size, r.ip_busbw) for r in self.rows]), standalone=True)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+class CompareError(ValueError):
+    """An input that cannot be read, or no size in common: the one line the CLI prints."""
+
+
+def compare_files(sweep: str, nccl_tests: str) -> Compared:
+    """Read a sweep's JSON and all_reduce_perf's output and match them size by size."""
+    try:
+        with open(sweep, encoding="utf-8") as f:
+            doc = json.load(f)
+        with open(nccl_tests, encoding="utf-8", errors="replace") as f:
+            rows = parse_all_reduce_perf(f.read())
+        points = points_from_json(doc)
+    except OSError as exc:
+        raise CompareError(f"cannot read {exc.filename}: {exc.strerror}") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CompareError(f"{sweep} is not a sweep's JSON result (--sweep ... --output): {exc}") from None
+    matches = match(points, rows)
+    if not matches:
+        raise CompareError(f"no size in common between {sweep} and {nccl_tests}")
+    return Compared(matches, points, doc.get("environment", {}), rows)
