@@ -435,7 +435,7 @@ def explain_cmd(
     Without --numel or --log: the table of what the model's common tensors weigh.
     Exit codes: 0 done, 2 bad or conflicting input, or nothing to explain.
 
-    Example: ncclcheck explain --model qwen2.5-7b --world-size 8 --op _ALLGATHER_BASE --numel 29132224
+    Example: ncclcheck explain --model qwen2.5-7b --world-size 8 --numel 29132224
     """
     from ncclcheck.console import console
     from ncclcheck.explain.adapt import as_trained, parse_mesh
@@ -722,7 +722,7 @@ def bench_compare_cmd(
 ) -> None:
     """Set a bench sweep beside nccl-tests' all_reduce_perf, size by size (the in-place columns: ours is in place).
 
-    Example: ncclcheck bench-compare sweep.json all_reduce_perf.txt --plot busbw.svg
+    Example: ncclcheck bench-compare sweep.json perf.txt --plot c.svg
     """
     from ncclcheck.bench.compare import CompareError, compare_files, table
     from ncclcheck.console import console
@@ -766,7 +766,9 @@ def probe_cmd(
     an aspect differs between hosts, or a host's driver is older than its CUDA runtime), 2 usage error (with
     --compare also a file that could not be read: the others are still compared).
 
-    Example: ncclcheck probe --format json > $(hostname).json; ncclcheck probe --compare node*.json
+    Example: ncclcheck probe --format json > $(hostname).json
+
+    Then, with every node's file: ncclcheck probe --compare node*.json
     """
     from ncclcheck.console import console
     from ncclcheck.probe.host import collect, this_host

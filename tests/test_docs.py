@@ -39,6 +39,22 @@ def test_readme_names_every_command():
     assert [n for n in names if f"ncclcheck {n}" not in text] == []
 
 
+@pytest.mark.parametrize("command", ["analyze-log", "explain", "bench", "bench-compare", "probe", "snapshot"])
+def test_help_examples_never_wrap(command):
+    """A command's example in its --help is one line on an 80-column terminal: people paste it."""
+    from typer.testing import CliRunner
+
+    from ncclcheck.cli import app
+
+    r = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "80", "NO_COLOR": "1"})
+    assert r.exit_code == 0
+    lines = r.stdout.splitlines()
+    at = [i for i, line in enumerate(lines) if "ncclcheck " + command in line and ":" in line.split("ncclcheck")[0]]
+    assert at, r.stdout
+    for i in at:  # the line after an example is blank or a frame: nothing of the command ran over
+        assert lines[i + 1].strip(" │") == "" or lines[i + 1].lstrip().startswith(("╭", "Then")), lines[i:i + 2]
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_links_resolve(page):
     text = page.read_text()
