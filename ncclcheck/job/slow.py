@@ -38,10 +38,11 @@ _PHASE = {"eval": "evaluation", "save": "checkpoint saving", "preprocess": "data
           "compile": "compiling"}
 _SPREAD = {
     "eval": "Evaluate on every rank (a DistributedSampler over the eval set, the metrics reduced with all_reduce) "
-            "instead of on rank 0 alone while the others go on to the next collective.",
+            "instead of on one rank alone (usually rank 0) while the others go on to the next collective.",
     "save": "Save from every rank at once with the distributed checkpoint API (`torch.distributed.checkpoint.save`, "
-            "or `async_save` to overlap it with training), instead of rank 0 writing the whole model while the "
-            "others wait.",
+            "each rank its own shard, or `async_save` to overlap the writing with training), instead of one rank "
+            "(usually rank 0) writing while the others wait; where every rank already writes its own shard, find "
+            "why this rank's write is the slow one (its storage, its shard's size).",
     "preprocess": "Tokenise and preprocess the dataset once before launching (a separate script, `dataset.map(...)` "
                   "then `save_to_disk`, or a warm cache), so no rank does it while the others wait in a barrier: "
                   "under `main_process_first` (the HF Trainer's) or `torch_distributed_zero_first` (YOLO's) the main "
