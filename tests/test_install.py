@@ -76,7 +76,9 @@ def test_wheel_holds_every_module_and_the_entry_point(wheel: Path):
     assert sources <= names, sorted(sources - names)
     causes = {p.relative_to(ROOT).as_posix() for p in (ROOT / "ncclcheck" / "job" / "catalogue").glob("*.toml")}
     assert causes and causes <= names, sorted(causes - names)  # the failure catalogue is data, read at run time
-    assert "ncclcheck/job/regressions.toml" in names  # the known regressions too
+    data = {p.relative_to(ROOT).as_posix() for p in (ROOT / "ncclcheck").rglob("*")
+            if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts}
+    assert "ncclcheck/job/regressions.toml" in data and data <= names, sorted(data - names)  # every data file read
     for module in ("ncclcheck/bench/__main__.py", "ncclcheck/probe/names.py", "ncclcheck/evidence/reader.py"):
         assert module in names
     [entry] = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
