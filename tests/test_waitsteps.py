@@ -138,3 +138,10 @@ def test_the_same_line_with_a_rank_is_that_rank():
     a = run_text(_timeout(2, 5, "ALLREDUCE"))
     assert a.verdict.waiting_ranks == (2,)
     assert analysis_json(a)["verdict"]["waiting_ranks"] == [2]
+
+
+def test_a_bare_work_mention_is_no_timeout():
+    """``WorkNCCL(OpType=..., Timeout(ms)=...)`` quoted in a note, with no number and no timeout words, is a mention,
+    not a timeout (tests/data/corpus/12's sidecar holds one)."""
+    a = run_text('"format_features": ["WorkNCCL(OpType=..., Timeout(ms)=...) with no SeqNum"]\n')
+    assert a.verdict.kind is VerdictKind.NO_FAILURE

@@ -132,8 +132,10 @@ def _timed_out(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
                cause: Diagnosis | None) -> tuple[VerdictKind, list[int], str, Diagnosis | None]:
     """A collective timeout whose line places no rank of the job (its rank within a sub-group only, as the watchdog's
     ``what():`` names it): a rank timed out, so something failed, but the inputs hold nothing of the others."""
-    # A line with no sequence number (a paste that elides it, the watchdog's C++ frames) times out all the same.
-    placed = [r for r in job.records if r.global_rank is None and kind is VerdictKind.NO_FAILURE]
+    # A line with no sequence number (a paste that elides it, the watchdog's C++ frames) times out all the same where
+    # it says so: a bare ``WorkNCCL(...)`` with neither number nor timeout words is only a mention (a quote, a note).
+    placed = [r for r in job.records if r.global_rank is None and kind is VerdictKind.NO_FAILURE
+              and (r.seq is not None or set(r.evidence) - {"work_mention"})]
     if not placed:
         return kind, culprits, summary, cause
     r = placed[0]
