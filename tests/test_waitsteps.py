@@ -103,6 +103,17 @@ def test_a_loop_that_had_ended_puts_fewer_iterations_first():
     assert phase < steps.index(t["uneven"]) < steps.index(t["crash"])
 
 
+def test_loops_counted_to_different_totals_put_fewer_iterations_first():
+    """Ranks 0 and 1 count one loop to 7 and 6 (job/uneven.py's finding) and wait for rank 2, absent."""
+    init = ("[rank0]:[I1125 09:36:06.123456789 ProcessGroupNCCL.cpp:936] [PG ID 0 PG GUID 0 Rank 0] ProcessGroupNCCL "
+            "initialization options: size: 3, global rank: 0, TIMEOUT(ms): 1800000\n")
+    a = run_text(init + "[rank0]:epoch 0 batch 3/7\n[rank1]:epoch 0 batch 3/6\n" + _timeout(0, 40, "ALLREDUCE")
+                 + _timeout(1, 40, "ALLREDUCE"))
+    assert a.verdict.kind is VerdictKind.INCOMPLETE and "uneven-data" in [f.code for f in a.verdict.findings]
+    steps, t = list(a.verdict.next_steps), table().reasons
+    assert steps.index(t["uneven"]) < steps.index(t["crash"])
+
+
 def test_a_lagging_rank_named_keeps_its_own_step():
     """A rank present and silent is named: its own step says what to look at, then the op's; the reasons and the
     number's reading are not repeated (the 4,096-rank report's length, tests/test_job.py, holds that)."""

@@ -139,8 +139,9 @@ def seq_step(job: Job, n: int | None) -> str | None:
 
 
 def _loop_ended(job: Job) -> bool:
-    """Whether a line before a file's first timeout shows a loop that had ended: its progress at its total
-    (``100/100``), or the program's line that its loop ended (job/lonework.py's phases of a loop)."""
+    """Whether the lines point at fewer iterations: a line before a file's first timeout shows a loop that had ended
+    (its progress at its total, ``100/100``, or the program's line that its loop ended: job/lonework.py's phases of
+    a loop), or the ranks counted one loop to different totals (job/uneven.py's finding)."""
     first: dict[str, int] = {}
     for s in job.ranks:
         if s.stuck is not None and s.stuck.loc is not None:
@@ -148,7 +149,14 @@ def _loop_ended(job: Job) -> bool:
             first[loc.file] = min(loc.line, first.get(loc.file, loc.line))
     ended = [f.loc for f in job.facts.progress if _at_total(f.value.rpartition(": ")[2])]
     ended += [f.loc for f in job.facts.work_done if not f.value.isdigit()]
-    return any(loc.file in first and loc.line < first[loc.file] for loc in ended)
+    if any(loc.file in first and loc.line < first[loc.file] for loc in ended):
+        return True
+    totals: dict[str, set[str]] = {}
+    for f in job.facts.progress:
+        if f.who.rank is not None:
+            loop, _, count = f.value.rpartition(": ")
+            totals.setdefault(loop, set()).add(count.partition("/")[2])
+    return any(len(t) > 1 for t in totals.values())
 
 
 def _at_total(count: str) -> bool:
