@@ -114,6 +114,22 @@ def test_loops_counted_to_different_totals_put_fewer_iterations_first():
     assert steps.index(t["uneven"]) < steps.index(t["crash"])
 
 
+@pytest.mark.parametrize("op", ["ALLTOALL_BASE", "ALLREDUCE"])
+def test_where_every_member_waits_the_number_names_no_missing_rank(op):
+    """Both members of a stated world of two wait in #100: an all-to-all's splits come first; the number proves the
+    group worked and names no crash or branch of a rank (every member is there)."""
+    init = "".join(f"[rank{r}]:[I1125 09:36:06.123456789 ProcessGroupNCCL.cpp:936] [PG ID 0 PG GUID 0 Rank {r}] "
+                   f"ProcessGroupNCCL initialization options: size: 2, global rank: {r}, TIMEOUT(ms): 1800000\n"
+                   for r in (0, 1))
+    a = run_text(init + _timeout(0, 100, op) + _timeout(1, 100, op))
+    assert a.verdict.kind is VerdictKind.ALL_RANKS_STUCK
+    steps = a.verdict.next_steps
+    assert ("split sizes" in steps[0]) is (op == "ALLTOALL_BASE")
+    said = next(s for s in steps if s.startswith("#100:"))
+    assert "99 operations before" in said and "crash" not in said and "hardware" in said
+    assert seq_step(a.job, 2, every=True) is None and seq_step(a.job, 1, every=True) is None
+
+
 def test_a_lagging_rank_named_keeps_its_own_step():
     """A rank present and silent is named: its own step says what to look at, then the op's; the reasons and the
     number's reading are not repeated (the 4,096-rank report's length, tests/test_job.py, holds that)."""

@@ -34,12 +34,14 @@ else:  # pragma: no cover - Python 3.10
 TABLE = Path(__file__).with_name("waitsteps.toml")
 # The verdicts whose culprit did not show why it never arrived: a rank absent from the inputs (or silent in them).
 _ABSENT = frozenset({VerdictKind.INCOMPLETE})
-# The verdicts a sequence number's reading is said for: the culprit is not shown, or every member waits.
-_NUMBERED = frozenset({VerdictKind.INCOMPLETE, VerdictKind.ALL_RANKS_STUCK})
 # The releases to name, in the order to try them, as the version table spells them (job/versions.py).
 _RELEASES = (("PyTorch version", "PyTorch"), ("NCCL version", "NCCL"), ("DeepSpeed version", "DeepSpeed"),
              ("transformers version", "transformers"), ("Accelerate version", "Accelerate"),
              ("driver", "the NVIDIA driver"))
+
+
+# What stops one rank at a point its group had passed many times: said where a member may be missing.
+_RANK_EVENTS = "a rank's crash, a branch taken rarely (a condition on the data, an epoch's end, an evaluation), "
 
 
 class WaitStepsError(ValueError):
@@ -110,9 +112,10 @@ def _releases(job: Job) -> list[str]:
     return out
 
 
-def seq_step(job: Job, n: int | None) -> str | None:
-    """What a timed-out collective's sequence number ``n`` proves, and what that leaves to check."""
-    if n is None or n < 1:
+def seq_step(job: Job, n: int | None, every: bool = False) -> str | None:
+    """What a timed-out collective's sequence number ``n`` proves, and what that leaves to check; ``every``: every
+    member waits in it, so no rank crashed or took another branch before it (only its #3 and later are read)."""
+    if n is None or n < 1 or every and n < 3:
         return None
     if n == 1:
         return ("#1 is its group's first collective: none had completed before it, so nothing yet shows that "
@@ -122,8 +125,8 @@ def seq_step(job: Job, n: int | None) -> str | None:
                 "between the ranks.")
     if n == 2:
         return ("#2 is its group's second collective: one had completed before it, so the members had set the group "
-                "up and exchanged data once. Between the two this rank issued no collective of this group, however "
-                "long it ran: the ranks had to come out of that work together, and one that did more of it (more "
+                "up and exchanged data once. Between the two the ranks that timed out issued no collective of this group, "
+                "however long they ran: the ranks had to come out of that work together, and one that did more of it (more "
                 "samples or batches than the others) or died in it leaves the others waiting here.")
     runs = _releases(job)
     later = (f"The job runs {', '.join(runs)}: read the later releases' notes for a fixed hang, and if it began after "
@@ -133,9 +136,8 @@ def seq_step(job: Job, n: int | None) -> str | None:
     return (f"#{n:,}: its group had run {n - 1:,} operations before this one (PyTorch numbers each group's "
             "collectives in order; older releases counted sends and receives too), so its set-up and transport "
             "worked: not a group that never worked but an event that had not happened in those "
-            f"{n - 1:,}: a rank's crash, a branch taken rarely (a condition on the data, an epoch's end, an "
-            "evaluation), hardware (Xid lines in the hosts' `dmesg -T`) or a hang that a later release fixed. "
-            f"{later}")
+            f"{n - 1:,}: {'' if every else _RANK_EVENTS}hardware (Xid lines in the hosts' `dmesg -T`) or a hang that "
+            f"a later release fixed. {later}")
 
 
 def _loop_ended(job: Job) -> bool:
@@ -200,10 +202,18 @@ def wait_steps(job: Job, d: Decision, steps: Sequence[str]) -> tuple[str, ...]:
         return tuple(steps)
     op, seq = waited
     out = list(steps)
-    said = [s for s in (op_step(op, d.kind), seq_step(job, seq) if d.kind in _NUMBERED else None)
+    # Where every member waits, #1 and #2 say nothing a member's absence would not (and the first collective's hang
+    # with every member there is a cause of its own, first_collective_hang): only a number that proves the group
+    # worked is said, without the events of a missing rank (seq_step).
+    every = d.kind is VerdictKind.ALL_RANKS_STUCK
+    numbered = d.kind is VerdictKind.INCOMPLETE or every
+    said = [s for s in (op_step(op, d.kind), seq_step(job, seq, every) if numbered else None)
             if s is not None and s not in out]
-    if d.kind not in _ABSENT:  # every member waits, or the one that lagged is named: the op's and number's first
-        return (*said, *out) if d.kind is VerdictKind.ALL_RANKS_STUCK else (*out[:1], *said, *out[1:])
+    if d.kind is VerdictKind.ALL_RANKS_STUCK:  # an op's own way to hang every member comes first, then the number
+        first = [s for s in said[:1] if s == op_step(op, d.kind)]
+        return (*first, *out[:1], *(s for s in said if s not in first), *out[1:])
+    if d.kind not in _ABSENT:  # the one that lagged is named: its step first, then the op's
+        return (*out[:1], *said, *out[1:])
     # after the first step (collect or bring the missing logs) and the mechanism's (a member that never called it)
     at = out.index(SKIPPED_STEP) + 1 if SKIPPED_STEP in out else min(1, len(out))
     reasons = _reasons(job, out)
