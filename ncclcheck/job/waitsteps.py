@@ -4,13 +4,20 @@ waits for, and what its sequence number proves.
 * Why a member never reaches a collective: it crashed or was killed, it was busy with work only it does
   (job/lonework.py's step), it ran fewer iterations than the others (uneven data), or it called another collective
   (a desync). Each reason is one step of ``waitsteps.toml``, printed once, in the order the lines allow: where they
-  show the others had just finished a loop (job/lonework.py's phase line), a rank with fewer iterations comes first.
+  show the others had just finished a loop (job/lonework.py's phase line) or the ranks counted one loop to different
+  totals (job/uneven.py), a rank with fewer iterations comes first; else a crash does. They are said where the rank
+  waited for left no input (a rank present and silent is named, and its own step, job/findings.py, names the
+  common reasons; the 4,096-rank report keeps to 40 lines).
 * The op decides what else to check (``waitsteps.toml``'s ``[[op]]``, one entry per family): an all-to-all's split
   sizes, a broadcast's root, an all-gather's or reduce-scatter's sizes.
-* The sequence number: ProcessGroupNCCL numbers each group's collectives in order (its seqCollective_, printed as
-  ``SeqNum``), so a timeout at #N says the group ran N-1 collectives before it: #1 and #2 are its first (set-up, the
-  transport, the first exchange), and a larger number rules out a group that never worked, leaving an event that
-  had not happened in those N-1 (a crash, a branch taken rarely, hardware, a hang a later release fixed).
+* The sequence number: ProcessGroupNCCL numbers each group's collectives in order (seqCollective_, printed as
+  ``SeqNum``; sends and receives have their own counter, seqP2P_, where older releases counted them in seq_), so a
+  timeout at #N says the group ran N-1 before it: #1 is the first, where ProcessGroupNCCL::collective creates the
+  NCCL communicator when none exists (initNCCLComm: no device_id given to init_process_group) and NCCL first moves
+  data; #2 the first exchange after it; a larger number rules out a group that never worked, leaving an event that
+  had not happened in those N-1 (a crash, a branch taken rarely, hardware, a hang a later release fixed). Where every
+  member waits, only a larger number is read, without a missing rank's events.
+  (https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp)
 """
 
 from __future__ import annotations
@@ -32,14 +39,12 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 TABLE = Path(__file__).with_name("waitsteps.toml")
-# The verdicts whose culprit did not show why it never arrived: a rank absent from the inputs (or silent in them).
+# The verdicts whose culprit did not show why it never arrived: the rank waited for left no input.
 _ABSENT = frozenset({VerdictKind.INCOMPLETE})
 # The releases to name, in the order to try them, as the version table spells them (job/versions.py).
 _RELEASES = (("PyTorch version", "PyTorch"), ("NCCL version", "NCCL"), ("DeepSpeed version", "DeepSpeed"),
              ("transformers version", "transformers"), ("Accelerate version", "Accelerate"),
              ("driver", "the NVIDIA driver"))
-
-
 # What stops one rank at a point its group had passed many times: said where a member may be missing.
 _RANK_EVENTS = "a rank's crash, a branch taken rarely (a condition on the data, an epoch's end, an evaluation), "
 
