@@ -132,7 +132,10 @@ def _timed_out(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
                cause: Diagnosis | None) -> tuple[VerdictKind, list[int], str, Diagnosis | None]:
     """A collective timeout whose line places no rank of the job (its rank within a sub-group only, as the watchdog's
     ``what():`` names it): a rank timed out, so something failed, but the inputs hold nothing of the others."""
-    placed = [r for r in job.records if r.global_rank is None and r.seq is not None and kind is VerdictKind.NO_FAILURE]
+    # A line with no sequence number (a paste that elides it, the watchdog's C++ frames) times out all the same where
+    # it says so: a bare ``WorkNCCL(...)`` with neither number nor timeout words is only a mention (a quote, a note).
+    placed = [r for r in job.records if r.global_rank is None and kind is VerdictKind.NO_FAILURE
+              and (r.seq is not None or set(r.evidence) - {"work_mention"})]
     if not placed:
         return kind, culprits, summary, cause
     r = placed[0]
@@ -141,6 +144,7 @@ def _timed_out(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
            if r.rank is not None else "a rank no line names")
     ran = f" for {r.ran_for_ms:,} ms" if r.ran_for_ms is not None else ""
     limit = f" against a timeout of {r.timeout_ms:,} ms" if r.timeout_ms is not None else ""
+    number = f" #{r.seq}" if r.seq is not None else ""
     return (VerdictKind.INCOMPLETE, [], f"A collective timed out, as its own line states: {who} waited{ran} in "
-            f"{r.op_type or 'a collective'} #{r.seq}{limit} ({r.loc}). These inputs hold no line of the ranks it "
+            f"{r.op_type or 'a collective'}{number}{limit} ({r.loc}). These inputs hold no line of the ranks it "
             "waited for: give every rank's log (or its flight-recorder dump) to name them.", cause)

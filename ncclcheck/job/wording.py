@@ -21,6 +21,7 @@ from ncclcheck.job.rules import Decision
 from ncclcheck.job.runs import Restart
 from ncclcheck.job.slow import Busy, slow_steps
 from ncclcheck.job.transport import OWN_STEPS
+from ncclcheck.job.waitsteps import wait_steps
 
 EXIT_TEARDOWN_STEP = (
     "Call `torch.distributed.destroy_process_group()` at the end of the program on every rank, after its last "
@@ -77,6 +78,7 @@ def steps(job: Job, d: Decision) -> tuple[str, ...]:
     out = next_steps(d.kind, d.culprits, d.killed, d.unknown, d.dumped, d.waited,
                      slow_steps(d.busy) if d.busy is not None else (), bool(reports))
     out = lone_work(job, d, out)  # the rank waited for, and the work one rank does alone (job/lonework.py)
+    out = wait_steps(job, d, out)  # why a member never arrives, the op's wait, the number's proof (job/waitsteps.py)
     if (pipe := pipeline_step(job)) is not None:  # a pipeline's exchange between stages (job/pipeline.py)
         out = (pipe, *out)
     if d.primary is None and job.facts.exit_teardown:
