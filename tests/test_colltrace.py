@@ -79,8 +79,12 @@ def test_runs_under_headings_are_processes_and_calls_match_their_communicators(w
 
 def test_header_less_lines_in_one_run_conclude_nothing(write):
     """One run of lines with no header could be any mixture of processes: nothing is compared."""
-    v = _verdict(write("one.log", _line("", 0, "AllReduce", 1, 5, "0x1a", 2), _line("", 0, "AllGather", 1, 5, "0x2a", 2)))
+    path = write("one.log", _line("", 0, "AllReduce", 1, 5, "0x1a", 2), _line("", 0, "AllGather", 1, 5, "0x2a", 2))
+    v = _verdict(path)
     assert v["kind"] == "no_failure"
+    (f,) = [f for f in v["findings"] if f["code"] == "trace-unplaced"]
+    assert f["message"].startswith("NCCL's collective trace lines here (2, on 2 communicator addresses) carry no NCCL "
+                                   "header") and f["evidence"] == [f"{path}:1", f"{path}:2"]
 
 
 def _three(write, tags: bool):

@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 
 from ncclcheck.evidence.formats.colltrace import Call, Comm
 from ncclcheck.evidence.types import FileScan, Loc
+from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.causes import Diagnosis, cause
 from ncclcheck.job.model import Job, VerdictKind
 from ncclcheck.job.rules import Decision
@@ -49,6 +50,7 @@ _OPEN_CAUSES = ("stopped_after_setup", "first_collective_hang")
 _P2P = ("Send", "Recv")  # point-to-point calls: each peer's count and peer differ by design
 _ROOTED = ("Broadcast", "Reduce", "Gather", "Scatter")
 _REDUCING = ("AllReduce", "Reduce", "ReduceScatter")
+PAIRS = 64  # the most processes whose orders are weighed pair by pair (a paste or a small job's logs)
 # ncclDataType_t (src/nccl.h.in), the numbers the trace prints.
 DTYPES = ("int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "float32", "float64", "bfloat16",
           "float8e4m3", "float8e5m2")
@@ -152,10 +154,10 @@ def _keys(procs: list[Proc]) -> dict[tuple[str, str], Key]:
     for pk, found in loose.items():
         for addr, (_, sig) in found.items():
             sigs.setdefault(sig, []).append((pk, addr))
-    for sig, members in sigs.items():
+    for n, members in enumerate(sigs.values()):  # the calls' own tuple is long: a number stands for it
         if len(members) > 1 and len({pk for pk, _ in members}) == len(members):
             for m in members:
-                keys[m] = ("calls", sig)
+                keys[m] = ("calls", n)
     by_size: dict[int, list[tuple[str, str]]] = {}
     for pk, found in loose.items():
         for addr, (n, _) in found.items():
@@ -242,26 +244,33 @@ def _mismatch(procs: list[Proc], aligned: Aligned) -> Decision | None:
 
 
 def _crossed(procs: list[Proc], aligned: Aligned) -> Decision | None:
-    """Two processes that issued two matched communicators' calls in opposite orders."""
+    """Two processes that issued two matched communicators' calls in opposite orders. Only each process's last call
+    on each communicator is weighed: a crossing followed by later calls on both did not hang them (the launches
+    were not blocking and both calls completed). Pairs of processes are weighed up to :data:`PAIRS` processes."""
     by = {p.key: p for p in procs}
-    order: dict[str, dict[tuple[Key, int], tuple[int, Loc, Call]]] = {}
+    last: dict[str, dict[Key, tuple[int, int, Loc, Call]]] = {}  # process -> communicator -> (line, position, ...)
+    every: dict[str, dict[tuple[Key, int], int]] = {}  # process -> (communicator, position) -> line
     for k, per in aligned.items():
         for pk, calls in per.items():
-            for i, (c, loc) in calls.items():
-                order.setdefault(pk, {})[(k, i)] = (loc.line, loc, c)
-    lasts = {pk: max(ev.values(), key=lambda v: v[0]) for pk, ev in order.items()}
-    pks = sorted(order)
+            i = max(calls)
+            c, loc = calls[i]
+            last.setdefault(pk, {})[k] = (loc.line, i, loc, c)
+            every.setdefault(pk, {}).update({(k, j): cl[1].line for j, cl in calls.items()})
+    if len(last) > PAIRS:
+        return None
+    final = {pk: max(ev.values(), key=lambda v: v[0])[2] for pk, ev in last.items()}
+    pks = sorted(last)
     for x, pa in enumerate(pks):
         for pb in pks[x + 1:]:
-            a_ev, b_ev = order[pa], order[pb]
-            for ea, (la, loc_a, ca) in sorted(a_ev.items(), key=lambda kv: kv[1][0]):
-                for eb, (lb, loc_b, cb) in b_ev.items():
-                    if ea[0] == eb[0]:
+            for ka, (la, ia, loc_a, ca) in sorted(last[pa].items(), key=lambda kv: kv[1][0]):
+                for kb, (lb, ib, loc_b, cb) in last[pb].items():
+                    if ka == kb:
                         continue
-                    a_before = eb not in a_ev or la < a_ev[eb][0]
-                    b_before = ea not in b_ev or lb < b_ev[ea][0]
-                    both = eb in a_ev and ea in b_ev
-                    stopped = lasts[pa][1] == loc_a and lasts[pb][1] == loc_b
+                    a_in_b, b_in_a = every[pb].get((ka, ia)), every[pa].get((kb, ib))
+                    a_before = b_in_a is None or la < b_in_a
+                    b_before = a_in_b is None or lb < a_in_b
+                    both = a_in_b is not None and b_in_a is not None
+                    stopped = final[pa] == loc_a and final[pb] == loc_b
                     if a_before and b_before and (both or stopped):
                         return _order(by[pa], by[pb], (ca, loc_a), (cb, loc_b), both)
     return None
@@ -303,3 +312,27 @@ def traced(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
     waiting = tuple(r for r in sorted({p.rank for p in procs if p.rank is not None}) if r not in found.culprits)
     return replace(found, waiting=waiting if found.kind is VerdictKind.COLLECTIVE_MISMATCH else (),
                    unknown=tuple(r for r in d.unknown if r not in found.culprits))
+
+
+def unplaced_findings(scans: Sequence[FileScan]) -> list[Finding]:
+    """Trace lines no header, heading or rank tag places in a process (the module's docstring): what they allow, said
+    plainly, one finding an input."""
+    out = []
+    procs, _ = _procs(scans)
+    for p in procs:
+        if "#" not in p.key or sum(q.key.partition("#")[0] == p.key.partition("#")[0] for q in procs) > 1:
+            continue
+        addrs = dict.fromkeys(c.comm for c, _ in p.calls)
+        if len(addrs) < 2:
+            continue
+        out.append(Finding(
+            Severity.INFO, "trace-unplaced",
+            f"NCCL's collective trace lines here ({len(p.calls):,}, on {len(addrs)} communicator addresses) carry no "
+            "NCCL header (host:pid:tid [GPU]) and no heading or rank tag, so which process issued each is not known: "
+            "the lines of one address are one process's calls on one communicator, in order, but nothing says which "
+            "addresses are one process's or the same communicator's in another process, so no calls were compared "
+            "across processes.",
+            tuple(loc for _, loc in p.calls[:2]),
+            "Bring each process's trace lines with NCCL's header (NCCL_DEBUG=INFO prints host:pid:tid [GPU] before "
+            "each) or each rank's log as its own file, with its `Init COMPLETE` lines (NCCL_DEBUG_SUBSYS=INIT,COLL)."))
+    return out

@@ -19,7 +19,7 @@ from ncclcheck.job.afterend import stuck_after_end
 from ncclcheck.job.build import build_job
 from ncclcheck.job.causes import diagnose
 from ncclcheck.job.chain import chain_lines
-from ncclcheck.job.colltrace import traced
+from ncclcheck.job.colltrace import traced, unplaced_findings
 from ncclcheck.job.ending import cut_off
 from ncclcheck.job.findings import (
     counter_findings,
@@ -73,6 +73,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                 *wording.host_findings(job, d), *counter_findings(records, d.cause is None and d.kind in _OPEN),
                 *detector_findings(scans), *fallback_findings(scans),  # the network NCCL fell back to (job/netpath.py)
                 *uneven,
+                *unplaced_findings(scans),  # trace lines no process is known for (job/colltrace.py)
                 *membership_findings(job), *report_findings(scans), *wording.run_findings(job, d, restarts),
                 *agreement_findings(job.facts.versions), *unexplained_findings(job.facts.versions, d.kind, d.cause)]
     pg = d.named.group.to_pg() if d.named is not None else None
