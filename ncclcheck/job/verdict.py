@@ -19,6 +19,7 @@ from ncclcheck.job.afterend import stuck_after_end
 from ncclcheck.job.build import build_job
 from ncclcheck.job.causes import diagnose
 from ncclcheck.job.chain import chain_lines
+from ncclcheck.job.colltrace import traced, unplaced_findings
 from ncclcheck.job.ending import cut_off
 from ncclcheck.job.findings import (
     counter_findings,
@@ -31,6 +32,7 @@ from ncclcheck.job.frmatch import history_findings
 from ncclcheck.job.launchgaps import error_file, member_steps, unstarted_members
 from ncclcheck.job.lonework import awaited_ranks
 from ncclcheck.job.model import Analysis, Group, Job, Record, Verdict, VerdictKind, Work
+from ncclcheck.job.nativestall import native_stall
 from ncclcheck.job.netpath import fallback_findings
 from ncclcheck.job.partition import partition
 from ncclcheck.job.rules import Decision, decide_job
@@ -59,6 +61,8 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     d = decide_job(job, lambda killed, fired, silent: diagnose(scans, killed, fired, silent))
     d = shared_hang(job, d, scans)  # every rank waits in one collective: a setting they disagree on, the transport
     d = stopped_at_setup(job, d, scans)  # the inputs stop at NCCL's set-up with no error (job/stall.py)
+    d = traced(job, d, scans)  # NCCL's collective trace: calls that differ, or orders that cross (job/colltrace.py)
+    d = native_stall(job, d, scans)  # native stacks inside an NCCL call, nothing failed (job/nativestall.py)
     d = stuck_after_end(job, d, scans)  # a watchdog stuck after the job's own end (job/afterend.py)
     d = store_waited(job, d, scans)  # a store's wait that gave up after the job ran (job/storewait.py)
     d = cut_off(job, d, scans)  # a console that stops mid-run with no ending and no failure (job/ending.py)
@@ -69,6 +73,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                 *wording.host_findings(job, d), *counter_findings(records, d.cause is None and d.kind in _OPEN),
                 *detector_findings(scans), *fallback_findings(scans),  # the network NCCL fell back to (job/netpath.py)
                 *uneven,
+                *unplaced_findings(scans),  # trace lines no process is known for (job/colltrace.py)
                 *membership_findings(job), *report_findings(scans), *wording.run_findings(job, d, restarts),
                 *agreement_findings(job.facts.versions), *unexplained_findings(job.facts.versions, d.kind, d.cause)]
     pg = d.named.group.to_pg() if d.named is not None else None

@@ -16,7 +16,7 @@ from itertools import chain
 from operator import attrgetter
 from typing import Any
 
-from ncclcheck.evidence.formats import ncclsetup
+from ncclcheck.evidence.formats import colltrace, ncclsetup
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.types import PG, FileScan, Lagging, Loc
 from ncclcheck.findings import Finding
@@ -247,7 +247,8 @@ _EVENTS = (
         _Field("rank", WHOSE, _WHO_RANK), _Field("frames", WHAT, attrgetter("frames"), lambda fs: [_frame(f) for f in fs])]),
     _Event("clues", "clues", _WHO_RANK, [_Field("rank", WHOSE, _WHO_RANK), *_what("kind", "text")]),
     _Event("facts", "facts", _WHO_RANK, [_Field("rank", WHOSE, _WHO_RANK), *_what("key", "value")],
-           keep=lambda f: f.key not in ncclsetup.MARKS),  # where set-up lines stop: the verdict cites them
+           keep=lambda f: f.key not in ncclsetup.MARKS  # where set-up lines stop: the verdict cites them
+           and f.key not in colltrace.FACTS),  # each traced call and communicator: the verdict cites the ones it compares
 )
 
 

@@ -15,6 +15,7 @@ from ncclcheck import signals
 from ncclcheck.evidence.formats import (
     accelerate,
     busy,
+    colltrace,
     composer,
     cxx,
     deepspeed,
@@ -27,6 +28,7 @@ from ncclcheck.evidence.formats import (
     lightning,
     loglevel,
     mpi,
+    nativestack,
     nccl,
     nccl2,
     nccl_release,
@@ -68,6 +70,8 @@ FORMATS: tuple[LineSource, ...] = (
     rendezvous.FORMAT,  # torchrun's agent failing in its own rendezvous (the catalogue's rdzv_failed)
     testends.FORMAT,  # a test framework's own end before a tear-down (job/afterend.py)
     pgwrapper.FORMAT,  # the collective each rank was about to run, under DETAIL (job/storewait.py)
+    colltrace.FORMAT,  # NCCL's collective trace and its communicators' set-up lines (job/colltrace.py)
+    nativestack.FORMAT,  # gdb's native stacks: a thread inside an NCCL call (job/nativestall.py)
     # read by the assembler (evidence/parse.py) on logical lines, in its order (``logical``)
     host.FORMAT, pgnccl.FORMAT, elastic.FORMAT, nccl2.FORMAT, nccl.FORMAT, errors.FORMAT, busy.FORMAT, world.FORMAT,
     loglevel.FORMAT,  # a logger's error records and C's failed assertions, where no source above read the line
