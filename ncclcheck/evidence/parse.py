@@ -13,12 +13,13 @@ prefix, a launcher's tag, a node's label or a PID names, an error counted once p
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import replace
 
 from ncclcheck import signals
 from ncclcheck.evidence import formats
-from ncclcheck.evidence.formats import busy, errors, loglevel, nccl, nccl2, pgnccl, progress, world
+from ncclcheck.evidence.formats import busy, colltrace, errors, loglevel, nccl, nccl2, pgnccl, progress, world
 from ncclcheck.evidence.formats.collectors import LABEL
 from ncclcheck.evidence.formats.elastic import Table
 from ncclcheck.evidence.formats.host import Records as HostRecords
@@ -69,6 +70,14 @@ _FED_ANY = (1 << _FED) - 1
 _BUSY, _SIGNAL, _CLUE, _FACT, _NCCL_ERROR, _ERROR, _LOGGED = (1 << (_FED + i) for i in range(7))
 _WORDS = WordSets((*formats.FED_WORDS, busy.WORDS, errors.SIGNAL_WORDS, errors.CLUE_WORDS, _FACT_WORDS,
                    nccl.ERROR_WORDS, errors.ERROR_WORDS, loglevel.WORDS))
+# A traced collective's line (formats/colltrace.py) holds these words' bits and no other: read by its own source
+# alone, not by the rest of the assembler (a job traced with NCCL_DEBUG_SUBSYS=COLL prints a line a call, millions).
+_TRACE = formats.fed_bit(colltrace.FORMAT)
+_TRACE_ONLY = _TRACE | formats.fed_bit(formats.ncclsetup.FORMAT) | _FACT
+# The calls kept of each process on each communicator: the last ones. Where processes part (a different call at one
+# position, calls in opposite orders), a collective hangs, and the trace stops within NCCL's queue of that call; each
+# call keeps its index among all the input printed, so processes are still lined up by it (job/colltrace.py).
+TRACE_KEEP = 1024
 MAX_MESSAGE = 2000  # an OOM message lists every process on the GPU; its own numbers come last
 MAX_FACT = 300
 # What the assembler keeps of what the sources read, by kind (each is one field of the FileScan).
@@ -115,12 +124,17 @@ class LogParser:
         self._clues: list[Clue] = []
         self._clue_keys: set[tuple[int | None, str, str]] = set()
         self._last_errors = nccl.LastErrors()  # "Last error:" lines whose text is on their process's next line
+        self._trace: dict[tuple[int | None, str, str], deque[tuple[int, str, Who, int]]] = {}  # each process's and
+        # communicator's last trace lines: (line number, text, whose, index among their calls)
         self._system: list[SystemEvent] = []
         # The sources read here on logical lines (formats.FORMATS' ``logical`` ones), each one input's reader
         self._records = pgnccl.Records()
         self._table = Table()
         self._host = HostRecords()
         self._readers = formats.readers()  # the launchers' and frameworks' readers, with the words that gate each
+        trace = self._readers[_TRACE.bit_length() - 1][1]
+        assert isinstance(trace, colltrace.Lines)  # the collective trace's reader: its lines' cheap path uses it
+        self._trace_reader = trace
         self._held: list[Read] = []  # what the sources read from the current line, to take with its errors and facts
         self._child: AgentExit | None = None  # the last CalledProcessError read as a worker's exit
         self._held_words: tuple[str, int] = ("", 0)  # the last text tested for _WORDS, and what it holds
@@ -148,6 +162,8 @@ class LogParser:
             self._pend = None
             self._logical(first, who, "".join(parts), joined=True)
         holds = self._holds(text)
+        if holds & _TRACE and not holds & ~_TRACE_ONLY and bar is None and self._traced(lineno, text):
+            return
         said: list[Read] = []
         fed = holds & _FED_ANY  # the readers whose words the line holds, lowest bit first (not a test per reader)
         while fed:
@@ -191,6 +207,27 @@ class LogParser:
             return
         self._logical(lineno, who, text, sq=sq)
 
+    def _traced(self, lineno: int, text: str) -> bool:
+        """A traced collective's line, counted by its source and kept among its communicator's last lines (read into
+        calls at the end); False for any other line, or where the assembler is inside a block of lines (a record, a
+        stack, a table)."""
+        records = self._records
+        if "opCount " not in text or text.startswith("(") or records.in_stack or records.in_desync \
+                or self._last_errors.waiting or self._table.may_hold(text):
+            return False
+        counted = self._trace_reader.counted(text)
+        if counted is None:
+            return False
+        who = self._procs.who(text)
+        self._carry = (lineno, who) if who.global_rank is not None else None
+        if who.global_rank is not None:
+            self._ranks.add(who.global_rank)
+        proc, comm, index = counted
+        if (kept := self._trace.get((who.rank, proc, comm))) is None:
+            kept = self._trace[(who.rank, proc, comm)] = deque(maxlen=TRACE_KEEP)
+        kept.append((lineno, text, who, index))
+        return True
+
     def _holds(self, text: str) -> int:
         """Which of ``_WORDS``' lists the text holds a word of: found once a line (the physical line is most often
         its logical line too)."""
@@ -207,6 +244,12 @@ class LogParser:
         self._take(self._records.close_desync())
         self._take(self._table.close())
         self._take(self._records.close_stack())
+        for kept in self._trace.values():  # each communicator's last calls (job/colltrace.py orders them by line)
+            for lineno, text, who, index in kept:
+                call = colltrace.call_of(text, index)
+                assert call is not None  # a line kept is a trace line
+                value = call.value()
+                self._facts[("nccl_coll", value, who.rank)] = Fact(who, "nccl_coll", value, Loc(self.file, lineno))
         if self._replaced:
             self._problems.append(
                 InputProblem(self.file, "contains bytes that are not UTF-8 (shown as U+FFFD)", fatal=False)

@@ -55,7 +55,7 @@ from ncclcheck.evidence.types import AgentExit, JobStop, WorkerEnd
 __all__ = ["CONSOLES", "FED_WORDS", "FORMATS", "GATE", "HEAD_WORDS", "KEEP_WORDS", "PATH_RANKS", "PID_TAGS", "RANK_MARKS",
            "RANK_TAGS", "RANK_TAG_TEXT", "TRIGGERS", "WANTED", "WORDS", "Console", "LineSource", "Reader", "Sample",
            "Trigger", "is_stop",
-           "launcher_signal", "path_rank", "pid_tag", "rank_mark", "rank_tag", "readers"]
+           "fed_bit", "launcher_signal", "path_rank", "pid_tag", "rank_mark", "rank_tag", "readers"]
 
 FORMATS: tuple[LineSource, ...] = (
     # fed each physical line holding one of their words, first (launchers and frameworks)
@@ -103,6 +103,11 @@ WANTED: tuple[str, ...] = tuple(dict.fromkeys(w for f in FORMATS for w in f.want
 # and to be fed to some one of them.
 FED_WORDS: tuple[tuple[str, ...], ...] = tuple((*f.words, *f.head_words) for f in _FED)
 GATE: tuple[str, ...] = tuple(dict.fromkeys(w for words in FED_WORDS for w in words))
+
+
+def fed_bit(source: LineSource) -> int:
+    """The bit of ``source`` in the mask of the fed sources' word lists (its place in the registry)."""
+    return 1 << next(i for i, f in enumerate(_FED) if f is source)
 
 
 def readers() -> list[tuple[tuple[str, ...], Reader]]:

@@ -64,7 +64,8 @@ def step(text: str) -> str | None:
     if "Using devices" in text or " Pid " in text and TESTS_DEVICE.search(text):
         return TESTS_STEP
     if "NCCL INFO" in text:
-        return INFO_STEP
+        # a traced collective (formats/colltrace.py) is a call the job made once set up, not a step of the set-up
+        return None if "opCount " in text else INFO_STEP
     if "client socket has connected" in text:
         return STORE_STEP
     return None
