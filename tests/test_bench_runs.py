@@ -2,6 +2,10 @@
 
 Skipped, with the reason, where torch is not installed. ``make test`` installs the CPU build of torch and sets
 NCCLCHECK_REQUIRE_TORCH=1, so there a missing torch fails the run instead of skipping these tests quietly.
+
+A torchrun run of 2 ranks costs about 13 s of CPU (torch imported by torchrun and each worker) and a child process
+of the benchmark alone about 5 s, whatever it then does: each run serves every assertion that can be made on it,
+and the runs not under torchrun (world size 1) are made in this process (``bench_alone``).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import socket
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from unittest import mock
 
 import pytest
 
@@ -42,12 +47,21 @@ def torchrun(*args: str, timeout: float = 240, **kw) -> subprocess.CompletedProc
                           timeout=timeout, **kw)
 
 
-def test_gloo_two_ranks_json_and_check(tmp_path):
+def test_gloo_two_ranks_on_two_nodes_json_and_check(tmp_path):
+    """Two torchrun 'nodes' (--nnodes 2, one rank each) meeting on 127.0.0.1, the multi-node path: rank 0 prints
+    the JSON result and writes the same to --output, the other node prints nothing."""
     out = tmp_path / "bench.json"
-    r = torchrun("--nproc-per-node", "2", "-m", "ncclcheck.bench", "--size", "1e6", "--chunks", "1e5,1e4",
-                 "--iters", "3", "--warmup", "1", "--check", "--json", "--output", str(out))
-    assert r.returncode == 0, r.stderr[-2000:]
-    j = json.loads(r.stdout)
+    port = str(_port())
+    common = ["--nnodes", "2", "--nproc-per-node", "1", "--master-addr", "127.0.0.1", "--master-port", port]
+    bench = ["-m", "ncclcheck.bench", "--size", "1e6", "--chunks", "1e5,1e4", "--iters", "3", "--warmup", "1",
+             "--check", "--json", "--output", str(out)]
+    procs = [subprocess.Popen([sys.executable, "-m", "torch.distributed.run", *common, "--node-rank", str(n), *bench],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV) for n in (0, 1)]
+    outs = [p.communicate(timeout=240) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs[0][1][-1500:] + outs[1][1][-1500:]
+    (stdout, stderr), (other, _) = outs
+    assert other == ""
+    j = json.loads(stdout)
     assert j == json.loads(out.read_text())
     assert (j["schema_version"], j["check"], j["environment"]["backend"], j["environment"]["world_size"]) == (
         1, True, "gloo", 2)
@@ -61,7 +75,7 @@ def test_gloo_two_ranks_json_and_check(tmp_path):
     assert j["conclusion"].endswith("against PyTorch's default gloo timeout (30 min).")  # not NCCL's watchdog
     # said at once, before anything is measured: what the run will do
     assert ("ncclcheck.bench: all_reduce of 1,000,000 float32 elements (3.81 MiB) a rank, on 2 rank(s) (gloo): "
-            "3 mode(s) of 1 + 3 transfers") in r.stderr
+            "3 mode(s) of 1 + 3 transfers") in stderr
 
 
 def test_dead_peer_fails_within_the_timeout():
@@ -81,31 +95,27 @@ def _port() -> int:
         return s.getsockname()[1]
 
 
-def test_two_nodes_on_localhost():
-    """Two torchrun 'nodes' (--nnodes 2) meeting on 127.0.0.1: the multi-node path."""
-    port = str(_port())
-    common = ["--nnodes", "2", "--nproc-per-node", "1", "--master-addr", "127.0.0.1", "--master-port", port]
-    bench = ["-m", "ncclcheck.bench", "--size", "1e5", "--chunks", "1e4", "--iters", "2", "--json"]
-    procs = [subprocess.Popen([sys.executable, "-m", "torch.distributed.run", *common, "--node-rank", str(n), *bench],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV) for n in (0, 1)]
-    outs = [p.communicate(timeout=240) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], outs[0][1][-1500:] + outs[1][1][-1500:]
-    j = json.loads(outs[0][0])
-    assert j["environment"]["world_size"] == 2 and outs[1][0] == ""
-
-
 # --- sweep ---------------------------------------------------------------------------------------------------------
 
 SWEEP = ["--sweep", "8:64K:8", "--iters", "3", "--warmup", "1"]
 
 
-def test_sweep_two_ranks_json_plot_page_and_check(tmp_path):
+def test_sweep_two_ranks_table_exit_code_json_plot_page_and_check(tmp_path):
+    """A sweep on 2 ranks below --min-busbw: the benchmark exits 3; torchrun would say 1, ncclcheck bench passes the
+    3 through. The sweep's table it prints (the FAIL line with it) fits 80 columns, every number whole, a row for
+    every size the JSON written to --output holds; the plot and the page show every size, each checked."""
+    from ncclcheck.bench import fmt
+
     svg, page, out = tmp_path / "busbw.svg", tmp_path / "sweep.html", tmp_path / "sweep.json"
-    r = torchrun("--nproc-per-node", "2", "-m", "ncclcheck.bench", *SWEEP, "--check", "--json", "--plot", str(svg),
-                 "--html", str(page), "--output", str(out))
-    assert r.returncode == 0, r.stderr[-2000:]
-    j = json.loads(r.stdout)
-    assert j == json.loads(out.read_text())
+    r = subprocess.run([sys.executable, "-c", "from ncclcheck.cli import main; main()", "bench", "--nproc", "2",
+                        *SWEEP, "--min-busbw", "1e6", "--check", "--plot", str(svg), "--html", str(page), "--output",
+                        str(out)], capture_output=True, text=True, timeout=240, env={**ENV, "COLUMNS": "80"})
+    assert r.returncode == 3, r.stderr[-2000:]
+    assert "FAIL: busbw at 32 KiB is" in r.stdout and "below --min-busbw 1e+06 GB/s" in r.stdout
+    lines = r.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    assert "…" not in r.stdout
+    j = json.loads(out.read_text())
     assert j["config"]["sweep"] == {"min_bytes": 8, "max_bytes": 65536, "factor": 8}
     assert [p["size_bytes"] for p in j["sweep"]] == [8, 64, 512, 4096, 32768]
     assert [p["count"] for p in j["sweep"]] == [2, 16, 128, 1024, 8192]
@@ -113,25 +123,13 @@ def test_sweep_two_ranks_json_plot_page_and_check(tmp_path):
         assert p["algbw_gbps"] == pytest.approx(p["size_bytes"] / (p["time_us"] * 1e-6) / 1e9)
         assert p["busbw_gbps"] == pytest.approx(p["algbw_gbps"] * 2 * (2 - 1) / 2)
         assert (p["check"], p["cuda_graph"], p["timing"]) == (True, False, "host clock")  # gloo: no CUDA
-    assert j["check"] is True and j["below_min_busbw"] is None
+        assert any(line.split()[:2] == fmt.size(p["size_bytes"]).split() and f"{p['count']:,}" in line.split()
+                   for line in lines), p
+    assert j["check"] is True and j["below_min_busbw"] is True and j["config"]["min_busbw_gbps"] == 1e6
     root = ET.fromstring(svg.read_text())
     assert root.get("width") == "960" and len(list(root.iter("{http://www.w3.org/2000/svg}circle"))) == 5
     html = page.read_text()
-    assert html.count("<tr><td>") == 5 and "<svg" in html
-
-
-def test_min_busbw_exit_code_through_ncclcheck_bench_and_the_sweep_table_fits_eighty_columns():
-    """Below --min-busbw: the benchmark exits 3; torchrun would say 1, ncclcheck bench passes the 3 through. The
-    sweep's table it prints (the FAIL line with it) fits 80 columns, every number whole (one torchrun run for both)."""
-    r = subprocess.run([sys.executable, "-c", "from ncclcheck.cli import main; main()", "bench", "--nproc", "2",
-                        *SWEEP, "--min-busbw", "1e6"], capture_output=True, text=True, timeout=240,
-                       env={**ENV, "COLUMNS": "80"})
-    assert r.returncode == 3, r.stderr[-2000:]
-    assert "FAIL: busbw at 32 KiB is" in r.stdout and "below --min-busbw 1e+06 GB/s" in r.stdout
-    lines = r.stdout.splitlines()
-    assert all(len(line) <= 80 for line in lines)
-    assert "…" not in r.stdout
-    assert any(line.split()[:2] == ["32", "KiB"] for line in lines)
+    assert html.count("<tr><td>") == 5 and "<svg" in html and "--min-busbw 1e+06 GB/s" in html
 
 
 def test_bad_option_exits_two_through_ncclcheck_bench():
@@ -140,13 +138,31 @@ def test_bad_option_exits_two_through_ncclcheck_bench():
     assert (r.returncode, r.stderr.strip()) == (2, "ncclcheck: error: --sweep: the factor must be at least 2")
 
 
-def bench_alone(*args: str) -> subprocess.CompletedProcess[str]:
-    """One process, not under torchrun (world size 1)."""
-    return subprocess.run([sys.executable, "-m", "ncclcheck.bench", *args], capture_output=True, text=True,
-                          timeout=120, env={k: v for k, v in ENV.items() if k not in ("RANK", "WORLD_SIZE")})
+@pytest.fixture
+def bench_alone(capsys: pytest.CaptureFixture[str]):
+    """``python -m ncclcheck.bench ARGS`` not under torchrun (world size 1), run in this process as its ``__main__``
+    runs it: the exit code, stdout and stderr. A child process cost about 5 s of CPU, nearly all of it importing
+    torch. The variables the run sets (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT...) are taken back after it, and
+    the process group an error leaves behind (a child's exit would end it) is destroyed."""
+    from ncclcheck.bench import runner
+    from ncclcheck.bench.__main__ import main
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        capsys.readouterr()
+        with mock.patch.dict(os.environ):
+            for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+                os.environ.pop(name, None)
+            try:
+                code = main(list(args))
+            finally:
+                runner.teardown()
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["python", "-m", "ncclcheck.bench", *args], code, out, err)
+
+    return run
 
 
-def test_too_large_for_host_memory_is_refused_before_allocating():
+def test_too_large_for_host_memory_is_refused_before_allocating(bench_alone):
     r = bench_alone("--size", "1e13", "--chunks", "")
     assert r.returncode == 2
     assert "error: rank 0: needs 40000.00 GB for the buffers but" in r.stderr
@@ -154,7 +170,7 @@ def test_too_large_for_host_memory_is_refused_before_allocating():
     assert "Traceback" not in r.stderr
 
 
-def test_no_size_on_cpu_moves_tens_of_megabytes_and_says_so():
+def test_no_size_on_cpu_moves_tens_of_megabytes_and_says_so(bench_alone):
     """Without --size, gloo on CPU gets 1e7 elements (40 MB) a rank, not NCCL's 2 GB, and the first line says so."""
     r = bench_alone("--iters", "1", "--warmup", "0", "--chunks", "", "--json")
     assert r.returncode == 0, r.stderr[-2000:]
@@ -165,13 +181,13 @@ def test_no_size_on_cpu_moves_tens_of_megabytes_and_says_so():
                      "transfers")
 
 
-def test_graph_on_needs_gpus():
+def test_graph_on_needs_gpus(bench_alone):
     r = bench_alone(*SWEEP, "--graph", "on")
     assert r.returncode == 2
     assert "--graph on needs CUDA GPUs (the nccl backend)" in r.stderr
 
 
-def test_a_long_run_shows_each_finished_step_on_stderr():
+def test_a_long_run_shows_each_finished_step_on_stderr(bench_alone):
     """Past a second, rank 0 says on stderr which mode (or sweep size) it finished and how long the run has taken,
     and which transfer is under way; a short run stays quiet, and stdout holds only the result."""
     from ncclcheck.bench.config import make_config
@@ -199,15 +215,8 @@ def test_a_long_run_shows_each_finished_step_on_stderr():
                          "size 4 of 4 (64 B) measured"]
     finally:
         dist.destroy_process_group()
-    r = subprocess.run([sys.executable, "-m", "ncclcheck.bench", "--size", "1e4", "--iters", "1"], capture_output=True,
-                       text=True, timeout=120, env=ENV)
+    r = bench_alone("--size", "1e4", "--iters", "1")
     assert r.returncode == 0 and "measured" not in r.stderr and "measured" not in r.stdout
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_progress_waits_a_second_then_goes_to_stderr(capsys):

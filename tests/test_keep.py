@@ -28,7 +28,7 @@ from analysed import report
 from conftest import CONFORMANCE, DATA, run
 
 from ncclcheck.evidence import formats, hostlog, reader
-from ncclcheck.evidence.formats.source import AT
+from ncclcheck.evidence.formats.source import AT, LineSource, Sample
 from ncclcheck.evidence.repair import clean
 from ncclcheck.evidence.types import FileScan, Loc
 from ncclcheck.job.causes import CATALOGUE
@@ -398,16 +398,40 @@ def _full_report(path: Path) -> dict:
         reader.FULL = old
 
 
-@pytest.mark.parametrize("engine", reader.ENGINES)
+def _handed(path: Path) -> list[tuple[object, ...]]:
+    """What the reader hands the parser from each input ``path`` names, with the problems it reports and its counts:
+    all an engine changes in an analysis (evidence/scan.py feeds the parser nothing else)."""
+    out: list[tuple[object, ...]] = []
+    for source in reader.resolve([str(path)], lambda e: out.append((str(e),))):
+        problems: list[str] = []
+        lines = reader.read_lines(source, problems.append)
+        got = []
+        try:
+            while True:
+                got.append(next(lines))
+        except StopIteration as stop:
+            out.append((source.name, got, problems, stop.value))
+        except reader.InputError as exc:
+            out.append((source.name, exc.message))
+    return out
+
+
 @pytest.mark.parametrize("path", _fixture_files(), ids=lambda p: str(p.relative_to(p.parents[1])))
-def test_fast_and_full_reading_give_the_same_report(path, engine, monkeypatch):
+def test_fast_and_full_reading_give_the_same_report(path, monkeypatch):
     """The reader's selection loses nothing a line-by-line reading finds, on every fixture kept here, with each
-    search engine installed."""
+    search engine installed: the first engine's report is the full reading's, and every other engine hands the
+    parser the very lines, problems and counts it does, so its report is the same too (an analysis an engine was
+    most of this module's time)."""
     full = _full_report(path)
     if path.is_relative_to(DATA) and path.relative_to(DATA).as_posix() in PAST_THE_HEAD:
         monkeypatch.setattr(reader, "HEAD", 32 << 10)
-    monkeypatch.setattr(reader, "ENGINE", engine)
-    assert _report(path) == full
+    first, *others = reader.ENGINES
+    monkeypatch.setattr(reader, "ENGINE", first)
+    assert _report(path) == full, first
+    handed = _handed(path)
+    for engine in others:
+        monkeypatch.setattr(reader, "ENGINE", engine)
+        assert _handed(path) == handed, engine
 
 
 def test_every_source_is_registered_once_with_cited_samples_that_hold_its_words():
@@ -428,14 +452,13 @@ SAMPLES = [pytest.param(source, sample, id=f"{source.name}:{i}")
 @pytest.mark.parametrize(("source", "sample"), SAMPLES)
 def test_every_sample_line_of_every_source_survives_the_reader_and_is_read_as_it_says(tmp_path, source, sample,
                                                                                       monkeypatch):
-    """Each registered source's sample line (after the lines its report needs before it), placed at 0, 64 KiB and
-    1 MiB of a long ordinary log (a set-up line read behind a head word: in the head), is handed over by every
-    engine installed, and the source's own reader, fed what was handed over as the parser feeds it (the lines
-    holding one of its words), reads exactly what the sample says."""
+    """Each registered source's sample line (after the lines its report needs before it), placed at 0 and 64 KiB of
+    a long ordinary log (a set-up line read behind a head word: in the head), is handed over by every engine
+    installed, and the source's own reader, fed what was handed over as the parser feeds it (the lines holding one
+    of its words), reads exactly what the sample says. At 1 MiB: the test below."""
     chatter = _chatter()
     gate = (*source.words, *source.head_words)
-    anywhere = any(w in sample.line for w in source.words)
-    for offset in OFFSETS[:3] if anywhere else OFFSETS[:1]:
+    for offset in SHALLOW if _deep(source, sample) else OFFSETS[:1]:
         cut = chatter.index(b"\n", offset - 1) + 1 if offset else 0
         lines = [*sample.before, sample.line]
         path = tmp_path / "rank3.log"
@@ -450,6 +473,47 @@ def test_every_sample_line_of_every_source_survives_the_reader_and_is_read_as_it
             got = [dataclasses.replace(e, loc=AT) for n, t in texts if any(w in t for w in gate) or not gate
                    for e in said.feed(t, Loc(path.name, n)) if e.loc.line in at]
             assert got == list(sample.reads), (engine, offset)
+
+
+def _deep(source: LineSource, sample: Sample) -> bool:
+    """Whether the sample is read anywhere in a log (a word of its own), not only in the head."""
+    return any(w in sample.line for w in source.words)
+
+
+@pytest.mark.parametrize("engine", reader.ENGINES)
+def test_every_sample_line_is_read_as_it_says_at_1_mib(tmp_path, engine, monkeypatch):
+    """Every sample read anywhere (a word of its own), placed at 1 MiB of the same ordinary log, each after the
+    last with 4 KiB of chatter between them, in one input: the engine hands every sample's lines over, and each
+    source's reader, fed what was handed over as the parser feeds it except the other samples' lines (so it sees
+    what it sees in a log of its sample alone: the chatter before, the sample, the chatter after), reads exactly
+    what the sample says. One reading for all (a log of 1 MiB a sample was three readings each, most of this
+    module's time), each sample after more chatter than at 1 MiB alone, of the same kinds."""
+    monkeypatch.setattr(reader, "ENGINE", engine)
+    chatter = _chatter()
+    deep = [(source, sample) for source in formats.FORMATS for sample in source.samples if _deep(source, sample)]
+    at = chatter.index(b"\n", OFFSETS[2] - 1) + 1
+    data, placed, line = [chatter[:at]], [], chatter[:at].count(b"\n") + 1
+    for _, sample in deep:
+        lines = [*sample.before, sample.line]
+        data.append("".join(x + "\n" for x in lines).encode())
+        placed.append(range(line, line + len(lines)))
+        gap = chatter[at: chatter.index(b"\n", at + (4 << 10)) + 1]
+        data.append(gap)
+        at, line = at + len(gap), line + len(lines) + gap.count(b"\n")
+    data.append(chatter[at: at + (64 << 10)])
+    path = tmp_path / "rank3.log"
+    path.write_bytes(b"".join(data))
+    assert path.stat().st_size < reader.BLOCK  # 1 MiB in and beyond, in the first block, as a sample at 1 MiB alone
+    texts = [(n, clean(raw)) for n, raw in _selected(path)]
+    handed = dict(texts)
+    samples_lines = {n for lines in placed for n in lines}
+    for (source, sample), lines in zip(deep, placed, strict=True):
+        assert [handed.get(n) for n in lines] == [*sample.before, sample.line], (source.name, sample.line)
+        gate = (*source.words, *source.head_words)
+        said = source.reader()
+        got = [dataclasses.replace(e, loc=AT) for n, t in texts if (n in lines or n not in samples_lines)
+               and (any(w in t for w in gate) or not gate) for e in said.feed(t, Loc(path.name, n)) if e.loc.line in lines]
+        assert got == list(sample.reads), (source.name, sample.line)
 
 
 @pytest.mark.parametrize("engine", reader.ENGINES)
