@@ -18,6 +18,7 @@ from ncclcheck.evidence.formats import (
     composer,
     cxx,
     deepspeed,
+    dsrunner,
     elastic,
     envreport,
     errors,
@@ -34,6 +35,7 @@ from ncclcheck.evidence.formats import (
     nccldiag,
     ncclras,
     ncclsetup,
+    p2pcall,
     pgnccl,
     pgwrapper,
     pipeline,
@@ -68,6 +70,8 @@ FORMATS: tuple[LineSource, ...] = (
     rendezvous.FORMAT,  # torchrun's agent failing in its own rendezvous (the catalogue's rdzv_failed)
     testends.FORMAT,  # a test framework's own end before a tear-down (job/afterend.py)
     pgwrapper.FORMAT,  # the collective each rank was about to run, under DETAIL (job/storewait.py)
+    p2pcall.FORMAT,  # a traceback through a send or a recv (job/idwait.py)
+    dsrunner.FORMAT,  # DeepSpeed's runner launching on this node's GPUs alone (job/localonly.py)
     # read by the assembler (evidence/parse.py) on logical lines, in its order (``logical``)
     host.FORMAT, pgnccl.FORMAT, elastic.FORMAT, nccl2.FORMAT, nccl.FORMAT, errors.FORMAT, busy.FORMAT, world.FORMAT,
     loglevel.FORMAT,  # a logger's error records and C's failed assertions, where no source above read the line
