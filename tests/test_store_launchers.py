@@ -137,3 +137,15 @@ def test_slurms_cancel_after_a_tasks_failure_is_the_launchers_stop_not_an_outsid
                            "LIMIT ***")
     v = run(LAUNCHERS / "slurm" / "killbad" / "console.log").verdict
     assert (v.kind.value, v.culprit_ranks, v.stopped_ranks) == ("rank_failed_first", (2,), (0,))
+
+
+def test_each_recorded_refusal_of_deepspeeds_runner_is_the_launchers_failure_with_its_fix():
+    """tools/launchers/deepspeed_runner.sh: the runner raised before any worker started."""
+    first = {"no_ssh": "Set up passwordless ssh", "launcher_missing": "Install the launcher the runner uses",
+             "bad_hostfile": "Write the hostfile", "num_nodes": "Give the runner a hostfile",
+             "node_rank": "Start the runner on every node with its own `--node_rank`"}
+    for case, step in first.items():
+        v = run(LAUNCHERS / "deepspeed_runner" / f"{case}.log").verdict
+        assert (v.kind.value, v.culprit_ranks) == ("launcher_failure", ()), case
+        # num_nodes' runner also said it found no hostfile: how to start a multi-node job comes first there
+        assert any(s.startswith(step) for s in v.next_steps[:2]), case
