@@ -29,17 +29,19 @@ LAZY_P2P = cause("lazy_p2p_setup")
 _KEY = re.compile(r"by key '(?P<key>[^']{1,80})'")
 _PAIR = re.compile(r"^\d+:\d+$")
 _WAITER = re.compile(r"\[(\d+)\] is setting up NCCL communicator")
+# How far above the wait's line its traceback's frames may stand (a traceback of its own, not an earlier one's).
+_FRAMES = 80
 
 
 def _p2p_op(d: Diagnosis, scans: Sequence[FileScan]) -> str | None:
-    """The point-to-point op the wait was in: the pair's key, or a p2p call in the waiting rank's traceback before
-    the wait's line (in the same input), or None."""
+    """The point-to-point op the wait was in: the pair's key, or a p2p call in the waiting rank's traceback just
+    above the wait's line (in the same input), or None."""
     m = _KEY.search(d.text)
     if m and _PAIR.match(m["key"]):
         return f"the pair {m['key']}'s send or recv"
     waiters = {*d.ranks, *(int(w) for w in _WAITER.findall(d.text))}
     calls = [f for s in scans for f in s.facts if f.key == "p2p_call" and f.loc.file == d.loc.file
-             and f.loc.line <= d.loc.line + 2 and (f.who.rank is None or f.who.rank in waiters)]
+             and d.loc.line - _FRAMES <= f.loc.line <= d.loc.line + 2 and (f.who.rank is None or f.who.rank in waiters)]
     return f"a {calls[-1].value}" if calls else None
 
 
