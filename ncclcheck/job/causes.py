@@ -192,6 +192,13 @@ def _detail(cause: Cause, hits: Sequence[_Said], fired_s: float | None = None) -
         text = best.text.split("Last error:")[-1].strip()
         said = told(text)
         return one_line(text) + (f", that is {said.means}" if said is not None else "")
+    if cause.kind == "store_unreachable":
+        # the store client's errno or deadline names where the connection failed (job/statements.toml's store_ lines)
+        best = next((h for h in hits if told(h.text) is not None), hits[0])
+        said = told(best.text)
+        text = one_line(best.text)
+        text = text[:-1] if text.endswith(".") and not text.endswith("...") else text
+        return text + (f", that is {said.means}" if said is not None else "")
     if cause.kind == "duplicate_gpu":
         best = next((h for h in hits if h.clue == "last_error" and h.text), None) or hits[0]
         pair = shared_gpu(best.text)

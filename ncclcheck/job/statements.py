@@ -35,6 +35,8 @@ _OPTIONAL = {"before", "host"}
 GENERIC = frozenset({"stated_reason", "nccl_no_reason", "nccl_system_error"})
 # The verdict kinds an entry may imply ('' leaves the rules' kind).
 KINDS = frozenset({"", "setup_failure", "nccl_error"})
+# A launcher's own refusal to start the job (DeepSpeed's runner, before any worker): no rank's failure.
+KINDS = KINDS | {"launcher_failure"}
 
 
 class StatementTableError(ValueError):

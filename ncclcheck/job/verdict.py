@@ -29,7 +29,9 @@ from ncclcheck.job.findings import (
     size_finding,
 )
 from ncclcheck.job.frmatch import history_findings
+from ncclcheck.job.idwait import lazy_p2p
 from ncclcheck.job.launchgaps import error_file, member_steps, unstarted_members
+from ncclcheck.job.localonly import local_only_findings, local_only_steps
 from ncclcheck.job.lonework import awaited_ranks
 from ncclcheck.job.model import Analysis, Group, Job, Record, Verdict, VerdictKind, Work
 from ncclcheck.job.nativestall import native_stall
@@ -39,6 +41,7 @@ from ncclcheck.job.rules import Decision, decide_job
 from ncclcheck.job.runs import Restart
 from ncclcheck.job.stall import stopped_at_setup
 from ncclcheck.job.stated import best
+from ncclcheck.job.storeaddr import loopback_steps
 from ncclcheck.job.storewait import store_waited
 from ncclcheck.job.transport import shared_hang
 from ncclcheck.job.uneven import FIX as UNEVEN_FIX
@@ -65,6 +68,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     d = native_stall(job, d, scans)  # native stacks inside an NCCL call, nothing failed (job/nativestall.py)
     d = stuck_after_end(job, d, scans)  # a watchdog stuck after the job's own end (job/afterend.py)
     d = store_waited(job, d, scans)  # a store's wait that gave up after the job ran (job/storewait.py)
+    d = lazy_p2p(job, d, scans)  # a send or recv's wait for its communicator's NCCL id (job/idwait.py)
     d = cut_off(job, d, scans)  # a console that stops mid-run with no ending and no failure (job/ending.py)
     d = unstarted_members(job, error_file(job, d, scans), scans)  # what a launcher says is missing (launchgaps.py)
     uneven = uneven_findings(scans, d.found)  # the ranks' loops counted to different totals (job/uneven.py)
@@ -74,6 +78,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                 *detector_findings(scans), *fallback_findings(scans),  # the network NCCL fell back to (job/netpath.py)
                 *uneven,
                 *unplaced_findings(scans),  # trace lines no process is known for (job/colltrace.py)
+                *local_only_findings(scans),  # DeepSpeed's runner on this node alone (job/localonly.py)
                 *membership_findings(job), *report_findings(scans), *wording.run_findings(job, d, restarts),
                 *agreement_findings(job.facts.versions), *unexplained_findings(job.facts.versions, d.kind, d.cause)]
     pg = d.named.group.to_pg() if d.named is not None else None
@@ -83,6 +88,8 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                       d.named.seq if d.named is not None else job.facts.detail_seq,
                       chain_lines(job, d.culprits or d.ring or awaited_ranks(job, d)) if d.found else (), tuple(findings),
                       (*((UNEVEN_FIX,) if uneven else ()), *member_steps(job, d, scans),  # job/launchgaps.py
+                       *loopback_steps(job, d),  # a one-node job's store at its own host name (job/storeaddr.py)
+                       *local_only_steps(d.kind, scans),  # job/localonly.py
                        *wording.steps(job, d)), d.cause, d.ring, decide_action(job, d),
                       best(job, d.culprits, d.cause), sets.stopped)
     return Analysis(tuple(scans), tuple(records), job, verdict, dtype)

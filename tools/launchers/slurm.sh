@@ -33,6 +33,7 @@ declare -A spec=(
   [oom]="--mem=3000M|oom 1|rank 1 allocates until Slurm's memory accounting kills the step (--mem=3000M)"
   [timelimit]="--time=1|timelimit 0|every rank sleeps at step 3 until the 1-minute time limit cancels the step"
   [cut]="|timelimit 0|every rank sleeps at step 3; SIGKILL to srun's whole process tree (the console's end), then scancel"
+  [killbad]="--kill-on-bad-exit=1|raise 2|rank 2 raises RuntimeError at step 3; srun's --kill-on-bad-exit stops the other tasks at once (the launcher's stop after the first failure, no outside stop)"
 )
 # shellcheck source=tools/launchers/cut_tree.sh
 . tools/launchers/cut_tree.sh

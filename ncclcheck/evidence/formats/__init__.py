@@ -19,6 +19,7 @@ from ncclcheck.evidence.formats import (
     composer,
     cxx,
     deepspeed,
+    dsrunner,
     elastic,
     envreport,
     errors,
@@ -36,6 +37,7 @@ from ncclcheck.evidence.formats import (
     nccldiag,
     ncclras,
     ncclsetup,
+    p2pcall,
     pgnccl,
     pgwrapper,
     pipeline,
@@ -72,6 +74,8 @@ FORMATS: tuple[LineSource, ...] = (
     pgwrapper.FORMAT,  # the collective each rank was about to run, under DETAIL (job/storewait.py)
     colltrace.FORMAT,  # NCCL's collective trace and its communicators' set-up lines (job/colltrace.py)
     nativestack.FORMAT,  # gdb's native stacks: a thread inside an NCCL call (job/nativestall.py)
+    p2pcall.FORMAT,  # a traceback through a send or a recv (job/idwait.py)
+    dsrunner.FORMAT,  # DeepSpeed's runner launching on this node's GPUs alone (job/localonly.py)
     # read by the assembler (evidence/parse.py) on logical lines, in its order (``logical``)
     host.FORMAT, pgnccl.FORMAT, elastic.FORMAT, nccl2.FORMAT, nccl.FORMAT, errors.FORMAT, busy.FORMAT, world.FORMAT,
     loglevel.FORMAT,  # a logger's error records and C's failed assertions, where no source above read the line

@@ -70,6 +70,13 @@ REMOTE_LAUNCH = (r"ssh: connect to host|ssh: Could not resolve hostname|Host key
 # are prefixed by the library (ucp_, uct_, ucs_, ucm_, ucc_; openucx/ucx and openucx/ucc); a frame without its
 # symbol, or the library's name alone (a loader's error names it too), is not read.
 UCX_FRAME = re.compile(r"\b(?:ucp|uct|ucs|ucm|ucc)_[a-z]\w*(?:\(\)| \(\)|\+0x)")
+# The store's client in its own words (torch/csrc/distributed/c10d/socket.cpp, SocketConnectOp: "The client socket
+# has failed to connect to any network address of (host, port).", "... to host:port (errno: N - text).", "The client
+# socket has timed out after Nms while trying to connect to (host, port).", "The network addresses of (host, port)
+# cannot be retrieved (gai error: N - text)."; 1.x-2.0 wrote the timeout's address as host:port): a store that could
+# not be reached, said by the client itself, with or without the exception's name (DistNetworkError) or c10d's tag.
+STORE_CLIENT = (r"client socket has failed to connect to|client socket has timed out after"
+                r"|[Nn]etwork addresses of \([^()]{1,300}\) cannot be retrieved")
 CLUE_GATE = re.compile(
     r"Last error|Assertion `|CUDA error|TCPStore|\[c10d\]|death signal|closing signal|[Rr]endezvous|clients joined"
     r"|THCudaCheck|cuda runtime error|CUDA driver error"
@@ -82,6 +89,7 @@ CLUE_GATE = re.compile(
     + r"|\bstatus=\d{1,2}\([A-Za-z ]{4,40}\)"  # a work completion's status with rdma-core's words (evidence/wcstatus.py)
     + r"|Test CUDA failure"  # nccl-tests' CUDACHECK (src/common.h)
     + r"|The connection to the C10d store has failed"  # the c10d rendezvous backend's (c10d_rendezvous_backend.py)
+    + "|" + STORE_CLIENT  # the TCPStore client's own lines, whether or not an exception's name precedes them
 )
 # Words one of which every clue line holds: plain substring tests first, the gate's regex only where one is there.
 CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "oom-kill", "THCudaCheck", "CANCELLED", "ssertion", "TCPStore",
@@ -90,7 +98,7 @@ CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "oom-kill", "THCudaChe
               "NCCL operations", "entire process down", "CUDA device", "same GPU", "Duplicate GPU", "ssh: ",
               "Host key verification", "Permission denied (", "remote daemon", "daemons", "daemon has", "route a message",
               "rted: ", "sshd: ", "ucp_", "uct_", "ucs_", "ucm_", "ucc_", "status=", "CUDA failure",
-              "maxSharedMem")
+              "maxSharedMem", "client socket", "etwork addresses of")
 # The resolver's and NCCL's bare errors and torchrun's restarts, which the catalogue's causes read from the lines.
 _OTHER_WORDS = ("gai error", "cannot be retrieved", "system error", "worker group")
 _CUDA_ASSERT = re.compile(r"(?<![\w.])(?P<file>[\w.]+\.cuh?):(?P<line>\d+): (?P<kernel>(?:(?!\.cuh?:\d+: ).)*?): "

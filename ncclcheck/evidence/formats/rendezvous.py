@@ -12,6 +12,15 @@ traceback, whose first frame is torchrun's console script (``File ".../bin/torch
 family (RendezvousClosedError, RendezvousTimeoutError, RendezvousConnectionError, RendezvousStateError), read by the
 catalogue's causes where its line is in the inputs (evidence/formats/errors.py reads the names).
 
+Without the agent's log lines (LOGLEVEL below INFO, a collector that kept only the traceback) the traceback tells the
+two apart by itself: launch_agent calls ``result = agent.run()`` and only after it returns raises ChildFailedError for
+the workers that failed (``raise ChildFailedError(``); anything else propagating out of its ``agent.run()`` line (or
+out of its own set-up: the rendezvous handler, the agent) is the agent failing itself: its rendezvous
+(``_invoke_run`` -> ``_initialize_workers`` -> ``_rendezvous`` -> the handler's ``next_rendezvous``), the start or
+watch of its workers, or a signal it received (SignalException, which the agent logs first as "Received SIGTERM
+death signal"). So a traceback whose launch_agent frame's code line is not ChildFailedError's, in an input whose agent
+logged no death signal, is read as the agent's own failure, even where it is cut before its exception's line.
+
 A traceback of the agent's that starts after "Rendezvous'ing worker group" and before the rendezvous completed is
 read here as the agent's failure in its rendezvous even where the traceback is cut before its exception: its workers
 were stopped by then, so no worker's error is what ended the job. A traceback of the agent's after its workers ran
@@ -32,8 +41,15 @@ RESTART = re.compile(r"attempts left; will restart worker group")
 COMPLETED = re.compile(r"Rendezvous complete for workers|\] Starting worker group")
 # The agent's own traceback: torchrun's console script, or `python -m torch.distributed.run`'s module.
 AGENT_FRAME = re.compile(r"File \"[^\"]{0,400}(?:/bin/torchrun|torch/distributed/run\.py)\", line \d+")
+# launch_agent's frame (torch/distributed/launcher/api.py): the line under it says which call raised.
+LAUNCH_AGENT = re.compile(r"File \"[^\"]{0,400}torch/distributed/launcher/api\.py\", line \d+, in launch_agent")
+_DEATH = re.compile(r"Received \S+ death signal|SignalException")
 _WORDS = ("Rendezvous'ing worker group", "attempts left; will restart worker group", "Rendezvous complete for workers",
-          "] Starting worker group", "/bin/torchrun", "torch/distributed/run.py")
+          "] Starting worker group", "/bin/torchrun", "torch/distributed/run.py", "in launch_agent", "agent.run()",
+          "death signal", "SignalException")
+# The clue's words where the agent's traceback runs out of launch_agent's agent.run() (the catalogue's rdzv_failed).
+AGENT_RAN = ("the agent's own traceback runs out of launch_agent's agent.run(): the agent itself failed (its "
+             "rendezvous or its workers' start), not a worker (theirs is ChildFailedError)")
 
 
 def said(restart: bool) -> str:
@@ -50,8 +66,20 @@ class Agent:
         self._restart = False  # the agent said it will restart its worker group
         self._open: bool | None = None  # a rendezvous began: whether it was a restart's
         self._said = False
+        self._launch = False  # the line before was launch_agent's frame: this one is its code
+        self._signal = False  # the agent logged a death signal: a traceback through agent.run() is that signal's
 
     def feed(self, text: str, loc: Loc) -> Iterable[Said]:
+        if self._launch:
+            self._launch = False
+            code = 'File "' not in text  # a traceback printed without its code lines says nothing here
+            if code and "ChildFailedError" not in text and not self._signal and not self._said:
+                self._said = True
+                return (Clue(Who(), "launcher", AGENT_RAN, loc),)
+        if "in launch_agent" in text and LAUNCH_AGENT.search(text):
+            self._launch = True
+        elif ("death signal" in text or "SignalException" in text) and _DEATH.search(text):
+            self._signal = True
         if "attempts left" in text and RESTART.search(text):
             self._restart = True
         elif "Rendezvous'ing" in text and RENDEZVOUSING.search(text):
@@ -69,7 +97,7 @@ FORMAT = Format(
     name="torchrun rendezvous",
     words=_WORDS,
     make=Agent,
-    patterns=(RENDEZVOUSING, RESTART, COMPLETED, AGENT_FRAME),
+    patterns=(RENDEZVOUSING, RESTART, COMPLETED, AGENT_FRAME, LAUNCH_AGENT),
     samples=(
         Sample('  File "/usr/local/google/home/kiuk/.pyenv/versions/venv311/bin/torchrun", line 8, in <module>',
                f"{_HERE}:6 (torch/distributed/elastic/agent/server/api.py: _restart_workers, _initialize_workers)",

@@ -34,9 +34,13 @@ LINES = (
     LineFormat("Slurm", "xceeded", re.compile(r"Exceeded job memory limit|(?:Step|Job) \S{1,64} exceeded memory limit"),
                stop=True),
     # "slurmstepd: error: *** STEP 11.0 ON vm CANCELLED AT 2026-11-25T15:05:34 DUE TO TIME LIMIT ***"; Slurm 21+
-    # names the host in the program's name ("slurmstepd-vm: error:").
+    # names the host in the program's name ("slurmstepd-vm: error:"). Newer Slurm says why (src/slurmd/slurmstepd/
+    # req.c: TIME LIMIT, PREEMPTION, NODE FAILURE, JOB REQUEUE, SIGNAL: outside stops) and "DUE TO TASK FAILURE" where
+    # srun itself stopped the step after a task failed (--kill-on-bad-exit, SIG_TERM_KILL): that one is no outside
+    # stop but the launcher's after the first failure, as its "srun: error: HOST: task N: ..." lines say.
     LineFormat("Slurm", "CANCELLED AT",
-               re.compile(r"(?:slurmstepd(?:-[\w.-]+)?: error: )?\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT"),
+               re.compile(r"(?:slurmstepd(?:-[\w.-]+)?: error: )?\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT"
+                          r"(?! \S{1,40} DUE TO TASK FAILURE)"),
                stop=True),
 )
 
