@@ -169,7 +169,7 @@ class _Event:
         self.count_groups = count_groups  # a class says how many groups (GUIDs) its items are in
 
     def items(self, scans: Sequence[FileScan]) -> Iterable[Any]:
-        every = chain.from_iterable(getattr(s, self.attr) for s in scans)
+        every = chain.from_iterable(map(attrgetter(self.attr), scans))
         return every if self.keep is None else filter(self.keep, every)
 
     def one(self, x: Any) -> dict[str, Any]:
