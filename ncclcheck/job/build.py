@@ -18,6 +18,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from ncclcheck import signals
 from ncclcheck.evidence.formats.errors import fatal_signal
@@ -144,8 +145,14 @@ class _Builder:
         self.files: dict[int, set[str]] = defaultdict(set)
         self.seen: set[int] = set()
         self.async_errors: dict[tuple[int, int | None], WorkMention] = {}
+        # Each group object already absorbed, by identity (kept, so that no other object takes its id): a job of
+        # 100,000 ranks names its groups about six times a rank; absorbing an object again changes nothing.
+        self.absorbed: dict[int, tuple[PG | GroupId | None, tuple[str, str]]] = {}
 
     def group(self, pg: PG | GroupId | None) -> tuple[str, str]:
+        known = self.absorbed.get(id(pg))
+        if known is not None and known[0] is pg:
+            return known[1]
         key = group_key(pg)
         g = self.groups.get(key)
         if g is None:
@@ -155,6 +162,7 @@ class _Builder:
             g.absorb(pg)
             if key == _DEFAULT_KEY:
                 g.id, g.guid, g.desc = g.id or "0", g.guid or "0", g.desc or "default_pg"
+        self.absorbed[id(pg)] = (pg, key)
         return key
 
     def at(self, rank: int, key: tuple[str, str]) -> _PosB:
@@ -176,12 +184,12 @@ class _Builder:
                 rank = w.who.rank if w.who.rank is not None else w.rank
                 if w.evidence == "async_exception" and rank is not None:
                     self.async_errors.setdefault((rank, w.seq), w)
-        untimed = {self._record_rank(r) for r in self.records if r.started_s is None}
-        timed = {self._record_rank(r) for r in self.records} - untimed
+        rank_of = [self._record_rank(r) for r in self.records]
+        untimed = {rank for rank, r in zip(rank_of, self.records, strict=True) if r.started_s is None}
+        timed = set(rank_of) - untimed
         keyed = {self.group(r.pg) for r in self.records if r.pg is not None}
         only = next(iter(keyed)) if len(keyed) == 1 else None
-        for rec in self.records:
-            rank = self._record_rank(rec)
+        for rank, rec in zip(rank_of, self.records, strict=True):
             if rank is None:
                 continue
             pg = rec.pg
@@ -403,7 +411,7 @@ class _Builder:
         groups = self._groups(world)
         gid_of = {k: g.id for k, g in zip(self.groups, groups, strict=True)}
         positions: dict[int, list[Position]] = defaultdict(list)
-        for (rank, key), p in sorted(self.pos.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        for (rank, key), p in sorted(self.pos.items(), key=itemgetter(0)):
             gid = gid_of[key]
             stuck = p.stuck if p.stuck is None else _regroup(p.stuck, gid)
             positions[rank].append(Position(rank, gid, p.group_rank, p.enq, p.started, p.done, stuck,

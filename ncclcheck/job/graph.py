@@ -60,13 +60,15 @@ class _Graph:
         if key not in self.cache:
             self.cache[key] = self._members(w)
         found, passed = self.cache[key]
-        mine = [(m, reason, detail) for m, reason, detail in found if m != s.rank]
-        for m, reason, detail in mine:
-            self.add(s.rank, w, m, reason, detail)
+        rank = s.rank
+        mine = [x for x in found if x[0] != rank]
+        self.edges.extend([(rank, w, m, reason, detail) for m, reason, detail in mine])
+        if passed or mine:
+            return
         g = self.groups.get(w.group)
-        if not (g is not None and g.exact) and not passed and not mine:
+        if not (g is not None and g.exact):
             named = f" (known members: {rank_phrase(g.members)})" if g and g.members else ""
-            self.add(s.rank, w, None, EdgeReason.UNKNOWN, f"its membership is not in these inputs{named}")
+            self.add(rank, w, None, EdgeReason.UNKNOWN, f"its membership is not in these inputs{named}")
 
     def _members(self, w: Work) -> tuple[list[tuple[int | None, EdgeReason, str]], bool]:
         """What every member of the group says about work ``w``: evaluated once for all its waiters."""

@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from ncclcheck.evidence.types import PG, FileScan, Loc, StatusMention, WorkMention
 from ncclcheck.job.model import Record
 
-_WORK_FIELDS = ("seq", "op_type", "numel_in", "numel_out", "timeout_ms")
-
 
 @dataclass
 class _Builder:
@@ -63,6 +61,10 @@ class _Builder:
         )
 
 
+def _idx(b: _Builder) -> int:
+    return b.idx
+
+
 def _agree(a: object, b: object) -> bool:
     return a is None or b is None or a == b
 
@@ -87,6 +89,13 @@ class _Pool:
         """Builders a mention of this process may merge into (those whose process agrees), in creation order."""
         if global_rank is None and path_rank is None:
             return self.all
+        if path_rank is None:  # the common case (a ``[rankN]:`` prefix, no rank in the file's name): every builder
+            # of that rank or of none agrees on the path's rank; no filter to run
+            mine, unranked = self.by_global.get(global_rank), self.by_global.get(None)
+            found = [*mine.values()] if mine else []
+            if unranked:
+                found += unranked.values()
+            return found if len(found) < 2 else sorted(found, key=_idx)
         empty: dict[int, _Builder] = {}
         by_global = [self.by_global.get(global_rank, empty), self.by_global.get(None, empty)] \
             if global_rank is not None else None
@@ -96,7 +105,7 @@ class _Pool:
             found = [b for part in by_global or () for b in part.values() if _agree(b.path_rank, path_rank)]
         else:
             found = [b for part in by_path for b in part.values() if _agree(b.global_rank, global_rank)]
-        return found if len(found) < 2 else sorted(found, key=lambda b: b.idx)
+        return found if len(found) < 2 else sorted(found, key=_idx)
 
     def add(self, b: _Builder) -> _Builder:
         b.idx = len(self.all)
@@ -118,26 +127,48 @@ class _Pool:
         self.by_path.setdefault(path_rank, {})[b.idx] = b
 
 
-def _merge_work(pool: _Pool, w: WorkMention) -> None:
-    for b in pool.candidates(w.who.global_rank, w.who.path_rank):
-        if (
-            _same_process(b, w.who.global_rank, w.who.path_rank)
-            and _agree(b.rank, w.rank)
-            and all(_agree(getattr(b, f), getattr(w, f)) for f in _WORK_FIELDS)
+def _fits_work(b: _Builder, w: WorkMention, global_rank: int | None, path_rank: int | None) -> bool:
+    """Every identity field both carry agrees (:func:`_agree`, written out: it runs once a mention and candidate)."""
+    return ((b.global_rank is None or global_rank is None or b.global_rank == global_rank)
+            and (b.path_rank is None or path_rank is None or b.path_rank == path_rank)
+            and (b.rank is None or w.rank is None or b.rank == w.rank)
+            and (b.seq is None or w.seq is None or b.seq == w.seq)
+            and (b.op_type is None or w.op_type is None or b.op_type == w.op_type)
+            and (b.numel_in is None or w.numel_in is None or b.numel_in == w.numel_in)
+            and (b.numel_out is None or w.numel_out is None or b.numel_out == w.numel_out)
+            and (b.timeout_ms is None or w.timeout_ms is None or b.timeout_ms == w.timeout_ms)
             and (b.ran_for_ms is None or w.ran_for_ms is None or b.ran_for_ms == w.ran_for_ms)
-            and _agree(b.pg, w.pg)
-        ):
+            and (b.pg is None or w.pg is None or b.pg == w.pg))
+
+
+def _merge_work(pool: _Pool, w: WorkMention) -> None:
+    global_rank, path_rank = w.who.global_rank, w.who.path_rank
+    for b in pool.candidates(global_rank, path_rank):
+        if _fits_work(b, w, global_rank, path_rank):
             break
     else:
-        b = pool.add(_Builder(w.rank, w.who.global_rank, w.who.path_rank, None, w.seq))
-    if b.global_rank is None and w.who.global_rank is not None:
-        pool.ranked(b, w.who.global_rank)
-    for name in ("rank", "seq", "op_type", "numel_in", "numel_out", "tensor_shape",
-                 "timeout_ms", "ran_for_ms"):
-        if getattr(b, name) is None:
-            setattr(b, name, getattr(w, name))
-    if b.path_rank is None and w.who.path_rank is not None:
-        pool.path_ranked(b, w.who.path_rank)
+        b = pool.add(_Builder(w.rank, global_rank, path_rank, None, w.seq))
+    if b.global_rank is None and global_rank is not None:
+        pool.ranked(b, global_rank)
+    # the fields a mention fills where the record has none yet
+    if b.rank is None:
+        b.rank = w.rank
+    if b.seq is None:
+        b.seq = w.seq
+    if b.op_type is None:
+        b.op_type = w.op_type
+    if b.numel_in is None:
+        b.numel_in = w.numel_in
+    if b.numel_out is None:
+        b.numel_out = w.numel_out
+    if b.tensor_shape is None:
+        b.tensor_shape = w.tensor_shape
+    if b.timeout_ms is None:
+        b.timeout_ms = w.timeout_ms
+    if b.ran_for_ms is None:
+        b.ran_for_ms = w.ran_for_ms
+    if b.path_rank is None and path_rank is not None:
+        pool.path_ranked(b, path_rank)
     if b.pg is None:
         b.pg = w.pg  # a restatement names its group even where the status line is missing
     if b.started_s is None and w.clock_s is not None and w.ran_for_ms is not None:
@@ -162,7 +193,9 @@ def _merge_status(pool: _Pool, s: StatusMention) -> None:
     # only where it disagrees everywhere (a stale "[Rank N]") does the process identity alone decide.
     # The status line follows its own watchdog line: of the candidates, take the nearest one above it.
     builders = pool.candidates(s.who.global_rank, s.who.path_rank)
-    near = [b for b in builders if fits(b, True)] or [b for b in builders if fits(b, False)]
+    near = [b for b in builders if fits(b, True)] if builders else []
+    if not near and builders:
+        near = [b for b in builders if fits(b, False)]
     above = [b for b in near if b.locs and b.locs[-1].file == s.loc.file and b.locs[-1].line <= s.loc.line]
     b = max(above, key=lambda b: b.locs[-1].line) if above else (near[0] if near else None)
     if b is None:

@@ -58,8 +58,11 @@ class WorldStatement:
         return f"at least {self.size:,} ranks, from {KINDS[self.kind][0]}{at}"
 
 
+_RANKED = {kind: i for i, kind in enumerate(KINDS)}  # KINDS' order, looked up once a statement
+
+
 def _strength(s: WorldStatement) -> tuple[int, int, int]:
-    return (s.size, s.exact, -list(KINDS).index(s.kind))
+    return (s.size, s.exact, -_RANKED[s.kind])
 
 
 def strongest(statements: Iterable[WorldStatement]) -> WorldStatement | None:
