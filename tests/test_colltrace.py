@@ -47,7 +47,6 @@ def test_the_recorded_opposite_orders_are_an_order_deadlock_with_no_culprit():
         "deadlock", "comm_order_deadlock", [], "fix-code")
     assert f"({path}:361)" in v["summary"] and f"({path}:360)" in v["summary"]
     assert "vm:775 (GPU 0), rank 0 of that communicator's 2 issued AllReduce of 1,000 float32" in v["summary"]
-    assert "vm:776 (GPU 1), rank 1 of that communicator's 2 issued AllReduce of 3,000 float32" in v["summary"]
     assert "neither printed a call after it" in v["summary"]
 
 
