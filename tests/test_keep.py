@@ -384,7 +384,8 @@ def _report(path: Path) -> dict:
 # Set-up facts (NCCL's ``nranks``, ``NET/``) are read in the first reader.HEAD bytes only: NCCL's INFO chatter repeats
 # their words on every channel line, so a search for them deep in a log would hand most of it to the parser. This
 # input states its world only in a communicator's abort line 3 bytes past the head.
-PAST_THE_HEAD = {"failures/order_cycle_info/torchrun/0ef4676f-9515-4a02-9ab7-2b91a4ce3d84_b0nuz3r4/attempt_0/0/stdout.log"}
+PAST_THE_HEAD = {"failures/order_cycle_info/torchrun/0ef4676f-9515-4a02-9ab7-2b91a4ce3d84_b0nuz3r4/attempt_0/0/stdout.log",
+                 "gpu/colltrace/order/console.log"}  # its last communicator's Init COMPLETE at byte 16,661
 
 
 @functools.cache
