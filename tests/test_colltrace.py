@@ -160,3 +160,19 @@ def test_a_fatal_signal_in_the_stacks_keeps_its_own_verdict(write):
 def test_the_recorded_stacks_waiting_in_cuda_outside_ncclS_calls_are_not_this_cause():
     v = _verdict(REC / "order" / "stacks.rank0.txt")
     assert _cause(v) != "blocked_in_nccl"
+
+
+def test_a_long_trace_keeps_each_communicators_last_calls_counted_over_all():
+    """A traced job prints a line a call: each process keeps its communicator's last TRACE_KEEP calls (the cheap path
+    of evidence/parse.py), each still numbered among every call the input printed, so processes line up by it."""
+    from conftest import run_text
+
+    from ncclcheck.evidence.parse import TRACE_KEEP
+
+    n = TRACE_KEEP + 500
+    text = "".join(f"node1:7:7 [0] NCCL INFO AllReduce: opCount {i:x} sendbuff 0x7f00 recvbuff 0x7f00 count {i + 1} "
+                   "datatype 7 op 0 root 0 comm 0x55aa [nranks=2] stream 0x55bb\n" for i in range(n))
+    [scan] = run_text(text).scans
+    calls = [Call.of(f.value) for f in scan.facts if f.key == "nccl_coll"]
+    assert [c.index for c in calls] == list(range(n - TRACE_KEEP, n))
+    assert [c.count for c in calls[-2:]] == [n - 1, n] and calls[0].opcount == n - TRACE_KEEP

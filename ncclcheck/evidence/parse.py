@@ -70,10 +70,12 @@ _FED_ANY = (1 << _FED) - 1
 _BUSY, _SIGNAL, _CLUE, _FACT, _NCCL_ERROR, _ERROR, _LOGGED = (1 << (_FED + i) for i in range(7))
 _WORDS = WordSets((*formats.FED_WORDS, busy.WORDS, errors.SIGNAL_WORDS, errors.CLUE_WORDS, _FACT_WORDS,
                    nccl.ERROR_WORDS, errors.ERROR_WORDS, loglevel.WORDS))
-# A traced collective's line (formats/colltrace.py) holds these words' bits and no other: read by its own source
-# alone, not by the rest of the assembler (a job traced with NCCL_DEBUG_SUBSYS=COLL prints a line a call, millions).
+# A traced collective's line (formats/colltrace.py) is wholly NCCL's: read by its own source alone, not by the rest of
+# the assembler (a job traced with NCCL_DEBUG_SUBSYS=COLL prints a line a call, millions), whatever other source's
+# gate words its fields happen to hold ("recv" in recvbuff); a line holding a word of an error, a signal, a clue, a
+# logger's record or busy work goes the whole way.
 _TRACE = formats.fed_bit(colltrace.FORMAT)
-_TRACE_ONLY = _TRACE | formats.fed_bit(formats.ncclsetup.FORMAT) | _FACT
+_NOT_TRACE = _BUSY | _SIGNAL | _CLUE | _NCCL_ERROR | _ERROR | _LOGGED
 # The calls kept of each process on each communicator: the last ones. Where processes part (a different call at one
 # position, calls in opposite orders), a collective hangs, and the trace stops within NCCL's queue of that call; each
 # call keeps its index among all the input printed, so processes are still lined up by it (job/colltrace.py).
@@ -162,7 +164,7 @@ class LogParser:
             self._pend = None
             self._logical(first, who, "".join(parts), joined=True)
         holds = self._holds(text)
-        if holds & _TRACE and not holds & ~_TRACE_ONLY and bar is None and self._traced(lineno, text):
+        if holds & _TRACE and not holds & _NOT_TRACE and bar is None and self._traced(lineno, text):
             return
         said: list[Read] = []
         fed = holds & _FED_ANY  # the readers whose words the line holds, lowest bit first (not a test per reader)

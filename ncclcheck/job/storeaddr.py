@@ -23,7 +23,7 @@ _ADDRESS = re.compile(r"(?:address of|connect to) \((?P<host>[^(), ]{1,255}), (?
 _LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "::ffff:127.0.0.1"})
 
 
-def store_host(text: str) -> str | None:
+def _store_host(text: str) -> str | None:
     """The host the store's client tried to reach, as its line names it, or None."""
     m = _ADDRESS.search(text)
     return (m["host"] or m["host2"]) if m else None
@@ -38,7 +38,7 @@ def loopback_steps(job: Job, d: Decision) -> tuple[str, ...]:
     the inputs place on one host only, and the store's address is that host's own name."""
     if d.cause is None or d.cause.cause.kind != "store_unreachable":
         return ()
-    host = store_host(d.cause.text)
+    host = _store_host(d.cause.text)
     if host is None or host.lower() in _LOOPBACK:
         return ()
     places = {frozenset(_short(n) for n in names) for names in job.facts.hosts.values() if names}

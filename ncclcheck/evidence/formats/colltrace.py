@@ -109,13 +109,16 @@ def _proc(text: str, start: int) -> tuple[str, str]:
     return (f"{m['host']}:{m['pid']}", m["dev"]) if m else ("", "")
 
 
-def call_of(text: str, index: int) -> Call | None:
-    """The call a trace line states, as the ``index``-th of its process on its communicator; None for another line."""
-    if (m := TRACE.search(text)) is None:
-        return None
+def _call(m: re.Match[str], text: str, index: int) -> Call:
     proc, dev = _proc(text, m.start())
     return Call(proc, dev, m["op"], int(m["opcount"], 16), int(m["count"]), int(m["dtype"]), int(m["redop"]),
                 int(m["root"]), m["comm"], int(m["nranks"]), int(m["grank"]) if m["grank"] else None, index)
+
+
+def call_of(text: str, index: int) -> Call | None:
+    """The call a trace line states, as the ``index``-th of its process on its communicator; None for another line."""
+    m = TRACE.search(text)
+    return None if m is None else _call(m, text, index)
 
 
 class Lines:
@@ -125,21 +128,22 @@ class Lines:
         self._calls: dict[tuple[str, str], int] = {}
         self._comms: dict[str, int] = {}
 
-    def counted(self, text: str) -> tuple[str, str, int] | None:
-        """A trace line's process and communicator and its index among their calls (counted here), or None: the
-        assembler's cheap path for a job's millions of them (evidence/parse.py), which reads only the last ones'
-        calls (:func:`call_of`)."""
-        if (m := TRACE.search(text)) is None:
-            return None
+    def _count(self, m: re.Match[str], text: str) -> tuple[str, str, int]:
         proc = _proc(text, m.start())[0]
         index = self._calls.get((proc, m["comm"]), 0)
         self._calls[(proc, m["comm"])] = index + 1
         return proc, m["comm"], index
 
+    def counted(self, text: str) -> tuple[str, str, int] | None:
+        """A trace line's process and communicator and its index among their calls (counted here), or None: the
+        assembler's cheap path for a job's millions of them (evidence/parse.py), which reads only the last ones'
+        calls (:func:`call_of`)."""
+        m = TRACE.search(text)
+        return None if m is None else self._count(m, text)
+
     def feed(self, text: str, loc: Loc) -> Iterable[Said]:
-        if "opCount " in text and (counted := self.counted(text)) is not None:
-            call = call_of(text, counted[2])
-            assert call is not None  # the line counted is a trace line
+        if "opCount " in text and (m := TRACE.search(text)):
+            call = _call(m, text, self._count(m, text)[2])
             return (Fact(_ANYONE, "nccl_coll", call.value(), loc),)
         if "Init COMPLETE" in text and (m := INIT.search(text)):
             proc, _ = _proc(text, m.start())
