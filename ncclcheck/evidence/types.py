@@ -217,6 +217,18 @@ class ErrorKind(str, Enum):
 
 
 @dataclass(frozen=True)
+class StoreWords:
+    """What PyTorch's TCPStore client says of its store on a line (evidence/formats/storeclient.py): the host and
+    port it tried to reach, and whether its wait for a key gave up (TCPStore::doWait), with that wait's deadline
+    where the line prints one."""
+
+    host: str | None = None
+    port: int | None = None
+    waited: bool = False
+    wait_ms: int | None = None
+
+
+@dataclass(frozen=True)
 class RankError:
     """An error a rank printed itself (not the watchdog's cascade)."""
 
@@ -224,6 +236,7 @@ class RankError:
     kind: ErrorKind
     message: str
     loc: Loc
+    store: StoreWords | None = None  # the store client's words in it, read where it is kept (evidence/parse.py)
 
 
 @dataclass(frozen=True)
@@ -245,6 +258,7 @@ class Clue:
     text: str
     loc: Loc
     clock_s: float | None = None  # the line's header date and time as a stamp (evidence/stamps.py), when it has one
+    store: StoreWords | None = None  # the store client's words in it, read where it is kept (evidence/parse.py)
 
 
 @dataclass(frozen=True)

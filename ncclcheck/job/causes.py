@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ncclcheck.evidence import formats, stamps
-from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, SystemEvent
+from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, StoreWords, SystemEvent
 from ncclcheck.job.causedata import DEVICE, HOST, LATE, LAUNCHER, MEMORY, NETWORK, PROGRAM, SETUP, Cause, read_catalogue
 from ncclcheck.job.dupgpu import shared_gpu
 from ncclcheck.job.hosts import Joined, join_events, peers_lost
@@ -51,6 +51,7 @@ class Diagnosis:
     detail: str  # one line, in the inputs' own numbers (the OOM's sizes, the assert's kernel)
     clock_s: float | None = None  # the earliest stamp (date and time) a line of it was printed, when lines carry one
     said: Statement | None = None  # the mechanism its line names (job/statements.py): its fix comes first
+    store: StoreWords | None = None  # the store client's words on that line (evidence/formats/storeclient.py)
 
     @property
     def fix(self) -> tuple[str, ...]:
@@ -130,15 +131,16 @@ class _Said:
     clue: str | None = None  # the Clue kind, None for an error line; "system" for a host's or scheduler's record
     clock_s: float | None = None
     joined: Joined | None = None
+    store: StoreWords | None = None  # the store client's words in it (evidence/formats/storeclient.py)
 
 
 def _said(scans: Sequence[FileScan]) -> list[_Said]:
     out: list[_Said] = []
     for s in scans:
         for e in s.errors:
-            out.append(_Said(e.who.rank, e.message, e.loc))
+            out.append(_Said(e.who.rank, e.message, e.loc, store=e.store))
         for c in s.clues:
-            out.append(_Said(c.who.rank, c.text, c.loc, c.kind, c.clock_s))
+            out.append(_Said(c.who.rank, c.text, c.loc, c.kind, c.clock_s, store=c.store))
         # TORCH_DISTRIBUTED_DEBUG=DETAIL's report, read into a Mismatch: a cause names it among its events (the text
         # is what the verdict quotes, never what is matched).
         for m in s.mismatches:
@@ -226,7 +228,7 @@ def _found(cause: Cause, hits: Sequence[_Said], fired_s: float | None = None) ->
     clocks = [h.clock_s for h in hits if h.clock_s is not None]
     said = first_told([first.text, *(h.text for h in hits)])
     return Diagnosis(cause, ranks, first.text, first.loc, locs, _detail(cause, hits, fired_s),
-                     min(clocks, default=None), said)
+                     min(clocks, default=None), said, first.store)
 
 
 # The setting a cause is about: where the log prints the value the job ran with, the verdict quotes it.
