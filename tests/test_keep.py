@@ -61,7 +61,7 @@ def _holds_word(items, words: tuple[str, ...]) -> bool:
         # sre_parse moves a prefix the alternatives share out before them ("NCCL (?:error…|failure…)"): each
         # alternative is read with it.
         before, run_ = [(sre.LITERAL, ord(c)) for c in run_], ""
-        if op is sre.SUBPATTERN and _holds_word(av[-1], words):
+        if op is sre.SUBPATTERN and _holds_word([*before, *av[-1]], words):  # the run goes on into the group
             return True
         if op is sre.BRANCH and all(_holds_word([*before, *b], words) for b in av[1]):
             return True
