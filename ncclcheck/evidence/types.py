@@ -220,12 +220,17 @@ class ErrorKind(str, Enum):
 class StoreWords:
     """What PyTorch's TCPStore client says of its store on a line (evidence/formats/storeclient.py): the host and
     port it tried to reach, and whether its wait for a key gave up (TCPStore::doWait), with that wait's deadline
-    where the line prints one."""
+    where the line prints one; the peers its socket's errors name; and ProcessGroupNCCL's words around a get of a
+    communicator's ncclUniqueId (the ranks that waited, the rank they waited for, the store's key)."""
 
     host: str | None = None
     port: int | None = None
     waited: bool = False
     wait_ms: int | None = None
+    remote: tuple[str, ...] = ()  # "host:port" of each ``remote=[host]:port)`` of a socket's error, in line order
+    key: str | None = None  # "by key 'K'"
+    root: int | None = None  # "retrieving ncclUniqueId from [R]"
+    waiters: tuple[int, ...] = ()  # "[W] is setting up NCCL communicator", each
 
 
 @dataclass(frozen=True)
