@@ -28,11 +28,11 @@ from analysed import report
 from conftest import CONFORMANCE, DATA, run
 
 from ncclcheck.evidence import formats, hostlog, reader
+from ncclcheck.evidence.formats import storeclient
 from ncclcheck.evidence.formats.source import AT, LineSource, Sample
 from ncclcheck.evidence.repair import clean
 from ncclcheck.evidence.types import FileScan, Loc
 from ncclcheck.job.causes import CATALOGUE
-from ncclcheck.job.storewait import WAIT_LINE
 
 try:  # the regular-expression parser of the running Python (3.11+ names; sre_parse before)
     from re import _constants as sre  # type: ignore[attr-defined]
@@ -61,7 +61,7 @@ def _holds_word(items, words: tuple[str, ...]) -> bool:
         # sre_parse moves a prefix the alternatives share out before them ("NCCL (?:error…|failure…)"): each
         # alternative is read with it.
         before, run_ = [(sre.LITERAL, ord(c)) for c in run_], ""
-        if op is sre.SUBPATTERN and _holds_word(av[-1], words):
+        if op is sre.SUBPATTERN and _holds_word([*before, *av[-1]], words):  # the run goes on into the group
             return True
         if op is sre.BRANCH and all(_holds_word([*before, *b], words) for b in av[1]):
             return True
@@ -268,7 +268,7 @@ def test_every_example_line_is_its_cause_in_a_long_log(tmp_path, offset, cause):
     wrong = []
     for kind, line, alone, log in (p for p in _placements() if p[0] == cause):
         want = kind if alone else _cause(_placed(tmp_path, line, log, 0))
-        if offset and kind in ("store_unreachable", "store_wait") and WAIT_LINE.search(line):
+        if offset and kind in ("store_unreachable", "store_wait") and (said := storeclient.read(line)) and said.waited:
             want = "store_wait"  # the store's wait after the chatter's progress: ranks waited for a rank still at
             # work, not a store that could not be reached (job/storewait.py)
         got = _cause(_placed(tmp_path, line, log, offset))

@@ -24,6 +24,7 @@ from ncclcheck.evidence.formats.collectors import LABEL
 from ncclcheck.evidence.formats.elastic import Table
 from ncclcheck.evidence.formats.host import Records as HostRecords
 from ncclcheck.evidence.formats.pgnccl import incomplete, waits_for_digits
+from ncclcheck.evidence.formats.storeclient import read as store_words
 from ncclcheck.evidence.repair import HEADER, MAX_JOIN, OPEN_TAIL, clean, last_bar, squeeze, unprefixed
 from ncclcheck.evidence.stamps import glog
 from ncclcheck.evidence.types import (
@@ -491,7 +492,7 @@ class LogParser:
             return  # NCCL's sentence read already as the reason under its "Last error:": one statement, not two
         if key not in self._clue_keys:
             self._clue_keys.add(key)
-            self._clues.append(Clue(who, kind, text[:300], loc, clock))
+            self._clues.append(Clue(who, kind, text[:300], loc, clock, store_words(text[:300])))
 
     def _nccl_error(self, who: Who, text: str, loc: Loc) -> bool:
         """An "NCCL error: <reason>" raised on this rank (not on a named work); each text counted once per rank.
@@ -615,7 +616,8 @@ class LogParser:
             self._pid_error[self._line_pid] = len(self._errors)  # a Python exception: did its process go on?
         if who.global_rank is not None:
             self._ranks.add(who.global_rank)  # an error shows its rank, however the line names it
-        self._errors.append(RankError(who, kind, message[:MAX_MESSAGE], loc))
+        message = message[:MAX_MESSAGE]
+        self._errors.append(RankError(who, kind, message, loc, store_words(message)))
 
     def _fact(self, who: Who, key: str, value: str, loc: Loc) -> None:
         if key == "progress":  # a loop's latest count on a rank replaces its earlier ones (formats/progress.py)

@@ -217,6 +217,23 @@ class ErrorKind(str, Enum):
 
 
 @dataclass(frozen=True)
+class StoreWords:
+    """What PyTorch's TCPStore client says of its store on a line (evidence/formats/storeclient.py): the host and
+    port it tried to reach, and whether its wait for a key gave up (TCPStore::doWait), with that wait's deadline
+    where the line prints one; the peers its socket's errors name; and ProcessGroupNCCL's words around a get of a
+    communicator's ncclUniqueId (the ranks that waited, the rank they waited for, the store's key)."""
+
+    host: str | None = None
+    port: int | None = None
+    waited: bool = False
+    wait_ms: int | None = None
+    remote: tuple[str, ...] = ()  # "host:port" of each ``remote=[host]:port)`` of a socket's error, in line order
+    key: str | None = None  # "by key 'K'"
+    root: int | None = None  # "retrieving ncclUniqueId from [R]"
+    waiters: tuple[int, ...] = ()  # "[W] is setting up NCCL communicator", each
+
+
+@dataclass(frozen=True)
 class RankError:
     """An error a rank printed itself (not the watchdog's cascade)."""
 
@@ -224,6 +241,7 @@ class RankError:
     kind: ErrorKind
     message: str
     loc: Loc
+    store: StoreWords | None = None  # the store client's words in it, read where it is kept (evidence/parse.py)
 
 
 @dataclass(frozen=True)
@@ -245,6 +263,7 @@ class Clue:
     text: str
     loc: Loc
     clock_s: float | None = None  # the line's header date and time as a stamp (evidence/stamps.py), when it has one
+    store: StoreWords | None = None  # the store client's words in it, read where it is kept (evidence/parse.py)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ncclcheck.evidence import formats, stamps
-from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, SystemEvent
+from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, StoreWords, SystemEvent
 from ncclcheck.job.causedata import DEVICE, HOST, LATE, LAUNCHER, MEMORY, NETWORK, PROGRAM, SETUP, Cause, read_catalogue
 from ncclcheck.job.dupgpu import shared_gpu
 from ncclcheck.job.hosts import Joined, join_events, peers_lost
@@ -51,6 +51,7 @@ class Diagnosis:
     detail: str  # one line, in the inputs' own numbers (the OOM's sizes, the assert's kernel)
     clock_s: float | None = None  # the earliest stamp (date and time) a line of it was printed, when lines carry one
     said: Statement | None = None  # the mechanism its line names (job/statements.py): its fix comes first
+    store: StoreWords | None = None  # the store client's words on that line (evidence/formats/storeclient.py)
 
     @property
     def fix(self) -> tuple[str, ...]:
@@ -80,9 +81,6 @@ _OOM_GPU = re.compile(r"GPU (\d+) has a total capacity of ([\d.]+ [KMGT]?i?B) of
 _OOM_OLD = re.compile(r"GPU (\d+); ([\d.]+ [KMGT]?i?B) total capacity; .*?([\d.]+ [KMGT]?i?B) free")
 _OOM_MINE = re.compile(r"this process has ([\d.]+ [KMGT]?i?B) memory in use")
 _OOM_FRAG = re.compile(r"(?<![\d.])([\d.]+ [KMGT]?i?B) is reserved by PyTorch but unallocated")
-_ID_FROM = re.compile(r"ncclUniqueId from \[(\d+)\]")
-_ID_BY = re.compile(r"\[(\d+)\] is setting up NCCL communicator")
-_STORE_ADDR = re.compile(r"remote=\[?([\w.:-]+?)\]?:(\d+)\)")
 # What the asserting kernel usually means.
 _KERNELS = (
     (re.compile(r"indexSelect|srcIndex < srcSelectDimSize"), "an index past the end of an embedding or index_select "
@@ -130,15 +128,16 @@ class _Said:
     clue: str | None = None  # the Clue kind, None for an error line; "system" for a host's or scheduler's record
     clock_s: float | None = None
     joined: Joined | None = None
+    store: StoreWords | None = None  # the store client's words in it (evidence/formats/storeclient.py)
 
 
 def _said(scans: Sequence[FileScan]) -> list[_Said]:
     out: list[_Said] = []
     for s in scans:
         for e in s.errors:
-            out.append(_Said(e.who.rank, e.message, e.loc))
+            out.append(_Said(e.who.rank, e.message, e.loc, store=e.store))
         for c in s.clues:
-            out.append(_Said(c.who.rank, c.text, c.loc, c.kind, c.clock_s))
+            out.append(_Said(c.who.rank, c.text, c.loc, c.kind, c.clock_s, store=c.store))
         # TORCH_DISTRIBUTED_DEBUG=DETAIL's report, read into a Mismatch: a cause names it among its events (the text
         # is what the verdict quotes, never what is matched).
         for m in s.mismatches:
@@ -180,7 +179,7 @@ def _detail(cause: Cause, hits: Sequence[_Said], fired_s: float | None = None) -
         meaning = next((m for p, m in _KERNELS if p.search(where)), None)
         return f"device-side assert: {where}" + (f", that is {meaning}" if meaning else "")
     if cause.kind == "store_lost":
-        addrs = sorted({f"{m[1]}:{m[2]}" for t in texts for m in _STORE_ADDR.finditer(t)})
+        addrs = sorted({a for h in hits if h.store is not None for a in h.store.remote})
         first = next((h.text for h in hits if h.clue == "store"), texts[0])
         at = f" (store at {', '.join(addrs)})" if addrs else ""
         return one_line(first.split("): ", 1)[-1]) + at
@@ -204,9 +203,9 @@ def _detail(cause: Cause, hits: Sequence[_Said], fired_s: float | None = None) -
         pair = shared_gpu(best.text)
         return one_line(best.text) + (f": {pair.words()}" if pair is not None else "")
     if cause.kind == "nccl_id_wait":
-        m = _ID_FROM.search(hits[0].text)
-        return (f"the ranks waited for rank {m[1]}'s NCCL id in the store until the timeout"
-                if m else "ranks waited for another rank's NCCL id in the store") + f": {one_line(hits[0].text)}"
+        root = hits[0].store.root if hits[0].store is not None else None
+        return (f"the ranks waited for rank {root}'s NCCL id in the store until the timeout"
+                if root is not None else "ranks waited for another rank's NCCL id in the store") + f": {one_line(hits[0].text)}"
     if cause.kind == "horovod_stall":  # one clue per missing rank (evidence/formats/horovod.py): said once, of them all
         named = sorted({h.rank for h in hits if h.rank is not None})
         return one_line(re.sub(r"\brank \d+", rank_phrase(named), hits[0].text, count=1)) if named else one_line(texts[0])
@@ -226,7 +225,7 @@ def _found(cause: Cause, hits: Sequence[_Said], fired_s: float | None = None) ->
     clocks = [h.clock_s for h in hits if h.clock_s is not None]
     said = first_told([first.text, *(h.text for h in hits)])
     return Diagnosis(cause, ranks, first.text, first.loc, locs, _detail(cause, hits, fired_s),
-                     min(clocks, default=None), said)
+                     min(clocks, default=None), said, first.store)
 
 
 # The setting a cause is about: where the log prints the value the job ran with, the verdict quotes it.
@@ -450,13 +449,12 @@ def describe(j: Joined, fired_s: float | None = None) -> str:
 
 def awaited_rank(d: Diagnosis) -> int | None:
     """The rank whose NCCL id the others waited for (``retrieving ncclUniqueId from [0]``)."""
-    m = _ID_FROM.search(d.text)
-    return int(m[1]) if m else None
+    return d.store.root if d.store is not None else None
 
 
 def awaiting_ranks(d: Diagnosis) -> list[int]:
     """The ranks that say they waited for it (``[1] is setting up NCCL communicator``), where no prefix names them."""
-    return sorted({int(m[1]) for loc_text in (d.text,) for m in _ID_BY.finditer(loc_text)})
+    return sorted(set(d.store.waiters)) if d.store is not None else []
 
 
 def cause(kind: str) -> Cause:

@@ -15,31 +15,33 @@ and pass device_id to init_process_group, so that the group's communicator is cr
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 
 from ncclcheck.evidence.types import FileScan
-from ncclcheck.job.causes import Diagnosis, cause, one_line
+from ncclcheck.job.causes import Diagnosis, awaiting_ranks, cause, one_line
 from ncclcheck.job.model import Job, VerdictKind
 from ncclcheck.job.rules import Decision
 from ncclcheck.ranks import rank_phrase
 
 LAZY_P2P = cause("lazy_p2p_setup")
-_KEY = re.compile(r"by key '(?P<key>[^']{1,80})'")
-_PAIR = re.compile(r"^\d+:\d+$")
-_WAITER = re.compile(r"\[(\d+)\] is setting up NCCL communicator")
 # How far above the wait's line its traceback's frames may stand (a traceback of its own, not an earlier one's).
 _FRAMES = 80
+
+
+def _pair(key: str) -> bool:
+    """Whether the store's key is a pair's (``a:b``, getKeySendRecv), not a group's communicator's number."""
+    a, colon, b = key.partition(":")
+    return bool(colon) and a.isdecimal() and b.isdecimal()
 
 
 def _p2p_op(d: Diagnosis, scans: Sequence[FileScan]) -> str | None:
     """The point-to-point op the wait was in: the pair's key, or a p2p call in the waiting rank's traceback just
     above the wait's line (in the same input), or None."""
-    m = _KEY.search(d.text)
-    if m and _PAIR.match(m["key"]):
-        return f"the pair {m['key']}'s send or recv"
-    waiters = {*d.ranks, *(int(w) for w in _WAITER.findall(d.text))}
+    key = d.store.key if d.store is not None else None  # the store's key, and the waiters, its line names
+    if key is not None and _pair(key):
+        return f"the pair {key}'s send or recv"
+    waiters = {*d.ranks, *awaiting_ranks(d)}
     calls = [f for s in scans for f in s.facts if f.key == "p2p_call" and f.loc.file == d.loc.file
              and d.loc.line - _FRAMES <= f.loc.line <= d.loc.line + 2 and (f.who.rank is None or f.who.rank in waiters)]
     return f"a {calls[-1].value}" if calls else None
@@ -49,7 +51,7 @@ def lazy_p2p(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
     """The decision for a ncclUniqueId wait in a point-to-point op (the module's docstring), else ``d``."""
     if d.cause is None or d.cause.cause.kind != "nccl_id_wait" or (op := _p2p_op(d.cause, scans)) is None:
         return d
-    waiters = sorted({*d.cause.ranks, *(int(w) for w in _WAITER.findall(d.cause.text))})
+    waiters = sorted({*d.cause.ranks, *awaiting_ranks(d.cause)})
     who = rank_phrase(waiters, job.world).capitalize() if waiters else "A rank"
     summary = (f"{who} waited in {op} for its communicator's NCCL id until the timeout: {one_line(d.cause.text)} "
                f"({d.cause.loc}). The `[0]` it names is that communicator's rank 0 (the group's rank 0, or for a "

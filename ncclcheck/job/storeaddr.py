@@ -7,26 +7,16 @@ connect to (host, port)"). A launcher that fills the store's address with the no
 or `hostname`, as torchrun's --standalone and several frameworks' launchers do) makes a job of one node reach its
 own store through whatever address that name resolves to: the address of an interface its firewall filters, or a
 stale /etc/hosts entry, where the loopback address (127.0.0.1) would always answer. Where every rank the inputs
-place ran on one host and the store is that host by name, the loopback address is the step that decides.
+place ran on one host and the store is that host by name, the loopback address is the step that decides. The host
+is the one the line's event carries (evidence/formats/storeclient.py reads the client's words).
 """
 
 from __future__ import annotations
 
-import re
-
 from ncclcheck.job.model import Job
 from ncclcheck.job.rules import Decision
 
-# The store's host and port on the client's lines: "(host, port)" or "host:port" / "[host]:port".
-_ADDRESS = re.compile(r"(?:address of|connect to) \((?P<host>[^(), ]{1,255}), (?P<port>\d{1,5})\)"
-                      r"|connect to \[?(?P<host2>[^\[\]\s():]{1,255})\]?:(?P<port2>\d{1,5})\b")
 _LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "::ffff:127.0.0.1"})
-
-
-def _store_host(text: str) -> str | None:
-    """The host the store's client tried to reach, as its line names it, or None."""
-    m = _ADDRESS.search(text)
-    return (m["host"] or m["host2"]) if m else None
 
 
 def _short(name: str) -> str:
@@ -38,7 +28,7 @@ def loopback_steps(job: Job, d: Decision) -> tuple[str, ...]:
     the inputs place on one host only, and the store's address is that host's own name."""
     if d.cause is None or d.cause.cause.kind != "store_unreachable":
         return ()
-    host = _store_host(d.cause.text)
+    host = d.cause.store.host if d.cause.store is not None else None  # as the client's line names it
     if host is None or host.lower() in _LOOPBACK:
         return ()
     places = {frozenset(_short(n) for n in names) for names in job.facts.hosts.values() if names}

@@ -20,7 +20,6 @@ is named, and the busy line is said beside the verdict. It was slow, not dead: t
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -32,8 +31,6 @@ from ncclcheck.job.slow import busy_rank
 from ncclcheck.ranks import rank_phrase
 
 STORE_WAIT = cause("store_wait")
-# The store's wait giving up (TCPStore::doWait): 2.1's words and those since 2.2 (job/catalogue/store_wait.toml).
-WAIT_LINE = re.compile(r"\bSocket Timeout\b|(?:^|[^a-zA-Z])(?:doW|w)ait timeout after (?P<ms>\d+) ?ms")
 # The causes a store's wait is read as before the job is shown past its start.
 _READ_AS = ("store_unreachable", "store_wait")
 # Endings of a rank that still ran when the others gave up: stopped by the launcher after their failure, or no end.
@@ -41,8 +38,8 @@ _STILL_RAN = (EndKind.ABORTED, EndKind.SILENT, EndKind.RUNNING)
 
 
 def _waits(scans: Sequence[FileScan]) -> list[RankError]:
-    """Every error line that is the store's wait giving up."""
-    return [e for s in scans for e in s.errors if WAIT_LINE.search(e.message)]
+    """Every error line that is the store's wait giving up (TCPStore::doWait: evidence/formats/storeclient.py)."""
+    return [e for s in scans for e in s.errors if e.store is not None and e.store.waited]
 
 
 def _ran(job: Job, scans: Sequence[FileScan], first: RankError, waited: set[int]) -> Fact | None:
@@ -61,7 +58,7 @@ def store_waited(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
     waits = _waits(scans)
     if not waits or d.primary is not None:  # a rank stuck in a collective: the hang's rules decide (job/hang.py)
         return d
-    said = d.cause is not None and d.cause.cause.kind in _READ_AS and WAIT_LINE.search(d.cause.text) is not None
+    said = d.cause is not None and d.cause.cause.kind in _READ_AS and d.cause.store is not None and d.cause.store.waited
     waited = {r for e in waits if (r := e.who.rank) is not None}
     failed = d.kind is VerdictKind.RANK_FAILED_FIRST and d.cause is None and bool(d.culprits) and \
         set(d.culprits) <= waited
@@ -71,8 +68,7 @@ def store_waited(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
     ran = _ran(job, scans, first, waited)
     if ran is None:
         return _at_start(job, d, first, waited) if d.cause is not None and d.cause.cause.kind == STORE_WAIT.kind else d
-    m = WAIT_LINE.search(first.message)
-    timeout_ms = int(m["ms"]) if m is not None and m["ms"] else None
+    timeout_ms = first.store.wait_ms if first.store is not None else None
     lines, used = job.facts.busy, job.facts.framework
     named = sorted({f.who.rank for _, f in lines if f.who.rank is not None and f.who.rank not in waited})
     busy, culprits = None, []
@@ -91,7 +87,7 @@ def store_waited(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
                "barrier, an object or key exchange, a new group's set-up) for a rank that had not got there yet"
                + ("." if culprits else ": no line names which rank that was."))
     locs = tuple(dict.fromkeys((first.loc, *(e.loc for e in waits[1:4]), ran.loc)))
-    diag = Diagnosis(STORE_WAIT, tuple(waiting), detail, first.loc, locs, detail)
+    diag = Diagnosis(STORE_WAIT, tuple(waiting), detail, first.loc, locs, detail, store=first.store)
     return replace(d, kind=VerdictKind.LAGGING_RANK, summary=summary, culprits=tuple(culprits),
                    waiting=tuple(waiting), cause=diag, busy=busy, unnamed_busy=unnamed, killed=False)
 

@@ -20,13 +20,16 @@ from ncclcheck.evidence.formats.source import AT, Format, Sample
 from ncclcheck.evidence.types import Fact, Loc, Said, Who
 
 # torch.distributed's point-to-point functions (distributed_c10d.py) and ProcessGroup's methods of them.
-_OPS = r"(?:send|recv|isend|irecv|batch_isend_irecv|send_object_list|recv_object_list|recv_anysource)"
-FRAME = re.compile(r'File "[^"]{0,400}/torch/distributed/[\w/]{1,80}\.py", line \d+, in (?P<op>' + _OPS + r')\b')
+OPS = ("send", "recv", "isend", "irecv", "batch_isend_irecv", "send_object_list", "recv_object_list", "recv_anysource")
+_OP = "|".join(OPS)
+FRAME = re.compile(r'File "[^"]{0,400}/torch/distributed/[\w/]{1,80}\.py", line \d+, in (?P<op>' + _OP + r')\b')
 # The call on a process group or torch.distributed itself: `group.recv(`, `dist.isend(`, `self.pg.send(`,
 # `torch.distributed.batch_isend_irecv(`; a bare name (`sock.recv(`) is no process group's.
-CALL = re.compile(r"\b(?:dist|distributed|\w{0,40}(?:group|_pg|pg))\.(?P<op>" + _OPS + r")\(")
+CALL = re.compile(r"\b(?:dist|distributed|\w{0,40}(?:group|_pg|pg))\.(?P<op>" + _OP + r")\(")
 ANYONE = Who()  # the line's process: the parser puts it on the fact
-_WORDS = ("send", "recv")
+# Its gate: an op as only these lines write it, a frame's function ("in recv") or a method called ("group.recv("),
+# never the bare words "send" and "recv" that NCCL's trace ("recvbuff"), channel ("[send] via") and socket lines hold.
+_WORDS = (*(f"in {op}" for op in OPS), *(f".{op}" for op in OPS))
 
 
 class Calls:
