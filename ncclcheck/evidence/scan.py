@@ -5,7 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections.abc import Callable, Iterator
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ncclcheck.evidence import rasjson
 from ncclcheck.evidence.frdump import MAX_DUMP_BYTES, DumpError, looks_like_dump, parse_dump
@@ -112,12 +112,17 @@ def scan_all(
     on_done: Callable[[FileScan], None] | None = None,
     workers: int | None = None,
     meanwhile: Callable[[], None] | None = None,
+    part: Callable[[FileScan], Any] | None = None,
+    on_part: Callable[[FileScan, Any], None] | None = None,
 ) -> Iterator[FileScan]:
     """Yield one scan per source, in input order; use worker processes for large inputs or many files.
 
     Streams (pipes, FIFOs, stdin) are always read in this process: a worker could not reopen them. ``meanwhile`` is
     called once in this process after the workers have started, before it waits for them (with no workers: before
-    reading), for work of its own the workers do not need (the caller's imports).
+    reading), for work of its own the workers do not need (the caller's imports). ``part``, a module's function
+    (the workers are handed it by name), is run on each scan in the worker that read it, and ``on_part`` is given
+    the scan and its answer here before ``on_done``: work the caller would otherwise do on every scan in this process
+    after the reading (job/records.py's ``file_part``). Read in this process, no scan gets one.
     """
     total = sum(s.size() for s in sources)
     n = workers if workers is not None else min(cores(), len(sources))
@@ -145,10 +150,10 @@ def scan_all(
         for chunk in _chunks([sources[i] for i in files], n):
             members = files[at:at + len(chunk)]
             at += len(chunk)
-            futures[members[0]] = (members, pool.submit(_scan_chunk, chunk))
+            futures[members[0]] = (members, pool.submit(_scan_chunk, chunk, part))
         if meanwhile is not None:
             meanwhile()
-        done: dict[int, FileScan] = {}
+        done: dict[int, tuple[FileScan, Any]] = {}
         for i, s in enumerate(sources):
             if s.stream:
                 result = scan_source(s)
@@ -156,16 +161,20 @@ def scan_all(
                 if i in futures:  # the first of its chunk: the whole chunk's scans arrive together
                     members, future = futures.pop(i)
                     done.update(zip(members, future.result(), strict=True))
-                result = done.pop(i)
+                result, its = done.pop(i)
+                if on_part is not None and part is not None:
+                    on_part(result, its)
             if on_done:
                 on_done(result)
             yield result
 
 
-def _scan_chunk(sources: list[Source]) -> list[FileScan]:
-    """Scan consecutive inputs in one worker: one trip to and from it for all of them."""
+def _scan_chunk(sources: list[Source], part: Callable[[FileScan], Any] | None = None) -> list[tuple[FileScan, Any]]:
+    """Scan consecutive inputs in one worker: one trip to and from it for all of them; each scan with ``part`` of
+    it."""
     with paused():  # the chunk's scans are kept to the end: the collector would walk them again and again
-        return [scan_source(s) for s in sources]
+        scans = [scan_source(s) for s in sources]
+        return [(scan, part(scan) if part is not None else None) for scan in scans]
 
 
 def _chunks(sources: list[Source], workers: int) -> list[list[Source]]:

@@ -13,7 +13,7 @@ import os
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ncclcheck.evidence import bundle, debugserver
 from ncclcheck.evidence.gcpause import paused
@@ -26,7 +26,7 @@ from ncclcheck.ranks import rank_phrase
 
 if TYPE_CHECKING:
     from ncclcheck.job.model import Analysis, Record
-    from ncclcheck.job.records import Merger
+    from ncclcheck.job.records import FilePart, Merger
     from ncclcheck.job.verdict import TensorOf
 
 # ``ncclcheck snapshot --out`` writes these; logs compressed as .tar.gz are not a thing PyTorch or torchrun writes.
@@ -71,11 +71,14 @@ def read_all(
     on_done: Callable[[FileScan], None] | None = None,
     workers: int | None = None,
     meanwhile: Callable[[], None] | None = None,
+    part: Callable[[FileScan], Any] | None = None,
+    on_part: Callable[[FileScan, Any], None] | None = None,
 ) -> tuple[list[FileScan], list[InputProblem]]:
     """Every input as scans: logs and dumps are read, snapshot archives and evidence files unpacked.
 
     The problems returned are the inputs an evidence file's node could not open. ``meanwhile`` is called once,
-    while worker processes read (see :func:`~ncclcheck.evidence.scan.scan_all`).
+    while worker processes read, and ``part`` in the workers on each scan they read, its answer handed to
+    ``on_part`` here (see :func:`~ncclcheck.evidence.scan.scan_all`).
     """
     scans: list[FileScan] = []
     problems: list[InputProblem] = []
@@ -105,7 +108,7 @@ def read_all(
                 on_done(scan)
     packed_ids = {id(src) for src in packed}  # 2,048 evidence files were each looked for in a list of the others;
     # by identity, since a Source hashes its fields anew at each lookup
-    scans += scan_all([src for src in sources if id(src) not in packed_ids], on_done, workers, meanwhile)
+    scans += scan_all([src for src in sources if id(src) not in packed_ids], on_done, workers, meanwhile, part, on_part)
     return scans, problems
 
 
@@ -138,23 +141,39 @@ def analyze(
             on_done(scan)
 
     with paused():  # the scans, as they come back, and the model built from them are kept to the end
-        scans, unopened = read_all(sources, done, workers, _load_deciders)
+        scans, unopened = read_all(sources, done, workers, _load_deciders, _file_part, early.part)
         return analyze_scans(scans, dtype, (*problems, *unopened), tensor_of, attempt, early)
+
+
+def _file_part(scan: FileScan) -> FilePart | None:
+    """One input's records merged alone, in the worker that read it (job/records.py's ``file_part``; imported there,
+    where the worker first runs it, not before the workers start)."""
+    from ncclcheck.job.records import file_part
+
+    return file_part(scan)
 
 
 class Early:
     """The timeout records merged while the worker processes read (issue 42): the main process takes each chunk's
     scans as it comes back and would otherwise wait idle for the next; at 100,000 ranks the merge is about two
-    seconds of one core. ``_one`` takes them only where its attempt's scans are these very scans in this order (one
-    attempt, no rank moved, the inputs read in name order), and merges again otherwise."""
+    seconds of one core. Each input's own records come merged from its worker (``part``): where they cannot merge
+    with an earlier input's, they are appended as they are. ``_one`` takes them only where its attempt's scans are
+    these very scans in this order (one attempt, no rank moved, the inputs read in name order), and merges again
+    otherwise."""
 
     def __init__(self) -> None:
         self.merger: Merger | None = None
         self.ids: list[int] = []
         self.last = ""
         self.off = False
+        self.parts: dict[int, FilePart] = {}  # by the scan's id: handed over just before the scan itself
+
+    def part(self, scan: FileScan, part: FilePart | None) -> None:
+        if part is not None:
+            self.parts[id(scan)] = part
 
     def add(self, scan: FileScan) -> None:
+        part = self.parts.pop(id(scan), None)
         if self.off or any(p.fatal for p in scan.problems):
             return  # analyze_scans leaves out an input that could not be read
         if scan.file < self.last:  # analyze_scans sorts by name (a stable sort): the merge would be in another order
@@ -166,7 +185,7 @@ class Early:
             self.merger = Merger()
         self.last = scan.file
         self.ids.append(id(scan))
-        self.merger.add(scan)
+        self.merger.add(scan, part)
 
     def take(self, scans: Sequence[FileScan]) -> list[Record] | None:
         """The records of ``scans`` if they are the scans merged here, in the same order; else None."""
