@@ -1,0 +1,87 @@
+"""Inputs that are not logs, told by their first bytes: snapshot archives, evidence files, the debug server's dumps.
+
+Which an input is costs one look at its head. A 100,000-file job gave every file that look in the main process before
+any worker started (~11 us a file on the 2-core VM, issue 42), and each worker then opened the file again to read it:
+where the workers read, each looks at its own inputs (:func:`unpack`) and unpacks the archives and evidence files
+there, and only a debug-server dump, read with the other dumps of its kind, comes back to the main process unread.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import zlib
+from dataclasses import dataclass
+
+from ncclcheck.evidence import bundle, debugserver
+from ncclcheck.evidence.types import FileScan, InputProblem
+
+# ``ncclcheck snapshot --out`` writes these; logs compressed as .tar.gz are not a thing PyTorch or torchrun writes.
+SNAPSHOT_SUFFIXES = (".tar.gz", ".tgz")
+
+
+def packed_kind(path: str) -> str | None:
+    """"archive" (a snapshot archive: a gzipped tar), "evidence" (an --evidence-out file, plain or gzipped),
+    "debug_stacks", "debug_fr_trace" or "debug_ranks" (PyTorch's debug server's stacks, flight-recorder tables, store
+    keys or wait counters), by content whatever the name, with one look at the file's first bytes; None for anything
+    else."""
+    if path.endswith(SNAPSHOT_SUFFIXES):
+        return "archive"  # also a damaged one: its reader says what is wrong with it
+    try:
+        fd = os.open(path, os.O_RDONLY)  # the cheapest look: every input of a 100,000-file job gets one
+        try:
+            head = os.read(fd, 1024)
+        finally:
+            os.close(fd)
+        if head.startswith(bundle.MAGIC):
+            return "evidence"
+        if debugserver.is_stacks(head):
+            return "debug_stacks"
+        if debugserver.is_fr_trace(head):
+            return "debug_fr_trace"
+        if debugserver.is_rank_addresses(head):
+            return "debug_ranks"
+        if not head.startswith(bundle.GZIP_MAGIC):
+            return None
+        with gzip.open(path, "rb") as g:
+            inner = g.read(len(bundle.MAGIC))
+            if inner.startswith(bundle.MAGIC):
+                return "evidence"  # a damaged one too: its reader says what is wrong with it
+            inner += g.read(262 - len(inner))
+    except (OSError, EOFError, zlib.error):
+        return None
+    return "archive" if inner[257:262] == b"ustar" else None
+
+
+@dataclass(frozen=True)
+class Unpacked:
+    """An input that is not a log: its ``kind`` (:func:`packed_kind`), and for an archive or an evidence file the
+    scans it holds and the inputs its node could not open; a debug-server dump's are read in the main process."""
+
+    kind: str
+    scans: tuple[FileScan, ...] = ()
+    problems: tuple[InputProblem, ...] = ()
+
+
+def read_packed(name: str, path: str, kind: str) -> tuple[list[FileScan], list[InputProblem]]:
+    """An archive's or an evidence file's scans, and the inputs its node could not open; an unreadable one as a scan
+    with one fatal problem."""
+    if kind == "archive":
+        from ncclcheck.evidence.archive import read_archive  # only when a snapshot archive is given
+
+        return read_archive(path), []
+    try:
+        return bundle.read(path)
+    except bundle.BundleError as exc:
+        return [FileScan(name, None, 0, 0, (), problems=(InputProblem(name, str(exc), True),))], []
+
+
+def unpack(name: str, path: str) -> Unpacked | None:
+    """In a worker: None for a log (read as one), else what the input holds (a debug dump's kind alone)."""
+    kind = packed_kind(path)
+    if kind is None:
+        return None
+    if kind.startswith("debug_"):
+        return Unpacked(kind)
+    found, problems = read_packed(name, path, kind)
+    return Unpacked(kind, tuple(found), tuple(problems))
