@@ -1,5 +1,5 @@
-"""Inputs that are not logs (evidence/packed.py), looked at and unpacked in the worker processes that read the job:
-the same scans, in the same order, with the same problems, as read in one process."""
+"""Inputs that are not logs (evidence/packed.py), told in the worker processes that read the job and read here: the
+same scans, in the same order, with the same problems, as read in one process."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def _mixed(tmp_path: Path) -> Path:
     return folder
 
 
-def test_unpacked_in_the_workers_as_in_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_told_in_the_workers_as_in_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sources = resolve([str(_mixed(tmp_path))], print)
     alone, alone_problems = read_all(sources, workers=1)
     monkeypatch.setattr("ncclcheck.evidence.scan.PARALLEL_MIN_FILES", 2)

@@ -10,7 +10,7 @@ from typing import Any, BinaryIO
 from ncclcheck.evidence import rasjson
 from ncclcheck.evidence.frdump import MAX_DUMP_BYTES, DumpError, looks_like_dump, parse_dump
 from ncclcheck.evidence.gcpause import paused
-from ncclcheck.evidence.packed import Unpacked, unpack
+from ncclcheck.evidence.packed import Packed, packed_kind
 from ncclcheck.evidence.parse import LogParser
 from ncclcheck.evidence.reader import InputError, Source, before_fork, open_source, read_lines
 from ncclcheck.evidence.types import FileScan, InputProblem
@@ -123,8 +123,8 @@ def scan_all(
     meanwhile: Callable[[], None] | None = None,
     part: Callable[[FileScan], Any] | None = None,
     on_part: Callable[[FileScan, Any], None] | None = None,
-    unpacked: bool = False,
-) -> Iterator[FileScan | Unpacked]:
+    look: bool = False,
+) -> Iterator[FileScan | Packed]:
     """Yield one scan per source, in input order; use worker processes for large inputs or many files.
 
     Streams (pipes, FIFOs, stdin) are always read in this process: a worker could not reopen them. ``meanwhile`` is
@@ -132,10 +132,9 @@ def scan_all(
     reading), for work of its own the workers do not need (the caller's imports). ``part``, a module's function
     (the workers are handed it by name), is run on each scan in the worker that read it, and ``on_part`` is given
     the scan and its answer here before ``on_done``: work the caller would otherwise do on every scan in this process
-    after the reading (job/records.py's ``file_part``). Read in this process, no scan gets one. ``unpacked``: each
-    worker looks at its inputs' heads first (evidence/packed.py) and hands back an archive or evidence file unpacked,
-    a debug-server dump unread, as an :class:`Unpacked` (``on_done`` is the caller's to call for its scans); read in
-    this process, every source is read as a log.
+    after the reading (job/records.py's ``file_part``). Read in this process, no scan gets one. ``look``: each
+    worker looks at its inputs' heads first (evidence/packed.py) and hands back an input that is not a log unread, as
+    :class:`Packed`, for the caller to read; read in this process, every source is read as a log.
     """
     n = workers_for(sources, workers)
     if n <= 1:
@@ -162,39 +161,35 @@ def scan_all(
         for chunk in _chunks([sources[i] for i in files], n):
             members = files[at:at + len(chunk)]
             at += len(chunk)
-            futures[members[0]] = (members, pool.submit(_scan_chunk, chunk, part, unpacked))
+            futures[members[0]] = (members, pool.submit(_scan_chunk, chunk, part, look))
         if meanwhile is not None:
             meanwhile()
-        done: dict[int, tuple[FileScan | Unpacked, Any]] = {}
+        done: dict[int, tuple[FileScan | Packed, Any]] = {}
         for i, s in enumerate(sources):
             if s.stream:
-                result: FileScan | Unpacked = scan_source(s)
+                result: FileScan | Packed = scan_source(s)
             else:
                 if i in futures:  # the first of its chunk: the whole chunk's scans arrive together
                     members, future = futures.pop(i)
                     done.update(zip(members, future.result(), strict=True))
                 result, its = done.pop(i)
-                if on_part is not None and part is not None:
-                    if isinstance(result, Unpacked):
-                        for scan, each in zip(result.scans, its, strict=True):
-                            on_part(scan, each)
-                    else:
-                        on_part(result, its)
+                if on_part is not None and part is not None and isinstance(result, FileScan):
+                    on_part(result, its)
             if on_done and isinstance(result, FileScan):
                 on_done(result)
             yield result
 
 
-def _scan_chunk(sources: list[Source], part: Callable[[FileScan], Any] | None = None, unpacked: bool = False
-                ) -> list[tuple[FileScan | Unpacked, Any]]:
+def _scan_chunk(sources: list[Source], part: Callable[[FileScan], Any] | None = None, look: bool = False
+                ) -> list[tuple[FileScan | Packed, Any]]:
     """Scan consecutive inputs in one worker: one trip to and from it for all of them; each scan with ``part`` of
-    it (an unpacked input's, one a scan it holds)."""
+    it; ``look``: an input that is not a log handed back unread."""
     with paused():  # the chunk's scans are kept to the end: the collector would walk them again and again
-        out: list[tuple[FileScan | Unpacked, Any]] = []
+        out: list[tuple[FileScan | Packed, Any]] = []
         for s in sources:
-            found = unpack(s.name, s.path) if unpacked and s.path is not None else None
-            if found is not None:
-                out.append((found, tuple(part(x) for x in found.scans) if part is not None else None))
+            kind = packed_kind(s.path) if look and s.path is not None else None
+            if kind is not None:
+                out.append((Packed(kind), None))
             else:
                 scan = scan_source(s)
                 out.append((scan, part(scan) if part is not None else None))

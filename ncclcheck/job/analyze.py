@@ -75,26 +75,26 @@ def _read_in_workers(
     part: Callable[[FileScan], Any] | None,
     on_part: Callable[[FileScan, Any], None] | None,
 ) -> tuple[list[FileScan], list[InputProblem]]:
-    """:func:`read_all` where worker processes read: each looks at its own inputs' heads and unpacks the archives and
-    evidence files among them (evidence/packed.py), so that neither the look nor the decoding is the main process's
-    (at 100,000 files the look was ~1 s of it before any worker started; the 2,048 evidence files of a 262,144-rank
-    job were all decoded in it). The scans in the same order as read in one process: the debug-server dumps (read
-    here, together), the unpacked inputs', the logs'."""
+    """:func:`read_all` where worker processes read: each looks at its own inputs' heads and hands back the archives,
+    evidence files and debug dumps among them unread (evidence/packed.py), so that the look is not the main
+    process's (at 100,000 files ~1 s of it before any worker started). The scans in the same order as read in one
+    process: the debug-server dumps (read here, together), the archives' and evidence files', the logs'."""
     plain: list[FileScan] = []
     unpacked: list[FileScan] = []
     problems: list[InputProblem] = []
     debug: dict[str, str] = {}
-    for src, item in zip(sources, scan_all(list(sources), on_done, workers, meanwhile, part, on_part, unpacked=True),
+    for src, item in zip(sources, scan_all(list(sources), on_done, workers, meanwhile, part, on_part, look=True),
                          strict=True):
         if isinstance(item, FileScan):
             plain.append(item)
         elif item.kind.startswith("debug_"):
             debug[src.path or src.name] = item.kind
         else:
-            unpacked += item.scans
-            problems += item.problems
+            found, unopened = read_packed(src.name, src.path or src.name, item.kind)
+            unpacked += found
+            problems += unopened
             if on_done:
-                for scan in item.scans:
+                for scan in found:
                     on_done(scan)
     dumps = debugserver.read_dumps(debug) if debug else []
     if on_done:
