@@ -56,3 +56,61 @@ def test_inputs_out_of_name_order_are_merged_again(tmp_path: Path, monkeypatch: 
     backwards = analyze(list(reversed(sources)), workers=1)  # analyze_scans sorts them: the merge order differs
     assert taken == [None]
     assert _json(backwards) == _json(in_order)
+
+
+def _parts(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """For each input merged while reading: whether its worker's records were taken as they were."""
+    from ncclcheck.job.records import Merger
+
+    seen: list[bool] = []
+    apart = Merger._apart
+
+    def spy(self: Merger, part):  # type: ignore[no-untyped-def]
+        out = apart(self, part)
+        seen.append(out)
+        return out
+
+    monkeypatch.setattr(Merger, "_apart", spy)
+    return seen
+
+
+def test_each_inputs_records_come_merged_from_its_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = _synth(tmp_path, 4, 8, 13, 8)
+    sources = resolve([str(folder)], print)
+    scans, problems = read_all(sources, workers=1)
+    plain = analyze_scans(scans, problems=problems)
+    parts = _parts(monkeypatch)
+    monkeypatch.setattr("ncclcheck.evidence.scan.PARALLEL_MIN_FILES", 2)
+    assert _json(analyze(sources, workers=2)) == _json(plain)
+    # each node's ranks are its own: no input's records merge with another's; the straggler's node (rank 13 prints no
+    # timeout: 14 mentions) is merged here
+    assert parts == [True] * 3
+
+
+def test_a_rank_in_two_inputs_is_merged_across_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rank's timeout printed in two inputs (its console and a copy of it, a file per rank beside a node's
+    console) is one record: the second input's mentions merge into the first's records, not beside them."""
+    folder = _synth(tmp_path, 4, 8, 13, 8)
+    first = sorted(folder.iterdir())[0]
+    (folder / ("z" + first.name)).write_bytes(first.read_bytes())  # read last, its ranks read before
+    sources = resolve([str(folder)], print)
+    scans, problems = read_all(sources, workers=1)
+    plain = analyze_scans(scans, problems=problems)
+    parts = _parts(monkeypatch)
+    monkeypatch.setattr("ncclcheck.evidence.scan.PARALLEL_MIN_FILES", 2)
+    early = analyze(sources, workers=2)
+    assert parts == [True] * 3 + [False]
+    assert _json(early) == _json(plain) and len(early.records) == len(plain.records)
+    assert all(r.occurrences == 2 for r in early.records if r.loc.file == str(first))
+
+
+def test_an_input_of_few_mentions_is_merged_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file of one rank holds two mentions: merged in the main process, its part's trip back would cost more."""
+    folder = _synth(tmp_path, 4, 8, 13, 1)
+    sources = resolve([str(folder)], print)
+    scans, problems = read_all(sources, workers=1)
+    plain = analyze_scans(scans, problems=problems)
+    parts = _parts(monkeypatch)
+    monkeypatch.setattr("ncclcheck.evidence.scan.PARALLEL_MIN_FILES", 2)
+    assert _json(analyze(sources, workers=2)) == _json(plain)
+    assert parts == []

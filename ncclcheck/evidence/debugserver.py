@@ -68,7 +68,7 @@ def is_rank_addresses(head: bytes) -> bool:
 
 
 def read_dumps(kinds: dict[str, str]) -> list[FileScan]:
-    """Every debug-server dump given (path: its kind from ``job.analyze.packed_kind``): of each kind of a job's
+    """Every debug-server dump given (path: its kind from ``evidence.packed.packed_kind``): of each kind of a job's
     periodic dumps the newest is read, the older ones named as read and left."""
     out: list[FileScan] = []
     for kind, read in (("debug_stacks", read_stacks), ("debug_fr_trace", _newest(read_fr_trace)),

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable, Iterator
-from typing import BinaryIO
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, BinaryIO
 
 from ncclcheck.evidence import rasjson
 from ncclcheck.evidence.frdump import MAX_DUMP_BYTES, DumpError, looks_like_dump, parse_dump
 from ncclcheck.evidence.gcpause import paused
+from ncclcheck.evidence.packed import Packed, packed_kind
 from ncclcheck.evidence.parse import LogParser
 from ncclcheck.evidence.reader import InputError, Source, before_fork, open_source, read_lines
 from ncclcheck.evidence.types import FileScan, InputProblem
@@ -107,28 +108,43 @@ def scan_source(source: Source) -> FileScan:
     return parser.finish(count, nbytes)
 
 
+def workers_for(sources: Sequence[Source], workers: int | None = None) -> int:
+    """How many worker processes read these sources (1: none, this process reads them)."""
+    n = workers if workers is not None else min(cores(), len(sources))
+    if n <= 1 or (sum(s.size() for s in sources) < PARALLEL_MIN_BYTES and len(sources) < PARALLEL_MIN_FILES):
+        return 1
+    return n
+
+
 def scan_all(
     sources: list[Source],
     on_done: Callable[[FileScan], None] | None = None,
     workers: int | None = None,
     meanwhile: Callable[[], None] | None = None,
-) -> Iterator[FileScan]:
+    part: Callable[[FileScan], Any] | None = None,
+    on_part: Callable[[FileScan, Any], None] | None = None,
+    look: bool = False,
+) -> Iterator[FileScan | Packed]:
     """Yield one scan per source, in input order; use worker processes for large inputs or many files.
 
     Streams (pipes, FIFOs, stdin) are always read in this process: a worker could not reopen them. ``meanwhile`` is
     called once in this process after the workers have started, before it waits for them (with no workers: before
-    reading), for work of its own the workers do not need (the caller's imports).
+    reading), for work of its own the workers do not need (the caller's imports). ``part``, a module's function
+    (the workers are handed it by name), is run on each scan in the worker that read it, and ``on_part`` is given
+    the scan and its answer here before ``on_done``: work the caller would otherwise do on every scan in this process
+    after the reading (job/records.py's ``file_part``). Read in this process, no scan gets one. ``look``: each
+    worker looks at its inputs' heads first (evidence/packed.py) and hands back an input that is not a log unread, as
+    :class:`Packed`, for the caller to read; read in this process, every source is read as a log.
     """
-    total = sum(s.size() for s in sources)
-    n = workers if workers is not None else min(cores(), len(sources))
-    if n <= 1 or (total < PARALLEL_MIN_BYTES and len(sources) < PARALLEL_MIN_FILES):
+    n = workers_for(sources, workers)
+    if n <= 1:
         if meanwhile is not None:
             meanwhile()
         for s in sources:
-            result = scan_source(s)
+            scan = scan_source(s)
             if on_done:
-                on_done(result)
-            yield result
+                on_done(scan)
+            yield scan
         return
     from concurrent.futures import ProcessPoolExecutor  # only needed for large inputs
 
@@ -145,27 +161,39 @@ def scan_all(
         for chunk in _chunks([sources[i] for i in files], n):
             members = files[at:at + len(chunk)]
             at += len(chunk)
-            futures[members[0]] = (members, pool.submit(_scan_chunk, chunk))
+            futures[members[0]] = (members, pool.submit(_scan_chunk, chunk, part, look))
         if meanwhile is not None:
             meanwhile()
-        done: dict[int, FileScan] = {}
+        done: dict[int, tuple[FileScan | Packed, Any]] = {}
         for i, s in enumerate(sources):
             if s.stream:
-                result = scan_source(s)
+                result: FileScan | Packed = scan_source(s)
             else:
                 if i in futures:  # the first of its chunk: the whole chunk's scans arrive together
                     members, future = futures.pop(i)
                     done.update(zip(members, future.result(), strict=True))
-                result = done.pop(i)
-            if on_done:
+                result, its = done.pop(i)
+                if on_part is not None and part is not None and isinstance(result, FileScan):
+                    on_part(result, its)
+            if on_done and isinstance(result, FileScan):
                 on_done(result)
             yield result
 
 
-def _scan_chunk(sources: list[Source]) -> list[FileScan]:
-    """Scan consecutive inputs in one worker: one trip to and from it for all of them."""
+def _scan_chunk(sources: list[Source], part: Callable[[FileScan], Any] | None = None, look: bool = False
+                ) -> list[tuple[FileScan | Packed, Any]]:
+    """Scan consecutive inputs in one worker: one trip to and from it for all of them; each scan with ``part`` of
+    it; ``look``: an input that is not a log handed back unread."""
     with paused():  # the chunk's scans are kept to the end: the collector would walk them again and again
-        return [scan_source(s) for s in sources]
+        out: list[tuple[FileScan | Packed, Any]] = []
+        for s in sources:
+            kind = packed_kind(s.path) if look and s.path is not None else None
+            if kind is not None:
+                out.append((Packed(kind), None))
+            else:
+                scan = scan_source(s)
+                out.append((scan, part(scan) if part is not None else None))
+        return out
 
 
 def _chunks(sources: list[Source], workers: int) -> list[list[Source]]:

@@ -8,17 +8,15 @@ side takes to import.
 
 from __future__ import annotations
 
-import gzip
-import os
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ncclcheck.evidence import bundle, debugserver
+from ncclcheck.evidence import debugserver
 from ncclcheck.evidence.gcpause import paused
+from ncclcheck.evidence.packed import packed_kind, read_packed
 from ncclcheck.evidence.reader import Source
-from ncclcheck.evidence.scan import scan_all
+from ncclcheck.evidence.scan import scan_all, workers_for
 from ncclcheck.evidence.types import FileScan, InputProblem
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.attempts import AttemptError, global_ranks, split
@@ -26,44 +24,8 @@ from ncclcheck.ranks import rank_phrase
 
 if TYPE_CHECKING:
     from ncclcheck.job.model import Analysis, Record
-    from ncclcheck.job.records import Merger
+    from ncclcheck.job.records import FilePart, Merger
     from ncclcheck.job.verdict import TensorOf
-
-# ``ncclcheck snapshot --out`` writes these; logs compressed as .tar.gz are not a thing PyTorch or torchrun writes.
-SNAPSHOT_SUFFIXES = (".tar.gz", ".tgz")
-
-
-def packed_kind(path: str) -> str | None:
-    """"archive" (a snapshot archive: a gzipped tar), "evidence" (an --evidence-out file, plain or gzipped),
-    "debug_stacks", "debug_fr_trace" or "debug_ranks" (PyTorch's debug server's stacks, flight-recorder tables, store
-    keys or wait counters), by content whatever the name, with one look at the file's first bytes; None for anything
-    else."""
-    if path.endswith(SNAPSHOT_SUFFIXES):
-        return "archive"  # also a damaged one: its reader says what is wrong with it
-    try:
-        fd = os.open(path, os.O_RDONLY)  # the cheapest look: every input of a 100,000-file job gets one
-        try:
-            head = os.read(fd, 1024)
-        finally:
-            os.close(fd)
-        if head.startswith(bundle.MAGIC):
-            return "evidence"
-        if debugserver.is_stacks(head):
-            return "debug_stacks"
-        if debugserver.is_fr_trace(head):
-            return "debug_fr_trace"
-        if debugserver.is_rank_addresses(head):
-            return "debug_ranks"
-        if not head.startswith(bundle.GZIP_MAGIC):
-            return None
-        with gzip.open(path, "rb") as g:
-            inner = g.read(len(bundle.MAGIC))
-            if inner.startswith(bundle.MAGIC):
-                return "evidence"  # a damaged one too: its reader says what is wrong with it
-            inner += g.read(262 - len(inner))
-    except (OSError, EOFError, zlib.error):
-        return None
-    return "archive" if inner[257:262] == b"ustar" else None
 
 
 def read_all(
@@ -71,12 +33,17 @@ def read_all(
     on_done: Callable[[FileScan], None] | None = None,
     workers: int | None = None,
     meanwhile: Callable[[], None] | None = None,
+    part: Callable[[FileScan], Any] | None = None,
+    on_part: Callable[[FileScan, Any], None] | None = None,
 ) -> tuple[list[FileScan], list[InputProblem]]:
     """Every input as scans: logs and dumps are read, snapshot archives and evidence files unpacked.
 
     The problems returned are the inputs an evidence file's node could not open. ``meanwhile`` is called once,
-    while worker processes read (see :func:`~ncclcheck.evidence.scan.scan_all`).
+    while worker processes read, and ``part`` in the workers on each scan they read, its answer handed to
+    ``on_part`` here (see :func:`~ncclcheck.evidence.scan.scan_all`).
     """
+    if workers_for(sources, workers) > 1:
+        return _read_in_workers(sources, on_done, workers, meanwhile, part, on_part)
     scans: list[FileScan] = []
     problems: list[InputProblem] = []
     kinds = {src.path: kind for src in sources
@@ -87,26 +54,53 @@ def read_all(
         if on_done:
             on_done(scan)
     for src in (src for src in packed if not kinds[src.path or ""].startswith("debug_")):
-        path = src.path or src.name
-        if kinds[path] == "archive":
-            from ncclcheck.evidence.archive import read_archive  # only when a snapshot archive is given
-
-            found = read_archive(path)
-        else:
-            try:
-                found, unopened = bundle.read(path)
-            except bundle.BundleError as exc:
-                found = [FileScan(src.name, None, 0, 0, (), problems=(InputProblem(src.name, str(exc), True),))]
-            else:
-                problems += unopened
+        found, unopened = read_packed(src.name, src.path or src.name, kinds[src.path or ""])
+        problems += unopened
         for scan in found:
             scans.append(scan)
             if on_done:
                 on_done(scan)
     packed_ids = {id(src) for src in packed}  # 2,048 evidence files were each looked for in a list of the others;
     # by identity, since a Source hashes its fields anew at each lookup
-    scans += scan_all([src for src in sources if id(src) not in packed_ids], on_done, workers, meanwhile)
+    scans += (s for s in scan_all([src for src in sources if id(src) not in packed_ids], on_done, workers, meanwhile)
+              if isinstance(s, FileScan))
     return scans, problems
+
+
+def _read_in_workers(
+    sources: Sequence[Source],
+    on_done: Callable[[FileScan], None] | None,
+    workers: int | None,
+    meanwhile: Callable[[], None] | None,
+    part: Callable[[FileScan], Any] | None,
+    on_part: Callable[[FileScan, Any], None] | None,
+) -> tuple[list[FileScan], list[InputProblem]]:
+    """:func:`read_all` where worker processes read: each looks at its own inputs' heads and hands back the archives,
+    evidence files and debug dumps among them unread (evidence/packed.py), so that the look is not the main
+    process's (at 100,000 files ~1 s of it before any worker started). The scans in the same order as read in one
+    process: the debug-server dumps (read here, together), the archives' and evidence files', the logs'."""
+    plain: list[FileScan] = []
+    unpacked: list[FileScan] = []
+    problems: list[InputProblem] = []
+    debug: dict[str, str] = {}
+    for src, item in zip(sources, scan_all(list(sources), on_done, workers, meanwhile, part, on_part, look=True),
+                         strict=True):
+        if isinstance(item, FileScan):
+            plain.append(item)
+        elif item.kind.startswith("debug_"):
+            debug[src.path or src.name] = item.kind
+        else:
+            found, unopened = read_packed(src.name, src.path or src.name, item.kind)
+            unpacked += found
+            problems += unopened
+            if on_done:
+                for scan in found:
+                    on_done(scan)
+    dumps = debugserver.read_dumps(debug) if debug else []
+    if on_done:
+        for scan in dumps:
+            on_done(scan)
+    return [*dumps, *unpacked, *plain], problems
 
 
 def _load_deciders() -> None:
@@ -138,23 +132,39 @@ def analyze(
             on_done(scan)
 
     with paused():  # the scans, as they come back, and the model built from them are kept to the end
-        scans, unopened = read_all(sources, done, workers, _load_deciders)
+        scans, unopened = read_all(sources, done, workers, _load_deciders, _file_part, early.part)
         return analyze_scans(scans, dtype, (*problems, *unopened), tensor_of, attempt, early)
+
+
+def _file_part(scan: FileScan) -> FilePart | None:
+    """One input's records merged alone, in the worker that read it (job/records.py's ``file_part``; imported there,
+    where the worker first runs it, not before the workers start)."""
+    from ncclcheck.job.records import file_part
+
+    return file_part(scan)
 
 
 class Early:
     """The timeout records merged while the worker processes read (issue 42): the main process takes each chunk's
     scans as it comes back and would otherwise wait idle for the next; at 100,000 ranks the merge is about two
-    seconds of one core. ``_one`` takes them only where its attempt's scans are these very scans in this order (one
-    attempt, no rank moved, the inputs read in name order), and merges again otherwise."""
+    seconds of one core. Each input's own records come merged from its worker (``part``): where they cannot merge
+    with an earlier input's, they are appended as they are. ``_one`` takes them only where its attempt's scans are
+    these very scans in this order (one attempt, no rank moved, the inputs read in name order), and merges again
+    otherwise."""
 
     def __init__(self) -> None:
         self.merger: Merger | None = None
         self.ids: list[int] = []
         self.last = ""
         self.off = False
+        self.parts: dict[int, FilePart] = {}  # by the scan's id: handed over just before the scan itself
+
+    def part(self, scan: FileScan, part: FilePart | None) -> None:
+        if part is not None:
+            self.parts[id(scan)] = part
 
     def add(self, scan: FileScan) -> None:
+        part = self.parts.pop(id(scan), None)
         if self.off or any(p.fatal for p in scan.problems):
             return  # analyze_scans leaves out an input that could not be read
         if scan.file < self.last:  # analyze_scans sorts by name (a stable sort): the merge would be in another order
@@ -166,7 +176,7 @@ class Early:
             self.merger = Merger()
         self.last = scan.file
         self.ids.append(id(scan))
-        self.merger.add(scan)
+        self.merger.add(scan, part)
 
     def take(self, scans: Sequence[FileScan]) -> list[Record] | None:
         """The records of ``scans`` if they are the scans merged here, in the same order; else None."""
