@@ -44,6 +44,13 @@ FATAL_SIGNAL = re.compile(
     r"(?: \(core dumped\))?$")
 SIGNAL_WORDS = ("ignal", "SIG", "Segmentation", "rror", "nstruction")
 
+# An exception a process raises with the news that another process died, which it outlives by design: vLLM's
+# EngineDeadError (vllm/v1/engine/exceptions.py: "Raised when the EngineCore dies. Unrecoverable."), raised in the API
+# server or the client once the engine's process is gone, and AsyncEngineDeadError before V1
+# (vllm/engine/async_llm_engine.py). The server answers on (each request an error), so its going on does not withdraw
+# the line (evidence/parse.py): the death it reports is the failure.
+DEATH_NEWS = re.compile(r"\b(?:Async)?EngineDeadError\b")
+
 # PyTorch's watchdog as it takes its process down after a work of its group failed or timed out
 # (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, WorkNCCL::handleException: "Some NCCL operations have failed or
 # timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on
