@@ -176,3 +176,25 @@ def test_a_backend_without_the_op_is_fixed_by_a_newer_release(tmp_path, line):
     v = run(_case("208") if line is None else _write(tmp_path, line + "\n")).verdict
     assert v.kind is VerdictKind.RANK_FAILED_FIRST
     assert "newer PyTorch release" in _fix(v)
+
+
+# --- a serving framework's own sentence that a process failed -------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    None,  # 77: the exception's message alone, as the thread quotes it
+    "(EngineCore_DP0 pid=2201) ERROR 10-02 11:40:12 [core.py:710] TimeoutError: RPC call to execute_model timed out.\n",
+])
+def test_a_serving_executors_rpc_timeout_is_incomplete_evidence_of_a_hang(tmp_path, text):
+    """vLLM's executor gave up on its workers' answer to a step (multiproc_executor.py, collective_rpc): a worker is
+    stuck or dead, which one the line cannot say: incomplete evidence, never no_failure; its steps take the workers'
+    stacks, --enforce-eager and another NCCL release."""
+    v = run(_case("77") if text is None else _write(tmp_path, text)).verdict
+    assert v.kind is VerdictKind.INCOMPLETE
+    assert "--enforce-eager" in _fix(v) and "py-spy dump" in _fix(v)
+
+
+def test_sglangs_scheduler_exception_is_a_failure_whose_exception_is_not_posted():
+    """112: the scheduler's words and the traceback's first line only: a failure, its exception not in the inputs."""
+    v = run(_case("112")).verdict
+    assert v.kind is VerdictKind.INCOMPLETE and "Scheduler hit an exception" in v.summary
+    assert "whole traceback" in _fix(v)

@@ -44,7 +44,7 @@ BY_RANK = re.compile(r"^\s*(?P<rank>\d{1,7})(?P<shut>!?): \[(?:" + "|".join(re.e
                      + r"|[\w./-]{1,300}?/Horovod)")  # a TensorFlow op under its scopes
 _RANK_WORDS = tuple(f": [{o}" for o in _OPS)
 # The oldest layout: each tensor with the ranks that submitted it, several on one line.
-BY_READY = re.compile(r"(?P<tensor>[\w./:-]{1,400}) \[ready ranks:? (?P<ranks>\d{1,7}(?:, ?\d{1,7}){0,4095})\]")
+BY_READY = re.compile(r" \[ready ranks:? (?P<ranks>\d{1,7}(?:, ?\d{1,7}){0,4095})\]")
 WORDS = ("missing ranks", "issing ranks:", "ready ranks", *_RANK_WORDS, "/Horovod")
 
 
@@ -73,9 +73,14 @@ class Stalls:
             ranks = dict.fromkeys(int(r) for r in m["ranks"].split(","))
             return tuple(Clue(Who(global_rank=r), "horovod", said(r, tensor), loc) for r in ranks)
         if "ready ranks" in text:
-            return tuple(Clue(Who(), "horovod", said_ready(list(dict.fromkeys(int(r) for r in m["ranks"].split(","))),
-                                                         m["tensor"]), loc)
-                         for m in BY_READY.finditer(text))
+            out, at = [], 0
+            for m in BY_READY.finditer(text):  # each tensor's name is the word before its ranks
+                before = text[at:m.start()].split()
+                at = m.end()
+                tensor = before[-1].strip(",") if before else "a tensor"
+                out.append(Clue(Who(), "horovod",
+                                said_ready(list(dict.fromkeys(int(r) for r in m["ranks"].split(","))), tensor), loc))
+            return tuple(out)
         if "issing ranks:" in text and HEAD.search(text):
             self._in_report = True
             return ()
