@@ -58,6 +58,12 @@ def test_the_place_of_the_timeout_alone_is_a_timeout_of_its_rank(tmp_path, place
     assert 3 in (*v.waiting_ranks, *v.culprit_ranks, *v.unknown_ranks) or "rank 3" in v.summary.lower()
 
 
+def test_a_sentence_that_mentions_the_place_is_no_timeout(tmp_path):
+    """A note that names the place (a version's hint, tests/data/corpus/18's sidecar) states no timeout."""
+    line = '  "pytorch_version_hint": "torch 2.6-2.7 (inferred: checkTimeout at ProcessGroupNCCL.cpp:632, PG prefix)",\n'
+    assert run(_write(tmp_path, line)).verdict.kind is VerdictKind.NO_FAILURE
+
+
 def test_another_function_at_that_file_is_no_timeout(tmp_path):
     """c10's place of another error of the same file (a CUDA error rethrown by the watchdog) is no timeout."""
     v = run(_write(tmp_path, "Exception raised from checkForNCCLErrorsInternal at ProcessGroupNCCL.cpp:1873\n")).verdict
