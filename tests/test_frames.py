@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from conftest import DATA, run
 
-from ncclcheck.evidence.formats import horovod, pgstart, procfailure
-from ncclcheck.evidence.types import Loc
+from ncclcheck.evidence.formats import errors, horovod, pgstart, procfailure
+from ncclcheck.evidence.types import Loc, Who
+from ncclcheck.evidence.whose import PREFIX
 from ncclcheck.job.model import VerdictKind
 
 THREADS = DATA / "public_threads"
@@ -204,3 +205,22 @@ def test_sglangs_scheduler_exception_is_a_failure_whose_exception_is_not_posted(
     v = run(_case("112")).verdict
     assert v.kind is VerdictKind.INCOMPLETE and "Scheduler hit an exception" in v.summary
     assert "whole traceback" in _fix(v)
+
+
+# --- the rule itself over the corpus ---------------------------------------------------------------------------
+
+def _error_class(line: str) -> bool:
+    """A line of a known source that states a failure, by the sources' own patterns (evidence/formats/): a Python
+    exception's last line or a framework's failure sentence, a process's fatal signal, the watchdog's timeout,
+    torch.distributed.elastic's failure record."""
+    body = errors.PY_LOG_HEAD.sub("", PREFIX.sub("", line).strip())
+    return (errors.exception(Who(), body, Loc("x", 1)) is not None or errors.fatal_signal(body) is not None
+            or "Watchdog caught collective operation timeout" in line or bool(procfailure.records(line, Loc("x", 1))))
+
+
+@pytest.mark.parametrize("log", sorted(THREADS.glob("*.log")), ids=lambda p: p.name.split("-")[0])
+def test_no_report_says_nothing_failed_beside_an_error_line_of_a_known_source(log):
+    """Issue 41 section 1: where an input holds a line that states a failure, the verdict is never no_failure."""
+    said = [line for line in log.read_text(errors="replace").splitlines() if _error_class(line)]
+    if said:
+        assert run(log).verdict.kind is not VerdictKind.NO_FAILURE, said[0]
