@@ -398,7 +398,8 @@ def test_lightning_names_each_rank_and_the_world():
               "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/4\n")
     assert s.ranks_seen == (0, 1)
     assert {(f.key, f.value) for f in s.facts} == {("lightning_world", "4"), ("framework", "lightning"),
-                                                   ("launched", "Lightning")}
+                                                   ("launched", "Lightning"),
+                                                   ("setup", "process group start")}  # formats/pgstart.py
     # Lightning's console that stops after its start lines shows no end (job/ending.py): not no_failure
     v = run_text("initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/2\nInitializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2\n"
                  "[rank: 1] Seed set to 42\n").verdict

@@ -120,6 +120,7 @@ def test_a_recorded_run_whose_ranks_were_given_different_ports():
 
 @pytest.mark.parametrize("line", [
     "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2",
+    "initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/4",  # Lightning 1.x
     "INFO:torch.distributed.distributed_c10d:Added key: store_based_barrier_key:1 to store for rank: 0",
 ])
 def test_every_frameworks_start_line_is_a_step_of_the_group_start(line):

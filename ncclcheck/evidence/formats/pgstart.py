@@ -9,8 +9,9 @@ only then does the framework go on. So a process whose last line is one of these
   nccl`` right before TorchBackend is made, whose constructor builds its shared-memory op on accelerators that have
   one (deepspeed/comm/torch.py, build_shm_op: ``DeepSpeed deepspeed.ops.comm.deepspeed_shm_comm_op built
   successfully``, the CPU accelerator's) and then calls init_process_group;
-* Lightning (lightning/fabric/utilities/distributed.py, _init_dist_connection; pytorch_lightning's before it):
-  ``Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2`` right before init_process_group; rank 0 prints "All
+* Lightning (lightning/fabric/utilities/distributed.py, _init_dist_connection; pytorch_lightning's before it, whose
+  1.x releases wrote ``initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/2``): ``Initializing distributed: GLOBAL_RANK: 0,
+  MEMBER: 1/2`` right before init_process_group; rank 0 prints "All
   distributed processes registered" once every rank joined;
 * PyTorch 1.x itself (distributed_c10d.py, _store_based_barrier, at the INFO level): ``Added key:
   store_based_barrier_key:1 to store for rank: 0`` as a rank checks in after making its group, then "Completed
@@ -31,9 +32,10 @@ from ncclcheck.evidence.types import Fact, Loc, Said, Who
 PG_STEP = "process group start"
 STARTS = re.compile(r"Initializing TorchBackend in DeepSpeed|:init_distributed\] cdb="
                     r"|deepspeed_shm_comm_op built successfully"
-                    r"|[Ii]nitializing distributed: GLOBAL_RANK: \d|Added key: store_based_barrier_key")
+                    r"|[Ii]nitializing distributed: GLOBAL_RANK: \d|[Ii]nitializing ddp: GLOBAL_RANK: \d"
+                    r"|Added key: store_based_barrier_key")
 WORDS = ("Initializing TorchBackend", ":init_distributed] cdb=", "shm_comm_op built successfully",
-         "nitializing distributed: GLOBAL_RANK", "Added key: store_based_barrier_key")
+         "nitializing distributed: GLOBAL_RANK", "nitializing ddp: GLOBAL_RANK", "Added key: store_based_barrier_key")
 _ANYONE = Who()  # the line's process: the parser puts the fact on it
 
 
