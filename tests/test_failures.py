@@ -346,13 +346,13 @@ def test_an_abort_or_a_mention_is_not_a_death_by_signal(line):
     assert all(e.kind.value != "killed" for e in _scan(f"[rank2]: {line}\n").errors)
 
 
-@pytest.mark.parametrize(("code", "verdict", "kind"), [(-7, "setup_failure", "shm_bus_error"),
+@pytest.mark.parametrize(("code", "verdict", "kind"), [(-7, "rank_failed_first", "shm_full"),
                                                       (-11, "rank_failed_first", "native_crash"),
                                                       (-9, "rank_failed_first", "host_kill")])
 def test_a_launcher_reported_signal_names_its_cause(tmp_path, code, verdict, kind):
-    """torchrun's agent reports a worker dead of a signal with no line of the worker's own: SIGBUS is NCCL's shared
-    memory, SIGSEGV a native crash, SIGKILL a host kill; only SIGKILL gets the kernel's OOM killer as next step. The
-    line names the local rank only, and nothing states the node's first rank: no global rank is named (with
+    """torchrun's agent reports a worker dead of a signal with no line of the worker's own: SIGBUS is a full
+    /dev/shm (whose segments, the loader's or NCCL's, no line says), SIGSEGV a native crash, SIGKILL a host kill; only
+    SIGKILL gets the kernel's OOM killer as next step. The line names the local rank only, and nothing states the node's first rank: no global rank is named (with
     ``--nnodes 1`` stated, local rank 1 is rank 1)."""
     log = tmp_path / "agent.log"
     agent = ("E0909 14:03:50.013000 22579 torch/distributed/elastic/multiprocessing/api.py:833] failed "
@@ -398,7 +398,8 @@ def test_lightning_names_each_rank_and_the_world():
               "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/4\n")
     assert s.ranks_seen == (0, 1)
     assert {(f.key, f.value) for f in s.facts} == {("lightning_world", "4"), ("framework", "lightning"),
-                                                   ("launched", "Lightning")}
+                                                   ("launched", "Lightning"),
+                                                   ("setup", "process group start")}  # formats/pgstart.py
     # Lightning's console that stops after its start lines shows no end (job/ending.py): not no_failure
     v = run_text("initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/2\nInitializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2\n"
                  "[rank: 1] Seed set to 42\n").verdict

@@ -612,7 +612,8 @@ class LogParser:
         self._facts[("busy", "", who.rank)] = Fact(who, "busy", body[:200], loc)
 
     def _error(self, who: Who, kind: ErrorKind, message: str, loc: Loc) -> None:
-        if kind is ErrorKind.EXCEPTION and self._line_pid is not None and self._line_pid >= 0:
+        if kind is ErrorKind.EXCEPTION and self._line_pid is not None and self._line_pid >= 0 \
+                and not errors.DEATH_NEWS.search(message):  # the news of another's death is kept (formats/errors.py)
             self._pid_error[self._line_pid] = len(self._errors)  # a Python exception: did its process go on?
         if who.global_rank is not None:
             self._ranks.add(who.global_rank)  # an error shows its rank, however the line names it

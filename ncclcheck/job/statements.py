@@ -37,6 +37,8 @@ GENERIC = frozenset({"stated_reason", "nccl_no_reason", "nccl_system_error"})
 KINDS = frozenset({"", "setup_failure", "nccl_error"})
 # A launcher's own refusal to start the job (DeepSpeed's runner, before any worker): no rank's failure.
 KINDS = KINDS | {"launcher_failure"}
+# A framework's word that one of its processes failed, which cannot say which or why: the evidence is incomplete.
+KINDS = KINDS | {"incomplete_evidence"}
 
 
 class StatementTableError(ValueError):

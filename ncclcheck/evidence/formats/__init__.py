@@ -39,8 +39,10 @@ from ncclcheck.evidence.formats import (
     ncclsetup,
     p2pcall,
     pgnccl,
+    pgstart,
     pgwrapper,
     pipeline,
+    procfailure,
     progress,
     pycall,
     ray,
@@ -76,6 +78,8 @@ FORMATS: tuple[LineSource, ...] = (
     nativestack.FORMAT,  # gdb's native stacks: a thread inside an NCCL call (job/nativestall.py)
     p2pcall.FORMAT,  # a traceback through a send or a recv (job/idwait.py)
     dsrunner.FORMAT,  # DeepSpeed's runner launching on this node's GPUs alone (job/localonly.py)
+    procfailure.FORMAT,  # torch.distributed.elastic's ProcessFailure records as their repr prints them
+    pgstart.FORMAT,  # a framework's last words before its process group's rendezvous (job/pgstart.py)
     # read by the assembler (evidence/parse.py) on logical lines, in its order (``logical``)
     host.FORMAT, pgnccl.FORMAT, elastic.FORMAT, nccl2.FORMAT, nccl.FORMAT, errors.FORMAT, busy.FORMAT, world.FORMAT,
     loglevel.FORMAT,  # a logger's error records and C's failed assertions, where no source above read the line

@@ -23,7 +23,8 @@ from ncclcheck.evidence.stamps import glog
 from ncclcheck.evidence.types import Clue, ErrorKind, Loc, RankError, Read, Who
 from ncclcheck.evidence.wcstatus import completion_error
 
-ERROR_WORDS = ("Error", "Exception", "Interrupt", "terminate called")
+ERROR_WORDS = ("Error", "Exception", "Interrupt", "terminate called",
+               "RPC call to", "Scheduler hit an exception")  # a framework's own sentence (FRAMEWORK_FAILED)
 PY_ERROR = re.compile(r"^(?P<name>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt))(?::\s?(?P<message>.*))?$")
 # An exception that restates the watchdog's timeout or a worker's failure reported elsewhere: not the rank's own.
 CASCADE = re.compile(
@@ -43,6 +44,22 @@ FATAL_SIGNAL = re.compile(
     r"Signal: [\w ]+ \((?P<mpi>\d+)\)$|^(?P<shell>Segmentation fault|Bus error|Illegal instruction)"
     r"(?: \(core dumped\))?$")
 SIGNAL_WORDS = ("ignal", "SIG", "Segmentation", "rror", "nstruction")
+
+# An exception a process raises with the news that another process died, which it outlives by design: vLLM's
+# EngineDeadError (vllm/v1/engine/exceptions.py: "Raised when the EngineCore dies. Unrecoverable."), raised in the API
+# server or the client once the engine's process is gone, and AsyncEngineDeadError before V1
+# (vllm/engine/async_llm_engine.py). The server answers on (each request an error), so its going on does not withdraw
+# the line (evidence/parse.py): the death it reports is the failure.
+DEATH_NEWS = re.compile(r"\b(?:Async)?EngineDeadError\b")
+
+# A serving framework's own sentence that one of its processes failed, standing alone (a paste that kept only it, or
+# a logger that prints it with no level word): vLLM's executor giving up on its workers' answer to a step
+# (vllm/v1/executor/multiproc_executor.py, collective_rpc: TimeoutError(f"RPC call to {method} timed out."), after
+# VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS for execute_model and sample_tokens), and SGLang's scheduler process logging the
+# exception that ends it, its traceback after the words (sglang/srt/managers/scheduler.py, run_scheduler_process:
+# "Scheduler hit an exception: {traceback}", then the server is taken down). Each is the process's error as it
+# stands; job/statements.toml says what it means.
+FRAMEWORK_FAILED = re.compile(r"^RPC call to \w{1,80} timed out|Scheduler hit an exception:")
 
 # PyTorch's watchdog as it takes its process down after a work of its group failed or timed out
 # (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, WorkNCCL::handleException: "Some NCCL operations have failed or
@@ -178,6 +195,8 @@ def exception(who: Who, line: str, loc: Loc) -> RankError | None:
         return RankError(who, kind, line, loc)
     if m is None and line.startswith("terminate called after throwing") and "c10::" not in line:
         return RankError(who, ErrorKind.EXCEPTION, line, loc)
+    if m is None and (said := FRAMEWORK_FAILED.search(line)) is not None:
+        return RankError(who, ErrorKind.EXCEPTION, line[said.start():][:300], loc)
     return None
 
 
@@ -236,7 +255,7 @@ FORMAT = Format(
     head_words=(*ERROR_WORDS, "Assertion `", "TCPStore", "[c10d]", "Rendezvous", "rendezvous", "death signal",
                 "closing signal", "clients joined", "will restart worker group"),
     make=Lines,
-    patterns=(PY_ERROR, FATAL_SIGNAL, CLUE_GATE),
+    patterns=(PY_ERROR, FATAL_SIGNAL, CLUE_GATE, FRAMEWORK_FAILED),
     triggers=(Trigger('File "', '"'), Trigger("<module>", "<")),  # a traceback's frames (a framework's paths)
     wanted=('File "', "Error", "Exception"),
     logical=True,

@@ -213,8 +213,13 @@ def incomplete(sq: str) -> bool:
 # (2.3-2.7), Watchdog::runLoop (2.8+), under the thread's entry ncclCommWatchdog (Watchdog::run from 2.8). The loop's
 # frames alone are no timeout: the watchdog also rethrows NCCL and CUDA errors (isCompleted, checkAndSetException),
 # whose own lines say what failed. Releases before 2.1 built the timeout as a std::runtime_error, with no frames.
+# The place c10 names for it is its SourceLocation as c10/util/Exception.cpp prints one, "<function> at <file>:<line>"
+# ("Exception raised from checkTimeout at .../ProcessGroupNCCL.cpp:733 (most recent call first):"), and a paste that
+# keeps only that place, alone on its line (behind a rank's or a logger's tag) or under the message's opening words,
+# states the timeout as much; a sentence that mentions the place (a note, a version's hint) does not.
 _CUT_TIMEOUT = re.compile(r"Watchdogcaughtcollectiveoperationtimeout:?$")
-_TIMEOUT_FRAME = re.compile(r"WorkNCCL::checkTimeout\(|Exceptionraisedfrom:?checkTimeoutat")
+_TIMEOUT_FRAME = re.compile(r"WorkNCCL::checkTimeout\(|Exceptionraisedfrom:?checkTimeoutat"
+                            r"|(?:^|\]:?|timeout)checkTimeoutat[\w./-]{0,300}ProcessGroupNCCL\.cpp:\d{1,6}$")
 
 
 def timeout_in_part(who: Who, sq: str, loc: Loc, text: str) -> WorkMention | None:
