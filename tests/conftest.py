@@ -26,6 +26,9 @@ if os.environ.get("NCCLCHECK_TEST_PYCACHE"):
     os.environ["PYTHONPYCACHEPREFIX"] = sys.pycache_prefix = os.environ["NCCLCHECK_TEST_PYCACHE"]
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     sys.dont_write_bytecode = False
+    from installed_bytecode import InstalledBytecode  # noqa: E402
+
+    InstalledBytecode.install()
 
 import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402
