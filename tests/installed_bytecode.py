@@ -4,8 +4,8 @@ Python looks for a module's bytecode in the prefix folder only, once one is set:
 beside every installed module is never read, and each run compiled every library it imported from source once more
 (torch and transformers alone: about 14 s of CPU, and twice where both xdist workers import one at the same time; the
 workers also compiled pytest, hypothesis and the standard library side by side as they started). Linking every
-installed file into the prefix up front costs more than it saves on this VM (36,000 links: 4 s of CPU to make, half a
-minute to remove), so the link is made as a module is imported: this finder, put before the path finder in each of
+installed file into the prefix up front costs more than it saves on this VM (12,000 links for site-packages and the
+standard library: 4 s of CPU to make, 35 s to remove), so the link is made as a module is imported: this finder, put before the path finder in each of
 the run's pytest processes, finds the module as the path finder does and, where the source has bytecode beside it,
 links that file to where the prefix is looked in. Python still checks the file against its source (a stale one is
 compiled again, and written over the link, not through it). The run's child processes read the links the pytest
