@@ -15,8 +15,6 @@ from ncclcheck.explain.frommodel import READY_META, READY_SHRUNK
 
 torch_and_transformers()
 
-import torch  # noqa: E402
-
 from ncclcheck.explain import frommodel  # noqa: E402
 
 VIT = {"model_type": "vit", "architectures": ["ViTForImageClassification"], "hidden_size": 32,
@@ -39,6 +37,7 @@ CLIP = {"model_type": "clip", "architectures": ["CLIPModel"], "projection_dim": 
 
 
 def _meta_model(cfg: dict):
+    import torch  # here, not at the top: collecting this module made every xdist worker import torch (4 s of CPU)
     import transformers
 
     cls = getattr(transformers, cfg["architectures"][0])

@@ -24,11 +24,24 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX file types")
 
 
+_CACHE: list[Path] = []
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _children_share_one_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The module's children share one cache folder (ncclcheck/cachedir.py: the reader's and the catalogue's compiled
+    forms), the first child filling it: a child with an empty one (each test's own, conftest.py) compiled them anew,
+    0.85 s of CPU where one that reads them takes 0.4, for 32 children. What is kept there changes no answer
+    (test_startcache holds the kept patterns to the compiler's own); what these tests prove is how a hostile input is
+    read, and a cache the first child wrote is what every later run of a user reads."""
+    _CACHE[:] = [tmp_path_factory.mktemp("hostile-cache")]
+
+
 def ncclcheck(*args: str, stdin=subprocess.DEVNULL, input: bytes | None = None, shell: str | None = None,
               timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """Run ``python -m ncclcheck analyze-log ARGS`` (or a bash line using $NCCLCHECK) in a child process."""
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "PYTHONPATH": str(ROOT),
-           "NCCLCHECK": f"{sys.executable} -m ncclcheck"}
+           "NCCLCHECK": f"{sys.executable} -m ncclcheck", "NCCLCHECK_CACHE_DIR": str(_CACHE[0])}
     cmd = ["bash", "-c", shell] if shell else [sys.executable, "-m", "ncclcheck", "analyze-log", *args]
     kw = {"input": input} if input is not None else {"stdin": stdin}
     r = subprocess.run(cmd, capture_output=True, timeout=timeout, env=env, **kw)

@@ -5,6 +5,7 @@ The job is started once for the module and ended by pid afterwards; every test l
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import socket
@@ -26,7 +27,10 @@ from ncclcheck.evidence import archive as evidence_archive
 from ncclcheck.job.analyze import analyze_scans
 from ncclcheck.snapshot import pyspy
 
-pytest.importorskip("torch")
+# Whether torch is installed, not importing it: the job imports it in its own processes, and importing it here made
+# every xdist worker import it (4 s of CPU) while collecting, whether or not it ran a test that needs it.
+if importlib.util.find_spec("torch") is None:
+    pytest.skip("could not import 'torch': the live job runs under torchrun", allow_module_level=True)
 JOB = DATA / "snapshot" / "hang_job.py"
 LINES = JOB.read_text().splitlines()
 SLEEP = next(i for i, line in enumerate(LINES, 1) if line.endswith("# SLEEP"))
