@@ -45,6 +45,7 @@ from ncclcheck.evidence.formats import (
     pycall,
     ray,
     rendezvous,
+    returntrace,
     slurm,
     spawn,
     testends,
@@ -76,6 +77,7 @@ FORMATS: tuple[LineSource, ...] = (
     nativestack.FORMAT,  # gdb's native stacks: a thread inside an NCCL call (job/nativestall.py)
     p2pcall.FORMAT,  # a traceback through a send or a recv (job/idwait.py)
     dsrunner.FORMAT,  # DeepSpeed's runner launching on this node's GPUs alone (job/localonly.py)
+    returntrace.FORMAT,  # NCCL's `file:line -> N` return trace under an error (job/returntrace.py)
     # read by the assembler (evidence/parse.py) on logical lines, in its order (``logical``)
     host.FORMAT, pgnccl.FORMAT, elastic.FORMAT, nccl2.FORMAT, nccl.FORMAT, errors.FORMAT, busy.FORMAT, world.FORMAT,
     loglevel.FORMAT,  # a logger's error records and C's failed assertions, where no source above read the line
