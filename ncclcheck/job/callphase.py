@@ -74,7 +74,7 @@ def _called(job: Job, chain: Chain | None, found: Diagnosis) -> str | None:
     """The sentence that says the error came back from a call on a communicator already made, or None."""
     if chain is not None and chain.phase == CALL:
         return (f"NCCL's return trace under it ({chain.words()}) runs through a call's launch and no set-up: NCCL "
-                "refused or failed a call the program made on a communicator already made, not the communicator's "
+                "refused or failed a call the program made (its argument check or its launch), not the communicator's "
                 "set-up.")
     calls = [f for f in job.facts.api_calls if f.value != _GROUP_END]
     if calls and not chain:
