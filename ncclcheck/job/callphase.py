@@ -23,6 +23,7 @@ communicator's set-up failed in that transport (NCCL 2.0-2.2 bootstrapped over i
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from ncclcheck.job.causedata import SETUP as SETUP_FAMILY
 from ncclcheck.job.causes import Diagnosis, cause
@@ -108,3 +109,9 @@ def _layer_statement(layer: Layer, peer: bool) -> Statement:
     return Statement(f"layer_{layer.id}", re.compile("$^"), f"{means} (known by NCCL's return trace)", "setup_failure",
                      layer.action, layer.fix, f"{layer.source}; NCCL src/include/checks.h (NCCLCHECK's return trace)",
                      cause=layer.cause, located=True)
+
+
+def host_call(kind: VerdictKind, culprits: Sequence[int], found: Diagnosis | None) -> bool:
+    """A call's NCCL error whose cause is the host's (its library, its driver: the catalogue's ``host``) and that names
+    no culprit: the ranks that hit it stopped, as at a set-up failure no rank caused; none waited for a peer."""
+    return kind is VerdictKind.NCCL_ERROR and not culprits and found is not None and found.cause.host

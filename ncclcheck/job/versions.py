@@ -7,10 +7,10 @@ start line states PyTorch's, DeepSpeed's, transformers' or Accelerate's release 
 (``evidence/formats/envreport.py``). Each value belongs to the rank that printed it; a line that names no rank
 belongs to its input (the file), and where one such input holds several values of one aspect (a paste of several
 processes' lines), each further value to the line that first shows it; a network plugin's line that names no rank
-belongs to the host NCCL's line header names (the plugin each host loaded is compared across hosts, issue 41). The values are grouped by who holds them
-with :mod:`ncclcheck.probe.agree`, the table ``probe --compare`` prints for saved probes of several hosts, so that a
-log and a probe speak of the same aspects in the same words; a disagreement is a finding with its usual
-consequence.
+belongs to the host NCCL's line header names (the plugin each host loaded is compared across hosts, issue 41).
+The values are grouped by who holds them with :mod:`ncclcheck.probe.agree`, the table ``probe --compare`` prints
+for saved probes of several hosts, so that a log and a probe speak of the same aspects in the same words; a
+disagreement is a finding with its usual consequence.
 
 A member that never printed an aspect is unknown for it, never counted as disagreeing, with one exception: an
 ``NCCL_*`` variable. NCCL prints every variable it reads that the environment sets (``<NAME> set by environment to
