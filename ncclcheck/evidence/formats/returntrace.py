@@ -73,8 +73,9 @@ class Lines:
     def feed(self, text: str, loc: Loc) -> Iterable[Said]:
         if "NCCL failure " in text and (t := TEST_CHECK.search(text)):
             return (Fact(_ANYONE, TEST_KEY, f"{t['file']}:{t['line']}", loc),)
-        m = TRACE.search(text)
-        if m is None:
+        at = text.rfind(" -> ")
+        # a frame's arrow follows its line number or its function's name: a connection's (`0[0] -> 1[1]`) is none
+        if at < 1 or not (text[at - 1].isdigit() or text[at - 1] == ")") or (m := TRACE.search(text)) is None:
             return ()
         value = f"{m['file']}:{m['line']} -> {m['code']}" + (f" [{m['tag']}]" if m["tag"] else "")
         if m["host"]:
