@@ -170,3 +170,15 @@ def test_send_and_recv_on_a_communicator_of_no_ranks_in_another_release():
         CALL, ["enqueue.cc:1450 -> 4", "group.cc:106 -> 4", "collectives/sendrecv.cc:37 -> 4"])
     v = run_text(text).verdict
     assert v.kind.value == "nccl_error" and v.cause.said.id == "nccl_root_no_ranks"
+
+
+def test_a_trace_deep_in_a_chatty_log_is_read_and_the_connection_lines_are_not_frames():
+    """NCCL's connection lines hold an arrow too (`0[0] -> 1[1] via P2P/IPC`): 256 KiB of them before the trace, past
+    the input's head, where the trace is found by its own shape (a return code after the arrow)."""
+    chatter = "".join(f"node1:54573:54696 [1] NCCL INFO Channel {i % 32:02d}/0 : {i % 2}[0] -> 1[1] via P2P/IPC\n"
+                      for i in range(4000))
+    a = run_text(chatter + HOROVOD_147)
+    assert a.verdict.kind.value == "setup_failure"
+    assert [str(f) for f in a.job.facts.returns[0].frames][:2] == ["transport/net_ib.cu:537 -> 2",
+                                                                    "transport/net_ib.cu:610 -> 2"]
+    assert not any(f.key == "nccl_return" and "[1]" in f.value for s in a.scans for f in s.facts)

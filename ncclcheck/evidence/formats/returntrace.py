@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.formats.source import AT, Format, Sample, Trigger
 from ncclcheck.evidence.types import Fact, Loc, Said, Who
 
 # "host:pid:tid [dev] NCCL INFO file.cc:N (func) -> R (strerror) [tag]"; NCCL 2.0-2.2 without "NCCL", a paste without
@@ -85,7 +85,13 @@ class Lines:
 
 FORMAT = Format(
     name="NCCL's return trace",
-    words=(" -> ", "NCCL failure "),
+    words=("NCCL failure ",),
+    # NCCL's connection lines ("0[0] -> 1[1] via P2P/IPC", a quarter of a chatty INFO log) hold " -> " too: as a
+    # keep word it would hand every one of them over anywhere. It is a set-up word (the head), and a frame's own
+    # shape, a source file's line (and 2.30's function) before the arrow, finds the frames beyond the head.
+    head_words=(" -> ",),
+    triggers=(Trigger(r"\.(?:cc|cu|cpp|c|h|hpp):\d{1,6}(?: \([\w:~<>]{1,200}\))? -> \d", ".", pattern=True),),
+    wanted=(" -> ",),
     make=Lines,
     patterns=(TRACE, TEST_CHECK),
     samples=(
