@@ -23,7 +23,7 @@ FRAMES = (
 def test_a_collectives_own_invalid_usage_is_the_graph_capture_with_no_culprit():
     v = run_text(FRAMES).verdict
     assert (v.kind.value, v.cause.cause.kind, list(v.culprit_ranks), list(v.stopped_ranks)) == (
-        "setup_failure", "nccl_graph_capture", [], [0])
+        "nccl_error", "nccl_graph_capture", [], [0])
     assert "NCCL's ncclAllReduce itself returned invalid usage" in v.summary
     assert any("VLLM_NCCL_SO_PATH" in s for s in v.next_steps)
 

@@ -35,7 +35,8 @@ def test_nccl_lines_of_a_recorded_run_read_as_their_facts():
     """Real lines of tests/data/real4/tp_straggler_info/console.log (NCCL 2.28.9, one per rank)."""
     lines = CONSOLE.read_text().splitlines()
     assert _facts(nccl_release.FORMAT, lines[17], lines[18], lines[48], lines[112]) == [
-        ("cuda_driver", "13.0"), ("nccl_cuda", "13.0"), ("net_plugin", "internal"), ("local_ranks", "4 of 4")]
+        ("cuda_driver", "13.0"), ("nccl_cuda", "13.0"), ("net_plugin", "internal"), ("nccl_host", "vm"),
+        ("local_ranks", "4 of 4")]
 
 
 def test_older_and_plugin_lines_read_as_the_source_prints_them():
@@ -50,7 +51,8 @@ def test_older_and_plugin_lines_read_as_the_source_prints_them():
                   "h:1:1 [0] NCCL INFO NET/Plugin: Failed to find ncclCollNetPlugin_v8 symbol.",
                   "NCCL version 2.19.3+cuda12.3",
                   "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1269, unhandled system error, NCCL version 2.14.3") \
-        == [("net_plugin", "internal"), ("net_plugin", "internal"), ("net_plugin", "AWS Libfabric (v5)"),
+        == [("net_plugin", "internal"), ("nccl_host", "h"), ("net_plugin", "internal"), ("nccl_host", "h"),
+            ("net_plugin", "AWS Libfabric (v5)"), ("nccl_host", "h"),
             ("aws_ofi_nccl", "1.21.1"), ("libfabric", "2.3"), ("nccl_cuda", "12.3")]
 
 

@@ -20,6 +20,7 @@ from ncclcheck.job.hosts import join_events, peers_lost, rank_hosts
 from ncclcheck.job.lostnode import lost_nodes
 from ncclcheck.job.model import Job, JobFacts
 from ncclcheck.job.reasons import FAILED, source_of, stated_lines
+from ncclcheck.job.returntrace import read_chains, read_test_checks
 from ncclcheck.job.slow import busy_lines, framework
 from ncclcheck.job.versions import read_versions
 
@@ -59,6 +60,9 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         progress=tuple(f for s in scans for f in s.facts if f.key == "progress"),
         pipeline=tuple(f for s in scans for f in s.facts if f.key == "pipeline"),
         devices=tuple(f for s in scans for f in s.facts if f.key in ("accelerate_device", "accelerate_process")),
+        returns=read_chains(scans),
+        test_checks=read_test_checks(scans),
+        api_calls=tuple(f for s in scans for f in s.facts if f.key == "nccl_api_call"),
     )
 
 

@@ -36,6 +36,7 @@ from ncclcheck.job.hosts import Joined, PeerLost
 from ncclcheck.job.live import LivePosition, StackGroup
 from ncclcheck.job.lostnode import LostNode
 from ncclcheck.job.reasons import Stated
+from ncclcheck.job.returntrace import Chain, TestCheck
 from ncclcheck.job.versions import Versions
 from ncclcheck.job.world import WorldStatement
 
@@ -293,6 +294,9 @@ class JobFacts:
     progress: tuple[Fact, ...] = ()  # each rank's latest count of each loop (formats/progress.py), for job/lonework.py
     pipeline: tuple[Fact, ...] = ()  # lines that say the job runs pipeline parallelism (formats/pipeline.py)
     devices: tuple[Fact, ...] = ()  # the devices and process indexes Accelerate's state prints (job/dupgpu.py)
+    returns: tuple[Chain, ...] = ()  # NCCL's return traces under its errors (job/returntrace.py)
+    test_checks: tuple[TestCheck, ...] = ()  # nccl-tests' lines for its NCCL calls that failed (job/returntrace.py)
+    api_calls: tuple[Fact, ...] = ()  # a binding's frames of NCCL's C API in a traceback (formats/ncclapi.py)
 
 
 @dataclass(frozen=True)

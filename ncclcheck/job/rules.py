@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ncclcheck import signals
 from ncclcheck.evidence.types import ErrorKind, Loc
-from ncclcheck.job import dupgpu, nodeloss
+from ncclcheck.job import callphase, dupgpu, nodeloss
 from ncclcheck.job.causes import (
     DEVICE,
     HOST,
@@ -114,6 +114,7 @@ def decide_job(job: Job, diagnose: Diagnose) -> Decision:
                                                  diagnose(killed_ranks, min(fired, default=None), silent),
                                                  job.facts.hosts)
     kind, culprits, summary, cause = restate(job, kind, culprits, summary, cause, primary is not None)
+    kind, culprits, summary, cause = callphase.restate(job, kind, culprits, summary, cause)  # job/callphase.py
     kind, culprits, summary, cause = nodeloss.restate(job, kind, culprits, summary, cause)  # job/lostnode.py
     blamed = set(culprits)
     waiting = [r for r in waiting if r not in blamed]

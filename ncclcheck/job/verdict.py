@@ -17,6 +17,7 @@ from ncclcheck.job import wording
 from ncclcheck.job.actions import decide_action
 from ncclcheck.job.afterend import stuck_after_end
 from ncclcheck.job.build import build_job
+from ncclcheck.job.callphase import host_call
 from ncclcheck.job.causes import diagnose
 from ncclcheck.job.chain import chain_lines
 from ncclcheck.job.colltrace import traced, unplaced_findings
@@ -83,7 +84,8 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                 *agreement_findings(job.facts.versions), *unexplained_findings(job.facts.versions, d.kind, d.cause)]
     pg = d.named.group.to_pg() if d.named is not None else None
     # a set-up failure that names no culprit (the host's, the launch's): no rank waited for a peer (job/partition.py)
-    sets = partition(job, d.found, d.culprits, d.waiting, d.kind is VerdictKind.SETUP_FAILURE and not d.culprits)
+    sets = partition(job, d.found, d.culprits, d.waiting, d.kind is VerdictKind.SETUP_FAILURE and not d.culprits
+                     or host_call(d.kind, d.culprits, d.cause))  # the host's library failed a call (job/callphase.py)
     verdict = Verdict(d.kind, wording.summary(d), sets.culprits, sets.waiting, sets.unknown, pg,
                       d.named.seq if d.named is not None else job.facts.detail_seq,
                       chain_lines(job, d.culprits or d.ring or awaited_ranks(job, d)) if d.found else (), tuple(findings),

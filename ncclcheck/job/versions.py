@@ -6,10 +6,11 @@ ProcessGroupNCCL prints the ``TORCH_NCCL_*`` settings it runs with; a pasted env
 start line states PyTorch's, DeepSpeed's, transformers' or Accelerate's release and the GPU model
 (``evidence/formats/envreport.py``). Each value belongs to the rank that printed it; a line that names no rank
 belongs to its input (the file), and where one such input holds several values of one aspect (a paste of several
-processes' lines), each further value to the line that first shows it. The values are grouped by who holds them
-with :mod:`ncclcheck.probe.agree`, the table ``probe --compare`` prints for saved probes of several hosts, so that a
-log and a probe speak of the same aspects in the same words; a disagreement is a finding with its usual
-consequence.
+processes' lines), each further value to the line that first shows it; a network plugin's line that names no rank
+belongs to the host NCCL's line header names (the plugin each host loaded is compared across hosts, issue 41).
+The values are grouped by who holds them with :mod:`ncclcheck.probe.agree`, the table ``probe --compare`` prints
+for saved probes of several hosts, so that a log and a probe speak of the same aspects in the same words; a
+disagreement is a finding with its usual consequence.
 
 A member that never printed an aspect is unknown for it, never counted as disagreeing, with one exception: an
 ``NCCL_*`` variable. NCCL prints every variable it reads that the environment sets (``<NAME> set by environment to
@@ -163,12 +164,15 @@ def _member_values(scans: Iterable[FileScan]) -> dict[str, dict[str, list[str]]]
     out: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     for s in scans:
         seen: dict[str, str] = {}  # a rankless aspect's first value in this input
+        hosts = {f.loc: f.value for f in s.facts if f.key == "nccl_host"}  # a rankless plugin line's host
         for f in s.facts:
             aspect = _aspect(f.key)
             if aspect is None:
                 continue
             if f.who.rank is not None:
                 member = str(f.who.rank)
+            elif f.loc in hosts:
+                member = hosts[f.loc]
             elif seen.setdefault(aspect, f.value) == f.value or aspect in _COMBINE:
                 member = s.file
             else:
@@ -223,13 +227,25 @@ def ranks_word(members: Sequence[str]) -> str:
     return names(members)
 
 
+# What makes an aspect the same everywhere, where the table's "make it the same" does not say how.
+_HOW = {
+    "net-plugin-differs": "one network plugin on every node: the same libnccl-net.so (and its release) found by "
+                          "every process (NCCL_NET_PLUGIN names it, its directory on LD_LIBRARY_PATH: HPC-X's "
+                          "nccl_rdma_sharp_plugin/lib, an image's /opt/amazon/ofi-nccl), or none anywhere "
+                          "(NCCL_NET_PLUGIN=none); NCCL_DEBUG=INFO's `NET/Plugin` lines on each node name what it "
+                          "loaded",
+}
+
+
 def _as_ranks(f: Finding, row: Row) -> Finding:
     odd = row.odd
     said = f"out: {names(odd)})"
+    fix = f.fix.replace(f"(change {names(odd)})", f"(change {ranks_word(odd)})") if f.fix and odd else f.fix
+    if fix and f.code in _HOW:
+        fix = f"{fix}: {_HOW[f.code]}"
     return replace(
         f, message=f.message.replace(said, f"out: {ranks_word(odd)})", 1) if odd else f.message,
-        evidence=tuple(f"{value_text(g.value)} ({ranks_word(g.members)})" for g in row.groups),
-        fix=f.fix.replace(f"(change {names(odd)})", f"(change {ranks_word(odd)})") if f.fix and odd else f.fix)
+        evidence=tuple(f"{value_text(g.value)} ({ranks_word(g.members)})" for g in row.groups), fix=fix)
 
 
 def releases_line(v: Versions) -> str | None:

@@ -47,6 +47,7 @@ from ncclcheck.evidence.formats import (
     pycall,
     ray,
     rendezvous,
+    returntrace,
     slurm,
     spawn,
     testends,
@@ -80,6 +81,7 @@ FORMATS: tuple[LineSource, ...] = (
     dsrunner.FORMAT,  # DeepSpeed's runner launching on this node's GPUs alone (job/localonly.py)
     procfailure.FORMAT,  # torch.distributed.elastic's ProcessFailure records as their repr prints them
     pgstart.FORMAT,  # a framework's last words before its process group's rendezvous (job/pgstart.py)
+    returntrace.FORMAT,  # NCCL's `file:line -> N` return trace under an error (job/returntrace.py)
     # read by the assembler (evidence/parse.py) on logical lines, in its order (``logical``)
     host.FORMAT, pgnccl.FORMAT, elastic.FORMAT, nccl2.FORMAT, nccl.FORMAT, errors.FORMAT, busy.FORMAT, world.FORMAT,
     loglevel.FORMAT,  # a logger's error records and C's failed assertions, where no source above read the line

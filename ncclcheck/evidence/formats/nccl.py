@@ -18,7 +18,9 @@ from ncclcheck.evidence.repair import HEADER
 from ncclcheck.evidence.types import Clue, ErrorKind, Fact, Loc, RankError, Read, Who
 
 _NCCL_WARN = re.compile(r"NCCL WARN (?P<message>.*)")
-_WARN_SOURCE = re.compile(r"(?<!\S)(?P<source>\S+\.cc:\d+) NCCL WARN")
+# The file and line NCCL printed: a .cc of 2.5 on, a .cu of 2.3-2.4 (init.cu, bootstrap.cu), a header's own WARN
+# (graph/xml.h, include/socket.h); 2.30 prints the function after the line ("socket.cc:485 (ncclSocketConnect) NCCL WARN").
+_WARN_SOURCE = re.compile(r"(?<!\S)(?P<source>\S{1,300}\.(?:cc|cu|cpp|c|h|hpp):\d{1,7})(?: \([\w:~<>]{1,200}\))? NCCL WARN")
 # NCCL before 2.3 printed "host:pid:tid [cudaDev] include/socket.h:311 WARN <message>", without the word NCCL; a
 # line quoted without its "host:pid:tid [cudaDev]" header starts at the source file and line.
 _OLD_WARN = re.compile(r"(?:\[\d+\] |^\s*)(?P<file>[\w/.]+\.(?:cc|cu|h|c)):\d+ WARN (?P<message>.*)")
