@@ -150,8 +150,9 @@ def test_lightning_with_every_member_started_gets_no_start_step(tmp_path):
     p = tmp_path / "console.log"
     p.write_text("".join(f"initializing ddp: GLOBAL_RANK: {r}, MEMBER: {r + 1}/2\n" for r in range(2)))
     v = analysis_json(run(p))["verdict"]
-    # every member started, so no start step; Lightning's console with no ending is cut (job/ending.py), not a stall
-    assert (v["kind"], v["cause"]["kind"]) == ("incomplete_evidence", "console_cut")
+    # every member started, so no start step; Lightning's console that ends on its process group's start lines is a
+    # start that never finished (job/pgstart.py: the rendezvous), incomplete evidence, not a stall
+    assert (v["kind"], v["cause"]["kind"]) == ("incomplete_evidence", "pg_start_unfinished")
     assert not any("srun" in s for s in v["next_steps"])
 
 
