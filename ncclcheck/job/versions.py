@@ -6,8 +6,9 @@ ProcessGroupNCCL prints the ``TORCH_NCCL_*`` settings it runs with; a pasted env
 start line states PyTorch's, DeepSpeed's, transformers' or Accelerate's release and the GPU model
 (``evidence/formats/envreport.py``). Each value belongs to the rank that printed it; a line that names no rank
 belongs to its input (the file), and where one such input holds several values of one aspect (a paste of several
-processes' lines), each further value to the line that first shows it; a network plugin's line that names no rank
-belongs to the host NCCL's line header names (the plugin each host loaded is compared across hosts, issue 41).
+processes' lines), each further value to the line that first shows it; a network plugin's line that names no rank,
+in an input that holds such lines of several hosts, belongs to the host NCCL's line header names (the plugin each host
+loaded is compared across hosts, issue 41).
 The values are grouped by who holds them with :mod:`ncclcheck.probe.agree`, the table ``probe --compare`` prints
 for saved probes of several hosts, so that a log and a probe speak of the same aspects in the same words; a
 disagreement is a finding with its usual consequence.
@@ -164,7 +165,10 @@ def _member_values(scans: Iterable[FileScan]) -> dict[str, dict[str, list[str]]]
     out: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     for s in scans:
         seen: dict[str, str] = {}  # a rankless aspect's first value in this input
-        hosts = {f.loc: f.value for f in s.facts if f.key == "nccl_host"}  # a rankless plugin line's host
+        # a rankless plugin line's host, where one input holds the lines of several hosts (a paste of each side's)
+        hosts = {f.loc: f.value for f in s.facts if f.key == "nccl_host"}
+        if len(set(hosts.values())) < 2:
+            hosts = {}
         for f in s.facts:
             aspect = _aspect(f.key)
             if aspect is None:
