@@ -56,6 +56,11 @@ def run(*paths: str | os.PathLike[str]) -> Analysis:
     return analyze(sources, workers=1)
 
 
+def thread_log(n: str) -> Path:
+    """The log of public thread ``n`` (tests/data/public_threads/NN-project-issue-slug.log)."""
+    return next((DATA / "public_threads").glob(f"{n}-*.log"))
+
+
 def run_text(text: str) -> Analysis:
     """The analysis of one console holding ``text``."""
     with tempfile.TemporaryDirectory() as d:

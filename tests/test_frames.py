@@ -10,10 +10,8 @@ here (tests/data/launchers/deepspeed/init_ports, tests/data/launchers/torchrun/p
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from conftest import DATA, run
+from conftest import DATA, run, run_text, thread_log
 
 from ncclcheck.evidence.formats import errors, horovod, pgstart, procfailure
 from ncclcheck.evidence.types import Loc, Who
@@ -22,16 +20,6 @@ from ncclcheck.job.model import VerdictKind
 
 THREADS = DATA / "public_threads"
 LAUNCHERS = DATA / "launchers"
-
-
-def _case(n: str) -> Path:
-    return next(THREADS.glob(f"{n}-*.log"))
-
-
-def _write(tmp_path: Path, text: str) -> Path:
-    log = tmp_path / "console.log"
-    log.write_text(text)
-    return log
 
 
 def _fix(v) -> str:
@@ -43,7 +31,7 @@ def _fix(v) -> str:
 def test_the_watchdog_message_above_the_place_c10_names_is_a_timeout():
     """188 quotes the message's opening words and c10's place of the error (``checkTimeout at
     ProcessGroupNCCL.cpp:733``): a collective timed out, op and rank unknown: incomplete evidence, not no_failure."""
-    v = run(_case("188")).verdict
+    v = run(thread_log("188")).verdict
     assert v.kind is VerdictKind.INCOMPLETE
     assert "spread that work over every rank" in " ".join(v.next_steps)
 
@@ -53,21 +41,21 @@ def test_the_watchdog_message_above_the_place_c10_names_is_a_timeout():
     "first):",  # c10's what() under a 2.1-2.2 timeout, whole
     "checkTimeout at /opt/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1272",  # its place alone, a path
 ])
-def test_the_place_of_the_timeout_alone_is_a_timeout_of_its_rank(tmp_path, place):
-    v = run(_write(tmp_path, f"[rank3]: {place}\n")).verdict
+def test_the_place_of_the_timeout_alone_is_a_timeout_of_its_rank(place):
+    v = run_text(f"[rank3]: {place}\n").verdict
     assert v.kind is not VerdictKind.NO_FAILURE
     assert 3 in (*v.waiting_ranks, *v.culprit_ranks, *v.unknown_ranks) or "rank 3" in v.summary.lower()
 
 
-def test_a_sentence_that_mentions_the_place_is_no_timeout(tmp_path):
+def test_a_sentence_that_mentions_the_place_is_no_timeout():
     """A note that names the place (a version's hint, tests/data/corpus/18's sidecar) states no timeout."""
     line = '  "pytorch_version_hint": "torch 2.6-2.7 (inferred: checkTimeout at ProcessGroupNCCL.cpp:632, PG prefix)",\n'
-    assert run(_write(tmp_path, line)).verdict.kind is VerdictKind.NO_FAILURE
+    assert run_text(line).verdict.kind is VerdictKind.NO_FAILURE
 
 
-def test_another_function_at_that_file_is_no_timeout(tmp_path):
+def test_another_function_at_that_file_is_no_timeout():
     """c10's place of another error of the same file (a CUDA error rethrown by the watchdog) is no timeout."""
-    v = run(_write(tmp_path, "Exception raised from checkForNCCLErrorsInternal at ProcessGroupNCCL.cpp:1873\n")).verdict
+    v = run_text("Exception raised from checkForNCCLErrorsInternal at ProcessGroupNCCL.cpp:1873\n").verdict
     assert v.kind is VerdictKind.NO_FAILURE
 
 
@@ -76,7 +64,7 @@ def test_another_function_at_that_file_is_no_timeout(tmp_path):
 def test_horovods_ready_ranks_are_a_stall_with_no_culprit():
     """194: the 2017-2018 layout lists the ranks that DID submit each tensor: the same stall (horovod_stall), its
     fix the names and order of the calls, and no rank named a culprit (the others' numbers are not printed)."""
-    v = run(_case("194")).verdict
+    v = run(thread_log("194")).verdict
     assert (v.kind, v.culprit_ranks, v.cause.cause.kind) == (VerdictKind.COLLECTIVE_MISMATCH, (), "horovod_stall")
     assert "same names" in _fix(v)
 
@@ -93,11 +81,11 @@ def test_the_oldest_layout_on_one_line_reads_every_tensor():
     assert all(c.who.global_rank is None for c in said)
 
 
-def test_the_newer_layout_reads_tensorflows_scoped_names(tmp_path):
+def test_the_newer_layout_reads_tensorflows_scoped_names():
     """stall_inspector.cc's rank lines name TensorFlow's ops under their scopes: still the missing rank's."""
     text = ("Missing ranks:\n"
             "1: [model/DistributedAdamOptimizer_Allreduce/HorovodAllreduce_gradients_AddN_4_0]\n")
-    v = run(_write(tmp_path, text)).verdict
+    v = run_text(text).verdict
     assert v.cause is not None and v.cause.cause.kind == "horovod_stall" and v.culprit_ranks == (1,)
 
 
@@ -106,7 +94,7 @@ def test_the_newer_layout_reads_tensorflows_scoped_names(tmp_path):
 def test_inputs_that_stop_in_deepspeeds_init_distributed_never_met():
     """202: DeepSpeed's init_distributed lines and nothing after: the rendezvous never completed (or the log is cut):
     incomplete evidence with the rendezvous' step (the port every rank was given, and that it is not 0)."""
-    v = run(_case("202")).verdict
+    v = run(thread_log("202")).verdict
     assert (v.kind, v.cause.cause.kind) == (VerdictKind.INCOMPLETE, "pg_start_unfinished")
     assert "MASTER_PORT" in _fix(v) and "not 0" in _fix(v)
 
@@ -127,10 +115,10 @@ def test_every_frameworks_start_line_is_a_step_of_the_group_start(line):
     assert [f.value for f in pgstart.Lines().feed(line, Loc("x", 1))] == [pgstart.PG_STEP]
 
 
-def test_a_log_that_goes_on_after_the_start_is_not_stopped_there(tmp_path):
+def test_a_log_that_goes_on_after_the_start_is_not_stopped_there():
     text = ("[2024-06-11 00:23:36,254] [INFO] [comm.py:668:init_distributed] Initializing TorchBackend in DeepSpeed "
             "with backend nccl\nepoch 0 step 10 loss 2.31\n")
-    v = run(_write(tmp_path, text)).verdict
+    v = run_text(text).verdict
     assert v.cause is None or v.cause.cause.kind != "pg_start_unfinished"
 
 
@@ -139,17 +127,17 @@ def test_a_log_that_goes_on_after_the_start_is_not_stopped_there(tmp_path):
 def test_a_dead_engines_error_is_a_failure_though_the_server_answers_on():
     """204: vLLM's API server raises EngineDeadError and goes on answering (500s): the error is the news of the
     engine's death, kept as the failure; the step asks for the kernel log's Xid lines of the engine's GPUs."""
-    v = run(_case("204")).verdict
+    v = run(thread_log("204")).verdict
     assert v.kind is VerdictKind.RANK_FAILED_FIRST
     assert "EngineDeadError" in v.summary and "Xid" in _fix(v)
 
 
-def test_the_engine_death_of_the_release_before_v1(tmp_path):
+def test_the_engine_death_of_the_release_before_v1():
     """vLLM before V1 raised AsyncEngineDeadError ("Background loop has errored already.") from its server."""
     text = ("ERROR 02-12 02:14:01 serving_chat.py:210] vllm.engine.async_llm_engine.AsyncEngineDeadError: "
             "Background loop has errored already.\n"
             "INFO:     127.0.0.1:40110 - \"POST /v1/chat/completions HTTP/1.1\" 500 Internal Server Error\n")
-    v = run(_write(tmp_path, text)).verdict
+    v = run_text(text).verdict
     assert v.kind is VerdictKind.RANK_FAILED_FIRST and "dmesg" in _fix(v)
 
 
@@ -158,7 +146,7 @@ def test_the_engine_death_of_the_release_before_v1(tmp_path):
 def test_a_process_failure_repr_is_a_worker_killed_by_its_signal():
     """206: an agent built on torch.distributed.elastic logs its failures map: local rank 0 killed by SIGBUS, which in
     a container is most often a full /dev/shm; no global rank is named."""
-    v = run(_case("206")).verdict
+    v = run(thread_log("206")).verdict
     assert (v.kind, v.culprit_ranks) == (VerdictKind.RANK_FAILED_FIRST, ())
     assert "/dev/shm" in _fix(v)
 
@@ -180,8 +168,8 @@ def test_a_recorded_failures_map_reads_each_record():
     None,  # 208: PyTorch 1.0's NCCL backend without barrier
     "RuntimeError: ProcessGroupGloo does not support reduce_scatter",  # gloo before it had reduce_scatter
 ])
-def test_a_backend_without_the_op_is_fixed_by_a_newer_release(tmp_path, line):
-    v = run(_case("208") if line is None else _write(tmp_path, line + "\n")).verdict
+def test_a_backend_without_the_op_is_fixed_by_a_newer_release(line):
+    v = (run(thread_log("208")) if line is None else run_text(line + "\n")).verdict
     assert v.kind is VerdictKind.RANK_FAILED_FIRST
     assert "newer PyTorch release" in _fix(v)
 
@@ -192,18 +180,18 @@ def test_a_backend_without_the_op_is_fixed_by_a_newer_release(tmp_path, line):
     None,  # 77: the exception's message alone, as the thread quotes it
     "(EngineCore_DP0 pid=2201) ERROR 10-02 11:40:12 [core.py:710] TimeoutError: RPC call to execute_model timed out.\n",
 ])
-def test_a_serving_executors_rpc_timeout_is_incomplete_evidence_of_a_hang(tmp_path, text):
+def test_a_serving_executors_rpc_timeout_is_incomplete_evidence_of_a_hang(text):
     """vLLM's executor gave up on its workers' answer to a step (multiproc_executor.py, collective_rpc): a worker is
     stuck or dead, which one the line cannot say: incomplete evidence, never no_failure; its steps take the workers'
     stacks, --enforce-eager and another NCCL release."""
-    v = run(_case("77") if text is None else _write(tmp_path, text)).verdict
+    v = (run(thread_log("77")) if text is None else run_text(text)).verdict
     assert v.kind is VerdictKind.INCOMPLETE
     assert "--enforce-eager" in _fix(v) and "py-spy dump" in _fix(v)
 
 
 def test_sglangs_scheduler_exception_is_a_failure_whose_exception_is_not_posted():
     """112: the scheduler's words and the traceback's first line only: a failure, its exception not in the inputs."""
-    v = run(_case("112")).verdict
+    v = run(thread_log("112")).verdict
     assert v.kind is VerdictKind.INCOMPLETE and "Scheduler hit an exception" in v.summary
     assert "whole traceback" in _fix(v)
 
