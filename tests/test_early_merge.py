@@ -4,6 +4,8 @@ only where the scans are the very scans merged, in the same order, and the answe
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -114,3 +116,17 @@ def test_an_input_of_few_mentions_is_merged_here(tmp_path: Path, monkeypatch: py
     monkeypatch.setattr("ncclcheck.evidence.scan.PARALLEL_MIN_FILES", 2)
     assert _json(analyze(sources, workers=2)) == _json(plain)
     assert parts == []
+
+
+def test_a_worker_of_few_mentions_never_imports_the_deciding_side(tmp_path: Path) -> None:
+    """The deciding side (job/records.py and the job model under it) is imported by the main process while the
+    workers read (job/analyze.py): a worker that reads no input of PART_MIN_MENTIONS mentions makes no part and
+    imports none of it (each of 16 workers importing it cost 4 MB more memory on the chatty corpus)."""
+    few, many = _synth(tmp_path / "few", 4, 8, 13, 1), _synth(tmp_path / "many", 4, 8, 13, 8)
+    code = ("import sys; from ncclcheck.evidence.reader import resolve; from ncclcheck.evidence.scan import _scan_chunk;"
+            " from ncclcheck.job.analyze import _file_part;"
+            " parts = [p for _, p in _scan_chunk(resolve([sys.argv[1]], print), _file_part)];"
+            " print(sum(p is not None for p in parts), 'ncclcheck.job.records' in sys.modules)")
+    said = [subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, check=True,
+                           timeout=120).stdout.split() for folder in (few, many)]
+    assert said == [["0", "False"], ["3", "True"]]

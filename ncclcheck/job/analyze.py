@@ -138,7 +138,8 @@ def analyze(
 
 def _file_part(scan: FileScan) -> FilePart | None:
     """One input's records merged alone, in the worker that read it (job/records.py's ``file_part``; imported there,
-    where the worker first runs it, not before the workers start)."""
+    where the worker first runs it on an input of PART_MIN_MENTIONS or more, evidence/scan.py: a worker that reads
+    none never imports the deciding side)."""
     from ncclcheck.job.records import file_part
 
     return file_part(scan)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ncclcheck.evidence.scan import PART_MIN_MENTIONS
 from ncclcheck.evidence.types import PG, FileScan, Loc, StatusMention, WorkMention
 from ncclcheck.job.model import Record
 
@@ -220,14 +221,6 @@ def _mentions(scan: FileScan) -> list[WorkMention | StatusMention]:
     mentions: list[WorkMention | StatusMention] = [*works, *statuses]
     mentions.sort(key=lambda m: m.loc.line)
     return mentions
-
-
-# Fewer timeout mentions than this in an input: no part is made of it, its mentions are merged in the main process.
-# A part's trip back (pickled in the worker, unpickled by the main process) costs about what merging its mentions
-# does: 0.9 ms against 1.3 ms for a node log of 100 ranks (2-core VM), and more than the merge for a file of one
-# rank (~20 us a file against ~15 us, on top of a fixed cost; 100,000 files took 18.5 s against 15.9 s on a 16-core
-# host with a part for every file).
-PART_MIN_MENTIONS = 16
 
 
 @dataclass(frozen=True)
