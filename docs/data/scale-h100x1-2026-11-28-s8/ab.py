@@ -1,4 +1,4 @@
-"""h-scale's before/after on one host (issue 42, session 8): the same jobs read by two trees in turn.
+"""h-scale's before/after on one host (issue 42, sessions 8 and 9): the same jobs read by two trees in turn.
 
 Generates each job once (tools/bench_ranks.py's mesh and writers), then times ``analyze-log --json`` of each with
 the baseline tree and this one, alternating which goes first from round to round; prints wall s, CPU s (the command

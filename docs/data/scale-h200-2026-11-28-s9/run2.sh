@@ -1,5 +1,6 @@
 #!/bin/bash
-# h-scale (session 9, issue 42): base70 and this branch in turn on the same jobs (ab.py), on one host's CPU cores.
+# h-scale (session 9, issue 42): base70 and this branch in turn on the same jobs (ab.py: the script kept in
+# docs/data/scale-h100x1-2026-11-28-s8/, copied into the tree it ran in), on one host's CPU cores.
 set -u
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --break-system-packages .whl/dev/*.whl 2>&1 | tail -1
