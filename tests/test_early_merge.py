@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 from test_scale import _synth
 
-from ncclcheck.evidence.reader import resolve
+from ncclcheck.evidence.reader import Source, resolve
 from ncclcheck.job import analyze as analyze_mod
 from ncclcheck.job.analyze import Early, analyze, analyze_scans, read_all
+from ncclcheck.job.model import Analysis
 from ncclcheck.render.json_out import analysis_json
 
 
@@ -76,13 +77,20 @@ def _parts(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     return seen
 
 
-def test_each_inputs_records_come_merged_from_its_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    folder = _synth(tmp_path, 4, 8, 13, 8)
+def _read_in_one_then_spied(folder: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[Source], Analysis, list[bool]]:
+    """The folder's inputs, their analysis read in one process, and the spy on the parts taken once workers read
+    (from two files on)."""
     sources = resolve([str(folder)], print)
     scans, problems = read_all(sources, workers=1)
     plain = analyze_scans(scans, problems=problems)
     parts = _parts(monkeypatch)
     monkeypatch.setattr("ncclcheck.evidence.scan.PARALLEL_MIN_FILES", 2)
+    return sources, plain, parts
+
+
+def test_each_inputs_records_come_merged_from_its_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = _synth(tmp_path, 4, 8, 13, 8)
+    sources, plain, parts = _read_in_one_then_spied(folder, monkeypatch)
     assert _json(analyze(sources, workers=2)) == _json(plain)
     # each node's ranks are its own: no input's records merge with another's; the straggler's node (rank 13 prints no
     # timeout: 14 mentions) is merged here
@@ -95,11 +103,7 @@ def test_a_rank_in_two_inputs_is_merged_across_them(tmp_path: Path, monkeypatch:
     folder = _synth(tmp_path, 4, 8, 13, 8)
     first = sorted(folder.iterdir())[0]
     (folder / ("z" + first.name)).write_bytes(first.read_bytes())  # read last, its ranks read before
-    sources = resolve([str(folder)], print)
-    scans, problems = read_all(sources, workers=1)
-    plain = analyze_scans(scans, problems=problems)
-    parts = _parts(monkeypatch)
-    monkeypatch.setattr("ncclcheck.evidence.scan.PARALLEL_MIN_FILES", 2)
+    sources, plain, parts = _read_in_one_then_spied(folder, monkeypatch)
     early = analyze(sources, workers=2)
     assert parts == [True] * 3 + [False]
     assert _json(early) == _json(plain) and len(early.records) == len(plain.records)
@@ -109,11 +113,7 @@ def test_a_rank_in_two_inputs_is_merged_across_them(tmp_path: Path, monkeypatch:
 def test_an_input_of_few_mentions_is_merged_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A file of one rank holds two mentions: merged in the main process, its part's trip back would cost more."""
     folder = _synth(tmp_path, 4, 8, 13, 1)
-    sources = resolve([str(folder)], print)
-    scans, problems = read_all(sources, workers=1)
-    plain = analyze_scans(scans, problems=problems)
-    parts = _parts(monkeypatch)
-    monkeypatch.setattr("ncclcheck.evidence.scan.PARALLEL_MIN_FILES", 2)
+    sources, plain, parts = _read_in_one_then_spied(folder, monkeypatch)
     assert _json(analyze(sources, workers=2)) == _json(plain)
     assert parts == []
 
