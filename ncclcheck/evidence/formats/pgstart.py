@@ -36,12 +36,12 @@ The same barrier's wait (:data:`BARRIER`) says more than a step: a group's creat
 which every process of the world must enter, member or not) counts the processes that reached it in the store key
 ``store_based_barrier_key:N`` and waits until all of them have, logging every 10 s or so ``Waiting in store based
 barrier to initialize process group for rank: R, key: K (world_size=W, worker_count=C, timeout=T)`` (PyTorch 1.8 to
-1.13, INFO), ``... num_workers_joined=C ...`` (2.0 on; 2.1 adds ``error: E``), ``... for S secondsrank: R, ...
-timeout=T error=E)`` (2.2 on, at DEBUG), and at the group's timeout raises ``Timed out initializing process group in
-store based barrier on rank: R, for key: K (world_size=W, worker_count=C, ...`` (RuntimeError; ``on rank R`` and
-DistStoreError since 2.0). Either is a :data:`BARRIER_FACT` fact ``R W C K``: rank R waits, and W-C processes never
-reached the group. ``Rank R: Completed store-based barrier for key:K with W nodes.`` is that key's wait over
-(:data:`BARRIER_DONE`). job/storebarrier.py reads them.
+1.13, INFO), ``... num_workers_joined=C ...`` (2.x, some with ``error: E`` after it), ``... for S secondsrank: R, ...
+timeout=T error=E)`` (later 2.x, at DEBUG, as torch 2.13 prints it), and at the group's timeout raises ``Timed out
+initializing process group in store based barrier on rank: R, for key: K (world_size=W, worker_count=C, ...``
+(RuntimeError; ``on rank R`` and DistStoreError in 2.x). Either is a :data:`BARRIER_FACT` fact ``R W C K``: rank R
+waits, and W-C processes never reached the group. ``Rank R: Completed store-based barrier for key:K with W nodes.``
+is that key's wait over (:data:`BARRIER_DONE`). job/storebarrier.py reads them.
 """
 
 from __future__ import annotations
