@@ -10,6 +10,12 @@ cause ``pg_start_unfinished``: a world whose ranks never all started or reached 
 a different world size), a store address or port the ranks do not share or cannot reach (MASTER_ADDR, MASTER_PORT, a
 launcher's main_process_port; a port of 0 lets each process pick its own, so no two meet), a port another program
 holds. job/stall.py calls :func:`unfinished` where its inputs stop at this step.
+
+A framework that makes its own NCCL communicator (vLLM's and SGLang's pynccl, Paddle's NCCL context) prints its last
+line before ``ncclCommInitRank`` (and vLLM's warm-up all-reduce after it); NCCL says nothing of its set-up without
+NCCL_DEBUG=INFO. Inputs that stop there (:func:`comm_unfinished`) never finished NCCL's set-up or first collective, or
+were cut there: ``incomplete_evidence``, the cause ``comm_init_unfinished``, whose steps are NCCL's (its INFO lines,
+the bootstrap's interface, the paths' isolating runs, a library interposed under CUDA's memory calls).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from ncclcheck.job.model import VerdictKind
 from ncclcheck.job.rules import Decision
 
 UNFINISHED = cause("pg_start_unfinished")
+COMM_UNFINISHED = cause("comm_init_unfinished")
 
 
 def unfinished(d: Decision, stops: Sequence[Fact]) -> Decision:
@@ -38,3 +45,21 @@ def unfinished(d: Decision, stops: Sequence[Fact]) -> Decision:
     locs = tuple(dict.fromkeys(f.loc for f in stops))[:8]
     return replace(d, kind=VerdictKind.INCOMPLETE, summary=summary,
                    cause=Diagnosis(UNFINISHED, (), detail, last.loc, locs, detail))
+
+
+def comm_unfinished(d: Decision, stops: Sequence[Fact]) -> Decision:
+    """The decision for inputs whose last lines are a framework's start of its own NCCL communicator (the module's
+    docstring)."""
+    last = max(stops, key=lambda f: (f.loc.file, f.loc.line))
+    detail = "the inputs stop at a framework's start of its NCCL communicator, before NCCL's set-up finished"
+    summary = (f"The inputs stop where a framework starts its own NCCL communicator ({last.loc}), with no error: its "
+               "last line before NCCL's set-up (vLLM's and SGLang's pynccl print it before sharing the communicator's "
+               "id over their CPU group and calling ncclCommInitRank, Paddle's NCCL context after sharing it). NCCL "
+               "prints nothing of its set-up without NCCL_DEBUG=INFO, and no line after it says the communicator was "
+               "made or a collective ran. Either NCCL's set-up (its bootstrap's "
+               "connections between the ranks, the transports' set-up, its memory allocation) or the first collective "
+               "hung on every rank these inputs show, or the log was cut there: the rest of it, or a run with "
+               "NCCL_DEBUG=INFO, tells which.")
+    locs = tuple(dict.fromkeys(f.loc for f in stops))[:8]
+    return replace(d, kind=VerdictKind.INCOMPLETE, summary=summary,
+                   cause=Diagnosis(COMM_UNFINISHED, (), detail, last.loc, locs, detail))

@@ -16,7 +16,9 @@ communicator shown with its set-up done (Init COMPLETE or a connection of its ow
 not shown, or no line that set-up finished: ``incomplete_evidence``.
 
 Inputs whose last line is a framework's process-group start (DeepSpeed's init_distributed, Lightning's
-"Initializing distributed", evidence/formats/pgstart.py) stopped before the rendezvous completed: job/pgstart.py.
+"Initializing distributed", evidence/formats/pgstart.py) stopped before the rendezvous completed; those whose last line
+is a framework's start of its own NCCL communicator (vLLM's pynccl, Paddle's NCCL context) stopped in NCCL's set-up,
+which says nothing without NCCL_DEBUG=INFO: job/pgstart.py.
 
 Inputs whose last line is c10d's store client's connection (``The client socket has connected``) stopped before NCCL,
 in the rendezvous: init_process_group waits there, printing nothing, until every rank joined the store. That is a
@@ -37,11 +39,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ncclcheck.evidence.formats.ncclsetup import HEADER_STEP, STORE_STEP
-from ncclcheck.evidence.formats.pgstart import PG_STEP
+from ncclcheck.evidence.formats.pgstart import COMM_STEP, PG_STEP
 from ncclcheck.evidence.types import Fact, FileScan
 from ncclcheck.job.causes import Diagnosis, cause
 from ncclcheck.job.model import EndKind, Job, VerdictKind
-from ncclcheck.job.pgstart import unfinished
+from ncclcheck.job.pgstart import comm_unfinished, unfinished
 from ncclcheck.job.rules import Decision
 from ncclcheck.ranks import rank_phrase
 
@@ -85,6 +87,8 @@ def stopped_at_setup(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decisi
         return _store(d, [f for f in stops if f is not None])
     if all(f is not None and f.value == PG_STEP for f in stops):  # a framework's last words before its rendezvous
         return unfinished(d, [f for f in stops if f is not None])  # (job/pgstart.py)
+    if all(f is not None and f.value in (PG_STEP, COMM_STEP) for f in stops):  # a framework's own NCCL communicator's
+        return comm_unfinished(d, [f for f in stops if f is not None and f.value == COMM_STEP])  # start, no further
     facts = [f for s in texts for f in s.facts]
     ready = [f for f in facts if f.key == "nccl_ready"]
     via = [f for f in facts if f.key == "nccl_via"]

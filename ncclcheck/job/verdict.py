@@ -31,6 +31,7 @@ from ncclcheck.job.findings import (
 )
 from ncclcheck.job.frmatch import history_findings
 from ncclcheck.job.idwait import lazy_p2p
+from ncclcheck.job.launcherkill import killed_workers
 from ncclcheck.job.launchgaps import error_file, member_steps, unstarted_members
 from ncclcheck.job.localonly import local_only_findings, local_only_steps
 from ncclcheck.job.lonework import awaited_ranks
@@ -43,6 +44,7 @@ from ncclcheck.job.runs import Restart
 from ncclcheck.job.stall import stopped_at_setup
 from ncclcheck.job.stated import best
 from ncclcheck.job.storeaddr import loopback_steps
+from ncclcheck.job.storebarrier import barrier_waited
 from ncclcheck.job.storewait import store_waited
 from ncclcheck.job.transport import shared_hang
 from ncclcheck.job.uneven import FIX as UNEVEN_FIX
@@ -69,7 +71,9 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     d = native_stall(job, d, scans)  # native stacks inside an NCCL call, nothing failed (job/nativestall.py)
     d = stuck_after_end(job, d, scans)  # a watchdog stuck after the job's own end (job/afterend.py)
     d = store_waited(job, d, scans)  # a store's wait that gave up after the job ran (job/storewait.py)
+    d = barrier_waited(job, d, scans)  # ranks waiting in the store-based barrier (job/storebarrier.py)
     d = lazy_p2p(job, d, scans)  # a send or recv's wait for its communicator's NCCL id (job/idwait.py)
+    d = killed_workers(d, scans)  # a launcher's kill of its workers, nothing else said (job/launcherkill.py)
     d = cut_off(job, d, scans)  # a console that stops mid-run with no ending and no failure (job/ending.py)
     d = unstarted_members(job, error_file(job, d, scans), scans)  # what a launcher says is missing (launchgaps.py)
     uneven = uneven_findings(scans, d.found)  # the ranks' loops counted to different totals (job/uneven.py)

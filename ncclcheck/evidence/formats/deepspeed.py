@@ -17,6 +17,13 @@ the launcher wrote each rank's output to a file of its own (the runner's "--enab
 inherit its stdout and stderr: its console carries every worker's lines, tagged or not, so a worker it started that
 wrote nothing there wrote nothing at all.
 
+Its failure handler (launch.py, sigkill_handler) first logs "Killing subprocess <pid>" for each worker it started
+(printed without the logger's head in its first releases, early 2021), then, where a worker's non-zero exit called
+it, the "exits with return code" line above (a CalledProcessError before DeepSpeed #1540, late 2021), and where the
+launcher itself was signalled "Main process received SIGINT, exiting" (or SIGTERM): a stop from outside, read as a
+job's stop. The "Killing subprocess" lines are ``ds_killing`` facts: with neither line after them (a paste that kept
+only them), a worker failed and nothing says which or how (job/launcherkill.py).
+
 How its console ends (job/ending.py): a console that holds the launcher's "nnodes=…, num_local_procs=…, node_rank=…"
 line is its own, with its workers' output. At a normal end it logs "[launch.py:…:main] Process <pid> exits successfully."
 for each worker (``launcher_done``); at a failure, the "exits with return code" line above, after which it kills the
@@ -31,7 +38,7 @@ from collections.abc import Iterable
 from ncclcheck import signals
 from ncclcheck.evidence.formats.source import AT, Console, Format, LauncherLines, LineFormat, Sample, ended
 from ncclcheck.evidence.linear import then
-from ncclcheck.evidence.types import Fact, Loc, Said, Who, WorkerEnd, WorkerStarted
+from ncclcheck.evidence.types import Fact, JobStop, Loc, Said, Who, WorkerEnd, WorkerStarted
 
 
 def _exit(m: re.Match[str]) -> WorkerEnd:
@@ -47,7 +54,12 @@ LINES = (
     # earlier line): the words are launch.py's own, printed nowhere else.
     LineFormat("DeepSpeed", "exits with return code", re.compile(r"exits with return code = (?P<code>-?\d+)"),
                read=_exit, rankless=True),
+    # The launcher itself was signalled (Ctrl-C, a scheduler's or a user's SIGTERM): it kills its workers and exits 1.
+    LineFormat("DeepSpeed", "Main process received SIG",
+               re.compile(r"Main process received SIG(?:INT|TERM), exiting"), stop=True),
 )
+KILLING = re.compile(r"Killing subprocess (?P<pid>\d+)")
+KILLING_FACT = "ds_killing"
 
 SPAWNED = re.compile(r"process (?P<pid>\d+) spawned with command: \[.*?'--local_rank=(?P<local>\d+)'")
 NODE = re.compile(r"nnodes=\d+, num_local_procs=(?P<procs>\d+), node_rank=(?P<node>\d+)")
@@ -94,6 +106,8 @@ class Spawns:
             self._own_logs = m["dir"] != "None"
         elif "exits successfully" in text and (m := SUCCESS.search(text)):
             return (Fact(_ANYONE, "launcher_done", m[0], loc),)
+        elif "Killing subprocess" in text and (m := KILLING.search(text)):
+            return (Fact(_ANYONE, KILLING_FACT, m["pid"], loc),)
         else:
             return self._exits.feed(text, loc)
         return ()
@@ -110,9 +124,9 @@ _KILL = "tests/data/launchers/deepspeed/kill/console.log"
 FORMAT = Format(
     name="DeepSpeed",
     words=("exits with return code", "spawned with command", "num_local_procs=", "global_rank_mapping=",
-           "enable_each_rank_log=", "exits successfully"),
+           "enable_each_rank_log=", "exits successfully", "Killing subprocess", "Main process received SIG"),
     make=Spawns,
-    patterns=(*(f.pattern for f in LINES), SPAWNED, NODE, MAPPING, OWN_LOGS, SUCCESS),
+    patterns=(*(f.pattern for f in LINES), SPAWNED, NODE, MAPPING, OWN_LOGS, SUCCESS, KILLING),
     samples=(
         Sample(_SPAWNED, f"{_KILL}:11", (Fact(_ANYONE, "launched", "DeepSpeed", AT), WorkerStarted(8884, 1, AT)),
                before=(_NODE, _MAPPING)),
@@ -120,6 +134,13 @@ FORMAT = Format(
         Sample("[2026-11-25 15:26:48,177] [INFO] [launch.py:285:main] Process 7166 exits successfully.",
                "tests/data/launchers/deepspeed/clean/console.log:46",
                (Fact(_ANYONE, "launcher_done", "Process 7166 exits successfully", AT),)),
+        Sample("[2026-11-25 15:28:08,465] [INFO] [launch.py:253:sigkill_handler] Killing subprocess 8883",
+               f"{_KILL}:52", (Fact(_ANYONE, KILLING_FACT, "8883", AT),)),
+        Sample("Killing subprocess 4077", "deepspeed/launcher/launch.py (sigkill_handler's print, its first releases)",
+               (Fact(_ANYONE, KILLING_FACT, "4077", AT),)),
+        Sample("[2024-05-02 10:11:12,345] [INFO] [launch.py:325:sigkill_handler] Main process received SIGTERM, exiting",
+               "deepspeed/launcher/launch.py (sigkill_handler, the launcher itself signalled)",
+               (JobStop("DeepSpeed", "Main process received SIGTERM, exiting", AT),)),
         Sample(_EXITS, f"{_KILL}:67",
                (WorkerEnd("DeepSpeed", None, _EXITS[_EXITS.index("sigkill"):], AT, exitcode=-9, signal="SIGKILL"),)),
     ),

@@ -1,0 +1,45 @@
+"""A launcher that killed its workers after one of them failed, where nothing else in the inputs says why.
+
+DeepSpeed's launcher (deepspeed/launcher/launch.py) polls its workers; when one exits with a non-zero status it calls
+its handler, which logs ``Killing subprocess <pid>`` for every worker it started, then ``<command> exits with return
+code = N``; the same handler, called by a signal the launcher itself received, ends with ``Main process received
+SIGINT, exiting`` (or SIGTERM) instead (evidence/formats/deepspeed.py reads the first as ``ds_killing`` facts, the
+others as a worker's end and a job's stop). So its kill lines with neither after them, and nothing failed in the
+inputs, say that a worker failed and not which or how. A worker that printed no error of its own died of a signal,
+most often the kernel's OOM killer's SIGKILL: ``rank_failed_first`` with no culprit, the cause ``host_kill``, whose
+steps are the host's kernel log and memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ncclcheck.evidence.formats.deepspeed import KILLING_FACT
+from ncclcheck.evidence.types import FileScan
+from ncclcheck.job.causes import HOST_KILL, Diagnosis
+from ncclcheck.job.model import VerdictKind
+from ncclcheck.job.rules import Decision
+
+
+def killed_workers(d: Decision, scans: Sequence[FileScan]) -> Decision:
+    """The decision for a launcher's kill of its workers with nothing else said (the module's docstring), else ``d``."""
+    if d.cause is not None or d.kind not in (VerdictKind.NO_FAILURE, VerdictKind.INCOMPLETE) or d.primary is not None:
+        return d
+    kills = [f for s in scans for f in s.facts if f.key == KILLING_FACT]
+    if not kills or any(s.errors for s in scans):
+        return d
+    first = min(kills, key=lambda f: (f.loc.file, f.loc.line))
+    pids = ", ".join(dict.fromkeys(f.value for f in kills))
+    detail = (f"DeepSpeed's launcher killed its workers (PIDs {pids}) after one of them exited with a non-zero status; "
+              "no worker's error is in these inputs")
+    summary = (f"DeepSpeed's launcher killed its workers ({first.loc}: `Killing subprocess PID` for each, PIDs {pids}): "
+               "its handler does so when one of them exited with a non-zero status, and no line says the launcher "
+               "itself was stopped from outside (`Main process received SIGINT/SIGTERM`). Which worker, and its "
+               "status, the launcher's next line says (`... exits with return code = N`), which these inputs do not "
+               "hold; no worker's error is in them either. A worker that died with no error of its own was killed by "
+               "a signal, most often the kernel's OOM killer (host memory: a checkpoint's save or load, CPU offload); "
+               "else its error is in a log these inputs lack (each rank's log under --enable_each_rank_log).")
+    locs = tuple(dict.fromkeys(f.loc for f in kills))[:8]
+    return replace(d, kind=VerdictKind.RANK_FAILED_FIRST, summary=summary, culprits=(), waiting=(),
+                   cause=Diagnosis(HOST_KILL, (), detail, first.loc, locs, detail))

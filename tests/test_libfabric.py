@@ -1,0 +1,61 @@
+"""libfabric's own lines (evidence/formats/libfabric.py) and the catalogue's ofi_provider_empty.
+
+The lines are written from libfabric's format strings: src/log.c's ofi_log in its three eras (up to 1.13
+`libfabric:PID:prov:subsys:func():line<level> `, the time after the PID from late 2021, a utility provider's prefix
+after the time from 2022), src/fabric.c's "fi_getinfo: provider %s output empty list", prov/efa's "ibv_open_device
+failed! errno: %d" and util/info.c's "fi_getinfo: %d (%s)"."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import run, run_text, thread_log
+
+from ncclcheck.evidence.formats import libfabric
+from ncclcheck.evidence.types import Loc
+from ncclcheck.job.model import VerdictKind
+
+EMPTY = "fi_getinfo: provider efa output empty list"
+HEADS = [
+    "libfabric:2317:efa:core:fi_getinfo_():1083<warn> ",  # up to 1.13
+    "libfabric:2317:1634030000:efa:core:fi_getinfo_():1083<warn> ",  # late 2021
+    "libfabric:2317:1714043021::core:core:fi_getinfo_():1391<warn> ",  # 2022 on, empty prefix
+    "libfabric:2317:1714043021:ofi_rxm:verbs;ofi_rxm:core:fi_getinfo_():1391<warn> ",  # a utility provider's prefix
+    "libfabric:...:core:core:fi_getinfo_():1391<warn> ",  # a paste that elided the PID and the time
+]
+
+
+@pytest.mark.parametrize("head", HEADS)
+def test_every_eras_warn_line_is_a_clue_in_its_providers_words(head):
+    [clue] = libfabric.Lines().feed(head + EMPTY, Loc("x", 1))
+    assert clue.kind == "libfabric" and clue.text.endswith(f"fi_getinfo_(): {EMPTY}")
+
+
+@pytest.mark.parametrize("level", ["info", "trace", "debug"])
+def test_lines_below_warn_say_nothing_failed(level):
+    line = f"libfabric:2317:1714043021::efa:core:efa_device_construct_gid():52<{level}> Opened ibv device"
+    assert list(libfabric.Lines().feed(line, Loc("x", 1))) == []
+
+
+@pytest.mark.parametrize("line", [
+    HEADS[2] + EMPTY,
+    "libfabric:2317:1714043021::efa:ep_data:efa_device_construct_gid():47<warn> ibv_open_device failed! errno: 2",
+    "fi_getinfo: -61 (No data available)",
+])
+def test_a_provider_with_no_device_is_a_set_up_failure_with_the_devices_steps(line):
+    v = run_text(f"{line}\n").verdict
+    assert (v.kind, v.cause.cause.kind, v.culprit_ranks) == (VerdictKind.SETUP_FAILURE, "ofi_provider_empty", ())
+    fix = "\n".join(v.cause.fix)
+    assert "/dev/infiniband" in fix and "fi_info -p efa" in fix
+
+
+def test_another_warning_of_libfabric_is_not_this_cause():
+    line = "libfabric:2317:1714043021::efa:cq:efa_rdm_cq_poll():300<warn> a completion error of its own"
+    v = run_text(f"{line}\n").verdict
+    assert v.cause is None or v.cause.cause.kind != "ofi_provider_empty"
+
+
+def test_the_public_thread_names_the_device_that_could_not_be_opened():
+    """230: in a pod, the efa provider listed nothing after one verbs device failed to open (errno 2)."""
+    v = run(thread_log("230")).verdict
+    assert (v.kind, v.cause.cause.kind) == (VerdictKind.SETUP_FAILURE, "ofi_provider_empty")
+    assert "ibv_open_device failed! errno: 2" in v.summary
