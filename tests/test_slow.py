@@ -229,3 +229,57 @@ def test_the_cli_names_the_busy_rank():
     assert r.exit_code == 1 and r.stderr == ""
     out = " ".join(r.stdout.replace("│", " ").split())
     assert "verdict: lagging_rank" in out and "Rank 0 was busy, not dead" in out
+
+
+# tqdm's bar with no room to draw it (ncols=0: tqdm/std.py format_meter returns ``l_bar[:-1] + r_bar[1:]``), one line
+# per redraw as a log file or a pasted console keeps it: the counts of a loop no rank prefix names.
+def _bar(i: int) -> str:
+    return f"Metrics: {100 * i // 32:3d}% {i}/32 [01:{i:02d}<00:25,  2.80s/it]\n"
+
+
+def test_a_loop_counting_on_after_the_timeouts_is_the_one_silent_member():
+    """Ranks 1-3 time out; a loop no rank names counts 23 then 25 of 32 after their timeouts: that process was alive
+    and working while they waited, so the one member that waited nowhere (rank 0) was busy, not dead, and the fixes
+    are moving the work or a longer timeout (job/slow.py's progress_busy)."""
+    v = run_text(_bar(22) + _bar(23) + OLD_NCCL + _bar(24) + _bar(25)).verdict
+    assert (v.kind.value, v.culprit_ranks, v.waiting_ranks) == ("lagging_rank", (0,), (1, 2, 3))
+    assert "Rank 0 was busy, not dead: a loop's progress that names no rank went on counting after the others had " \
+           "timed out (its count was 24/32, then 25/32 at" in v.summary
+    assert "after the first timeout at line 3" in v.summary
+    steps = " ".join(v.next_steps)
+    assert "raising the timeout does help" in steps and "Find the loop that rank ran alone" in steps
+    assert "ddp_timeout" in steps  # 30 min: said in every framework that sets it
+
+
+@pytest.mark.parametrize("after", [
+    "",  # nothing after the timeouts
+    _bar(23),  # the same count again: a closing bar's redraw (tqdm's close() with leave=True), no work
+    # torchrun restarted the workers: the bar that counts again is another attempt's
+    "I1128 05:34:04.820000 25692 torch/distributed/elastic/agent/server/api.py:942] [default] Worker group FAILED. "
+    "3/3 attempts left; will restart worker group\n" + _bar(0) + _bar(1),
+])
+def test_a_loop_that_did_not_rise_after_the_timeouts_names_no_one(after):
+    """Without a count that rose after the first timeout, nothing says the unnamed process went on working: rank 0
+    stays unknown, not guilty (job/absent.py)."""
+    v = run_text(_bar(22) + _bar(23) + OLD_NCCL + after).verdict
+    assert (v.kind.value, v.culprit_ranks, v.unknown_ranks) == ("incomplete_evidence", (), (0,))
+    assert "went on counting" not in v.summary
+
+
+def test_a_loop_a_rank_prefix_names_is_not_placed_on_another():
+    """The same counts under rank 1's prefix are rank 1's own: no process that names no rank went on, and rank 0 is
+    not named busy from them."""
+    text = _bar(22) + OLD_NCCL + "".join(f"[rank1]:{_bar(i)}" for i in (23, 25))
+    v = run_text(text).verdict
+    assert 0 not in v.culprit_ranks and "went on counting" not in v.summary
+
+
+def test_a_recorded_bar_without_room_after_the_timeouts_is_rank_0s():
+    """tools/launchers/busy_main.sh's loop case, recorded: rank 0's ncols=0 bar with no description, redrawn with
+    carriage returns, goes on from 20/50 (its last redraw before ranks 1-3's gloo tracebacks) to 24/50 after them;
+    torchrun stopped it. Its redraws carry no rank (a line that starts with a carriage return is no continuation of
+    the traceback above it)."""
+    v = run(LAUNCHED / "busy_loop" / "console.log").verdict
+    assert (v.kind.value, v.culprit_ranks, v.waiting_ranks) == ("lagging_rank", (0,), (1, 2, 3))
+    assert "(its count was 20/50, then 24/50 at" in v.summary
+    assert any("10 s is no default" in s for s in v.next_steps)

@@ -146,7 +146,7 @@ class LogParser:
     def feed(self, lineno: int, raw: bytes) -> None:
         """Take one physical line (without its newline)."""
         self._last_errors.line(lineno)
-        bar = last_bar(raw) if b"%|" in raw and b"\r" in raw else None
+        bar = last_bar(raw) if b"\r" in raw and (b"%|" in raw or b"it/s" in raw or b"s/it" in raw) else None
         text = clean(raw)
         if not self._replaced and "\ufffd" in text:
             self._replaced = True
@@ -184,10 +184,12 @@ class LogParser:
             self._outlived.add(self._pid_error.pop(self._line_pid))
         who = self._procs.who(text)
         if who.global_rank is None and self._carry is not None and self._carry[0] == lineno - 1 and text \
+                and not raw.startswith(b"\r") \
                 and not HEADER.search(text) and not ROLE_RANK.match(text) \
                 and not (text.startswith("(") and formats.pid_tag(text) is not None):
             # A line with no prefix and no header of its own, right under a prefixed line: the rest of that line
             # (a terminal wraps it anywhere, also inside the prefix's record) or what the same process printed next.
+            # A line that starts with a carriage return is neither: a process redrawing its progress bar.
             who = self._carry[1]
         self._carry = (lineno, who) if who.global_rank is not None and text else None
         if who in self._logged and loglevel.went_on(text):
@@ -197,10 +199,14 @@ class LogParser:
         if who.global_rank is not None and not (self._line_pid is not None and self._line_pid in self._procs.pid_rank):
             self._ranks.add(who.global_rank)
         if bar is not None:
-            self._busy(who, bar, Loc(self.file, lineno))
+            bar_who = who
+            if (glued := busy.GLUED_LINE.search(bar, 1)) is not None:
+                bar = bar[:glued.start()]  # another process's line glued after the bar without its newline
+                bar_who = self._procs.who(bar)
+            self._busy(bar_who, bar, Loc(self.file, lineno))
             for e in progress.Lines().feed(bar, Loc(self.file, lineno)):  # the bar's last count (formats/progress.py)
                 if isinstance(e, Fact):
-                    self._fact(who, e.key, e.value, e.loc)
+                    self._fact(bar_who, e.key, e.value, e.loc)
         # The rest is taken where the line is read for errors and facts (not in a record, a table or a stack).
         self._held = [e for e in said if not isinstance(e, (PidRank, WorkerStarted, WorkerDied))]
         sq = squeeze(text) if pgnccl.MAY_START.search(text) or OPEN_TAIL.search(text, max(0, len(text) - 100)) \
@@ -623,7 +629,11 @@ class LogParser:
     def _fact(self, who: Who, key: str, value: str, loc: Loc) -> None:
         if key == "progress":  # a loop's latest count on a rank replaces its earlier ones (formats/progress.py)
             self._logged.pop(who, None)  # and says it went on past any error it logged
-            self._facts[(key, value.rsplit(": ", 1)[0], who.rank)] = Fact(who, key, value[:300], loc)
+            loop = value.rsplit(": ", 1)[0]
+            was = self._facts.get((key, loop, who.rank))
+            if was is not None and was.value != value[:300]:  # where the count last changed, and from what
+                self._facts[("progress_rise", loop, who.rank)] = Fact(who, "progress_rise", was.value, loc)
+            self._facts[(key, loop, who.rank)] = Fact(who, key, value[:300], loc)
             return
         if key == "setup":  # a process's latest step of NCCL's set-up: where its lines stop (formats/ncclsetup.py)
             self._facts.pop((key, "", who.rank), None)  # re-inserted last: the dict's order stays the lines' order

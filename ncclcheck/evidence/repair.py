@@ -16,8 +16,10 @@ import re
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b|\[[0-9]{1,3}(?:;[0-9]{1,3})*m")
 # A tqdm-style progress bar another process drew into this line on the same terminal: "\r" and the bar, up to its
 # counts and stats ("\rEpoch 0:  45%|████▌     | 9/20 [00:03<00:04,  2.50it/s, loss=0.1]"); the line resumes after.
+# Without room for a bar (tqdm's ncols=0, format_meter's ``l_bar[:-1] + r_bar[1:]``) the counts follow the percentage
+# with no bar between ("\r 40% 20/50 [00:10<00:15,  2.00it/s]").
 PROGRESS = re.compile(
-    r"\r[^\r\n|]{0,200}?\d{1,3}%\|[^|\r\n]{0,200}\|\s*[\d.]+[kMG]?/[\d.?]+[kMG]?(?:\s*\[[^\]\r\n]{0,200}\])?"
+    r"\r[^\r\n|]{0,200}?\d{1,3}%(?:\|[^|\r\n]{0,200}\|)?\s*[\d.]+[kMG]?/[\d.?]+[kMG]?(?:\s*\[[^\]\r\n]{0,200}\])?"
 )
 # A line that begins a new log record; a hard-wrap continuation never looks like this.
 HEADER = re.compile(
@@ -43,7 +45,7 @@ def clean(raw: bytes) -> str:
     """Decode one physical line and strip CR, progress bars written into it, ANSI colour codes and their remnants."""
     text = raw.decode("utf-8", "replace")
     if "\r" in text:
-        if "%|" in text:
+        if "%|" in text or "%" in text and ("it/s" in text or "s/it" in text):
             text = PROGRESS.sub("", text)
         text = text.replace("\r", " ")
     if "\x1b" in text or "[0m" in text:
@@ -56,7 +58,7 @@ def last_bar(raw: bytes) -> str | None:
     :func:`clean` removes from the line: where a rank's log ends in one, it is what the rank was doing."""
     text = raw.decode("utf-8", "replace")
     for part in reversed(text.split("\r")):
-        if "%|" in part and part.strip():
+        if ("%|" in part or "%" in part and ("it/s" in part or "s/it" in part)) and part.strip():
             return part.strip()
     return None
 

@@ -11,7 +11,8 @@ log is where to look. It is named only where a line of the inputs says something
   did not join or finish the collective;
 * ``monitored_barrier`` names the ranks that never reached it (torch/csrc/distributed/c10d/ProcessGroupGloo.cpp);
 * a line that names no rank says a process was busy while the others waited (a progress bar drawn by the main
-  process; job/slow.py): the rank that waited nowhere is the one that printed it.
+  process; job/slow.py), or a loop's count that names no rank rose after the others timed out (a live process at
+  work; job/slow.py): the rank that waited nowhere is the one that printed it.
 
 Lines the rank wrote itself, a launcher's line about its exit and a flight-recorder dump give it an ending of its own
 (job/build.py), so it is never "without input"; the catalogue's causes that name a rank (the flight recorder's
@@ -23,13 +24,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ncclcheck.job.model import Job
-from ncclcheck.job.slow import busy_rank
+from ncclcheck.job.slow import busy_rank, progressed
 from ncclcheck.ranks import rank_phrase
 
 
 def said_of(job: Job, rank: int) -> bool:
     """Whether a line of the inputs says something of ``rank``, the one member without input the others waited for."""
-    return rank in job.facts.reported_late or busy_rank(job.facts.busy, job.facts.framework, None, None) is not None
+    return rank in job.facts.reported_late or busy_rank(job.facts.busy, job.facts.framework, None, None) is not None \
+        or progressed(job) is not None
 
 
 def awaited_words(job: Job, awaited: Sequence[int]) -> str:

@@ -58,6 +58,7 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         consoles=consoles(scans),
         reported_late=reported_late(scans),
         progress=tuple(f for s in scans for f in s.facts if f.key == "progress"),
+        rises=tuple(f for s in scans for f in s.facts if f.key == "progress_rise"),
         pipeline=tuple(f for s in scans for f in s.facts if f.key == "pipeline"),
         devices=tuple(f for s in scans for f in s.facts if f.key in ("accelerate_device", "accelerate_process")),
         returns=read_chains(scans),

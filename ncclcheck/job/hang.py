@@ -47,7 +47,7 @@ def primary_work(job: Job) -> Work | None:
     return next(w for w in stuck if (w.group, w.seq) == (group, seq))
 
 
-def _works_at(job: Job, group: GroupId, seq: int | None) -> dict[int, Work]:
+def works_at(job: Job, group: GroupId, seq: int | None) -> dict[int, Work]:
     """Each rank's collective at one sequence number of one group (dumps record it; logs name the stuck one)."""
     works: dict[int, Work] = {}
     for s in job.ranks:
@@ -72,7 +72,7 @@ def _odd_ones(job: Job, group: GroupId, seq: int, works: dict[int, Work]) -> tup
     if not rest or rest[0][1] < n:
         odd = sorted(r for r, w in works.items() if sig(w) != top)
         return odd, f"{rank_phrase(odd).capitalize()} differ{'s' if len(odd) == 1 else ''} from the majority."
-    before = {sig(w) for w in _works_at(job, group, seq - 1).values()} if seq > 1 else set()
+    before = {sig(w) for w in works_at(job, group, seq - 1).values()} if seq > 1 else set()
     if len(before) == 1:
         prev = next(iter(before))
         if prev in sigs and len(sigs) == 2:
@@ -95,7 +95,7 @@ def _mismatch_culprits(job: Job, roots: Sequence[int]) -> tuple[list[int], str] 
         e = diff[0]
         if e.work.p2p:
             return _p2p_mismatch(e)
-        works = _works_at(job, e.work.group, e.work.seq)
+        works = works_at(job, e.work.group, e.work.seq)
         sigs = Counter(sig(w) for w in works.values())
         where = "; ".join(f"{rank_phrase(r for r, w in works.items() if sig(w) == k)}: {k}" for k in sigs)
         culprits, why = _odd_ones(job, e.work.group, e.work.seq or 0, works)

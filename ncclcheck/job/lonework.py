@@ -27,7 +27,7 @@ from ncclcheck.job.findings import SKIPPED_STEP
 from ncclcheck.job.hang import find_roots
 from ncclcheck.job.model import Job, VerdictKind
 from ncclcheck.job.rules import Decision
-from ncclcheck.job.slow import longer_timeout
+from ncclcheck.job.slow import first_timeouts, longer_timeout
 
 # The verdicts whose culprit did not show what it did: the timeout's culprit is unknown, absent or only lagging.
 _LONE = (VerdictKind.INCOMPLETE, VerdictKind.LAGGING_RANK)
@@ -46,16 +46,6 @@ def lone_work_step(job: Job) -> str:
             "timeout will help.")
 
 
-def _first_timeouts(job: Job) -> dict[str, int]:
-    """Each file's first line of a timed-out work."""
-    first: dict[str, int] = {}
-    for s in job.ranks:
-        w = s.stuck
-        if w is not None and w.loc is not None:
-            first[w.loc.file] = min(w.loc.line, first.get(w.loc.file, w.loc.line))
-    return first
-
-
 def _at_total(f: Fact) -> bool:
     count = f.value.rpartition(": ")[2]
     i, _, n = count.partition("/")
@@ -65,7 +55,7 @@ def _at_total(f: Fact) -> bool:
 def phase_line(job: Job) -> tuple[str, Loc] | None:
     """The last line before a file's first timeout that shows the phase the job was in: a loop at its end, the
     training loop's end, or work (evaluation, saving) that no rank's prefix names."""
-    first = _first_timeouts(job)
+    first = first_timeouts(job)
     found: list[tuple[str, Loc]] = []
     for f in job.facts.progress:
         if _at_total(f):

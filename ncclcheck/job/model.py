@@ -292,6 +292,7 @@ class JobFacts:
     consoles: tuple[str, ...] = ()  # the inputs that are torchrun's console of a node (job/ending.py)
     reported_late: frozenset[int] = frozenset()  # ranks another rank's report names as not joining (job/absent.py)
     progress: tuple[Fact, ...] = ()  # each rank's latest count of each loop (formats/progress.py), for job/lonework.py
+    rises: tuple[Fact, ...] = ()  # where each of those counts last changed, valued with the count before (job/slow.py)
     pipeline: tuple[Fact, ...] = ()  # lines that say the job runs pipeline parallelism (formats/pipeline.py)
     devices: tuple[Fact, ...] = ()  # the devices and process indexes Accelerate's state prints (job/dupgpu.py)
     returns: tuple[Chain, ...] = ()  # NCCL's return traces under its errors (job/returntrace.py)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ncclcheck import signals
 from ncclcheck.evidence.types import ErrorKind, Loc
-from ncclcheck.job import callphase, dupgpu, nodeloss
+from ncclcheck.job import callphase, disagree, dupgpu, nodeloss
 from ncclcheck.job.causes import (
     DEVICE,
     HOST,
@@ -113,6 +113,7 @@ def decide_job(job: Job, diagnose: Diagnose) -> Decision:
     kind, culprits, summary, cause = _with_cause(job, kind, culprits, summary,
                                                  diagnose(killed_ranks, min(fired, default=None), silent),
                                                  job.facts.hosts)
+    kind, culprits, summary, cause = disagree.restate(job, kind, culprits, summary, cause)  # job/disagree.py
     kind, culprits, summary, cause = restate(job, kind, culprits, summary, cause, primary is not None)
     kind, culprits, summary, cause = callphase.restate(job, kind, culprits, summary, cause)  # job/callphase.py
     kind, culprits, summary, cause = nodeloss.restate(job, kind, culprits, summary, cause)  # job/lostnode.py

@@ -7,6 +7,15 @@ arrived: there the fixes are to spread or move that work, or to give that phase 
 last line tells the two apart (a progress bar, "Evaluating", "Saving checkpoint", "Running tokenizer"), with no
 error and no fatal signal after it. Each framework sets the timeout its own way, so the fix is said in the
 framework the log shows.
+
+A loop's count that rose after the others timed out says the same of its process whatever the loop is: the ranks
+that timed out were held in the collective until their watchdog took them down, so the process whose progress went
+on was working, alive, while they waited. In a console whose lines name no rank, that process is the one member that
+waited nowhere. The count must rise: a bar drawn again at the count it showed (tqdm's ``close()`` with ``leave=True``
+redraws it as its process unwinds) says nothing of work. (A waiter that unwinds out of a bar of its own, on a gloo
+timeout's exception, may redraw it at a count that throttled redraws had not shown; an NCCL watchdog's timeout ends
+its process without unwinding Python, by ``std::terminate`` or ``abort``, and a waiter blocked in a collective after
+its loop draws no bar.)
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ _LONGER = {
              "that phase: `dist.new_group(timeout=...)`",
 }
 _PHASE = {"eval": "evaluation", "save": "checkpoint saving", "preprocess": "dataset preprocessing",
-          "compile": "compiling"}
+          "compile": "compiling", "loop": "a loop of its own"}
 _SPREAD = {
     "eval": "Evaluate on every rank (a DistributedSampler over the eval set, the metrics reduced with all_reduce) "
             "instead of on one rank alone (usually rank 0) while the others go on to the next collective.",
@@ -50,6 +59,10 @@ _SPREAD = {
                   "every rank finds it.",
     "compile": "Warm the compile cache before the timed run (the same job once, or TORCHINDUCTOR_CACHE_DIR on shared "
                "storage), so the first step does not compile on one rank while the others wait.",
+    "loop": "Find the loop that rank ran alone (its progress line's description; most often evaluation, validation or "
+            "a metric pass on the main process) and run it on every rank, each its share (a DistributedSampler, the "
+            "results reduced with all_reduce), or where no collective waits for it, instead of on one rank while the "
+            "others go on to the next collective.",
 }
 
 
@@ -66,11 +79,20 @@ class Busy:
     timeout_ms: int | None
     placed: bool = False  # the line names no rank: it is the culprit's as the one member that waited nowhere
     named_by: str = ""  # the line names no rank: why it is this rank's all the same, in words (job/storewait.py)
+    rose: str = ""  # the count before, where a loop's count rose after the first timeout (:func:`progressed`)
+    timed_out: int = 0  # that timeout's line in the same file
 
     def words(self) -> str:
         """``Rank 0 was busy, not dead: its last line is "Evaluating: 40%|…" (file:58), evaluation on it alone…``"""
         over = f" outlasted the {human_seconds(self.timeout_ms / 1000)} timeout" if self.timeout_ms else \
             " outlasted the timeout"
+        if self.rose:
+            return (f"Rank {self.rank} was busy, not dead: a loop's progress that names no rank went on counting "
+                    f"after the others had timed out (its count was {self.rose}, then {self.line} at {self.loc}, after "
+                    f"the first timeout at line {self.timed_out}): that process was "
+                    "alive and working while the ranks that name themselves were held in the collective, and rank "
+                    f"{self.rank} is the one member that waited nowhere; {_PHASE[self.phase]} on that rank alone{over} "
+                    "while the others waited.")
         if self.named_by:
             return (f"Rank {self.rank} was busy, not dead: \"{self.line}\" ({self.loc}) names no rank, but "
                     f"{self.named_by}; {_PHASE[self.phase]} on that rank alone{over} while the others waited.")
@@ -123,6 +145,53 @@ def placed_busy(lines: Sequence[tuple[bool, Fact]], used: tuple[str, Loc | None]
     return None if b is None else replace(b, rank=rank, placed=True)
 
 
+def first_timeouts(job: Job) -> dict[str, int]:
+    """Each file's first line of a timed-out work."""
+    first: dict[str, int] = {}
+    for s in job.ranks:
+        w = s.stuck
+        if w is not None and w.loc is not None:
+            first[w.loc.file] = min(w.loc.line, first.get(w.loc.file, w.loc.line))
+    return first
+
+
+def _count(value: str) -> tuple[int, int]:
+    """A progress fact's count and total (``label: i/n``)."""
+    i, _, n = value.rpartition(": ")[2].partition("/")
+    return int(i), int(n)
+
+
+def progressed(job: Job) -> tuple[Fact, Fact, int] | None:
+    """A loop of a process that names no rank whose count rose after the first timeout of its file: its latest
+    progress fact, where its count rose (valued with the count before) and the first timeout's line. A rise after the
+    launcher restarted the workers (torchrun's "will restart worker group") is another attempt's."""
+    first = first_timeouts(job)
+    latest = {(f.loc.file, f.value.rsplit(": ", 1)[0]): f for f in job.facts.progress if f.who.rank is None}
+    for r in job.facts.rises:
+        f = latest.get((r.loc.file, r.value.rsplit(": ", 1)[0]))
+        if r.who.rank is not None or f is None or r.loc.file not in first or r.loc.line <= first[r.loc.file]:
+            continue
+        if any(c.loc.file == r.loc.file and first[r.loc.file] < c.loc.line < r.loc.line for c in job.facts.relaunches):
+            continue
+        (was, total), (now, now_total) = _count(r.value), _count(f.value)
+        if total == now_total and now > was:
+            return f, r, first[r.loc.file]
+    return None
+
+
+def progress_busy(job: Job, rank: int, used: tuple[str, Loc | None], timeout_ms: int | None) -> Busy | None:
+    """The loop whose count rose after the others timed out (:func:`progressed`), as ``rank``'s: the caller has found
+    ``rank`` the one member of the group that waited nowhere and left no input of its own."""
+    seen = progressed(job)
+    if seen is None:
+        return None
+    f, rise, timed_out = seen
+    loop, _, count = f.value.rpartition(": ")
+    name, loc = used
+    return Busy(rank, busy_phase(loop) or "loop", count, f.loc, name, loc, timeout_ms, placed=True,
+                rose=rise.value.rpartition(": ")[2], timed_out=timed_out)
+
+
 # Endings of a lagging rank that say nothing of what it did: no input, a log that just stops, or the launcher's stop
 # after the others failed. Its busy line says it; the words "never arrived" or "left nothing" would not be true.
 _UNSEEN_AT_WORK = (EndKind.UNKNOWN, EndKind.SILENT, EndKind.ABORTED)
@@ -141,7 +210,8 @@ def busy_member(job: Job, kind: VerdictKind, culprits: Sequence[int], summary: s
     if s is None or s.ending.kind not in _UNSEEN_AT_WORK:
         return None
     b = busy_rank(lines, used, culprits[0], primary.timeout_ms) or placed_busy(lines, used, culprits[0],
-                                                                              primary.timeout_ms)
+                                                                              primary.timeout_ms) \
+        or progress_busy(job, culprits[0], used, primary.timeout_ms)
     if b is None:
         return None
     if s.ending.kind is EndKind.ABORTED:

@@ -13,6 +13,7 @@ from ncclcheck import signals
 from ncclcheck.evidence.types import ElasticFailure, Loc
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.causes import PROBE, Diagnosis, describe
+from ncclcheck.job.disagree import calls_differ
 from ncclcheck.job.findings import next_steps
 from ncclcheck.job.lonework import lone_work
 from ncclcheck.job.model import Job, VerdictKind
@@ -83,9 +84,11 @@ def steps(job: Job, d: Decision) -> tuple[str, ...]:
         out = (pipe, *out)
     if d.primary is None and job.facts.exit_teardown:
         out = (EXIT_TEARDOWN_STEP, *out)
-    # A cause read from DETAIL's own report: DETAIL has compared every rank's call and found them different, which
-    # answers the cause's fixes (run with DETAIL; tell different calls from different settings).
-    if d.cause is not None and not (d.kind is VerdictKind.COLLECTIVE_MISMATCH and d.cause.loc in reports):
+    # A cause read from DETAIL's own report, or from the ranks' own records of one call (job/disagree.py): the calls
+    # were compared and found different, which answers the cause's fixes (run with DETAIL; tell different calls from
+    # different settings: NCCL's settings do not change the op or size PyTorch records).
+    if d.cause is not None and not (d.kind is VerdictKind.COLLECTIVE_MISMATCH and (
+            d.cause.loc in reports or d.cause == calls_differ(job))):
         out = (*d.cause.fix, *((PROBE,) if d.cause.cause.probe else ()), *out)
     return out
 

@@ -5,10 +5,12 @@
 #   tokenize  rank 0's "Running tokenizer on dataset" bar, the others in dist.barrier(); the console as a user pastes
 #             it (no --tee: no [defaultN]: tags) and, with --log-dir --redirects 3 --tee 3, one file per rank
 #   eval      rank 0's "Evaluating" bar, the others in an all_reduce, the console with --tee 3
+#   loop      rank 0's bar with no description drawn with ncols=0 (its counts alone), the others in a broadcast from
+#             rank 0; the console without --tee
 #
 # usage: tools/launchers/busy_main.sh [OUT_DIR] [CASE ...]   (default: tests/data/launchers/torchrun, all)
 set -euo pipefail
-default_cases=(tokenize eval)
+default_cases=(tokenize eval loop)
 # shellcheck source=tools/launchers/torchrun_args.sh
 . "$(dirname "$0")/torchrun_args.sh" "$@"
 port=29960
@@ -23,6 +25,9 @@ for case in "${cases[@]}"; do
     port=$((port + 1))
     JOB_TIMEOUT=10 prlimit --as=6000000000 -- "$venv/bin/torchrun" --nnodes 1 --nproc-per-node 4 --master-port $port \
       --log-dir "$dir/logs" --redirects 3 --tee 3 tools/launchers/busy_main_job.py "$case" >"$dir/tee-console.log" 2>&1
+  elif [ "$case" = loop ]; then
+    JOB_TIMEOUT=10 prlimit --as=6000000000 -- "$venv/bin/torchrun" --nnodes 1 --nproc-per-node 4 --master-port $port \
+      tools/launchers/busy_main_job.py "$case" >"$dir/console.log" 2>&1
   else
     JOB_TIMEOUT=10 prlimit --as=6000000000 -- "$venv/bin/torchrun" --nnodes 1 --nproc-per-node 4 --master-port $port \
       --tee 3 tools/launchers/busy_main_job.py "$case" >"$dir/console.log" 2>&1

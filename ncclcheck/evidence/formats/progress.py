@@ -9,7 +9,9 @@ epoch 0`` are one loop.
   the count and the total).
 * tqdm's bar (tqdm/std.py ``format_meter``, its default ``l_bar{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining},
   {rate_fmt}{postfix}]``): the count and total, then the rate in ``it/s`` or ``s/it``; the description is
-  ``l_bar``'s text before the percentage. Lightning's and the HF Trainer's bars are tqdm's.
+  ``l_bar``'s text before the percentage. Lightning's and the HF Trainer's bars are tqdm's. With ``ncols=0`` (no room
+  for a bar) format_meter returns ``l_bar[:-1] + r_bar[1:]``, the same counts without the bar and its two ``|``:
+  ``desc:  72% 23/32 [01:07<00:25,  2.80s/it]`` (tqdm since 2015, 367723c, to today's tqdm/std.py).
 
 ``step N/M`` is not read: nearly every line of a training log holds ``step``, and a word that gates a source makes the
 block reader keep every line holding it (formats/__init__.py); the bars and ``batch`` counts cover what the loops
@@ -31,7 +33,7 @@ PRINTED = re.compile(r"(?P<label>(?:[\w.-]{1,30}[ :]+){0,4}?)\b(?:batch|Batch)(?
 # 367 s on 16 KiB of spaces (tests/test_linear_patterns.py found it).
 # tqdm's bar fills the terminal's width left by its text (format_meter's ``ncols``): on a wide terminal it is well over
 # 80 characters (300 covers a 4K-wide console).
-BAR = re.compile(r"\d{1,3}%\|[^|]{0,300}\| {0,8}(?P<i>\d{1,9})/(?P<n>\d{1,9}) \[[^\]]{0,60}?(?:it/s|s/it)")
+BAR = re.compile(r"\d{1,3}%(?:\|[^|]{0,300}\|)? {0,8}(?P<i>\d{1,9})/(?P<n>\d{1,9}) \[[^\]]{0,60}?(?:it/s|s/it)")
 _BEFORE = 80  # characters of a bar's label, at most
 _DIGITS = re.compile(r"\d+")
 # A launcher's tag before the line (torchrun's ``[default0]:``, a ``[rank0]:`` prefix, Slurm's ``0: ``): no part of
@@ -57,7 +59,7 @@ class Lines:
     """One input's progress lines, each read on its own."""
 
     def feed(self, text: str, loc: Loc) -> Iterable[Said]:
-        m = (BAR.search(text) if ("it/s" in text or "s/it" in text) and "%|" in text else None) or (
+        m = (BAR.search(text) if ("it/s" in text or "s/it" in text) and "%" in text else None) or (
             PRINTED.search(text) if "atch" in text else None)
         if m is None or int(m["n"]) == 0 or int(m["i"]) > int(m["n"]):
             return ()
@@ -80,5 +82,8 @@ FORMAT = Format(
         Sample("Epoch 0:  57%|█████▋    | 4/7 [00:01<00:00,  3.02it/s, v_num=0, train_loss=0.512]",
                "Lightning's TQDMProgressBar (its main bar's description, tqdm's format_meter with a postfix)",
                (Fact(_ANYONE, "progress", "Epoch #: 4/7", AT),)),
+        Sample("Validating:  72% 23/32 [01:07<00:25,  2.80s/it]",
+               "tqdm's format_meter with ncols=0 (tqdm/std.py: `l_bar[:-1] + r_bar[1:]`, no bar between the counts)",
+               (Fact(_ANYONE, "progress", "Validating: 23/32", AT),)),
     ),
 )
