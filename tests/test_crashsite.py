@@ -11,7 +11,7 @@ settings lines are src/init.cc's and src/misc/param.cc's.
 
 from __future__ import annotations
 
-from conftest import run_text, thread_log
+from conftest import DATA, run, run_text, thread_log
 
 from ncclcheck.evidence.formats.backtrace import family, frame
 
@@ -130,3 +130,35 @@ def test_the_public_threads_crashes_in_nccl_are_named():
         v = run_text(thread_log(case).read_text()).verdict
         crash = next(f for f in v.findings if f.code == "crash-in-nccl")
         assert named in crash.message
+
+
+def test_a_real_crash_under_gdb_is_charged_to_the_extension_that_called_libc():
+    """gdb stopped on a real SIGSEGV (tests/data/crash/README.md): frame 0 is glibc's strlen (no library printed),
+    frame 1 the _ctypes extension that passed it the null pointer."""
+    v = run(DATA / "crash" / "gdb" / "console.log").verdict
+    assert (v.cause.cause.kind if v.cause else None) == "native_crash"
+    site = next(f for f in v.findings if f.code == "crash-site")
+    assert "_ctypes.cpython-311-x86_64-linux-gnu.so" in site.message and str(site.evidence[0]).endswith(":8")
+    assert not any(f.code == "crash-in-nccl" for f in v.findings)
+
+
+def test_a_real_segfault_under_torchrun_names_the_python_call_faulthandler_shows():
+    """torchrun's rank 1 crashed in ctypes.string_at with faulthandler on (tests/data/crash/README.md)."""
+    v = run(DATA / "crash" / "torchrun" / "console.log").verdict
+    assert v.kind.value == "rank_failed_first" and v.culprit_ranks == (1,)
+    assert (v.cause.cause.kind if v.cause else None) == "native_crash"
+    call = next(f for f in v.findings if f.code == "crash-call")
+    assert "string_at" in call.message and "segv_rank1.py:10" in call.message
+    assert not any(f.code in ("crash-site", "crash-in-nccl") for f in v.findings)
+
+
+def test_only_the_python_frames_of_the_thread_that_caught_the_signal_are_read():
+    text = "\n".join(("Fatal Python error: Segmentation fault", "",
+                      "Thread 0x00007f3d40000640 (most recent call first):",
+                      '  File "/usr/lib/python3.11/threading.py", line 327 in wait', "",
+                      "Current thread 0x00007f3d44646b80 (most recent call first):",
+                      '  File "/x/site-packages/torch/distributed/distributed_c10d.py", line 2806 in all_reduce',
+                      '  File "/x/train.py", line 41 in step', ""))
+    call, _ = _found(text, "crash-call")
+    assert call is not None and "all_reduce" in call.message and "step (/x/train.py:41)" in call.message
+    assert "wait" not in call.message

@@ -74,15 +74,36 @@ def crash_site(scans: Sequence[FileScan], cause: Diagnosis | None) -> Site | Non
     return None
 
 
+def _python_call(scans: Sequence[FileScan], cause: Diagnosis | None) -> list[Finding]:
+    """Where no native frame is printed: the Python call the crashing thread was in, from faulthandler's frames of the
+    thread that caught the signal (innermost first), and the frame that called it."""
+    if cause is None or cause.cause.kind != "native_crash":
+        return []
+    frames = sorted((f for s in scans for f in s.facts if f.key == "python_frame" and f.loc.file == cause.loc.file
+                     and f.loc.line > cause.loc.line), key=lambda f: f.loc.line)
+    if not frames:
+        return []
+    at, _, call = frames[0].value.rpartition("|")
+    caller = ""
+    if len(frames) > 1 and frames[1].loc.line == frames[0].loc.line + 1:
+        by, _, fn = frames[1].value.rpartition("|")
+        caller = f", called from {fn} ({by})"
+    return [Finding(Severity.INFO, "crash-call",
+                    f"The thread that caught the signal was in the Python call {call} ({at}){caller}: the native code "
+                    "that call entered crashed (faulthandler prints no native frame before Python 3.14).",
+                    (frames[0].loc,), None)]
+
+
 def crash_findings(scans: Sequence[FileScan], cause: Diagnosis | None, v: Versions) -> list[Finding]:
     """The library a native crash struck in and, for NCCL, its release, settings and logging as the steps."""
     site = crash_site(scans, cause)
     if site is None:
-        return []
+        return _python_call(scans, cause)
     if site.family != "NCCL":
+        where = site.named if site.family == site.library else f"{site.family} ({site.named})"
         return [Finding(Severity.WARNING, "crash-site",
-                        f"The fatal signal struck in {site.family}: the innermost frame under the signal handler's is "
-                        f"{site.named}.", (site.loc,), STEPS.get(site.family))]
+                        f"The fatal signal struck in {where}: the innermost frame of its backtrace past the signal "
+                        "handler's own and the C library's.", (site.loc,), STEPS.get(site.family))]
     row = v.row("NCCL version")
     runs = " and ".join(g.value for g in row.groups if g.value is not None) if row is not None else ""
     release = (f"the job runs NCCL {runs}: " if runs else "the log prints no NCCL release (NCCL_DEBUG=VERSION or "

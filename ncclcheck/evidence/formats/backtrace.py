@@ -10,6 +10,8 @@ signal prints the native stack instead, innermost first, each frame in its print
   ``???`` where unknown), under ``==== backtrace (tid:%7d) ====``;
 * glog's failure handler (google/glog src/signalhandler.cc, DumpStackFrameInfo: ``PC: @ 0x... symbol`` for the
   faulting address, then ``    @ 0x... symbol`` a frame, ``(unknown)`` where it cannot symbolize);
+* gdb's ``bt`` (gdb/stack.c, print_frame: ``#N  0xADDR in FUNC (ARGS) from LIB``, ``#N  FUNC (ARGS) at FILE:LINE``;
+  ``<signal handler called>`` where a handler ran), after it stopped on the signal or opened the core;
 * CPython's faulthandler from 3.14 (Python/traceback.c, _Py_backtrace_symbols_fd, under "Current thread's C stack
   trace"): ``  Binary file "path", at symbol+0xoff [0xaddr]`` or ``  Binary file "path" [0xaddr]``.
 
@@ -35,6 +37,16 @@ GLIBC = re.compile(r"(?:^|\s)(?P<path>[^\s()\[\]]{1,400})\((?P<sym>[^()\s]{0,300
 UCX = re.compile(r"(?:^|\s)\d{1,3} 0x[0-9a-fA-F]{8,16} (?P<sym>\S{1,300}?)\(\)  \S{0,400}:\d+")
 # glog's: "PC: @" (the faulting address) or an indented "@", the address padded, then the symbol.
 GLOG = re.compile(r"(?:PC: @ |    @ ) *0x[0-9a-fA-F]+ +(?P<sym>\S.{0,300})$")
+# gdb's frame: its number, the address (left off for a frame with its source), the function and its arguments, then
+# the source file and line or the library; the marker of a signal handler's frame.
+GDB = re.compile(r"^#\d{1,4} +(?:0x[0-9a-fA-F]+ in )?(?P<sym>[^\s(]{1,300}) \(.{0,2000}?"
+                 r"(?:\) at \S+:\d+|\) from (?P<path>\S+))$|^#\d{1,4} +(?P<marker><signal handler called>)")
+# CPython's faulthandler's Python frames (Python/traceback.c, dump_frame: `  File "`, the file, `", line `, the line,
+# ` in `, the function; no comma before "in", which a traceback's frame has), innermost first.
+PYFRAME = re.compile(r'File "(?P<path>[^"]{1,400})", line (?P<line>\d{1,7}) in (?P<func>[\w<>.]{1,200})$')
+# faulthandler's header of each thread's frames (Python/traceback.c, write_thread_id): the thread that caught the
+# signal is "Current thread 0x...", the others "Thread 0x..." (all_threads, the default of faulthandler.enable).
+THREAD = re.compile(r"^(?:(?P<current>Current thread 0x)|Thread 0x)[0-9a-fA-F]+(?: \[[^\]]{0,80}\])? \(most recent call first\):")
 # CPython 3.14's faulthandler C stack.
 PYTHON = re.compile(r'Binary file "(?P<path>[^"]{1,400})"(?:, at (?P<sym>[^\s+-]{0,300})[+-]0x[0-9a-fA-F]+)? \[0x')
 
@@ -79,15 +91,27 @@ def frame(text: str) -> tuple[str, str] | None:
     if "@ " in text and (m := GLOG.search(text)):
         sym = m["sym"].strip()
         return "", "" if sym == "(unknown)" else sym.removesuffix("()")
+    if "#" in text and (m := GDB.match(text.lstrip())):
+        sym = m["marker"] or ("" if m["sym"] == "??" else m["sym"])
+        return (m["path"] or "").rpartition("/")[2], sym
     if 'Binary file "' in text and (m := PYTHON.search(text)):
         return m["path"].rpartition("/")[2], m["sym"] or ""
     return None
 
 
 class Frames:
-    """One input's native frames, each read on its own (job/crashsite.py orders them by line)."""
+    """One input's native frames, each read on its own (job/crashsite.py orders them by line), and the Python frames
+    of the thread faulthandler says caught the signal."""
+
+    def __init__(self) -> None:
+        self._current = False
 
     def feed(self, text: str, loc: Loc) -> Iterable[Said]:
+        if "hread 0x" in text and (t := THREAD.search(text)):
+            self._current = t["current"] is not None
+            return ()
+        if self._current and '", line ' in text and (m := PYFRAME.search(text)):
+            return (Fact(_ANYONE, "python_frame", f"{m['path']}:{m['line']}|{m['func']}", loc),)
         if (f := frame(text)) is None:
             return ()
         library, symbol = f
@@ -98,10 +122,16 @@ _T226 = "tests/data/public_threads/226-nccl-1996-ras-thread-segfault.log"
 _T231 = "tests/data/public_threads/231-nccl-1538-roce-version-num-segfault.log"
 FORMAT = Format(
     name="native backtrace",
-    words=(") [0x", ")[0x", "()  ", "    @ ", "PC: @ ", 'Binary file "'),
+    words=('File "', "Current thread 0x", "Thread 0x", ") [0x", ")[0x", "()  ", "    @ ", "PC: @ ", 'Binary file "',
+           ") at ", ") from ", "<signal handler called>"),
     make=Frames,
-    patterns=(GLIBC, UCX, GLOG, PYTHON),
+    patterns=(GLIBC, UCX, GLOG, GDB, PYTHON, PYFRAME, THREAD),
     samples=(
+        Sample('  File "/root/.pyenv/versions/3.11.7/lib/python3.11/ctypes/__init__.py", line 519 in string_at',
+               "tests/data/crash/torchrun/console.log:9",
+               (Fact(_ANYONE, "python_frame", "/root/.pyenv/versions/3.11.7/lib/python3.11/ctypes/__init__.py:519|"
+                                              "string_at", AT),),
+               before=("Current thread 0x00007f3d44646b80 (most recent call first):",)),
         Sample(" 3  /opt/tiger/nccl/lib/libnccl.so(+0x120057) [0x7ff1c18c1057]", f"{_T226}:6",
                (Fact(_ANYONE, "native_frame", "NCCL|libnccl.so|", AT),)),
         Sample(" 0  /usr/lib/libucs.so.0(ucs_handle_error+0x2d4) [0x7fedc925c274]", f"{_T226}:3",
@@ -118,6 +148,15 @@ FORMAT = Format(
         Sample("    @     0x7f3c2d1e4a8b (unknown)",
                "glog src/signalhandler.cc DumpStackFrameInfo: a frame it cannot symbolize",
                (Fact(_ANYONE, "native_frame", "unknown||", AT),)),
+        Sample("#1  0x00007ffff79d8197 in ?? () from /usr/lib/python3.11/lib-dynload/_ctypes.cpython-311-x86_64-linux-"
+               "gnu.so", "tests/data/crash/gdb/console.log:8",
+               (Fact(_ANYONE, "native_frame", "_ctypes.cpython-311-x86_64-linux-gnu.so|_ctypes.cpython-311-x86_64-"
+                                              "linux-gnu.so|", AT),)),
+        Sample("#4  0x00007f2a1c0b2d1e in ncclProxyProgress (proxyState=0x55d1c2e4a8b0) at proxy.cc:912",
+               "gdb/stack.c print_frame with symbols: `#N  0xADDR in FUNC (ARGS) at FILE:LINE`",
+               (Fact(_ANYONE, "native_frame", "NCCL||ncclProxyProgress", AT),)),
+        Sample("#3  <signal handler called>", "gdb/stack.c: the frame of a signal handler's return trampoline",
+               (Fact(_ANYONE, "native_frame", "handler||<signal handler called>", AT),)),
         Sample('  Binary file "/usr/lib/x86_64-linux-gnu/libcuda.so.1", at +0x2a4b1c [0x7f3c2d1e4a8b]',
                "CPython 3.14 Python/traceback.c _Py_backtrace_symbols_fd: `Binary file \"path\", at sym+0xoff "
                "[0xaddr]`, the symbol empty where dladdr found none",
