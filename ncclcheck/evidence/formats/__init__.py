@@ -46,6 +46,7 @@ from ncclcheck.evidence.formats import (
     procfailure,
     progress,
     pycall,
+    raisesite,
     ray,
     rendezvous,
     returntrace,
@@ -79,6 +80,7 @@ FORMATS: tuple[LineSource, ...] = (
     colltrace.FORMAT,  # NCCL's collective trace and its communicators' set-up lines (job/colltrace.py)
     nativestack.FORMAT,  # gdb's native stacks: a thread inside an NCCL call (job/nativestall.py)
     backtrace.FORMAT,  # a fatal signal's native backtrace, frame by frame (job/crashsite.py)
+    raisesite.FORMAT,  # where a Python exception was raised: its traceback's frames (job/raisesite.py)
     p2pcall.FORMAT,  # a traceback through a send or a recv (job/idwait.py)
     dsrunner.FORMAT,  # DeepSpeed's runner launching on this node's GPUs alone (job/localonly.py)
     procfailure.FORMAT,  # torch.distributed.elastic's ProcessFailure records as their repr prints them
