@@ -43,6 +43,8 @@ class Frames:
         if 'File "' in text and (m := FRAME.search(text)):
             self._frames.setdefault(_key(text[:m.start()]), []).append(f"{m['file']}:{m['line']}:{m['func']}")
             return ()
+        if not self._frames:  # no traceback open: nothing to start over or to end (most lines with its words)
+            return ()
         for start in START:
             if (at := text.find(start)) >= 0:
                 self._frames.pop(_key(text[:at]), None)
