@@ -13,7 +13,7 @@ from ncclcheck import signals
 from ncclcheck.evidence.types import ElasticFailure, Loc
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.causes import PROBE, Diagnosis, describe
-from ncclcheck.job.findings import next_steps
+from ncclcheck.job.findings import EXIT_IF_DONE, next_steps
 from ncclcheck.job.lonework import lone_work
 from ncclcheck.job.model import Job, VerdictKind
 from ncclcheck.job.pipeline import pipeline_step
@@ -81,8 +81,8 @@ def steps(job: Job, d: Decision) -> tuple[str, ...]:
     out = wait_steps(job, d, out)  # why a member never arrives, the op's wait, the number's proof (job/waitsteps.py)
     if (pipe := pipeline_step(job)) is not None:  # a pipeline's exchange between stages (job/pipeline.py)
         out = (pipe, *out)
-    if d.primary is None and job.facts.exit_teardown:
-        out = (EXIT_TEARDOWN_STEP, *out)
+    if d.primary is None and job.facts.exit_teardown:  # the warning says when: the step as it applies, not as an if
+        out = (EXIT_TEARDOWN_STEP, *(s for s in out if s != EXIT_IF_DONE))
     # A cause read from DETAIL's own report: DETAIL has compared every rank's call and found them different, which
     # answers the cause's fixes (run with DETAIL; tell different calls from different settings).
     if d.cause is not None and not (d.kind is VerdictKind.COLLECTIVE_MISMATCH and d.cause.loc in reports):
