@@ -162,3 +162,10 @@ def test_only_the_python_frames_of_the_thread_that_caught_the_signal_are_read():
     call, _ = _found(text, "crash-call")
     assert call is not None and "all_reduce" in call.message and "step (/x/train.py:41)" in call.message
     assert "wait" not in call.message
+
+
+def test_frames_far_under_the_crash_are_another_reports():
+    far = "\n".join((UCX_HEAD, *(f"step {i}" for i in range(500)), UCX_BT, *UCX_HANDLER,
+                     " 2  /opt/nccl/lib/libnccl.so.2(+0x120057) [0x7ff1c18c1057]", ""))
+    crash, _ = _found(far, "crash-in-nccl")
+    assert crash is None

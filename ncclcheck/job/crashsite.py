@@ -28,6 +28,9 @@ from ncclcheck.job.versions import Versions
 # Frames that are not where the signal struck: the handler's, the C and C++ runtime's (a call made by the frame
 # below), and frames no printer could place (glog's "(unknown)").
 _PASS = frozenset({"handler", "system", "unknown"})
+# How far under the crash's line its handler's frames are looked for: a backtrace of 64 frames (UCX's BACKTRACE_MAX),
+# faulthandler's 100 Python frames, other processes' lines between them; frames further on are another report's.
+WINDOW = 400
 # What to check first for a crash in each library, from its vendor's documentation.
 STEPS = {
     "NCCL net plugin": "the network plugin NCCL loaded crashed: check its release against NCCL's (each plugin release "
@@ -61,7 +64,7 @@ def crash_site(scans: Sequence[FileScan], cause: Diagnosis | None) -> Site | Non
     if cause is None or cause.cause.kind != "native_crash":
         return None
     frames = sorted((f for s in scans for f in s.facts if f.key == "native_frame" and f.loc.file == cause.loc.file
-                     and f.loc.line > cause.loc.line), key=lambda f: f.loc.line)
+                     and 0 < f.loc.line - cause.loc.line <= WINDOW), key=lambda f: f.loc.line)
     handler = None
     for f in frames:
         family, library, symbol = f.value.split("|", 2)
@@ -80,7 +83,7 @@ def _python_call(scans: Sequence[FileScan], cause: Diagnosis | None) -> list[Fin
     if cause is None or cause.cause.kind != "native_crash":
         return []
     frames = sorted((f for s in scans for f in s.facts if f.key == "python_frame" and f.loc.file == cause.loc.file
-                     and f.loc.line > cause.loc.line), key=lambda f: f.loc.line)
+                     and 0 < f.loc.line - cause.loc.line <= WINDOW), key=lambda f: f.loc.line)
     if not frames:
         return []
     at, _, call = frames[0].value.rpartition("|")
