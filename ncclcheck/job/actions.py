@@ -219,7 +219,8 @@ def _from_kind(job: Job, d: Decision) -> Action:
             return _table("busy_rank", job, culprits)
         return _table("lagging_no_input" if endings == {EndKind.UNKNOWN} else "lagging_unexplained", job, culprits)
     if k is VerdictKind.WATCHDOG_STUCK:
-        return _table("exit_teardown" if not culprits and job.facts.exit_teardown else "watchdog_stuck", job, culprits)
+        hung = culprits or sorted({h.who.rank for h in job.facts.heartbeats if h.who.rank is not None})
+        return _table("exit_teardown" if not culprits and job.facts.exit_teardown else "watchdog_stuck", job, hung)
     if k is VerdictKind.RANK_FAILED_FIRST:
         if EndKind.EXCEPTION in endings:
             return _table("user_exception", job, [r for r in culprits if by_rank[r].ending.kind is EndKind.EXCEPTION])

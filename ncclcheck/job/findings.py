@@ -245,6 +245,13 @@ SKIPPED_STEP = ("A collective completes only when every member of its group call
                 "issued fewer collectives than the others) leaves the others waiting in it.")
 
 
+# Where the heartbeat fired on several ranks alike and no line says when: the groups left to the processes' exit.
+EXIT_IF_DONE = ("If it fired once the work was done (after the last step, as the processes exit), the process groups "
+                "were left to each process's exit, which tears them down in its own order and can block the other "
+                "members: call `torch.distributed.destroy_process_group()` at the end of the program on every rank "
+                "(https://pytorch.org/docs/stable/distributed.html#shutdown).")
+
+
 def next_steps(kind: VerdictKind, culprits: Sequence[int], killed: bool = False,
                missing: Sequence[int] = (), dumped: bool = False, waited: str = "timeouts",
                slow: Sequence[str] = (), detail: bool = False) -> tuple[str, ...]:
@@ -319,7 +326,12 @@ def next_steps(kind: VerdictKind, culprits: Sequence[int], killed: bool = False,
                      "the launcher's own stderr.")
         return tuple(steps)
     if kind is VerdictKind.WATCHDOG_STUCK:
-        return ("The watchdog thread itself stopped making progress: a CUDA call or the GIL is blocked. Dump the "
-                "stacks of the stuck process (`py-spy dump --native --pid <pid>`).",
-                "Check `nvidia-smi` and `dmesg` for Xid errors on that host.")
+        own = ("The watchdog thread itself stopped making progress: a CUDA call or the GIL is blocked. Dump the "
+               "stacks of the stuck process (`py-spy dump --native --pid <pid>`).",
+               "Check `nvidia-smi` and `dmesg` for Xid errors on that host.")
+        if culprits:  # one rank's own process blocked
+            return own
+        # Stuck alike on several ranks (job/rules.py): ProcessGroupNCCL's destructor warns of one such block (2.4+): a
+        # process that exits with its groups alive can block the other members' progress (ProcessGroupNCCL.cpp).
+        return (*own, EXIT_IF_DONE)
     return ()

@@ -165,6 +165,12 @@ def _quiet_verdict(job: Job) -> tuple[VerdictKind, list[int], list[int], str]:
                 "culprit.")
     if heartbeats:
         hung = sorted({h.who.rank for h in heartbeats if h.who.rank is not None})
+        if len(hung) > 1:  # the same block on each: what they share, none of them singled out (job/afterend.py)
+            return (VerdictKind.WATCHDOG_STUCK, [], [],
+                    f"The heartbeat monitor fired on {rank_phrase(hung)}: the NCCL watchdog thread of each was stuck, "
+                    "not a collective timeout. Stuck alike on several ranks, they share what blocked them (a "
+                    "communicator's tear-down or abort waiting for its other ranks, as at the program's exit with its "
+                    "groups never destroyed, or a CUDA call hung on each), so none of them is singled out.")
         return (VerdictKind.WATCHDOG_STUCK, hung, [],
                 f"The heartbeat monitor fired on {rank_phrase(hung) if hung else 'a process no line names'}: the NCCL "
                 "watchdog thread was stuck, not a collective timeout. A CUDA call or the GIL is blocked in that process.")

@@ -21,6 +21,7 @@ from ncclcheck.job.callphase import host_call
 from ncclcheck.job.causes import diagnose
 from ncclcheck.job.chain import chain_lines
 from ncclcheck.job.colltrace import traced, unplaced_findings
+from ncclcheck.job.crashsite import crash_findings
 from ncclcheck.job.ending import cut_off
 from ncclcheck.job.findings import (
     counter_findings,
@@ -39,6 +40,7 @@ from ncclcheck.job.model import Analysis, Group, Job, Record, Verdict, VerdictKi
 from ncclcheck.job.nativestall import native_stall
 from ncclcheck.job.netpath import fallback_findings
 from ncclcheck.job.partition import partition
+from ncclcheck.job.raisesite import raise_findings
 from ncclcheck.job.rules import Decision, decide_job
 from ncclcheck.job.runs import Restart
 from ncclcheck.job.stall import stopped_at_setup
@@ -79,6 +81,8 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     uneven = uneven_findings(scans, d.found)  # the ranks' loops counted to different totals (job/uneven.py)
     findings = [*wording.lead_findings(job, d), *history_findings(job, d.summary),
                 *_size_findings(job, d, dtype, tensor_of), *wording.busy_findings(d),
+                *crash_findings(scans, d.cause, job.facts.versions),  # the library a native crash struck in
+                *raise_findings(scans, d.kind, job.facts.versions),  # a framework's own check, a call path
                 *wording.host_findings(job, d), *counter_findings(records, d.cause is None and d.kind in _OPEN),
                 *detector_findings(scans), *fallback_findings(scans),  # the network NCCL fell back to (job/netpath.py)
                 *uneven,

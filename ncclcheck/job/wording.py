@@ -14,7 +14,7 @@ from ncclcheck.evidence.types import ElasticFailure, Loc
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.causes import PROBE, Diagnosis, describe
 from ncclcheck.job.disagree import calls_differ
-from ncclcheck.job.findings import next_steps
+from ncclcheck.job.findings import EXIT_IF_DONE, next_steps
 from ncclcheck.job.lonework import lone_work
 from ncclcheck.job.model import Job, VerdictKind
 from ncclcheck.job.pipeline import pipeline_step
@@ -82,8 +82,8 @@ def steps(job: Job, d: Decision) -> tuple[str, ...]:
     out = wait_steps(job, d, out)  # why a member never arrives, the op's wait, the number's proof (job/waitsteps.py)
     if (pipe := pipeline_step(job)) is not None:  # a pipeline's exchange between stages (job/pipeline.py)
         out = (pipe, *out)
-    if d.primary is None and job.facts.exit_teardown:
-        out = (EXIT_TEARDOWN_STEP, *out)
+    if d.primary is None and job.facts.exit_teardown:  # the warning says when: the step as it applies, not as an if
+        out = (EXIT_TEARDOWN_STEP, *(s for s in out if s != EXIT_IF_DONE))
     # A cause read from DETAIL's own report, or from the ranks' own records of one call (job/disagree.py): the calls
     # were compared and found different, which answers the cause's fixes (run with DETAIL; tell different calls from
     # different settings: NCCL's settings do not change the op or size PyTorch records).

@@ -14,6 +14,7 @@ import re
 from ncclcheck import signals
 from ncclcheck.evidence.formats import (
     accelerate,
+    backtrace,
     busy,
     colltrace,
     composer,
@@ -46,6 +47,7 @@ from ncclcheck.evidence.formats import (
     procfailure,
     progress,
     pycall,
+    raisesite,
     ray,
     rendezvous,
     returntrace,
@@ -78,6 +80,8 @@ FORMATS: tuple[LineSource, ...] = (
     pgwrapper.FORMAT,  # the collective each rank was about to run, under DETAIL (job/storewait.py)
     colltrace.FORMAT,  # NCCL's collective trace and its communicators' set-up lines (job/colltrace.py)
     nativestack.FORMAT,  # gdb's native stacks: a thread inside an NCCL call (job/nativestall.py)
+    backtrace.FORMAT,  # a fatal signal's native backtrace, frame by frame (job/crashsite.py)
+    raisesite.FORMAT,  # where a Python exception was raised: its traceback's frames (job/raisesite.py)
     p2pcall.FORMAT,  # a traceback through a send or a recv (job/idwait.py)
     dsrunner.FORMAT,  # DeepSpeed's runner launching on this node's GPUs alone (job/localonly.py)
     procfailure.FORMAT,  # torch.distributed.elastic's ProcessFailure records as their repr prints them

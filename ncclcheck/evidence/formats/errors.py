@@ -85,8 +85,11 @@ REMOTE_LAUNCH = (r"ssh: connect to host|ssh: Could not resolve hostname|Host key
 # prints it: UCX's own ("ucp_request_cancel()  .../ucp_request.c:252"), glibc's and Open MPI's
 # ("libucp.so.0(ucp_worker_progress+0x5a)"), gdb's ("in ucp_worker_progress () from libucp.so.0"). Its functions
 # are prefixed by the library (ucp_, uct_, ucs_, ucm_, ucc_; openucx/ucx and openucx/ucc); a frame without its
-# symbol, or the library's name alone (a loader's error names it too), is not read.
-UCX_FRAME = re.compile(r"\b(?:ucp|uct|ucs|ucm|ucc)_[a-z]\w*(?:\(\)| \(\)|\+0x)")
+# symbol, or the library's name alone (a loader's error names it too), is not read; nor are the frames of UCX's signal
+# handler itself (ucs/debug/debug.c: ucs_handle_error, ucs_error_signal_handler, ucs_debug_handle_error_signal, the
+# logging it calls), which head the backtrace of a crash anywhere in the process (evidence/formats/backtrace.py).
+UCX_FRAME = re.compile(r"\b(?:ucp|uct|ucm|ucc|ucs(?!_(?:handle_error|fatal_error|error_|debug_|log_)))_[a-z]\w*"
+                       r"(?:\(\)| \(\)|\+0x)")
 # The store's client in its own words (torch/csrc/distributed/c10d/socket.cpp, SocketConnectOp: "The client socket
 # has failed to connect to any network address of (host, port).", "... to host:port (errno: N - text).", "The client
 # socket has timed out after Nms while trying to connect to (host, port).", "The network addresses of (host, port)

@@ -44,13 +44,18 @@ FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap test
     ("work_done", "inished", re.compile(r"^(?P<value>(?:[Tt]raining )?[Ff]inished)[.!]?\s*$")),
     ("exit_without_destroy", "destroy_process_group",
      re.compile(r"(?P<value>destroy_process_group\(\) was not called before program exit)")),
+    # The same warning as 2.4-2.5 worded it (ProcessGroupNCCL.cpp, ~ProcessGroupNCCL: "WARNING: process group has NOT been
+    # destroyed before we destruct ProcessGroupNCCL. On normal program exit, the application should call
+    # destroy_process_group ...").
+    ("exit_without_destroy", "NOT been destroyed",
+     re.compile(r"(?P<value>process group has NOT been destroyed before we destruct ProcessGroupNCCL)")),
     # ProcessGroupNCCL's watchdog, once a work of its rank failed or timed out (its error handling tears down):
     # "Some NCCL operations have failed or timed out. ... we are taking the entire process down."
 )
 # Words one of which its lines hold (the assembler's cheap test before them).
 FACT_WORDS = ("WORLD_SIZE", "world_size", "Num processes", "Device: ", "Process index: ", "store-based barrier", "nnodes",
-              "max_nodes", "nproc", "destroy_process_group", "completed", "finished", "done", "entire process down",
-              "inished")
+              "max_nodes", "nproc", "destroy_process_group", "NOT been destroyed", "completed", "finished", "done",
+              "entire process down", "inished")
 
 
 def facts(who: Who, text: str, loc: Loc) -> list[Fact]:
@@ -74,7 +79,7 @@ _DESTROY = ("[rank0]:[W1125 09:36:48.112233445 ProcessGroupNCCL.cpp:1250] Warnin
 FORMAT = Format(
     name="world",
     # "done" too: a rank's last words ("rank=3 done") stand at the end of its log, past any head (job/ending.py)
-    words=("destroy_process_group", "Training completed", "entire process down", "done", "inished"),
+    words=("destroy_process_group", "NOT been destroyed", "Training completed", "entire process down", "done", "inished"),
     # the job's world as launchers and scripts echo it at start-up (torchrun's launch configs, Accelerate, DeepSpeed)
     head_words=("WORLD_SIZE", "world_size", "Num processes", "Device: ", "Process index: ", "nnodes", "nproc", "max_nodes",
                 "store-based"),
@@ -84,5 +89,12 @@ FORMAT = Format(
         Sample(_DESTROY, "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (2.4+): ~ProcessGroupNCCL's warning",
                (Fact(_NOBODY, "exit_without_destroy", "destroy_process_group() was not called before program exit",
                      AT),)),
+        Sample("[rank1]:[W414 16:54:27.214824770 ProcessGroupNCCL.cpp:1250] Warning: WARNING: process group has NOT been "
+               "destroyed before we destruct ProcessGroupNCCL. On normal program exit, the application should call "
+               "destroy_process_group to ensure that any pending NCCL operations have finished in this process.",
+               "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (2.4-2.5): ~ProcessGroupNCCL's warning as those "
+               "releases worded it",
+               (Fact(_NOBODY, "exit_without_destroy", "process group has NOT been destroyed before we destruct "
+                                                      "ProcessGroupNCCL", AT),)),
     ),
 )

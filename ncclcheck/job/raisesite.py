@@ -1,0 +1,158 @@
+"""Where a process's exception was raised: a framework's own check, or a communication path that is not NCCL's.
+
+A traceback's innermost frame is the ``assert`` or ``raise`` that failed (evidence/formats/raisesite.py reads the
+frames at the exception's line). Two things follow from its place, general to every framework:
+
+* an ``AssertionError`` raised in an installed package's own code (``site-packages/<package>/``, or a checkout laid
+  out as ``<repo>/<package>/``) is that package's internal check, which a documented use should never fail: the
+  framework's bug or a case its release does not handle, so its release notes, issues and a newer release are the
+  step, with the assertion's own words and place;
+* frames inside a communication path other than torch.distributed's NCCL collectives (``callpaths.toml``: PyTorch's
+  symmetric memory, a framework's custom all-reduce or its own NCCL communicator) say the error is that path's; the
+  framework's switch for it, read from its source, turns the path off for a run that confirms it.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ncclcheck.evidence.types import FileScan, Loc
+from ncclcheck.findings import Finding, Severity
+from ncclcheck.job.model import VerdictKind
+from ncclcheck.job.versions import Versions
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+TABLE = Path(__file__).with_name("callpaths.toml")
+# How the frameworks whose packages a traceback names call themselves (their documentation's spelling); another
+# package is named by its package.
+NAMES = {"vllm": "vLLM", "sglang": "SGLang", "deepspeed": "DeepSpeed", "transformers": "transformers",
+         "accelerate": "Accelerate", "lightning": "Lightning", "pytorch_lightning": "Lightning", "torch": "PyTorch",
+         "megatron": "Megatron-LM", "trl": "TRL", "peft": "PEFT", "ray": "Ray", "verl": "verl", "nemo": "NeMo",
+         "colossalai": "ColossalAI", "horovod": "Horovod", "torchtitan": "torchtitan"}
+_SITE = frozenset(("site-packages", "dist-packages"))
+
+
+@dataclass(frozen=True)
+class Frame:
+    file: str
+    line: int
+    func: str
+
+
+@dataclass(frozen=True)
+class Raised:
+    """An exception's name and its traceback's frames, innermost first, at its line."""
+
+    name: str
+    frames: tuple[Frame, ...]
+    loc: Loc
+
+
+@dataclass(frozen=True)
+class CallPath:
+    id: str
+    files: tuple[str, ...]
+    name: str
+    source: str
+    switch: dict[str, str]
+
+
+@functools.cache
+def call_paths() -> tuple[CallPath, ...]:
+    """The table of communication paths (callpaths.toml)."""
+    data = tomllib.loads(TABLE.read_text())
+    return tuple(CallPath(p["id"], tuple(p["files"]), p["name"], p["source"], dict(p["switch"])) for p in data["path"])
+
+
+def package(file: str) -> tuple[str, str] | None:
+    """The top-level package a frame's file is in and the file from that package on (``vllm/v1/worker/x.py``):
+    after ``site-packages``/``dist-packages``, or a checkout's ``<repo>/<package>/`` (the same name twice)."""
+    parts = file.replace("\\", "/").split("/")
+    for i in range(len(parts) - 1, 0, -1):
+        if parts[i - 1] in _SITE or parts[i] == parts[i - 1] and parts[i].isidentifier():
+            name = parts[i].removesuffix(".py")
+            return (name, "/".join(parts[i:])) if name.isidentifier() else None
+    return None
+
+
+def raised(scans: Sequence[FileScan]) -> list[Raised]:
+    """The exceptions the processes printed as their errors, each with its frames, in the inputs' order."""
+    errors = {e.loc for s in scans for e in s.errors}
+    out = []
+    for s in scans:
+        for f in s.facts:
+            if f.key != "raised" or f.loc not in errors:
+                continue
+            name, _, chain = f.value.partition("|")
+            frames = []
+            for part in chain.split(";"):
+                file, _, rest = part.rpartition(":")
+                path, _, line = file.rpartition(":")
+                if path and line.isdigit():
+                    frames.append(Frame(path, int(line), rest))
+            out.append(Raised(name, tuple(frames), f.loc))
+    return sorted(out, key=lambda r: (r.loc.file, r.loc.line))
+
+
+def _where(frame: Frame) -> str:
+    inside = package(frame.file)
+    return f"{inside[1] if inside else frame.file}:{frame.line}, in {frame.func}"
+
+
+def framework_check(r: Raised, v: Versions) -> Finding | None:
+    """An assertion raised in an installed package's own code: that package's check failed."""
+    if not r.name.endswith("AssertionError") or not r.frames or (inside := package(r.frames[0].file)) is None:
+        return None
+    name = NAMES.get(inside[0], inside[0])
+    row = v.row(f"{name} version")
+    runs = " and ".join(g.value for g in row.groups if g.value is not None) if row is not None else ""
+    release = f" (the job runs {name} {runs})" if runs else ""
+    return Finding(
+        Severity.WARNING, "framework-check",
+        f"The {r.name} was raised by {name}'s own check ({_where(r.frames[0])}): an assertion inside {name}'s code, "
+        "not in the job's own code, failed on this launch.", (r.loc,),
+        f"{name}'s own check failed at {inside[1]}:{r.frames[0].line}: look its message up in {name}'s issues and "
+        f"release notes, and upgrade {name} to a newer release where a fix landed{release}; if the launch is one "
+        f"{name} documents, report it there with the assertion",
+    )
+
+
+def call_path(r: Raised, packages: set[str]) -> Finding | None:
+    """The innermost frame inside a communication path of the table: the error is that path's, and its switch."""
+    for i, frame in enumerate(r.frames):
+        file = frame.file.replace("\\", "/")
+        path = next((p for p in call_paths() if any(f in file for f in p.files)), None)
+        if path is None:
+            continue
+        mine = [p for p in call_paths() if any(f in file for f in p.files)]
+        caller = next((f for f in r.frames[i + 1:] if not any(x in f.file.replace("\\", "/") for p in mine
+                                                                for x in p.files)
+                       and (package(f.file) or ("",))[0] != "torch"), None)
+        called = f", called from {_where(caller)}" if caller is not None else ""
+        ours = {fw: sw for fw, sw in path.switch.items() if fw in packages} or path.switch
+        fix = ("turn the path off for a run that confirms it, and keep it off while it fails: "
+               + "; ".join(f"{NAMES.get(fw, fw)}: {sw}" for fw, sw in ours.items())) if ours else None
+        return Finding(Severity.WARNING, "call-path",
+                       f"The {r.name} was raised in {path.name} ({_where(frame)}){called}: that path failed, not "
+                       "torch.distributed's NCCL collectives.", (r.loc,), fix)
+    return None
+
+
+def raise_findings(scans: Sequence[FileScan], kind: VerdictKind, v: Versions) -> list[Finding]:
+    """What the place of the first exception with frames says: a framework's own check, a communication path."""
+    if kind is VerdictKind.NO_FAILURE:
+        return []
+    for r in raised(scans):
+        packages = {p[0] for f in r.frames if (p := package(f.file)) is not None}
+        out = [f for f in (framework_check(r, v), call_path(r, packages)) if f is not None]
+        if out:
+            return out
+    return []
