@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from ncclcheck import signals
 from ncclcheck.evidence import formats
-from ncclcheck.evidence.formats import busy, colltrace, errors, loglevel, nccl, nccl2, pgnccl, progress, world
+from ncclcheck.evidence.formats import busy, colltrace, errors, loglevel, nccl, nccl2, pgnccl, progress, torchrun, world
 from ncclcheck.evidence.formats.collectors import LABEL
 from ncclcheck.evidence.formats.elastic import Table
 from ncclcheck.evidence.formats.host import Records as HostRecords
@@ -492,7 +492,9 @@ class LogParser:
             return  # NCCL's sentence read already as the reason under its "Last error:": one statement, not two
         if key not in self._clue_keys:
             self._clue_keys.add(key)
-            self._clues.append(Clue(who, kind, text[:300], loc, clock, store_words(text[:300])))
+            text = text[:300]
+            self._clues.append(Clue(who, kind, text, loc, clock, store_words(text),
+                                    torchrun.closing(text) if kind == "launcher" else None))
 
     def _nccl_error(self, who: Who, text: str, loc: Loc) -> bool:
         """An "NCCL error: <reason>" raised on this rank (not on a named work); each text counted once per rank.

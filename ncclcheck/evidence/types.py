@@ -234,6 +234,15 @@ class StoreWords:
 
 
 @dataclass(frozen=True)
+class Closing:
+    """torchrun's agent stopping one of its workers (evidence/formats/torchrun.py): "Sending process <pid> closing
+    signal <SIG…>", the worker's PID and the signal sent."""
+
+    pid: int
+    signal: str
+
+
+@dataclass(frozen=True)
 class RankError:
     """An error a rank printed itself (not the watchdog's cascade)."""
 
@@ -264,6 +273,7 @@ class Clue:
     loc: Loc
     clock_s: float | None = None  # the line's header date and time as a stamp (evidence/stamps.py), when it has one
     store: StoreWords | None = None  # the store client's words in it, read where it is kept (evidence/parse.py)
+    closing: Closing | None = None  # the worker torchrun's agent stopped, on a launcher clue (formats/torchrun.py)
 
 
 @dataclass(frozen=True)

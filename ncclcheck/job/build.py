@@ -14,7 +14,6 @@ What each source contributes:
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -64,7 +63,6 @@ from ncclcheck.transfer import GATHER_SCATTER_OPS
 
 REAL_FAILURES = {ErrorKind.OOM, ErrorKind.CUDA, ErrorKind.EXCEPTION}
 _DEFAULT_KEY = ("guid", "0")
-_CLOSING = re.compile(r"Sending process (\d+) closing signal (SIG\w+)")
 # Status lines alone ("failure detected by watchdog") follow errors as well as timeouts.
 _NOT_TIMEOUT = {"failure_detected", "exception_detected"}
 
@@ -540,8 +538,8 @@ class _Builder:
         self.stopped: dict[int, tuple[str, Loc]] = {}
         for s in self.scans:
             for c in s.clues:
-                if c.kind == "launcher" and (m := _CLOSING.search(c.text)):
-                    self.stopped.setdefault(int(m[1]), (m[2], c.loc))
+                if c.closing is not None:  # the agent's "Sending process N closing signal SIG…" (formats/torchrun.py)
+                    self.stopped.setdefault(c.closing.pid, (c.closing.signal, c.loc))
         self.received = set(origins.received([(c.text, c.loc) for s in self.scans for c in s.clues
                                               if c.kind == "launcher"]))
         self.pid_of: dict[int, int] = {}

@@ -1,0 +1,47 @@
+"""Facts a line states, read once into typed fields by the module of evidence/formats/ that owns the line and
+carried by the event the assembler keeps, so that job/ matches on fields, not on the line's words (issue 40;
+docs/layout.md, "Regular expressions over an event's words in job/")."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ncclcheck.evidence.formats import torchrun
+from ncclcheck.evidence.parse import LogParser
+from ncclcheck.evidence.types import Closing, FileScan
+
+
+def _scan(lines: list[str], name: str = "console.log") -> FileScan:
+    parser = LogParser(name, None)
+    for i, line in enumerate(lines, 1):
+        parser.feed(i, line.encode())
+    return parser.finish(len(lines), sum(map(len, lines)))
+
+
+# torchrun's agent stopping its workers (multiprocessing/api.py, PContext._close), as recorded.
+CLOSING = [
+    ("W1122 11:30:29.213000 1549 torch/distributed/elastic/multiprocessing/api.py:1012] Sending process 2271 closing "
+     "signal SIGTERM", Closing(2271, "SIGTERM")),  # tests/data/real4/detail/console.log:64
+    ("W1127 15:04:24.079000 353 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 590 closing "
+     "signal SIGINT", Closing(590, "SIGINT")),  # tests/data/launchers/torchrun/sigint/console.log
+    ("WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 4242 closing signal SIGTERM",
+     Closing(4242, "SIGTERM")),  # the logger's basic form (PyTorch 1.x)
+]
+
+
+def test_the_agents_closing_line_is_read_into_pid_and_signal():
+    assert [torchrun.closing(line) for line, _ in CLOSING] == [want for _, want in CLOSING]
+    assert torchrun.closing("Received 15 death signal, shutting down workers") is None
+
+
+def test_the_closing_rides_on_the_kept_launcher_clue_only():
+    scan = _scan([line for line, _ in CLOSING])
+    assert [(c.kind, c.closing) for c in scan.clues] == [("launcher", want) for _, want in CLOSING]
+    store = _scan(["[c10d] TCPStore: Broken pipe after Sending process 7 closing signal SIGTERM"])  # a store's clue
+    assert [(c.kind, c.closing) for c in store.clues] == [("store", None)]
+
+
+@given(st.integers(0, 2**22), st.sampled_from(["SIGTERM", "SIGINT", "SIGKILL"]), st.text(max_size=40))
+def test_any_closing_line_is_read_whatever_surrounds_it(pid, sig, before):
+    assert torchrun.closing(f"{before}Sending process {pid} closing signal {sig}") == Closing(pid, sig)
