@@ -7,9 +7,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ncclcheck.evidence.formats import torchrun
+from ncclcheck.evidence.formats import nccl, torchrun
 from ncclcheck.evidence.parse import LogParser
-from ncclcheck.evidence.types import Closing, FileScan
+from ncclcheck.evidence.types import Closing, ErrorKind, FileScan, NcclWords
 
 
 def _scan(lines: list[str], name: str = "console.log") -> FileScan:
@@ -45,3 +45,34 @@ def test_the_closing_rides_on_the_kept_launcher_clue_only():
 @given(st.integers(0, 2**22), st.sampled_from(["SIGTERM", "SIGINT", "SIGKILL"]), st.text(max_size=40))
 def test_any_closing_line_is_read_whatever_surrounds_it(pid, sig, before):
     assert torchrun.closing(f"{before}Sending process {pid} closing signal {sig}") == Closing(pid, sig)
+
+
+# The peer NCCL's transport names (src/misc/socket.cc, ncclSocketToString's "host<port>"), as recorded.
+PEER = [
+    ("a100-st-p4d24xlarge-22:183006:183181 [1] misc/socket.cc:538 NCCL WARN Net : Connection closed by remote peer "
+     "a100-st-p4d24xlarge-22.luciodelelis-92732890-0458-4f76-8369-c4fee80b23e7.pcluster<47861>",
+     NcclWords("a100-st-p4d24xlarge-22.luciodelelis-92732890-0458-4f76-8369-c4fee80b23e7.pcluster", 47861)),
+    ("[rank3]:gpu-h:812:900 [3] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer 10.3.0.7<39138> "
+     "with status=5 opcode=1 len=0 vendor err 249 (Send) localGid ::ffff:10.3.0.8 remoteGids::ffff:10.3.0.7",
+     NcclWords("10.3.0.7", 39138)),  # tests/data/verbs/wc_5_rank.log
+]
+
+
+def test_the_peer_a_transport_names_is_read_into_host_and_port():
+    assert [nccl.words(line) for line, _ in PEER] == [want for _, want in PEER]
+    # the peer's address cut off (tests/data/real4/net_killed), and a socket's own address: no peer
+    assert nccl.words("vm:2278:2861 [3] misc/socket.cc:72 NCCL WARN socketProgress: Connection closed by remote peer ") \
+        is None
+    assert nccl.words("NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>") is None
+
+
+def test_the_peer_rides_on_the_kept_warn():
+    scan = _scan([line for line, _ in PEER])
+    assert [(e.kind, e.nccl) for e in scan.errors] == [(ErrorKind.CONNECTION, PEER[0][1]),
+                                                       (ErrorKind.NCCL_WARN, PEER[1][1])]
+
+
+@given(st.text(max_size=300))
+def test_any_text_is_read_or_left(text):
+    said = nccl.words(text)
+    assert said is None or said != NcclWords()  # a result always says something

@@ -620,7 +620,7 @@ class LogParser:
         if who.global_rank is not None:
             self._ranks.add(who.global_rank)  # an error shows its rank, however the line names it
         message = message[:MAX_MESSAGE]
-        self._errors.append(RankError(who, kind, message, loc, store_words(message)))
+        self._errors.append(RankError(who, kind, message, loc, store_words(message), nccl.words(message)))
 
     def _fact(self, who: Who, key: str, value: str, loc: Loc) -> None:
         if key == "progress":  # a loop's latest count on a rank replaces its earlier ones (formats/progress.py)

@@ -234,6 +234,15 @@ class StoreWords:
 
 
 @dataclass(frozen=True)
+class NcclWords:
+    """What NCCL says on a line that job/ matches on, read once where the line is kept (evidence/formats/nccl.py):
+    the peer its transport names ("peer host<port>": its host or address as printed, and its port)."""
+
+    peer: str | None = None
+    peer_port: int | None = None
+
+
+@dataclass(frozen=True)
 class Closing:
     """torchrun's agent stopping one of its workers (evidence/formats/torchrun.py): "Sending process <pid> closing
     signal <SIG…>", the worker's PID and the signal sent."""
@@ -251,6 +260,7 @@ class RankError:
     message: str
     loc: Loc
     store: StoreWords | None = None  # the store client's words in it, read where it is kept (evidence/parse.py)
+    nccl: NcclWords | None = None  # NCCL's words in it, read where it is kept (evidence/parse.py)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 
 from ncclcheck.evidence.formats.source import AT, Format, Sample, Trigger
 from ncclcheck.evidence.repair import HEADER
-from ncclcheck.evidence.types import Clue, ErrorKind, Fact, Loc, RankError, Read, Who
+from ncclcheck.evidence.types import Clue, ErrorKind, Fact, Loc, NcclWords, RankError, Read, Who
 
 _NCCL_WARN = re.compile(r"NCCL WARN (?P<message>.*)")
 # The file and line NCCL printed: a .cc of 2.5 on, a .cu of 2.3-2.4 (init.cu, bootstrap.cu), a header's own WARN
@@ -38,6 +38,9 @@ NCCL_ERROR = re.compile(r"(?:NCCL error|NCCL Error)(?: \d+)?(?: in: \S+,)?:?\s*(
 # NVCaffe's glog CHECK: "Check failed: result == ncclSuccess (1 vs. 0)  unhandled cuda error"): the words are NCCL's
 # alone, whoever prints them ("unhanled" is PyTorch 1.x's typo).
 NCCL_RESULT = re.compile(r"unhan?dled cuda error|unhan?dled system error")
+# The peer a transport's line names (src/misc/socket.cc, ncclSocketToString: "host<port>", an IPv6 address in
+# brackets): "Connection closed by remote peer node-7<51450>", "NET/IB : Got completion from peer 10.3.0.7<39138>".
+PEER = re.compile(r"peer \[?(?P<host>[\w.:-]+?)\]?<(?P<port>\d+)>")
 ERROR_WORDS = ("NCCL error", "NCCL Error", "NCCL failure", "dled cuda error", "dled system error")
 LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(?P<text>.*)$")
 # NCCL's own sentences for a failed set-up or transport, wherever they stand (a paste often keeps only them).
@@ -65,6 +68,15 @@ FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap test
 # Words one of which its INFO facts and its warnings hold (the assembler's cheap test before them; a line holding
 # one is also read for the host and PID of NCCL's header).
 FACT_WORDS = ("NCCL version", "Bootstrap", "NET/", "Using network", "nranks", "NCCL WARN")
+
+
+def words(text: str) -> NcclWords | None:
+    """NCCL's facts on a kept error's or clue's text (the peer its transport names), or None where it states none;
+    read once, where the assembler keeps the line (evidence/parse.py), so that job/ matches on the fields."""
+    peer = PEER.search(text) if "peer " in text else None
+    if peer is None:
+        return None
+    return NcclWords(peer["host"], int(peer["port"]))
 
 
 def facts(who: Who, text: str, loc: Loc) -> list[Fact]:
