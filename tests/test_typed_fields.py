@@ -4,6 +4,8 @@ docs/layout.md, "Regular expressions over an event's words in job/")."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -76,3 +78,24 @@ def test_the_peer_rides_on_the_kept_warn():
 def test_any_text_is_read_or_left(text):
     said = nccl.words(text)
     assert said is None or said != NcclWords()  # a result always says something
+
+
+# NCCL's duplicate-GPU check (src/init.cc), as recorded: a WARN with its header, the sentence under "Last error:".
+DUPLICATE = "tests/data/public_threads/125-azuremlex-675-cifar-job-duplicate-gpu.log"
+LAST_ERROR = "tests/data/failure_corpus/32-megatron661-duplicate-gpu.log"
+
+
+def test_the_duplicate_gpu_pair_is_read_into_ranks_and_bus():
+    line = ("8dbe9e7102e4446db27ef6fb1a2533e9000001:176:194 [0] init.cc:573 NCCL WARN Duplicate GPU detected : rank 0 "
+            "and rank 1 both on CUDA device 1cb00000")
+    assert nccl.words(line) == NcclWords(shared=(0, 1), bus="01cb:00:00.0")
+    assert nccl.words("Detected ranks 2 and 6 sharing GPU with bus 53000 on this node") == \
+        NcclWords(shared=(2, 6), bus="0000:53:00.0")  # 2.30's INFO (ncclCheckMultiRank)
+    assert nccl.words("Multiple ranks detected using the same GPU on this node.") is None  # names no rank
+
+
+def test_the_pair_rides_on_the_kept_warn_and_last_error():
+    warn = _scan(Path(DUPLICATE).read_text(errors="replace").splitlines(), DUPLICATE)
+    assert NcclWords(shared=(0, 1), bus="01cb:00:00.0") in [e.nccl for e in warn.errors]
+    last = _scan(Path(LAST_ERROR).read_text(errors="replace").splitlines(), LAST_ERROR)
+    assert {c.nccl.shared for c in last.clues if c.nccl is not None} >= {(3, 0), (7, 0)}

@@ -494,7 +494,7 @@ class LogParser:
             self._clue_keys.add(key)
             text = text[:300]
             self._clues.append(Clue(who, kind, text, loc, clock, store_words(text),
-                                    torchrun.closing(text) if kind == "launcher" else None))
+                                    torchrun.closing(text) if kind == "launcher" else None, nccl.words(text)))
 
     def _nccl_error(self, who: Who, text: str, loc: Loc) -> bool:
         """An "NCCL error: <reason>" raised on this rank (not on a named work); each text counted once per rank.

@@ -236,10 +236,13 @@ class StoreWords:
 @dataclass(frozen=True)
 class NcclWords:
     """What NCCL says on a line that job/ matches on, read once where the line is kept (evidence/formats/nccl.py):
-    the peer its transport names ("peer host<port>": its host or address as printed, and its port)."""
+    the peer its transport names ("peer host<port>": its host or address as printed, and its port), and the two
+    ranks of one communicator its duplicate-GPU check names, with their GPU's PCI address where the line keeps it."""
 
     peer: str | None = None
     peer_port: int | None = None
+    shared: tuple[int, int] | None = None
+    bus: str | None = None  # 0000:53:00.0
 
 
 @dataclass(frozen=True)
@@ -284,6 +287,7 @@ class Clue:
     clock_s: float | None = None  # the line's header date and time as a stamp (evidence/stamps.py), when it has one
     store: StoreWords | None = None  # the store client's words in it, read where it is kept (evidence/parse.py)
     closing: Closing | None = None  # the worker torchrun's agent stopped, on a launcher clue (formats/torchrun.py)
+    nccl: NcclWords | None = None  # NCCL's words in it, read where it is kept (evidence/parse.py)
 
 
 @dataclass(frozen=True)

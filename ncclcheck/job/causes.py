@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ncclcheck.evidence import formats, stamps
-from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, StoreWords, SystemEvent
+from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, NcclWords, StoreWords, SystemEvent
 from ncclcheck.job.causedata import DEVICE, HOST, LATE, LAUNCHER, MEMORY, NETWORK, PROGRAM, SETUP, Cause, read_catalogue
-from ncclcheck.job.dupgpu import shared_gpu
+from ncclcheck.job.dupgpu import pair_words
 from ncclcheck.job.hosts import Joined, join_events, peers_lost
 from ncclcheck.job.rununsage import run_usage
 from ncclcheck.job.statements import Statement, first_told, told
@@ -52,6 +52,7 @@ class Diagnosis:
     clock_s: float | None = None  # the earliest stamp (date and time) a line of it was printed, when lines carry one
     said: Statement | None = None  # the mechanism its line names (job/statements.py): its fix comes first
     store: StoreWords | None = None  # the store client's words on that line (evidence/formats/storeclient.py)
+    nccl: NcclWords | None = None  # NCCL's words on that line (evidence/formats/nccl.py)
 
     @property
     def fix(self) -> tuple[str, ...]:
@@ -129,15 +130,16 @@ class _Said:
     clock_s: float | None = None
     joined: Joined | None = None
     store: StoreWords | None = None  # the store client's words in it (evidence/formats/storeclient.py)
+    nccl: NcclWords | None = None  # NCCL's words in it (evidence/formats/nccl.py)
 
 
 def _said(scans: Sequence[FileScan]) -> list[_Said]:
     out: list[_Said] = []
     for s in scans:
         for e in s.errors:
-            out.append(_Said(e.who.rank, e.message, e.loc, store=e.store))
+            out.append(_Said(e.who.rank, e.message, e.loc, store=e.store, nccl=e.nccl))
         for c in s.clues:
-            out.append(_Said(c.who.rank, c.text, c.loc, c.kind, c.clock_s, store=c.store))
+            out.append(_Said(c.who.rank, c.text, c.loc, c.kind, c.clock_s, store=c.store, nccl=c.nccl))
         # TORCH_DISTRIBUTED_DEBUG=DETAIL's report, read into a Mismatch: a cause names it among its events (the text
         # is what the verdict quotes, never what is matched).
         for m in s.mismatches:
@@ -200,8 +202,8 @@ def _detail(cause: Cause, hits: Sequence[_Said], fired_s: float | None = None) -
         return text + (f", that is {said.means}" if said is not None else "")
     if cause.kind == "duplicate_gpu":
         best = next((h for h in hits if h.clue == "last_error" and h.text), None) or hits[0]
-        pair = shared_gpu(best.text)
-        return one_line(best.text) + (f": {pair.words()}" if pair is not None else "")
+        pair = pair_words(best.nccl) if best.nccl is not None else ""  # its two ranks (evidence/formats/nccl.py)
+        return one_line(best.text) + (f": {pair}" if pair else "")
     if cause.kind == "nccl_id_wait":
         root = hits[0].store.root if hits[0].store is not None else None
         return (f"the ranks waited for rank {root}'s NCCL id in the store until the timeout"
@@ -225,7 +227,7 @@ def _found(cause: Cause, hits: Sequence[_Said], fired_s: float | None = None) ->
     clocks = [h.clock_s for h in hits if h.clock_s is not None]
     said = first_told([first.text, *(h.text for h in hits)])
     return Diagnosis(cause, ranks, first.text, first.loc, locs, _detail(cause, hits, fired_s),
-                     min(clocks, default=None), said, first.store)
+                     min(clocks, default=None), said, first.store, first.nccl)
 
 
 # The setting a cause is about: where the log prints the value the job ran with, the verdict quotes it.

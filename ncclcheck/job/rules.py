@@ -330,7 +330,7 @@ def _with_cause(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
                 "libraries, interfaces and settings.", d)
     if c.family == SETUP:
         # a duplicate GPU's two ranks are the failing communicator's: the job's culprits only where it is the world
-        shared = dupgpu.culprits(job, (d.text,)) if c.kind == "duplicate_gpu" else []
+        shared = dupgpu.culprits(job, d.nccl) if c.kind == "duplicate_gpu" else []
         ranks = shared or list(d.ranks) or culprits
         present = [s.rank for s in job.ranks if s.present]
         every = bool(ranks) and len(present) > 1 and set(present) <= set(ranks)

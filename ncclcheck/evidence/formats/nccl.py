@@ -41,6 +41,12 @@ NCCL_RESULT = re.compile(r"unhan?dled cuda error|unhan?dled system error")
 # The peer a transport's line names (src/misc/socket.cc, ncclSocketToString: "host<port>", an IPv6 address in
 # brackets): "Connection closed by remote peer node-7<51450>", "NET/IB : Got completion from peer 10.3.0.7<39138>".
 PEER = re.compile(r"peer \[?(?P<host>[\w.:-]+?)\]?<(?P<port>\d+)>")
+# Its duplicate-GPU check (src/init.cc): 2.5.6-2.29's WARN "Duplicate GPU detected : rank <me> and rank <peer> both on
+# CUDA device <busId>" (the bus id NCCL's integer in hex: %x in 2.5.6, %lx later), often pasted without its opening or
+# with the bus id cut off, and 2.30's INFO "Detected ranks <a> and <b> sharing GPU with bus <busId> on this node"
+# (ncclCheckMultiRank; its WARN "Multiple ranks detected using the same GPU" names no rank). Bounded, linear.
+_PAIR = re.compile(r"rank (?P<a>\d{1,9}) and rank (?P<b>\d{1,9}) both on CUDA device\s?(?P<bus>[0-9a-fA-F]{1,16})?\b")
+_SHARING = re.compile(r"Detected ranks (?P<a>\d{1,9}) and (?P<b>\d{1,9}) sharing GPU with bus (?P<bus>[0-9a-fA-F]{1,16})")
 ERROR_WORDS = ("NCCL error", "NCCL Error", "NCCL failure", "dled cuda error", "dled system error")
 LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(?P<text>.*)$")
 # NCCL's own sentences for a failed set-up or transport, wherever they stand (a paste often keeps only them).
@@ -70,13 +76,27 @@ FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap test
 FACT_WORDS = ("NCCL version", "Bootstrap", "NET/", "Using network", "nranks", "NCCL WARN")
 
 
+def pci(bus_id: str) -> str:
+    """NCCL's integer bus id (hex) as a PCI address: domain, bus, device and function (src/misc/utils.cc,
+    int64ToBusId): 53000 is 0000:53:00.0."""
+    n = int(bus_id, 16)
+    return f"{n >> 20:04x}:{(n & 0xff000) >> 12:02x}:{(n & 0xff0) >> 4:02x}.{n & 0xf:x}"
+
+
 def words(text: str) -> NcclWords | None:
-    """NCCL's facts on a kept error's or clue's text (the peer its transport names), or None where it states none;
-    read once, where the assembler keeps the line (evidence/parse.py), so that job/ matches on the fields."""
+    """NCCL's facts on a kept error's or clue's text (the peer its transport names, the two ranks its duplicate-GPU
+    check names), or None where it states none; read once, where the assembler keeps the line (evidence/parse.py),
+    so that job/ matches on the fields."""
     peer = PEER.search(text) if "peer " in text else None
-    if peer is None:
+    pair = None
+    if "both on CUDA device" in text:
+        pair = _PAIR.search(text)
+    if pair is None and "sharing GPU with bus" in text:
+        pair = _SHARING.search(text)
+    if peer is None and pair is None:
         return None
-    return NcclWords(peer["host"], int(peer["port"]))
+    return NcclWords(peer["host"] if peer else None, int(peer["port"]) if peer else None,
+                     (int(pair["a"]), int(pair["b"])) if pair else None, pci(pair["bus"]) if pair and pair["bus"] else None)
 
 
 def facts(who: Who, text: str, loc: Loc) -> list[Fact]:
