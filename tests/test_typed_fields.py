@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from ncclcheck.evidence.formats import nccl, torchrun
 from ncclcheck.evidence.parse import LogParser
-from ncclcheck.evidence.types import Closing, ErrorKind, FileScan, NcclWords
+from ncclcheck.evidence.types import Closing, ErrorKind, FileScan, NcclWords, PeerGone
+from ncclcheck.job.analyze import analyze_scans
 
 
 def _scan(lines: list[str], name: str = "console.log") -> FileScan:
@@ -99,3 +100,51 @@ def test_the_pair_rides_on_the_kept_warn_and_last_error():
     assert NcclWords(shared=(0, 1), bus="01cb:00:00.0") in [e.nccl for e in warn.errors]
     last = _scan(Path(LAST_ERROR).read_text(errors="replace").splitlines(), LAST_ERROR)
     assert {c.nccl.shared for c in last.clues if c.nccl is not None} >= {(3, 0), (7, 0)}
+
+
+# A peer that went away, in each source's words (evidence/formats/nccl.py, PEER_GONE), as recorded: gloo's closed and
+# reset connections (gloo/transport/tcp/pair.cc), NCCL's socket layer with strerror(EPIPE), PyTorch's words for
+# ncclGetErrorString(ncclRemoteError) and the result's line under it (torch/csrc/distributed/c10d/NCCLUtils.cpp).
+GONE = [
+    ("[rank0]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed "
+     "by peer [127.0.0.1]:40074. This is typically caused by a remote worker crashing.",
+     PeerGone("Connection closed by peer [127.0.0.1]:40074")),  # tests/data/world/tpdp
+    ("[rank0]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error "
+     "[127.0.0.1]:44172: Connection reset by peer. This is typically caused by a remote worker hanging",
+     PeerGone("Connection reset by peer")),  # tests/data/launchers/torchrun/uneven_lines_metric
+    ("a100-st-p4d24xlarge-22:183006:183220 [1] misc/socket.cc:518 NCCL WARN Net : Call to recv from "
+     "10.200.84.247<58355> failed : Broken pipe", PeerGone("Broken pipe")),  # tests/data/corpus/07-*
+    ("[rank3]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, "
+     "remote process exited or there was a network error, NCCL version 2.20.5",
+     PeerGone("remote process exited or there was a network error, NCCL version 2.20.5", remote=True)),  # verbs/
+    ("ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.",
+     PeerGone("ncclRemoteError: A call failed possibly due to a network error or a remote process exiting "
+              "prematurely", remote=True)),
+]
+
+
+def test_a_peer_gone_is_read_in_every_sources_words():
+    assert [nccl.gone(line) for line, _ in GONE] == [want for _, want in GONE]
+    # a connect the peer refused: the peer was never reached, none went away
+    assert nccl.gone("socketPollConnect: connect to 192.0.2.2<57551> returned Connection refused") is None
+
+
+def test_the_peer_gone_rides_on_the_kept_error_and_the_ranks_ending():
+    scan = _scan([GONE[0][0]])
+    assert [e.gone for e in scan.errors] == [GONE[0][1]]
+    job = analyze_scans([scan]).job
+    assert [s.ending.gone for s in job.ranks if s.rank == 0] == [GONE[0][1]]
+
+
+def test_a_works_async_error_carries_its_peer_gone_to_the_ending():
+    """ProcessGroupNCCL's "raised the following async exception: NCCL error: remote process exited ..." (recorded,
+    tests/data/gpu/async-error/rank0.log:32): the work's error is read once, and the rank's NCCL_ERROR ending quotes
+    it with its typed word that a peer went away."""
+    line = ("[rank0]:[E1122 11:30:06.511656724 ProcessGroupNCCL.cpp:612] [Rank 0] Collective WorkNCCL(SeqNum=178, "
+            "OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=30000) raised the following async "
+            "exception: NCCL error: remote process exited or there was a network error, NCCL version 2.28.9")
+    want = PeerGone("remote process exited or there was a network error, NCCL version 2.28.9", remote=True)
+    scan = _scan([line], "rank0.log")
+    assert [w.gone for w in scan.works if w.evidence == "async_exception"] == [want]
+    ending = next(s.ending for s in analyze_scans([scan]).job.ranks if s.rank == 0)
+    assert (ending.kind.value, ending.gone) == ("nccl_error", want)

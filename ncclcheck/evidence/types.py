@@ -93,6 +93,7 @@ class WorkMention:
     clock_s: float | None = None  # the glog header's date and time as a stamp (evidence/stamps.py)
     comm: str | None = None  # nccl2_timeout: the communicator's name from "[name=...]" (the group's name)
     pg: PG | None = None  # the "[PG ... Rank N]" prefix before it (a restatement's own group, when printed)
+    gone: PeerGone | None = None  # async_exception: its error's word that a peer went away (formats/pgnccl.py)
 
 
 @dataclass(frozen=True)
@@ -234,6 +235,15 @@ class StoreWords:
 
 
 @dataclass(frozen=True)
+class PeerGone:
+    """A line's word that a peer went away (evidence/formats/nccl.py, PEER_GONE): the words from the first such word
+    to the end of its sentence, and whether they are NCCL's ncclRemoteError result (its own words for it)."""
+
+    words: str
+    remote: bool = False
+
+
+@dataclass(frozen=True)
 class NcclWords:
     """What NCCL says on a line that job/ matches on, read once where the line is kept (evidence/formats/nccl.py):
     the peer its transport names ("peer host<port>": its host or address as printed, and its port), and the two
@@ -264,6 +274,7 @@ class RankError:
     loc: Loc
     store: StoreWords | None = None  # the store client's words in it, read where it is kept (evidence/parse.py)
     nccl: NcclWords | None = None  # NCCL's words in it, read where it is kept (evidence/parse.py)
+    gone: PeerGone | None = None  # its word that a peer went away, read where it is kept (evidence/parse.py)
 
 
 @dataclass(frozen=True)
@@ -288,6 +299,7 @@ class Clue:
     store: StoreWords | None = None  # the store client's words in it, read where it is kept (evidence/parse.py)
     closing: Closing | None = None  # the worker torchrun's agent stopped, on a launcher clue (formats/torchrun.py)
     nccl: NcclWords | None = None  # NCCL's words in it, read where it is kept (evidence/parse.py)
+    gone: PeerGone | None = None  # its word that a peer went away, read where it is kept (evidence/parse.py)
 
 
 @dataclass(frozen=True)

@@ -571,20 +571,20 @@ class _Builder:
         if err is not None and err.kind is ErrorKind.KILLED:
             sig = fatal_signal(err.message)
             how = f"died of {sig}" if sig else "died with no error of its own, by a signal the line does not name"
-            return Ending(EndKind.KILLED, f"{how}: {one_line(err.message)}", err.loc, sig)
+            return Ending(EndKind.KILLED, f"{how}: {one_line(err.message)}", err.loc, sig, err.gone)
         if err is not None and (stop := origins.interrupted(err)) is not None:
             return stop
         if err is not None and err.kind in REAL_FAILURES:
             before = first_timeout is None or not any(
                 w.loc is not None and w.loc.file == err.loc.file and w.loc.line < err.loc.line for w in timeouts)
             if before:
-                return Ending(EndKind.EXCEPTION, one_line(err.message), err.loc)
+                return Ending(EndKind.EXCEPTION, one_line(err.message), err.loc, gone=err.gone)
         w = self.nccl_errors.get(rank)
         if w is not None:
             op = f"{w.op_type} #{w.seq}" if w.op_type else "a collective"
-            return Ending(EndKind.NCCL_ERROR, f"NCCL error in {op}: {_first_sentence(w.error)}", w.loc)
+            return Ending(EndKind.NCCL_ERROR, f"NCCL error in {op}: {_first_sentence(w.error)}", w.loc, gone=w.gone)
         if err is not None and err.kind in (ErrorKind.CONNECTION, ErrorKind.NCCL_ERROR) and not timeouts:
-            return Ending(EndKind.NCCL_ERROR, one_line(err.message), err.loc)
+            return Ending(EndKind.NCCL_ERROR, one_line(err.message), err.loc, gone=err.gone)
         if timeouts:
             first = min(timeouts, key=_stuck_order)
             return Ending(EndKind.TIMED_OUT, f"timed out in {first.describe()} {first.number}", first.loc)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ncclcheck.evidence import formats, stamps
-from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, NcclWords, StoreWords, SystemEvent
+from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, NcclWords, PeerGone, StoreWords, SystemEvent
 from ncclcheck.job.causedata import DEVICE, HOST, LATE, LAUNCHER, MEMORY, NETWORK, PROGRAM, SETUP, Cause, read_catalogue
 from ncclcheck.job.dupgpu import pair_words
 from ncclcheck.job.hosts import Joined, join_events, peers_lost
@@ -29,7 +29,7 @@ from ncclcheck.job.xids import fatal, meaning
 from ncclcheck.ranks import rank_phrase
 
 __all__ = ["ALL_CAUSES", "CATALOGUE", "DEVICE", "HOST", "HOST_KILL", "LATE", "LAUNCHER", "MEMORY", "NETWORK", "NO_REASON",
-           "PEER_LOST", "PROBE", "PROGRAM", "RULED", "SETUP", "STOPPED", "SYSTEM_ERROR", "VERSIONS", "Cause", "Diagnosis",
+           "PROBE", "PROGRAM", "RULED", "SETUP", "STOPPED", "SYSTEM_ERROR", "VERSIONS", "Cause", "Diagnosis",
            "awaited_rank", "awaiting_ranks", "cause", "describe", "diagnose", "one_line", "oom_line"]
 
 PROBE = "Run `ncclcheck probe` inside the failing container on each node: it checks this setting and says what to set."
@@ -74,8 +74,6 @@ VERSIONS, NO_REASON, SYSTEM_ERROR, HOST_KILL, STOPPED = (_BY_KIND[k] for k in (
 # The cause of a death by signal that the launcher reports without a line of the process's own.
 _BY_SIGNAL = {sig: c for c in CATALOGUE for sig in c.signals}
 
-# A rank's word that a peer went away: gloo's closed or reset connection, NCCL's remote exit.
-PEER_LOST = re.compile(r"Connection (?:closed|reset)|closed by peer|remote process exit|ncclRemoteError", re.IGNORECASE)
 _SYSTEM = re.compile(r"unhandled system error|unhanled system error|ncclSystemError", re.IGNORECASE)
 _OOM = re.compile(r"Tried to allocate ([\d.]+ [KMGT]?i?B)")
 _OOM_GPU = re.compile(r"GPU (\d+) has a total capacity of ([\d.]+ [KMGT]?i?B) of which ([\d.]+ [KMGT]?i?B) is free")
@@ -131,13 +129,14 @@ class _Said:
     joined: Joined | None = None
     store: StoreWords | None = None  # the store client's words in it (evidence/formats/storeclient.py)
     nccl: NcclWords | None = None  # NCCL's words in it (evidence/formats/nccl.py)
+    gone: PeerGone | None = None  # its word that a peer went away (evidence/formats/nccl.py)
 
 
 def _said(scans: Sequence[FileScan]) -> list[_Said]:
     out: list[_Said] = []
     for s in scans:
         for e in s.errors:
-            out.append(_Said(e.who.rank, e.message, e.loc, store=e.store, nccl=e.nccl))
+            out.append(_Said(e.who.rank, e.message, e.loc, store=e.store, nccl=e.nccl, gone=e.gone))
         for c in s.clues:
             out.append(_Said(c.who.rank, c.text, c.loc, c.kind, c.clock_s, store=c.store, nccl=c.nccl))
         # TORCH_DISTRIBUTED_DEBUG=DETAIL's report, read into a Mismatch: a cause names it among its events (the text
@@ -275,7 +274,7 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
                 found = replace(found, cause=unsaid[0], detail=unsaid[1])  # job/unsaiddup.py
             return found
     if silent:
-        lost = [s for s in said if s.rank not in silent and s.clue is None and PEER_LOST.search(s.text)]
+        lost = [s for s in said if s.rank not in silent and s.clue is None and s.gone is not None]
         if lost:
             return _silent_death(scans, silent, lost, unnamed[0] if unnamed and len(silent) == 1 else None)
     nccl = [s for s in said if s.clue is None and (s.text.startswith("NCCL error") or _SYSTEM.search(s.text))]
@@ -325,7 +324,7 @@ def _worker_failed(scans: Sequence[FileScan]) -> bool:
     """Whether a worker (a rank) wrote an error of its own that is not the loss of a peer: torchrun's agent whose
     rendezvous failed after it then only echoes the job's end (the agent without restarts left, ending, closed the
     rendezvous or took its store with it: torch/distributed/launcher/api.py, launch_agent's rdzv_handler.shutdown())."""
-    return any(e.who.rank is not None and e.kind is not ErrorKind.CONNECTION and not PEER_LOST.search(e.message)
+    return any(e.who.rank is not None and e.kind is not ErrorKind.CONNECTION and e.gone is None
                and not _AGENT_ERROR.search(e.message) for s in scans for e in s.errors)
 
 
@@ -335,9 +334,9 @@ def _silent_death(scans: Sequence[FileScan], silent: Sequence[int], lost: Sequen
     of a worker's death by a signal that names no worker is the one silent rank's: every other rank wrote an error of
     its own, and a process ends by its own error (an exit status, the watchdog's abort), not by that signal."""
     others = sorted({s.rank for s in lost if s.rank is not None})
-    m = PEER_LOST.search(lost[0].text)
-    assert m is not None
-    words = lost[0].text[m.start():].split(". ")[0].rstrip(".")[:120]
+    gone = lost[0].gone
+    assert gone is not None
+    words = gone.words
     host = "".join(f", the host of {rank_phrase(p.ranks)}" for p in peers_lost(scans)[:1]
                    if p.ranks and p.peer.split("<")[0] in words)
     peers = (f"{rank_phrase(others) if others else 'the other ranks'} lost "

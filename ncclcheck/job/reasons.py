@@ -43,7 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ncclcheck.evidence.formats import loglevel
-from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, RankError
+from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, PeerGone, RankError
 from ncclcheck.job.causes import one_line
 from ncclcheck.job.statements import explained, placed_told
 
@@ -94,6 +94,7 @@ class Stated:
     loc: Loc
     clock_s: float | None = None
     file: str | None = None  # the source file NCCL's WARN header printed (its layer: job/layers.py), where it did
+    gone: PeerGone | None = None  # its word that a peer went away (evidence/formats/nccl.py)
 
     @property
     def label(self) -> str:
@@ -242,7 +243,7 @@ def stated_lines(scans: Sequence[FileScan]) -> tuple[Stated, ...]:
             if source is not None:
                 text, file = one_line(e.message), files.get(e.loc)
                 out.setdefault((e.who.rank, source, text), Stated(source, text, _meaning(source, e.message, file),
-                                                                 e.who.rank, e.loc, file=file))
+                                                                 e.who.rank, e.loc, file=file, gone=e.gone))
         for c in s.clues:
             source = {"last_error": "last_error", "nccl": "nccl", "cuda": "cuda", "cuda_assert": "cuda_assert",
                       "teardown": "watchdog", "logged": "logged", "c_assert": "c_assert",
@@ -252,7 +253,8 @@ def stated_lines(scans: Sequence[FileScan]) -> tuple[Stated, ...]:
             if source is not None and c.text:
                 text = one_line(c.text)
                 out.setdefault((c.who.rank, source, text),
-                               Stated(source, text, _meaning(source, c.text), c.who.rank, c.loc, c.clock_s))
+                               Stated(source, text, _meaning(source, c.text), c.who.rank, c.loc, c.clock_s,
+                                      gone=c.gone))
     return tuple(out.values())
 
 

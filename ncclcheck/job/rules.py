@@ -22,7 +22,6 @@ from ncclcheck.job.causes import (
     LAUNCHER,
     MEMORY,
     NETWORK,
-    PEER_LOST,
     PROGRAM,
     SETUP,
     Diagnosis,
@@ -253,7 +252,7 @@ def _lost_peer_verdict(job: Job, nccl_err: list[int]) -> tuple[VerdictKind, list
         said += f" {who} lost its connection to the peer {p.peer} ({p.loc})" + (
             f", the host of {rank_phrase(p.ranks)}." if p.ranks else ", a host no rank in these inputs names.")
     stops = "its log stops" if len(suspects) == 1 else "their logs stop"
-    if suspects and all(PEER_LOST.search(by_rank[r].ending.detail) for r in nccl_err):
+    if suspects and all(by_rank[r].ending.gone is not None for r in nccl_err):
         # Every error says only that a peer went away, and a rank stopped without a word: its death is the
         # failure, the others' lost connections its consequence (a rank alive behind a failed link prints an
         # error or a timeout of its own).

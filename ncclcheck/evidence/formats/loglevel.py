@@ -112,7 +112,8 @@ def read(who: Who, line: str, loc: Loc) -> list[Clue]:
     if (m := record(line)) is not None and not _traceback(next(v for k, v in m.groupdict().items()
                                                                  if k.endswith("_msg") and v is not None)):
         kept = line[:300]  # as it stands
-        return [Clue(who, "logged", kept, loc, store=storeclient.read(kept), nccl=nccl.words(kept))]
+        return [Clue(who, "logged", kept, loc, store=storeclient.read(kept), nccl=nccl.words(kept),
+                     gone=nccl.gone(kept))]
     return []
 
 

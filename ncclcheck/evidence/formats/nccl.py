@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 
 from ncclcheck.evidence.formats.source import AT, Format, Sample, Trigger
 from ncclcheck.evidence.repair import HEADER
-from ncclcheck.evidence.types import Clue, ErrorKind, Fact, Loc, NcclWords, RankError, Read, Who
+from ncclcheck.evidence.types import Clue, ErrorKind, Fact, Loc, NcclWords, PeerGone, RankError, Read, Who
 
 _NCCL_WARN = re.compile(r"NCCL WARN (?P<message>.*)")
 # The file and line NCCL printed: a .cc of 2.5 on, a .cu of 2.3-2.4 (init.cu, bootstrap.cu), a header's own WARN
@@ -27,8 +27,19 @@ _OLD_WARN = re.compile(r"(?:\[\d+\] |^\s*)(?P<file>[\w/.]+\.(?:cc|cu|h|c)):\d+ W
 # NCCL's own line header, "host:pid:tid [cudaDev] " (after a rank tag or NCCL's timestamp, if any).
 _NCCL_HEAD = re.compile(
     r"(?:^|[\]:] ?)(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):\d+ \[\d+\] (?=NCCL |[\w/.]+\.cc:\d+ NCCL )")
-# A peer that went away: a closed, reset or refused connection, a remote process's exit.
+# A connection that failed: closed, reset or refused, a remote process's exit (an error of the kind CONNECTION).
 CONNECTION = re.compile(r"Connection (?:closed|reset|refused)|remote process exit|ncclRemoteError|Broken pipe", re.I)
+# A peer that went away (a refused connect is not one: the peer was never reached), in every source's words: NCCL's
+# socket layer ("Connection closed by remote peer host<port>", src/misc/socket.cc), the system's for a reset
+# connection or a closed pipe (strerror: "Connection reset by peer", "Broken pipe", which NCCL, gloo and c10d quote),
+# ncclGetErrorString(ncclRemoteError) since 2.13 ("remote process exited or there was a network error", src/init.cc)
+# and the line PyTorch prints under it ("ncclRemoteError: A call failed possibly due to a network error or a remote
+# process exiting prematurely.", torch/csrc/distributed/c10d/NCCLUtils.cpp), gloo's ("Connection closed by peer
+# [host]:port", gloo/transport/tcp/pair.cc). One pattern for every rule that asks (job/ matches PeerGone).
+PEER_GONE = re.compile(r"Connection (?:closed|reset)|closed by peer|remote process exit|ncclRemoteError|Broken pipe",
+                       re.I)
+# NCCL's ncclRemoteError result itself, in ncclGetErrorString's words or by the result's name.
+REMOTE_ERROR = re.compile(r"remote process exited or there was a network error|ncclRemoteError")
 # "NCCL error: <reason>, NCCL version ..." or the older "NCCL error in: <file>:<line>, <reason>, NCCL version ...";
 # before PyTorch 1.8 "NCCL Error 2: <reason>", and nccl-tests' "Test NCCL failure common.cu:874 '<reason>'".
 NCCL_ERROR = re.compile(r"(?:NCCL error|NCCL Error)(?: \d+)?(?: in: \S+,)?:?\s*(?P<reason>.*)"
@@ -97,6 +108,15 @@ def words(text: str) -> NcclWords | None:
         return None
     return NcclWords(peer["host"] if peer else None, int(peer["port"]) if peer else None,
                      (int(pair["a"]), int(pair["b"])) if pair else None, pci(pair["bus"]) if pair and pair["bus"] else None)
+
+
+def gone(text: str) -> PeerGone | None:
+    """A kept error's, clue's or work's word that a peer went away (:data:`PEER_GONE`), from that word to the end of
+    its sentence, or None; read once where the line is kept, so that job/ matches on the field."""
+    m = PEER_GONE.search(text)
+    if m is None:
+        return None
+    return PeerGone(text[m.start():].split(". ")[0].rstrip(".")[:120], REMOTE_ERROR.search(text) is not None)
 
 
 def facts(who: Who, text: str, loc: Loc) -> list[Fact]:
