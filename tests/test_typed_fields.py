@@ -9,9 +9,9 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ncclcheck.evidence.formats import nccl, torchrun
+from ncclcheck.evidence.formats import errors, nccl, torchrun
 from ncclcheck.evidence.parse import LogParser
-from ncclcheck.evidence.types import Closing, ErrorKind, FileScan, NcclWords, PeerGone
+from ncclcheck.evidence.types import Closing, ErrorKind, FileScan, NcclWords, PeerGone, Stating
 from ncclcheck.job.analyze import analyze_scans
 
 
@@ -148,3 +148,47 @@ def test_a_works_async_error_carries_its_peer_gone_to_the_ending():
     assert [w.gone for w in scan.works if w.evidence == "async_exception"] == [want]
     ending = next(s.ending for s in analyze_scans([scan]).job.ranks if s.rank == 0)
     assert (ending.kind.value, ending.gone) == ("nccl_error", want)
+
+
+# What a failure line states (evidence/formats/errors.py, stating), each form as recorded in tests/data or as its
+# source's format string prints it: NCCL's CUDACHECK (src/include/checks.h, "Cuda failure '%s'", the number before it
+# since 2.19) and SYSCHECK ("Call to %s failed : %s"), its socket layer, ncclGetErrorString's results, gloo's enforce,
+# the terminate handler's type, and the lines that state no failure.
+STATING = [
+    ("misc/strongstream.cc:395 NCCL WARN Cuda failure 1 'invalid argument'",
+     Stating(cuda="invalid argument", result="ncclInvalidArgument")),  # the words of both: each source reads its own
+    ("include/alloc.h:48 NCCL WARN Cuda failure 'initialization error'", Stating(cuda="initialization error")),
+    ("a100-st-p4d24xlarge-22:183006:183220 [1] misc/socket.cc:518 NCCL WARN Net : Call to recv from "
+     "10.200.84.247<58355> failed : Broken pipe", Stating(call="recv", call_error="Broken pipe")),
+    ("socketProgress: Connection closed by remote peer localhost<34172>", Stating(closed_by="localhost<34172>")),
+    ("socketProgress: Connection closed by remote peer ", Stating(closed_by="")),  # its address cut off
+    ("NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.1",
+     Stating(result="ncclSystemError")),
+    ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, remote "
+     "process exited or there was a network error, NCCL version 2.20.5",
+     Stating(result="ncclRemoteError", exception="torch.distributed.DistBackendError")),
+    ("RuntimeError: [enforce fail at /__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:456] "
+     "op.preamble.length <= op.nbytes. 4096 vs 4",
+     Stating(enforce_at="/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:456", exception="RuntimeError")),
+    ("terminate called after throwing an instance of 'c10::DistBackendError'", Stating(thrown="c10::DistBackendError")),
+    ("NET/IB : Failed to open libibverbs.so[.1]", Stating(notice=True)),
+    ("CUDA error: driver shutting down", Stating(notice=True)),
+]
+
+
+def test_what_a_failure_line_states_is_read_into_its_fields():
+    assert [errors.stating(line) for line, _ in STATING] == [want for _, want in STATING]
+    assert errors.stating("NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>") is None
+
+
+def test_the_statement_rides_on_the_kept_error_and_clue():
+    scan = _scan(["gpu-a:410:470 [1] misc/strongstream.cc:395 NCCL WARN Cuda failure 1 'invalid argument'",
+                  "terminate called after throwing an instance of 'std::runtime_error'"])
+    assert [e.says for e in scan.errors] == [Stating(cuda="invalid argument", result="ncclInvalidArgument"),
+                                             Stating(thrown="std::runtime_error")]
+
+
+@given(st.text(max_size=300))
+def test_any_text_states_something_or_nothing(text):
+    said = errors.stating(text)
+    assert said is None or said != Stating()

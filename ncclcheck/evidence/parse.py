@@ -495,7 +495,7 @@ class LogParser:
             text = text[:300]
             self._clues.append(Clue(who, kind, text, loc, clock, store_words(text),
                                     torchrun.closing(text) if kind == "launcher" else None, nccl.words(text),
-                                    nccl.gone(text)))
+                                    nccl.gone(text), errors.stating(text)))
 
     def _nccl_error(self, who: Who, text: str, loc: Loc) -> bool:
         """An "NCCL error: <reason>" raised on this rank (not on a named work); each text counted once per rank.
@@ -622,7 +622,7 @@ class LogParser:
             self._ranks.add(who.global_rank)  # an error shows its rank, however the line names it
         message = message[:MAX_MESSAGE]
         self._errors.append(RankError(who, kind, message, loc, store_words(message), nccl.words(message),
-                                      nccl.gone(message)))
+                                      nccl.gone(message), errors.stating(message)))
 
     def _fact(self, who: Who, key: str, value: str, loc: Loc) -> None:
         if key == "progress":  # a loop's latest count on a rank replaces its earlier ones (formats/progress.py)

@@ -256,6 +256,25 @@ class NcclWords:
 
 
 @dataclass(frozen=True)
+class Stating:
+    """What a kept failure line states of its failure, read once where it is kept (evidence/formats/errors.py,
+    :func:`stating`), for job/reasons.py to word its meaning: NCCL's checks (the CUDA error CUDACHECK names, the call
+    SYSCHECK names and its error, the peer its socket says closed the connection, "" where it names no address),
+    the result ncclGetErrorString words, gloo's enforce site, the type of a C++ exception nothing caught, the Python
+    exception the line starts with, and whether it is one of the lines that state no failure (``notice``)."""
+
+    notice: bool = False
+    cuda: str | None = None
+    call: str | None = None
+    call_error: str = ""
+    closed_by: str | None = None
+    result: str | None = None  # the ncclResult_t: ncclSystemError, ncclRemoteError, ...
+    enforce_at: str | None = None
+    thrown: str | None = None
+    exception: str | None = None
+
+
+@dataclass(frozen=True)
 class Closing:
     """torchrun's agent stopping one of its workers (evidence/formats/torchrun.py): "Sending process <pid> closing
     signal <SIG…>", the worker's PID and the signal sent."""
@@ -275,6 +294,7 @@ class RankError:
     store: StoreWords | None = None  # the store client's words in it, read where it is kept (evidence/parse.py)
     nccl: NcclWords | None = None  # NCCL's words in it, read where it is kept (evidence/parse.py)
     gone: PeerGone | None = None  # its word that a peer went away, read where it is kept (evidence/parse.py)
+    says: Stating | None = None  # what it states of its failure, read where it is kept (evidence/parse.py)
 
 
 @dataclass(frozen=True)
@@ -300,6 +320,7 @@ class Clue:
     closing: Closing | None = None  # the worker torchrun's agent stopped, on a launcher clue (formats/torchrun.py)
     nccl: NcclWords | None = None  # NCCL's words in it, read where it is kept (evidence/parse.py)
     gone: PeerGone | None = None  # its word that a peer went away, read where it is kept (evidence/parse.py)
+    says: Stating | None = None  # what it states of its failure, read where it is kept (evidence/parse.py)
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ncclcheck.evidence.formats import nccl, storeclient
+from ncclcheck.evidence.formats import errors, nccl, storeclient
 from ncclcheck.evidence.formats.source import AT, Format, Sample
 from ncclcheck.evidence.types import Clue, Loc, Read, Who
 
@@ -113,7 +113,7 @@ def read(who: Who, line: str, loc: Loc) -> list[Clue]:
                                                                  if k.endswith("_msg") and v is not None)):
         kept = line[:300]  # as it stands
         return [Clue(who, "logged", kept, loc, store=storeclient.read(kept), nccl=nccl.words(kept),
-                     gone=nccl.gone(kept))]
+                     gone=nccl.gone(kept), says=errors.stating(kept))]
     return []
 
 

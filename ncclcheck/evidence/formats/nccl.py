@@ -58,6 +58,17 @@ PEER = re.compile(r"peer \[?(?P<host>[\w.:-]+?)\]?<(?P<port>\d+)>")
 # (ncclCheckMultiRank; its WARN "Multiple ranks detected using the same GPU" names no rank). Bounded, linear.
 _PAIR = re.compile(r"rank (?P<a>\d{1,9}) and rank (?P<b>\d{1,9}) both on CUDA device\s?(?P<bus>[0-9a-fA-F]{1,16})?\b")
 _SHARING = re.compile(r"Detected ranks (?P<a>\d{1,9}) and (?P<b>\d{1,9}) sharing GPU with bus (?P<bus>[0-9a-fA-F]{1,16})")
+# What its lines state (job/reasons.py words each): its checks (src/include/checks.h) CUDACHECK's "Cuda failure
+# '<string>'" (with the error's number since 2.19) and SYSCHECK's "Call to <name> failed: <strerror>", its socket
+# layer's "Connection closed by remote peer <address>" (src/misc/socket.cc), and ncclGetErrorString's words (src/init.cc;
+# "unhanled" is PyTorch 1.x's typo), each the ncclResult_t it names, in this order.
+CUDA_FAILURE = re.compile(r"Cuda failure (?:\d+ )?'(?P<what>[^']*)'?")
+CALL_FAILED = re.compile(r"Call to (?P<call>\w+)(?: from \S+)? failed(?: with error)?\s*:?\s*(?P<error>[^,]*)")
+PEER_CLOSED = re.compile(r"Connection closed by (?:remote )?peer\s*(?P<peer>\S*)")
+RESULTS = tuple((re.compile(p, re.IGNORECASE), name) for p, name in (
+    ("unhandled cuda error", "ncclUnhandledCudaError"), ("unhan?dled system error", "ncclSystemError"),
+    ("internal error", "ncclInternalError"), ("invalid argument", "ncclInvalidArgument"),
+    ("invalid usage", "ncclInvalidUsage"), ("remote process exited|network error", "ncclRemoteError")))
 ERROR_WORDS = ("NCCL error", "NCCL Error", "NCCL failure", "dled cuda error", "dled system error")
 LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(?P<text>.*)$")
 # NCCL's own sentences for a failed set-up or transport, wherever they stand (a paste often keeps only them).
