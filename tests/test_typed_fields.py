@@ -4,6 +4,7 @@ docs/layout.md, "Regular expressions over an event's words in job/")."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from hypothesis import given
@@ -192,3 +193,17 @@ def test_the_statement_rides_on_the_kept_error_and_clue():
 def test_any_text_states_something_or_nothing(text):
     said = errors.stating(text)
     assert said is None or said != Stating()
+
+
+_WORDS = st.sampled_from(["unhandled cuda error", "UNHANLED System Error", "internal error", "Invalid Argument",
+                          "invalid usage", "Remote process exited", "network ERROR", "İnvalid usage", "ſystem"])
+
+
+@given(st.lists(st.one_of(_WORDS, st.text(max_size=20)), max_size=6))
+def test_a_result_is_read_as_a_case_blind_match_would(parts):
+    """ncclGetErrorString's words in any case: ASCII lines through lower(), others through a case-blind pattern;
+    either way the first result of the table whose words the line holds."""
+    text = " ".join(parts)
+    want = next((name for words, name in nccl.RESULTS
+                 if re.search("|".join(map(re.escape, words)), text, re.IGNORECASE)), None)
+    assert nccl.result(text) == want

@@ -184,18 +184,17 @@ def stating(text: str) -> Stating | None:
     cuda = nccl.CUDA_FAILURE.search(text) if "Cuda failure" in text else None
     call = nccl.CALL_FAILED.search(text) if "Call to " in text else None
     closed = nccl.PEER_CLOSED.search(text) if "closed by" in text else None
-    result = next((name for p, name in nccl.RESULTS if p.search(text)), None)
+    result = nccl.result(text)
     enforce = cxx.ENFORCE.search(text) if "[enforce fail at " in text else None
     thrown = cxx.TERMINATE.search(text) if "terminate called" in text else None
     exception = EXCEPTION_AT.match(text)
-    said = Stating(NOT_FATAL.search(text) is not None, cuda["what"] if cuda else None, call["call"] if call else None,
+    notice = NOT_FATAL.search(text) is not None
+    if not (notice or cuda or call or closed or result or enforce or thrown or exception):
+        return None
+    return Stating(notice, cuda["what"] if cuda else None, call["call"] if call else None,
                    call["error"].strip() if call else "", closed["peer"] if closed else None, result,
                    enforce["at"] if enforce else None, thrown["type"] if thrown else None,
                    exception["name"] if exception else None)
-    return None if said == _NOTHING else said
-
-
-_NOTHING = Stating()
 
 
 def fatal_signal(line: str) -> str | None:

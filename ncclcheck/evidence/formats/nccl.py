@@ -65,10 +65,20 @@ _SHARING = re.compile(r"Detected ranks (?P<a>\d{1,9}) and (?P<b>\d{1,9}) sharing
 CUDA_FAILURE = re.compile(r"Cuda failure (?:\d+ )?'(?P<what>[^']*)'?")
 CALL_FAILED = re.compile(r"Call to (?P<call>\w+)(?: from \S+)? failed(?: with error)?\s*:?\s*(?P<error>[^,]*)")
 PEER_CLOSED = re.compile(r"Connection closed by (?:remote )?peer\s*(?P<peer>\S*)")
-RESULTS = tuple((re.compile(p, re.IGNORECASE), name) for p, name in (
-    ("unhandled cuda error", "ncclUnhandledCudaError"), ("unhan?dled system error", "ncclSystemError"),
-    ("internal error", "ncclInternalError"), ("invalid argument", "ncclInvalidArgument"),
-    ("invalid usage", "ncclInvalidUsage"), ("remote process exited|network error", "ncclRemoteError")))
+RESULTS = ((("unhandled cuda error",), "ncclUnhandledCudaError"),
+           (("unhandled system error", "unhanled system error"), "ncclSystemError"),
+           (("internal error",), "ncclInternalError"), (("invalid argument",), "ncclInvalidArgument"),
+           (("invalid usage",), "ncclInvalidUsage"), (("remote process exited", "network error"), "ncclRemoteError"))
+# The same words in any case, for a line that is not ASCII (where lower() and a case-blind match may differ).
+_RESULT_ANY_CASE = tuple((re.compile("|".join(map(re.escape, words)), re.IGNORECASE), name) for words, name in RESULTS)
+
+
+def result(text: str) -> str | None:
+    """The ncclResult_t whose words the text holds, the first of :data:`RESULTS` in order, in any case, or None."""
+    if text.isascii():
+        low = text.lower()
+        return next((name for words, name in RESULTS if any(w in low for w in words)), None)
+    return next((name for p, name in _RESULT_ANY_CASE if p.search(text)), None)
 ERROR_WORDS = ("NCCL error", "NCCL Error", "NCCL failure", "dled cuda error", "dled system error")
 LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(?P<text>.*)$")
 # NCCL's own sentences for a failed set-up or transport, wherever they stand (a paste often keeps only them).
