@@ -11,7 +11,8 @@ from conftest import run_text
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ncclcheck.job.dupgpu import pci, shared_gpu
+from ncclcheck.evidence.formats.nccl import pci, words
+from ncclcheck.job.dupgpu import pair_words
 
 WARN = "[rank3]:gpu-a:410:470 [1] init.cc:871 NCCL WARN Duplicate GPU detected : rank 3 and rank 1 both on CUDA device 53000\n"
 INIT = ("[rank3]:[I1122 11:30:18.464602239 ProcessGroupNCCL.cpp:988] [PG ID {pg} PG GUID {pg} Rank {r}] ProcessGroupNCCL "
@@ -33,14 +34,14 @@ def test_any_pair_and_bus_id_read_back(a, b, dom, bus, dev, fn, opening):
     """Whatever the two ranks, the bus id NCCL printed (its integer in hex) and the line's opening, the pair reads
     back, and the PCI address it is worded as is the one NCCL made the integer from."""
     n = (dom << 20) | (bus << 12) | (dev << 4) | fn
-    got = shared_gpu(f"{opening}rank {a} and rank {b} both on CUDA device {n:x}")
-    assert got is not None and got.ranks == (a, b) and got.bus == pci(f"{n:x}") and _bus_int(got.bus) == n
+    got = words(f"{opening}rank {a} and rank {b} both on CUDA device {n:x}")
+    assert got is not None and got.shared == (a, b) and got.bus == pci(f"{n:x}") and _bus_int(got.bus) == n
 
 
 def test_a_cut_off_bus_id_keeps_the_pair():
-    got = shared_gpu("Duplicate GPU detected : rank 7 and rank 5 both on CUDA device")
-    assert got is not None and got.ranks == (7, 5) and got.bus is None
-    assert "bus id is cut off" in got.words() and "ranks 5 and 7 of the failing communicator" in got.words()
+    got = words("Duplicate GPU detected : rank 7 and rank 5 both on CUDA device")
+    assert got is not None and got.shared == (7, 5) and got.bus is None
+    assert "bus id is cut off" in pair_words(got) and "ranks 5 and 7 of the failing communicator" in pair_words(got)
 
 
 @pytest.mark.parametrize("line", [

@@ -22,9 +22,10 @@ from conftest import DATA, run
 from typer.testing import CliRunner
 
 from ncclcheck.cli import app
+from ncclcheck.evidence.formats.errors import NOT_FATAL
 from ncclcheck.evidence.types import Loc
 from ncclcheck.job.layers import LAYERS
-from ncclcheck.job.reasons import NOT_FATAL, Stated, ranked
+from ncclcheck.job.reasons import Stated, ranked
 
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()

@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from ncclcheck import signals
 from ncclcheck.evidence import formats
-from ncclcheck.evidence.formats import busy, colltrace, errors, loglevel, nccl, nccl2, pgnccl, progress, world
+from ncclcheck.evidence.formats import busy, colltrace, errors, loglevel, nccl, nccl2, pgnccl, progress, torchrun, world
 from ncclcheck.evidence.formats.collectors import LABEL
 from ncclcheck.evidence.formats.elastic import Table
 from ncclcheck.evidence.formats.host import Records as HostRecords
@@ -498,7 +498,10 @@ class LogParser:
             return  # NCCL's sentence read already as the reason under its "Last error:": one statement, not two
         if key not in self._clue_keys:
             self._clue_keys.add(key)
-            self._clues.append(Clue(who, kind, text[:300], loc, clock, store_words(text[:300])))
+            text = text[:300]
+            self._clues.append(Clue(who, kind, text, loc, clock, store_words(text),
+                                    torchrun.closing(text) if kind == "launcher" else None, nccl.words(text),
+                                    nccl.gone(text), errors.stating(text)))
 
     def _nccl_error(self, who: Who, text: str, loc: Loc) -> bool:
         """An "NCCL error: <reason>" raised on this rank (not on a named work); each text counted once per rank.
@@ -624,7 +627,8 @@ class LogParser:
         if who.global_rank is not None:
             self._ranks.add(who.global_rank)  # an error shows its rank, however the line names it
         message = message[:MAX_MESSAGE]
-        self._errors.append(RankError(who, kind, message, loc, store_words(message)))
+        self._errors.append(RankError(who, kind, message, loc, store_words(message), nccl.words(message),
+                                      nccl.gone(message), errors.stating(message)))
 
     def _fact(self, who: Who, key: str, value: str, loc: Loc) -> None:
         if key == "progress":  # a loop's latest count on a rank replaces its earlier ones (formats/progress.py)

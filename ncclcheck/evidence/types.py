@@ -93,6 +93,7 @@ class WorkMention:
     clock_s: float | None = None  # the glog header's date and time as a stamp (evidence/stamps.py)
     comm: str | None = None  # nccl2_timeout: the communicator's name from "[name=...]" (the group's name)
     pg: PG | None = None  # the "[PG ... Rank N]" prefix before it (a restatement's own group, when printed)
+    gone: PeerGone | None = None  # async_exception: its error's word that a peer went away (formats/pgnccl.py)
 
 
 @dataclass(frozen=True)
@@ -234,6 +235,55 @@ class StoreWords:
 
 
 @dataclass(frozen=True)
+class PeerGone:
+    """A line's word that a peer went away (evidence/formats/nccl.py, PEER_GONE): the words from the first such word
+    to the end of its sentence, and whether they are NCCL's ncclRemoteError result (its own words for it)."""
+
+    words: str
+    remote: bool = False
+
+
+@dataclass(frozen=True)
+class NcclWords:
+    """What NCCL says on a line that job/ matches on, read once where the line is kept (evidence/formats/nccl.py):
+    the peer its transport names ("peer host<port>": its host or address as printed, and its port), and the two
+    ranks of one communicator its duplicate-GPU check names, with their GPU's PCI address where the line keeps it."""
+
+    peer: str | None = None
+    peer_port: int | None = None
+    shared: tuple[int, int] | None = None
+    bus: str | None = None  # 0000:53:00.0
+
+
+@dataclass(frozen=True)
+class Stating:
+    """What a kept failure line states of its failure, read once where it is kept (evidence/formats/errors.py,
+    :func:`stating`), for job/reasons.py to word its meaning: NCCL's checks (the CUDA error CUDACHECK names, the call
+    SYSCHECK names and its error, the peer its socket says closed the connection, "" where it names no address),
+    the result ncclGetErrorString words, gloo's enforce site, the type of a C++ exception nothing caught, the Python
+    exception the line starts with, and whether it is one of the lines that state no failure (``notice``)."""
+
+    notice: bool = False
+    cuda: str | None = None
+    call: str | None = None
+    call_error: str = ""
+    closed_by: str | None = None
+    result: str | None = None  # the ncclResult_t: ncclSystemError, ncclRemoteError, ...
+    enforce_at: str | None = None
+    thrown: str | None = None
+    exception: str | None = None
+
+
+@dataclass(frozen=True)
+class Closing:
+    """torchrun's agent stopping one of its workers (evidence/formats/torchrun.py): "Sending process <pid> closing
+    signal <SIG…>", the worker's PID and the signal sent."""
+
+    pid: int
+    signal: str
+
+
+@dataclass(frozen=True)
 class RankError:
     """An error a rank printed itself (not the watchdog's cascade)."""
 
@@ -242,6 +292,9 @@ class RankError:
     message: str
     loc: Loc
     store: StoreWords | None = None  # the store client's words in it, read where it is kept (evidence/parse.py)
+    nccl: NcclWords | None = None  # NCCL's words in it, read where it is kept (evidence/parse.py)
+    gone: PeerGone | None = None  # its word that a peer went away, read where it is kept (evidence/parse.py)
+    says: Stating | None = None  # what it states of its failure, read where it is kept (evidence/parse.py)
 
 
 @dataclass(frozen=True)
@@ -264,6 +317,10 @@ class Clue:
     loc: Loc
     clock_s: float | None = None  # the line's header date and time as a stamp (evidence/stamps.py), when it has one
     store: StoreWords | None = None  # the store client's words in it, read where it is kept (evidence/parse.py)
+    closing: Closing | None = None  # the worker torchrun's agent stopped, on a launcher clue (formats/torchrun.py)
+    nccl: NcclWords | None = None  # NCCL's words in it, read where it is kept (evidence/parse.py)
+    gone: PeerGone | None = None  # its word that a peer went away, read where it is kept (evidence/parse.py)
+    says: Stating | None = None  # what it states of its failure, read where it is kept (evidence/parse.py)
 
 
 @dataclass(frozen=True)

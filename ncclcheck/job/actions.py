@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 from ncclcheck.job import nodeloss
 from ncclcheck.job.causedata import COLLECT_MORE, DRAIN_NODE, FIX_CODE, FIX_CONFIG, LATE, RESTART
-from ncclcheck.job.causes import PEER_LOST
 from ncclcheck.job.model import EndKind, Job, VerdictKind
 from ncclcheck.job.rules import Decision
 from ncclcheck.ranks import rank_phrase
@@ -237,7 +236,7 @@ def _from_kind(job: Job, d: Decision) -> Action:
         if absent or any(not p.ranks for p in job.facts.peers_lost):
             return _table("missing_ranks", job, absent, missing=_missing(job, absent))
         errs = [s for s in job.ranks if s.ending.kind is EndKind.NCCL_ERROR]
-        if errs and all(PEER_LOST.search(s.ending.detail) for s in errs):
+        if errs and all(s.ending.gone is not None for s in errs):  # each says a peer went away
             return _table("peer_lost", job, [s.rank for s in errs])
         return _table("transport_failed", job, culprits)
     if k is VerdictKind.SETUP_FAILURE:

@@ -14,7 +14,6 @@ What each source contributes:
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -64,7 +63,6 @@ from ncclcheck.transfer import GATHER_SCATTER_OPS
 
 REAL_FAILURES = {ErrorKind.OOM, ErrorKind.CUDA, ErrorKind.EXCEPTION}
 _DEFAULT_KEY = ("guid", "0")
-_CLOSING = re.compile(r"Sending process (\d+) closing signal (SIG\w+)")
 # Status lines alone ("failure detected by watchdog") follow errors as well as timeouts.
 _NOT_TIMEOUT = {"failure_detected", "exception_detected"}
 
@@ -540,8 +538,8 @@ class _Builder:
         self.stopped: dict[int, tuple[str, Loc]] = {}
         for s in self.scans:
             for c in s.clues:
-                if c.kind == "launcher" and (m := _CLOSING.search(c.text)):
-                    self.stopped.setdefault(int(m[1]), (m[2], c.loc))
+                if c.closing is not None:  # the agent's "Sending process N closing signal SIG…" (formats/torchrun.py)
+                    self.stopped.setdefault(c.closing.pid, (c.closing.signal, c.loc))
         self.received = set(origins.received([(c.text, c.loc) for s in self.scans for c in s.clues
                                               if c.kind == "launcher"]))
         self.pid_of: dict[int, int] = {}
@@ -573,20 +571,20 @@ class _Builder:
         if err is not None and err.kind is ErrorKind.KILLED:
             sig = fatal_signal(err.message)
             how = f"died of {sig}" if sig else "died with no error of its own, by a signal the line does not name"
-            return Ending(EndKind.KILLED, f"{how}: {one_line(err.message)}", err.loc, sig)
+            return Ending(EndKind.KILLED, f"{how}: {one_line(err.message)}", err.loc, sig, err.gone)
         if err is not None and (stop := origins.interrupted(err)) is not None:
             return stop
         if err is not None and err.kind in REAL_FAILURES:
             before = first_timeout is None or not any(
                 w.loc is not None and w.loc.file == err.loc.file and w.loc.line < err.loc.line for w in timeouts)
             if before:
-                return Ending(EndKind.EXCEPTION, one_line(err.message), err.loc)
+                return Ending(EndKind.EXCEPTION, one_line(err.message), err.loc, gone=err.gone)
         w = self.nccl_errors.get(rank)
         if w is not None:
             op = f"{w.op_type} #{w.seq}" if w.op_type else "a collective"
-            return Ending(EndKind.NCCL_ERROR, f"NCCL error in {op}: {_first_sentence(w.error)}", w.loc)
+            return Ending(EndKind.NCCL_ERROR, f"NCCL error in {op}: {_first_sentence(w.error)}", w.loc, gone=w.gone)
         if err is not None and err.kind in (ErrorKind.CONNECTION, ErrorKind.NCCL_ERROR) and not timeouts:
-            return Ending(EndKind.NCCL_ERROR, one_line(err.message), err.loc)
+            return Ending(EndKind.NCCL_ERROR, one_line(err.message), err.loc, gone=err.gone)
         if timeouts:
             first = min(timeouts, key=_stuck_order)
             return Ending(EndKind.TIMED_OUT, f"timed out in {first.describe()} {first.number}", first.loc)

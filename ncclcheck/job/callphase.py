@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 from ncclcheck.job.causedata import SETUP as SETUP_FAMILY
 from ncclcheck.job.causes import Diagnosis, cause
-from ncclcheck.job.layers import PEER_GONE, Layer
+from ncclcheck.job.layers import Layer
 from ncclcheck.job.model import Job, VerdictKind
 from ncclcheck.job.phrases import cap
 from ncclcheck.job.returntrace import CALL, RESULTS, SETUP, Chain, chain_at
@@ -50,7 +50,7 @@ def restate(job: Job, kind: VerdictKind, culprits: list[int], summary: str, foun
     if chain is not None and line is not None and (layer := chain.layer) is not None and chain.phase == SETUP \
             and kind in (VerdictKind.RANK_FAILED_FIRST, VerdictKind.NCCL_ERROR) \
             and (found is None or found.cause.kind in _GENERAL):
-        said = _layer_statement(layer, bool(PEER_GONE.search(line.text)))
+        said = _layer_statement(layer, line.gone is not None)  # a peer that went away (evidence/formats/nccl.py)
         ranks = tuple(x for x in (line.rank,) if x is not None)
         detail = f"{line.label}: {line.text}; {said.means}"
         return (VerdictKind.SETUP_FAILURE, culprits,

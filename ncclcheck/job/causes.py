@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ncclcheck.evidence import formats, stamps
-from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, StoreWords, SystemEvent
+from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, NcclWords, PeerGone, StoreWords, SystemEvent
 from ncclcheck.job.causedata import DEVICE, HOST, LATE, LAUNCHER, MEMORY, NETWORK, PROGRAM, SETUP, Cause, read_catalogue
-from ncclcheck.job.dupgpu import shared_gpu
+from ncclcheck.job.dupgpu import pair_words
 from ncclcheck.job.hosts import Joined, join_events, peers_lost
 from ncclcheck.job.rununsage import run_usage
 from ncclcheck.job.statements import Statement, first_told, told
@@ -29,7 +29,7 @@ from ncclcheck.job.xids import fatal, meaning
 from ncclcheck.ranks import rank_phrase
 
 __all__ = ["ALL_CAUSES", "CATALOGUE", "DEVICE", "HOST", "HOST_KILL", "LATE", "LAUNCHER", "MEMORY", "NETWORK", "NO_REASON",
-           "PEER_LOST", "PROBE", "PROGRAM", "RULED", "SETUP", "STOPPED", "SYSTEM_ERROR", "VERSIONS", "Cause", "Diagnosis",
+           "PROBE", "PROGRAM", "RULED", "SETUP", "STOPPED", "SYSTEM_ERROR", "VERSIONS", "Cause", "Diagnosis",
            "awaited_rank", "awaiting_ranks", "cause", "describe", "diagnose", "one_line", "oom_line"]
 
 PROBE = "Run `ncclcheck probe` inside the failing container on each node: it checks this setting and says what to set."
@@ -52,6 +52,7 @@ class Diagnosis:
     clock_s: float | None = None  # the earliest stamp (date and time) a line of it was printed, when lines carry one
     said: Statement | None = None  # the mechanism its line names (job/statements.py): its fix comes first
     store: StoreWords | None = None  # the store client's words on that line (evidence/formats/storeclient.py)
+    nccl: NcclWords | None = None  # NCCL's words on that line (evidence/formats/nccl.py)
 
     @property
     def fix(self) -> tuple[str, ...]:
@@ -73,8 +74,6 @@ VERSIONS, NO_REASON, SYSTEM_ERROR, HOST_KILL, STOPPED = (_BY_KIND[k] for k in (
 # The cause of a death by signal that the launcher reports without a line of the process's own.
 _BY_SIGNAL = {sig: c for c in CATALOGUE for sig in c.signals}
 
-# A rank's word that a peer went away: gloo's closed or reset connection, NCCL's remote exit.
-PEER_LOST = re.compile(r"Connection (?:closed|reset)|closed by peer|remote process exit|ncclRemoteError", re.IGNORECASE)
 _SYSTEM = re.compile(r"unhandled system error|unhanled system error|ncclSystemError", re.IGNORECASE)
 _OOM = re.compile(r"Tried to allocate ([\d.]+ [KMGT]?i?B)")
 _OOM_GPU = re.compile(r"GPU (\d+) has a total capacity of ([\d.]+ [KMGT]?i?B) of which ([\d.]+ [KMGT]?i?B) is free")
@@ -129,15 +128,17 @@ class _Said:
     clock_s: float | None = None
     joined: Joined | None = None
     store: StoreWords | None = None  # the store client's words in it (evidence/formats/storeclient.py)
+    nccl: NcclWords | None = None  # NCCL's words in it (evidence/formats/nccl.py)
+    gone: PeerGone | None = None  # its word that a peer went away (evidence/formats/nccl.py)
 
 
 def _said(scans: Sequence[FileScan]) -> list[_Said]:
     out: list[_Said] = []
     for s in scans:
         for e in s.errors:
-            out.append(_Said(e.who.rank, e.message, e.loc, store=e.store))
+            out.append(_Said(e.who.rank, e.message, e.loc, store=e.store, nccl=e.nccl, gone=e.gone))
         for c in s.clues:
-            out.append(_Said(c.who.rank, c.text, c.loc, c.kind, c.clock_s, store=c.store))
+            out.append(_Said(c.who.rank, c.text, c.loc, c.kind, c.clock_s, store=c.store, nccl=c.nccl))
         # TORCH_DISTRIBUTED_DEBUG=DETAIL's report, read into a Mismatch: a cause names it among its events (the text
         # is what the verdict quotes, never what is matched).
         for m in s.mismatches:
@@ -200,8 +201,8 @@ def _detail(cause: Cause, hits: Sequence[_Said], fired_s: float | None = None) -
         return text + (f", that is {said.means}" if said is not None else "")
     if cause.kind == "duplicate_gpu":
         best = next((h for h in hits if h.clue == "last_error" and h.text), None) or hits[0]
-        pair = shared_gpu(best.text)
-        return one_line(best.text) + (f": {pair.words()}" if pair is not None else "")
+        pair = pair_words(best.nccl) if best.nccl is not None else ""  # its two ranks (evidence/formats/nccl.py)
+        return one_line(best.text) + (f": {pair}" if pair else "")
     if cause.kind == "nccl_id_wait":
         root = hits[0].store.root if hits[0].store is not None else None
         return (f"the ranks waited for rank {root}'s NCCL id in the store until the timeout"
@@ -225,7 +226,7 @@ def _found(cause: Cause, hits: Sequence[_Said], fired_s: float | None = None) ->
     clocks = [h.clock_s for h in hits if h.clock_s is not None]
     said = first_told([first.text, *(h.text for h in hits)])
     return Diagnosis(cause, ranks, first.text, first.loc, locs, _detail(cause, hits, fired_s),
-                     min(clocks, default=None), said, first.store)
+                     min(clocks, default=None), said, first.store, first.nccl)
 
 
 # The setting a cause is about: where the log prints the value the job ran with, the verdict quotes it.
@@ -273,7 +274,7 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
                 found = replace(found, cause=unsaid[0], detail=unsaid[1])  # job/unsaiddup.py
             return found
     if silent:
-        lost = [s for s in said if s.rank not in silent and s.clue is None and PEER_LOST.search(s.text)]
+        lost = [s for s in said if s.rank not in silent and s.clue is None and s.gone is not None]
         if lost:
             return _silent_death(scans, silent, lost, unnamed[0] if unnamed and len(silent) == 1 else None)
     nccl = [s for s in said if s.clue is None and (s.text.startswith("NCCL error") or _SYSTEM.search(s.text))]
@@ -323,7 +324,7 @@ def _worker_failed(scans: Sequence[FileScan]) -> bool:
     """Whether a worker (a rank) wrote an error of its own that is not the loss of a peer: torchrun's agent whose
     rendezvous failed after it then only echoes the job's end (the agent without restarts left, ending, closed the
     rendezvous or took its store with it: torch/distributed/launcher/api.py, launch_agent's rdzv_handler.shutdown())."""
-    return any(e.who.rank is not None and e.kind is not ErrorKind.CONNECTION and not PEER_LOST.search(e.message)
+    return any(e.who.rank is not None and e.kind is not ErrorKind.CONNECTION and e.gone is None
                and not _AGENT_ERROR.search(e.message) for s in scans for e in s.errors)
 
 
@@ -333,9 +334,9 @@ def _silent_death(scans: Sequence[FileScan], silent: Sequence[int], lost: Sequen
     of a worker's death by a signal that names no worker is the one silent rank's: every other rank wrote an error of
     its own, and a process ends by its own error (an exit status, the watchdog's abort), not by that signal."""
     others = sorted({s.rank for s in lost if s.rank is not None})
-    m = PEER_LOST.search(lost[0].text)
-    assert m is not None
-    words = lost[0].text[m.start():].split(". ")[0].rstrip(".")[:120]
+    gone = lost[0].gone
+    assert gone is not None
+    words = gone.words
     host = "".join(f", the host of {rank_phrase(p.ranks)}" for p in peers_lost(scans)[:1]
                    if p.ranks and p.peer.split("<")[0] in words)
     peers = (f"{rank_phrase(others) if others else 'the other ranks'} lost "

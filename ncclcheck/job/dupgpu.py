@@ -7,7 +7,8 @@ src/misc/utils.cc) and returned ncclInvalidUsage; a paste often keeps the senten
 and rank 19 both on CUDA device 53000``) or cuts the bus id off. From 2.30 the check is ncclCheckMultiRank:
 ``Multiple ranks detected using the same GPU on this node. Set NCCL_MULTI_RANK_GPU_ENABLE=1 to enable this
 configuration.``, naming no rank (its INFO line ``Detected ranks <a> and <b> sharing GPU with bus <busId> on this
-node`` does, with NCCL_DEBUG=INFO).
+node`` does, with NCCL_DEBUG=INFO). evidence/formats/nccl.py reads the two ranks and the bus once, into the
+``nccl`` field of the error or clue that keeps the line, whichever form it was (a WARN, a Last error, an exception).
 
 The two ranks are ranks of the failing communicator, not of the job: a sub-group's, or a framework's own
 communicator (Ray's worker groups, a serving engine's weight-sync group), numbers its ranks from 0. The rule: they
@@ -25,45 +26,23 @@ the GPUs they see, or gave them all one, and no rank is the culprit (:func:`one_
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from ncclcheck.evidence.types import NcclWords
 
 if TYPE_CHECKING:  # job/model.py imports job/causes.py, which words this line from here
     from ncclcheck.job.model import Job
 
-# The sentence, with or without its opening, the bus id optional (cut off in pastes); bounded, linear on any line.
-_PAIR = re.compile(r"rank (\d{1,9}) and rank (\d{1,9}) both on CUDA device\s?([0-9a-fA-F]{1,16})?\b")
-_SHARING = re.compile(r"Detected ranks (\d{1,9}) and (\d{1,9}) sharing GPU with bus ([0-9a-fA-F]{1,16})")
 
-
-@dataclass(frozen=True)
-class SharedGpu:
-    """Two ranks of one communicator on one GPU: their ranks in that communicator and the GPU's PCI bus id, where
-    the line keeps it."""
-
-    ranks: tuple[int, int]
-    bus: str | None  # 0000:53:00.0
-
-    def words(self) -> str:
-        """``ranks 19 and 27 of the failing communicator share one GPU (PCI 0000:53:00.0)``"""
-        a, b = sorted(self.ranks)
-        on = f" (PCI {self.bus})" if self.bus else " (the line's bus id is cut off)"
-        return f"ranks {a} and {b} of the failing communicator share one GPU{on}"
-
-
-def pci(bus_id: str) -> str:
-    """NCCL's integer bus id (hex) as a PCI address: domain, bus, device and function (int64ToBusId)."""
-    n = int(bus_id, 16)
-    return f"{n >> 20:04x}:{(n & 0xff000) >> 12:02x}:{(n & 0xff0) >> 4:02x}.{n & 0xf:x}"
-
-
-def shared_gpu(text: str) -> SharedGpu | None:
-    """The two ranks and the GPU a line names, or None where it names no pair."""
-    m = _PAIR.search(text) or _SHARING.search(text)
-    if m is None:
-        return None
-    return SharedGpu((int(m[1]), int(m[2])), pci(m[3]) if m[3] else None)
+def pair_words(said: NcclWords) -> str:
+    """``ranks 19 and 27 of the failing communicator share one GPU (PCI 0000:53:00.0)``, from the two ranks and the
+    bus NCCL's duplicate-GPU line names (read into its event's ``nccl`` field by evidence/formats/nccl.py); empty
+    where it names no pair."""
+    if said.shared is None:
+        return ""
+    a, b = sorted(said.shared)
+    on = f" (PCI {said.bus})" if said.bus else " (the line's bus id is cut off)"
+    return f"ranks {a} and {b} of the failing communicator share one GPU{on}"
 
 
 def is_world(job: Job, ranks: tuple[int, ...]) -> bool:
@@ -96,9 +75,9 @@ def launch_words(job: Job) -> str:
             "(`--num_processes` / `--nproc_per_node` no more than the GPUs, CUDA_VISIBLE_DEVICES, `--gpu_ids`).")
 
 
-def culprits(job: Job, texts: tuple[str, ...]) -> list[int]:
-    """The job's culprit ranks a duplicate-GPU line names: its two ranks where the communicator is known to be the
-    world (:func:`is_world`) and not every process states one device (:func:`one_device`), else none."""
-    pairs = [p for t in texts if (p := shared_gpu(t)) is not None]
-    ranks = tuple(sorted({r for p in pairs for r in p.ranks}))
+def culprits(job: Job, said: NcclWords | None) -> list[int]:
+    """The job's culprit ranks a duplicate-GPU line names (``said``, its NCCL words): its two ranks where the
+    communicator is known to be the world (:func:`is_world`) and not every process states one device
+    (:func:`one_device`), else none."""
+    ranks = tuple(sorted(set(said.shared))) if said is not None and said.shared is not None else ()
     return list(ranks) if ranks and is_world(job, ranks) and one_device(job) is None else []

@@ -18,11 +18,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ncclcheck.job.absent import awaited_words, said_of
-from ncclcheck.job.causes import PEER_LOST
 from ncclcheck.job.chain import root_words
 from ncclcheck.job.frmatch import history_mismatch, never_launched
 from ncclcheck.job.graph import UNKNOWN_NODE
-from ncclcheck.job.model import HOST_SYNC, Edge, EdgeReason, EndKind, GroupId, Job, RankState, VerdictKind, Work
+from ncclcheck.job.model import (
+    HOST_SYNC,
+    Edge,
+    EdgeReason,
+    Ending,
+    EndKind,
+    GroupId,
+    Job,
+    RankState,
+    VerdictKind,
+    Work,
+)
 from ncclcheck.job.phrases import absent_phrase, frame_line, place, short, sig
 from ncclcheck.ranks import rank_phrase
 from ncclcheck.transfer import human_seconds
@@ -342,16 +352,15 @@ def _cut_off(job: Job, roots: Sequence[int]) -> list[int]:
     one (the others waited for it until their timeout, then left)."""
     by_rank = {s.rank: s for s in job.ranks}
     cut = [r for r in roots
-           if by_rank[r].ending.kind is EndKind.NCCL_ERROR and PEER_LOST.search(by_rank[r].ending.detail)]
+           if by_rank[r].ending.kind is EndKind.NCCL_ERROR and by_rank[r].ending.gone is not None]
     never = [r for r in roots if by_rank[r].ending.kind in _NEVER_ARRIVED
              or by_rank[r].ending.kind is EndKind.ABORTED and "SIGABRT" not in by_rank[r].ending.detail]
     return cut if cut and never and len(cut) + len(never) == len(roots) else []
 
 
-def _peer_words(detail: str) -> str:
+def _peer_words(ending: Ending) -> str:
     """``Connection closed by peer [127.0.0.1]:40074``: the words of an error that say a peer went away."""
-    m = PEER_LOST.search(detail)
-    return detail[m.start():].split(". ")[0].rstrip(".")[:120] if m else detail
+    return ending.gone.words if ending.gone is not None else ending.detail
 
 
 def _watchdog_aborted(s: RankState, timeouts: dict[str, int]) -> bool:
@@ -390,10 +399,10 @@ def stuck_verdict(job: Job, roots: Roots, primary: Work) -> tuple[VerdictKind, l
     if mism is not None:
         return VerdictKind.COLLECTIVE_MISMATCH, mism[0], mism[1]
     timed_out = any(s.stuck is not None and s.stuck.state == "timed_out" for s in job.ranks)
-    # A rank's word that its peers went away (causes.PEER_LOST), from a rank the others waited for until their
+    # A rank's word that its peers went away (Ending.gone), from a rank the others waited for until their
     # timeout, is their leaving after it (they kept the connection open all that time), not a failed transport.
     errs = [r for r in culprits if by_rank[r].ending.kind is EndKind.NCCL_ERROR
-            and not (timed_out and PEER_LOST.search(by_rank[r].ending.detail))]
+            and not (timed_out and by_rank[r].ending.gone is not None)]
     if errs:
         return (VerdictKind.NCCL_ERROR, errs,
                 "; ".join(f"rank {r}: {by_rank[r].ending.detail}" for r in errs) + ".")
@@ -428,7 +437,7 @@ def stuck_verdict(job: Job, roots: Roots, primary: Work) -> tuple[VerdictKind, l
             waited = "wait" if len(waiting) > 1 or not waiting else "waits"
         if cut:
             how += (f" {rank_phrase(cut).capitalize()} lost {'its' if len(cut) == 1 else 'their'} peers when they left "
-                    f"after their timeout ({'; '.join(_peer_words(by_rank[r].ending.detail) for r in cut[:2])}): "
+                    f"after their timeout ({'; '.join(_peer_words(by_rank[r].ending) for r in cut[:2])}): "
                     f"{'it' if len(cut) == 1 else 'they'} had reached a collective, which {rank_phrase(culprits)} "
                     "never did.")
         late = [r for r in culprits if by_rank[r].ending.kind is EndKind.NCCL_ERROR]

@@ -19,7 +19,6 @@ from ncclcheck.evidence.hostlog import bus_key
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, SystemEvent
 from ncclcheck.ranks import Spans
 
-_PEER = re.compile(r"peer \[?([\w.:-]+?)\]?<(\d+)>")
 # An interface's address in NCCL's "eth0:10.0.0.1<0>" / "ib0:fe80::1%ib0<0>". Linear on any line: the IPv6 run is
 # taken whole once (a lookahead and its backreference do not backtrack) and bounded, and no start is tried inside
 # ":::" (no address holds three colons).
@@ -75,13 +74,13 @@ def peers_lost(scans: Sequence[FileScan]) -> list[PeerLost]:
     seen: set[tuple[int | None, str]] = set()
     for s in scans:
         for e in s.errors:
-            m = _PEER.search(e.message) if e.kind in _TRANSPORT else None
-            if m is None or m[1] in _LOOPBACK or (e.who.rank, m[1]) in seen:
+            said = e.nccl if e.kind in _TRANSPORT else None  # "peer host<port>" (evidence/formats/nccl.py)
+            if said is None or (host := said.peer) is None or host in _LOOPBACK or (e.who.rank, host) in seen:
                 continue
-            seen.add((e.who.rank, m[1]))
-            names = frozenset({m[1], m[1].split(".")[0]} if not m[1][0].isdigit() else {m[1]})
+            seen.add((e.who.rank, host))
+            names = frozenset({host, host.split(".")[0]} if not host[0].isdigit() else {host})
             ranks = tuple(sorted({r for n in names for r in placed.get(n, ())}))
-            out.append(PeerLost(e.who.rank, f"{m[1]}<{m[2]}>", e.loc, ranks, names))
+            out.append(PeerLost(e.who.rank, f"{host}<{said.peer_port}>", e.loc, ranks, names))
     return out
 
 

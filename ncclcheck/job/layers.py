@@ -32,9 +32,6 @@ _KEYS = {"id", "name", "means", "class", "fix", "source"}
 _OPTIONAL = {"files", "words", "cause"}
 # A path as NCCL prints it: relative to src/ in its own build ("misc/socket.cc"), absolute in some others.
 _UNDER_SRC = re.compile(r"^(?:.*/)?src/")
-# A line saying that a peer went away (a closed or reset connection, a remote process's exit): the peer's failure,
-# which the layer that noticed it does not fix (evidence/formats/nccl.py reads the same as a connection failure).
-PEER_GONE = re.compile(r"Connection (?:closed|reset)|remote process exit|ncclRemoteError|Broken pipe", re.I)
 
 
 class LayerTableError(ValueError):

@@ -28,6 +28,7 @@ from ncclcheck.evidence.types import (
     LiveStack,
     Loc,
     Mismatch,
+    PeerGone,
     RankError,
 )
 from ncclcheck.findings import Finding
@@ -225,6 +226,7 @@ class Ending:
     detail: str = ""
     loc: Loc | None = None
     signal: str | None = None  # the fatal signal of a KILLED ending (SIGKILL, SIGSEGV, SIGBUS, ...)
+    gone: PeerGone | None = None  # the error it ends with says a peer went away (evidence/formats/nccl.py)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ a host's fault (a kernel log, a scheduler's NODE_FAIL) or a program's error stay
 
 from __future__ import annotations
 
-from ncclcheck.job.causes import PEER_LOST, Diagnosis
+from ncclcheck.job.causes import Diagnosis
 from ncclcheck.job.lostnode import LostNode
 from ncclcheck.job.model import EndKind, Job, VerdictKind
 from ncclcheck.ranks import rank_phrase
@@ -40,7 +40,7 @@ def restate(job: Job, kind: VerdictKind, culprits: list[int], summary: str, caus
     by_rank = {s.rank: s for s in job.ranks}
     echo = kind in _ECHOES or (kind is VerdictKind.RANK_FAILED_FIRST and all(
         (s := by_rank.get(r)) is None or s.ending.kind in (EndKind.SILENT, EndKind.UNKNOWN) or
-        PEER_LOST.search(s.ending.detail) for r in culprits))
+        s.ending.gone is not None for r in culprits))
     if not echo:
         return kind, culprits, summary, cause
     ranks = sorted({r for n in lost for r in n.ranks})

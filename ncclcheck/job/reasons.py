@@ -27,7 +27,7 @@ PyTorch's watchdog's teardown ("Some NCCL operations have failed or timed out", 
 work failed or timed out and the process is taken down, never which or why: it is kept below every source, never
 ranked against their lines, and quoted only where nothing else is read (job/stated.py).
 
-A few lines of these sources state no failure (:data:`NOT_FATAL`: a WARN NCCL printed and went on from, CUDA's
+A few lines of these sources state no failure (evidence/formats/errors.py's NOT_FATAL: a WARN NCCL went on from, CUDA's
 "driver shutting down" at the process's exit): they are kept as notices, never quoted as a reason.
 
 Among the lines, those of the ranks the verdict names as culprits come first (the rank that failed first), then the
@@ -38,12 +38,11 @@ more specific source, then the earlier line: by the clock the lines carry where 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ncclcheck.evidence.formats import loglevel
-from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, RankError
+from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, PeerGone, RankError, Stating
 from ncclcheck.job.causes import one_line
 from ncclcheck.job.statements import explained, placed_told
 
@@ -94,6 +93,7 @@ class Stated:
     loc: Loc
     clock_s: float | None = None
     file: str | None = None  # the source file NCCL's WARN header printed (its layer: job/layers.py), where it did
+    gone: PeerGone | None = None  # its word that a peer went away (evidence/formats/nccl.py)
 
     @property
     def label(self) -> str:
@@ -108,67 +108,50 @@ class Stated:
         return f'{self.label} "{self.text}" ({self.loc}), that is {self.meaning}'
 
 
-# What a line means, as far as it says. NCCL's checks (src/include/checks.h): CUDACHECK's "Cuda failure '<string>'"
-# (with the error's number since 2.19), SYSCHECK's "Call to <name> failed: <strerror>"; its socket layer
-# (src/misc/socket.cc): "Connection closed by remote peer <address>".
-_CUDA_FAILURE = re.compile(r"Cuda failure (?:\d+ )?'([^']*)'?")
-_CALL_FAILED = re.compile(r"Call to (\w+)(?: from \S+)? failed(?: with error)?\s*:?\s*([^,]*)")
-_PEER_CLOSED = re.compile(r"Connection closed by (?:remote )?peer\s*(\S*)")
-# ncclGetErrorString's words (src/init.cc; "unhanled" is PyTorch 1.x's typo), each the ncclResult_t it names.
-_RESULTS = (
-    ("unhandled cuda error", "ncclUnhandledCudaError: a CUDA call inside NCCL failed; the line does not say which"),
-    ("unhan?dled system error", "ncclSystemError: a system call inside NCCL (a socket, shared memory, memory) failed; "
-                                "the line does not say which"),
-    ("internal error", "ncclInternalError: an internal check of NCCL failed"),
-    ("invalid argument", "ncclInvalidArgument: NCCL refused an argument of the call"),
-    ("invalid usage", "ncclInvalidUsage: NCCL refused the call as made"),
-    ("remote process exited|network error", "ncclRemoteError: a peer exited or the network between them failed"),
-)
-_RESULT = [(re.compile(p, re.IGNORECASE), m) for p, m in _RESULTS]
-_PY_EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt))\b:?\s*(.*)")
-_ENFORCE = re.compile(r"\[enforce fail at ([^\]]{1,400})\]\s*(.*)")  # bounded: linear on a hostile line
-_TERMINATE = re.compile(r"terminate called after throwing an instance of '([^']+)'")
+# What each ncclResult_t means (ncclGetErrorString's words, read into Stating.result by evidence/formats/nccl.py).
+_RESULT_MEANS = {
+    "ncclUnhandledCudaError": "ncclUnhandledCudaError: a CUDA call inside NCCL failed; the line does not say which",
+    "ncclSystemError": "ncclSystemError: a system call inside NCCL (a socket, shared memory, memory) failed; the line "
+                       "does not say which",
+    "ncclInternalError": "ncclInternalError: an internal check of NCCL failed",
+    "ncclInvalidArgument": "ncclInvalidArgument: NCCL refused an argument of the call",
+    "ncclInvalidUsage": "ncclInvalidUsage: NCCL refused the call as made",
+    "ncclRemoteError": "ncclRemoteError: a peer exited or the network between them failed",
+}
 
 
-# Lines of those sources that state no failure. The one WARN NCCL printed for what was none: before 2.18 it warned that
-# libibverbs (InfiniBand's library) would not load (src/misc/ibvwrap.cu, 2.3.5) and went on over sockets; a
-# maintainer: "the first one is to be ignored unless you want to use Infiniband/RoCE" (NVIDIA/nccl-tests#14); 2.18 made
-# it an INFO line. CUDA's "driver shutting down" (cudaErrorCudartUnloading: a call "during process shut down, at a
-# point in time after CUDA driver has been unloaded", the CUDA runtime API's error types) is the process's exit,
-# which ProcessGroupNCCL's watchdog reports at INFO ("main process destroyed cuda before watchdog loop exited").
-# The same of a network device's PCI path: NCCL goes on without it (src/transport/net_ib/init.cc; the socket
-# transport's lookup, an INFO line since 2.4). A GPU's PCI path it cannot find, /sys/class/pci_bus/..., is fatal
-# (ncclSystemError, src/os/linux.cc). NCCL 2.32's RMA socket transport warns at init that it needs GDRCopy where the
-# host has none (transport/rma_socket.cc, ncclRmaSocketProxyInit) and the job runs on without it: recorded on 2 x H200
-# with NCCL 2.32.3, every run of tests/data/gpu/nccl232 prints it, and those that did not hang completed.
-NOT_FATAL = re.compile(r"Failed to open libibverbs\.so|driver shutting down"
-                       r"|Could not find real path of /sys/class/(?:net|infiniband)/|rma_socket requires GDRCopy")
+def _notice(says: Stating | None) -> bool:
+    """One of the lines that state no failure (evidence/formats/errors.py, NOT_FATAL): a WARN NCCL went on from,
+    CUDA's driver unloaded at the process's exit."""
+    return says is not None and says.notice
 
 
 _OWN_WORDS = "NCCL's reason in its own words (NCCL logs a WARN line for a fatal error only)"
 
 
-def _nccl_meaning(text: str) -> str:
-    if NOT_FATAL.search(text):
+def _nccl_meaning(says: Stating | None) -> str:
+    if says is None:
+        return _OWN_WORDS
+    if says.notice:
         return "a condition NCCL warned of and went on from (a fallback of its own): no failure by itself"
-    if m := _CUDA_FAILURE.search(text):
-        return f"a CUDA call NCCL made failed with '{m[1]}'"
-    if m := _CALL_FAILED.search(text):
-        return f"the call {m[1]} failed in NCCL" + (f": {m[2].strip()}" if m[2].strip() else "")
-    if m := _PEER_CLOSED.search(text):
-        peer = f" {m[1]}" if m[1] else ""
+    if says.cuda is not None:
+        return f"a CUDA call NCCL made failed with '{says.cuda}'"
+    if says.call is not None:
+        return f"the call {says.call} failed in NCCL" + (f": {says.call_error}" if says.call_error else "")
+    if says.closed_by is not None:
+        peer = f" {says.closed_by}" if says.closed_by else ""
         return f"the peer{peer} closed its connection: that process ended or failed first"
     return _OWN_WORDS
 
 
-def _meaning(source: str, text: str, file: str | None = None) -> str:
+def _meaning(source: str, text: str, says: Stating | None, file: str | None = None) -> str:
     """What the line means, from its source and its words, never more than the line says: the mechanism its words
     name where the table of them (job/statements.toml) has it, else for NCCL's line its words and the layer under
     NCCL it comes from (job/layers.py; ``file``: the file its WARN header printed)."""
     if source not in ("nccl_notice", "cuda_notice") and (said := placed_told(text, file)) is not None:
         return said.means
     if source in ("nccl_warn", "last_error", "nccl", "nccl_notice"):
-        own = _nccl_meaning(text)
+        own = _nccl_meaning(says)
         if source != "nccl_notice" and (layer := explained(text, file)) is not None:
             return layer.means if own == _OWN_WORDS else f"{own}; {layer.means}"
         return own
@@ -180,8 +163,8 @@ def _meaning(source: str, text: str, file: str | None = None) -> str:
     if source == "cuda_assert":
         return "a kernel checked that condition on the GPU and stopped"
     if source == "gloo_enforce":
-        m = _ENFORCE.search(text)
-        return f"gloo checked a condition at {m[1]} and it did not hold" if m else "a check of gloo's did not hold"
+        site = says.enforce_at if says is not None else None
+        return f"gloo checked a condition at {site} and it did not hold" if site else "a check of gloo's did not hold"
     if source == "logged":
         return _logged_meaning(text)
     if source == "c_assert":
@@ -192,13 +175,14 @@ def _meaning(source: str, text: str, file: str | None = None) -> str:
     if source == "what":
         return "the message of a C++ exception that reached no handler and ended the process"
     if source == "terminate":
-        m = _TERMINATE.search(text)
-        return (f"a C++ exception ({m[1]}) reached no handler and ended the process; its what() line, next, says why"
-                if m else "a C++ exception reached no handler and ended the process")
+        thrown = says.thrown if says is not None else None
+        return (f"a C++ exception ({thrown}) reached no handler and ended the process; its what() line, next, says "
+                "why" if thrown else "a C++ exception reached no handler and ended the process")
     if source == "nccl_error":
-        return next((meaning for p, meaning in _RESULT if p.search(text)), "NCCL returned an error")
-    m = _PY_EXCEPTION.match(text)
-    return f"the program stopped on {m[1]}" if m else "the program stopped on that exception"
+        result = says.result if says is not None else None
+        return _RESULT_MEANS[result] if result else "NCCL returned an error"
+    name = says.exception if says is not None else None
+    return f"the program stopped on {name}" if name else "the program stopped on that exception"
 
 
 def _logged_meaning(text: str) -> str:
@@ -217,7 +201,7 @@ def source_of(e: RankError) -> str | None:
     if "SignalException" in e.message:
         return None
     if e.kind is ErrorKind.NCCL_WARN:
-        return "nccl_notice" if NOT_FATAL.search(e.message) else "nccl_warn"
+        return "nccl_notice" if _notice(e.says) else "nccl_warn"
     if e.kind is ErrorKind.NCCL_ERROR or e.message.startswith("NCCL error"):
         return "nccl_error"
     if "[enforce fail at " in e.message:
@@ -226,7 +210,7 @@ def source_of(e: RankError) -> str | None:
         return "terminate"
     if e.kind is ErrorKind.CONNECTION:
         # the parser's connection errors are NCCL's WARN text, its error code (above) or a Python exception's line
-        return "exception" if _PY_EXCEPTION.match(e.message) else "nccl_warn"
+        return "exception" if e.says is not None and e.says.exception else "nccl_warn"
     if e.kind in (ErrorKind.EXCEPTION, ErrorKind.CUDA, ErrorKind.OOM):
         return "exception"
     return None  # a death by a signal: no reason stated, the catalogue reads it
@@ -241,18 +225,20 @@ def stated_lines(scans: Sequence[FileScan]) -> tuple[Stated, ...]:
             source = source_of(e)
             if source is not None:
                 text, file = one_line(e.message), files.get(e.loc)
-                out.setdefault((e.who.rank, source, text), Stated(source, text, _meaning(source, e.message, file),
-                                                                 e.who.rank, e.loc, file=file))
+                meaning = _meaning(source, e.message, e.says, file)
+                out.setdefault((e.who.rank, source, text), Stated(source, text, meaning, e.who.rank, e.loc, file=file,
+                                                                 gone=e.gone))
         for c in s.clues:
             source = {"last_error": "last_error", "nccl": "nccl", "cuda": "cuda", "cuda_assert": "cuda_assert",
                       "teardown": "watchdog", "logged": "logged", "c_assert": "c_assert",
                       "what": "gloo_enforce" if "[enforce fail at " in c.text else "what"}.get(c.kind)
-            if source is not None and NOT_FATAL.search(c.text):
+            if source is not None and _notice(c.says):
                 source = "nccl_notice" if source in ("last_error", "nccl") else "cuda_notice"
             if source is not None and c.text:
                 text = one_line(c.text)
                 out.setdefault((c.who.rank, source, text),
-                               Stated(source, text, _meaning(source, c.text), c.who.rank, c.loc, c.clock_s))
+                               Stated(source, text, _meaning(source, c.text, c.says), c.who.rank, c.loc, c.clock_s,
+                                      gone=c.gone))
     return tuple(out.values())
 
 

@@ -13,20 +13,15 @@ a remote process exiting prematurely.`` under it, torch/csrc/distributed/c10d/NC
 
 from __future__ import annotations
 
-import re
-
 from ncclcheck.job.causes import one_line
 from ncclcheck.job.model import Job, VerdictKind
-
-# ncclGetErrorString's words for ncclRemoteError, and the result's name as PyTorch prints it.
-REMOTE = re.compile(r"remote process exited or there was a network error|ncclRemoteError")
 
 
 def unnamed_remote(job: Job) -> tuple[VerdictKind, list[int], list[int], str] | None:
     """The verdict where every failure that names no rank is NCCL's remote error: an NCCL transport failure with no
     culprit (the peer is unknown), never "a process failed"; None otherwise."""
     unnamed = job.facts.unnamed_failures
-    if not unnamed or not all(REMOTE.search(e.message) for e in unnamed):
+    if not unnamed or not all(e.gone is not None and e.gone.remote for e in unnamed):  # (evidence/formats/nccl.py)
         return None
     e = unnamed[0]
     return (VerdictKind.NCCL_ERROR, [], [],

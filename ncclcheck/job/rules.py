@@ -22,7 +22,6 @@ from ncclcheck.job.causes import (
     LAUNCHER,
     MEMORY,
     NETWORK,
-    PEER_LOST,
     PROGRAM,
     SETUP,
     Diagnosis,
@@ -260,7 +259,7 @@ def _lost_peer_verdict(job: Job, nccl_err: list[int]) -> tuple[VerdictKind, list
         said += f" {who} lost its connection to the peer {p.peer} ({p.loc})" + (
             f", the host of {rank_phrase(p.ranks)}." if p.ranks else ", a host no rank in these inputs names.")
     stops = "its log stops" if len(suspects) == 1 else "their logs stop"
-    if suspects and all(PEER_LOST.search(by_rank[r].ending.detail) for r in nccl_err):
+    if suspects and all(by_rank[r].ending.gone is not None for r in nccl_err):
         # Every error says only that a peer went away, and a rank stopped without a word: its death is the
         # failure, the others' lost connections its consequence (a rank alive behind a failed link prints an
         # error or a timeout of its own).
@@ -337,7 +336,7 @@ def _with_cause(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
                 "libraries, interfaces and settings.", d)
     if c.family == SETUP:
         # a duplicate GPU's two ranks are the failing communicator's: the job's culprits only where it is the world
-        shared = dupgpu.culprits(job, (d.text,)) if c.kind == "duplicate_gpu" else []
+        shared = dupgpu.culprits(job, d.nccl) if c.kind == "duplicate_gpu" else []
         ranks = shared or list(d.ranks) or culprits
         present = [s.rank for s in job.ranks if s.present]
         every = bool(ranks) and len(present) > 1 and set(present) <= set(ranks)

@@ -19,8 +19,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ncclcheck.evidence.formats.nccl import PEER_GONE
 from ncclcheck.job.causedata import ACTIONS, tables
-from ncclcheck.job.layers import PEER_GONE, Reading, layer_of
+from ncclcheck.job.layers import Reading, layer_of
 
 TABLE = Path(__file__).with_name("statements.toml")
 # CUDA's documented errors (cudaGetErrorString's strings), one entry each after the table's own (job/cuda_errors.toml).

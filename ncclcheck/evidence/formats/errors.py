@@ -15,12 +15,13 @@ import re
 from collections.abc import Iterable
 
 from ncclcheck import signals
+from ncclcheck.evidence.formats import cxx, nccl
 from ncclcheck.evidence.formats.collectors import LABEL
 from ncclcheck.evidence.formats.nccl import CONNECTION, SAYS
 from ncclcheck.evidence.formats.source import AT, Format, Sample, Trigger
 from ncclcheck.evidence.linear import then
 from ncclcheck.evidence.stamps import glog
-from ncclcheck.evidence.types import Clue, ErrorKind, Loc, RankError, Read, Who
+from ncclcheck.evidence.types import Clue, ErrorKind, Loc, RankError, Read, Stating, Who
 from ncclcheck.evidence.wcstatus import completion_error
 
 ERROR_WORDS = ("Error", "Exception", "Interrupt", "terminate called",
@@ -161,6 +162,42 @@ _LAUNCHER = re.compile(
 PY_LOG_HEAD = re.compile(r"^(?:ERROR|WARNING|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d \[?[\w.-]{1,80}:\d{1,6}\] ")
 # A glog header (c10's "[E1122 11:18:45.006097316 ProcessGroupNCCL.cpp:1895] "), left off a quoted line.
 LOG_HEAD = re.compile(r"^\[?[EWIF]\d{4} [\d:.]+ +\d*\s*[^\]]*\]\s*")
+
+
+# Lines of those sources that state no failure. The one WARN NCCL printed for what was none: before 2.18 it warned that
+# libibverbs (InfiniBand's library) would not load (src/misc/ibvwrap.cu, 2.3.5) and went on over sockets; a
+# maintainer: "the first one is to be ignored unless you want to use Infiniband/RoCE" (NVIDIA/nccl-tests#14); 2.18 made
+# it an INFO line. CUDA's "driver shutting down" (cudaErrorCudartUnloading: a call "during process shut down, at a
+# point in time after CUDA driver has been unloaded", the CUDA runtime API's error types) is the process's exit,
+# which ProcessGroupNCCL's watchdog reports at INFO ("main process destroyed cuda before watchdog loop exited").
+# The same of a network device's PCI path: NCCL goes on without it (src/transport/net_ib/init.cc; the socket
+# transport's lookup, an INFO line since 2.4). A GPU's PCI path it cannot find, /sys/class/pci_bus/..., is fatal
+# (ncclSystemError, src/os/linux.cc). NCCL 2.32's RMA socket transport warns at init that it needs GDRCopy where the
+# host has none (transport/rma_socket.cc, ncclRmaSocketProxyInit) and the job runs on without it: recorded on 2 x H200
+# with NCCL 2.32.3, every run of tests/data/gpu/nccl232 prints it, and those that did not hang completed.
+NOT_FATAL = re.compile(r"Failed to open libibverbs\.so|driver shutting down"
+                       r"|Could not find real path of /sys/class/(?:net|infiniband)/|rma_socket requires GDRCopy")
+# The Python exception a kept line starts with (its type's name).
+EXCEPTION_AT = re.compile(r"^(?P<name>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt))\b")
+
+
+def stating(text: str) -> Stating | None:
+    """What a kept error's or clue's text states of its failure (see :class:`Stating`), or None where it states none
+    of it; read once where the line is kept (evidence/parse.py), so that job/reasons.py words it from the fields."""
+    cuda = nccl.CUDA_FAILURE.search(text) if "Cuda failure" in text else None
+    call = nccl.CALL_FAILED.search(text) if "Call to " in text else None
+    closed = nccl.PEER_CLOSED.search(text) if "closed by" in text else None
+    result = nccl.result(text)
+    enforce = cxx.ENFORCE.search(text) if "[enforce fail at " in text else None
+    thrown = cxx.TERMINATE.search(text) if "terminate called" in text else None
+    exception = EXCEPTION_AT.match(text)
+    notice = NOT_FATAL.search(text) is not None
+    if not (notice or cuda or call or closed or result or enforce or thrown or exception):
+        return None
+    return Stating(notice, cuda["what"] if cuda else None, call["call"] if call else None,
+                   call["error"].strip() if call else "", closed["peer"] if closed else None, result,
+                   enforce["at"] if enforce else None, thrown["type"] if thrown else None,
+                   exception["name"] if exception else None)
 
 
 def fatal_signal(line: str) -> str | None:

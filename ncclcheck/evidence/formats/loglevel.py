@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ncclcheck.evidence.formats import storeclient
+from ncclcheck.evidence.formats import errors, nccl, storeclient
 from ncclcheck.evidence.formats.source import AT, Format, Sample
 from ncclcheck.evidence.types import Clue, Loc, Read, Who
 
@@ -111,7 +111,9 @@ def read(who: Who, line: str, loc: Loc) -> list[Clue]:
         return [Clue(who, "c_assert", line[:300], loc)]
     if (m := record(line)) is not None and not _traceback(next(v for k, v in m.groupdict().items()
                                                                  if k.endswith("_msg") and v is not None)):
-        return [Clue(who, "logged", line[:300], loc, store=storeclient.read(line[:300]))]  # kept as it stands
+        kept = line[:300]  # as it stands
+        return [Clue(who, "logged", kept, loc, store=storeclient.read(kept), nccl=nccl.words(kept),
+                     gone=nccl.gone(kept), says=errors.stating(kept))]
     return []
 
 

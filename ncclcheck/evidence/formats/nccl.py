@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 
 from ncclcheck.evidence.formats.source import AT, Format, Sample, Trigger
 from ncclcheck.evidence.repair import HEADER
-from ncclcheck.evidence.types import Clue, ErrorKind, Fact, Loc, RankError, Read, Who
+from ncclcheck.evidence.types import Clue, ErrorKind, Fact, Loc, NcclWords, PeerGone, RankError, Read, Who
 
 _NCCL_WARN = re.compile(r"NCCL WARN (?P<message>.*)")
 # The file and line NCCL printed: a .cc of 2.5 on, a .cu of 2.3-2.4 (init.cu, bootstrap.cu), a header's own WARN
@@ -27,8 +27,19 @@ _OLD_WARN = re.compile(r"(?:\[\d+\] |^\s*)(?P<file>[\w/.]+\.(?:cc|cu|h|c)):\d+ W
 # NCCL's own line header, "host:pid:tid [cudaDev] " (after a rank tag or NCCL's timestamp, if any).
 _NCCL_HEAD = re.compile(
     r"(?:^|[\]:] ?)(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):\d+ \[\d+\] (?=NCCL |[\w/.]+\.cc:\d+ NCCL )")
-# A peer that went away: a closed, reset or refused connection, a remote process's exit.
+# A connection that failed: closed, reset or refused, a remote process's exit (an error of the kind CONNECTION).
 CONNECTION = re.compile(r"Connection (?:closed|reset|refused)|remote process exit|ncclRemoteError|Broken pipe", re.I)
+# A peer that went away (a refused connect is not one: the peer was never reached), in every source's words: NCCL's
+# socket layer ("Connection closed by remote peer host<port>", src/misc/socket.cc), the system's for a reset
+# connection or a closed pipe (strerror: "Connection reset by peer", "Broken pipe", which NCCL, gloo and c10d quote),
+# ncclGetErrorString(ncclRemoteError) since 2.13 ("remote process exited or there was a network error", src/init.cc)
+# and the line PyTorch prints under it ("ncclRemoteError: A call failed possibly due to a network error or a remote
+# process exiting prematurely.", torch/csrc/distributed/c10d/NCCLUtils.cpp), gloo's ("Connection closed by peer
+# [host]:port", gloo/transport/tcp/pair.cc). One pattern for every rule that asks (job/ matches PeerGone).
+PEER_GONE = re.compile(r"Connection (?:closed|reset)|closed by peer|remote process exit|ncclRemoteError|Broken pipe",
+                       re.I)
+# NCCL's ncclRemoteError result itself, in ncclGetErrorString's words or by the result's name.
+REMOTE_ERROR = re.compile(r"remote process exited or there was a network error|ncclRemoteError")
 # "NCCL error: <reason>, NCCL version ..." or the older "NCCL error in: <file>:<line>, <reason>, NCCL version ...";
 # before PyTorch 1.8 "NCCL Error 2: <reason>", and nccl-tests' "Test NCCL failure common.cu:874 '<reason>'".
 NCCL_ERROR = re.compile(r"(?:NCCL error|NCCL Error)(?: \d+)?(?: in: \S+,)?:?\s*(?P<reason>.*)"
@@ -38,6 +49,36 @@ NCCL_ERROR = re.compile(r"(?:NCCL error|NCCL Error)(?: \d+)?(?: in: \S+,)?:?\s*(
 # NVCaffe's glog CHECK: "Check failed: result == ncclSuccess (1 vs. 0)  unhandled cuda error"): the words are NCCL's
 # alone, whoever prints them ("unhanled" is PyTorch 1.x's typo).
 NCCL_RESULT = re.compile(r"unhan?dled cuda error|unhan?dled system error")
+# The peer a transport's line names (src/misc/socket.cc, ncclSocketToString: "host<port>", an IPv6 address in
+# brackets): "Connection closed by remote peer node-7<51450>", "NET/IB : Got completion from peer 10.3.0.7<39138>".
+PEER = re.compile(r"peer \[?(?P<host>[\w.:-]+?)\]?<(?P<port>\d+)>")
+# Its duplicate-GPU check (src/init.cc): 2.5.6-2.29's WARN "Duplicate GPU detected : rank <me> and rank <peer> both on
+# CUDA device <busId>" (the bus id NCCL's integer in hex: %x in 2.5.6, %lx later), often pasted without its opening or
+# with the bus id cut off, and 2.30's INFO "Detected ranks <a> and <b> sharing GPU with bus <busId> on this node"
+# (ncclCheckMultiRank; its WARN "Multiple ranks detected using the same GPU" names no rank). Bounded, linear.
+_PAIR = re.compile(r"rank (?P<a>\d{1,9}) and rank (?P<b>\d{1,9}) both on CUDA device\s?(?P<bus>[0-9a-fA-F]{1,16})?\b")
+_SHARING = re.compile(r"Detected ranks (?P<a>\d{1,9}) and (?P<b>\d{1,9}) sharing GPU with bus (?P<bus>[0-9a-fA-F]{1,16})")
+# What its lines state (job/reasons.py words each): its checks (src/include/checks.h) CUDACHECK's "Cuda failure
+# '<string>'" (with the error's number since 2.19) and SYSCHECK's "Call to <name> failed: <strerror>", its socket
+# layer's "Connection closed by remote peer <address>" (src/misc/socket.cc), and ncclGetErrorString's words (src/init.cc;
+# "unhanled" is PyTorch 1.x's typo), each the ncclResult_t it names, in this order.
+CUDA_FAILURE = re.compile(r"Cuda failure (?:\d+ )?'(?P<what>[^']*)'?")
+CALL_FAILED = re.compile(r"Call to (?P<call>\w+)(?: from \S+)? failed(?: with error)?\s*:?\s*(?P<error>[^,]*)")
+PEER_CLOSED = re.compile(r"Connection closed by (?:remote )?peer\s*(?P<peer>\S*)")
+RESULTS = ((("unhandled cuda error",), "ncclUnhandledCudaError"),
+           (("unhandled system error", "unhanled system error"), "ncclSystemError"),
+           (("internal error",), "ncclInternalError"), (("invalid argument",), "ncclInvalidArgument"),
+           (("invalid usage",), "ncclInvalidUsage"), (("remote process exited", "network error"), "ncclRemoteError"))
+# The same words in any case, for a line that is not ASCII (where lower() and a case-blind match may differ).
+_RESULT_ANY_CASE = tuple((re.compile("|".join(map(re.escape, words)), re.IGNORECASE), name) for words, name in RESULTS)
+
+
+def result(text: str) -> str | None:
+    """The ncclResult_t whose words the text holds, the first of :data:`RESULTS` in order, in any case, or None."""
+    if text.isascii():
+        low = text.lower()
+        return next((name for words, name in RESULTS if any(w in low for w in words)), None)
+    return next((name for p, name in _RESULT_ANY_CASE if p.search(text)), None)
 ERROR_WORDS = ("NCCL error", "NCCL Error", "NCCL failure", "dled cuda error", "dled system error")
 LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(?P<text>.*)$")
 # NCCL's own sentences for a failed set-up or transport, wherever they stand (a paste often keeps only them).
@@ -65,6 +106,38 @@ FACTS = (  # (key, a word the line must hold, pattern): the word is a cheap test
 # Words one of which its INFO facts and its warnings hold (the assembler's cheap test before them; a line holding
 # one is also read for the host and PID of NCCL's header).
 FACT_WORDS = ("NCCL version", "Bootstrap", "NET/", "Using network", "nranks", "NCCL WARN")
+
+
+def pci(bus_id: str) -> str:
+    """NCCL's integer bus id (hex) as a PCI address: domain, bus, device and function (src/misc/utils.cc,
+    int64ToBusId): 53000 is 0000:53:00.0."""
+    n = int(bus_id, 16)
+    return f"{n >> 20:04x}:{(n & 0xff000) >> 12:02x}:{(n & 0xff0) >> 4:02x}.{n & 0xf:x}"
+
+
+def words(text: str) -> NcclWords | None:
+    """NCCL's facts on a kept error's or clue's text (the peer its transport names, the two ranks its duplicate-GPU
+    check names), or None where it states none; read once, where the assembler keeps the line (evidence/parse.py),
+    so that job/ matches on the fields."""
+    peer = PEER.search(text) if "peer " in text else None
+    pair = None
+    if "both on CUDA device" in text:
+        pair = _PAIR.search(text)
+    if pair is None and "sharing GPU with bus" in text:
+        pair = _SHARING.search(text)
+    if peer is None and pair is None:
+        return None
+    return NcclWords(peer["host"] if peer else None, int(peer["port"]) if peer else None,
+                     (int(pair["a"]), int(pair["b"])) if pair else None, pci(pair["bus"]) if pair and pair["bus"] else None)
+
+
+def gone(text: str) -> PeerGone | None:
+    """A kept error's, clue's or work's word that a peer went away (:data:`PEER_GONE`), from that word to the end of
+    its sentence, or None; read once where the line is kept, so that job/ matches on the field."""
+    m = PEER_GONE.search(text)
+    if m is None:
+        return None
+    return PeerGone(text[m.start():].split(". ")[0].rstrip(".")[:120], REMOTE_ERROR.search(text) is not None)
 
 
 def facts(who: Who, text: str, loc: Loc) -> list[Fact]:

@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ncclcheck.evidence.formats.nccl import gone
 from ncclcheck.evidence.formats.source import AT, Format, Sample, Trigger
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.linear import then
@@ -497,6 +498,7 @@ class Records:
             error=error,
             clock_s=glog(text),
             pg=pg,
+            gone=gone(error) if error else None,
         )
         if evidence == "async_exception":
             self._async_errors[(who, work.seq)] = error

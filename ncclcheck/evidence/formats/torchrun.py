@@ -12,6 +12,11 @@ When every worker of its group succeeded, the agent says so at INFO (LOGLEVEL=IN
 SimpleElasticAgent._invoke_run on WorkerState.SUCCEEDED), then "Local worker group finished (WorkerState.SUCCEEDED)"
 and "Done waiting for other agents. Elapsed: … seconds" (_exit_barrier, reached on success only): an ``agent_done``
 fact, the job's clean end on that node (job/ending.py).
+
+When a worker fails, the agent stops the others and logs "Sending process <pid> closing signal SIGTERM" for each
+(multiprocessing/api.py, PContext._close: the worker's PID and the signal's name; SIGINT where it passes Ctrl-C on).
+evidence/formats/errors.py keeps the line as a launcher clue; its PID and signal are read here once, into the clue's
+``closing`` field (:func:`closing`), which job/build.py joins to the ranks' PIDs.
 """
 
 from __future__ import annotations
@@ -21,13 +26,14 @@ from collections.abc import Iterable
 
 from ncclcheck.evidence.formats.collectors import LABEL, node_label
 from ncclcheck.evidence.formats.source import AT, Console, Format, Sample
-from ncclcheck.evidence.types import AgentExit, Fact, Loc, Said, Who
+from ncclcheck.evidence.types import AgentExit, Closing, Fact, Loc, Said, Who
 
 AGENT_FAILED = re.compile(
     r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\) of binary")
 GLOG_PID = re.compile(r"^[EWIF]\d{4} [\d:.]+ +(?P<pid>\d+) ")
 AGENT_DONE = re.compile(r"(?P<done>worker group successfully finished|Local worker group finished \((?:WorkerState\.)?"
                         r"SUCCEEDED\)|Done waiting for other agents)")
+CLOSING = re.compile(r"Sending process (?P<pid>\d+) closing signal (?P<signal>SIG\w+)")
 _DONE_WORDS = ("successfully finished", "Local worker group finished", "Done waiting for other agents")
 _ANYONE = Who()
 # Its console is the one whose lines carry its workers' local tags ("[default3]:", FileScan.tagged).
@@ -36,6 +42,12 @@ CONSOLE = Console("torchrun", "at LOGLEVEL=INFO only, 'worker group successfully
                   "'failed (exitcode: N) local_rank: …', its failure table, its closing SIGTERMs, 'Received N death "
                   "signal'", "the rest of this console and the other nodes' consoles (or a run with LOGLEVEL=INFO, "
                   "whose agent says it finished)")
+
+
+def closing(text: str) -> Closing | None:
+    """The worker a launcher clue says the agent stopped, and the signal it sent, or None."""
+    m = CLOSING.search(text) if "closing signal" in text else None
+    return Closing(int(m["pid"]), m["signal"]) if m else None
 
 
 class Agent:
