@@ -28,8 +28,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ncclcheck.evidence.crossing import every_dataclass
-
 PICKLE_MAGIC = (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
 MAX_DUMP_BYTES = 256 << 20
 
@@ -266,6 +264,3 @@ def parse_dump(data: bytes, file: str) -> Dump:
         entries=tuple(_entry(e) for e in raw["entries"] if isinstance(e, Mapping)),
         comm_lib_version=_str(raw.get("comm_lib_version", raw.get("nccl_version"))),
     )
-
-
-every_dataclass(globals())  # a dump's scan crosses from a worker as its constructors' arguments (evidence/crossing.py)

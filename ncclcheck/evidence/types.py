@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
-from ncclcheck.evidence.crossing import every_dataclass
 from ncclcheck.evidence.frdump import Dump, Frame
 
 
@@ -498,6 +497,3 @@ class FileScan:
     dump: Dump | None = None  # set when the input is a flight-recorder dump, not a text log
     local_ranks: tuple[int, ...] = ()  # torchrun's local tags here whose global rank no line states (localranks.py)
     tagged: bool = False  # its lines carry torchrun's local tags ([default3]:): an agent's console
-
-
-every_dataclass(globals())  # scans cross from the workers as their constructors' arguments (evidence/crossing.py)

@@ -306,4 +306,4 @@ def merge_records(scans: Iterable[FileScan]) -> list[Record]:
     return merger.records()
 
 
-every_dataclass(globals())  # a part's builders cross from a worker as their constructors' arguments (evidence/crossing.py)
+every_dataclass(globals())  # a part's builders cross from a worker as the scans do (evidence/crossing.py)
