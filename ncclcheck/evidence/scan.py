@@ -7,7 +7,8 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, BinaryIO
 
-from ncclcheck.evidence import rasjson
+from ncclcheck.evidence import frdump, rasjson, types
+from ncclcheck.evidence.crossing import every_dataclass
 from ncclcheck.evidence.frdump import MAX_DUMP_BYTES, DumpError, looks_like_dump, parse_dump
 from ncclcheck.evidence.gcpause import paused
 from ncclcheck.evidence.packed import Packed, packed_kind
@@ -31,6 +32,10 @@ CHUNKS_PER_WORKER = 8  # enough chunks that a slow one does not leave the other 
 # than the merge for a file of one rank (~20 us a file against ~15 us, on top of a fixed cost; 100,000 files took
 # 18.5 s against 15.9 s on a 16-core host with a part for every file).
 PART_MIN_MENTIONS = 16
+# A scan crosses from a worker as its objects' constructors' arguments: made so, they keep their attributes in place
+# in the main process, which reads them many times over (evidence/crossing.py)
+every_dataclass(vars(types))
+every_dataclass(vars(frdump))
 
 
 def cores() -> int:

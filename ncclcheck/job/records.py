@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ncclcheck.evidence.crossing import every_dataclass
 from ncclcheck.evidence.scan import PART_MIN_MENTIONS
 from ncclcheck.evidence.types import PG, FileScan, Loc, StatusMention, WorkMention
 from ncclcheck.job.model import Record
@@ -303,3 +304,6 @@ def merge_records(scans: Iterable[FileScan]) -> list[Record]:
     for scan in scans:
         merger.add(scan)
     return merger.records()
+
+
+every_dataclass(globals())  # a part's builders cross from a worker as the scans do (evidence/crossing.py)
