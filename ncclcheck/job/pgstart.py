@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ncclcheck.evidence.types import Fact
+from ncclcheck.job.causedata import Cause
 from ncclcheck.job.causes import Diagnosis, cause
 from ncclcheck.job.model import VerdictKind
 from ncclcheck.job.rules import Decision
@@ -42,9 +43,7 @@ def unfinished(d: Decision, stops: Sequence[Fact]) -> Decision:
                "framework's word that every process registered). Either the rendezvous never completed (a rank that "
                "never started or never reached the store, or ranks given different store addresses or ports), or "
                "the log was cut there: the rest of it, or every rank's log, tells which.")
-    locs = tuple(dict.fromkeys(f.loc for f in stops))[:8]
-    return replace(d, kind=VerdictKind.INCOMPLETE, summary=summary,
-                   cause=Diagnosis(UNFINISHED, (), detail, last.loc, locs, detail))
+    return _stopped(d, stops, last, UNFINISHED, detail, summary)
 
 
 def comm_unfinished(d: Decision, stops: Sequence[Fact]) -> Decision:
@@ -60,6 +59,11 @@ def comm_unfinished(d: Decision, stops: Sequence[Fact]) -> Decision:
                "connections between the ranks, the transports' set-up, its memory allocation) or the first collective "
                "hung on every rank these inputs show, or the log was cut there: the rest of it, or a run with "
                "NCCL_DEBUG=INFO, tells which.")
+    return _stopped(d, stops, last, COMM_UNFINISHED, detail, summary)
+
+
+def _stopped(d: Decision, stops: Sequence[Fact], last: Fact, cause: Cause, detail: str, summary: str) -> Decision:
+    """Either start's decision: incomplete evidence, its cause citing the last start line and up to eight of them."""
     locs = tuple(dict.fromkeys(f.loc for f in stops))[:8]
     return replace(d, kind=VerdictKind.INCOMPLETE, summary=summary,
-                   cause=Diagnosis(COMM_UNFINISHED, (), detail, last.loc, locs, detail))
+                   cause=Diagnosis(cause, (), detail, last.loc, locs, detail))
