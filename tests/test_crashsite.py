@@ -169,3 +169,18 @@ def test_frames_far_under_the_crash_are_another_reports():
                      " 2  /opt/nccl/lib/libnccl.so.2(+0x120057) [0x7ff1c18c1057]", ""))
     crash, _ = _found(far, "crash-in-nccl")
     assert crash is None
+
+
+def test_a_backtrace_read_puts_its_librarys_step_first_and_drops_the_ask_for_the_stack():
+    text = "\n".join(("[n1:288505:0:296459] Caught signal 11 (Segmentation fault: address not mapped to object at "
+                      "address 0x48)", "==== backtrace (tid: 296459) ====",
+                      " 0  /usr/lib/libucs.so.0(ucs_handle_error+0x2d4) [0x7fedc925c274]",
+                      " 1  /usr/lib/libucs.so.0(+0x2d44c) [0x7fedc925c44c]",
+                      " 2  /opt/nccl/lib/libnccl.so(+0x120057) [0x7ff1c18c1057]", ""))
+    v = run_text(text).verdict
+    assert v.cause is not None and v.cause.cause.kind == "native_crash"
+    assert v.next_steps[0].startswith("The log prints no NCCL release") and v.next_steps[0].endswith(".")
+    assert not any(s.startswith("Get the native stack") for s in v.next_steps)
+    # with no frame read, the stack is what to get first
+    bare = run_text("Segmentation fault (core dumped)\n").verdict
+    assert bare.next_steps[0].startswith("Get the native stack")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from ncclcheck.evidence.types import FileScan, Loc
 from ncclcheck.findings import Finding, Severity
-from ncclcheck.job.causes import Diagnosis
+from ncclcheck.job.causes import Diagnosis, cause
 from ncclcheck.job.unexplained import settings_finding
 from ncclcheck.job.versions import Versions
 
@@ -31,6 +31,8 @@ _PASS = frozenset({"handler", "system", "unknown"})
 # How far under the crash's line its handler's frames are looked for: a backtrace of 64 frames (UCX's BACKTRACE_MAX),
 # faulthandler's 100 Python frames, other processes' lines between them; frames further on are another report's.
 WINDOW = 400
+# The cause whose first step (get the native stack) a backtrace read here answers.
+NATIVE = cause("native_crash")
 # What to check first for a crash in each library, from its vendor's documentation.
 STEPS = {
     "NCCL net plugin": "the network plugin NCCL loaded crashed: check its release against NCCL's (each plugin release "
@@ -121,3 +123,13 @@ def crash_findings(scans: Sequence[FileScan], cause: Diagnosis | None, v: Versio
                 "backtrace with them to NVIDIA/nccl"),
         settings_finding(v),
     ]
+
+
+def crash_steps(found: Sequence[Finding], cause: Diagnosis | None, steps: tuple[str, ...]) -> tuple[str, ...]:
+    """A backtrace already read answers the native crash's first step (get the native stack): the step of the
+    library it names goes first instead (its finding's fix), and the step that asks for the stack goes."""
+    site = next((f for f in found if f.code in ("crash-in-nccl", "crash-site") and f.fix), None)
+    if site is None or site.fix is None or cause is None or cause.cause.kind != NATIVE.kind:
+        return steps
+    first = site.fix[0].upper() + site.fix[1:]
+    return (first if first.endswith(".") else first + ".", *(s for s in steps if s != NATIVE.fix[0]))

@@ -21,7 +21,7 @@ from ncclcheck.job.callphase import host_call
 from ncclcheck.job.causes import diagnose
 from ncclcheck.job.chain import chain_lines
 from ncclcheck.job.colltrace import traced, unplaced_findings
-from ncclcheck.job.crashsite import crash_findings
+from ncclcheck.job.crashsite import crash_findings, crash_steps
 from ncclcheck.job.ending import cut_off
 from ncclcheck.job.findings import (
     counter_findings,
@@ -79,9 +79,10 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     d = cut_off(job, d, scans)  # a console that stops mid-run with no ending and no failure (job/ending.py)
     d = unstarted_members(job, error_file(job, d, scans), scans)  # what a launcher says is missing (launchgaps.py)
     uneven = uneven_findings(scans, d.found)  # the ranks' loops counted to different totals (job/uneven.py)
+    crash = crash_findings(scans, d.cause, job.facts.versions)  # the library a native crash struck in
     findings = [*wording.lead_findings(job, d), *history_findings(job, d.summary),
                 *_size_findings(job, d, dtype, tensor_of), *wording.busy_findings(d),
-                *crash_findings(scans, d.cause, job.facts.versions),  # the library a native crash struck in
+                *crash,
                 *raise_findings(scans, d.kind, job.facts.versions),  # a framework's own check, a call path
                 *wording.host_findings(job, d), *counter_findings(records, d.cause is None and d.kind in _OPEN),
                 *detector_findings(scans), *fallback_findings(scans),  # the network NCCL fell back to (job/netpath.py)
@@ -100,7 +101,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                       (*((UNEVEN_FIX,) if uneven else ()), *member_steps(job, d, scans),  # job/launchgaps.py
                        *loopback_steps(job, d),  # a one-node job's store at its own host name (job/storeaddr.py)
                        *local_only_steps(d.kind, scans),  # job/localonly.py
-                       *wording.steps(job, d)), d.cause, d.ring, decide_action(job, d),
+                       *crash_steps(crash, d.cause, wording.steps(job, d))), d.cause, d.ring, decide_action(job, d),
                       best(job, d.culprits, d.cause), sets.stopped)
     return Analysis(tuple(scans), tuple(records), job, verdict, dtype)
 
