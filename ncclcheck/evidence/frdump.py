@@ -68,7 +68,7 @@ def looks_like_dump(head: bytes) -> bool:
 
 @dataclass(frozen=True)
 class Frame:
-    """One Python stack frame recorded with a collective."""
+    """One Python stack frame: of a collective's recorded stack, or of a traceback (job/raisesite.py)."""
 
     name: str
     file: str

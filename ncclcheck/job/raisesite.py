@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.types import FileScan, Loc
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.model import VerdictKind
@@ -38,13 +39,6 @@ NAMES = {"vllm": "vLLM", "sglang": "SGLang", "deepspeed": "DeepSpeed", "transfor
          "megatron": "Megatron-LM", "trl": "TRL", "peft": "PEFT", "ray": "Ray", "verl": "verl", "nemo": "NeMo",
          "colossalai": "ColossalAI", "horovod": "Horovod", "torchtitan": "torchtitan"}
 _SITE = frozenset(("site-packages", "dist-packages"))
-
-
-@dataclass(frozen=True)
-class Frame:
-    file: str
-    line: int
-    func: str
 
 
 @dataclass(frozen=True)
@@ -97,14 +91,14 @@ def raised(scans: Sequence[FileScan]) -> list[Raised]:
                 file, _, rest = part.rpartition(":")
                 path, _, line = file.rpartition(":")
                 if path and line.isdigit():
-                    frames.append(Frame(path, int(line), rest))
+                    frames.append(Frame(rest, path, int(line)))
             out.append(Raised(name, tuple(frames), f.loc))
     return sorted(out, key=lambda r: (r.loc.file, r.loc.line))
 
 
 def _where(frame: Frame) -> str:
     inside = package(frame.file)
-    return f"{inside[1] if inside else frame.file}:{frame.line}, in {frame.func}"
+    return f"{inside[1] if inside else frame.file}:{frame.line}, in {frame.name}"
 
 
 def framework_check(r: Raised, v: Versions) -> Finding | None:
@@ -129,10 +123,10 @@ def call_path(r: Raised, packages: set[str]) -> Finding | None:
     """The innermost frame inside a communication path of the table: the error is that path's, and its switch."""
     for i, frame in enumerate(r.frames):
         file = frame.file.replace("\\", "/")
-        path = next((p for p in call_paths() if any(f in file for f in p.files)), None)
-        if path is None:
-            continue
         mine = [p for p in call_paths() if any(f in file for f in p.files)]
+        if not mine:
+            continue
+        path = mine[0]
         caller = next((f for f in r.frames[i + 1:] if not any(x in f.file.replace("\\", "/") for p in mine
                                                                 for x in p.files)
                        and (package(f.file) or ("",))[0] != "torch"), None)
