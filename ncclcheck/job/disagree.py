@@ -23,7 +23,7 @@ from collections import Counter
 from ncclcheck.evidence.types import Loc
 from ncclcheck.job.causes import Diagnosis, cause
 from ncclcheck.job.hang import works_at
-from ncclcheck.job.model import EdgeReason, Job, VerdictKind, Work
+from ncclcheck.job.model import EdgeReason, GroupId, Job, VerdictKind, Work
 from ncclcheck.job.phrases import sig
 from ncclcheck.ranks import rank_phrase
 
@@ -48,9 +48,12 @@ def _input(job: Job, rank: int) -> Loc | None:
 def calls_differ(job: Job) -> Diagnosis | None:
     """The first collective whose members' works at one printed sequence number are one op of different sizes, as
     calls_disagree."""
+    seen: set[tuple[GroupId, int]] = set()  # each call once: works_at walks every rank, and many edges share a call
     for e in job.edges:
-        if e.reason is not EdgeReason.DIFFERENT_COLLECTIVE or e.work.p2p or e.work.seq is None:
+        if e.reason is not EdgeReason.DIFFERENT_COLLECTIVE or e.work.p2p or e.work.seq is None \
+                or (e.work.group, e.work.seq) in seen:
             continue
+        seen.add((e.work.group, e.work.seq))
         works = works_at(job, e.work.group, e.work.seq)
         sigs = Counter(sig(w) for w in works.values())
         ops = {w.op for w in works.values()}
