@@ -145,3 +145,17 @@ def test_a_row_a_cause_reads_defers_to_its_fix(tmp_path):
     v = _verdict(tmp_path, "[rank1]: RuntimeError: CUDA error: device-side assert triggered")
     assert v["cause"]["kind"] == "device_assert"
     assert not any("(or on the CPU) to get the assert's message" in str(s) for s in v["next_steps"])
+
+
+_NEVER_ARRIVES = "Raising the timeout will not help: the failed rank will never arrive."
+
+
+def test_a_failed_rank_alone_gets_no_step_about_a_timeout_nobody_waited_in(tmp_path):
+    """The timeout step answers the ranks that waited for the failed one; a log of the failed process alone has none."""
+    alone = _verdict(tmp_path, "[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered")
+    assert alone["kind"] == "rank_failed_first" and _NEVER_ARRIVES not in alone["next_steps"]
+    waited = _verdict(tmp_path, "[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered",
+                      "[rank0]:[E ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective operation timeout: "
+                      "WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=4, NumelOut=4, Timeout(ms)=600000) ran for "
+                      "600015 milliseconds before timing out.")
+    assert waited["kind"] == "rank_failed_first" and _NEVER_ARRIVES in waited["next_steps"]

@@ -254,12 +254,13 @@ EXIT_IF_DONE = ("If it fired once the work was done (after the last step, as the
 
 def next_steps(kind: VerdictKind, culprits: Sequence[int], killed: bool = False,
                missing: Sequence[int] = (), dumped: bool = False, waited: str = "timeouts",
-               slow: Sequence[str] = (), detail: bool = False) -> tuple[str, ...]:
+               slow: Sequence[str] = (), detail: bool = False, alone: bool = False) -> tuple[str, ...]:
     """What to do, by verdict kind; ``dumped``: every rank's flight-recorder dump is already in the inputs, so
     advice to capture them next time is left out; ``waited``: what the other ranks printed after the culprit failed
     ("timeouts", "NCCL errors"; empty: nothing, so there is no cascade to speak of); ``slow``: the steps for a
     lagging rank that was only busy (job/slow.py); ``detail``: TORCH_DISTRIBUTED_DEBUG=DETAIL's mismatch report is in
-    the inputs, so advice to run with it is left out."""
+    the inputs, so advice to run with it is left out; ``alone``: the inputs hold no rank but the failed ones and none
+    waited, so a timeout, which only the waiting ranks have, is not the user's question."""
     who = rank_phrase(culprits) if culprits else "the culprit rank"
     record_next = () if dumped else (RECORD_NEXT,)
     if kind is VerdictKind.INCOMPLETE:
@@ -272,7 +273,7 @@ def next_steps(kind: VerdictKind, culprits: Sequence[int], killed: bool = False,
     if kind is VerdictKind.RANK_FAILED_FIRST:
         steps = [f"Fix the first error on {who}; the other ranks' {waited} are only its cascade." if waited else
                  f"Fix the error on {who}.",
-                 "Raising the timeout will not help: the failed rank will never arrive."]
+                 *(() if alone else ("Raising the timeout will not help: the failed rank will never arrive.",))]
         if killed:
             steps.insert(0, "A kill by SIGKILL with no traceback is most often the kernel's OOM killer: on that host "
                             "run `dmesg -T | grep -i -E 'killed process|out of memory'` (or check the container's "

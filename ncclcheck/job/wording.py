@@ -76,8 +76,10 @@ def steps(job: Job, d: Decision) -> tuple[str, ...]:
     if d.cause is not None and d.cause.cause.kind in OWN_STEPS:  # it says why every rank waits: its runs are the steps
         return (*d.cause.cause.fix, *((PROBE,) if d.cause.cause.probe else ()))
     reports = {m.loc for m in job.facts.mismatches}  # TORCH_DISTRIBUTED_DEBUG=DETAIL's, already in the inputs
+    # a failed rank that no other rank is shown to wait for: the inputs hold only the failed ones (a one-process log)
+    alone = not d.waiting and not d.waited and all(s.rank in d.culprits for s in job.ranks if s.present)
     out = next_steps(d.kind, d.culprits, d.killed, d.unknown, d.dumped, d.waited,
-                     slow_steps(d.busy) if d.busy is not None else (), bool(reports))
+                     slow_steps(d.busy) if d.busy is not None else (), bool(reports), alone)
     out = lone_work(job, d, out)  # the rank waited for, and the work one rank does alone (job/lonework.py)
     out = wait_steps(job, d, out)  # why a member never arrives, the op's wait, the number's proof (job/waitsteps.py)
     if (pipe := pipeline_step(job)) is not None:  # a pipeline's exchange between stages (job/pipeline.py)
