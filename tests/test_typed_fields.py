@@ -164,7 +164,7 @@ STATING = [
     ("socketProgress: Connection closed by remote peer localhost<34172>", Stating(closed_by="localhost<34172>")),
     ("socketProgress: Connection closed by remote peer ", Stating(closed_by="")),  # its address cut off
     ("NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.1",
-     Stating(result="ncclSystemError")),
+     Stating(result="ncclSystemError", system=True)),
     ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, remote "
      "process exited or there was a network error, NCCL version 2.20.5",
      Stating(result="ncclRemoteError", exception="torch.distributed.DistBackendError")),
@@ -207,3 +207,44 @@ def test_a_result_is_read_as_a_case_blind_match_would(parts):
     want = next((name for words, name in nccl.RESULTS
                  if re.search("|".join(map(re.escape, words)), text, re.IGNORECASE)), None)
     assert nccl.result(text) == want
+
+
+# ncclSystemError in every form a line names it (evidence/formats/nccl.py, system_error), as recorded in tests/data:
+# ncclGetErrorString's words under PyTorch's "NCCL error", PyTorch 1.x's typo, the result's name on the line PyTorch
+# prints under it (NCCLUtils.hpp, getNcclErrorDetailStr; 1.10's shorter description), nccl-tests' NCCLCHECK.
+SYSTEM = [
+    "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:2027, "
+    "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5",  # verbs/reg_mr_enomem.log:3
+    "fail to new train...e= NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:272, unhanled system error",
+    "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.",
+    "NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1169, unhandled system error, NCCL version "
+    "21.0.3 ncclSystemError: System call (socket, malloc, munmap, etc) failed.",  # public_threads/84-…:1
+    "fastmoe: Test NCCL failure common.cu:777 'unhandled system error'",  # public_threads/13-…:8
+]
+_OLD_SYSTEM = re.compile(r"unhandled system error|unhanled system error|ncclSystemError", re.IGNORECASE)
+
+
+def test_the_system_error_is_read_in_every_form():
+    assert [nccl.system_error(line) for line in SYSTEM] == [True] * len(SYSTEM)
+    assert [s.system for line in SYSTEM if (s := errors.stating(line)) is not None] == [True] * len(SYSTEM)
+    for other in ("NCCL error: unhandled cuda error, NCCL version 2.18.1", "ncclInternalError: Internal check failed.",
+                  "RuntimeError: NCCL error: internal error"):
+        said = errors.stating(other)
+        assert said is not None and not said.system, other
+
+
+def test_the_system_error_rides_on_the_kept_error():
+    kept = [_scan([line]).errors for line in (*SYSTEM, "RuntimeError: NCCL error: unhandled cuda error")]
+    assert [[e.says is not None and e.says.system for e in errs] for errs in kept] == [[True]] * len(SYSTEM) + [[False]]
+
+
+_SYSTEM_WORDS = st.sampled_from(["unhandled system error", "UNHANLED System Error", "ncclSystemError",
+                                 "NCCLSYSTEMERROR", "unhandled ſystem error", "unhan dled system error", "İ"])
+
+
+@given(st.lists(st.one_of(_SYSTEM_WORDS, st.text(max_size=20)), max_size=6))
+def test_the_system_error_is_read_as_a_case_blind_match_would(parts):
+    """The words and the name in any case, as the catalogue's case-blind pattern read them before they were a
+    field: ASCII lines through lower(), others through a case-blind pattern."""
+    text = "".join(parts)
+    assert nccl.system_error(text) == (_OLD_SYSTEM.search(text) is not None)

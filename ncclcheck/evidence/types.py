@@ -261,7 +261,8 @@ class Stating:
     :func:`stating`), for job/reasons.py to word its meaning: NCCL's checks (the CUDA error CUDACHECK names, the call
     SYSCHECK names and its error, the peer its socket says closed the connection, "" where it names no address),
     the result ncclGetErrorString words, gloo's enforce site, the type of a C++ exception nothing caught, the Python
-    exception the line starts with, and whether it is one of the lines that state no failure (``notice``)."""
+    exception the line starts with, whether it is one of the lines that state no failure (``notice``), and whether it
+    names ncclSystemError anywhere, in its words or by its name (``system``: evidence/formats/nccl.py)."""
 
     notice: bool = False
     cuda: str | None = None
@@ -272,6 +273,7 @@ class Stating:
     enforce_at: str | None = None
     thrown: str | None = None
     exception: str | None = None
+    system: bool = False
 
 
 @dataclass(frozen=True)

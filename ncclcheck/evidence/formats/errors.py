@@ -192,12 +192,13 @@ def stating(text: str) -> Stating | None:
     thrown = cxx.TERMINATE.search(text) if "terminate called" in text else None
     exception = EXCEPTION_AT.match(text)
     notice = NOT_FATAL.search(text) is not None
-    if not (notice or cuda or call or closed or result or enforce or thrown or exception):
+    system = nccl.system_error(text)
+    if not (notice or cuda or call or closed or result or enforce or thrown or exception or system):
         return None
     return Stating(notice, cuda["what"] if cuda else None, call["call"] if call else None,
                    call["error"].strip() if call else "", closed["peer"] if closed else None, result,
                    enforce["at"] if enforce else None, thrown["type"] if thrown else None,
-                   exception["name"] if exception else None)
+                   exception["name"] if exception else None, system)
 
 
 def fatal_signal(line: str) -> str | None:

@@ -79,6 +79,24 @@ def result(text: str) -> str | None:
         low = text.lower()
         return next((name for words, name in RESULTS if any(w in low for w in words)), None)
     return next((name for p, name in _RESULT_ANY_CASE if p.search(text)), None)
+
+
+# ncclSystemError however a line names it, wherever it stands among other results: ncclGetErrorString's words
+# (:data:`RESULTS`, PyTorch 1.x's "unhanled" among them) or the result's own name, which PyTorch prints on the line
+# under its "NCCL error" (torch/csrc/distributed/c10d/NCCLUtils.hpp, getNcclErrorDetailStr: "ncclSystemError: System
+# call (e.g. socket, malloc) or external library call failed or device error."). The catalogue's nccl_system_error.
+SYSTEM_WORDS = (*next(words for words, name in RESULTS if name == "ncclSystemError"), "ncclsystemerror")
+_SYSTEM_ANY_CASE = re.compile("|".join(map(re.escape, SYSTEM_WORDS)), re.IGNORECASE)
+
+
+def system_error(text: str) -> bool:
+    """Whether the text names ncclSystemError (:data:`SYSTEM_WORDS`) in any case, as :func:`result` reads a result."""
+    if text.isascii():
+        low = text.lower()
+        return any(w in low for w in SYSTEM_WORDS)
+    return _SYSTEM_ANY_CASE.search(text) is not None
+
+
 ERROR_WORDS = ("NCCL error", "NCCL Error", "NCCL failure", "dled cuda error", "dled system error")
 LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(?P<text>.*)$")
 # NCCL's own sentences for a failed set-up or transport, wherever they stand (a paste often keeps only them).
