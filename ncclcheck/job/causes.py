@@ -315,18 +315,15 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
     return None
 
 
-# An agent's own exception (its rendezvous, its failure table, a signal it received) is no worker's error, nor is a
-# worker's lost store (c10d's DistNetworkError and DistStoreError, the TCPStore's words): the rendezvous' echo too.
-_AGENT_ERROR = re.compile(r"Rendezvous(?:Closed|Timeout|Connection|State|GracefulExit)?Error|ChildFailedError"
-                          r"|SignalException|DistNetworkError|DistStoreError|TCPStore|Failed to recv|Broken pipe")
-
-
 def _worker_failed(scans: Sequence[FileScan]) -> bool:
     """Whether a worker (a rank) wrote an error of its own that is not the loss of a peer: torchrun's agent whose
     rendezvous failed after it then only echoes the job's end (the agent without restarts left, ending, closed the
-    rendezvous or took its store with it: torch/distributed/launcher/api.py, launch_agent's rdzv_handler.shutdown())."""
+    rendezvous or took its store with it: torch/distributed/launcher/api.py, launch_agent's rdzv_handler.shutdown()).
+    An agent's own exception (its rendezvous, its failure table, a signal it received: ``says.agent``) is no worker's
+    error, nor is a worker's lost store (``store.failed``) or peer (``gone``): the rendezvous' echo too."""
     return any(e.who.rank is not None and e.kind is not ErrorKind.CONNECTION and e.gone is None
-               and not _AGENT_ERROR.search(e.message) for s in scans for e in s.errors)
+               and (e.says is None or e.says.agent is None) and (e.store is None or not e.store.failed)
+               for s in scans for e in s.errors)
 
 
 def _silent_death(scans: Sequence[FileScan], silent: Sequence[int], lost: Sequence[_Said],

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 
 from ncclcheck import signals
-from ncclcheck.evidence.formats import cxx, nccl
+from ncclcheck.evidence.formats import cxx, nccl, torchrun
 from ncclcheck.evidence.formats.collectors import LABEL
 from ncclcheck.evidence.formats.nccl import CONNECTION, SAYS
 from ncclcheck.evidence.formats.source import AT, Format, Sample, Trigger
@@ -193,12 +193,13 @@ def stating(text: str) -> Stating | None:
     exception = EXCEPTION_AT.match(text)
     notice = NOT_FATAL.search(text) is not None
     system = nccl.system_error(text)
-    if not (notice or cuda or call or closed or result or enforce or thrown or exception or system):
+    agent = torchrun.agent_error(text)
+    if not (notice or cuda or call or closed or result or enforce or thrown or exception or system or agent):
         return None
     return Stating(notice, cuda["what"] if cuda else None, call["call"] if call else None,
                    call["error"].strip() if call else "", closed["peer"] if closed else None, result,
                    enforce["at"] if enforce else None, thrown["type"] if thrown else None,
-                   exception["name"] if exception else None, system)
+                   exception["name"] if exception else None, system, agent)
 
 
 def fatal_signal(line: str) -> str | None:
