@@ -39,6 +39,9 @@ GLOG_PID = re.compile(r"^[EWIF]\d{4} [\d:.]+ +(?P<pid>\d+) ")
 AGENT_DONE = re.compile(r"(?P<done>worker group successfully finished|Local worker group finished \((?:WorkerState\.)?"
                         r"SUCCEEDED\)|Done waiting for other agents)")
 CLOSING = re.compile(r"Sending process (?P<pid>\d+) closing signal (?P<signal>SIG\w+)")
+# `--log-dir DIR`: the agent redirects each worker's output to files of its own (torch.distributed.elastic's log
+# specs) under DIR/<run id>/attempt_<N>/<local rank>/: stdout.log, stderr.log and its error.json (the reply file).
+PATH_RANK = re.compile(r"attempt_\d+[/\\](?P<rank>\d+)[/\\](?:stdout|stderr|error)\.(?:log|txt|json)")
 AGENT_ERROR = re.compile(r"Rendezvous(?:Closed|Timeout|Connection|State|GracefulExit)?Error|ChildFailedError"
                          r"|SignalException")
 _AGENT_WORDS = ("Rendezvous", "ChildFailedError", "SignalException")
@@ -88,6 +91,7 @@ FORMAT = Format(
     words=("of binary", *_DONE_WORDS),
     make=Agent,
     patterns=(AGENT_FAILED, AGENT_DONE),
+    path_ranks=(PATH_RANK,),
     samples=(
         Sample(_ONE, "tests/data/launchers/accelerate/kill/console.log:45", (AgentExit(1, -9, 1764, AT, None, "1671"),)),
         Sample(_NODE, "tests/data/launchers/pdsh/kill/console.log:59",
