@@ -206,10 +206,10 @@ def test_a_result_is_read_as_a_case_blind_match_would(parts):
     text = " ".join(parts)
     want = next((name for words, name in nccl.RESULTS
                  if re.search("|".join(map(re.escape, words)), text, re.IGNORECASE)), None)
-    assert nccl.result(text) == want
+    assert nccl.results(text)[0] == want
 
 
-# ncclSystemError in every form a line names it (evidence/formats/nccl.py, system_error), as recorded in tests/data:
+# ncclSystemError in every form a line names it (evidence/formats/nccl.py, results), as recorded in tests/data:
 # ncclGetErrorString's words under PyTorch's "NCCL error", PyTorch 1.x's typo, the result's name on the line PyTorch
 # prints under it (NCCLUtils.hpp, getNcclErrorDetailStr; 1.10's shorter description), nccl-tests' NCCLCHECK.
 SYSTEM = [
@@ -225,7 +225,7 @@ _OLD_SYSTEM = re.compile(r"unhandled system error|unhanled system error|ncclSyst
 
 
 def test_the_system_error_is_read_in_every_form():
-    assert [nccl.system_error(line) for line in SYSTEM] == [True] * len(SYSTEM)
+    assert [nccl.results(line)[1] for line in SYSTEM] == [True] * len(SYSTEM)
     assert [s.system for line in SYSTEM if (s := errors.stating(line)) is not None] == [True] * len(SYSTEM)
     for other in ("NCCL error: unhandled cuda error, NCCL version 2.18.1", "ncclInternalError: Internal check failed.",
                   "RuntimeError: NCCL error: internal error"):
@@ -247,7 +247,7 @@ def test_the_system_error_is_read_as_a_case_blind_match_would(parts):
     """The words and the name in any case, as the catalogue's case-blind pattern read them before they were a
     field: ASCII lines through lower(), others through a case-blind pattern."""
     text = "".join(parts)
-    assert nccl.system_error(text) == (_OLD_SYSTEM.search(text) is not None)
+    assert nccl.results(text)[1] == (_OLD_SYSTEM.search(text) is not None)
 
 
 # torchrun's agent's own exceptions (evidence/formats/torchrun.py, agent_error), as recorded in tests/data; the last

@@ -187,12 +187,11 @@ def stating(text: str) -> Stating | None:
     cuda = nccl.CUDA_FAILURE.search(text) if "Cuda failure" in text else None
     call = nccl.CALL_FAILED.search(text) if "Call to " in text else None
     closed = nccl.PEER_CLOSED.search(text) if "closed by" in text else None
-    result = nccl.result(text)
+    result, system = nccl.results(text)
     enforce = cxx.ENFORCE.search(text) if "[enforce fail at " in text else None
     thrown = cxx.TERMINATE.search(text) if "terminate called" in text else None
     exception = EXCEPTION_AT.match(text)
     notice = NOT_FATAL.search(text) is not None
-    system = nccl.system_error(text)
     agent = torchrun.agent_error(text)
     if not (notice or cuda or call or closed or result or enforce or thrown or exception or system or agent):
         return None

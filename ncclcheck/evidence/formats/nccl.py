@@ -73,14 +73,6 @@ RESULTS = ((("unhandled cuda error",), "ncclUnhandledCudaError"),
 _RESULT_ANY_CASE = tuple((re.compile("|".join(map(re.escape, words)), re.IGNORECASE), name) for words, name in RESULTS)
 
 
-def result(text: str) -> str | None:
-    """The ncclResult_t whose words the text holds, the first of :data:`RESULTS` in order, in any case, or None."""
-    if text.isascii():
-        low = text.lower()
-        return next((name for words, name in RESULTS if any(w in low for w in words)), None)
-    return next((name for p, name in _RESULT_ANY_CASE if p.search(text)), None)
-
-
 # ncclSystemError however a line names it, wherever it stands among other results: ncclGetErrorString's words
 # (:data:`RESULTS`, PyTorch 1.x's "unhanled" among them) or the result's own name, which PyTorch prints on the line
 # under its "NCCL error" (torch/csrc/distributed/c10d/NCCLUtils.hpp, getNcclErrorDetailStr: "ncclSystemError: System
@@ -89,12 +81,16 @@ SYSTEM_WORDS = (*next(words for words, name in RESULTS if name == "ncclSystemErr
 _SYSTEM_ANY_CASE = re.compile("|".join(map(re.escape, SYSTEM_WORDS)), re.IGNORECASE)
 
 
-def system_error(text: str) -> bool:
-    """Whether the text names ncclSystemError (:data:`SYSTEM_WORDS`) in any case, as :func:`result` reads a result."""
+def results(text: str) -> tuple[str | None, bool]:
+    """The ncclResult_t whose words the text holds, the first of :data:`RESULTS` in order, or None; and whether it
+    names ncclSystemError (:data:`SYSTEM_WORDS`) anywhere. In any case: an ASCII line through one lower(), another
+    through case-blind patterns built from the same words (where lower() and a case-blind match may differ)."""
     if text.isascii():
         low = text.lower()
-        return any(w in low for w in SYSTEM_WORDS)
-    return _SYSTEM_ANY_CASE.search(text) is not None
+        return (next((name for words, name in RESULTS if any(w in low for w in words)), None),
+                any(w in low for w in SYSTEM_WORDS))
+    return (next((name for p, name in _RESULT_ANY_CASE if p.search(text)), None),
+            _SYSTEM_ANY_CASE.search(text) is not None)
 
 
 ERROR_WORDS = ("NCCL error", "NCCL Error", "NCCL failure", "dled cuda error", "dled system error")
