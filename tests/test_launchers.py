@@ -13,6 +13,7 @@ from conftest import run
 from ncclcheck.evidence import formats
 from ncclcheck.evidence.formats.source import AT
 from ncclcheck.evidence.parse import LogParser
+from ncclcheck.evidence.reader import Source
 from ncclcheck.evidence.types import WorkerDied, WorkerStarted
 
 LAUNCHERS = Path(__file__).parent / "data" / "launchers"
@@ -45,6 +46,17 @@ def test_open_mpi_names_the_rank_in_its_tag_and_its_output_folders():
     assert formats.path_rank("mpi/kill/ranks/1/rank.12/stderr") == 12
     assert formats.path_rank("slurm/raise/tasks/7.log") == 7
     assert formats.path_rank("logs/train.log") is None
+
+
+def test_torchrun_names_the_rank_in_its_log_dir_and_a_file_named_for_its_rank_is_read_too():
+    """torchrun's --log-dir (DIR/<run id>/attempt_N/<local rank>/stderr.log, as tests/data/real4/detail holds) is a
+    path rank its format declares; a file its writer named for its rank (rank6.log) the reader reads itself."""
+    assert formats.path_rank("real4/detail/attempt_0/3/stderr.log") == 3
+    assert formats.path_rank("logs/none_x1/attempt_2/11/error.json") == 11
+    assert formats.path_rank("logs/attempt_0/3/train.log") is None
+    paths = ("real4/detail/attempt_0/3/stderr.log", "C:\\runs\\attempt_1\\5\\stdout.log", "runs/rank_6.log",
+             "x/RANK-2", "x/attempt_0/4/rank1.txt", "x/attempt_0/4/train.log")
+    assert [Source(p, p).path_rank for p in paths] == [3, 5, 6, 2, 1, None]
 
 
 def test_a_two_line_open_mpi_report_names_the_first_process_that_failed():

@@ -165,19 +165,20 @@ def test_every_scan_survives_the_evidence_format(tmp_path):
 def test_a_bad_evidence_file_is_one_line_and_the_rest_is_read(tmp_path):
     good = tmp_path / "good.json"
     runner.invoke(app, ["analyze-log", "--evidence-out", str(good), str(DATA / "real" / "sleep" / "attempt_0")])
-    (tmp_path / "newer.json").write_text('{"ncclcheck_evidence": 4, "version": "9.0", "scans": []}')
+    newer, now = bundle.FORMAT + 1, bundle.FORMAT
+    (tmp_path / "newer.json").write_text(f'{{"ncclcheck_evidence": {newer}, "version": "9.0", "scans": []}}')
     (tmp_path / "cut.json.gz").write_bytes(gzip.compress(good.read_bytes())[:200])
-    (tmp_path / "odd.json").write_text('{"ncclcheck_evidence": 3, "version": "x", "problems": [], "scans": [[1, 2]]}')
+    (tmp_path / "odd.json").write_text(f'{{"ncclcheck_evidence": {now}, "version": "x", "problems": [], "scans": [[1, 2]]}}')
     (tmp_path / "config.json").write_text('{"hidden_size": 3584}')  # not evidence: read as a log that says nothing
     r = runner.invoke(app, ["analyze-log", "--json", str(tmp_path)])
     assert r.exit_code == 1
     j = json.loads(r.stdout)
     assert j["verdict"]["culprit_ranks"] == [1]
     problems = {Path(p["file"]).name: p["message"] for p in j["problems"]}
-    assert problems["newer.json"] == "evidence format 4 is not 3: written by ncclcheck 9.0, read by " + (
+    assert problems["newer.json"] == f"evidence format {newer} is not {now}: written by ncclcheck 9.0, read by " + (
         __import__("ncclcheck").__version__)
     assert problems["cut.json.gz"].startswith("not a readable evidence file")
-    assert problems["odd.json"].startswith("does not fit evidence format 3")
+    assert problems["odd.json"].startswith(f"does not fit evidence format {now}")
     assert problems["config.json"].startswith("read, but holds nothing ncclcheck reads")  # said, not fatal
     for name in ("newer.json", "cut.json.gz", "odd.json"):
         (line,) = [x for x in r.stderr.splitlines() if name in x]

@@ -13,7 +13,7 @@ from ncclcheck.evidence.types import StoreWords
 # Each the catalogue's example line of its cause (job/catalogue/*.toml), with what its words say.
 LINES = [
     ("torch.distributed.DistStoreError: wait timeout after 4000ms, keys: /default_pg/0//eval_done",
-     StoreWords(waited=True, wait_ms=4000)),
+     StoreWords(waited=True, wait_ms=4000, failed=True)),
     ("RuntimeError: Socket Timeout", StoreWords(waited=True)),
     ("[W socket.cpp:464] [c10d] The client socket has failed to connect to [node0]:29500 (errno: 111 - Connection "
      "refused).", StoreWords(host="node0", port=29500)),
@@ -21,9 +21,9 @@ LINES = [
      StoreWords(host="192.0.0.1", port=1234)),
     ("torch.distributed.DistNetworkError: The client socket has failed to connect to any network address of "
      "(master-0, 29500). The IPv4 network addresses of (master-0, 29500) cannot be retrieved (gai error: -3 - "
-     "Temporary failure in name resolution).", StoreWords(host="master-0", port=29500)),
+     "Temporary failure in name resolution).", StoreWords(host="master-0", port=29500, failed=True)),
     ("[W1124 02:31:58.923435327 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=48, addr=[localhost]:43800, "
-     "remote=[localhost]:33249): Failed to recv, got 0 bytes.", StoreWords(remote=("localhost:33249",))),
+     "remote=[localhost]:33249): Failed to recv, got 0 bytes.", StoreWords(remote=("localhost:33249",), failed=True)),
     ("torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via "
      "c10d key-value store by key '0:1', but store->get('0:1') got error: wait timeout after 600000ms",
      StoreWords(waited=True, wait_ms=600000, key="0:1", root=0, waiters=(1,))),

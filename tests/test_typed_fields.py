@@ -10,9 +10,9 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ncclcheck.evidence.formats import errors, nccl, torchrun
+from ncclcheck.evidence.formats import errors, nccl, storeclient, torchrun
 from ncclcheck.evidence.parse import LogParser
-from ncclcheck.evidence.types import Closing, ErrorKind, FileScan, NcclWords, PeerGone, Stating
+from ncclcheck.evidence.types import Closing, ErrorKind, FileScan, NcclWords, PeerGone, Stating, StoreWords
 from ncclcheck.job.analyze import analyze_scans
 
 
@@ -164,7 +164,7 @@ STATING = [
     ("socketProgress: Connection closed by remote peer localhost<34172>", Stating(closed_by="localhost<34172>")),
     ("socketProgress: Connection closed by remote peer ", Stating(closed_by="")),  # its address cut off
     ("NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.1",
-     Stating(result="ncclSystemError")),
+     Stating(result="ncclSystemError", system=True)),
     ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, remote "
      "process exited or there was a network error, NCCL version 2.20.5",
      Stating(result="ncclRemoteError", exception="torch.distributed.DistBackendError")),
@@ -206,4 +206,111 @@ def test_a_result_is_read_as_a_case_blind_match_would(parts):
     text = " ".join(parts)
     want = next((name for words, name in nccl.RESULTS
                  if re.search("|".join(map(re.escape, words)), text, re.IGNORECASE)), None)
-    assert nccl.result(text) == want
+    assert nccl.results(text)[0] == want
+
+
+# ncclSystemError in every form a line names it (evidence/formats/nccl.py, results), as recorded in tests/data:
+# ncclGetErrorString's words under PyTorch's "NCCL error", PyTorch 1.x's typo, the result's name on the line PyTorch
+# prints under it (NCCLUtils.hpp, getNcclErrorDetailStr; 1.10's shorter description), nccl-tests' NCCLCHECK.
+SYSTEM = [
+    "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:2027, "
+    "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5",  # verbs/reg_mr_enomem.log:3
+    "fail to new train...e= NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:272, unhanled system error",
+    "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.",
+    "NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1169, unhandled system error, NCCL version "
+    "21.0.3 ncclSystemError: System call (socket, malloc, munmap, etc) failed.",  # public_threads/84-…:1
+    "fastmoe: Test NCCL failure common.cu:777 'unhandled system error'",  # public_threads/13-…:8
+]
+_OLD_SYSTEM = re.compile(r"unhandled system error|unhanled system error|ncclSystemError", re.IGNORECASE)
+
+
+def test_the_system_error_is_read_in_every_form():
+    assert [nccl.results(line)[1] for line in SYSTEM] == [True] * len(SYSTEM)
+    assert [s.system for line in SYSTEM if (s := errors.stating(line)) is not None] == [True] * len(SYSTEM)
+    for other in ("NCCL error: unhandled cuda error, NCCL version 2.18.1", "ncclInternalError: Internal check failed.",
+                  "RuntimeError: NCCL error: internal error"):
+        said = errors.stating(other)
+        assert said is not None and not said.system, other
+
+
+def test_the_system_error_rides_on_the_kept_error():
+    kept = [_scan([line]).errors for line in (*SYSTEM, "RuntimeError: NCCL error: unhandled cuda error")]
+    assert [[e.says is not None and e.says.system for e in errs] for errs in kept] == [[True]] * len(SYSTEM) + [[False]]
+
+
+_SYSTEM_WORDS = st.sampled_from(["unhandled system error", "UNHANLED System Error", "ncclSystemError",
+                                 "NCCLSYSTEMERROR", "unhandled ſystem error", "unhan dled system error", "İ"])
+
+
+@given(st.lists(st.one_of(_SYSTEM_WORDS, st.text(max_size=20)), max_size=6))
+def test_the_system_error_is_read_as_a_case_blind_match_would(parts):
+    """The words and the name in any case, as the catalogue's case-blind pattern read them before they were a
+    field: ASCII lines through lower(), others through a case-blind pattern."""
+    text = "".join(parts)
+    assert nccl.results(text)[1] == (_OLD_SYSTEM.search(text) is not None)
+
+
+# torchrun's agent's own exceptions (evidence/formats/torchrun.py, agent_error), as recorded in tests/data; the last
+# two are RendezvousError's other kinds as torch/distributed/elastic/rendezvous/api.py names them.
+AGENT = [
+    ("torch.distributed.elastic.rendezvous.api.RendezvousClosedError", "RendezvousClosedError"),  # rdzv_closed:104
+    ("torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError", "RendezvousTimeoutError"),  # rdzv_timeout:41
+    ("torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store has "
+     "failed. See inner exception for details.", "RendezvousConnectionError"),  # rdzv_store_lost/node1:151
+    ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ", "ChildFailedError"),  # real4/detail:84
+    ("torch.distributed.elastic.multiprocessing.api.SignalException: Process 922 got signal: 15",
+     "SignalException"),  # launchers/torchrun/agent_term:45
+    ("torch.distributed.elastic.rendezvous.api.RendezvousStateError: state changed", "RendezvousStateError"),
+    ("torch.distributed.elastic.rendezvous.api.RendezvousError: failed", "RendezvousError"),
+]
+
+
+def test_the_agents_own_exception_is_read_by_its_name():
+    assert [torchrun.agent_error(line) for line, _ in AGENT] == [want for _, want in AGENT]
+    assert [s.agent for line, _ in AGENT if (s := errors.stating(line)) is not None] == [want for _, want in AGENT]
+    assert torchrun.agent_error("RuntimeError: Rendezvous'ing worker group") is None
+    assert torchrun.agent_error("torch.distributed.DistBackendError: NCCL error") is None
+
+
+def test_the_agents_exception_rides_on_the_kept_error():
+    """Each is kept as an error but ChildFailedError, the agent's restatement of its workers' failures (a cascade)."""
+    kept = [e for line, _ in AGENT for e in _scan([line]).errors]
+    assert [e.says.agent if e.says else None for e in kept] == [want for _, want in AGENT if want != "ChildFailedError"]
+
+
+# The store's failure itself (evidence/formats/storeclient.py, StoreWords.failed), as recorded in tests/data.
+STORE_FAILED = [
+    "torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was likely closed. Did the remote "
+    "server shutdown or crash?",  # launchers/torchrun/rdzv_store_lost/node1.console.log:93
+    "torch.distributed.DistNetworkError: Ping failed, invalid value returned from server. Expected: 32035, Got: "
+    "1347703880",  # launchers/torchrun/store_not_a_store/console.log:167
+    "[rank1]: torch.distributed.DistStoreError: wait timeout after 4000ms, keys: /default_pg/0//eval_done",
+    "RuntimeError: [c10d] TCPStore client closed",
+]
+
+
+def test_the_stores_failure_is_read_where_its_words_are():
+    assert [s is not None and s.failed for s in map(storeclient.read, STORE_FAILED)] == [True] * len(STORE_FAILED)
+    assert storeclient.read("torch.distributed.DistStoreError: wait timeout after 4000ms") == StoreWords(
+        waited=True, wait_ms=4000, failed=True)
+    assert storeclient.read("RuntimeError: Socket Timeout") == StoreWords(waited=True)
+    assert storeclient.read("RuntimeError: NCCL error") is None
+
+
+_AGENT_PARTS = st.sampled_from(["RendezvousError", "RendezvousClosedError", "Rendezvous", "ChildFailedError",
+                                "SignalException", "DistNetworkError", "DistStoreError", "TCPStore", "Failed to recv",
+                                "Broken pipe", "broken PIPE", "Error", "rendezvousError"])
+_OLD_AGENT = re.compile(r"Rendezvous(?:Closed|Timeout|Connection|State|GracefulExit)?Error|ChildFailedError"
+                        r"|SignalException|DistNetworkError|DistStoreError|TCPStore|Failed to recv|Broken pipe")
+
+
+@given(st.lists(st.one_of(_AGENT_PARTS, st.text(max_size=12)), max_size=6))
+def test_an_agents_or_stores_error_is_read_as_the_catalogues_pattern_did(parts):
+    """The agent's exception, the store's failure and a peer gone: together the words job/causes.py's pattern read
+    over a worker's error before they were fields (its Broken pipe is a peer gone, PEER_GONE)."""
+    text = "".join(parts)
+    store = storeclient.read(text)
+    fields = (torchrun.agent_error(text) is not None or (store is not None and store.failed)
+              or nccl.gone(text) is not None)
+    assert fields >= (_OLD_AGENT.search(text) is not None)
+    assert fields == (_OLD_AGENT.search(text) is not None or nccl.gone(text) is not None)

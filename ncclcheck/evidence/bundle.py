@@ -5,7 +5,7 @@ reads one node's inputs and writes their typed evidence (the :class:`FileScan` o
 it could not open) to ``F``: kilobytes per rank.  Given evidence files, ``analyze-log`` takes those scans as
 they were read, so the verdict is the one the raw logs would give.
 
-The file is JSON (gzip when the name ends in ``.gz``): ``{"ncclcheck_evidence": 3, "version": ..., "problems":
+The file is JSON (gzip when the name ends in ``.gz``): ``{"ncclcheck_evidence": 4, "version": ..., "problems":
 [...], "scans": [...]}``.  Each dataclass is the list of its fields in declaration order, decoded against the
 type hints by one function generated per dataclass; a file that does not fit them is an input problem, not a
 traceback.  Decoding shares what a log repeats on every line (one object per distinct process, group, frame and
@@ -31,7 +31,7 @@ from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.inflate import InflateLimit, read_bounded
 from ncclcheck.evidence.types import PG, FileScan, InputProblem, Loc, Who
 
-FORMAT = 3
+FORMAT = 4
 MAGIC = b'{"ncclcheck_evidence":'
 GZIP_MAGIC = b"\x1f\x8b"
 

@@ -167,13 +167,13 @@ def _str(v: Any) -> str | None:
 
 # ``nccl:all_reduce``, ``gloo:broadcast``: the backend that recorded the op, then its name (the analyzer's Op).
 _BACKEND = re.compile(r"^[a-z][a-z0-9_]*:")
-_P2P_NAME = re.compile(r"^(?:[a-z][a-z0-9_]*:)?(send|recv)\s+(-?\d+)\s*(?:->|<-)\s*(-?\d+)")
+_P2P_NAME = re.compile(r"^(?:[a-z][a-z0-9_]*:)?(?P<op>send|recv)\s+(?P<me>-?\d+)\s*(?:->|<-)\s*(?P<peer>-?\d+)")
 
 
 def p2p_peer(profiling_name: str) -> int | None:
     """The other side of a send/recv: ``nccl:send 0->1`` -> 1, ``nccl:recv 1<-0`` -> 0 (group ranks)."""
     m = _P2P_NAME.match(profiling_name)
-    return int(m[3]) if m else None
+    return int(m["peer"]) if m else None
 
 
 def _sizes(v: Any) -> tuple[tuple[int, ...], ...]:
@@ -233,8 +233,8 @@ def _entry(e: Mapping[str, Any]) -> Entry:
 
 def rank_from_name(name: str) -> int | None:
     """``nccl_trace_rank_3``, ``comm_lib_trace_rank_3`` -> 3 (PyTorch writes ``<prefix><rank>``)."""
-    m = re.search(r"(\d+)(?:\.(?:pkl|pickle|json))?$", name)
-    return int(m[1]) if m else None
+    m = re.search(r"(?P<rank>\d+)(?:\.(?:pkl|pickle|json))?$", name)
+    return int(m["rank"]) if m else None
 
 
 def parse_dump(data: bytes, file: str) -> Dump:

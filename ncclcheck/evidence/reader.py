@@ -168,10 +168,9 @@ MAX_LINE = 1 << 20
 ZEROS_ONLY = 64 << 20  # NUL bytes with no text at all before them: not a log (``/dev/zero``, a zeroed file)
 NOT_A_TTY_HINT = "pipe a log into it (kubectl logs POD | ncclcheck analyze-log -) or name files"
 
-_PATH_RANK = (
-    re.compile(r"attempt_\d+[/\\](\d+)[/\\](?:stdout|stderr|error)\.(?:log|txt|json)"),
-    re.compile(r"(?:^|[^a-z])rank[_-]?(\d+)(?:\D|$)", re.IGNORECASE),
-)
+# A file named for its rank by whoever wrote it (``rank6.log``, ``rank_6``: no launcher's own naming); a launcher's
+# per-rank files are its format's ``path_ranks`` (evidence/formats/: torchrun's --log-dir, Slurm's, Open MPI's).
+_NAMED_RANK = re.compile(r"(?:^|[^a-z])rank[_-]?(?P<rank>\d+)(?:\D|$)", re.IGNORECASE)
 _GLOB_CHARS = re.compile(r"[*?\[]")
 _FREE: list[bytearray] = []  # block buffers to reuse: a fresh one costs its page faults again
 
@@ -200,11 +199,8 @@ class Source:
         if self.path is None:
             return None
         norm = self.path.replace("\\", "/")
-        m = _PATH_RANK[0].search(norm)
-        if m:
-            return int(m[1])
-        m = _PATH_RANK[1].search(os.path.basename(norm))
-        return int(m[1]) if m else formats.path_rank(norm)
+        m = _NAMED_RANK.search(os.path.basename(norm))
+        return int(m["rank"]) if m else formats.path_rank(norm)
 
     def size(self) -> int:
         """Bytes on disk (0 for streams, and for a file that vanished since it was found), looked up once: the

@@ -18,9 +18,9 @@ _DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 _BEFORE = tuple(sum(_DAYS[:i]) for i in range(12))  # days of the year before each month
 MONTHS = {m: i + 1 for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
                                           "Nov", "Dec"))}
-_GLOG = re.compile(r"\[[EWIF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d(?:\.\d+)?)")
-_ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d(?:[.,]\d+)?)")
-_SYSLOG = re.compile(r"\b([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d(?:\.\d+)?)")
+_GLOG = re.compile(r"\[[EWIF](?P<month>\d\d)(?P<day>\d\d) (?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d(?:\.\d+)?)")
+_ISO = re.compile(r"(?P<year>\d{4})-(?P<month>\d\d)-(?P<day>\d\d)[T ](?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d(?:[.,]\d+)?)")
+_SYSLOG = re.compile(r"\b(?P<month>[A-Z][a-z]{2}) +(?P<day>\d{1,2}) (?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d(?:\.\d+)?)")
 
 
 def stamp(month: int, day: int, hour: int, minute: int, second: float) -> float | None:
@@ -33,15 +33,15 @@ def stamp(month: int, day: int, hour: int, minute: int, second: float) -> float 
 def glog(text: str) -> float | None:
     """The stamp of a c10/glog header (``[E1122 11:18:45.006097316 ...``), looked for in its first 300 characters."""
     m = _GLOG.search(text, 0, 300)
-    return stamp(int(m[1]), int(m[2]), int(m[3]), int(m[4]), float(m[5])) if m else None
+    return stamp(int(m["month"]), int(m["day"]), int(m["h"]), int(m["m"]), float(m["s"])) if m else None
 
 
 def of_clock(clock: str) -> float | None:
     """The stamp of a host record's clock (``2026-11-25 11:37:29`` or ``Nov 25 11:37:29``); None without a date."""
     if m := _ISO.search(clock):
-        return stamp(int(m[2]), int(m[3]), int(m[4]), int(m[5]), float(m[6].replace(",", ".")))
-    if (m := _SYSLOG.search(clock)) and m[1] in MONTHS:
-        return stamp(MONTHS[m[1]], int(m[2]), int(m[3]), int(m[4]), float(m[5]))
+        return stamp(int(m["month"]), int(m["day"]), int(m["h"]), int(m["m"]), float(m["s"].replace(",", ".")))
+    if (m := _SYSLOG.search(clock)) and m["month"] in MONTHS:
+        return stamp(MONTHS[m["month"]], int(m["day"]), int(m["h"]), int(m["m"]), float(m["s"]))
     return None
 
 

@@ -222,7 +222,8 @@ class StoreWords:
     """What PyTorch's TCPStore client says of its store on a line (evidence/formats/storeclient.py): the host and
     port it tried to reach, and whether its wait for a key gave up (TCPStore::doWait), with that wait's deadline
     where the line prints one; the peers its socket's errors name; and ProcessGroupNCCL's words around a get of a
-    communicator's ncclUniqueId (the ranks that waited, the rank they waited for, the store's key)."""
+    communicator's ncclUniqueId (the ranks that waited, the rank they waited for, the store's key); and whether the
+    line is the store's failure itself (``failed``: c10d's exception for it, the TCPStore's words, a failed recv)."""
 
     host: str | None = None
     port: int | None = None
@@ -232,6 +233,7 @@ class StoreWords:
     key: str | None = None  # "by key 'K'"
     root: int | None = None  # "retrieving ncclUniqueId from [R]"
     waiters: tuple[int, ...] = ()  # "[W] is setting up NCCL communicator", each
+    failed: bool = False
 
 
 @dataclass(frozen=True)
@@ -261,7 +263,9 @@ class Stating:
     :func:`stating`), for job/reasons.py to word its meaning: NCCL's checks (the CUDA error CUDACHECK names, the call
     SYSCHECK names and its error, the peer its socket says closed the connection, "" where it names no address),
     the result ncclGetErrorString words, gloo's enforce site, the type of a C++ exception nothing caught, the Python
-    exception the line starts with, and whether it is one of the lines that state no failure (``notice``)."""
+    exception the line starts with, whether it is one of the lines that state no failure (``notice``), and whether it
+    names ncclSystemError anywhere, in its words or by its name (``system``: evidence/formats/nccl.py), and the first
+    exception of torchrun's agent itself it names (``agent``: evidence/formats/torchrun.py)."""
 
     notice: bool = False
     cuda: str | None = None
@@ -272,6 +276,8 @@ class Stating:
     enforce_at: str | None = None
     thrown: str | None = None
     exception: str | None = None
+    system: bool = False
+    agent: str | None = None
 
 
 @dataclass(frozen=True)

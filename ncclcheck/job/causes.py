@@ -74,7 +74,6 @@ VERSIONS, NO_REASON, SYSTEM_ERROR, HOST_KILL, STOPPED = (_BY_KIND[k] for k in (
 # The cause of a death by signal that the launcher reports without a line of the process's own.
 _BY_SIGNAL = {sig: c for c in CATALOGUE for sig in c.signals}
 
-_SYSTEM = re.compile(r"unhandled system error|unhanled system error|ncclSystemError", re.IGNORECASE)
 _OOM = re.compile(r"Tried to allocate ([\d.]+ [KMGT]?i?B)")
 _OOM_GPU = re.compile(r"GPU (\d+) has a total capacity of ([\d.]+ [KMGT]?i?B) of which ([\d.]+ [KMGT]?i?B) is free")
 _OOM_OLD = re.compile(r"GPU (\d+); ([\d.]+ [KMGT]?i?B) total capacity; .*?([\d.]+ [KMGT]?i?B) free")
@@ -130,13 +129,15 @@ class _Said:
     store: StoreWords | None = None  # the store client's words in it (evidence/formats/storeclient.py)
     nccl: NcclWords | None = None  # NCCL's words in it (evidence/formats/nccl.py)
     gone: PeerGone | None = None  # its word that a peer went away (evidence/formats/nccl.py)
+    system: bool = False  # it names ncclSystemError, in its words or by its name (evidence/formats/nccl.py)
 
 
 def _said(scans: Sequence[FileScan]) -> list[_Said]:
     out: list[_Said] = []
     for s in scans:
         for e in s.errors:
-            out.append(_Said(e.who.rank, e.message, e.loc, store=e.store, nccl=e.nccl, gone=e.gone))
+            out.append(_Said(e.who.rank, e.message, e.loc, store=e.store, nccl=e.nccl, gone=e.gone,
+                             system=e.says is not None and e.says.system))
         for c in s.clues:
             out.append(_Said(c.who.rank, c.text, c.loc, c.kind, c.clock_s, store=c.store, nccl=c.nccl))
         # TORCH_DISTRIBUTED_DEBUG=DETAIL's report, read into a Mismatch: a cause names it among its events (the text
@@ -277,13 +278,13 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
         lost = [s for s in said if s.rank not in silent and s.clue is None and s.gone is not None]
         if lost:
             return _silent_death(scans, silent, lost, unnamed[0] if unnamed and len(silent) == 1 else None)
-    nccl = [s for s in said if s.clue is None and (s.text.startswith("NCCL error") or _SYSTEM.search(s.text))]
+    nccl = [s for s in said if s.clue is None and (s.text.startswith("NCCL error") or s.system)]
     if nccl:
         empty = [s for s in said if s.clue == "last_error" and not s.text]
         said_why = {c.rank for c in said if c.clue == "last_error" and c.text}
         unexplained = [s for s in nccl if s.rank not in said_why]
         if empty or unexplained:
-            system = any(_SYSTEM.search(s.text) for s in unexplained)
+            system = any(s.system for s in unexplained)
             return _found(SYSTEM_ERROR if system else NO_REASON, unexplained + empty)
     versions = _versions(scans)
     if versions is not None:
@@ -314,18 +315,15 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
     return None
 
 
-# An agent's own exception (its rendezvous, its failure table, a signal it received) is no worker's error, nor is a
-# worker's lost store (c10d's DistNetworkError and DistStoreError, the TCPStore's words): the rendezvous' echo too.
-_AGENT_ERROR = re.compile(r"Rendezvous(?:Closed|Timeout|Connection|State|GracefulExit)?Error|ChildFailedError"
-                          r"|SignalException|DistNetworkError|DistStoreError|TCPStore|Failed to recv|Broken pipe")
-
-
 def _worker_failed(scans: Sequence[FileScan]) -> bool:
     """Whether a worker (a rank) wrote an error of its own that is not the loss of a peer: torchrun's agent whose
     rendezvous failed after it then only echoes the job's end (the agent without restarts left, ending, closed the
-    rendezvous or took its store with it: torch/distributed/launcher/api.py, launch_agent's rdzv_handler.shutdown())."""
+    rendezvous or took its store with it: torch/distributed/launcher/api.py, launch_agent's rdzv_handler.shutdown()).
+    An agent's own exception (its rendezvous, its failure table, a signal it received: ``says.agent``) is no worker's
+    error, nor is a worker's lost store (``store.failed``) or peer (``gone``): the rendezvous' echo too."""
     return any(e.who.rank is not None and e.kind is not ErrorKind.CONNECTION and e.gone is None
-               and not _AGENT_ERROR.search(e.message) for s in scans for e in s.errors)
+               and (e.says is None or e.says.agent is None) and (e.store is None or not e.store.failed)
+               for s in scans for e in s.errors)
 
 
 def _silent_death(scans: Sequence[FileScan], silent: Sequence[int], lost: Sequence[_Said],

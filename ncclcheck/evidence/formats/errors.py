@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 
 from ncclcheck import signals
-from ncclcheck.evidence.formats import cxx, nccl
+from ncclcheck.evidence.formats import cxx, nccl, torchrun
 from ncclcheck.evidence.formats.collectors import LABEL
 from ncclcheck.evidence.formats.nccl import CONNECTION, SAYS
 from ncclcheck.evidence.formats.source import AT, Format, Sample, Trigger
@@ -187,17 +187,18 @@ def stating(text: str) -> Stating | None:
     cuda = nccl.CUDA_FAILURE.search(text) if "Cuda failure" in text else None
     call = nccl.CALL_FAILED.search(text) if "Call to " in text else None
     closed = nccl.PEER_CLOSED.search(text) if "closed by" in text else None
-    result = nccl.result(text)
+    result, system = nccl.results(text)
     enforce = cxx.ENFORCE.search(text) if "[enforce fail at " in text else None
     thrown = cxx.TERMINATE.search(text) if "terminate called" in text else None
     exception = EXCEPTION_AT.match(text)
     notice = NOT_FATAL.search(text) is not None
-    if not (notice or cuda or call or closed or result or enforce or thrown or exception):
+    agent = torchrun.agent_error(text)
+    if not (notice or cuda or call or closed or result or enforce or thrown or exception or system or agent):
         return None
     return Stating(notice, cuda["what"] if cuda else None, call["call"] if call else None,
                    call["error"].strip() if call else "", closed["peer"] if closed else None, result,
                    enforce["at"] if enforce else None, thrown["type"] if thrown else None,
-                   exception["name"] if exception else None)
+                   exception["name"] if exception else None, system, agent)
 
 
 def fatal_signal(line: str) -> str | None:

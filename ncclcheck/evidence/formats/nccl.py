@@ -73,12 +73,26 @@ RESULTS = ((("unhandled cuda error",), "ncclUnhandledCudaError"),
 _RESULT_ANY_CASE = tuple((re.compile("|".join(map(re.escape, words)), re.IGNORECASE), name) for words, name in RESULTS)
 
 
-def result(text: str) -> str | None:
-    """The ncclResult_t whose words the text holds, the first of :data:`RESULTS` in order, in any case, or None."""
+# ncclSystemError however a line names it, wherever it stands among other results: ncclGetErrorString's words
+# (:data:`RESULTS`, PyTorch 1.x's "unhanled" among them) or the result's own name, which PyTorch prints on the line
+# under its "NCCL error" (torch/csrc/distributed/c10d/NCCLUtils.hpp, getNcclErrorDetailStr: "ncclSystemError: System
+# call (e.g. socket, malloc) or external library call failed or device error."). The catalogue's nccl_system_error.
+SYSTEM_WORDS = (*next(words for words, name in RESULTS if name == "ncclSystemError"), "ncclsystemerror")
+_SYSTEM_ANY_CASE = re.compile("|".join(map(re.escape, SYSTEM_WORDS)), re.IGNORECASE)
+
+
+def results(text: str) -> tuple[str | None, bool]:
+    """The ncclResult_t whose words the text holds, the first of :data:`RESULTS` in order, or None; and whether it
+    names ncclSystemError (:data:`SYSTEM_WORDS`) anywhere. In any case: an ASCII line through one lower(), another
+    through case-blind patterns built from the same words (where lower() and a case-blind match may differ)."""
     if text.isascii():
         low = text.lower()
-        return next((name for words, name in RESULTS if any(w in low for w in words)), None)
-    return next((name for p, name in _RESULT_ANY_CASE if p.search(text)), None)
+        return (next((name for words, name in RESULTS if any(w in low for w in words)), None),
+                any(w in low for w in SYSTEM_WORDS))
+    return (next((name for p, name in _RESULT_ANY_CASE if p.search(text)), None),
+            _SYSTEM_ANY_CASE.search(text) is not None)
+
+
 ERROR_WORDS = ("NCCL error", "NCCL Error", "NCCL failure", "dled cuda error", "dled system error")
 LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(?P<text>.*)$")
 # NCCL's own sentences for a failed set-up or transport, wherever they stand (a paste often keeps only them).

@@ -16,6 +16,9 @@ the job's rules match on those fields (job/storewait.py, job/storeaddr.py), neve
 * A communicator's ncclUniqueId fetched through the store (ProcessGroupNCCL.cpp, broadcastUniqueNCCLID): "[W] is
   setting up NCCL communicator and retrieving ncclUniqueId from [R] via c10d key-value store by key 'K', but
   store->get('K') got error: ..." (job/idwait.py, the catalogue's nccl_id_wait).
+* The store's failure itself, a worker's lost store and not a failure of its own (job/causes.py): c10d's exceptions
+  for it (DistNetworkError, DistStoreError: torch/csrc/distributed/c10d/exception.h, 2.2+), a line naming the
+  TCPStore, its socket's recv that got nothing ("Failed to recv, got 0 bytes", c10d's Utils.hpp recvBytes).
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ WAITER = re.compile(r"\[(?P<rank>\d+)\] is setting up NCCL communicator")
 # Literal words one of which each of the patterns' matches holds: a line without any is read no further.
 _WAIT_WORDS = ("Socket Timeout", "ait timeout after")
 _ADDRESS_WORDS = ("address of (", "connect to ")
-_WORDS = (*_WAIT_WORDS, *_ADDRESS_WORDS, "remote=", "by key '", "ncclUniqueId from [", "is setting up NCCL communicator")
+_FAILED_WORDS = ("DistNetworkError", "DistStoreError", "TCPStore", "Failed to recv")
+_WORDS = (*_WAIT_WORDS, *_ADDRESS_WORDS, *_FAILED_WORDS, "remote=", "by key '", "ncclUniqueId from [",
+          "is setting up NCCL communicator")
 
 
 def read(text: str) -> StoreWords | None:
@@ -48,11 +53,12 @@ def read(text: str) -> StoreWords | None:
     remote = tuple(f"{m['host']}:{m['port']}" for m in REMOTE.finditer(text)) if "remote=" in text else ()
     key, root = KEY.search(text), ROOT.search(text)
     waiters = tuple(int(m["rank"]) for m in WAITER.finditer(text))
-    if wait is None and at is None and not remote and key is None and root is None and not waiters:
+    failed = any(map(text.__contains__, _FAILED_WORDS))
+    if wait is None and at is None and not remote and key is None and root is None and not waiters and not failed:
         return None
     host = port = None
     if at is not None:
         host, port = (at["host"], at["port"]) if at["host"] else (at["host2"], at["port2"])
     ms = wait["ms"] if wait is not None else None
     return StoreWords(host, int(port) if port else None, wait is not None, int(ms) if ms else None, remote,
-                      key["key"] if key else None, int(root["rank"]) if root else None, waiters)
+                      key["key"] if key else None, int(root["rank"]) if root else None, waiters, failed)

@@ -17,6 +17,11 @@ When a worker fails, the agent stops the others and logs "Sending process <pid> 
 (multiprocessing/api.py, PContext._close: the worker's PID and the signal's name; SIGINT where it passes Ctrl-C on).
 evidence/formats/errors.py keeps the line as a launcher clue; its PID and signal are read here once, into the clue's
 ``closing`` field (:func:`closing`), which job/build.py joins to the ranks' PIDs.
+
+The agent's own exceptions end its process, not a worker's: its rendezvous handler's (rendezvous/api.py: RendezvousError
+and its kinds), the failure table's ChildFailedError (multiprocessing/errors/__init__.py) and the SignalException it
+raises on a signal it received (multiprocessing/api.py, _terminate_process_handler). Where a kept error or clue names
+one, it is read here once (:func:`agent_error`) into what the line states (``says.agent``), which job/causes.py matches.
 """
 
 from __future__ import annotations
@@ -34,6 +39,12 @@ GLOG_PID = re.compile(r"^[EWIF]\d{4} [\d:.]+ +(?P<pid>\d+) ")
 AGENT_DONE = re.compile(r"(?P<done>worker group successfully finished|Local worker group finished \((?:WorkerState\.)?"
                         r"SUCCEEDED\)|Done waiting for other agents)")
 CLOSING = re.compile(r"Sending process (?P<pid>\d+) closing signal (?P<signal>SIG\w+)")
+# `--log-dir DIR`: the agent redirects each worker's output to files of its own (torch.distributed.elastic's log
+# specs) under DIR/<run id>/attempt_<N>/<local rank>/: stdout.log, stderr.log and its error.json (the reply file).
+PATH_RANK = re.compile(r"attempt_\d+[/\\](?P<rank>\d+)[/\\](?:stdout|stderr|error)\.(?:log|txt|json)")
+AGENT_ERROR = re.compile(r"Rendezvous(?:Closed|Timeout|Connection|State|GracefulExit)?Error|ChildFailedError"
+                         r"|SignalException")
+_AGENT_WORDS = ("Rendezvous", "ChildFailedError", "SignalException")
 _DONE_WORDS = ("successfully finished", "Local worker group finished", "Done waiting for other agents")
 _ANYONE = Who()
 # Its console is the one whose lines carry its workers' local tags ("[default3]:", FileScan.tagged).
@@ -48,6 +59,12 @@ def closing(text: str) -> Closing | None:
     """The worker a launcher clue says the agent stopped, and the signal it sent, or None."""
     m = CLOSING.search(text) if "closing signal" in text else None
     return Closing(int(m["pid"]), m["signal"]) if m else None
+
+
+def agent_error(text: str) -> str | None:
+    """The first of the agent's own exceptions a kept line names (:data:`AGENT_ERROR`), or None."""
+    m = AGENT_ERROR.search(text) if any(map(text.__contains__, _AGENT_WORDS)) else None
+    return m[0] if m else None
 
 
 class Agent:
@@ -74,6 +91,7 @@ FORMAT = Format(
     words=("of binary", *_DONE_WORDS),
     make=Agent,
     patterns=(AGENT_FAILED, AGENT_DONE),
+    path_ranks=(PATH_RANK,),
     samples=(
         Sample(_ONE, "tests/data/launchers/accelerate/kill/console.log:45", (AgentExit(1, -9, 1764, AT, None, "1671"),)),
         Sample(_NODE, "tests/data/launchers/pdsh/kill/console.log:59",
