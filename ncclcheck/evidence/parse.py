@@ -554,7 +554,9 @@ class LogParser:
             self._elastic.append(said)
             return True
         if isinstance(said, Clue):
-            self._add_clue(who if said.kind == "what" else self._procs.one(said.who.global_rank, said.who.path_rank),
+            # a line the process itself printed (a C++ runtime's what(), glibc's abort) is its prefix's rank's
+            mine = said.kind in ("what", "glibc")
+            self._add_clue(who if mine else self._procs.one(said.who.global_rank, said.who.path_rank),
                            said.kind, said.text, said.loc)
             return said.kind != "what"  # a terminate's what() (formats/cxx.py): its line may hold an NCCL error too
         if isinstance(said, WorkerEnd) and said.rank is not None:
