@@ -145,3 +145,23 @@ def test_a_row_a_cause_reads_defers_to_its_fix(tmp_path):
     v = _verdict(tmp_path, "[rank1]: RuntimeError: CUDA error: device-side assert triggered")
     assert v["cause"]["kind"] == "device_assert"
     assert not any("(or on the CPU) to get the assert's message" in str(s) for s in v["next_steps"])
+
+
+@pytest.mark.parametrize(("line", "said"), [
+    # rccl-tests' HIPCHECK (src/common.h 2019-2024: "%s: Test HIP failure %s:%d '%s'"): hipGetErrorString gave the
+    # enumerator's name before ROCm 5, CUDA's words for it since
+    ("Test HIP failure common.cu:1129 'hipErrorInvalidDevice'", "HIP error: invalid device ordinal"),
+    ("node3: Test HIP failure common.cu:760 'invalid device ordinal'", "HIP error: invalid device ordinal"),
+    # nccl-tests' CUDACHECK (src/common.h: "%s: Test CUDA failure %s:%d '%s'")
+    ("node3: Test CUDA failure common.cu:891 'invalid device ordinal'", "CUDA error: invalid device ordinal"),
+])
+def test_a_test_harness_device_error_at_its_first_call_names_the_containers_devices(tmp_path, line, said):
+    v = _verdict(tmp_path, line)
+    assert v["cause"]["kind"] == "invalid_device" and v["stated"]["text"] == said
+    fix = " ".join(v["cause"]["fix"])
+    assert "/dev/kfd --device /dev/dri" in fix and "`-g` GPUs per thread" in fix
+
+
+def test_a_hip_name_no_table_words_is_quoted_as_it_stands(tmp_path):
+    v = _verdict(tmp_path, "Test HIP failure common.cu:1129 'hipErrorContextIsDestroyed'")
+    assert v["kind"] == "rank_failed_first" and v["stated"]["text"] == "HIP error: hipErrorContextIsDestroyed"
