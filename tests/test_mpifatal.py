@@ -62,3 +62,8 @@ def test_a_truncated_message_is_the_ranks_calls_disagreeing():
 ])
 def test_lines_that_report_no_mpi_error_are_no_failure(line):
     assert run_text(f"{line}\n").verdict.kind.value == "no_failure"
+
+
+def test_a_report_naming_no_rank_takes_its_prefixs():
+    v = run_text("[1,4]<stderr>:Fatal error in PMPI_Bcast: Invalid root, error stack:\n").verdict
+    assert v.culprit_ranks == (4,) and v.stated is not None and v.stated.source == "mpi"

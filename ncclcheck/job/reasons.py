@@ -69,6 +69,7 @@ SOURCES = (
     Source("c_assert", 3, "C's assert()"),
     Source("glibc", 3, "the C library's check (glibc)"),
     Source("mpi", 3, "the MPI library's fatal error"),
+    Source("rdma_qp", 3, "an RDMA verbs call's error"),
     Source("what", 3, "a C++ exception's what()"),
     Source("terminate", 4, "a C++ exception nobody caught"),
     Source("nccl_error", 4, "NCCL's error code"),
@@ -235,7 +236,7 @@ def stated_lines(scans: Sequence[FileScan]) -> tuple[Stated, ...]:
         for c in s.clues:
             source = {"last_error": "last_error", "nccl": "nccl", "cuda": "cuda", "cuda_assert": "cuda_assert",
                       "teardown": "watchdog", "logged": "logged", "c_assert": "c_assert", "glibc": "glibc",
-                      "mpi": "mpi", "cuda_ipc": "cuda_ipc",
+                      "mpi": "mpi", "cuda_ipc": "cuda_ipc", "rdma_qp": "rdma_qp",
                       "what": "gloo_enforce" if "[enforce fail at " in c.text else "what"}.get(c.kind)
             if source is not None and _notice(c.says):
                 source = "nccl_notice" if source in ("last_error", "nccl") else "cuda_notice"
