@@ -159,3 +159,23 @@ def test_a_failed_rank_alone_gets_no_step_about_a_timeout_nobody_waited_in(tmp_p
                       "WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=4, NumelOut=4, Timeout(ms)=600000) ran for "
                       "600015 milliseconds before timing out.")
     assert waited["kind"] == "rank_failed_first" and _NEVER_ARRIVES in waited["next_steps"]
+
+
+@pytest.mark.parametrize(("line", "said"), [
+    # rccl-tests' HIPCHECK (src/common.h 2019-2024: "%s: Test HIP failure %s:%d '%s'"): hipGetErrorString gave the
+    # enumerator's name before ROCm 5, CUDA's words for it since
+    ("Test HIP failure common.cu:1129 'hipErrorInvalidDevice'", "HIP error: invalid device ordinal"),
+    ("node3: Test HIP failure common.cu:760 'invalid device ordinal'", "HIP error: invalid device ordinal"),
+    # nccl-tests' CUDACHECK (src/common.h: "%s: Test CUDA failure %s:%d '%s'")
+    ("node3: Test CUDA failure common.cu:891 'invalid device ordinal'", "CUDA error: invalid device ordinal"),
+])
+def test_a_test_harness_device_error_at_its_first_call_names_the_containers_devices(tmp_path, line, said):
+    v = _verdict(tmp_path, line)
+    assert v["cause"]["kind"] == "invalid_device" and v["stated"]["text"] == said
+    fix = " ".join(v["cause"]["fix"])
+    assert "/dev/kfd --device /dev/dri" in fix and "`-g` GPUs per thread" in fix
+
+
+def test_a_hip_name_no_table_words_is_quoted_as_it_stands(tmp_path):
+    v = _verdict(tmp_path, "Test HIP failure common.cu:1129 'hipErrorContextIsDestroyed'")
+    assert v["kind"] == "rank_failed_first" and v["stated"]["text"] == "HIP error: hipErrorContextIsDestroyed"

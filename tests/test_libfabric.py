@@ -59,3 +59,19 @@ def test_the_public_thread_names_the_device_that_could_not_be_opened():
     v = run(thread_log("230")).verdict
     assert (v.kind, v.cause.cause.kind) == (VerdictKind.SETUP_FAILURE, "ofi_provider_empty")
     assert "ibv_open_device failed! errno: 2" in v.summary
+
+
+@pytest.mark.parametrize("warn", [
+    # aws-ofi-nccl's NCCL_OFI_WARN after fi_av_insert, behind NCCL's WARN header and the plugin's "NET/OFI " prefix:
+    # fi_strerror's words (nccl_ofi_rdma.cpp, nccl_ofi_sendrecv.cpp), the count in older releases, the CM's own
+    "NET/OFI Unable to insert remote address into address vector for device 0. RC: Invalid argument",
+    "NET/OFI Unable to insert remote address into address vector for device 1. RC: 0",
+    "NET/OFI CM: Unable to insert remote address into address vector for device.",
+])
+def test_an_address_vector_insert_names_efas_security_group_both_ways(warn):
+    text = f"ip-10-0-1-5:2811:2890 [0] nccl_net_ofi_rdma.cpp:1998 NCCL WARN {warn}\n"
+    v = run_text(text).verdict
+    assert v.stated is not None and "fi_av_insert" in v.stated.meaning
+    first = v.next_steps[0]
+    assert "inbound traffic from the group itself AND all outbound traffic to the group itself" in first
+    assert "FI_LOG_LEVEL=warn" in first

@@ -25,6 +25,7 @@ LINES = (
     ("2022-02-15T18:40:14.289898Z ERROR loader: could not load shard 3", "Rust's env_logger or tracing"),
     ('time=2022-11-08T15:28:26.000-05:00 level=ERROR msg="could not load shard 3"', "Go's log/slog"),
     ("F1128 12:00:00.123456  1234 loader.cc:12] Check failed: shard < count (3 vs. 3)", "glog"),
+    ("F20261128 12:00:00.123456  1234 loader.cc:12] Check failed: shard < count (3 vs. 3)", "glog"),  # 0.6.0 on
     ("ERROR 02-12 02:14:01 [loader.py:57] could not load shard 3", "vLLM's logger"),
 )
 
@@ -35,6 +36,21 @@ def test_an_error_record_alone_is_its_processs_failure_with_its_library_named(li
     assert v.kind.value == "rank_failed_first" and v.culprit_ranks == ()
     assert v.stated is not None and v.stated.source == "logged" and v.stated.text == line
     assert f'"{line}"' in v.summary and lib in v.summary
+
+
+def test_a_glog_check_is_the_librarys_own_fatal_check_with_its_steps():
+    """glog's CHECK (src/glog/logging.h) as LogMessage::Init heads it, the year first since 0.6.0
+    (log_year_in_prefix), then its stack trace's banner and the abort: the library's own fatal check, its place and
+    expression quoted, its steps the call the expression checks and the library's release or build."""
+    check = ("F20261128 09:14:03.512004 20817 sock.cc:88] Check failed: bind(fd, (struct sockaddr*)&addr, "
+             "sizeof(addr)) >= 0 bind failed")
+    trace = "*** Check failure stack trace: ***\n    @     0x7f3a2c1e0031  google::LogMessage::Fail()\n"
+    v = run_text(f"{check}\n{trace}").verdict
+    assert (v.kind.value, v.culprit_ranks) == ("rank_failed_first", ())
+    assert v.stated is not None and v.stated.text == check and "glog's CHECK" in v.stated.meaning
+    steps = " ".join(v.next_steps)
+    assert "a port or address in use" in steps and "rebuild it against the NCCL" in steps
+    assert loglevel.went_on("I20261128 09:14:03.512004 20817 sock.cc:80] listening")
 
 
 @pytest.mark.parametrize(("line", "lib"), LINES[:8])

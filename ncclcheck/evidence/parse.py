@@ -67,6 +67,8 @@ _FACT_WORDS = (*pgnccl.FACT_WORDS, *nccl.FACT_WORDS, *world.FACT_WORDS)
 # Every word list the assembler tests a line for, found in one pass (evidence/wordsets.py): the launchers' and
 # frameworks' readers' (``formats.FED_WORDS``, bits 0 to _FED - 1), then its own sources' cheap tests.
 _FED = len(formats.FED_WORDS)
+# The clues a process prints about itself (formats/cxx.py, glibc.py, mpifatal.py, verbsqp.py): the line's rank.
+_OWN_CLUES = frozenset({"what", "glibc", "mpi", "cuda_ipc", "rdma_qp"})
 _FED_ANY = (1 << _FED) - 1
 _BUSY, _SIGNAL, _CLUE, _FACT, _NCCL_ERROR, _ERROR, _LOGGED = (1 << (_FED + i) for i in range(7))
 _WORDS = WordSets((*formats.FED_WORDS, busy.WORDS, errors.SIGNAL_WORDS, errors.CLUE_WORDS, _FACT_WORDS,
@@ -554,7 +556,10 @@ class LogParser:
             self._elastic.append(said)
             return True
         if isinstance(said, Clue):
-            self._add_clue(who if said.kind == "what" else self._procs.one(said.who.global_rank, said.who.path_rank),
+            # a line the process itself printed (a C++ runtime's what(), glibc's abort, a native library's error)
+            # is its prefix's rank's, where its own words name none
+            mine = said.kind in _OWN_CLUES and said.who.global_rank is None
+            self._add_clue(who if mine else self._procs.one(said.who.global_rank, said.who.path_rank),
                            said.kind, said.text, said.loc)
             return said.kind != "what"  # a terminate's what() (formats/cxx.py): its line may hold an NCCL error too
         if isinstance(said, WorkerEnd) and said.rank is not None:

@@ -556,6 +556,18 @@ class _Builder:
         self.unplaced = sorted(set(self.stopped) - set(self.pid_of.values()))
         self.table_index = Tables(self.tables)
         self.agents = origins.agents(self.stopped)
+        self.self_aborted = self._self_aborted()
+
+    def _self_aborted(self) -> frozenset[int]:
+        """The ranks whose SIGABRT was their own process's, not the watchdog's: glibc printed its check's words
+        (evidence/formats/glibc.py) before it aborted the process. A line of no rank is the abort of the one rank
+        the launcher reports dead of SIGABRT, where it reports one alone."""
+        checked = {c.who.rank for s in self.scans for c in s.clues if c.kind == "glibc"}
+        if not checked:
+            return frozenset()
+        aborted = {r for r, fs in self.elastic.items() if any(f.signal == "SIGABRT" for f in fs)}
+        named = {r for r in checked if r in aborted}
+        return frozenset(named if named or None not in checked or len(aborted) != 1 else aborted)
 
     def _first_error(self, rank: int) -> RankError | None:
         return self.errors.get(rank)
@@ -603,6 +615,9 @@ class _Builder:
             if f.signal or (f.exitcode or 0) != 0:
                 code = f" (exit code {f.exitcode})" if f.exitcode is not None else ""
                 how = f"{f.signal}{code}" if f.signal else f"exit code {f.exitcode}"
+                if f.signal == "SIGABRT" and rank in self.self_aborted:
+                    return Ending(EndKind.EXCEPTION, f"ended by {how}: glibc aborted it on its own check", f.loc,
+                                  f.signal)
                 if f.signal in ("SIGABRT", "SIGTERM"):
                     who = "the watchdog's abort" if f.signal == "SIGABRT" else "the launcher stopping it"
                     return Ending(EndKind.ABORTED, f"ended by {how}: {who}, after a failure", f.loc)

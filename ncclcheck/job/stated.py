@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ncclcheck.job.causes import NO_REASON, SYSTEM_ERROR, Diagnosis, cause, one_line
-from ncclcheck.job.model import Job, VerdictKind
+from ncclcheck.job.model import EndKind, Job, VerdictKind
 from ncclcheck.job.phrases import cap
 from ncclcheck.job.reasons import FAILED, SAYS_WHY, Stated, ranked
 from ncclcheck.job.statements import explained
@@ -105,6 +105,9 @@ def _restate(job: Job, kind: VerdictKind, culprits: list[int], summary: str, cau
         # the culprits wrote none, and they are every rank the inputs know (one task, a line under a host's prefix):
         # a line that names no process is theirs
         own = [x for x in says if x.rank is None]
+    if not own and len(culprits) == 1 and _self_aborted(job, culprits[0]):
+        # glibc's abort names no process: the launcher's report of the culprit's SIGABRT placed it (job/build.py)
+        own = [x for x in says if x.rank is None and x.source == "glibc"]
     line = own[0] if own else None
     if line is None or line.text in summary and explained(line.text, line.file) is None:
         return kind, culprits, summary, cause
@@ -112,6 +115,13 @@ def _restate(job: Job, kind: VerdictKind, culprits: list[int], summary: str, cau
         return kind, culprits, summary, _diagnosis(line, lines)
     return kind, culprits, f"{summary} {cap(line.label)} says why: \"{line.text}\" ({line.loc}), that is " \
                            f"{line.meaning}.", _diagnosis(line, lines)
+
+
+def _self_aborted(job: Job, rank: int) -> bool:
+    """Whether the rank ended by a SIGABRT of its own process (glibc's check before it: job/build.py), not the
+    watchdog's abort: the one ending that is an exception carrying a signal."""
+    return any(s.rank == rank and s.ending.kind is EndKind.EXCEPTION and s.ending.signal == "SIGABRT"
+               for s in job.ranks)
 
 
 def _torn_down(down: Sequence[Stated], cause: Diagnosis | None) -> tuple[VerdictKind, list[int], str, Diagnosis]:

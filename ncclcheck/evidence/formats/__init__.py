@@ -24,6 +24,7 @@ from ncclcheck.evidence.formats import (
     elastic,
     envreport,
     errors,
+    glibc,
     gloo,
     horovod,
     host,
@@ -31,6 +32,7 @@ from ncclcheck.evidence.formats import (
     lightning,
     loglevel,
     mpi,
+    mpifatal,
     nativestack,
     nccl,
     nccl2,
@@ -55,6 +57,7 @@ from ncclcheck.evidence.formats import (
     spawn,
     testends,
     torchrun,
+    verbsqp,
     world,
 )
 from ncclcheck.evidence.formats.source import AT, Console, LineSource, Reader, Sample, Trigger, unnamed
@@ -88,6 +91,9 @@ FORMATS: tuple[LineSource, ...] = (
     pgstart.FORMAT,  # a framework's last words before its process group's rendezvous (job/pgstart.py)
     returntrace.FORMAT,  # NCCL's `file:line -> N` return trace under an error (job/returntrace.py)
     libfabric.FORMAT,  # libfabric's own warnings and fi_info's failure (the catalogue's ofi_provider_empty)
+    mpifatal.FORMAT,  # an MPI library's fatal error report and a GPU-aware MPI's CUDA IPC failure (job/reasons.py)
+    verbsqp.FORMAT,  # a program's report that creating an RDMA queue pair failed, with its errno (job/reasons.py)
+    glibc.FORMAT,  # glibc's heap checks and fortify failures: the process aborted itself (job/reasons.py)
     # read by the assembler (evidence/parse.py) on logical lines, in its order (``logical``)
     host.FORMAT, pgnccl.FORMAT, elastic.FORMAT, nccl2.FORMAT, nccl.FORMAT, errors.FORMAT, busy.FORMAT, world.FORMAT,
     loglevel.FORMAT,  # a logger's error records and C's failed assertions, where no source above read the line

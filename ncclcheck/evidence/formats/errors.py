@@ -108,7 +108,7 @@ CLUE_GATE = re.compile(
     + SAYS.pattern
     + "|" + SHM_FULL.pattern
     + r"|\bstatus=\d{1,2}\([A-Za-z ]{4,40}\)"  # a work completion's status with rdma-core's words (evidence/wcstatus.py)
-    + r"|Test CUDA failure"  # nccl-tests' CUDACHECK (src/common.h)
+    + r"|Test CUDA failure|Test HIP failure"  # nccl-tests' CUDACHECK (src/common.h), rccl-tests' HIPCHECK
     + r"|The connection to the C10d store has failed"  # the c10d rendezvous backend's (c10d_rendezvous_backend.py)
     + "|" + STORE_CLIENT  # the TCPStore client's own lines, whether or not an exception's name precedes them
 )
@@ -119,6 +119,7 @@ CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "oom-kill", "THCudaChe
               "NCCL operations", "entire process down", "CUDA device", "same GPU", "Duplicate GPU", "ssh: ",
               "Host key verification", "Permission denied (", "remote daemon", "daemons", "daemon has", "route a message",
               "rted: ", "sshd: ", "ucp_", "uct_", "ucs_", "ucm_", "ucc_", "status=", "CUDA failure",
+              "HIP failure",
               "maxSharedMem", "client socket", "etwork addresses of")
 # The resolver's and NCCL's bare errors and torchrun's restarts, which the catalogue's causes read from the lines.
 _OTHER_WORDS = ("gai error", "cannot be retrieved", "system error", "worker group")
@@ -130,14 +131,35 @@ _CUDA_ERROR = re.compile(r"CUDA error: (?P<what>.+?)(?:\.?$|\. | Search for | CU
 # cuGetErrorString's): THC's check (PyTorch <= 1.10, aten/src/THC/THCGeneral.cpp: "THCudaCheck FAIL file=%s line=%i
 # error=%i : %s"; THCudaCheckWarn the same), THError's exception ("cuda runtime error (%d) : %s at %s:%d") and c10's
 # driver API check (c10/cuda/driver_api.h: "CUDA driver error: %s"), and nccl-tests' CUDACHECK (src/common.h: "%s:
-# Test CUDA failure %s:%d '%s'", the host, the file and line, cudaGetErrorString).
+# Test CUDA failure %s:%d '%s'", the host, the file and line, cudaGetErrorString), and rccl-tests' own (ROCm/rccl-tests
+# src/common.h from its first release in 2019 to March 2024: "%s: Test HIP failure %s:%d '%s'", hipGetErrorString;
+# since then the source is nccl-tests' hipified at build, whose words are CUDA's).
 _CUDA_OLD = re.compile(r"THCudaCheck(?:Warn)? FAIL file=\S+ line=\d+ error=\d+ : (?P<what>.+)"
                        r"|cuda runtime error \(\d+\) : (?P<therror>.+)|CUDA driver error: (?P<driver>.+)"
-                       r"|Test CUDA failure [\w./-]{1,200}:\d+ '(?P<tests>[^']*)'")
+                       r"|Test CUDA failure [\w./-]{1,200}:\d+ '(?P<tests>[^']*)'"
+                       r"|Test HIP failure [\w./-]{1,200}:\d+ '(?P<hip>[^']*)'")
+# HIP's errors by name, as hipGetErrorString returned them before ROCm 5 (the enumerator's name: hipErrorInvalidDevice),
+# with the words it returns since, which are CUDA's for the same error (hip_runtime_api.h: hipError_t keeps
+# cudaError_t's numbers; HIP's hipGetErrorString): the device errors a first GPU call meets.
+HIP_NAMES = {
+    "hipErrorInvalidValue": "invalid argument",
+    "hipErrorOutOfMemory": "out of memory",
+    "hipErrorNotInitialized": "initialization error",
+    "hipErrorInitializationError": "initialization error",
+    "hipErrorNoDevice": "no ROCm-capable device is detected",
+    "hipErrorInvalidDevice": "invalid device ordinal",
+    "hipErrorNoBinaryForGpu": "no kernel image is available for execution on the device",
+    "hipErrorPeerAccessUnsupported": "peer access is not supported between these two devices",
+    "hipErrorIllegalAddress": "an illegal memory access was encountered",
+    "hipErrorLaunchFailure": "unspecified launch failure",
+    "hipErrorUnknown": "unknown error",
+}
 
 
 def _old_cuda(m: re.Match[str]) -> str:
     """The error's text from an older form: THError's " at file:line" and a closing full stop left off."""
+    if m["hip"] is not None:  # HIP's name before ROCm 5, its words after
+        return HIP_NAMES.get(m["hip"].strip(), m["hip"].strip())
     what = m["what"] or m["driver"] or m["therror"] or m["tests"]
     head, at, tail = what.rpartition(" at ")
     path, colon, line = tail.strip().rpartition(":")
@@ -251,7 +273,7 @@ def clues(who: Who, body: str, loc: Loc, clock: float | None) -> list[Clue]:
     if m := _CUDA_ERROR.search(body):
         out.append(Clue(who, "cuda", "CUDA error: " + m["what"].strip(), loc))
     elif m := _CUDA_OLD.search(body):
-        out.append(Clue(who, "cuda", "CUDA error: " + _old_cuda(m), loc))
+        out.append(Clue(who, "cuda", ("HIP error: " if m["hip"] is not None else "CUDA error: ") + _old_cuda(m), loc))
     if STORE_FAIL.search(body):
         out.append(Clue(who, "store", body[:300], loc, clock))
     elif _LAUNCHER.search(body):

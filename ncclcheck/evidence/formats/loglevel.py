@@ -13,8 +13,10 @@ CRITICAL and FATAL only, the library named from the shape:
   ``[critical]``; spdlog/common.h, SPDLOG_LEVEL_NAMES).
 * Rust's env_logger (``[2017-11-09T02:12:24Z ERROR main] msg``, its default format) and tracing-subscriber's fmt
   (``2022-02-15T18:40:14.289898Z ERROR target: msg``); Go's log/slog TextHandler (``time=... level=ERROR msg=...``).
-* glog, absl and Go's klog (``Lmmdd hh:mm:ss.uuuuuu threadid file:line] msg``): read at FATAL behind its CHECK's
-  words only (``F1128 ... file.cc:12] Check failed: x == y``, glog's logging.h): LOG(FATAL) aborts the process. An
+* glog, absl and Go's klog (``Lmmdd hh:mm:ss.uuuuuu threadid file:line] msg``; glog 0.6.0 on puts the year before
+  the month, ``Lyyyymmdd``, its flag log_year_in_prefix true by default: src/logging.cc, LogMessage::Init): read at
+  FATAL behind its CHECK's words only (``F1128 ... file.cc:12] Check failed: x == y``, glog's logging.h): LOG(FATAL)
+  aborts the process, after its ``*** Check failure stack trace: ***``. An
   ``E`` line of theirs holds no literal word the block reader could keep it by; c10's own are read by their sources.
 
 And glibc's ``assert``: ``prog: file.c:12: func: Assertion `x' failed.`` (assert/assert.c, __assert_fail_base),
@@ -46,7 +48,7 @@ RECORD = re.compile(
     r"|\[critical\] (?P<spdlog_c_msg>.*)"
     r"|^\[?\d{4}-\d\d-\d\dT[\d:.]{1,30}(?:Z|[+-]\d\d:?\d\d)? (?P<rust>ERROR) (?P<rust_msg>.*)"
     r"|\blevel=(?P<slog>ERROR) (?P<slog_msg>.*)"
-    r"|^(?P<glog>F)\d{4} [\d:.]{1,30} +\d{1,10} [\w.-]{1,200}:\d{1,7}\] (?P<glog_msg>Check failed: .*)"
+    r"|^(?P<glog>F)(?:\d{4})?\d{4} [\d:.]{1,30} +\d{1,10} [\w.-]{1,200}:\d{1,7}\] (?P<glog_msg>Check failed: .*)"
 )
 # The library each alternative is, by its level's group.
 _LIBRARY = {"py": "Python's logging", "vllm": "vLLM's logger (Python's logging)", "dash": "Python's logging",
@@ -57,7 +59,7 @@ BELOW = re.compile(
     r"^(?:INFO|WARNING|DEBUG):[\w.<>-]{1,200}:|^(?:INFO|WARNING|DEBUG) \d\d-\d\d \d\d:\d\d:\d\d "
     r"| - (?:INFO|WARNING|DEBUG) - |\| (?:INFO|WARNING|DEBUG|SUCCESS) *\| |\[(?:INFO|WARNING|DEBUG|info|warning|debug)\] "
     r"|^\[?\d{4}-\d\d-\d\dT[\d:.]{1,30}(?:Z|[+-]\d\d:?\d\d)? +(?:INFO|WARN|DEBUG|TRACE) |\blevel=(?:INFO|WARN|DEBUG) "
-    r"|^[IW]\d{4} [\d:.]{1,30} +\d{1,10} [\w.-]{1,200}:\d{1,7}\] "
+    r"|^[IW](?:\d{4})?\d{4} [\d:.]{1,30} +\d{1,10} [\w.-]{1,200}:\d{1,7}\] "
 )
 # glibc's assert() (assert/assert.c: "%s%s%s:%u: %s%sAssertion `%s' failed."; a straight quote opens it in some builds).
 ASSERT = re.compile(r": Assertion [`'](?P<cond>(?:(?!Assertion |' failed\.)[^\n]){1,400})' failed\.")
@@ -126,6 +128,7 @@ class Records:
 
 _NOBODY = Who()
 _PY = "ERROR:trainer:could not load shard 3 of /data/train: checksum mismatch"
+_GLOG = "F20250720 17:52:37.391902 1125343 util.h:139] Check failed: bind(*listen_fd, addr, len) >= 0 ERROR: binding"
 _ASSERT = "python: ../src/alloc.c:88: pool_get: Assertion `slot < pool->size' failed."
 FORMAT = Format(
     name="logged errors",
@@ -136,6 +139,9 @@ FORMAT = Format(
     samples=(
         Sample(_PY, "Python's Lib/logging/__init__.py: BASIC_FORMAT, '%(levelname)s:%(name)s:%(message)s'",
                (Clue(_NOBODY, "logged", _PY, AT),)),
+        Sample(_GLOG, "glog 0.6.0 on: src/logging.cc, LogMessage::Init's header with the year (log_year_in_prefix); "
+                      "src/glog/logging.h, CHECK's \"Check failed: \" #condition",
+               (Clue(_NOBODY, "logged", _GLOG, AT),)),
         Sample(_ASSERT, "glibc assert/assert.c, __assert_fail_base's message",
                (Clue(_NOBODY, "c_assert", _ASSERT, AT),)),
     ),
