@@ -120,6 +120,7 @@ CLUE_GATE = re.compile(
     + r"|The connection to the C10d store has failed"  # the c10d rendezvous backend's (c10d_rendezvous_backend.py)
     + "|" + STORE_CLIENT  # the TCPStore client's own lines, whether or not an exception's name precedes them
     + "|" + SOCKET_SAYS  # gloo's pair and Open MPI's TCP BTL on the peer they reached
+    + r"|CoordinationService/RegisterTask"  # JAX's and TensorFlow's coordination service (STORE_FAIL)
 )
 # Words one of which every clue line holds: plain substring tests first, the gate's regex only where one is there.
 CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "oom-kill", "THCudaCheck", "CANCELLED", "ssertion", "TCPStore",
@@ -129,7 +130,7 @@ CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "oom-kill", "THCudaChe
               "Host key verification", "Permission denied (", "remote daemon", "daemons", "daemon has", "route a message",
               "rted: ", "sshd: ", "ucp_", "uct_", "ucs_", "ucm_", "ucc_", "status=", "CUDA failure",
               "maxSharedMem", "client socket", "etwork addresses of", "] connect [",
-              "unexpected process identifier")
+              "unexpected process identifier", "CoordinationService/")
 # The resolver's and NCCL's bare errors and torchrun's restarts, which the catalogue's causes read from the lines.
 _OTHER_WORDS = ("gai error", "cannot be retrieved", "system error", "worker group")
 _CUDA_ASSERT = re.compile(r"(?<![\w.])(?P<file>[\w.]+\.cuh?):(?P<line>\d+): (?P<kernel>(?:(?!\.cuh?:\d+: ).)*?): "
@@ -158,7 +159,10 @@ STORE_FAIL = re.compile(then(
     r"TCPStore|\[c10d\]|c10d store|[Ss]ocket",
     r"Failed to recv|Broken pipe|Connection (?:refused|reset by peer)|(?:client socket )?has timed out|failed to connect"
     r"|has failed to (?:listen|bind)|Timed out after \d+ seconds waiting for (?:clients|workers)"
-    r"|The connection to the C10d store has failed|cannot be retrieved"))
+    r"|The connection to the C10d store has failed|cannot be retrieved")
+    # JAX's and TensorFlow's coordination service: the status of a process's registration with it names the RPC
+    # (xla/tsl/distributed_runtime/rpc/coordination/grpc_coordination_client.cc); the catalogue's coordinator_unreachable
+    + r"|/tensorflow\.CoordinationService/RegisterTask")
 _SOCKET = re.compile(SOCKET_SAYS)
 _LAUNCHER = re.compile(
     r"Received \S+ death signal|Sending process \d+ closing signal SIG\w+|has failed to shutdown the rendezvous"
