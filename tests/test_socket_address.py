@@ -54,6 +54,12 @@ def test_recorded_runs_are_the_hosts_address(case):
     ["[/opt/gloo/gloo/transport/tcp/pair.cc:799] connect [127.0.1.1]:45325: Connection refused"],
     ["[rank1]: RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] "
      "timed out connecting: SO_ERROR: Connection refused, remote=[127.0.1.1]:36811"],
+    # NVSHMEM's UID bootstrap finding no interface by its settings, and Triton-distributed's launcher's warning that
+    # the one it gives the bootstrap does not exist (its colour codes left off)
+    ["/opt/nvshmem/src/modules/bootstrap/uid/bootstrap_uid.cpp:bootstrap_net_init:160: No socket interface found"],
+    ["WARNING:  NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=ens3 does not exist...",
+     "WARNING:  NVSHMEM_BOOTSTRAP_UID_SOCK_FAMILY=AF_INET does not support IPv4, force set "
+     "NVSHMEM_BOOTSTRAP_UID_SOCK_FAMILY to AF_INET6..."],
     # Open MPI's TCP BTL, 4.0 on and before
     ["[node2][[4711,1],3][btl_tcp_endpoint.c:676:mca_btl_tcp_endpoint_recv_connect_ack] received unexpected process "
      "identifier: got [[4711,1],0] expected [[4711,1],5]"],
@@ -74,6 +80,8 @@ def test_line_forms_are_the_hosts_address_and_no_ranks_fault(lines):
     # the store's client on an IPv6 localhost without IPv6: connect's EADDRNOTAVAIL, not a bind
     ("[W socket.cpp:601] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 99 - Cannot "
      "assign requested address).", "store_unreachable"),
+    # NCCL's own bootstrap finding no interface is NCCL's setting (no_socket_interface), not NVSHMEM's
+    ("node1:1958:1958 [3] NCCL WARN Bootstrap : no socket interface found", "no_socket_interface"),
     # the port is taken: the address is this host's
     ("torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. The "
      "server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).", "port_in_use"),

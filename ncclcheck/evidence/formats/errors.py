@@ -103,9 +103,15 @@ STORE_CLIENT = (r"client socket has failed to connect to|client socket has timed
 # (gloo/transport/tcp/pair.cc: GLOO_ERROR_MSG("connect ", peer_.str(), ": ", strerror(optval)), that is
 # "[<file>:<line>] connect [<address>]:<port>: <strerror>"), and Open MPI's TCP BTL answered by another process than
 # the one it dialled (opal/mca/btl/tcp/btl_tcp_endpoint.c, mca_btl_tcp_endpoint_recv_connect_ack: "received unexpected
-# process identifier %s" before 4.0, "...: got %s expected %s" since). The catalogue's socket_address reads them.
+# process identifier %s" before 4.0, "...: got %s expected %s" since); NVSHMEM's UID bootstrap finding no interface
+# (src/modules/bootstrap/uid/bootstrap_uid.cpp, BOOTSTRAP_ERROR_PRINT's "<file>:<function>:<line>: " then "No socket
+# interface found" or "No usable listening interface found"), and Triton-distributed's launcher (scripts/launch.sh)
+# warning that the interface it gives NVSHMEM's bootstrap does not exist ("NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=<name>
+# does not exist..."). The catalogue's socket_address reads them.
 SOCKET_SAYS = (r"\bpair\.cc:\d{1,6}\] connect \[[^\]\s]{1,100}\]:\d{1,5}: "
-               r"|received unexpected process identifier")
+               r"|received unexpected process identifier"
+               r"|bootstrap_uid\.cpp:\w{1,80}:\d{1,6}: No (?:socket|usable listening) interface found"
+               r"|NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=\S{1,100} does not exist")
 CLUE_GATE = re.compile(
     r"Last error|Assertion `|CUDA error|TCPStore|\[c10d\]|death signal|closing signal|[Rr]endezvous|clients joined"
     r"|THCudaCheck|cuda runtime error|CUDA driver error"
@@ -130,7 +136,7 @@ CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "oom-kill", "THCudaChe
               "Host key verification", "Permission denied (", "remote daemon", "daemons", "daemon has", "route a message",
               "rted: ", "sshd: ", "ucp_", "uct_", "ucs_", "ucm_", "ucc_", "status=", "CUDA failure",
               "maxSharedMem", "client socket", "etwork addresses of", "] connect [",
-              "unexpected process identifier", "CoordinationService/")
+              "unexpected process identifier", "CoordinationService/", "SOCK_IFNAME=")
 # The resolver's and NCCL's bare errors and torchrun's restarts, which the catalogue's causes read from the lines.
 _OTHER_WORDS = ("gai error", "cannot be retrieved", "system error", "worker group")
 _CUDA_ASSERT = re.compile(r"(?<![\w.])(?P<file>[\w.]+\.cuh?):(?P<line>\d+): (?P<kernel>(?:(?!\.cuh?:\d+: ).)*?): "
