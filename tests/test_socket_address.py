@@ -89,3 +89,19 @@ def test_line_forms_are_the_hosts_address_and_no_ranks_fault(lines):
 def test_neighbours_stay_theirs(line, cause):
     _, got, _ = _verdict(run_text(line + "\n"))
     assert got == cause
+
+
+@pytest.mark.parametrize(("line", "setting"), [
+    ("RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != nullptr. Unable to "
+     "find address for: ens9f0", "GLOO_SOCKET_IFNAME"),
+    ("RuntimeError: [enforce fail at /opt/gloo/gloo/transport/tcp/device.cc:288] ss1.ss_family == ss2.ss_family. "
+     "10 vs 2", "IPv4"),
+    ("zmq.error.ZMQError: Cannot assign requested address (addr='tcp://10.1.0.12:5600')", "hostname -I"),
+    ("[/opt/gloo/gloo/transport/tcp/pair.cc:799] connect [127.0.1.1]:45325: Connection refused", "/etc/hosts"),
+    ("[node2][[4711,1],3][btl_tcp_endpoint.c:626:mca_btl_tcp_endpoint_recv_connect_ack] received unexpected process "
+     "identifier [[4711,1],5]", "btl_tcp_if_include"),
+    ("WARNING:  NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=ens3 does not exist...", "NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME"),
+])
+def test_each_form_leads_with_the_setting_of_the_library_that_printed_it(line, setting):
+    # job/statements.toml's entry for the form puts its fix before the cause's general one
+    assert setting in run_text(line + "\n").verdict.next_steps[0]
