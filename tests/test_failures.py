@@ -565,7 +565,8 @@ _AUTHORITIES = ("https://pytorch.org/docs/", "https://docs.nvidia.com/", "https:
                 "https://slurm.schedmd.com/", "https://kubernetes.io/docs/", "https://github.com/pytorch/",
                 "https://github.com/NVIDIA/", "https://github.com/huggingface/",
                 "https://github.com/horovod/",  # Horovod's own source: its stall inspector's words
-                "https://github.com/ofiwg/")  # libfabric's own source: its providers' device lists and log lines
+                "https://github.com/ofiwg/",  # libfabric's own source: its providers' device lists and log lines
+                "https://github.com/openxla/")  # XLA's own source: JAX's coordination service agent and client
 
 
 def test_every_reference_is_authoritative():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import run, run_text
 
 from ncclcheck.evidence import formats
@@ -30,6 +31,20 @@ def test_the_store_clients_own_line_without_an_exceptions_name_is_a_store_that_c
     assert (v.kind.value, v.culprit_ranks, v.cause.cause.kind) == ("launcher_failure", (), "store_unreachable")
     assert "that is the store's client kept trying to connect" in v.summary
     assert "ss -ltnp" in v.next_steps[0]
+
+
+@pytest.mark.parametrize("text", [
+    # socket.cpp's SocketConnectOp::throwTimeoutError, 2.x ("... after {} while trying to connect to ({}, {}).") and
+    # 1.x-2.0 ("... to {}:{}"), each hard-wrapped before its address as a console or a paste wraps it: the first
+    # line alone is the connect timeout (c10d prints "client socket has timed out after" for nothing else)
+    "torch.distributed.DistNetworkError: The client socket has timed out after 600000ms\nwhile trying to connect to "
+    "(10.0.0.7, 29500).\n",
+    "RuntimeError: The client socket has timed out after 1800s\n while trying to connect to 10.0.0.7:29500\n",
+])
+def test_a_store_client_timeout_wrapped_before_its_address_is_still_the_store(text):
+    v = run_text(text).verdict
+    assert (v.kind.value, v.culprit_ranks, v.cause.cause.kind) == ("launcher_failure", (), "store_unreachable")
+    assert "that is the store's client kept trying to connect" in v.summary
 
 
 def test_each_errno_the_store_client_prints_names_where_the_connection_failed():

@@ -313,8 +313,9 @@ class Clue:
     a worker or an agent), ``launcher`` (the launcher's own words: a signal it received, a worker it
     stopped, a rendezvous it could not complete), ``nccl`` (one of NCCL's own failure sentences standing
     on its own, without its WARN or "Last error:" line), ``shm`` (PyTorch's word that a data loader worker's
-    shared memory ran out), ``ucx`` (a backtrace's frame in UCX or UCC, Open MPI's transport) or ``verbs`` (a work
-    completion's error status with rdma-core's words, any program's: evidence/wcstatus.py).
+    shared memory ran out), ``ucx`` (a backtrace's frame in UCX or UCC, Open MPI's transport), ``verbs`` (a work
+    completion's error status with rdma-core's words, any program's: evidence/wcstatus.py) or ``socket`` (a socket
+    layer's own words on the peer it reached or did not: gloo's pair, Open MPI's TCP BTL; formats/errors.py).
     """
 
     who: Who

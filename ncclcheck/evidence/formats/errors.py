@@ -98,6 +98,20 @@ UCX_FRAME = re.compile(r"\b(?:ucp|uct|ucm|ucc|ucs(?!_(?:handle_error|fatal_error
 # not be reached, said by the client itself, with or without the exception's name (DistNetworkError) or c10d's tag.
 STORE_CLIENT = (r"client socket has failed to connect to|client socket has timed out after"
                 r"|[Nn]etwork addresses of \([^()]{1,300}\) cannot be retrieved")
+# A socket layer's own words that it reached no peer, or the wrong one, standing alone (no exception's name before
+# them): gloo's pair failing to connect, as gloo before its single listening socket (2023) printed it
+# (gloo/transport/tcp/pair.cc: GLOO_ERROR_MSG("connect ", peer_.str(), ": ", strerror(optval)), that is
+# "[<file>:<line>] connect [<address>]:<port>: <strerror>"), and Open MPI's TCP BTL answered by another process than
+# the one it dialled (opal/mca/btl/tcp/btl_tcp_endpoint.c, mca_btl_tcp_endpoint_recv_connect_ack: "received unexpected
+# process identifier %s" before 4.0, "...: got %s expected %s" since); NVSHMEM's UID bootstrap finding no interface
+# (src/modules/bootstrap/uid/bootstrap_uid.cpp, BOOTSTRAP_ERROR_PRINT's "<file>:<function>:<line>: " then "No socket
+# interface found" or "No usable listening interface found"), and Triton-distributed's launcher (scripts/launch.sh)
+# warning that the interface it gives NVSHMEM's bootstrap does not exist ("NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=<name>
+# does not exist..."). The catalogue's socket_address reads them.
+SOCKET_SAYS = (r"\bpair\.cc:\d{1,6}\] connect \[[^\]\s]{1,100}\]:\d{1,5}: "
+               r"|received unexpected process identifier"
+               r"|bootstrap_uid\.cpp:\w{1,80}:\d{1,6}: No (?:socket|usable listening) interface found"
+               r"|NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=\S{1,100} does not exist")
 CLUE_GATE = re.compile(
     r"Last error|Assertion `|CUDA error|TCPStore|\[c10d\]|death signal|closing signal|[Rr]endezvous|clients joined"
     r"|THCudaCheck|cuda runtime error|CUDA driver error"
@@ -111,6 +125,8 @@ CLUE_GATE = re.compile(
     + r"|Test CUDA failure|Test HIP failure"  # nccl-tests' CUDACHECK (src/common.h), rccl-tests' HIPCHECK
     + r"|The connection to the C10d store has failed"  # the c10d rendezvous backend's (c10d_rendezvous_backend.py)
     + "|" + STORE_CLIENT  # the TCPStore client's own lines, whether or not an exception's name precedes them
+    + "|" + SOCKET_SAYS  # gloo's pair and Open MPI's TCP BTL on the peer they reached
+    + r"|CoordinationService/RegisterTask"  # JAX's and TensorFlow's coordination service (STORE_FAIL)
 )
 # Words one of which every clue line holds: plain substring tests first, the gate's regex only where one is there.
 CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "oom-kill", "THCudaCheck", "CANCELLED", "ssertion", "TCPStore",
@@ -120,7 +136,9 @@ CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "oom-kill", "THCudaChe
               "Host key verification", "Permission denied (", "remote daemon", "daemons", "daemon has", "route a message",
               "rted: ", "sshd: ", "ucp_", "uct_", "ucs_", "ucm_", "ucc_", "status=", "CUDA failure",
               "HIP failure",
-              "maxSharedMem", "client socket", "etwork addresses of")
+              "maxSharedMem", "client socket", "etwork addresses of", "] connect [",
+              "unexpected process identifier", "CoordinationService/", "SOCK_IFNAME=",
+              "bootstrap_uid")
 # The resolver's and NCCL's bare errors and torchrun's restarts, which the catalogue's causes read from the lines.
 _OTHER_WORDS = ("gai error", "cannot be retrieved", "system error", "worker group")
 _CUDA_ASSERT = re.compile(r"(?<![\w.])(?P<file>[\w.]+\.cuh?):(?P<line>\d+): (?P<kernel>(?:(?!\.cuh?:\d+: ).)*?): "
@@ -170,7 +188,11 @@ STORE_FAIL = re.compile(then(
     r"TCPStore|\[c10d\]|c10d store|[Ss]ocket",
     r"Failed to recv|Broken pipe|Connection (?:refused|reset by peer)|(?:client socket )?has timed out|failed to connect"
     r"|has failed to (?:listen|bind)|Timed out after \d+ seconds waiting for (?:clients|workers)"
-    r"|The connection to the C10d store has failed|cannot be retrieved"))
+    r"|The connection to the C10d store has failed|cannot be retrieved")
+    # JAX's and TensorFlow's coordination service: the status of a process's registration with it names the RPC
+    # (xla/tsl/distributed_runtime/rpc/coordination/grpc_coordination_client.cc); the catalogue's coordinator_unreachable
+    + r"|/tensorflow\.CoordinationService/RegisterTask")
+_SOCKET = re.compile(SOCKET_SAYS)
 _LAUNCHER = re.compile(
     r"Received \S+ death signal|Sending process \d+ closing signal SIG\w+|has failed to shutdown the rendezvous"
     r"|Rendezvous(?:Timeout|Closed|Connection|GracefulExit)Error|attempts left; will restart worker group"
@@ -278,6 +300,8 @@ def clues(who: Who, body: str, loc: Loc, clock: float | None) -> list[Clue]:
         out.append(Clue(who, "store", body[:300], loc, clock))
     elif _LAUNCHER.search(body):
         out.append(Clue(who, "launcher", body[:300], loc, clock))
+    elif _SOCKET.search(body):
+        out.append(Clue(who, "socket", body[:300], loc, clock))
     elif SAYS.search(body):
         out.append(Clue(who, "nccl", body[:300], loc, clock))
     elif m := TEARDOWN.search(body):
