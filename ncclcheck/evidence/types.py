@@ -115,7 +115,9 @@ class StatusMention:
 
 @dataclass(frozen=True)
 class DumpSignal:
-    """"Received a dump signal ... from rank R": names the rank that noticed first."""
+    """"Received a dump signal ... from rank R": names the rank that noticed first. With ``alone``, a line that
+    states only the group's counters (``Last enqueued NCCL work: E, last completed NCCL work: C``): the dump line's
+    sentence cut from its opening, or the watchdog's periodic ``NCCL Work update periodically`` line; no signal."""
 
     who: Who
     pg: PG | None
@@ -123,6 +125,8 @@ class DumpSignal:
     last_enqueued: int | None
     last_completed: int | None
     loc: Loc
+    alone: bool = False
+    rank: int | None = None  # the "[Rank N]" of its prefix (the rank within its group), where ``alone``
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from ncclcheck.evidence.formats.errors import fatal_signal
 from ncclcheck.evidence.frdump import Dump, Entry, numel
 from ncclcheck.evidence.types import (
     PG,
+    DumpSignal,
     ElasticFailure,
     ErrorKind,
     FileScan,
@@ -115,6 +116,7 @@ class _PosB:
     stuck: Work | None = None
     works: list[Work] = field(default_factory=list)
     source: str = "logs"
+    counted: Loc | None = None  # the line that stated its counters alone
 
 
 def _world_numbered(g: _GroupB, table: set[int]) -> bool:
@@ -227,12 +229,31 @@ class _Builder:
             return rec.rank
         return None
 
+    def _counters(self, d: DumpSignal) -> None:
+        """A group's counters stated alone: the rank's position there, no wait (a periodic line is printed while its
+        work runs). A prefix without a group (before 2.3) is the group the timeouts name where they name one."""
+        rank = d.who.rank if d.who.rank is not None else (
+            d.rank if d.pg is None or is_default_group(d.pg) else None)
+        if rank is None:
+            return
+        keyed = {self.group(r.pg) for r in self.records if r.pg is not None}
+        key = self.group(d.pg) if d.pg is not None else (next(iter(keyed)) if len(keyed) == 1 else self.group(None))
+        p = self.at(rank, key)
+        p.enq, p.done = _hi(p.enq, d.last_enqueued), _hi(p.done, d.last_completed)
+        p.counted = d.loc if p.counted is None or p.counted.line < d.loc.line else p.counted
+        self.member(key, rank, None)
+        self.seen.add(rank)  # the line is its own: it printed where it stood
+        self.files[rank].add(d.loc.file)
+
     def from_text(self) -> None:
         for s in self.scans:
             for r in s.ranks_seen:
                 self.seen.add(r)
                 self.files[r].add(s.file)
             for d in s.dump_signals:
+                if d.alone:
+                    self._counters(d)
+                    continue
                 rank = d.who.rank
                 if rank is None or d.pg is None:
                     continue
@@ -413,7 +434,7 @@ class _Builder:
             gid = gid_of[key]
             stuck = p.stuck if p.stuck is None else _regroup(p.stuck, gid)
             positions[rank].append(Position(rank, gid, p.group_rank, p.enq, p.started, p.done, stuck,
-                                            tuple(_regroup(w, gid) for w in p.works), p.source))
+                                            tuple(_regroup(w, gid) for w in p.works), p.source, p.counted))
         # A failure table's ranks are ranks of the job (their endings say how they failed); they bound nothing.
         ranks = set(self.seen) | set(positions) | set(self.elastic)
         for g in groups:

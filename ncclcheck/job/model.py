@@ -200,6 +200,7 @@ class Position:
     stuck: Work | None  # the work of this group this rank timed out in, or that is still pending
     works: tuple[Work, ...] = ()  # every recorded work of this group (dumps), by sequence
     source: str = "logs"
+    counted: Loc | None = None  # its latest line that states the group's counters alone (formats/pgnccl.py)
 
 
 class EndKind(str, Enum):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ncclcheck.job.behind import behind
 from ncclcheck.job.causes import NO_REASON, SYSTEM_ERROR, Diagnosis, cause, one_line
 from ncclcheck.job.model import EndKind, Job, VerdictKind
 from ncclcheck.job.phrases import cap
@@ -155,6 +156,13 @@ def _timed_out(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
     ran = f" for {r.ran_for_ms:,} ms" if r.ran_for_ms is not None else ""
     limit = f" against a timeout of {r.timeout_ms:,} ms" if r.timeout_ms is not None else ""
     number = f" #{r.seq}" if r.seq is not None else ""
-    return (VerdictKind.INCOMPLETE, [], f"A collective timed out, as its own line states: {who} waited{ran} in "
-            f"{r.op_type or 'a collective'}{number}{limit} ({r.loc}). These inputs hold no line of the ranks it "
-            "waited for: give every rank's log (or its flight-recorder dump) to name them.", cause)
+    said = (f"A collective timed out, as its own line states: {who} waited{ran} in {r.op_type or 'a collective'}"
+            f"{number}{limit} ({r.loc}).")
+    if late := behind(job, r):
+        ranks = [b.rank for b in late]
+        return (VerdictKind.LAGGING_RANK, ranks, f"{said} The ranks' own counters say who it waited for: "
+                f"{'; '.join(b.words(r.seq) for b in late)}. So {rank_phrase(ranks)} had not issued the "
+                f"{r.op_type or 'collective'} the timed-out rank waited in: behind, the rank the others waited for.",
+                cause)
+    return (VerdictKind.INCOMPLETE, [], f"{said} These inputs hold no line of the ranks it waited for: give every "
+            "rank's log (or its flight-recorder dump) to name them.", cause)

@@ -220,7 +220,7 @@ _WHO_RANK = attrgetter("who.rank")
 _EVENTS = (
     _Event("dump_signals", "dump_signals", attrgetter("who.global_rank"), [
         _Field("global_rank", WHOSE, attrgetter("who.global_rank")), _Field("pg", GROUP, attrgetter("pg")),
-        *_what("from_rank", "last_enqueued", "last_completed")]),
+        *_what("from_rank", "last_enqueued", "last_completed")], keep=lambda d: not d.alone),
     _Event("heartbeats", "heartbeats", _WHO_RANK, [
         _Field("rank", WHOSE, _WHO_RANK), _Field("pg", GROUP, attrgetter("pg")), *_what("kind", "seconds")],
         count_groups=False),

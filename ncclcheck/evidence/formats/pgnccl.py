@@ -77,6 +77,13 @@ _DUMP = re.compile(
     r".*?LastenqueuedNCCLwork:(?P<enq>-?\d+),lastcompletedNCCLwork:(?P<done>-?\d+)",
     re.IGNORECASE,
 )
+# A group's two counters stated alone, in any line the forms above did not read: the dump line's sentence
+# ("Last enqueued NCCL work: E, last completed NCCL work: C.", 2.3-2.9) cut from its opening, the watchdog's periodic
+# "NCCL Work update periodically: last enqueued NCCL work: E, last completed NCCL work: C." (C10_LOG_EVERY_MS, INFO),
+# and the same pair quoted with its filler words shortened ("last enqueued: E, last completed C").
+_COUNTERS = re.compile(r"[Ll]astenqueued(?:NCCL)?(?:work)?:(?P<enq>-?\d+),lastcompleted(?:NCCL)?(?:work)?:?"
+                       r"(?P<done>-?\d+)")
+_PREFIX_RANK = re.compile(r"\[Rank(?P<rank>-?\d+)\]")
 # TORCH_DISTRIBUTED_DEBUG=DETAIL's report: both ranks' fingerprints (1.13+), or each rank its own (1.10-1.12).
 _MISMATCH_OPENING = "Detectedmismatchbetweencollectives"
 MISMATCH = re.compile(
@@ -439,6 +446,8 @@ class Records:
             return self._start_desync(who, loc, sq)
         if "Heartbeat" in sq or "gotstuck" in sq:
             return self._heartbeat(who, sq, loc)
+        if "astenqueued" in sq and (m := _COUNTERS.search(sq)):
+            return self._counters(who, sq, m, loc)
         if MISMATCH_START.search(sq):
             if m := MISMATCH.search(sq):
                 return [Mismatch(who, int(m["rank_a"]), m["a"], int(m["rank_b"]), m["b"], loc)]
@@ -519,6 +528,12 @@ class Records:
             return []
         pg, _ = pg_prefix(sq, m.start())
         return [DumpSignal(who, pg, _int(m["rank"]), int(m["enq"]), int(m["done"]), loc)]
+
+    def _counters(self, who: Who, sq: str, m: re.Match[str], loc: Loc) -> list[Read]:
+        pg, rank = pg_prefix(sq, m.start())
+        if rank is None and (plain := list(_PREFIX_RANK.finditer(sq, 0, m.start()))):
+            rank = int(plain[-1]["rank"])  # the prefix before 2.3: "[Rank N] "
+        return [DumpSignal(who, pg, None, int(m["enq"]), int(m["done"]), loc, alone=True, rank=rank)]
 
     def _heartbeat(self, who: Who, sq: str, loc: Loc) -> list[Read]:
         stuck = _STUCK.search(sq)
