@@ -105,3 +105,12 @@ def test_neighbours_stay_theirs(line, cause):
 def test_each_form_leads_with_the_setting_of_the_library_that_printed_it(line, setting):
     # job/statements.toml's entry for the form puts its fix before the cause's general one
     assert setting in run_text(line + "\n").verdict.next_steps[0]
+
+
+def test_the_summary_names_what_could_not_be_set_up_not_nccl():
+    """gloo, MPI and ZeroMQ print this cause's lines: the summary says the ranks' connections, never NCCL's set-up."""
+    line = ("RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != nullptr. "
+            "Unable to find address for: ib0")
+    summary = run_text(line + "\n").verdict.summary
+    assert summary.startswith("The job could not set up the connections between its ranks, a socket's address")
+    assert "NCCL" not in summary

@@ -35,7 +35,7 @@ from ncclcheck.job.stated import best
 from ncclcheck.job.statements import GENERIC, Statement
 
 _STATED = cause("stated_reason")
-_SETUP_WORDS = re.compile(r"^(?:The job|[Rr]anks? [\d, and-]+) could not set up NCCL, ")
+_SETUP_WORDS = re.compile(r"^(?:The job|[Rr]anks? [\d, and-]+) could not set up [^,]+, ")  # job/rules.py's words
 # The causes that say less than a set-up trace through a layer: a failure with no mechanism, and a peer's lost
 # connection (remote_exited: look at the peer), which at set-up inside a transport is that transport's.
 _GENERAL = GENERIC | {"remote_exited"}

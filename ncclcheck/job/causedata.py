@@ -113,11 +113,14 @@ class Cause:
     action_why: str = ""  # why that action, in words ([action] why)
     host: bool = False  # the host's CUDA stack or settings, the same for every rank there: the ranks whose lines
     # show it are where it was seen, never culprits (`host = true`)
+    # What a set-up cause's ranks could not set up, for the summary ("could not set up NCCL"): a library other than
+    # NCCL (gloo's pairs, MPI's transport, a framework's socket) prints some of a cause's lines (`sets_up`).
+    sets_up: str = "NCCL"
 
 
 _NOTHING = re.compile(r"(?!)")
 _TOP = {"kind": str, "order": int, "family": str, "title": str, "why": str, "fix": list, "check": str, "source": str,
-        "probe": bool, "match": dict, "page": dict, "example": list, "action": dict, "host": bool}
+        "probe": bool, "match": dict, "page": dict, "example": list, "action": dict, "host": bool, "sets_up": str}
 _REQUIRED = ("kind", "family", "title", "why", "fix", "check", "source", "page", "action")
 _MATCH = {"lines": list, "records": list, "events": list, "signals": list, "echo": bool, "culprit": bool}
 _PAGE = {"read": str, "notes": str, "reference": str, "table": str}
@@ -223,7 +226,8 @@ def read_cause(path: Path, data: dict[str, Any] | None = None) -> Cause:
         signals=_strings(f"{where} [match] signals", match.get("signals", []), SIGNALS), echo=match.get("echo", False),
         culprit=match.get("culprit", False),
         page=Page(page.get("read"), page.get("notes"), page["reference"], page.get("table")),
-        examples=tuple(examples), action=action["class"], action_why=action["why"], host=data.get("host", False))
+        examples=tuple(examples), action=action["class"], action_why=action["why"], host=data.get("host", False),
+        sets_up=data.get("sets_up", "NCCL"))
 
 
 def read_catalogue(folder: Path = FOLDER) -> tuple[Cause, ...]:

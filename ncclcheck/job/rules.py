@@ -331,7 +331,7 @@ def _with_cause(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
                 d)
     if c.family == SETUP and c.host:  # the host's CUDA stack: where it was seen, not who failed first
         seen = f" (seen by {rank_phrase(d.ranks)})" if d.ranks else ""
-        return (VerdictKind.SETUP_FAILURE, [], f"The job could not set up NCCL, {c.title}{seen}: {d.detail}{at}. "
+        return (VerdictKind.SETUP_FAILURE, [], f"The job could not set up {c.sets_up}, {c.title}{seen}: {d.detail}{at}. "
                 f"{cap(c.why)}. The host is the cause, not one rank: every rank there has the same driver, "
                 "libraries, interfaces and settings.", d)
     if c.family == SETUP:
@@ -345,7 +345,7 @@ def _with_cause(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
         if c.kind == "duplicate_gpu":  # every process states one device: the launch's (job/dupgpu.py)
             scope += dupgpu.launch_words(job)
         who = rank_phrase(ranks).capitalize() if ranks else "The job"
-        return (VerdictKind.SETUP_FAILURE, ranks, f"{who} could not set up NCCL, {c.title}: {d.detail}{at}. "
+        return (VerdictKind.SETUP_FAILURE, ranks, f"{who} could not set up {c.sets_up}, {c.title}: {d.detail}{at}. "
                 f"{cap(c.why)}.{scope}", d)
     if c.family == LAUNCHER:
         present = sorted(s.rank for s in job.ranks if s.present)
