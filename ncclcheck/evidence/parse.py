@@ -644,6 +644,9 @@ class LogParser:
                 self._facts[("progress_rise", loop, who.rank)] = Fact(who, "progress_rise", was.value, loc)
             self._facts[(key, loop, who.rank)] = Fact(who, key, value[:300], loc)
             return
+        if key == "count":  # a rank's latest count of a loop, by the rank its words name (formats/progress.py)
+            self._facts[(key, value.rsplit(": ", 1)[0], who.rank)] = Fact(who, key, value[:300], loc)
+            return
         if key == "setup":  # a process's latest step of NCCL's set-up: where its lines stop (formats/ncclsetup.py)
             self._facts.pop((key, "", who.rank), None)  # re-inserted last: the dict's order stays the lines' order
             self._facts[(key, "", who.rank)] = Fact(who, key, value, loc)

@@ -16,6 +16,7 @@ from ncclcheck.findings import Finding
 from ncclcheck.job import wording
 from ncclcheck.job.actions import decide_action
 from ncclcheck.job.afterend import stuck_after_end
+from ncclcheck.job.apart import apart_findings, stopped_apart
 from ncclcheck.job.build import build_job
 from ncclcheck.job.callphase import host_call
 from ncclcheck.job.causes import diagnose
@@ -77,6 +78,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     d = lazy_p2p(job, d, scans)  # a send or recv's wait for its communicator's NCCL id (job/idwait.py)
     d = killed_workers(d, scans)  # a launcher's kill of its workers, nothing else said (job/launcherkill.py)
     d = cut_off(job, d, scans)  # a console that stops mid-run with no ending and no failure (job/ending.py)
+    d = stopped_apart(job, d, scans)  # the ranks' own counters stop apart, nothing failed or ended (job/apart.py)
     d = unstarted_members(job, error_file(job, d, scans), scans)  # what a launcher says is missing (launchgaps.py)
     uneven = uneven_findings(scans, d.found)  # the ranks' loops counted to different totals (job/uneven.py)
     crash = crash_findings(scans, d.cause, job.facts.versions)  # the library a native crash struck in
@@ -87,6 +89,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                 *wording.host_findings(job, d), *counter_findings(records, d.cause is None and d.kind in _OPEN),
                 *detector_findings(scans), *fallback_findings(scans),  # the network NCCL fell back to (job/netpath.py)
                 *uneven,
+                *apart_findings(scans, d),  # the ranks' own counters stop apart (job/apart.py)
                 *unplaced_findings(scans),  # trace lines no process is known for (job/colltrace.py)
                 *local_only_findings(scans),  # DeepSpeed's runner on this node alone (job/localonly.py)
                 *membership_findings(job), *report_findings(scans), *wording.run_findings(job, d, restarts),

@@ -13,6 +13,16 @@ epoch 0`` are one loop.
   for a bar) format_meter returns ``l_bar[:-1] + r_bar[1:]``, the same counts without the bar and its two ``|``:
   ``desc:  72% 23/32 [01:07<00:25,  2.80s/it]`` (tqdm since 2015, 367723c, to today's tqdm/std.py).
 
+A count without a total, with the rank that printed it in the line's own words, is a rank's position in a loop: how
+far each rank got, compared where the log stops (job/apart.py). Read where the line names its rank, so that a count
+is never a process's other number (a batch size, an id):
+
+* a script's own print: ``Rank 1 batch 88 start``, ``rank 3 epoch 0 batch 7`` (the word ``rank`` and its number, then
+  within a few words ``batch`` and its count, no total);
+* DistDGL's training examples (examples/pytorch/graphsage/dist/train_dist.py and its kin): ``Part {rank} | Epoch
+  {epoch:05d} | Step {step:05d} | Loss ...``, the partition of ``g.rank()`` or ``dist.get_rank()``, every
+  ``log_every`` steps.
+
 ``step N/M`` is not read: nearly every line of a training log holds ``step``, and a word that gates a source makes the
 block reader keep every line holding it (formats/__init__.py); the bars and ``batch`` counts cover what the loops
 print per rank.
@@ -34,6 +44,11 @@ PRINTED = re.compile(r"(?P<label>(?:[\w.-]{1,30}[ :]+){0,4}?)\b(?:batch|Batch)(?
 # tqdm's bar fills the terminal's width left by its text (format_meter's ``ncols``): on a wide terminal it is well over
 # 80 characters (300 covers a 4K-wide console).
 BAR = re.compile(r"\d{1,3}%(?:\|[^|]{0,300}\|)? {0,8}(?P<i>\d{1,9})/(?P<n>\d{1,9}) \[[^\]]{0,60}?(?:it/s|s/it)")
+# A count without a total in a line that names its rank: the rank's word and number, the loop's words (at most 40
+# characters, digits among them: an epoch), ``batch`` and its count, not followed by a total.
+COUNTED = re.compile(r"\b(?P<label>[Rr]ank[ :=#]{0,2}(?P<rank>\d{1,6})\b[^\n/]{0,40}?\b(?:batch|Batch)(?:es)?)[ :#=]{0,3}"
+                     r"(?P<i>\d{1,9})\b(?!\s{0,3}/)")
+DGL = re.compile(r"\bPart (?P<rank>\d{1,6}) \| Epoch (?P<e>\d{1,9}) \| Step (?P<i>\d{1,9})\b")
 _BEFORE = 80  # characters of a bar's label, at most
 _DIGITS = re.compile(r"\d+")
 # A launcher's tag before the line (torchrun's ``[default0]:``, a ``[rank0]:`` prefix, Slurm's ``0: ``): no part of
@@ -59,6 +74,13 @@ class Lines:
     """One input's progress lines, each read on its own."""
 
     def feed(self, text: str, loc: Loc) -> Iterable[Said]:
+        if "| Step" in text and (d := DGL.search(text)):
+            return (Fact(_ANYONE, "count", f"DGL Epoch # | Step #: rank {int(d['rank'])}: {int(d['e'])}.{int(d['i'])}",
+                         loc),)
+        if "ank" in text and (c := COUNTED.search(text)):
+            outer = [str(int(n)) for n in _DIGITS.findall(c["label"][c.end("rank") - c.start():])]  # an epoch's
+            count = ".".join([*outer, str(int(c["i"]))])
+            return (Fact(_ANYONE, "count", f"{label(c['label'])}: rank {int(c['rank'])}: {count}", loc),)
         m = (BAR.search(text) if ("it/s" in text or "s/it" in text) and "%" in text else None) or (
             PRINTED.search(text) if "atch" in text else None)
         if m is None or int(m["n"]) == 0 or int(m["i"]) > int(m["n"]):
@@ -70,9 +92,9 @@ class Lines:
 _REC = "tests/data/launchers/torchrun/uneven"
 FORMAT = Format(
     name="progress",
-    words=("batch", "Batch", "it/s", "s/it"),
+    words=("batch", "Batch", "it/s", "s/it", "| Step"),
     make=Lines,
-    patterns=(PRINTED, BAR),
+    patterns=(PRINTED, BAR, COUNTED, DGL),
     samples=(
         Sample("[default0]:epoch 0 batch 7/7", f"{_REC}_lines_barrier/console.log:12 (tools/launchers/uneven_job.py)",
                (Fact(_ANYONE, "progress", "epoch # batch: 7/7", AT),)),
@@ -82,6 +104,12 @@ FORMAT = Format(
         Sample("Epoch 0:  57%|█████▋    | 4/7 [00:01<00:00,  3.02it/s, v_num=0, train_loss=0.512]",
                "Lightning's TQDMProgressBar (its main bar's description, tqdm's format_meter with a postfix)",
                (Fact(_ANYONE, "progress", "Epoch #: 4/7", AT),)),
+        Sample("Rank 1 batch 6 start", "tests/data/gloo_counters/apart/console.log:21 (tools/record41/counters_job.py)",
+               (Fact(_ANYONE, "count", "Rank # batch: rank 1: 6", AT),)),
+        Sample("Part 2 | Epoch 00003 | Step 00040 | Loss 1.2345 | Train Acc 0.6500 | Speed (samples/sec) 1234.5678 | "
+               "GPU 123.4 MB | time 1.234 s",
+               "DistDGL's examples/pytorch/graphsage/dist/train_dist.py print (its format string, a rank's values)",
+               (Fact(_ANYONE, "count", "DGL Epoch # | Step #: rank 2: 3.40", AT),)),
         Sample("Validating:  72% 23/32 [01:07<00:25,  2.80s/it]",
                "tqdm's format_meter with ncols=0 (tqdm/std.py: `l_bar[:-1] + r_bar[1:]`, no bar between the counts)",
                (Fact(_ANYONE, "progress", "Validating: 23/32", AT),)),
