@@ -51,8 +51,9 @@ def read(text: str) -> StoreWords | None:
     wait = WAIT.search(text) if any(map(text.__contains__, _WAIT_WORDS)) else None
     at = ADDRESS.search(text) if any(map(text.__contains__, _ADDRESS_WORDS)) else None
     remote = tuple(f"{m['host']}:{m['port']}" for m in REMOTE.finditer(text)) if "remote=" in text else ()
-    key, root = KEY.search(text), ROOT.search(text)
-    waiters = tuple(int(m["rank"]) for m in WAITER.finditer(text))
+    key = KEY.search(text) if "by key '" in text else None
+    root = ROOT.search(text) if "ncclUniqueId from [" in text else None
+    waiters = tuple(int(m["rank"]) for m in WAITER.finditer(text)) if "is setting up NCCL communicator" in text else ()
     failed = any(map(text.__contains__, _FAILED_WORDS))
     if wait is None and at is None and not remote and key is None and root is None and not waiters and not failed:
         return None
