@@ -67,3 +67,25 @@ def test_lines_that_report_no_mpi_error_are_no_failure(line):
 def test_a_report_naming_no_rank_takes_its_prefixs():
     v = run_text("[1,4]<stderr>:Fatal error in PMPI_Bcast: Invalid root, error stack:\n").verdict
     assert v.culprit_ranks == (4,) and v.stated is not None and v.stated.source == "mpi"
+
+
+_BLOCK = ("[node7:81234] *** Process received signal ***\n[node7:81234] Signal: Aborted (6)\n"
+          "[node7:81234] Signal code:  (-6)\n[node7:81234] *** End of error message ***\n")
+
+
+def test_open_mpis_abort_block_alone_is_a_process_that_aborted_itself():
+    """opal/util/stacktrace.c's report of SIGABRT with no frames: a process failed, and its own earlier lines say why."""
+    v = run_text(_BLOCK).verdict
+    assert v.kind.value == "rank_failed_first"
+    assert v.stated is not None and v.stated.source == "abort" and v.stated.text == "Signal: Aborted (6)"
+    assert "Process received signal" in v.next_steps[0]
+
+
+def test_the_check_before_the_abort_block_is_quoted_not_the_block():
+    v = run_text("double free or corruption (out)\n" + _BLOCK).verdict
+    assert v.stated is not None and v.stated.source == "glibc"
+
+
+def test_mpiruns_tag_names_the_aborted_rank():
+    v = run_text("".join(f"[1,2]<stderr>:{x}\n" for x in _BLOCK.splitlines())).verdict
+    assert v.culprit_ranks == (2,) and v.stated is not None and v.stated.source == "abort"

@@ -75,6 +75,7 @@ SOURCES = (
     Source("nccl_error", 4, "NCCL's error code"),
     Source("exception", 5, "a Python exception"),
     Source("logged", 6, "the last error it logged"),
+    Source("abort", 6, "Open MPI's report of the process's abort"),
     Source("nccl_notice", 7, "NCCL's WARN line"),
     Source("watchdog", 7, "PyTorch's watchdog"),
     Source("cuda_notice", 7, "CUDA's error string"),
@@ -237,6 +238,7 @@ def stated_lines(scans: Sequence[FileScan]) -> tuple[Stated, ...]:
             source = {"last_error": "last_error", "nccl": "nccl", "cuda": "cuda", "cuda_assert": "cuda_assert",
                       "teardown": "watchdog", "logged": "logged", "c_assert": "c_assert", "glibc": "glibc",
                       "mpi": "mpi", "cuda_ipc": "cuda_ipc", "rdma_qp": "rdma_qp",
+                      "abort": "abort",
                       "what": "gloo_enforce" if "[enforce fail at " in c.text else "what"}.get(c.kind)
             if source is not None and _notice(c.says):
                 source = "nccl_notice" if source in ("last_error", "nccl") else "cuda_notice"

@@ -19,7 +19,15 @@ reports that call failing names it with CUDA's error, by its name (CUresult's ``
 cudaError_t's) or after ``failed`` (Cray MPICH's GPU transport layer, libmpi_gtl_cuda: ``cuIpcOpenMemHandle: <string>,
 <CUresult's name>, line no <n>``): read here as a ``cuda_ipc`` clue, the call and the error as the line prints them.
 
-Each is a :class:`Clue` (``mpi`` or ``cuda_ipc``) of the rank its own words name, else of the line's process.
+Open MPI's own signal handler (opal/util/stacktrace.c, installed for the signals opal_signal lists, SIGABRT among
+them) reports a process's death as ``[host:pid] *** Process received signal ***`` then ``[host:pid] Signal: <strsignal>
+(<number>)`` and the frames it could print; ``Signal: Aborted (6)`` is the process aborting itself: after a check of
+its own failed (glibc's heap check or assert(), a library's fatal check, a C++ exception nobody caught) or PyTorch's
+watchdog's abort after a collective failed. It is an ``abort`` clue of the line's process, the lowest of the stated
+lines: quoted where nothing else says why (job/reasons.py).
+
+Each is a :class:`Clue` (``mpi``, ``cuda_ipc`` or ``abort``) of the rank its own words name, else of the line's
+process.
 """
 
 from __future__ import annotations
@@ -39,7 +47,9 @@ OMPI = re.compile(r"\*\*\* (?P<said>MPI_ERR_[A-Z_]{2,30}: .{1,200})$")
 # A library's report of CUDA IPC's open failing, with CUDA's error: its name (CUresult, cudaError_t) or "failed".
 IPC = re.compile(r"\b(?P<said>(?:cu|cuda)IpcOpenMemHandle\b[^\n]{0,300}?(?:CUDA_ERROR_[A-Z_]{3,40}|cudaError[A-Za-z]"
                  r"{3,40}|\bfailed\b[^\n]{0,120}))")
-WORDS = ("Fatal error in ", "*** MPI_ERR_", "IpcOpenMemHandle")
+# opal/util/stacktrace.c: HOSTFORMAT "[%s:%05d] " then "Signal: %s (%d)", strsignal(SIGABRT) being "Aborted".
+OPAL_ABORT = re.compile(r"\[[^\]\s:]{1,200}:\d{1,10}\] (?P<said>Signal: Aborted \(6\))\s*$")
+WORDS = ("Fatal error in ", "*** MPI_ERR_", "IpcOpenMemHandle", "Signal: Aborted (6)")
 
 
 def _rank(m: re.Match[str]) -> int | None:
@@ -59,6 +69,8 @@ class Lines:
             return (Clue(Who(global_rank=_rank(m)), "mpi", m["said"].strip(), loc),)
         if "*** MPI_ERR_" in text and (o := OMPI.search(text.rstrip())):
             return (Clue(Who(), "mpi", o["said"].strip(), loc),)
+        if "Signal: Aborted (6)" in text and (a := OPAL_ABORT.search(text)):
+            return (Clue(Who(), "abort", a["said"], loc),)
         if "IpcOpenMemHandle" in text and (i := IPC.search(text)):
             return (Clue(Who(), "cuda_ipc", i["said"].strip(), loc),)
         return ()
@@ -71,7 +83,7 @@ FORMAT = Format(
     name="MPI errors",
     words=WORDS,
     make=Lines,
-    patterns=(MPICH, OMPI, IPC),
+    patterns=(MPICH, OMPI, IPC, OPAL_ABORT),
     samples=(
         Sample("Fatal error in PMPI_Allreduce: Message truncated, error stack:",
                "MPICH src/mpi/errhan/errutil.c, MPIR_Handle_fatal_error (\"Fatal error in %s: \" and the class)",
@@ -83,6 +95,8 @@ FORMAT = Format(
         Sample("[node1:04211] *** MPI_ERR_TRUNCATE: message truncated",
                "Open MPI ompi/errhandler/errhandler_predefined.c (\"*** %s\") with ompi/errhandler/errcode.c's string",
                (Clue(Who(), "mpi", "MPI_ERR_TRUNCATE: message truncated", AT),)),
+        Sample("[node7:81234] Signal: Aborted (6)", "Open MPI opal/util/stacktrace.c (HOSTFORMAT \"Signal: %s (%d)\")",
+               (Clue(Who(), "abort", "Signal: Aborted (6)", AT),)),
         Sample("(GTL DEBUG: 0) cuIpcOpenMemHandle: invalid argument, CUDA_ERROR_INVALID_VALUE, line no 272",
                "Cray MPICH's GPU transport layer (libmpi_gtl_cuda) reporting the driver API call and its CUresult",
                (Clue(Who(), "cuda_ipc", "cuIpcOpenMemHandle: invalid argument, CUDA_ERROR_INVALID_VALUE", AT),)),
