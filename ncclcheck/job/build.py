@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 
 from ncclcheck import signals
 from ncclcheck.evidence.formats.errors import fatal_signal
@@ -132,8 +132,13 @@ def _world_numbered(g: _GroupB, table: set[int]) -> bool:
 
 
 def _hi(a: int | None, b: int | None) -> int | None:
-    vals = [v for v in (a, b) if v is not None and v >= 0]
-    return max(vals) if vals else (a if a is not None else b)
+    """The higher counter of two; a negative one (a group's "none yet", -1) or a missing one counts only where the
+    other is missing too. Asked several times a rank: plain comparisons, no list (issue 42)."""
+    if b is None or b < 0:
+        return b if a is None else a
+    if a is None or a < 0 or b > a:
+        return b
+    return a
 
 
 class _Builder:
@@ -187,18 +192,21 @@ class _Builder:
         rank_of = [self._record_rank(r) for r in self.records]
         untimed = {rank for rank, r in zip(rank_of, self.records, strict=True) if r.started_s is None}
         timed = set(rank_of) - untimed
-        keyed = {self.group(r.pg) for r in self.records if r.pg is not None}
+        # Each record's group key once: the keys, then the records' walk (a group absorbed in the same order)
+        key_of = [self.group(r.pg) if r.pg is not None else None for r in self.records]
+        keyed = set(key_of)
+        keyed.discard(None)
         only = next(iter(keyed)) if len(keyed) == 1 else None
-        for rank, rec in zip(rank_of, self.records, strict=True):
+        for rank, rec, key in zip(rank_of, self.records, key_of, strict=True):
             if rank is None:
                 continue
-            pg = rec.pg
-            key = self.group(pg) if pg is not None else (only if only is not None else self.group(None))
+            if key is None:
+                key = only if only is not None else self.group(None)
             self.member(key, rank, rec.group_rank)
             p = self.at(rank, key)
             p.group_rank = p.group_rank if p.group_rank is not None else rec.group_rank
             p.enq, p.done = _hi(p.enq, rec.last_enqueued), _hi(p.done, rec.last_completed)
-            timed_out = bool(set(rec.evidence) - _NOT_TIMEOUT)
+            timed_out = not _NOT_TIMEOUT.issuperset(rec.evidence)
             err = self.async_errors.get((rank, rec.seq))
             op = rec.op_type or (err.op_type if err else None)
             call = call_before(self.scans, rank, rec.loc) if op is None and "gloo_timeout" in rec.evidence else None
@@ -208,13 +216,13 @@ class _Builder:
             numel = rec.numel_in if rec.numel_in is not None else (err.numel_in if err else None)
             # A rank's timeouts ordered by their start stamps when each has one, else all by line: never a start
             # time against a line number.
+            if not timed_out:
+                continue  # an error on this work, not a wait: the rank's ending says what failed
             order = ((BY_START, rec.started_s) if rank in timed and rec.started_s is not None
                      else (BY_LINE, float(rec.loc.line)))
             work = Work(self.groups[key].gid(), rec.seq, op, numel, rec.numel_out,
-                        p2p=(op or "") in ("SEND", "RECV"), state="timed_out" if timed_out else "failed",
-                        timeout_ms=rec.timeout_ms, ran_for_ms=rec.ran_for_ms, order=order, loc=rec.loc, frame=frame)
-            if not timed_out:
-                continue  # an error on this work, not a wait: the rank's ending says what failed
+                        p2p=(op or "") in ("SEND", "RECV"), state="timed_out", timeout_ms=rec.timeout_ms,
+                        ran_for_ms=rec.ran_for_ms, order=order, loc=rec.loc, frame=frame)
             if p.stuck is None or _earlier(work, p.stuck):
                 p.stuck = work
 
@@ -600,7 +608,6 @@ class _Builder:
                 code = f" (exit code {f.exitcode})" if f.exitcode is not None else ""
                 return Ending(EndKind.KILLED, f"killed by {f.signal}{code}, no traceback", f.loc, f.signal)
         timeouts = [p.stuck for p in positions if p.stuck is not None and p.stuck.state == "timed_out"]
-        first_timeout = min((w.loc.line for w in timeouts if w.loc is not None), default=None)
         if err is not None and err.kind is ErrorKind.KILLED:
             sig = fatal_signal(err.message)
             how = f"died of {sig}" if sig else "died with no error of its own, by a signal the line does not name"
@@ -608,7 +615,7 @@ class _Builder:
         if err is not None and (stop := origins.interrupted(err)) is not None:
             return stop
         if err is not None and err.kind in REAL_FAILURES:
-            before = first_timeout is None or not any(
+            before = not any(
                 w.loc is not None and w.loc.file == err.loc.file and w.loc.line < err.loc.line for w in timeouts)
             if before:
                 return Ending(EndKind.EXCEPTION, one_line(err.message), err.loc, gone=err.gone)
@@ -734,9 +741,9 @@ def _order(e: Entry) -> int:
     return e.record_id if e.record_id is not None else (e.seq or e.p2p_seq or 0)
 
 
-def _stuck_order(w: Work) -> tuple[int, float]:
-    """Dumps order works across groups (record id); logs by the line where the timeout was printed."""
-    return w.order
+# Dumps order works across groups (record id); logs by the line where the timeout was printed. An attrgetter: asked
+# for every rank's stuck work, a C-level key (issue 42).
+_stuck_order = attrgetter("order")
 
 
 def _regroup(w: Work, gid: GroupId) -> Work:
