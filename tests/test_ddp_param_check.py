@@ -13,10 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import DATA, run
+from conftest import DATA, run, run_text
 
-from ncclcheck.evidence.reader import resolve
-from ncclcheck.job.analyze import analyze
 from ncclcheck.job.statements import told
 from ncclcheck.render.json_out import analysis_json
 
@@ -26,12 +24,7 @@ _CHECK = "DDP expects same model across all ranks, but Rank {me} has {mine} para
 
 
 def _verdict(tmp_path: Path, *lines: str) -> dict:
-    path = tmp_path / "rank.log"
-    path.write_text("\n".join(lines) + "\n")
-    problems: list[str] = []
-    sources = resolve([str(path)], lambda e: problems.append(str(e)))
-    assert not problems
-    return analysis_json(analyze(sources, workers=1))["verdict"]
+    return analysis_json(run_text("\n".join(lines) + "\n"))["verdict"]
 
 
 def _steps(v: dict) -> str:
