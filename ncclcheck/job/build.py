@@ -150,6 +150,7 @@ class _Builder:
         self.files: dict[int, set[str]] = defaultdict(set)
         self.seen: set[int] = set()
         self.async_errors: dict[tuple[int, int | None], WorkMention] = {}
+        self.only_key: tuple[str, str] | None = None  # the one group the records name (from_records)
         # Each group object already absorbed, by identity (kept, so that no other object takes its id): a job of
         # 100,000 ranks names its groups about six times a rank; absorbing an object again changes nothing.
         self.absorbed: dict[int, tuple[PG | GroupId | None, tuple[str, str]]] = {}
@@ -197,6 +198,7 @@ class _Builder:
         keyed = set(key_of)
         keyed.discard(None)
         only = next(iter(keyed)) if len(keyed) == 1 else None
+        self.only_key = only
         for rank, rec, key in zip(rank_of, self.records, key_of, strict=True):
             if rank is None:
                 continue
@@ -244,8 +246,8 @@ class _Builder:
             d.rank if d.pg is None or is_default_group(d.pg) else None)
         if rank is None:
             return
-        keyed = {self.group(r.pg) for r in self.records if r.pg is not None}
-        key = self.group(d.pg) if d.pg is not None else (next(iter(keyed)) if len(keyed) == 1 else self.group(None))
+        only = self.only_key  # from_records' walk, once: not the records again for each such line (issue 42)
+        key = self.group(d.pg) if d.pg is not None else (only if only is not None else self.group(None))
         p = self.at(rank, key)
         p.enq, p.done = _hi(p.enq, d.last_enqueued), _hi(p.done, d.last_completed)
         p.counted = d.loc if p.counted is None or p.counted.line < d.loc.line else p.counted
