@@ -255,7 +255,16 @@ def roots_of(edges: Sequence[tuple[int, int | None]], stuck: Iterable[int]) -> l
             continue
         reach.add(v)
         todo.extend(out.get(v, ()))
-    comps = _sccs(sorted(reach), out)
+    # A node with no edges out is a sink of its own, and a node with an edge to one is in no sink (its component
+    # has that edge leaving it): only the rest need Tarjan's walk. A hang's waiters all point at the few ranks they
+    # wait for, so the walk over every waiter, one Python step an edge, is skipped (issue 42). The rest's components
+    # are taken among the rest alone: one that no edge of the whole graph leaves is a component of the whole graph,
+    # and every sink but the ends lies inside the rest.
+    ends = [v for v in reach if not out.get(v)]
+    dead = set(ends)
+    rest = {v for v in reach if v not in dead and dead.isdisjoint(out[v])}
+    inner = {v: {t for t in out[v] if t in rest} for v in rest}
+    comps = [{v} for v in sorted(ends)] + _sccs(sorted(rest), inner)
     sinks = []
     for c in comps:
         if all(t in c for v in c for t in out.get(v, ())):
