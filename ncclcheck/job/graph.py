@@ -255,7 +255,30 @@ def roots_of(edges: Sequence[tuple[int, int | None]], stuck: Iterable[int]) -> l
             continue
         reach.add(v)
         todo.extend(out.get(v, ()))
-    comps = _sccs(sorted(reach), out)
+    # Peeled from the far end first: a node whose every edge leads to nodes already peeled is on no cycle, so it is
+    # a component of its own, and a sink only with no edge out. A hang's waiters wait for peers that wait for the
+    # straggler, a chain with no cycle: all of them peel, one step an edge, and Tarjan's heavier walk runs only over
+    # the rest, with its edges among the rest (a component there that no edge of the whole graph leaves is one of
+    # the whole graph, and every sink that is not peeled lies inside the rest) (issue 42).
+    into: dict[int, list[int]] = {}
+    left: dict[int, int] = {}
+    for v in reach:
+        targets = out.get(v, ())
+        left[v] = len(targets)
+        for t in targets:
+            into.setdefault(t, []).append(v)
+    ends = [v for v, n in left.items() if n == 0]
+    todo = list(ends)
+    peeled = set(ends)
+    while todo:
+        for u in into.get(todo.pop(), ()):
+            left[u] -= 1
+            if left[u] == 0:
+                peeled.add(u)
+                todo.append(u)
+    rest = reach - peeled
+    inner = {v: {t for t in out[v] if t in rest} for v in rest}
+    comps = [{v} for v in sorted(ends)] + _sccs(sorted(rest), inner)
     sinks = []
     for c in comps:
         if all(t in c for v in c for t in out.get(v, ())):
