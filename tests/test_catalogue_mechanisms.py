@@ -32,6 +32,15 @@ from ncclcheck.job.findings import mismatch_summary
     ("[rank0]: torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
      "address. port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use\n",
      "launcher_failure", "port_in_use", "started twice"),
+    # gloo's interface lookup (device.cc lookupAddrForIface, as gloo/common/logging.cc words an enforce): the narrower
+    # no_socket_interface, not socket_address, whichever program raised it (PyTorch's RuntimeError, Horovod's
+    # terminate), and the hostname lookup's `rp != nullptr` form is not it.
+    ("[rank1]: RuntimeError: [enforce fail at /opt/pytorch/third_party/gloo/gloo/transport/tcp/device.cc:84] "
+     "ifa != nullptr. Unable to find address for: ens5\n", "setup_failure", "no_socket_interface",
+     "GLOO_SOCKET_IFNAME"),
+    ("terminate called after throwing an instance of 'gloo::EnforceNotMet'\n  what():  [enforce fail at "
+     "horovod/third_party/gloo/gloo/transport/tcp/device.cc:88] ifa != nullptr. Unable to find address for: eth0\n"
+     "Aborted (core dumped)\n", "setup_failure", "no_socket_interface", "HOROVOD_GLOO_IFACE"),
 ])
 def test_a_mechanism_names_its_cause(tmp_path, text, kind, cause, fix):
     """Each line is read as the cause of its mechanism, with the verdict kind and a fix that fits it."""
