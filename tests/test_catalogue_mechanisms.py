@@ -32,6 +32,13 @@ from ncclcheck.job.findings import mismatch_summary
     ("[rank0]: torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
      "address. port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use\n",
      "launcher_failure", "port_in_use", "started twice"),
+    # A DataLoader worker's SIGBUS in PyTorch's words (torch/csrc/DataLoader.cpp: the worker's handler, then the
+    # parent's _error_if_any_worker_fails): the narrower shm_bus_error, not shm_full's ENOSPC.
+    ("[rank0]: ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory "
+     "(shm).\n", "rank_failed_first", "shm_bus_error", "--shm-size"),
+    ("RuntimeError: DataLoader worker (pid 4127) is killed by signal: Bus error. It is possible that dataloader's "
+     "workers are out of shared memory. Please try to raise your shared memory limit.\n", "rank_failed_first",
+     "shm_bus_error", "num_workers"),
     # gloo's interface lookup (device.cc lookupAddrForIface, as gloo/common/logging.cc words an enforce): the narrower
     # no_socket_interface, not socket_address, whichever program raised it (PyTorch's RuntimeError, Horovod's
     # terminate), and the hostname lookup's `rp != nullptr` form is not it.
