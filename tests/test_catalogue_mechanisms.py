@@ -39,6 +39,17 @@ from ncclcheck.job.findings import mismatch_summary
     ("RuntimeError: DataLoader worker (pid 4127) is killed by signal: Bus error. It is possible that dataloader's "
      "workers are out of shared memory. Please try to raise your shared memory limit.\n", "rank_failed_first",
      "shm_bus_error", "num_workers"),
+    # NCCL's attach to its peer's /dev/shm segment that open() did not find (src/misc/shmutils.cc ncclShmOpen): ENOENT,
+    # not a /dev/shm too small; 2.12-2.22 state the errno on SYSCHECK's line above the attach line, 2.23 on in it; a
+    # size of 0 is a cuMem descriptor read as a path (src/include/shm.h's union), its fix NCCL_CUMEM_HOST_ENABLE.
+    ("node2:311:402 [1] misc/shmutils.cc:71 NCCL WARN Call to open failed : No such file or directory\n"
+     "node2:311:402 [1] misc/shmutils.cc:113 NCCL WARN Error while attaching to shared memory segment "
+     "/dev/shm/nccl-a8Zk2Q (size 4194304)\n", "setup_failure", "shm_segment_missing", "--ipc=host"),
+    ("[rank3]: node2:311:402 [3] misc/shmutils.cc:128 NCCL WARN Error while attaching to shared memory segment "
+     "/dev/shm/nccl-a8Zk2Q (size 4194304), error: No such file or directory (2)\n", "setup_failure",
+     "shm_segment_missing", "NCCL_SHM_DISABLE=1"),
+    ("[rank0]: Error while attaching to shared memory segment /dev/shm/nccl-\u040c (size 0), error: No such file or "
+     "directory (2)\n", "setup_failure", "shm_segment_missing", "NCCL_CUMEM_HOST_ENABLE=0"),
     # gloo's interface lookup (device.cc lookupAddrForIface, as gloo/common/logging.cc words an enforce): the narrower
     # no_socket_interface, not socket_address, whichever program raised it (PyTorch's RuntimeError, Horovod's
     # terminate), and the hostname lookup's `rp != nullptr` form is not it.
@@ -171,3 +182,4 @@ def test_an_abort_reported_before_any_timeout_is_not_the_watchdogs(tmp_path):
                    "WorkNCCL(SeqNum=3, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800417 milliseconds before "
                    "timing out.\n")
     assert run(log).verdict.culprit_ranks == (1,)
+
