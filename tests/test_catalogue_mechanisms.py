@@ -59,6 +59,11 @@ from ncclcheck.job.findings import mismatch_summary
     ("terminate called after throwing an instance of 'gloo::EnforceNotMet'\n  what():  [enforce fail at "
      "horovod/third_party/gloo/gloo/transport/tcp/device.cc:88] ifa != nullptr. Unable to find address for: eth0\n"
      "Aborted (core dumped)\n", "setup_failure", "no_socket_interface", "HOROVOD_GLOO_IFACE"),
+    # The enforce wrapped after its header (a console's width): gloo/common/logging.cc writes "[enforce fail at
+    # <file>:<line>] <condition>. <message>" on one line, so the indented line under a bare header is its rest.
+    ("[rank0]: RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:84]\n"
+     "  ifa != nullptr. Unable to find address for: ^lo,docker\n", "setup_failure", "no_socket_interface",
+     "exclusion"),
 ])
 def test_a_mechanism_names_its_cause(tmp_path, text, kind, cause, fix):
     """Each line is read as the cause of its mechanism, with the verdict kind and a fix that fits it."""
@@ -183,3 +188,15 @@ def test_an_abort_reported_before_any_timeout_is_not_the_watchdogs(tmp_path):
                    "timing out.\n")
     assert run(log).verdict.culprit_ranks == (1,)
 
+
+@pytest.mark.parametrize("pad", [0, 70_000], ids=["alone", "past-a-block"])
+def test_an_enforce_wrapped_under_its_header_is_joined_deep_in_a_log(tmp_path, pad):
+    """An enforce's header alone on its line brings the line under it, at any depth of a long log (the reader keeps
+    it with its header, as it keeps NCCL's reason under `Last error:`), and nothing else is joined to it."""
+    chatter = "".join(f"step {i} loss 0.{i:04d} lr 3e-4\n" for i in range(pad))
+    log = tmp_path / "console.log"
+    log.write_text(chatter + "RuntimeError: [enforce fail at /opt/gloo/gloo/transport/tcp/device.cc:84]\n"
+                   "    ifa != nullptr. Unable to find address for: ib0\n" + chatter)
+    v = run(log).verdict
+    assert v.cause is not None and v.cause.cause.kind == "no_socket_interface", v.summary
+    assert "Unable to find address for: ib0" in v.summary
