@@ -50,6 +50,16 @@ from ncclcheck.job.findings import mismatch_summary
      "shm_segment_missing", "NCCL_SHM_DISABLE=1"),
     ("[rank0]: Error while attaching to shared memory segment /dev/shm/nccl-\u040c (size 0), error: No such file or "
      "directory (2)\n", "setup_failure", "shm_segment_missing", "NCCL_CUMEM_HOST_ENABLE=0"),
+    # The CUDA driver refusing memory shared by fabric handle (CUDA_ERROR_NOT_PERMITTED, 800): no IMEX channel the
+    # user can open (NVIDIA's IMEX guide); a library's CUDA-driver check naming the call (mscclpp's "Call to <call>
+    # failed.<file>:<line> (Cu failure: <string>)"), and NCCL's own MNNVL check (src/mnnvl.cc, 2.27).
+    ("[rank2]: RuntimeError: Call to cuMemExportToShareableHandle(&fh, handle, CU_MEM_HANDLE_TYPE_FABRIC, 0) failed."
+     "/src/gpu_utils.cc:140 (Cu failure: operation not permitted)\n", "setup_failure", "stated_reason",
+     "/dev/nvidia-caps-imex-channels"),
+    ("gb200-n07:2211:2211 [0] NCCL INFO NCCL version 2.27.7+cuda12.9\n"
+     "gb200-n07:2211:2211 [0] mnnvl.cc:63 NCCL WARN MNNVL (cliqueSize 8) is available but not working on this "
+     "system. Check the IMEX channel configuration (/dev/nvidia-caps-imex-channels). Set NCCL_MNNVL_ENABLE=0 to "
+     "ignore this issue.\n", "setup_failure", "stated_reason", "nvidia-imex-ctl -N"),
     # gloo's interface lookup (device.cc lookupAddrForIface, as gloo/common/logging.cc words an enforce): the narrower
     # no_socket_interface, not socket_address, whichever program raised it (PyTorch's RuntimeError, Horovod's
     # terminate), and the hostname lookup's `rp != nullptr` form is not it.
