@@ -60,6 +60,10 @@ from ncclcheck.job.findings import mismatch_summary
      "gb200-n07:2211:2211 [0] mnnvl.cc:63 NCCL WARN MNNVL (cliqueSize 8) is available but not working on this "
      "system. Check the IMEX channel configuration (/dev/nvidia-caps-imex-channels). Set NCCL_MNNVL_ENABLE=0 to "
      "ignore this issue.\n", "setup_failure", "stated_reason", "nvidia-imex-ctl -N"),
+    # NCCL's NVLS multicast bind by its fixed words (src/transport/nvls.cc, 2.27 on), with its size and CUDA's string
+    # or without them, with or without NCCL's WARN header
+    ("[rank0]: Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error 401 'the operation "
+     "cannot be performed in the present state'.\n", "setup_failure", "nvls_fabric", "NCCL_NVLS_ENABLE=0"),
     # gloo's interface lookup (device.cc lookupAddrForIface, as gloo/common/logging.cc words an enforce): the narrower
     # no_socket_interface, not socket_address, whichever program raised it (PyTorch's RuntimeError, Horovod's
     # terminate), and the hostname lookup's `rp != nullptr` form is not it.
