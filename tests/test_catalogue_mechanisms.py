@@ -32,6 +32,52 @@ from ncclcheck.job.findings import mismatch_summary
     ("[rank0]: torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
      "address. port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use\n",
      "launcher_failure", "port_in_use", "started twice"),
+    # A DataLoader worker's SIGBUS in PyTorch's words (torch/csrc/DataLoader.cpp: the worker's handler, then the
+    # parent's _error_if_any_worker_fails): the narrower shm_bus_error, not shm_full's ENOSPC.
+    ("[rank0]: ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory "
+     "(shm).\n", "rank_failed_first", "shm_bus_error", "--shm-size"),
+    ("RuntimeError: DataLoader worker (pid 4127) is killed by signal: Bus error. It is possible that dataloader's "
+     "workers are out of shared memory. Please try to raise your shared memory limit.\n", "rank_failed_first",
+     "shm_bus_error", "num_workers"),
+    # NCCL's attach to its peer's /dev/shm segment that open() did not find (src/misc/shmutils.cc ncclShmOpen): ENOENT,
+    # not a /dev/shm too small; 2.12-2.22 state the errno on SYSCHECK's line above the attach line, 2.23 on in it; a
+    # size of 0 is a cuMem descriptor read as a path (src/include/shm.h's union), its fix NCCL_CUMEM_HOST_ENABLE.
+    ("node2:311:402 [1] misc/shmutils.cc:71 NCCL WARN Call to open failed : No such file or directory\n"
+     "node2:311:402 [1] misc/shmutils.cc:113 NCCL WARN Error while attaching to shared memory segment "
+     "/dev/shm/nccl-a8Zk2Q (size 4194304)\n", "setup_failure", "shm_segment_missing", "--ipc=host"),
+    ("[rank3]: node2:311:402 [3] misc/shmutils.cc:128 NCCL WARN Error while attaching to shared memory segment "
+     "/dev/shm/nccl-a8Zk2Q (size 4194304), error: No such file or directory (2)\n", "setup_failure",
+     "shm_segment_missing", "NCCL_SHM_DISABLE=1"),
+    ("[rank0]: Error while attaching to shared memory segment /dev/shm/nccl-\u040c (size 0), error: No such file or "
+     "directory (2)\n", "setup_failure", "shm_segment_missing", "NCCL_CUMEM_HOST_ENABLE=0"),
+    # The CUDA driver refusing memory shared by fabric handle (CUDA_ERROR_NOT_PERMITTED, 800): no IMEX channel the
+    # user can open (NVIDIA's IMEX guide); a library's CUDA-driver check naming the call (mscclpp's "Call to <call>
+    # failed.<file>:<line> (Cu failure: <string>)"), and NCCL's own MNNVL check (src/mnnvl.cc, 2.27).
+    ("[rank2]: RuntimeError: Call to cuMemExportToShareableHandle(&fh, handle, CU_MEM_HANDLE_TYPE_FABRIC, 0) failed."
+     "/src/gpu_utils.cc:140 (Cu failure: operation not permitted)\n", "setup_failure", "stated_reason",
+     "/dev/nvidia-caps-imex-channels"),
+    ("gb200-n07:2211:2211 [0] NCCL INFO NCCL version 2.27.7+cuda12.9\n"
+     "gb200-n07:2211:2211 [0] mnnvl.cc:63 NCCL WARN MNNVL (cliqueSize 8) is available but not working on this "
+     "system. Check the IMEX channel configuration (/dev/nvidia-caps-imex-channels). Set NCCL_MNNVL_ENABLE=0 to "
+     "ignore this issue.\n", "setup_failure", "stated_reason", "nvidia-imex-ctl -N"),
+    # NCCL's NVLS multicast bind by its fixed words (src/transport/nvls.cc, 2.27 on), with its size and CUDA's string
+    # or without them, with or without NCCL's WARN header
+    ("[rank0]: Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error 401 'the operation "
+     "cannot be performed in the present state'.\n", "setup_failure", "nvls_fabric", "NCCL_NVLS_ENABLE=0"),
+    # gloo's interface lookup (device.cc lookupAddrForIface, as gloo/common/logging.cc words an enforce): the narrower
+    # no_socket_interface, not socket_address, whichever program raised it (PyTorch's RuntimeError, Horovod's
+    # terminate), and the hostname lookup's `rp != nullptr` form is not it.
+    ("[rank1]: RuntimeError: [enforce fail at /opt/pytorch/third_party/gloo/gloo/transport/tcp/device.cc:84] "
+     "ifa != nullptr. Unable to find address for: ens5\n", "setup_failure", "no_socket_interface",
+     "GLOO_SOCKET_IFNAME"),
+    ("terminate called after throwing an instance of 'gloo::EnforceNotMet'\n  what():  [enforce fail at "
+     "horovod/third_party/gloo/gloo/transport/tcp/device.cc:88] ifa != nullptr. Unable to find address for: eth0\n"
+     "Aborted (core dumped)\n", "setup_failure", "no_socket_interface", "HOROVOD_GLOO_IFACE"),
+    # The enforce wrapped after its header (a console's width): gloo/common/logging.cc writes "[enforce fail at
+    # <file>:<line>] <condition>. <message>" on one line, so the indented line under a bare header is its rest.
+    ("[rank0]: RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:84]\n"
+     "  ifa != nullptr. Unable to find address for: ^lo,docker\n", "setup_failure", "no_socket_interface",
+     "exclusion"),
 ])
 def test_a_mechanism_names_its_cause(tmp_path, text, kind, cause, fix):
     """Each line is read as the cause of its mechanism, with the verdict kind and a fix that fits it."""
@@ -155,3 +201,16 @@ def test_an_abort_reported_before_any_timeout_is_not_the_watchdogs(tmp_path):
                    "WorkNCCL(SeqNum=3, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800417 milliseconds before "
                    "timing out.\n")
     assert run(log).verdict.culprit_ranks == (1,)
+
+
+@pytest.mark.parametrize("pad", [0, 70_000], ids=["alone", "past-a-block"])
+def test_an_enforce_wrapped_under_its_header_is_joined_deep_in_a_log(tmp_path, pad):
+    """An enforce's header alone on its line brings the line under it, at any depth of a long log (the reader keeps
+    it with its header, as it keeps NCCL's reason under `Last error:`), and nothing else is joined to it."""
+    chatter = "".join(f"step {i} loss 0.{i:04d} lr 3e-4\n" for i in range(pad))
+    log = tmp_path / "console.log"
+    log.write_text(chatter + "RuntimeError: [enforce fail at /opt/gloo/gloo/transport/tcp/device.cc:84]\n"
+                   "    ifa != nullptr. Unable to find address for: ib0\n" + chatter)
+    v = run(log).verdict
+    assert v.cause is not None and v.cause.cause.kind == "no_socket_interface", v.summary
+    assert "Unable to find address for: ib0" in v.summary

@@ -20,19 +20,34 @@ def _verdict(analysis):
     return v.kind.value, v.cause.cause.kind if v.cause else None, list(v.culprit_ranks)
 
 
-@pytest.mark.parametrize("case", ["gloo_ifname_missing", "gloo_address_not_local"])
-def test_recorded_runs_are_the_hosts_address(case):
+@pytest.mark.parametrize(("case", "cause"), [
+    # gloo's interface lookup is the narrower no_socket_interface (an interface this host lacks), whichever name
+    ("gloo_ifname_missing", "no_socket_interface"), ("gloo_ifname_exclusion", "no_socket_interface"),
+    ("gloo_address_not_local", "socket_address"),
+])
+def test_recorded_runs_are_the_hosts_address(case, cause):
     analysis = run(NET / case / "console.log")
-    assert _verdict(analysis) == ("setup_failure", "socket_address", [])
-    assert any("GLOO_SOCKET_IFNAME" in f for f in analysis.verdict.cause.cause.fix)
+    assert _verdict(analysis) == ("setup_failure", cause, [])
+    assert any("GLOO_SOCKET_IFNAME" in f for f in (*analysis.verdict.cause.fix, *analysis.verdict.next_steps))
+
+
+def test_nccls_exclusion_syntax_given_to_gloo_is_named():
+    """`GLOO_SOCKET_IFNAME=^lo` (recorded): gloo looks for an interface called `^lo`; the first step says the `^`
+    exclusion is NCCL_SOCKET_IFNAME's syntax, which gloo does not read."""
+    steps = run(NET / "gloo_ifname_exclusion" / "console.log").verdict.next_steps
+    assert "GLOO_SOCKET_IFNAME" in steps[0] and "exclusion syntax are NCCL_SOCKET_IFNAME's, not gloo's" in steps[0]
+
+
+def test_gloos_interface_lookup_on_every_rank_is_no_rank_fault():
+    """gloo's lookupAddrForIface on both ranks (an interface name the host lacks): the narrower no_socket_interface."""
+    lines = ["[rank0]: RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != "
+             "nullptr. Unable to find address for: ens9f0",
+             "[rank1]: RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != "
+             "nullptr. Unable to find address for: ens9f0"]
+    assert _verdict(run_text("\n".join(lines) + "\n")) == ("setup_failure", "no_socket_interface", [])
 
 
 @pytest.mark.parametrize("lines", [
-    # gloo's lookupAddrForIface, on both ranks (an interface name the host lacks)
-    ["[rank0]: RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != nullptr. "
-     "Unable to find address for: ens9f0",
-     "[rank1]: RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != nullptr. "
-     "Unable to find address for: ens9f0"],
     # gloo's Device::isInitiator: each side names its own family first (GLOO_ENFORCE_EQ's "x vs y")
     ["[rank0]: RuntimeError: [enforce fail at /opt/gloo/gloo/transport/tcp/device.cc:288] ss1.ss_family == "
      "ss2.ss_family. 2 vs 10",
@@ -109,8 +124,13 @@ def test_each_form_leads_with_the_setting_of_the_library_that_printed_it(line, s
 
 def test_the_summary_names_what_could_not_be_set_up_not_nccl():
     """gloo, MPI and ZeroMQ print this cause's lines: the summary says the ranks' connections, never NCCL's set-up."""
-    line = ("RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != nullptr. "
-            "Unable to find address for: ib0")
+    line = ("RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:152] bind_rv == 0. "
+            "Unable to find address for gpu-12; bind(2) for 10.1.0.12 failed with: Cannot assign requested address")
     summary = run_text(line + "\n").verdict.summary
     assert summary.startswith("The job could not set up the connections between its ranks, a socket's address")
     assert "NCCL" not in summary
+    line = ("RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != nullptr. "
+            "Unable to find address for: ib0")
+    summary = run_text(line + "\n").verdict.summary
+    assert summary.startswith("The job could not set up the connections between its ranks, no usable network "
+                              "interface")

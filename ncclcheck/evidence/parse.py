@@ -25,7 +25,7 @@ from ncclcheck.evidence.formats.elastic import Table
 from ncclcheck.evidence.formats.host import Records as HostRecords
 from ncclcheck.evidence.formats.pgnccl import incomplete, waits_for_digits
 from ncclcheck.evidence.formats.storeclient import read as store_words
-from ncclcheck.evidence.repair import HEADER, MAX_JOIN, OPEN_TAIL, clean, last_bar, squeeze, unprefixed
+from ncclcheck.evidence.repair import HEADER, MAX_JOIN, OPEN_TAIL, clean, last_bar, open_header, squeeze, unprefixed
 from ncclcheck.evidence.stamps import glog
 from ncclcheck.evidence.types import (
     PG,
@@ -213,7 +213,7 @@ class LogParser:
         self._held = [e for e in said if not isinstance(e, (PidRank, WorkerStarted, WorkerDied))]
         sq = squeeze(text) if pgnccl.MAY_START.search(text) or OPEN_TAIL.search(text, max(0, len(text) - 100)) \
             else None
-        if sq is not None and incomplete(sq):
+        if sq is not None and (incomplete(sq) or open_header(sq)):
             self._pend = (lineno, lineno, who, [text])
             return
         self._logical(lineno, who, text, sq=sq)

@@ -686,11 +686,15 @@ def _searched(buf: bytearray, size: int, trigger: re.Pattern[bytes], back: int, 
 
 def _kept(buf: bytearray, size: int, ends: list[int]) -> list[tuple[int, int]]:
     """The lines of ``buf[:size]`` that hold one of ``WHOLE_WORDS`` (given by their ``ends``, past the newline), as
-    ``(start, end)`` spans; a line ending in NCCL's ``Last error:`` brings the line under it (NCCL's reason) along."""
+    ``(start, end)`` spans; a line ending in NCCL's ``Last error:`` brings the line under it (NCCL's reason) along,
+    and so does a line ending in an enforce's header (``[enforce fail at <file>:<line>]``, whose condition and message
+    its source writes on the same line: a wrap put them under it, repair.ENFORCE_OPEN)."""
     spans = []
     for end in ends:
         start = buf.rfind(b"\n", 0, end - 1) + 1
-        if end < size and bytes(buf[max(start, end - 24): end]).rstrip().endswith(b"Last error:"):
+        tail = bytes(buf[max(start, end - 24): end]).rstrip()
+        if end < size and (tail.endswith(b"Last error:")
+                           or tail.endswith(b"]") and buf.find(b"[enforce fail at ", start, end) != -1):
             end = buf.find(b"\n", end, size) + 1
         spans.append((start, end))
     return spans

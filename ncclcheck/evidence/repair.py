@@ -31,9 +31,21 @@ MAX_JOIN = 8  # physical lines one logical line may span
 PREFIX_END = re.compile(r"\[(?:PG[^\[\]]*?)?Rank-?\d+\]\Z")
 OPEN_PREFIX = re.compile(r"\[(?:R|Ra|Ran|Rank-?\d*|P|PG[^\[\]]*)?")
 # The end of a physical line that may be cut inside a rank prefix or right after one (raw text, last 100 chars).
-OPEN_TAIL = re.compile(r"\[(?:R|Ra|Ran|Rank ?-?\d*|P|PG[^\[\]]*)?\s*\Z|Rank -?\d+\]\s*\S{0,2}\Z")
+OPEN_TAIL = re.compile(r"\[(?:R|Ra|Ran|Rank ?-?\d*|P|PG[^\[\]]*)?\s*\Z|Rank -?\d+\]\s*\S{0,2}\Z"
+                       r"|\.(?:cc|cpp|h|hpp|cu):\d{1,6}\]\s*\Z")
+# An enforce's header with nothing after it (squeezed text): gloo's EnforceNotMet (gloo/common/logging.cc) and
+# caffe2's/c10's enforce word their message "[enforce fail at <file>:<line>] <condition>. <message>", always on one
+# line, so a line that ends at the header's bracket was wrapped (a console's width, a copy) and its condition and
+# message are on the next line.
+ENFORCE_OPEN = re.compile(r"\[enforcefailat[^\[\]]{1,400}:\d{1,6}\]\Z")
 BOUNDARY = " :)]|>"
 PYTEST_E = re.compile(r"E {3,}")
+
+
+def open_header(sq: str) -> bool:
+    """True when a squeezed line ends in an error's header whose message its source always writes after it on the
+    same line (:data:`ENFORCE_OPEN`): the next physical line, with no header of its own, is the rest of it."""
+    return ENFORCE_OPEN.search(sq, max(0, len(sq) - 460)) is not None
 
 
 def squeeze(text: str) -> str:

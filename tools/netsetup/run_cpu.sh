@@ -18,3 +18,5 @@ record() {  # name, port, environment assignments...
 record gloo_ifname_missing 29641 GLOO_SOCKET_IFNAME=ib0
 # an address that is not this host's (192.0.2.1: TEST-NET-1, the development VM's eth0 is 192.0.2.2/24)
 record gloo_address_not_local 29642 NETSETUP_ADDR0=192.0.2.1 NETSETUP_ADDR1=192.0.2.1
+# NCCL's exclusion syntax given to gloo, which takes each comma-separated name as it stands
+record gloo_ifname_exclusion 29643 "GLOO_SOCKET_IFNAME=^lo"

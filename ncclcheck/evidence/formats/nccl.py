@@ -97,8 +97,11 @@ ERROR_WORDS = ("NCCL error", "NCCL Error", "NCCL failure", "dled cuda error", "d
 LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(?P<text>.*)$")
 # NCCL's own sentences for a failed set-up or transport, wherever they stand (a paste often keeps only them).
 SAYS = re.compile(
-    r"Error while creating shared memory segment|no socket interface found|neither AF_INET|Failed to initialize any "
-    r"NET plugin|Got completion from peer|peer access is not supported|Call to \w+ failed"
+    r"Error while creating shared memory segment|Error while attaching to shared memory segment"
+    r"|no socket interface found|neither AF_INET|Failed to initialize any NET plugin|Got completion from peer"
+    r"|peer access is not supported|Call to \w+ failed"
+    # NVLS's multicast bind (src/transport/nvls.cc, 2.27 on), by its fixed words, with or without its size
+    r"|Failed to bind NVLink SHARP \(NVLS\) Multicast memory[^\n]{0,100}?CUDA error"
     # its duplicate-GPU check (src/init.cc): the sentence with or without its opening, and 2.30's form
     r"|Duplicate GPU detected|rank \d{1,9} and rank \d{1,9} both on CUDA device|Multiple ranks detected using the same GPU"
     # its kernels' set-up (src/enqueue.cc, ncclInitKernelsForDevice): they need more shared memory than the GPU allows
