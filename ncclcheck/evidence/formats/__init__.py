@@ -16,6 +16,7 @@ from ncclcheck.evidence.formats import (
     accelerate,
     backtrace,
     busy,
+    cmdline,
     colltrace,
     composer,
     cxx,
@@ -93,6 +94,7 @@ FORMATS: tuple[LineSource, ...] = (
     libfabric.FORMAT,  # libfabric's own warnings and fi_info's failure (the catalogue's ofi_provider_empty)
     mpifatal.FORMAT,  # an MPI library's fatal error report and a GPU-aware MPI's CUDA IPC failure (job/reasons.py)
     verbsqp.FORMAT,  # a program's report that creating an RDMA queue pair failed, with its errno (job/reasons.py)
+    cmdline.FORMAT,  # argparse refusing a program's command line: exit 2 before any work (job/reasons.py)
     glibc.FORMAT,  # glibc's heap checks and fortify failures: the process aborted itself (job/reasons.py)
     # read by the assembler (evidence/parse.py) on logical lines, in its order (``logical``)
     host.FORMAT, pgnccl.FORMAT, elastic.FORMAT, nccl2.FORMAT, nccl.FORMAT, errors.FORMAT, busy.FORMAT, world.FORMAT,
