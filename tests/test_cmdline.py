@@ -63,6 +63,8 @@ def test_another_refused_argument_is_no_launchers_fault():
     "src/kernel.cu(12): error: identifier undefined",  # a compiler's, with a place in parentheses
     "model.cc:12:5: error: expected ';'",  # gcc's file:line:column
     "see train.py: error: messages in the docs",  # a sentence that quotes the words mid-line
+    "0: slurmstepd-vm: error: Detected 1 oom-kill event(s) in StepId=1.0.",  # another program's own error words
+    "slurmstepd: error: *** STEP 12.0 ON node1 CANCELLED AT 2026-11-28T10:00:00 ***",
 ])
 def test_lines_that_are_not_argparses_are_not_read_as_it(line):
     assert cmdline.message(line) is None

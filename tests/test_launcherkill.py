@@ -1,4 +1,5 @@
-"""DeepSpeed's launcher's kill of its workers (deepspeed/launcher/launch.py, sigkill_handler; job/launcherkill.py).
+"""A launcher's report of workers killed with no error of their own (job/launcherkill.py): DeepSpeed's launcher's kill of its
+workers (deepspeed/launcher/launch.py, sigkill_handler), and Ray's actor error for a process no line ranks.
 
 The lines are written from launch.py's format strings (`logger.info(f"Killing subprocess {process.pid}")`, its first
 releases' print of the same words, `Main process received {sig_names[signum]}, exiting`) and recorded in
@@ -49,3 +50,27 @@ def test_the_public_thread_is_a_worker_killed_with_no_traceback():
     """211: three kill lines, the exit line and the OOM killer's record not in the paste."""
     v = run(thread_log("211")).verdict
     assert (v.kind, v.cause.cause.kind) == (VerdictKind.RANK_FAILED_FIRST, "host_kill")
+
+
+_DIED = ("The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit detail: "
+         "Worker unexpectedly exits with a connection error code 2. End of file.")
+
+
+@pytest.mark.parametrize("after", [
+    " There are some potential root causes. (1) The process is killed by SIGKILL by OOM killer due to high memory usage.",
+    " Some common causes include: (1) the process was killed by the OOM killer due to high memory usage.",
+    "",
+])
+def test_a_ray_actor_no_line_ranks_that_died_is_a_kill_not_its_list_of_guesses(after):
+    """Ray's actor error (python/ray/exceptions.py's ActorDiedError, the worker's exit type and detail) for an actor
+    no rank table pairs with a PID: a process of the job died with no error of its own. Ray's list of potential
+    causes after it is not read as a statement (the OOM killer is its first guess, not its finding)."""
+    v = run_text(f"(LLMRayActor pid=585804) {_DIED}{after}\n").verdict
+    assert (v.kind, v.cause.cause.kind, v.culprit_ranks) == (VerdictKind.RANK_FAILED_FIRST, "host_kill", ())
+    assert "potential" not in v.summary and "common causes" not in v.summary
+    assert v.next_steps[0].startswith("On that host: `dmesg -T")
+
+
+def test_a_ray_actor_death_beside_an_error_stays_that_error():
+    v = run_text(f"RuntimeError: CUDA error: an illegal memory access was encountered\n{_DIED}\n").verdict
+    assert v.cause is None or v.cause.cause.kind != "host_kill"

@@ -181,7 +181,7 @@ class LogParser:
             elif isinstance(e, WorkerStarted):
                 self._spawned(e)
             elif isinstance(e, WorkerDied):
-                self._died(e)
+                self._died(e, text)
         self._line_pid = formats.pid_tag(text) if text.startswith("(") else None
         if self._line_pid in self._pid_error and went_on(text):
             self._outlived.add(self._pid_error.pop(self._line_pid))
@@ -584,14 +584,16 @@ class LogParser:
         if not said.own_log:
             self._ranks.add(said.rank)
 
-    def _died(self, said: WorkerDied) -> None:
+    def _died(self, said: WorkerDied, text: str) -> None:
         """A launcher's report that a worker's process died without an error of its own (Ray's actor error): that
-        rank's death, by a signal it does not name. Its rank by the PID the report names, or the snippet's one rank."""
+        rank's death, by a signal it does not name. Its rank by the PID the report names, or the snippet's one rank;
+        where neither names one, the death of a process no line ranks (the report's own line's), never dropped: a
+        process of the job died."""
         rank = self._procs.pid_rank.get(said.pid) if said.pid is not None else None
         if rank is None and len(said.snippet) == 1:
             rank = said.snippet[0]
-        if rank is not None:
-            self._error(self._procs.one(rank, None), ErrorKind.KILLED, said.text, said.loc)
+        self._error(self._procs.one(rank, None) if rank is not None else self._procs.who(text), ErrorKind.KILLED,
+                    said.text, said.loc)
 
     def _gloo_wait(self, who: Who, said: GlooWait) -> None:
         """gloo's collective timeouts (evidence/formats/gloo.py): like NCCL's watchdog line, a wait, not the rank's

@@ -8,6 +8,10 @@ others as a worker's end and a job's stop). So its kill lines with neither after
 inputs, say that a worker failed and not which or how. A worker that printed no error of its own died of a signal,
 most often the kernel's OOM killer's SIGKILL: ``rank_failed_first`` with no culprit, the cause ``host_kill``, whose
 steps are the host's kernel log and memory.
+
+A launcher's report that a worker's process died with no error of its own and no line naming its rank (Ray's actor
+error for an actor no rank table pairs with its PID: an RL framework's or a serving engine's own actors) is the same
+death, of a process the inputs do not rank: the cause is ``host_kill`` too, never a code error to fix.
 """
 
 from __future__ import annotations
@@ -16,9 +20,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ncclcheck.evidence.formats.deepspeed import KILLING_FACT
-from ncclcheck.evidence.types import FileScan
+from ncclcheck.evidence.types import ErrorKind, FileScan
 from ncclcheck.job.causes import HOST_KILL, Diagnosis
-from ncclcheck.job.model import VerdictKind
+from ncclcheck.job.model import Job, VerdictKind
 from ncclcheck.job.rules import Decision
 
 
@@ -43,3 +47,16 @@ def killed_workers(d: Decision, scans: Sequence[FileScan]) -> Decision:
     locs = tuple(dict.fromkeys(f.loc for f in kills))[:8]
     return replace(d, kind=VerdictKind.RANK_FAILED_FIRST, summary=summary, culprits=(), waiting=(),
                    cause=Diagnosis(HOST_KILL, (), detail, first.loc, locs, detail))
+
+
+def unranked_death(job: Job, d: Decision) -> Decision:
+    """A process no line ranks that died with no error of its own, and no other failure (the module's docstring):
+    ``host_kill``, naming no culprit; else ``d``."""
+    if d.cause is not None or d.kind is not VerdictKind.RANK_FAILED_FIRST or d.culprits or d.primary is not None:
+        return d
+    unnamed = job.facts.unnamed_failures
+    if not unnamed or any(e.kind is not ErrorKind.KILLED for e in unnamed):
+        return d
+    first = unnamed[0]
+    detail = f"a process of the job died with no error of its own ({first.message})"
+    return replace(d, cause=Diagnosis(HOST_KILL, (), detail, first.loc, tuple(e.loc for e in unnamed)[:8], detail))

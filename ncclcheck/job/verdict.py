@@ -33,7 +33,7 @@ from ncclcheck.job.findings import (
 )
 from ncclcheck.job.frmatch import history_findings
 from ncclcheck.job.idwait import lazy_p2p
-from ncclcheck.job.launcherkill import killed_workers
+from ncclcheck.job.launcherkill import killed_workers, unranked_death
 from ncclcheck.job.launchgaps import error_file, member_steps, unstarted_members
 from ncclcheck.job.localonly import local_only_findings, local_only_steps
 from ncclcheck.job.lonework import awaited_ranks
@@ -77,6 +77,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     d = barrier_waited(job, d, scans)  # ranks waiting in the store-based barrier (job/storebarrier.py)
     d = lazy_p2p(job, d, scans)  # a send or recv's wait for its communicator's NCCL id (job/idwait.py)
     d = killed_workers(d, scans)  # a launcher's kill of its workers, nothing else said (job/launcherkill.py)
+    d = unranked_death(job, d)  # a process no line ranks died with no error of its own (job/launcherkill.py)
     d = cut_off(job, d, scans)  # a console that stops mid-run with no ending and no failure (job/ending.py)
     d = stopped_apart(job, d, scans)  # the ranks' own counters stop apart, nothing failed or ended (job/apart.py)
     d = unstarted_members(job, error_file(job, d, scans), scans)  # what a launcher says is missing (launchgaps.py)

@@ -25,8 +25,11 @@ from ncclcheck.evidence.types import Clue, Loc, Said, Who
 
 # After the line's launcher tag, if any (torchrun's `[rank3]:`, Ray's `(Worker pid=N) `, srun -l's `3: `): the
 # program's name (a file or command name, or `python3 -m module`), then argparse's own words. Bounded.
+# The message is one of argparse's own (its parse_known_args', parse_args' and ArgumentError's words): other programs
+# print "<name>: error: ..." too (slurmstepd's "Detected 1 oom-kill event(s)"), in words of their own.
 ERROR = re.compile(r"(?:^|\]:|\) |^\d{1,6}: )\s*(?P<prog>(?:python[\d.]{0,5} -m )?[\w.+-]{1,120})"
-                   r": error: (?P<message>\S.{0,500})$")
+                   r": error: (?P<message>(?:unrecognized arguments: |the following arguments are required: "
+                   r"|one of the arguments |argument [^\s:]{1,100}: |ambiguous option: )\S.{0,500})$")
 # A Python exception's name before the words is a traceback's last line, not a program's name.
 _EXCEPTION = re.compile(r"(?:Error|Exception|Warning|Exit|Interrupt)$")
 WORDS = (": error: ",)

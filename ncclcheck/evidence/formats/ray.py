@@ -43,9 +43,10 @@ PID_RANKS = (
 # merged across workers, which is no one process's.
 PID_TAG = re.compile(r"^\(\w+ pid=(?P<pid>\d+)(?:, ip=[\d.]+)?\)(?=(?P<merged>.*across cluster\]\s*$)?)")
 # The controller's report of a worker that died without an error of its own ("SYSTEM_ERROR": Ray's exit type for a
-# worker that went away unannounced), cut before Ray's list of what may have caused it.
+# worker that went away unannounced), cut before Ray's list of what may have caused it (its words in each release:
+# "Some common causes include", "There are some potential root causes"): a list of guesses, not a statement.
 DIED = re.compile(r"The actor is dead because its worker process has died\. Worker exit type: SYSTEM_ERROR"
-                  r"(?:(?!Some common causes).)*")
+                  r"(?:(?!Some common causes|There are some potential root causes).)*")
 SNIPPET = re.compile(r"\[Rank (?P<ranks>[\d,]+) Error Snippet\]:")
 # The actor error's own line for its process, a field of its tab-indented list ("\tpid: 19369").
 ACTOR_PID = re.compile(r"^(?:\(\w+ pid=\d+[^)]*\) ?)?\s*\tpid: (?P<pid>\d+)\s*$")
