@@ -29,7 +29,10 @@ def test_the_recorded_stall_stops_apart_and_names_no_culprit():
     assert v.kind.value == "incomplete_evidence" and list(v.culprit_ranks) == []
     assert "rank 0 at 7" in v.summary and "rank 1 at 6" in v.summary
     (f,) = _apart(a)
-    assert "DistributedSampler" in f.fix and "Join" in f.fix
+    assert f.fix is None and v.cause is not None and v.cause.cause.kind == "steps_apart"  # the cause's steps, once
+    assert v.action.kind == "collect-more" and "which rank held the others" in v.action.why
+    assert "DistributedSampler" in v.next_steps[0] and "Join" in v.next_steps[0]
+    assert len(v.next_steps) == 2 and "num_workers=0" in v.next_steps[1]  # no "the culprit is among the missing"
 
 
 @pytest.mark.parametrize("prefix", ["", "[rank{r}]:", "[default{r}]:", "{r}: "])
@@ -44,7 +47,7 @@ def test_counts_a_line_names_the_rank_of(prefix):
 def test_dgls_partitions_stop_apart():
     a = _analysis(*(_DGL.format(r=r, e=19, s=0) for r in (3, 0, 2, 1)), _DGL.format(r=0, e=19, s=20))
     assert a.verdict.kind.value == "incomplete_evidence" and _apart(a)
-    assert "num_workers=0" in _apart(a)[0].fix
+    assert "num_workers=0" in a.verdict.next_steps[1]
 
 
 @pytest.mark.parametrize("lines", [

@@ -21,17 +21,12 @@ from dataclasses import dataclass, replace
 
 from ncclcheck.evidence.types import FileScan, Loc
 from ncclcheck.findings import Finding, Severity
+from ncclcheck.job.causes import Diagnosis, cause
 from ncclcheck.job.model import Job, VerdictKind
 from ncclcheck.job.rules import Decision
 
-FIX = ("Give every rank the same number of steps: a DistributedSampler (drop_last=True, or padding) instead of a split "
-       "of one's own, a finite step count for a loop that runs a dataset to its end (an evaluation or validation with "
-       "steps=-1 runs out on one rank first), or torch.distributed.algorithms.Join (DDP's model.join()) where ranks "
-       "must run different amounts. If every rank should have run the same number of steps, the rank that stopped "
-       "counting first is held before its next step: `py-spy dump --native --pid <pid>` on each rank's process and "
-       "on its data loader's or sampler's worker processes shows where (a hang in a worker process stops its rank; "
-       "num_workers=0 tells), and flight-recorder dumps (TORCH_NCCL_TRACE_BUFFER_SIZE=2000, "
-       "TORCH_NCCL_DUMP_ON_TIMEOUT=1) show which collective each rank last issued.")
+# The catalogue's cause for ranks that stop apart (job/catalogue/steps_apart.toml): its fix is the steps.
+STEPS_APART = cause("steps_apart")
 
 
 @dataclass(frozen=True)
@@ -90,7 +85,10 @@ def stopped_apart(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
                f"{_said(loops)}. Ranks that run in step (every step's collectives wait for every rank) stop apart where "
                "they ran different numbers of steps, or where one was held before its next step: the job stalled "
                "there (or its log was cut). No line says which rank is at fault.")
-    return replace(d, kind=VerdictKind.INCOMPLETE, summary=summary)
+    locs = tuple(x.loc for xs in loops.values() for x in xs)
+    detail = f"the ranks' own counters stop apart: {_said(loops)}"
+    return replace(d, kind=VerdictKind.INCOMPLETE, summary=summary,
+                   cause=Diagnosis(STEPS_APART, (), detail, locs[0], locs[:8], detail))
 
 
 def apart_findings(scans: Sequence[FileScan], d: Decision) -> list[Finding]:
@@ -105,4 +103,6 @@ def apart_findings(scans: Sequence[FileScan], d: Decision) -> list[Finding]:
                     f"The ranks' own counters stop apart: {_said(loops)}. A rank ahead waits in a collective that a "
                     "rank behind has not issued: the rank behind ran out of steps (uneven data) or was held before "
                     "its next step.",
-                    tuple(x.loc for xs in loops.values() for x in xs)[:8], FIX)]
+                    tuple(x.loc for xs in loops.values() for x in xs)[:8],
+                    # the verdict's cause says it already, with the same steps: the finding keeps the evidence
+                    None if d.cause is not None and d.cause.cause is STEPS_APART else " ".join(STEPS_APART.fix))]

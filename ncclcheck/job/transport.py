@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ncclcheck.evidence.types import FileScan, Loc
+from ncclcheck.job.apart import STEPS_APART
 from ncclcheck.job.causes import Diagnosis, cause
 from ncclcheck.job.launchgaps import ERROR_FILE
 from ncclcheck.job.model import EndKind, Job, VerdictKind, Work
@@ -46,8 +47,10 @@ from ncclcheck.ranks import rank_phrase
 
 SETTINGS_DIFFER = cause("settings_differ_hang")
 FIRST_COLLECTIVE = cause("first_collective_hang")
-# Causes whose own steps replace a hang's generic ones (job/wording.py): they already say which path to test.
-OWN_STEPS = frozenset({SETTINGS_DIFFER.kind, FIRST_COLLECTIVE.kind, STOPPED.kind, NO_REPLY.kind, ERROR_FILE.kind})
+# Causes whose own steps replace a hang's generic ones (job/wording.py): they already say which path to test (or,
+# for ranks that stopped apart, which rank was held).
+OWN_STEPS = frozenset({SETTINGS_DIFFER.kind, FIRST_COLLECTIVE.kind, STOPPED.kind, NO_REPLY.kind, ERROR_FILE.kind,
+                       STEPS_APART.kind})
 # The disagreements (versions.LOG_RULES' codes) by which each rank chooses on its own how its data travels: the
 # algorithm and protocol of a call, the transport, the network plugin. Others (a buffer size, a channel count) take
 # another path or speed on the odd ranks, and the ranks still connect (tests/data/gpu/nccl232/diag_env: a different
