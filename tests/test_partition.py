@@ -155,6 +155,17 @@ def test_the_ranks_torchrun_stopped_after_a_kill_are_listed_as_stopped() -> None
     assert v.cause is not None and v.cause.cause.kind == "host_kill"
 
 
+@pytest.mark.parametrize(("case", "cause"), [("agent_term", "stopped_externally"), ("nohup_hup", "terminal_hangup")])
+def test_the_signal_torchruns_agent_received_says_who_stopped_the_job(case: str, cause: str) -> None:
+    """The agent passes on the signal it got (agent/server/api.py): SIGTERM is a scheduler or a kill, SIGHUP the
+    terminal or SSH session that started it closing, which nohup does not stop (the agent installs its own handler)."""
+    v = _read(f"{case}/console.log").verdict
+    assert (v.kind, v.culprit_ranks) == (VerdictKind.LAUNCHER_FAILURE, ()), v.summary
+    assert v.cause is not None and v.cause.cause.kind == cause
+    fix = " ".join(v.next_steps)
+    assert ("setsid" in fix and "--signals-to-handle SIGTERM,SIGINT,SIGQUIT" in fix) == (case == "nohup_hup"), fix
+
+
 @pytest.mark.parametrize("inputs", [("sigint/console.log",), ("sigint/logs",), ("sigint/console.log", "sigint/logs")])
 def test_ctrl_c_is_an_interrupt_not_three_failed_ranks(inputs: tuple[str, ...]) -> None:
     v = _read(*inputs).verdict
@@ -178,7 +189,7 @@ def test_the_report_names_every_set_as_ranges() -> None:
     assert "culprit rank(s): 1; stopped 0, 2" in r.stdout, r.stdout
 
 
-@pytest.mark.parametrize("case", ["outside_term", "sigkill", "agent_term"])
+@pytest.mark.parametrize("case", ["outside_term", "sigkill", "agent_term", "nohup_hup"])
 def test_per_rank_files_that_stop_without_an_ending_ask_for_the_console(case: str) -> None:
     """torchrun's --log-dir files of workers ended by a signal stop mid-run: not no_failure, but incomplete."""
     a = _read(f"{case}/logs")

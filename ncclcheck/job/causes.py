@@ -17,6 +17,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ncclcheck import signals
 from ncclcheck.evidence import formats, stamps
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, NcclWords, PeerGone, StoreWords, SystemEvent
 from ncclcheck.job.causedata import DEVICE, HOST, LATE, LAUNCHER, MEMORY, NETWORK, PROGRAM, SETUP, Cause, read_catalogue
@@ -69,8 +70,9 @@ class Diagnosis:
 CATALOGUE, RULED = _in_order(read_catalogue())
 ALL_CAUSES = (*CATALOGUE, *RULED)
 _BY_KIND = {c.kind: c for c in ALL_CAUSES}
-VERSIONS, NO_REASON, SYSTEM_ERROR, HOST_KILL, STOPPED = (_BY_KIND[k] for k in (
-    "nccl_version_mismatch", "nccl_no_reason", "nccl_system_error", "host_kill", "stopped_externally"))
+VERSIONS, NO_REASON, SYSTEM_ERROR, HOST_KILL, STOPPED, HANGUP = (_BY_KIND[k] for k in (
+    "nccl_version_mismatch", "nccl_no_reason", "nccl_system_error", "host_kill", "stopped_externally",
+    "terminal_hangup"))
 # The cause of a death by signal that the launcher reports without a line of the process's own.
 _BY_SIGNAL = {sig: c for c in CATALOGUE for sig in c.signals}
 
@@ -311,7 +313,10 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
     errors = [e for s in scans for e in s.errors if e.kind is not ErrorKind.EXCEPTION or "SignalException" not in e.message]
     timeouts = any(s.works or s.statuses for s in scans)
     if stops and not errors and not timeouts:
-        return Diagnosis(STOPPED, (), stops[0].text, stops[0].loc, tuple(s.loc for s in stops)[:8], stops[0].text)
+        # The agent passes on the signal it received: SIGHUP is a closed terminal, not a scheduler (signals.ORIGIN).
+        hangup = any(signals.death_signal(s.text) == "SIGHUP" for s in stops)
+        return Diagnosis(HANGUP if hangup else STOPPED, (), stops[0].text, stops[0].loc,
+                         tuple(s.loc for s in stops)[:8], stops[0].text)
     return None
 
 

@@ -318,8 +318,8 @@ def next_steps(kind: VerdictKind, culprits: Sequence[int], killed: bool = False,
                 "flight-recorder dump applies, and raising the timeout changes nothing. The fix is a setting or the "
                 "host.",)
     if kind is VerdictKind.LAUNCHER_FAILURE:
-        steps = ["The launcher (torchrun's agents and their rendezvous store) failed, not a collective: no rank "
-                 "in these inputs is the culprit."]
+        steps = ["The launcher (torchrun's agents and their rendezvous store) failed or was stopped, not a "
+                 "collective: no rank in these inputs is the culprit."]
         if missing:
             steps.append(f"Collect the logs of {rank_phrase(missing)} (their nodes' torchrun output and "
                          "`dmesg -T`): what happened there is not in these inputs.")

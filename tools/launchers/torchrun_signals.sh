@@ -10,10 +10,12 @@
 #   sigkill      SIGKILL to rank 1's process: torchrun then stops ranks 0 and 2
 #   sigint       SIGINT to torchrun's whole process group, as Ctrl-C in its terminal does
 #   agent_term   SIGTERM to torchrun itself (a scheduler's stop, a pod's deletion): it stops its workers
+#   nohup_hup    torchrun started under nohup, then SIGHUP to it, as the kernel sends when the terminal or SSH session
+#                that started it closes: nohup's ignored SIGHUP is undone by the agent's own handler, so it stops
 #
 # usage: tools/launchers/torchrun_signals.sh [OUT_DIR] [CASE ...]   (default: tests/data/launchers/torchrun, all)
 set -euo pipefail
-default_cases=(early_exit outside_term sigkill sigint agent_term)
+default_cases=(early_exit outside_term sigkill sigint agent_term nohup_hup)
 # shellcheck source=tools/launchers/torchrun_args.sh
 . "$(dirname "$0")/torchrun_args.sh" "$@"
 port=29900
@@ -22,8 +24,9 @@ for case in "${cases[@]}"; do
   rm -rf "$dir"; mkdir -p "$dir"
   port=$((port + 1))
   mode=slow; [ "$case" = early_exit ] && mode="early_exit 2"
+  wrap=(); [ "$case" = nohup_hup ] && wrap=(nohup)
   # shellcheck disable=SC2086
-  setsid "$venv/bin/torchrun" --nnodes 1 --nproc-per-node 3 --master-port $port --log-dir "$dir/logs" \
+  setsid "${wrap[@]}" "$venv/bin/torchrun" --nnodes 1 --nproc-per-node 3 --master-port $port --log-dir "$dir/logs" \
     --redirects 3 --tee 3 tools/launchers/worker.py $mode >"$dir/console.log" 2>&1 &
   agent=$!
   if [ "$case" != early_exit ]; then
@@ -35,6 +38,7 @@ for case in "${cases[@]}"; do
       sigkill) kill -KILL "$victim" ;;
       sigint) kill -INT -- "-$agent" ;;
       agent_term) kill -TERM "$agent" ;;
+      nohup_hup) kill -HUP "$agent" ;;
     esac
   fi
   set +e; wait $agent; rc=$?; set -e
