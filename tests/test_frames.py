@@ -89,6 +89,31 @@ def test_the_newer_layout_reads_tensorflows_scoped_names():
     assert v.cause is not None and v.cause.cause.kind == "horovod_stall" and v.culprit_ranks == (1,)
 
 
+@pytest.mark.parametrize(("tag", "rank"), [("[0]<stderr>:", 0), ("Tue Feb  2 03:23:51 2021[3]<stderr>:", 3),
+                                          ("[1,5]<stderr>:", 5), ("", None)])
+def test_the_newer_layout_behind_a_launchers_tag_reads_its_rank_lines(tag, rank):
+    """horovodrun's tag ('[rank]<stream>:', after time.asctime() with --prefix-output-with-timestamp) or Open MPI's
+    before stall_inspector.cc's lines: the missing rank is the row's, not the tag's (the coordinator writes them)."""
+    text = f"{tag}Missing ranks:\n{tag}2: [allreduce.fc1.weight]\n"
+    v = run_text(text).verdict
+    assert v.cause is not None and v.cause.cause.kind == "horovod_stall" and v.culprit_ranks == (2,), v.summary
+    if rank is not None:
+        assert horovod.RANK_TAG.match(tag) or tag.startswith("[1,")
+
+
+def test_an_unnamed_tensor_names_no_culprit():
+    """289: every rank row lists allreduce.noname.N, numbered by each process's count of its calls
+    (mpi_ops_v2.cc GetOpName): the ranks' counts differ, which does not say which rank skipped or added a call."""
+    v = run(thread_log("289")).verdict
+    assert (v.kind, v.culprit_ranks, v.cause.cause.kind) == (VerdictKind.COLLECTIVE_MISMATCH, (), "horovod_stall")
+    assert "noname" in v.cause.cause.why and "name=" in _fix(v)
+    s = horovod.Stalls()
+    s.feed("Missing ranks:", Loc("x", 1))
+    rows = [c for line in ("4: [allreduce.noname.7, allreduce.fc1.bias]", "5: [allreduce.noname.7 ...]")
+            for c in s.feed(line, Loc("x", 2))]
+    assert [c.who.global_rank for c in rows] == [4, None]
+
+
 # --- a framework's process-group start with nothing after ------------------------------------------------------
 
 def test_inputs_that_stop_in_deepspeeds_init_distributed_never_met():

@@ -34,13 +34,19 @@ from collections.abc import Iterable
 from ncclcheck.evidence.formats.source import AT, Format, Sample
 from ncclcheck.evidence.types import Clue, Loc, Said, Who
 
+# horovodrun's own launcher (Gloo; horovod/runner/common/util/safe_shell_exec.py, prefix_connection, since #1181)
+# tags each line of a worker "[<rank>]<stdout>:" or "<stderr>:", the rank being its global rank (gloo_run.py:
+# slot_info.rank), behind time.asctime()'s stamp with --prefix-output-with-timestamp; under mpirun, Open MPI's tag.
+RANK_TAG = re.compile(r"(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?\[(?P<rank>\d{1,7})\]<std(?:out|err)>:")
 # The older layout, one tensor a line; a paste that drops the colon after "ranks" is read the same.
 BY_TENSOR = re.compile(r" \[missing ranks:? (?P<ranks>\d{1,7}(?:, ?\d{1,7}){0,4095})\]")
 # The newer layout's head, then one missing rank a line (its tensors, at most six and " ..." printed).
 HEAD = re.compile(r"Missing ranks:\s*$")
 _OPS = ("allreduce.", "allgather.", "broadcast.", "alltoall.", "reducescatter.", "grouped_", "join.", "barrier.",
         "Horovod")
-BY_RANK = re.compile(r"^\s*(?P<rank>\d{1,7})(?P<shut>!?): \[(?:" + "|".join(re.escape(o) for o in _OPS)
+# A launcher's tag may stand before a rank line (horovodrun's or Open MPI's "...]<stderr>:"): the coordinator's.
+BY_RANK = re.compile(r"^(?:.{0,80}?\]<std(?:out|err|diag)>:)?\s*(?P<rank>\d{1,7})(?P<shut>!?): \[(?:"
+                     + "|".join(re.escape(o) for o in _OPS)
                      + r"|[\w./-]{1,300}?/Horovod)")  # a TensorFlow op under its scopes
 _RANK_WORDS = tuple(f": [{o}" for o in _OPS)
 # The oldest layout: each tensor with the ranks that submitted it, several on one line.
@@ -51,7 +57,20 @@ WORDS = ("missing ranks", "issing ranks:", "ready ranks", *_RANK_WORDS, "/Horovo
 def said(rank: int, tensors: str, shutdown: bool = False) -> str:
     """The clue's words about one missing rank (the catalogue's horovod_stall matches them)."""
     down = "; stalled past HOROVOD_STALL_SHUTDOWN_TIME_SECONDS, so Horovod shuts down" if shutdown else ""
+    if unnamed(tensors):
+        return (f"Horovod's stall report: rank {rank} never submitted {tensors} under that number, which other "
+                f"ranks submitted and wait in{down}")
     return f"Horovod's stall report: rank {rank} never submitted {tensors}, which other ranks submitted and wait in{down}"
+
+
+def unnamed(tensors: str) -> bool:
+    """Whether every tensor of a missing rank's list is one the program gave no name: PyTorch's binding names it
+    ``<op>.noname.<handle>`` (horovod/torch/mpi_ops_v2.cc, GetOpName), the handle a per-process counter of every
+    call (handle_manager.cc, AllocateHandle). A rank missing such a name may have made the same call under another
+    number: the report shows that the ranks' counts differ, not which rank skipped or added a call, so it names no
+    culprit."""
+    names = [n.strip() for n in tensors.replace(" ...", "").split(",") if n.strip()]
+    return bool(names) and all(".noname." in n for n in names)
 
 
 def said_ready(ranks: list[int], tensor: str) -> str:
@@ -86,7 +105,8 @@ class Stalls:
             return ()
         if self._in_report and (m := BY_RANK.match(text)):
             r, tensors = int(m["rank"]), text[text.index(": [", m.start()) + 3:].rstrip().removesuffix("]")
-            return (Clue(Who(global_rank=r), "horovod", said(r, tensors, bool(m["shut"])), loc),)
+            who = Who() if unnamed(tensors) else Who(global_rank=r)
+            return (Clue(who, "horovod", said(r, tensors, bool(m["shut"])), loc),)
         return ()
 
 
@@ -96,6 +116,7 @@ FORMAT = Format(
     words=WORDS,
     make=Stalls,
     patterns=(BY_TENSOR, HEAD, BY_RANK, BY_READY),
+    rank_tags=(RANK_TAG,),
     samples=(
         Sample(_OLD, "horovod/common/operations.cc at bd857948 (#342): CheckForStalledTensors, "
                      "tensor_name << \" [missing ranks:\" << \" 1, 2, 3\" << \"]\"",
@@ -105,6 +126,10 @@ FORMAT = Format(
                "global_ranks[rank] << \"!\" << \": [\" << tensors << \"]\")",
                (Clue(Who(global_rank=3), "horovod", said(3, "allreduce.fc1.weight, allreduce.fc1.bias", True), AT),),
                before=("Missing ranks:",)),
+        Sample("[0]<stderr>:7: [allreduce.noname.222700]",
+               "horovodrun's tag (safe_shell_exec.py prefix_connection: '[' rank ']<' stream '>:') before "
+               "stall_inspector.cc's rank line; an unnamed tensor (mpi_ops_v2.cc GetOpName: '.noname.' handle)",
+               (Clue(Who(), "horovod", said(7, "allreduce.noname.222700"), AT),), before=("Missing ranks:",)),
         Sample("Stalled ops: HorovodAllreduce_gradients_AddN_4_0 [ready ranks: 1], HorovodAllreduce_gradients_0 "
                "[ready ranks: 0, 1]",
                "horovod/tensorflow/mpi_ops.cc at 64317537 (the first release, 2017-08: CheckForStalledTensors, "
