@@ -15,7 +15,8 @@ communicator (Ray's worker groups, a serving engine's weight-sync group), number
 are taken as the job's (global) culprit ranks only where the communicator is known to be the world, that is where
 a line states the world's size exactly, both ranks fall inside it and the inputs show no process group but the
 default one (whose ranks are the global ranks). Anywhere else the report names them as the communicator's ranks
-and names no global culprit.
+and names no global culprit; nor is the rank whose prefix the line carries the culprit: it is one of the ranks that
+share the GPU, and which of them picked the wrong device (or whether every process did) is not in its line.
 
 Each rank that shares its GPU prints its own line, naming itself and the first other rank on that GPU (the check's
 loop over the communicator's ranks), so a line's two ranks are one pair of those that share it, not the only pair.

@@ -335,15 +335,18 @@ def _with_cause(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
                 f"{cap(c.why)}. The host is the cause, not one rank: every rank there has the same driver, "
                 "libraries, interfaces and settings.", d)
     if c.family == SETUP:
-        # a duplicate GPU's two ranks are the failing communicator's: the job's culprits only where it is the world
-        shared = dupgpu.culprits(job, d.nccl) if c.kind == "duplicate_gpu" else []
-        ranks = shared or list(d.ranks) or culprits
+        # a duplicate GPU's two ranks are the failing communicator's: the job's culprits only where it is the world;
+        # the rank that reports it is one of a pair that share a GPU (job/dupgpu.py), never the one at fault alone
+        ranks = dupgpu.culprits(job, d.nccl) if c.kind == "duplicate_gpu" else list(d.ranks) or culprits
         present = [s.rank for s in job.ranks if s.present]
         every = bool(ranks) and len(present) > 1 and set(present) <= set(ranks)
         scope = (" Every rank in these inputs hit it: the host or its settings are the cause, not one rank."
                  if every else "")
         if c.kind == "duplicate_gpu":  # every process states one device: the launch's (job/dupgpu.py)
             scope += dupgpu.launch_words(job)
+            if d.ranks and not ranks:
+                scope += (f" {rank_phrase(list(d.ranks)).capitalize()} reported it: one of the ranks that share a "
+                          "GPU, not the one at fault alone; how each process picks its device is.")
         who = rank_phrase(ranks).capitalize() if ranks else "The job"
         return (VerdictKind.SETUP_FAILURE, ranks, f"{who} could not set up {c.sets_up}, {c.title}: {d.detail}{at}. "
                 f"{cap(c.why)}.{scope}", d)
