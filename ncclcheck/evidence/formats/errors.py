@@ -15,10 +15,10 @@ import re
 from collections.abc import Iterable
 
 from ncclcheck import signals
-from ncclcheck.evidence.formats import cxx, nccl, torchrun
+from ncclcheck.evidence.formats import busy, cxx, nccl, storeclient, torchrun
 from ncclcheck.evidence.formats.collectors import LABEL
 from ncclcheck.evidence.formats.nccl import CONNECTION, SAYS
-from ncclcheck.evidence.formats.source import AT, Format, Sample, Trigger
+from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample, Trigger
 from ncclcheck.evidence.linear import then
 from ncclcheck.evidence.stamps import glog
 from ncclcheck.evidence.types import Clue, ErrorKind, Loc, RankError, Read, Stating, Who
@@ -342,10 +342,30 @@ FORMAT = Format(
     head_words=(*ERROR_WORDS, "Assertion `", "TCPStore", "[c10d]", "Rendezvous", "rendezvous", "death signal",
                 "closing signal", "clients joined", "will restart worker group"),
     make=Lines,
-    patterns=(PY_ERROR, FATAL_SIGNAL, CLUE_GATE, FRAMEWORK_FAILED),
+    patterns=(PY_ERROR, FATAL_SIGNAL, CLUE_GATE, FRAMEWORK_FAILED, SAYS, DEATH_NEWS, TEARDOWN, SHM_FULL, _CUDA_ASSERT,
+              _CUDA_ERROR, _CUDA_OLD, _SOCKET, EXCEPTION_AT),
     triggers=(Trigger('File "', '"'), Trigger("<module>", "<")),  # a traceback's frames (a framework's paths)
     wanted=('File "', "Error", "Exception"),
     logical=True,
+    behind=(
+        # an exception's message: a cascade's words, a connection's
+        Behind((PY_ERROR,), (CASCADE, CONNECTION)),
+        # a clue's body
+        Behind((CLUE_GATE,), (STORE_FAIL, _LAUNCHER, UCX_FRAME)),
+        # the worker a launcher's clue says the agent stopped (torchrun.closing)
+        Behind((_LAUNCHER,), (torchrun.CLOSING,)),
+        # a kept error's or clue's text, read once (``stating``, ``storeclient.read``; also a logger's record's,
+        # formats/loglevel.py)
+        Behind((PY_ERROR, FATAL_SIGNAL, CLUE_GATE, FRAMEWORK_FAILED), (NOT_FATAL, cxx.ENFORCE, cxx.TERMINATE,
+                                                                       torchrun.AGENT_ERROR, storeclient.WAIT,
+                                                                       storeclient.ADDRESS, storeclient.REMOTE,
+                                                                       storeclient.KEY, storeclient.ROOT,
+                                                                       storeclient.WAITER)),
+        # a traceback's frame: the frameworks its path names
+        Behind(('File "',), (*(p for _, p in busy._FRAMEWORKS),)),
+    ),
+    # a logger's header (glog's, a Python logger's as vLLM prints it), taken off a kept line
+    shapes=(LOG_HEAD, PY_LOG_HEAD),
     samples=(
         Sample("RuntimeError: CUDA error: an illegal memory access was encountered",
                "c10/cuda/CUDAException.h: C10_CUDA_CHECK's message, cudaGetErrorString(cudaErrorIllegalAddress)",

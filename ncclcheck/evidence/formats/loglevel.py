@@ -35,7 +35,7 @@ import re
 from collections.abc import Iterable
 
 from ncclcheck.evidence.formats import errors, nccl, storeclient
-from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample
 from ncclcheck.evidence.types import Clue, Loc, Read, Who
 
 RECORD = re.compile(
@@ -136,6 +136,10 @@ FORMAT = Format(
     make=Records,
     patterns=(RECORD, ASSERT),
     logical=True,
+    behind=(
+        # a process's next record, once an error record of its is open
+        Behind((RECORD,), (BELOW,)),
+    ),
     samples=(
         Sample(_PY, "Python's Lib/logging/__init__.py: BASIC_FORMAT, '%(levelname)s:%(name)s:%(message)s'",
                (Clue(_NOBODY, "logged", _PY, AT),)),

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from ncclcheck.evidence.formats.source import AT, Format, Sample, Trigger
+from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample, Trigger
 from ncclcheck.evidence.repair import HEADER
 from ncclcheck.evidence.types import Clue, ErrorKind, Fact, Loc, NcclWords, PeerGone, RankError, Read, Who
 
@@ -277,8 +277,23 @@ FORMAT = Format(
     wanted=("NCCL WARN", "NCCL version", "Using"),
     head_words=("NCCL version", "Bootstrap", "NET/", "Using network", "nranks", "NCCL WARN", "Last error"),
     make=Lines,
-    patterns=(NCCL_ERROR, NCCL_RESULT),
+    patterns=(NCCL_ERROR, NCCL_RESULT, _NCCL_WARN, _WARN_SOURCE, LAST_ERROR,
+              *(p for _, w, p in FACTS if w != "busId")),
     logical=True,
+    behind=(
+        # NCCL before 2.3's warning, behind its trigger
+        Behind(("WARN",), (_OLD_WARN,)),
+        # a GPU's bus id, tested for "busId" on a set-up line (tests/test_keep.py's UNKEPT)
+        Behind(("busId",), (*(p for _, w, p in FACTS if w == "busId"),)),
+        # an error's or a warning's message, and every kept error's and clue's text (``words``, ``gone``,
+        # ``results``: formats/errors.py, loglevel.py)
+        Behind((NCCL_ERROR, NCCL_RESULT, _NCCL_WARN, _OLD_WARN), (CONNECTION, PEER_GONE, REMOTE_ERROR, PEER, _PAIR,
+                                                                  _SHARING, CUDA_FAILURE, CALL_FAILED, PEER_CLOSED,
+                                                                  *(p for p, _ in _RESULT_ANY_CASE),
+                                                                  _SYSTEM_ANY_CASE)),
+    ),
+    # the host and PID of NCCL's header, read on a set-up line of any source (a fact word, then " NCCL ")
+    shapes=(_NCCL_HEAD,),
     samples=(
         Sample("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, "
                "remote process exited or there was a network error, NCCL version 2.20.5",

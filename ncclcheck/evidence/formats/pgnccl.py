@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ncclcheck.evidence.formats.nccl import gone
-from ncclcheck.evidence.formats.source import AT, Format, Sample, Trigger
+from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample, Trigger
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.linear import then
 from ncclcheck.evidence.repair import OPEN_PREFIX, PREFIX_END, squeeze
@@ -571,7 +571,7 @@ FORMAT = Format(
                 "Terminating the process", "Dump", "dump", "Flight Recorder", "Flight recorder", "flight Recorder",
                 "flight recorder"),
     make=Records,
-    patterns=(TERMINATING,),
+    patterns=(TERMINATING, _GROUP_INIT, _SETTING_LINE, *(p for _, _, p in _FACTS)),
     # a record's words (a wrap may cut its line's other words off); the desync report's and a stack's "#315"; the
     # mismatch's fingerprint; the heartbeat monitor; the start-up line
     triggers=(Trigger("WorkNCCL", "W"), Trigger("Watchdog", "W"), Trigger("watchdog", "w"), Trigger("work", "w"),
@@ -580,6 +580,24 @@ FORMAT = Format(
     wanted=("WorkNCCL", "[Ww]atchdog", "NCCL work", "work sequence", "Timeout at collective", "best knowledge", r"#\d",
             "Heartbeat", "Received a", "Detected mismatch", "initialization options", "Terminating the process"),
     logical=True,
+    behind=(
+        # a record's, a desync report's and a stack's lines (squeezed): read only in a record a line MAY_START or
+        # RECORDISH opened (evidence/parse.py)
+        Behind((MAY_START, RECORDISH), (_F_SEQ, _F_OP, _F_SHAPE, _F_IN, _F_OUT, _F_TIMEOUT, _F_RANFOR, _MSG_RANK,
+                                        _PG_PREFIX, *(p for _, p in _STATUS), _DUMP, _COUNTERS, _PREFIX_RANK,
+                                        MISMATCH, MISMATCH_ONE, STATUS_START, DUMP_START, COUNTERS_DONE,
+                                        MISMATCH_START, WORK_DONE, _HEARTBEAT, _STUCK, _DESYNC_TIMEOUT, _DESYNC_LAG,
+                                        _DESYNC_UNFINISHED, _DESYNC_NEVER, _DESYNC_SNAP_HEAD, _DESYNC_SNAP_ROW,
+                                        _DESYNC_BODY, _ASYNC, _CUT_TIMEOUT, _TIMEOUT_FRAME, _FRAME)),
+        # a process group's name inside its prefix
+        Behind((_PG_PREFIX,), (_PG_INNER,)),
+        # a flight recorder's dump steps
+        Behind((DUMP_HINT,), (*(p for _, p in _DUMP_EVENTS),)),
+        # the settings a start-up line lists
+        Behind((_SETTING_LINE,), (_SETTING,)),
+    ),
+    # tested on any line the assembler reads: whether it may open a record, looks like one, or speaks of a dump
+    shapes=(MAY_START, RECORDISH, DUMP_HINT),
     samples=(
         Sample("[rank1]:[E1122 11:18:45.006097316 ProcessGroupNCCL.cpp:1895] [PG ID 0 PG GUID 0(default_pg) Rank 1] "
                "Terminating the process after attempting to dump debug info, due to collective timeout or exception.",

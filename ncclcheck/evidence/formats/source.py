@@ -43,6 +43,19 @@ class Sample:
 
 
 @dataclass(frozen=True)
+class Behind:
+    """Patterns a source reads only where something it declares found the text first (``within``, any one of them):
+    a pattern it declares (``patterns``, its tags, or another :class:`Behind`'s), whose match, group, line or record
+    these read further (a record's fields, a report's next lines); or a word the line is tested for first, which
+    holds one of its ``words``, ``head_words`` or triggers' words (so the reader keeps the line; tests/test_keep.py's
+    ``UNKEPT`` names the few that do not). tests/test_keep.py checks every pattern a module under ``formats/``
+    compiles is declared (here, in ``patterns``, its tags or ``shapes``) and every ``within`` is the source's own."""
+
+    within: tuple[re.Pattern[str] | str, ...]
+    patterns: tuple[re.Pattern[str], ...]
+
+
+@dataclass(frozen=True)
 class Trigger:
     """A word the block reader finds in every block by one byte of it that ordinary lines rarely hold (``anchor``):
     the line it stands on is handed over, with its neighbours (a record's wraps, a report's body), where it also names
@@ -101,6 +114,16 @@ class LineSource(Protocol):
         """Per-rank output file names (group ``rank``)."""
         ...
     @property
+    def behind(self) -> tuple[Behind, ...]:
+        """Patterns read only where one of its declared patterns or words found the text first (not gates)."""
+        ...
+    @property
+    def shapes(self) -> tuple[re.Pattern[str], ...]:
+        """Patterns tested on any line the assembler reads, gated by no word of a source, that find no line of their
+        own: a header to take off (a collector's label, a logger's), where two glued lines meet, whether a line may
+        open a record."""
+        ...
+    @property
     def triggers(self) -> tuple[Trigger, ...]:
         """Words of its lines the block reader finds by an anchor byte (a record's lines that hold no keep word)."""
         ...
@@ -134,6 +157,8 @@ class Format:
     rank_marks: tuple[tuple[str, re.Pattern[str]], ...] = ()
     pid_tags: tuple[re.Pattern[str], ...] = ()
     path_ranks: tuple[re.Pattern[str], ...] = ()
+    behind: tuple[Behind, ...] = ()
+    shapes: tuple[re.Pattern[str], ...] = ()
     triggers: tuple[Trigger, ...] = ()
     wanted: tuple[str, ...] = ()
     logical: bool = False

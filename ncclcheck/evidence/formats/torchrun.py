@@ -29,8 +29,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ncclcheck.evidence.formats.collectors import LABEL, node_label
-from ncclcheck.evidence.formats.source import AT, Console, Format, Sample
+from ncclcheck.evidence.formats.collectors import LABEL, NODE_LABEL, node_label
+from ncclcheck.evidence.formats.source import AT, Behind, Console, Format, Sample
 from ncclcheck.evidence.types import AgentExit, Closing, Fact, Loc, Said, Who
 
 AGENT_FAILED = re.compile(
@@ -92,6 +92,13 @@ FORMAT = Format(
     make=Agent,
     patterns=(AGENT_FAILED, AGENT_DONE),
     path_ranks=(PATH_RANK,),
+    behind=(
+        # the agent's glog header after its label, on its failed line
+        Behind((AGENT_FAILED,), (GLOG_PID,)),
+    ),
+    # collectors' labels (pdsh, ``srun -l``, kubectl; formats/collectors.py), taken off any line, and a node's
+    # label before torchrun's ``[default0]:`` (evidence/whose.py)
+    shapes=(LABEL, NODE_LABEL),
     samples=(
         Sample(_ONE, "tests/data/launchers/accelerate/kill/console.log:45", (AgentExit(1, -9, 1764, AT, None, "1671"),)),
         Sample(_NODE, "tests/data/launchers/pdsh/kill/console.log:59",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample
 from ncclcheck.evidence.types import Fact, Loc, Read, Who
 
 _DONE = re.compile(r"\b[Rr]ank[ =](?P<value>\d+):? (?:has )?(?:completed|finished|done)\b")
@@ -84,7 +84,12 @@ FORMAT = Format(
     head_words=("WORLD_SIZE", "world_size", "Num processes", "Device: ", "Process index: ", "nnodes", "nproc", "max_nodes",
                 "store-based"),
     make=Lines,
+    patterns=tuple(p for _, _, p in FACTS if p is not _DONE),
     logical=True,
+    behind=(
+        # a rank's word that its work is over, behind each word its row tests first
+        Behind(("done", "finished", "completed"), (_DONE,)),
+    ),
     samples=(
         Sample(_DESTROY, "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (2.4+): ~ProcessGroupNCCL's warning",
                (Fact(_NOBODY, "exit_without_destroy", "destroy_process_group() was not called before program exit",
