@@ -480,7 +480,7 @@ def _gates(source: LineSource) -> tuple[set[int], set[str]]:
     """The patterns a source declares (its ``patterns`` and tags, and what it reads behind them, where each is
     behind one of those) and the words in its ``behind`` that hold none of the words it is kept by."""
     declared = {id(p) for p in (*source.patterns, *source.rank_tags, *source.pid_tags, *source.path_ranks,
-                                *source.shapes, *(m for _, m in source.rank_marks))}
+                                *source.prefixes, *source.headers, *source.shapes, *(m for _, m in source.rank_marks))}
     words = {*source.words, *source.head_words, *(t.word for t in source.triggers)}
     unkept = {w for b in source.behind for w in b.within if isinstance(w, str) and not any(k in w for k in words)}
     left = list(source.behind)
@@ -497,10 +497,10 @@ def _gates(source: LineSource) -> tuple[set[int], set[str]]:
 
 def test_every_pattern_a_format_module_compiles_is_declared_or_read_behind_one_that_is():
     """A pattern a module under evidence/formats/ compiles is read only where its source says: among its
-    ``patterns`` (each alternative holds a word the reader keeps: the tests above), its tags, its ``shapes``, or
-    behind one of those or of its words (``behind``: a record's fields, a line's next part), each ``within`` the
-    source's own. A pattern none declares could read a line no word keeps deep in a log, and nothing would say so."""
-    declared: set[int] = set()
+    ``patterns`` (each alternative holds a word the reader keeps: the tests above), its tags and headers, its
+    ``shapes``, or behind one of those or of its words (``behind``: a record's fields, a line's next part), each
+    ``within`` the source's own. A pattern none declares could read a line no word keeps deep in a log, and nothing would say so."""
+    declared = {id(p) for p in formats.PREFIXES}  # with the collectors' wrappers' tags (formats/collectors.py)
     unrooted, unkept = [], set()
     for source in formats.FORMATS:
         mine, words = _gates(source)

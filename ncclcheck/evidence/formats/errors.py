@@ -222,6 +222,9 @@ LOG_HEAD = re.compile(r"^\[?[EWIF]\d{4} [\d:.]+ +\d*\s*[^\]]*\]\s*")
 NOT_FATAL = re.compile(r"Failed to open libibverbs\.so|driver shutting down"
                        r"|Could not find real path of /sys/class/(?:net|infiniband)/|rma_socket requires GDRCopy")
 # The Python exception a kept line starts with (its type's name).
+# A traceback's first line: Python's, and a c10::Error's backtrace under its message ("Exception raised from
+# checkTimeout at ...", "frame #0: ..."): a new record (formats.HEADER).
+TRACEBACK = re.compile(r"^(?:Traceback|Exception raised from|frame #)")
 EXCEPTION_AT = re.compile(r"^(?P<name>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt))\b")
 
 
@@ -342,6 +345,7 @@ FORMAT = Format(
     head_words=(*ERROR_WORDS, "Assertion `", "TCPStore", "[c10d]", "Rendezvous", "rendezvous", "death signal",
                 "closing signal", "clients joined", "will restart worker group"),
     make=Lines,
+    headers=(TRACEBACK,),
     patterns=(PY_ERROR, FATAL_SIGNAL, CLUE_GATE, FRAMEWORK_FAILED, SAYS, DEATH_NEWS, TEARDOWN, SHM_FULL, _CUDA_ASSERT,
               _CUDA_ERROR, _CUDA_OLD, _SOCKET, EXCEPTION_AT),
     triggers=(Trigger('File "', '"'), Trigger("<module>", "<")),  # a traceback's frames (a framework's paths)

@@ -62,6 +62,8 @@ BELOW = re.compile(
     r"|^[IW](?:\d{4})?\d{4} [\d:.]{1,30} +\d{1,10} [\w.-]{1,200}:\d{1,7}\] "
 )
 # glibc's assert() (assert/assert.c: "%s%s%s:%u: %s%sAssertion `%s' failed."; a straight quote opens it in some builds).
+# glog's header at a line's start ("E1125 15:15:55.506000 1671 api.py:1002] "): a new record (formats.HEADER).
+GLOG_LINE = re.compile(r"^[EWIF]\d{4} ")
 ASSERT = re.compile(r": Assertion [`'](?P<cond>(?:(?!Assertion |' failed\.)[^\n]){1,400})' failed\.")
 
 
@@ -134,6 +136,7 @@ FORMAT = Format(
     name="logged errors",
     words=WORDS,
     make=Records,
+    headers=(GLOG_LINE,),
     patterns=(RECORD, ASSERT),
     logical=True,
     behind=(

@@ -14,7 +14,6 @@ import re
 from collections.abc import Callable, Iterable
 
 from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample, Trigger
-from ncclcheck.evidence.repair import HEADER
 from ncclcheck.evidence.types import Clue, ErrorKind, Fact, Loc, NcclWords, PeerGone, RankError, Read, Who
 
 _NCCL_WARN = re.compile(r"NCCL WARN (?P<message>.*)")
@@ -25,6 +24,8 @@ _WARN_SOURCE = re.compile(r"(?<!\S)(?P<source>\S{1,300}\.(?:cc|cu|cpp|c|h|hpp):\
 # line quoted without its "host:pid:tid [cudaDev]" header starts at the source file and line.
 _OLD_WARN = re.compile(r"(?:\[\d+\] |^\s*)(?P<file>[\w/.]+\.(?:cc|cu|h|c)):\d+ WARN (?P<message>.*)")
 # NCCL's own line header, "host:pid:tid [cudaDev] " (after a rank tag or NCCL's timestamp, if any).
+# NCCL's debug header at a line's start (src/debug.cc: "host:pid:tid [dev] "): a new line of NCCL's (formats.HEADER).
+HEADER = re.compile(r"^\S+:\d+:\d+ \[\d+\] ")
 _NCCL_HEAD = re.compile(
     r"(?:^|[\]:] ?)(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):\d+ \[\d+\] (?=NCCL |[\w/.]+\.cc:\d+ NCCL )")
 # A connection that failed: closed, reset or refused, a remote process's exit (an error of the kind CONNECTION).
@@ -212,9 +213,11 @@ DETAIL_WITHIN = 200  # the line under "Last error:" is its process's next line; 
 
 class LastErrors:
     """NCCL's "Last error:" lines whose reason is on their process's next line, by process, and whether lines were
-    left out of the selection since (the one under it may be among them)."""
+    left out of the selection since (the one under it may be among them). ``header``: a line that begins a new record
+    of any source (``formats.HEADER``), which is no reason."""
 
-    def __init__(self) -> None:
+    def __init__(self, header: re.Pattern[str]) -> None:
+        self._header = header
         self._waiting: dict[Who, tuple[Loc, bool]] = {}
         self._prev = 0
 
@@ -246,7 +249,7 @@ class LastErrors:
         if lineno - loc.line > DETAIL_WITHIN:
             return []
         text = body()
-        empty = not text or bool(HEADER.search(text)) or text.startswith(("Exception raised from", "Traceback"))
+        empty = not text or bool(self._header.search(text)) or text.startswith(("Exception raised from", "Traceback"))
         if empty and gap:
             return []  # lines were left out since: the one under it may be among them; say nothing rather than "empty"
         return [Clue(mine, "last_error", "" if empty else text, loc if empty else Loc(loc.file, lineno))]
@@ -277,6 +280,7 @@ FORMAT = Format(
     wanted=("NCCL WARN", "NCCL version", "Using"),
     head_words=("NCCL version", "Bootstrap", "NET/", "Using network", "nranks", "NCCL WARN", "Last error"),
     make=Lines,
+    headers=(HEADER,),
     patterns=(NCCL_ERROR, NCCL_RESULT, _NCCL_WARN, _WARN_SOURCE, LAST_ERROR,
               *(p for _, w, p in FACTS if w != "busId")),
     logical=True,

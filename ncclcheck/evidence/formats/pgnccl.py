@@ -130,6 +130,9 @@ _GROUP_INIT = re.compile(
     r"initialization options:\s*size:\s*(?P<size>\d+),\s*global rank:\s*(?P<rank>\d+)"
     r"(?:,\s*TIMEOUT\(ms\):\s*(?P<ms>\d+))?"
 )
+# c10's log header before its records ("[E1122 11:18:45.006097316 ProcessGroupNCCL.cpp:1895]"): a record begins
+# there, never a wrap's continuation (formats.HEADER).
+C10_HEADER = re.compile(r"\[[EWIF]\d{0,4}[ \d:.]*\S*\.(?:cpp|cc|h|hpp|py):\d+\]")
 TERMINATING = re.compile(r"Terminating the process after attempting to dump debug info, due to (?P<why>[^.]*)")
 _ASYNC = re.compile(r"raised the following async exception:\s*(?P<error>.*)")
 _SETTING = re.compile(r"\b(?P<name>(?:TORCH_)?NCCL_[A-Z0-9_]+)(?::\s*| set by environment to )(?P<value>[^\s,\"'()]+)")
@@ -571,6 +574,7 @@ FORMAT = Format(
                 "Terminating the process", "Dump", "dump", "Flight Recorder", "Flight recorder", "flight Recorder",
                 "flight recorder"),
     make=Records,
+    headers=(C10_HEADER,),
     patterns=(TERMINATING, _GROUP_INIT, _SETTING_LINE, *(p for _, _, p in _FACTS)),
     # a record's words (a wrap may cut its line's other words off); the desync report's and a stack's "#315"; the
     # mismatch's fingerprint; the heartbeat monitor; the start-up line

@@ -105,6 +105,16 @@ class LineSource(Protocol):
         tested first (group ``rank``; searched in the line's first 200 characters)."""
         ...
     @property
+    def prefixes(self) -> tuple[re.Pattern[str], ...]:
+        """Tags it puts before each line it carries (a rank's, a worker's, an actor's), which evidence/whose.py takes
+        off before the line is read (``formats.PREFIXES``: every source's, in the registry's order)."""
+        ...
+    @property
+    def headers(self) -> tuple[re.Pattern[str], ...]:
+        """Shapes that begin a record of its (a hard wrap's continuation never looks like one): the assembler joins
+        a line to the one before only where no source's header is on it (``formats.HEADER``)."""
+        ...
+    @property
     def pid_tags(self) -> tuple[re.Pattern[str], ...]:
         """Prefixes at a line's start that name its process (group ``pid``; group ``merged`` set on a line the
         source merged across processes, which is no one process's)."""
@@ -155,6 +165,8 @@ class Format:
     head_words: tuple[str, ...] = ()
     rank_tags: tuple[re.Pattern[str], ...] = ()
     rank_marks: tuple[tuple[str, re.Pattern[str]], ...] = ()
+    prefixes: tuple[re.Pattern[str], ...] = ()
+    headers: tuple[re.Pattern[str], ...] = ()
     pid_tags: tuple[re.Pattern[str], ...] = ()
     path_ranks: tuple[re.Pattern[str], ...] = ()
     behind: tuple[Behind, ...] = ()
