@@ -339,6 +339,13 @@ class Lines:
 
 
 _THC = "THCudaCheck FAIL file=/pytorch/torch/csrc/cuda/Module.cpp line=59 error=101 : invalid device ordinal"
+_ENGINE_DEAD = ("vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace "
+                "(above) for the root cause.")
+_SHM = ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory "
+        "(shm).")
+_DEVICE_ASSERT = ("/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1515: indexSelectSmallIndex: block: [0,0,0], "
+                  "thread: [0,0,0] Assertion `srcIndex < srcSelectDimSize` failed.")
+_GLOO_PAIR = "[<some path>/gloo/gloo/transport/tcp/pair.cc:761] connect [127.0.1.1]:60817: Connection refused"
 FORMAT = Format(
     name="errors",
     words=tuple(dict.fromkeys((*ERROR_WORDS, *CLUE_WORDS, *SIGNAL_WORDS, *_OTHER_WORDS))),
@@ -389,5 +396,27 @@ FORMAT = Format(
         Sample('Thread 787 "python3" received signal SIGBUS, Bus error.',
                "gdb/infrun.c, print_signal_received_reason: gdb stopped the process on the signal it dies of",
                (RankError(_NOBODY, ErrorKind.KILLED, 'Thread 787 "python3" received signal SIGBUS, Bus error.', AT),)),
+        Sample("RPC call to sample_tokens timed out",
+               "tests/data/public_threads/77-vllm-52504-cross-node-tp-serving-stalls.log:1",
+               (RankError(_NOBODY, ErrorKind.EXCEPTION, "RPC call to sample_tokens timed out", AT),)),
+        Sample("Failed to initialize any NET plugin",
+               "tests/data/failures/net_ib/torchrun/df9702c1-a5fc-4c3c-b4ca-5165dc5f42fb_1f23zvsj/attempt_0/0/"
+               "stderr.log:23",
+               (Clue(_NOBODY, "nccl", "Failed to initialize any NET plugin", AT),)),
+        Sample(_ENGINE_DEAD,
+               "vllm/v1/engine/exceptions.py: EngineDeadError's message, raised in the front end when the "
+               "engine's process died",
+               (RankError(_NOBODY, ErrorKind.EXCEPTION, _ENGINE_DEAD, AT),)),
+        Sample(_SHM,
+               "tests/data/public_threads/267-reppoints-18-dist-train-worker-bus-error-in-container.log:1",
+               (Clue(_NOBODY, "shm", _SHM, AT),)),
+        Sample(_DEVICE_ASSERT,
+               "tests/data/failures/device_assert/torchrun/f4e7ff4a-a253-4bae-8cb6-32bd22cd67b5__jfx821s/"
+               "attempt_0/1/stderr.log:1",
+               (Clue(_NOBODY, "cuda_assert", "Assertion `srcIndex < srcSelectDimSize` failed in indexSelectSmallIndex "
+                                             "(Indexing.cu:1515)", AT),)),
+        Sample(_GLOO_PAIR,
+               "tests/data/public_threads/253-gloo-223-two-node-cuda-benchmark-connection-refused.log:1",
+               (Clue(_NOBODY, "socket", _GLOO_PAIR, AT),)),
     ),
 )

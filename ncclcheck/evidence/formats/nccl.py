@@ -272,6 +272,8 @@ class Lines:
         return said
 
 
+_NET_SOCKET = "vm:770:770 [0] NCCL INFO NET/Socket : Using [0]eth0:192.0.2.2<0>"
+_ABORTED_COMM = "vm:1435:1931 [0] NCCL INFO comm 0x496cc2a0 rank 0 nranks 2 cudaDev 0 busId 60 - Abort COMPLETE"
 FORMAT = Format(
     name="NCCL",
     words=ERROR_WORDS,
@@ -312,5 +314,28 @@ FORMAT = Format(
         Sample("UnknownError (see above for traceback): ncclCommInitRank failed: unhandled cuda error",
                "TensorFlow (Horovod 0.x) wrapping ncclGetErrorString(ncclUnhandledCudaError), horovod/horovod#108",
                (RankError(_NOBODY, ErrorKind.NCCL_ERROR, "NCCL error: unhandled cuda error", AT),)),
+        Sample("NCCL WARN Cuda failure 'out of memory'",
+               "tests/data/public_threads/58-nccl-295-tf-resnet-timeout.log:1",
+               (RankError(_NOBODY, ErrorKind.NCCL_WARN, "Cuda failure 'out of memory'", AT),)),
+        Sample("graph/topo.h:230 NCCL WARN Could not find NET with id 0",
+               "tests/data/public_threads/42-nemo-13996-multinode-sft-fails.log:5",
+               (RankError(_NOBODY, ErrorKind.NCCL_WARN, "Could not find NET with id 0", AT),
+                Fact(_NOBODY, "nccl_warn_file", "graph/topo.h", AT))),
+        Sample("vm:1007:1007 [1] NCCL INFO Bootstrap: Using lo:127.0.0.1<0>",
+               "tests/data/gpu/mechanisms/ifname_split/torchrun/run/attempt_0/1/stdout.log:4",
+               (Fact(_NOBODY, "bootstrap", "lo:127.0.0.1<0>", AT),)),
+        Sample("vm:770:770 [0] NCCL INFO NET/IB : No device found.",
+               "tests/data/gpu/colltrace/mismatch/console.log:14",
+               (Fact(_NOBODY, "net_ib", "No device found.", AT),)),
+        Sample(_NET_SOCKET,
+               "tests/data/gpu/colltrace/mismatch/console.log:17",
+               (Fact(_NOBODY, "net_socket", "[0]eth0:192.0.2.2<0>", AT),)),
+        Sample("::16674:17023 [0] NCCL INFO Using network IB",
+               "tests/data/public_threads/131-azhpc-327-xml-import-channel-dev-not-found.log:7",
+               (Fact(_NOBODY, "network", "IB", AT),)),
+        Sample(_ABORTED_COMM,
+               "tests/data/failures/order_cycle_info/torchrun/0ef4676f-9515-4a02-9ab7-2b91a4ce3d84_b0nuz3r4/"
+               "attempt_0/0/stdout.log:227",
+               (Fact(_NOBODY, "nccl_nranks", "2", AT), Fact(_NOBODY, "bus_id", "60", AT))),
     ),
 )

@@ -567,6 +567,9 @@ class Records:
 
 
 _HEAD = "[rank0]:[I1125 09:36:06.123456789 ProcessGroupNCCL.cpp:936] [PG ID 0 PG GUID 0 Rank 0] "
+_INIT_OPTIONS = ("[I1124 02:31:41.866301491 ProcessGroupNCCL.cpp:988] [PG ID 0 PG GUID 0 Rank 0] "
+                 "ProcessGroupNCCL initialization options: size: 2, global rank: 0, TIMEOUT(ms): 20000, "
+                 "USE_HIGH_PRIORITY_STREAM: 0, SPLIT_FROM: 0, SPLIT_COLOR: -2, PG Name: 0")
 FORMAT = Format(
     name="PyTorch ProcessGroupNCCL",
     words=("Terminating the process", "environment"),
@@ -611,5 +614,13 @@ FORMAT = Format(
                        "TORCH_NCCL_DUMP_ON_TIMEOUT: 1", "ProcessGroupNCCL.cpp (2.5): the environment it read, at start",
                (Fact(_NOBODY, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "3", AT),
                 Fact(_NOBODY, "TORCH_NCCL_DUMP_ON_TIMEOUT", "1", AT))),
+        Sample(_INIT_OPTIONS,
+               "tests/data/failures/order_cycle_info/torchrun/0ef4676f-9515-4a02-9ab7-2b91a4ce3d84_b0nuz3r4/"
+               "attempt_0/0/stderr.log:4",
+               (GroupInit(_NOBODY, PG(id="0", guid="0"), 0, 2, 0, 20000, AT),
+                Fact(_NOBODY, "TIMEOUT(ms)", "20000", AT), Fact(_NOBODY, "world_size", "2", AT))),
+        Sample("TIMEOUT(ms): 1800000",
+               "tests/data/corpus/08-nccl-init-options-old-format-negative.log:6",
+               (Fact(_NOBODY, "TIMEOUT(ms)", "1800000", AT),)),
     ),
 )
