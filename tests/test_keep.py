@@ -16,8 +16,11 @@ hold one of its cheap words (``formats.KEEP_WORDS``), and the reader searches ev
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
+import importlib
+import pkgutil
 import random
 import re
 import tempfile
@@ -433,6 +436,100 @@ def test_fast_and_full_reading_give_the_same_report(path, monkeypatch):
     for engine in others:
         monkeypatch.setattr(reader, "ENGINE", engine)
         assert _handed(path) == handed, engine
+
+
+def _compiled(module) -> dict[int, tuple[str, re.Pattern[str]]]:
+    """Every pattern a module holds in what it assigns at its top level (a constant, a table's rows, a dataclass's
+    fields) or in its classes' attributes, by identity, with where it is held."""
+    names = {t.id for node in ast.parse(Path(module.__file__).read_text()).body
+             for t in (node.targets if isinstance(node, ast.Assign) else
+                       [node.target] if isinstance(node, ast.AnnAssign) else [])
+             if isinstance(t, ast.Name)} - {"FORMAT"}
+    classes = [v for v in vars(module).values() if isinstance(v, type) and v.__module__ == module.__name__]
+    found: dict[int, tuple[str, re.Pattern[str]]] = {}
+
+    def walk(value: object, where: str) -> None:
+        if isinstance(value, re.Pattern):
+            found.setdefault(id(value), (where, value))
+        elif isinstance(value, (tuple, list)):
+            for i, item in enumerate(value):
+                walk(item, f"{where}[{i}]")
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, f"{where}[{key!r}]")
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            for field in dataclasses.fields(value):
+                walk(getattr(value, field.name), f"{where}.{field.name}")
+
+    for name in names:
+        walk(getattr(module, name), f"{module.__name__.rsplit('.', 1)[-1]}.{name}")
+    for cls in classes:
+        for name, value in vars(cls).items():
+            walk(value, f"{module.__name__.rsplit('.', 1)[-1]}.{cls.__name__}.{name}")
+    return found
+
+
+# Words a source's ``behind`` names that hold none of its keep words: a line holding only one is read where the reader
+# hands it over for another reason (in the head, beside a kept line), not anywhere in a log. world's "completed" (its
+# row for "Rank 3 completed"): keeping it anywhere would hand over every "Epoch 4 completed" line; NCCL's "busId" (its
+# communicator's line, which holds "nranks", a head word).
+UNKEPT = {("world", "completed"), ("NCCL", "busId")}
+
+
+def _gates(source: LineSource) -> tuple[set[int], set[str]]:
+    """The patterns a source declares (its ``patterns`` and tags, and what it reads behind them, where each is
+    behind one of those) and the words in its ``behind`` that hold none of the words it is kept by."""
+    declared = {id(p) for p in (*source.patterns, *source.rank_tags, *source.pid_tags, *source.path_ranks,
+                                *source.prefixes, *source.headers, *source.shapes, *(m for _, m in source.rank_marks))}
+    words = {*source.words, *source.head_words, *(t.word for t in source.triggers)}
+    unkept = {w for b in source.behind for w in b.within if isinstance(w, str) and not any(k in w for k in words)}
+    left = list(source.behind)
+    while left:
+        ready = [b for b in left if all(id(w) in declared if isinstance(w, re.Pattern) else
+                                        any(k in w for k in words) or (source.name, w) in UNKEPT
+                                        for w in b.within) and b.within]
+        if not ready:
+            break
+        declared |= {id(p) for b in ready for p in b.patterns}
+        left = [b for b in left if b not in ready]
+    return declared, unkept
+
+
+def test_every_pattern_a_format_module_compiles_is_declared_or_read_behind_one_that_is():
+    """A pattern a module under evidence/formats/ compiles is read only where its source says: among its
+    ``patterns`` (each alternative holds a word the reader keeps: the tests above), its tags and headers, its
+    ``shapes``, or behind one of those or of its words (``behind``: a record's fields, a line's next part), each
+    ``within`` the source's own. A pattern none declares could read a line no word keeps deep in a log, and nothing would say so."""
+    declared = {id(p) for p in formats.PREFIXES}  # with the collectors' wrappers' tags (formats/collectors.py)
+    unrooted, unkept = [], set()
+    for source in formats.FORMATS:
+        mine, words = _gates(source)
+        declared |= mine
+        unkept |= {(source.name, w) for w in words}
+        unrooted += [f"{source.name}: {p.pattern[:60]}" for b in source.behind for p in b.patterns if id(p) not in mine]
+    assert not unrooted, f"read behind nothing the source declares: {unrooted}"
+    assert unkept == UNKEPT
+    package = importlib.import_module("ncclcheck.evidence.formats")
+    undeclared = sorted(where for info in pkgutil.iter_modules(package.__path__)
+                        for key, (where, _) in _compiled(importlib.import_module(f"{package.__name__}.{info.name}")).items()
+                        if key not in declared)
+    assert not undeclared, f"{len(undeclared)} patterns no source declares: {undeclared}"
+
+
+# Patterns a source declares that none of its own sample lines shows, by ``name:index`` in its ``patterns``: the host
+# records' (evidence/hostlog.py, each held to its kernel's and scheduler's lines by tests/test_host.py), and lines
+# whose reading needs what a sample does not give (a report's state, a rank's traceback open). A new pattern comes with
+# a sample line; one sampled since is taken off here.
+UNSAMPLED = {"DeepSpeed:6", "ncclras:3", "ncclras:4", "torchrun rendezvous:2", "torchrun rendezvous:4",
+             "torchrun rendezvous:5", "raise site:1", "NCCL:4", *(f"host records:{i}" for i in (0, 1, *range(3, 11)))}
+
+
+def test_every_declared_pattern_is_shown_by_a_sample_line_of_its_source():
+    """Each pattern a source reads behind its words matches one of its sample lines (which the tests below place deep
+    in a log and read back), but those UNSAMPLED names; and every name there is still one without."""
+    bare = {f"{f.name}:{i}" for f in formats.FORMATS for i, pattern in enumerate(f.patterns)
+            if not any(pattern.search(line) for s in f.samples for line in (*s.before, s.line))}
+    assert bare == UNSAMPLED
 
 
 def test_every_source_is_registered_once_with_cited_samples_that_hold_its_words():

@@ -54,12 +54,14 @@ _TORCH = re.compile(r"^(?:import|from) torch\b", re.M)
 
 
 def patterns() -> dict[str, re.Pattern]:
-    """Every module's patterns. The modules this walk imports are taken out of ``sys.modules`` again, and a module
-    that imports torch when imported (the benchmark's runner, which holds no pattern) is left alone: other tests
-    import them under their own conditions (torch missing, a fresh import)."""
+    """Every module's patterns, each named where a module holds it by name where one does (a source's declarations,
+    formats' ``behind``, hold many again). The modules this walk imports are taken out of ``sys.modules`` again, and a
+    module that imports torch when imported (the benchmark's runner, which holds no pattern) is left alone: other
+    tests import them under their own conditions (torch missing, a fresh import)."""
     out: dict[str, re.Pattern] = {}
     seen: set[int] = set()
     before = set(sys.modules)
+    mods = []
     for m in pkgutil.walk_packages(ncclcheck.__path__, "ncclcheck."):
         spec = importlib.util.find_spec(m.name)
         if m.name.endswith("__main__") or spec is None or spec.origin is None:
@@ -67,9 +69,12 @@ def patterns() -> dict[str, re.Pattern]:
         if _TORCH.search(Path(spec.origin).read_text()):
             assert "re.compile" not in Path(spec.origin).read_text(), f"{m.name} holds patterns: test them"
             continue
-        mod = importlib.import_module(m.name)
-        for name, value in vars(mod).items():
-            _walk(value, f"{m.name}.{name}", seen, out)
+        mods.append((m.name, importlib.import_module(m.name)))
+    for plain in (True, False):
+        for name_, mod in mods:
+            for name, value in vars(mod).items():
+                if isinstance(value, re.Pattern) is plain:
+                    _walk(value, f"{name_}.{name}", seen, out)
     for name in set(sys.modules) - before:
         del sys.modules[name]
     return out

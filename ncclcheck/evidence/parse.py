@@ -19,13 +19,14 @@ from dataclasses import replace
 
 from ncclcheck import signals
 from ncclcheck.evidence import formats
-from ncclcheck.evidence.formats import busy, colltrace, errors, loglevel, nccl, nccl2, pgnccl, progress, torchrun, world
+from ncclcheck.evidence.formats import HEADER, busy, colltrace, errors, loglevel, nccl, nccl2, pgnccl, progress, torchrun, world
 from ncclcheck.evidence.formats.collectors import LABEL
 from ncclcheck.evidence.formats.elastic import Table
 from ncclcheck.evidence.formats.host import Records as HostRecords
 from ncclcheck.evidence.formats.pgnccl import incomplete, waits_for_digits
 from ncclcheck.evidence.formats.storeclient import read as store_words
-from ncclcheck.evidence.repair import HEADER, MAX_JOIN, OPEN_TAIL, clean, last_bar, open_header, squeeze, unprefixed
+from ncclcheck.evidence.formats.torchrun import LOCAL_TAG
+from ncclcheck.evidence.repair import MAX_JOIN, OPEN_TAIL, clean, last_bar, open_header, squeeze, unprefixed
 from ncclcheck.evidence.stamps import glog
 from ncclcheck.evidence.types import (
     PG,
@@ -58,7 +59,7 @@ from ncclcheck.evidence.types import (
     WorkerStarted,
     WorkMention,
 )
-from ncclcheck.evidence.whose import PREFIX, ROLE_RANK, Processes, went_on
+from ncclcheck.evidence.whose import PREFIX, Processes, went_on
 from ncclcheck.evidence.wordsets import WordSets
 
 # Words one of which a line with a set-up fact, a setting, an end or an NCCL warning holds (each source's own list):
@@ -129,7 +130,7 @@ class LogParser:
         self._nccl_errors: set[tuple[int | None, str]] = set()
         self._clues: list[Clue] = []
         self._clue_keys: set[tuple[int | None, str, str]] = set()
-        self._last_errors = nccl.LastErrors()  # "Last error:" lines whose text is on their process's next line
+        self._last_errors = nccl.LastErrors(HEADER)  # "Last error:" lines whose text is on their process's next line
         self._trace: dict[tuple[int | None, str, str], deque[tuple[int, str, Who, int]]] = {}  # each process's and
         # communicator's last trace lines: (line number, text, whose, index among their calls)
         self._system: list[SystemEvent] = []
@@ -188,7 +189,7 @@ class LogParser:
         who = self._procs.who(text)
         if who.global_rank is None and self._carry is not None and self._carry[0] == lineno - 1 and text \
                 and not raw.startswith(b"\r") \
-                and not HEADER.search(text) and not ROLE_RANK.match(text) \
+                and not HEADER.search(text) and not LOCAL_TAG.match(text) \
                 and not (text.startswith("(") and formats.pid_tag(text) is not None):
             # A line with no prefix and no header of its own, right under a prefixed line: the rest of that line
             # (a terminal wraps it anywhere, also inside the prefix's record) or what the same process printed next.

@@ -21,11 +21,6 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b|\[[0-9]{1,3}(?:;[0-9]{1,3})*m")
 PROGRESS = re.compile(
     r"\r[^\r\n|]{0,200}?\d{1,3}%(?:\|[^|\r\n]{0,200}\|)?\s*[\d.]+[kMG]?/[\d.?]+[kMG]?(?:\s*\[[^\]\r\n]{0,200}\])?"
 )
-# A line that begins a new log record; a hard-wrap continuation never looks like this.
-HEADER = re.compile(
-    r"(?:\[|^)rank\d+\[?\]:|\[[EWIF]\d{0,4}[ \d:.]*\S*\.(?:cpp|cc|h|hpp|py):\d+\]|^\S+:\d+:\d+ \[\d+\] |"
-    r"^(?:Traceback|Exception raised from|frame #)|^[EWIF]\d{4} "
-)
 MAX_JOIN = 8  # physical lines one logical line may span
 # A line that ends with a rank prefix, or inside one ("[Ra", "[PGID0PGGUID0(default_pg)Ran"): squeezed text.
 PREFIX_END = re.compile(r"\[(?:PG[^\[\]]*?)?Rank-?\d+\]\Z")

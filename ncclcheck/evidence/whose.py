@@ -15,22 +15,14 @@ import re
 from ncclcheck.evidence import formats, localranks
 from ncclcheck.evidence.formats.collectors import NODE_LABEL, node_label
 from ncclcheck.evidence.formats.errors import PY_ERROR
+from ncclcheck.evidence.formats.torchrun import GLUED_TAG, LOCAL_TAG, RANK_TAG, TAG
 from ncclcheck.evidence.types import Who, WorkMention
 
-# "[rank3]:" as torchrun prints it; also with its "[" lost at the start of a paste, or "[rank3[]:" mangled.
-# "[ rank3]:" or "rank3]:" at the start, after a space or after ":)|>" (a run of spaces is its own boundary)
-_GLOBAL_RANK = re.compile(r"(?:\[\s*|(?<![^\s:)|>]))rank(?P<rank>\d+)\[?\]:")
-ROLE_RANK = re.compile(r"\[[A-Za-z_]+?(?P<rank>\d+)\]:")
-# A rank prefix further along a line, right before the c10 header it belongs to.
-_GLUED_RANK = re.compile(r"\[rank(?P<rank>\d+)\]:(?=\[[EWIF]\d)")
 # What precedes a record's text: a collector's own prefix (pdsh's "worker-4: ", a CRI timestamp, "[time] node4 ")
-# when a rank tag follows it, then the launcher's rank tags, Ray's actor prefix and quoting marks. Determined's
-# "[rank=0] " (its launch layer's tag of each worker's line) is left off as a prefix; the rank it names is not read.
-PREFIX = re.compile(
-    r"^(?:.{0,160}?(?=\[[A-Za-z_]*\d+\]:))?"
-    r"(?:\s*(?:\([\w.\[\]=]+ pid=\d+(?:, ip=[\d.]+)?\)|\[[A-Za-z_]*\d+\]:|\[rank: \d+\]|\[rank=\d+\]|>|`+|\*\*|"
-    + formats.RANK_TAG_TEXT + r"))+\s?"
-)
+# when torchrun's tag follows it, then the tags the sources and the collectors' wrappers put before a line
+# (``formats.PREFIXES``: torchrun's, Open MPI's, Ray's actor, Lightning's, Determined's) and a paste's quoting marks,
+# none of any source's.
+PREFIX = re.compile(r"^(?:.{0,160}?(?=" + TAG.pattern + r"))?(?:\s*(?:" + formats.PREFIX_TEXT + r"|>|`+|\*\*))+\s?")
 _TRACEBACK_PARTS = ("Traceback", "File ", "During handling", "The above exception", "^", "~", "[")
 
 
@@ -51,15 +43,15 @@ class Processes:
 
     def who(self, text: str) -> Who:
         """The process a line names."""
-        ranks = _GLOBAL_RANK.findall(text, 0, 200) if text.find("rank", 0, 200) != -1 else None
-        if not ranks and len(text) > 200 and (glued := _GLUED_RANK.search(text)):
+        ranks = RANK_TAG.findall(text, 0, 200) if text.find("rank", 0, 200) != -1 else None
+        if not ranks and len(text) > 200 and (glued := GLUED_TAG.search(text)):
             ranks = [glued["rank"]]  # a record glued after a long line (a progress bar without its carriage return)
         if not ranks and (mark := formats.rank_mark(text)) is not None:
             ranks = [mark]  # a framework's tag further along (Lightning's "[rank: 3] ")
-        role = ROLE_RANK.match(text)
+        role = LOCAL_TAG.match(text)
         node = None
         if role is None and "]:" in text[:90] and text[:1] != "[" and (label := NODE_LABEL.match(text)) and (
-                role := ROLE_RANK.match(text, label.end())) is not None and not role[0].startswith("[rank"):
+                role := LOCAL_TAG.match(text, label.end())) is not None and not role[0].startswith("[rank"):
             node = label[0]  # a collector's node label before torchrun's tag: "node1: [default1]:"
         tag = int(role["rank"]) if role is not None and not role[0].startswith("[rank") else None
         if any(map(text.__contains__, localranks.WORDS)):

@@ -636,7 +636,7 @@ class _Builder:
         if pid is not None and pid in self.stopped and not any(f.signal or f.exitcode for f in elastic):
             sig, loc = self.stopped[pid]
             return Ending(EndKind.ABORTED, f"stopped by the launcher ({sig} to its PID {pid}) after another process "
-                          "failed; it printed no error of its own", loc)
+                          "failed; it printed no error of its own", loc, sig)
         outside = origins.outside_stop(elastic, self.stopped, self.agents, self.received)
         if outside is not None:
             return outside
@@ -652,7 +652,7 @@ class _Builder:
                                   f.signal)
                 if f.signal in ("SIGABRT", "SIGTERM"):
                     who = "the watchdog's abort" if f.signal == "SIGABRT" else "the launcher stopping it"
-                    return Ending(EndKind.ABORTED, f"ended by {how}: {who}, after a failure", f.loc)
+                    return Ending(EndKind.ABORTED, f"ended by {how}: {who}, after a failure", f.loc, f.signal)
                 return Ending(EndKind.EXCEPTION, f"exited with {how}", f.loc)
         if live is not None:
             where = f"in {live.collective}" if live.collective else "in host code"
@@ -682,7 +682,7 @@ class _Builder:
             sig, loc = self.stopped[unplaced[0]]
             return Ending(EndKind.ABORTED, f"not in torchrun's failure table, while the launcher stopped "
                           f"{len(unplaced)} process(es) ({sig}) that these inputs do not tie to a rank: most likely "
-                          "stopped after another process failed, not exited", loc)
+                          "stopped after another process failed, not exited", loc, sig)
         # the listed ranks and this one are one unbroken run: it is the one the table leaves out
         first = None if unplaced else self.table_index.completed_by(rank)
         if first is not None:

@@ -310,7 +310,8 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
     # Slurm's cancellations and mpirun's time limit are the launchers' stop lines (evidence/formats/).
     stops = [s for s in said if s.clue == "launcher" and ("death signal" in s.text or formats.is_stop(s.text))
              or s.joined is not None and s.joined.event.kind in ("time_limit", "cancelled")]
-    errors = [e for s in scans for e in s.errors if e.kind is not ErrorKind.EXCEPTION or "SignalException" not in e.message]
+    errors = [e for s in scans for e in s.errors
+              if e.kind is not ErrorKind.EXCEPTION or e.says is None or e.says.agent != "SignalException"]
     timeouts = any(s.works or s.statuses for s in scans)
     if stops and not errors and not timeouts:
         # The agent passes on the signal it received: SIGHUP is a closed terminal, not a scheduler (signals.ORIGIN).

@@ -51,7 +51,7 @@ def root_words(s: RankState) -> str:
     if e.kind is EndKind.SILENT:
         return "printed no timeout, error or exit: it never arrived"
     if e.kind is EndKind.ABORTED and s.stuck is None:
-        by = "the launcher stopped it (SIGTERM)" if "SIGTERM" in e.detail else "it was aborted (SIGABRT)"
+        by = "the launcher stopped it (SIGTERM)" if e.signal == "SIGTERM" else "it was aborted (SIGABRT)"
         # Not "it never arrived": a rank that issued a different collective ends the same way (DETAIL's mismatch).
         return f"printed no timeout or error, and was still running when {by}"
     if e.kind is EndKind.UNKNOWN:

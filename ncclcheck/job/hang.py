@@ -354,7 +354,7 @@ def _cut_off(job: Job, roots: Sequence[int]) -> list[int]:
     cut = [r for r in roots
            if by_rank[r].ending.kind is EndKind.NCCL_ERROR and by_rank[r].ending.gone is not None]
     never = [r for r in roots if by_rank[r].ending.kind in _NEVER_ARRIVED
-             or by_rank[r].ending.kind is EndKind.ABORTED and "SIGABRT" not in by_rank[r].ending.detail]
+             or by_rank[r].ending.kind is EndKind.ABORTED and by_rank[r].ending.signal != "SIGABRT"]
     return cut if cut and never and len(cut) + len(never) == len(roots) else []
 
 
@@ -372,7 +372,7 @@ def _watchdog_aborted(s: RankState, timeouts: dict[str, int]) -> bool:
     so there it may have been anywhere. Its abort must be reported after another rank's timeout (in the same
     file): an abort before any timeout is a crash of its own (an uncaught C++ exception also ends in SIGABRT)."""
     e = s.ending
-    return (e.kind is EndKind.ABORTED and "SIGABRT" in e.detail and s.stuck is None and e.loc is not None
+    return (e.kind is EndKind.ABORTED and e.signal == "SIGABRT" and s.stuck is None and e.loc is not None
             and timeouts.get(e.loc.file, e.loc.line) < e.loc.line)
 
 

@@ -226,7 +226,9 @@ class Ending:
     kind: EndKind
     detail: str = ""
     loc: Loc | None = None
-    signal: str | None = None  # the fatal signal of a KILLED ending (SIGKILL, SIGSEGV, SIGBUS, ...)
+    # the signal that ended it: a KILLED ending's fatal one (SIGKILL, SIGSEGV, SIGBUS, ...), an ABORTED one's (the
+    # watchdog's SIGABRT, the launcher's SIGTERM, SIGINT's KeyboardInterrupt), where its line names one
+    signal: str | None = None
     gone: PeerGone | None = None  # the error it ends with says a peer went away (evidence/formats/nccl.py)
 
 

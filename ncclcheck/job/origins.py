@@ -56,7 +56,7 @@ def interrupted(err: RankError) -> Ending | None:
     if signals.INTERRUPTED not in err.message:
         return None
     return Ending(EndKind.ABORTED, f"interrupted by SIGINT ({signals.INTERRUPTED}): {signals.ORIGIN['SIGINT']}",
-                  err.loc)
+                  err.loc, "SIGINT")
 
 
 def is_interrupted(e: Ending) -> bool:

@@ -50,14 +50,14 @@ def waited(s: RankState) -> bool:
     e = s.ending
     if s.stuck is not None or e.kind in _IN_COLLECTIVE:
         return True
-    if e.kind is EndKind.ABORTED and "SIGABRT" in e.detail:
+    if e.kind is EndKind.ABORTED and e.signal == "SIGABRT":
         return True  # the watchdog's abort: after a timeout or an NCCL error of the rank's own
     return e.kind is EndKind.EXCEPTION and s.first_error is not None and s.first_error.kind in _PEER_GONE
 
 
 def stopped(s: RankState) -> bool:
     """Did the launcher stop this rank, outside any collective (its SIGTERM, not the watchdog's SIGABRT)?"""
-    return s.stuck is None and s.ending.kind is EndKind.ABORTED and "SIGABRT" not in s.ending.detail
+    return s.stuck is None and s.ending.kind is EndKind.ABORTED and s.ending.signal != "SIGABRT"
 
 
 def partition(job: Job, found: bool, culprits: Iterable[int], waiting: Iterable[int],

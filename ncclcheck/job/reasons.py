@@ -209,15 +209,15 @@ def source_of(e: RankError) -> str | None:
     that states no failure of the process: its death by a signal (the catalogue reads it), or torchrun's
     SignalException, raised in a worker the agent stopped with SIGTERM or SIGINT
     (torch/distributed/elastic/multiprocessing/api.py): the agent's stop, after a failure elsewhere or from outside."""
-    if "SignalException" in e.message:
+    if e.says is not None and e.says.agent == "SignalException":
         return None
     if e.kind is ErrorKind.NCCL_WARN:
         return "nccl_notice" if _notice(e.says) else "nccl_warn"
     if e.kind is ErrorKind.NCCL_ERROR or e.message.startswith("NCCL error"):
         return "nccl_error"
-    if "[enforce fail at " in e.message:
+    if e.says is not None and e.says.enforce_at is not None:
         return "gloo_enforce"
-    if e.message.startswith("terminate called after throwing"):
+    if e.says is not None and e.says.thrown is not None:
         return "terminate"
     if e.kind is ErrorKind.CONNECTION:
         # the parser's connection errors are NCCL's WARN text, its error code (above) or a Python exception's line

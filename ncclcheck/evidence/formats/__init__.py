@@ -17,6 +17,7 @@ from ncclcheck.evidence.formats import (
     backtrace,
     busy,
     cmdline,
+    collectors,
     colltrace,
     composer,
     cxx,
@@ -64,10 +65,10 @@ from ncclcheck.evidence.formats import (
 from ncclcheck.evidence.formats.source import AT, Console, LineSource, Reader, Sample, Trigger, unnamed
 from ncclcheck.evidence.types import AgentExit, JobStop, WorkerEnd
 
-__all__ = ["CONSOLES", "FED_WORDS", "FORMATS", "GATE", "HEAD_WORDS", "KEEP_WORDS", "PATH_RANKS", "PID_TAGS", "RANK_MARKS",
-           "RANK_TAGS", "RANK_TAG_TEXT", "TRIGGERS", "WANTED", "WORDS", "Console", "LineSource", "Reader", "Sample",
-           "Trigger", "is_stop",
-           "fed_bit", "launcher_signal", "path_rank", "pid_tag", "rank_mark", "rank_tag", "readers"]
+__all__ = ["CONSOLES", "FED_WORDS", "FORMATS", "GATE", "HEADER", "HEADERS", "HEAD_WORDS", "KEEP_WORDS", "PATH_RANKS",
+           "PID_TAGS", "PREFIXES", "PREFIX_TEXT", "RANK_MARKS", "RANK_TAGS", "TRIGGERS", "WANTED", "WORDS", "Console",
+           "LineSource", "Reader", "Sample", "Trigger", "fed_bit", "is_stop", "launcher_signal", "path_rank", "pid_tag",
+           "rank_mark", "rank_tag", "readers"]
 
 FORMATS: tuple[LineSource, ...] = (
     # fed each physical line holding one of their words, first (launchers and frameworks)
@@ -109,8 +110,15 @@ RANK_TAGS: tuple[re.Pattern[str], ...] = tuple(t for f in FORMATS for t in f.ran
 RANK_MARKS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(m for f in FORMATS for m in f.rank_marks)
 PID_TAGS: tuple[re.Pattern[str], ...] = tuple(t for f in FORMATS for t in f.pid_tags)
 PATH_RANKS: tuple[re.Pattern[str], ...] = tuple(p for f in FORMATS for p in f.path_ranks)
-# The rank tags as one alternation's text (their groups unnamed), for a prefix pattern to take them in.
-RANK_TAG_TEXT = "|".join(unnamed(t) for t in RANK_TAGS)
+# The tags the sources and the collectors' wrappers put before a line, as one alternation's text (their groups
+# unnamed), for evidence/whose.py's prefix pattern to take them off; no two begin alike at one place (a bracket and a
+# word, a parenthesis), so their order changes no match.
+PREFIXES: tuple[re.Pattern[str], ...] = (*(p for f in FORMATS for p in f.prefixes), *collectors.PREFIXES)
+PREFIX_TEXT = "|".join(unnamed(p) for p in PREFIXES)
+# A line that begins a new record of some source (a rank's tag, a logger's header, a traceback's start): a hard wrap's
+# continuation never looks like this (evidence/parse.py joins wraps; formats/nccl.py's "Last error:" reason).
+HEADERS: tuple[re.Pattern[str], ...] = tuple(h for f in FORMATS for h in f.headers)
+HEADER = re.compile("|".join(h.pattern for h in HEADERS))
 # The literal words the block reader must keep whole, wherever they stand; and those it hands over in a head only.
 WORDS: tuple[str, ...] = tuple(dict.fromkeys(w for f in FORMATS for w in f.words))
 HEAD_WORDS: tuple[str, ...] = tuple(dict.fromkeys(w for f in FORMATS for w in f.head_words))

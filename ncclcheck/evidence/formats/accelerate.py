@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable
 
 from ncclcheck import signals
-from ncclcheck.evidence.formats.source import AT, Console, Format, Sample
+from ncclcheck.evidence.formats.source import AT, Behind, Console, Format, Sample
 from ncclcheck.evidence.types import AgentExit, Fact, Loc, Said, Who, WorkerEnd
 
 CALLED_PROCESS = re.compile(
@@ -64,7 +64,11 @@ FORMAT = Format(
     words=("CalledProcessError: Command '",),
     head_words=(_STATE_WORD,),  # its state, printed as the program starts
     make=Children,
-    patterns=(CALLED_PROCESS,),
+    patterns=(CALLED_PROCESS, STATE),
+    behind=(
+        # the command a CalledProcessError quotes
+        Behind((CALLED_PROCESS,), (_LOCAL_RANK,)),
+    ),
     samples=(
         Sample("Distributed environment: DistributedType.MULTI_CPU  Backend: gloo",
                "tests/data/launchers/accelerate/clean/console.log:1", (Fact(Who(), "launched", "Accelerate", AT),)),

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample
 from ncclcheck.evidence.types import Fact, Loc, Said, Who
 
 # glibc's backtrace_symbols(_fd): a path, the symbol and offset in parentheses, the address in brackets.
@@ -126,6 +126,10 @@ FORMAT = Format(
            ") at ", ") from ", "<signal handler called>"),
     make=Frames,
     patterns=(GLIBC, UCX, GLOG, GDB, PYTHON, PYFRAME, THREAD),
+    behind=(
+        # a frame's symbol, once a frame pattern read it (its family, or a signal handler's)
+        Behind((GLIBC, UCX, GLOG, GDB, PYTHON), (HANDLER, *(s for _, _, s in FAMILIES if s is not None))),
+    ),
     samples=(
         Sample('  File "/root/.pyenv/versions/3.11.7/lib/python3.11/ctypes/__init__.py", line 519 in string_at',
                "tests/data/crash/torchrun/console.log:9",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample
 from ncclcheck.evidence.linear import then
 from ncclcheck.evidence.types import Fact, Loc, Read, Who
 
@@ -100,6 +100,13 @@ FORMAT = Format(
     words=WORDS,
     make=Lines,
     logical=True,
+    behind=(
+        # a line holding one of its words (a busy phase, or an error that says it is none)
+        Behind((*WORDS,), (_BUSY, _NOT_BUSY)),
+    ),
+    # any line: where another process's line is glued after a bar, a bar at 0 %, and work that ended
+    # (``DONE``, tested for ``DONE_GATE``'s lower-case words first)
+    shapes=(GLUED_LINE, BAR_AT_ZERO, DONE),
     samples=(
         Sample("Evaluating:  40%|████      | 20/50 [00:10<00:15,  2.00it/s]",
                "tqdm's bar (tqdm/std.py format_meter) under the HF Trainer's evaluation loop",

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample
 from ncclcheck.evidence.types import Clue, Loc, Said, Who
 
 # After the line's launcher tag, if any (torchrun's `[rank3]:`, Ray's `(Worker pid=N) `, srun -l's `3: `): the
@@ -57,6 +57,10 @@ FORMAT = Format(
     words=WORDS,
     make=Lines,
     patterns=(ERROR,),
+    behind=(
+        # the program's name argparse's line gives
+        Behind((ERROR,), (_EXCEPTION,)),
+    ),
     samples=(
         Sample("train_no_local_rank.py: error: unrecognized arguments: --local-rank=1",
                "tests/data/launch_argv/console.log:16",

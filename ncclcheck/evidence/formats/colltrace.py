@@ -31,7 +31,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample
 from ncclcheck.evidence.types import Fact, Loc, Said, Who
 
 TRACE = re.compile(
@@ -169,6 +169,12 @@ FORMAT = Format(
     head_words=("Init COMPLETE",),
     make=Lines,
     patterns=(TRACE, INIT),
+    behind=(
+        # a communicator's Init COMPLETE line, after its rank and size
+        Behind((INIT,), (_COMMID, _PARENT)),
+        # NCCL's ``host:pid:tid [dev] NCCL`` header before a trace's or an init's match: the process it names
+        Behind((TRACE, INIT), (PREFIX,)),
+    ),
     samples=(
         Sample("h03r3n06:45012:45012 [2] NCCL INFO AllGather: opCount 28c sendbuff 0x7f1fd894af00 recvbuff "
                "0x7f1ed1c00100 count 59205120 datatype 0 op 0 root 0 comm 0x559c24b55610 [nranks=4] stream "

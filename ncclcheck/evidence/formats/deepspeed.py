@@ -36,7 +36,7 @@ import re
 from collections.abc import Iterable
 
 from ncclcheck import signals
-from ncclcheck.evidence.formats.source import AT, Console, Format, LauncherLines, LineFormat, Sample, ended
+from ncclcheck.evidence.formats.source import AT, Behind, Console, Format, LauncherLines, LineFormat, Sample, ended
 from ncclcheck.evidence.linear import then
 from ncclcheck.evidence.types import Fact, JobStop, Loc, Said, Who, WorkerEnd, WorkerStarted
 
@@ -127,6 +127,10 @@ FORMAT = Format(
            "enable_each_rank_log=", "exits successfully", "Killing subprocess", "Main process received SIG"),
     make=Spawns,
     patterns=(*(f.pattern for f in LINES), SPAWNED, NODE, MAPPING, OWN_LOGS, SUCCESS, KILLING),
+    behind=(
+        # the nodes' ranks of the runner's global_rank_mapping
+        Behind((MAPPING,), (_NODE_RANKS,)),
+    ),
     samples=(
         Sample(_SPAWNED, f"{_KILL}:11", (Fact(_ANYONE, "launched", "DeepSpeed", AT), WorkerStarted(8884, 1, AT)),
                before=(_NODE, _MAPPING)),

@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable
 
 from ncclcheck import signals
-from ncclcheck.evidence.formats.source import AT, Format, Sample, Trigger
+from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample, Trigger
 from ncclcheck.evidence.types import ElasticFailure, Loc, Read
 
 _KEY = re.compile(r"^\s+(?P<key>time|host|rank|exitcode|error_file|traceback|msg)\s*:\s?(?P<value>.*)$")
@@ -123,6 +123,13 @@ FORMAT = Format(
     triggers=(Trigger("<N/A>", "<"),),  # an entry's "error_file: <N/A>"
     wanted=("<N/A>", "error_file"),
     logical=True,
+    behind=(
+        # an entry's rank, exit code and signal, from the rows read
+        Behind((_KEY, _BARE), (_INT, _SIGNAL)),
+    ),
+    # the table's rows and entries, tested on any line (``Table.may_hold``): its lines hold no word but
+    # follow ChildFailedError and hold ``<N/A>``, whose neighbours the reader hands over
+    shapes=(_KEY, _BARE, _ENTRY),
     samples=(
         Sample("======================================================",
                "tests/data/launchers/accelerate/kill/console.log:90-98",

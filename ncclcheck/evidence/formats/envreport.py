@@ -85,7 +85,8 @@ FORMAT = Format(
     # collect_env's GPU list under its heading: its lines hold no word of their own (a pasted report heads its log)
     head_words=("GPU ",),
     make=Lines,
-    patterns=(TORCH, TORCH_CUDA, DRIVER, TRANSFORMERS, ACCELERATE, DEEPSPEED, GPU_HEADING, GPU_TYPE, SMI, ARCH),
+    patterns=(TORCH, TORCH_CUDA, DRIVER, TRANSFORMERS, ACCELERATE, DEEPSPEED, GPU_HEADING, GPU_TYPE, SMI, ARCH,
+              _GPU_LINE),
     samples=(
         Sample("PyTorch version: 2.2.2", _CE, (Fact(ANYONE, "torch", "2.2.2", AT),)),
         Sample("CUDA used to build PyTorch: 12.1", _CE, (Fact(ANYONE, "torch_cuda", "12.1", AT),)),

@@ -15,10 +15,10 @@ import re
 from collections.abc import Iterable
 
 from ncclcheck import signals
-from ncclcheck.evidence.formats import cxx, nccl, torchrun
+from ncclcheck.evidence.formats import busy, cxx, nccl, storeclient, torchrun
 from ncclcheck.evidence.formats.collectors import LABEL
 from ncclcheck.evidence.formats.nccl import CONNECTION, SAYS
-from ncclcheck.evidence.formats.source import AT, Format, Sample, Trigger
+from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample, Trigger
 from ncclcheck.evidence.linear import then
 from ncclcheck.evidence.stamps import glog
 from ncclcheck.evidence.types import Clue, ErrorKind, Loc, RankError, Read, Stating, Who
@@ -222,6 +222,9 @@ LOG_HEAD = re.compile(r"^\[?[EWIF]\d{4} [\d:.]+ +\d*\s*[^\]]*\]\s*")
 NOT_FATAL = re.compile(r"Failed to open libibverbs\.so|driver shutting down"
                        r"|Could not find real path of /sys/class/(?:net|infiniband)/|rma_socket requires GDRCopy")
 # The Python exception a kept line starts with (its type's name).
+# A traceback's first line: Python's, and a c10::Error's backtrace under its message ("Exception raised from
+# checkTimeout at ...", "frame #0: ..."): a new record (formats.HEADER).
+TRACEBACK = re.compile(r"^(?:Traceback|Exception raised from|frame #)")
 EXCEPTION_AT = re.compile(r"^(?P<name>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt))\b")
 
 
@@ -336,16 +339,44 @@ class Lines:
 
 
 _THC = "THCudaCheck FAIL file=/pytorch/torch/csrc/cuda/Module.cpp line=59 error=101 : invalid device ordinal"
+_ENGINE_DEAD = ("vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace "
+                "(above) for the root cause.")
+_SHM = ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory "
+        "(shm).")
+_DEVICE_ASSERT = ("/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1515: indexSelectSmallIndex: block: [0,0,0], "
+                  "thread: [0,0,0] Assertion `srcIndex < srcSelectDimSize` failed.")
+_GLOO_PAIR = "[<some path>/gloo/gloo/transport/tcp/pair.cc:761] connect [127.0.1.1]:60817: Connection refused"
 FORMAT = Format(
     name="errors",
     words=tuple(dict.fromkeys((*ERROR_WORDS, *CLUE_WORDS, *SIGNAL_WORDS, *_OTHER_WORDS))),
     head_words=(*ERROR_WORDS, "Assertion `", "TCPStore", "[c10d]", "Rendezvous", "rendezvous", "death signal",
                 "closing signal", "clients joined", "will restart worker group"),
     make=Lines,
-    patterns=(PY_ERROR, FATAL_SIGNAL, CLUE_GATE, FRAMEWORK_FAILED),
+    headers=(TRACEBACK,),
+    patterns=(PY_ERROR, FATAL_SIGNAL, CLUE_GATE, FRAMEWORK_FAILED, SAYS, DEATH_NEWS, TEARDOWN, SHM_FULL, _CUDA_ASSERT,
+              _CUDA_ERROR, _CUDA_OLD, _SOCKET, EXCEPTION_AT),
     triggers=(Trigger('File "', '"'), Trigger("<module>", "<")),  # a traceback's frames (a framework's paths)
     wanted=('File "', "Error", "Exception"),
     logical=True,
+    behind=(
+        # an exception's message: a cascade's words, a connection's
+        Behind((PY_ERROR,), (CASCADE, CONNECTION)),
+        # a clue's body
+        Behind((CLUE_GATE,), (STORE_FAIL, _LAUNCHER, UCX_FRAME)),
+        # the worker a launcher's clue says the agent stopped (torchrun.closing)
+        Behind((_LAUNCHER,), (torchrun.CLOSING,)),
+        # a kept error's or clue's text, read once (``stating``, ``storeclient.read``; also a logger's record's,
+        # formats/loglevel.py)
+        Behind((PY_ERROR, FATAL_SIGNAL, CLUE_GATE, FRAMEWORK_FAILED), (NOT_FATAL, cxx.ENFORCE, cxx.TERMINATE,
+                                                                       torchrun.AGENT_ERROR, storeclient.WAIT,
+                                                                       storeclient.ADDRESS, storeclient.REMOTE,
+                                                                       storeclient.KEY, storeclient.ROOT,
+                                                                       storeclient.WAITER)),
+        # a traceback's frame: the frameworks its path names
+        Behind(('File "',), (*(p for _, p in busy._FRAMEWORKS),)),
+    ),
+    # a logger's header (glog's, a Python logger's as vLLM prints it), taken off a kept line
+    shapes=(LOG_HEAD, PY_LOG_HEAD),
     samples=(
         Sample("RuntimeError: CUDA error: an illegal memory access was encountered",
                "c10/cuda/CUDAException.h: C10_CUDA_CHECK's message, cudaGetErrorString(cudaErrorIllegalAddress)",
@@ -365,5 +396,27 @@ FORMAT = Format(
         Sample('Thread 787 "python3" received signal SIGBUS, Bus error.',
                "gdb/infrun.c, print_signal_received_reason: gdb stopped the process on the signal it dies of",
                (RankError(_NOBODY, ErrorKind.KILLED, 'Thread 787 "python3" received signal SIGBUS, Bus error.', AT),)),
+        Sample("RPC call to sample_tokens timed out",
+               "tests/data/public_threads/77-vllm-52504-cross-node-tp-serving-stalls.log:1",
+               (RankError(_NOBODY, ErrorKind.EXCEPTION, "RPC call to sample_tokens timed out", AT),)),
+        Sample("Failed to initialize any NET plugin",
+               "tests/data/failures/net_ib/torchrun/df9702c1-a5fc-4c3c-b4ca-5165dc5f42fb_1f23zvsj/attempt_0/0/"
+               "stderr.log:23",
+               (Clue(_NOBODY, "nccl", "Failed to initialize any NET plugin", AT),)),
+        Sample(_ENGINE_DEAD,
+               "vllm/v1/engine/exceptions.py: EngineDeadError's message, raised in the front end when the "
+               "engine's process died",
+               (RankError(_NOBODY, ErrorKind.EXCEPTION, _ENGINE_DEAD, AT),)),
+        Sample(_SHM,
+               "tests/data/public_threads/267-reppoints-18-dist-train-worker-bus-error-in-container.log:1",
+               (Clue(_NOBODY, "shm", _SHM, AT),)),
+        Sample(_DEVICE_ASSERT,
+               "tests/data/failures/device_assert/torchrun/f4e7ff4a-a253-4bae-8cb6-32bd22cd67b5__jfx821s/"
+               "attempt_0/1/stderr.log:1",
+               (Clue(_NOBODY, "cuda_assert", "Assertion `srcIndex < srcSelectDimSize` failed in indexSelectSmallIndex "
+                                             "(Indexing.cu:1515)", AT),)),
+        Sample(_GLOO_PAIR,
+               "tests/data/public_threads/253-gloo-223-two-node-cuda-benchmark-connection-refused.log:1",
+               (Clue(_NOBODY, "socket", _GLOO_PAIR, AT),)),
     ),
 )

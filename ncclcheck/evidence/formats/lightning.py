@@ -23,6 +23,8 @@ from ncclcheck.evidence.types import Fact, Loc, Said, Who
 
 START = re.compile(r"GLOBAL_RANK: (?P<rank>\d+), MEMBER: (?:\d+/(?P<world>\d+))?")
 TAG = re.compile(r"\[rank: (?P<rank>\d+)\] ")
+# The tag at a line's start, as it is taken off (evidence/whose.py), with or without the space after it.
+PREFIX = re.compile(r"\[rank: \d+\]")
 FIT_DONE = re.compile(r"(?P<done>`Trainer\.fit` stopped: `max_(?:epochs|steps)=[^`]*` reached)")
 ANYONE = Who()  # the facts below are the line's process's: the parser puts it on them
 CONSOLE = Console("Lightning", "'`Trainer.fit` stopped: `max_epochs=N` reached.' (or max_steps)",
@@ -50,6 +52,7 @@ FORMAT = Format(
     make=Lines,
     patterns=(FIT_DONE,),
     rank_marks=(("GLOBAL_RANK: ", START), ("[rank: ", TAG)),
+    prefixes=(PREFIX,),
     samples=(
         Sample("Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/4", f"{_CLEAN}:6",
                (Fact(ANYONE, "framework", "lightning", AT), Fact(ANYONE, "launched", "Lightning", AT),

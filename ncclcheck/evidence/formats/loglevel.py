@@ -35,7 +35,7 @@ import re
 from collections.abc import Iterable
 
 from ncclcheck.evidence.formats import errors, nccl, storeclient
-from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample
 from ncclcheck.evidence.types import Clue, Loc, Read, Who
 
 RECORD = re.compile(
@@ -62,6 +62,8 @@ BELOW = re.compile(
     r"|^[IW](?:\d{4})?\d{4} [\d:.]{1,30} +\d{1,10} [\w.-]{1,200}:\d{1,7}\] "
 )
 # glibc's assert() (assert/assert.c: "%s%s%s:%u: %s%sAssertion `%s' failed."; a straight quote opens it in some builds).
+# glog's header at a line's start ("E1125 15:15:55.506000 1671 api.py:1002] "): a new record (formats.HEADER).
+GLOG_LINE = re.compile(r"^[EWIF]\d{4} ")
 ASSERT = re.compile(r": Assertion [`'](?P<cond>(?:(?!Assertion |' failed\.)[^\n]){1,400})' failed\.")
 
 
@@ -134,8 +136,13 @@ FORMAT = Format(
     name="logged errors",
     words=WORDS,
     make=Records,
+    headers=(GLOG_LINE,),
     patterns=(RECORD, ASSERT),
     logical=True,
+    behind=(
+        # a process's next record, once an error record of its is open
+        Behind((RECORD,), (BELOW,)),
+    ),
     samples=(
         Sample(_PY, "Python's Lib/logging/__init__.py: BASIC_FORMAT, '%(levelname)s:%(name)s:%(message)s'",
                (Clue(_NOBODY, "logged", _PY, AT),)),

@@ -92,6 +92,7 @@ FORMAT = Format(
     make=Lines,
     patterns=tuple(f.pattern for f in LINES),
     rank_tags=(RANK_TAG,),
+    prefixes=(RANK_TAG,),
     path_ranks=(PATH_RANK,),
     samples=(
         Sample("[1,0]<stdout>:rank 0 of 4 joined (pid 15642)", "tests/data/launchers/mpi/clean/console.log:4",

@@ -13,8 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from ncclcheck.evidence.formats.source import AT, Format, Sample, Trigger
-from ncclcheck.evidence.repair import HEADER
+from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample, Trigger
 from ncclcheck.evidence.types import Clue, ErrorKind, Fact, Loc, NcclWords, PeerGone, RankError, Read, Who
 
 _NCCL_WARN = re.compile(r"NCCL WARN (?P<message>.*)")
@@ -25,6 +24,8 @@ _WARN_SOURCE = re.compile(r"(?<!\S)(?P<source>\S{1,300}\.(?:cc|cu|cpp|c|h|hpp):\
 # line quoted without its "host:pid:tid [cudaDev]" header starts at the source file and line.
 _OLD_WARN = re.compile(r"(?:\[\d+\] |^\s*)(?P<file>[\w/.]+\.(?:cc|cu|h|c)):\d+ WARN (?P<message>.*)")
 # NCCL's own line header, "host:pid:tid [cudaDev] " (after a rank tag or NCCL's timestamp, if any).
+# NCCL's debug header at a line's start (src/debug.cc: "host:pid:tid [dev] "): a new line of NCCL's (formats.HEADER).
+HEADER = re.compile(r"^\S+:\d+:\d+ \[\d+\] ")
 _NCCL_HEAD = re.compile(
     r"(?:^|[\]:] ?)(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):\d+ \[\d+\] (?=NCCL |[\w/.]+\.cc:\d+ NCCL )")
 # A connection that failed: closed, reset or refused, a remote process's exit (an error of the kind CONNECTION).
@@ -212,9 +213,11 @@ DETAIL_WITHIN = 200  # the line under "Last error:" is its process's next line; 
 
 class LastErrors:
     """NCCL's "Last error:" lines whose reason is on their process's next line, by process, and whether lines were
-    left out of the selection since (the one under it may be among them)."""
+    left out of the selection since (the one under it may be among them). ``header``: a line that begins a new record
+    of any source (``formats.HEADER``), which is no reason."""
 
-    def __init__(self) -> None:
+    def __init__(self, header: re.Pattern[str]) -> None:
+        self._header = header
         self._waiting: dict[Who, tuple[Loc, bool]] = {}
         self._prev = 0
 
@@ -246,7 +249,7 @@ class LastErrors:
         if lineno - loc.line > DETAIL_WITHIN:
             return []
         text = body()
-        empty = not text or bool(HEADER.search(text)) or text.startswith(("Exception raised from", "Traceback"))
+        empty = not text or bool(self._header.search(text)) or text.startswith(("Exception raised from", "Traceback"))
         if empty and gap:
             return []  # lines were left out since: the one under it may be among them; say nothing rather than "empty"
         return [Clue(mine, "last_error", "" if empty else text, loc if empty else Loc(loc.file, lineno))]
@@ -269,6 +272,8 @@ class Lines:
         return said
 
 
+_NET_SOCKET = "vm:770:770 [0] NCCL INFO NET/Socket : Using [0]eth0:192.0.2.2<0>"
+_ABORTED_COMM = "vm:1435:1931 [0] NCCL INFO comm 0x496cc2a0 rank 0 nranks 2 cudaDev 0 busId 60 - Abort COMPLETE"
 FORMAT = Format(
     name="NCCL",
     words=ERROR_WORDS,
@@ -277,8 +282,24 @@ FORMAT = Format(
     wanted=("NCCL WARN", "NCCL version", "Using"),
     head_words=("NCCL version", "Bootstrap", "NET/", "Using network", "nranks", "NCCL WARN", "Last error"),
     make=Lines,
-    patterns=(NCCL_ERROR, NCCL_RESULT),
+    headers=(HEADER,),
+    patterns=(NCCL_ERROR, NCCL_RESULT, _NCCL_WARN, _WARN_SOURCE, LAST_ERROR,
+              *(p for _, w, p in FACTS if w != "busId")),
     logical=True,
+    behind=(
+        # NCCL before 2.3's warning, behind its trigger
+        Behind(("WARN",), (_OLD_WARN,)),
+        # a GPU's bus id, tested for "busId" on a set-up line (tests/test_keep.py's UNKEPT)
+        Behind(("busId",), (*(p for _, w, p in FACTS if w == "busId"),)),
+        # an error's or a warning's message, and every kept error's and clue's text (``words``, ``gone``,
+        # ``results``: formats/errors.py, loglevel.py)
+        Behind((NCCL_ERROR, NCCL_RESULT, _NCCL_WARN, _OLD_WARN), (CONNECTION, PEER_GONE, REMOTE_ERROR, PEER, _PAIR,
+                                                                  _SHARING, CUDA_FAILURE, CALL_FAILED, PEER_CLOSED,
+                                                                  *(p for p, _ in _RESULT_ANY_CASE),
+                                                                  _SYSTEM_ANY_CASE)),
+    ),
+    # the host and PID of NCCL's header, read on a set-up line of any source (a fact word, then " NCCL ")
+    shapes=(_NCCL_HEAD,),
     samples=(
         Sample("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, "
                "remote process exited or there was a network error, NCCL version 2.20.5",
@@ -293,5 +314,28 @@ FORMAT = Format(
         Sample("UnknownError (see above for traceback): ncclCommInitRank failed: unhandled cuda error",
                "TensorFlow (Horovod 0.x) wrapping ncclGetErrorString(ncclUnhandledCudaError), horovod/horovod#108",
                (RankError(_NOBODY, ErrorKind.NCCL_ERROR, "NCCL error: unhandled cuda error", AT),)),
+        Sample("NCCL WARN Cuda failure 'out of memory'",
+               "tests/data/public_threads/58-nccl-295-tf-resnet-timeout.log:1",
+               (RankError(_NOBODY, ErrorKind.NCCL_WARN, "Cuda failure 'out of memory'", AT),)),
+        Sample("graph/topo.h:230 NCCL WARN Could not find NET with id 0",
+               "tests/data/public_threads/42-nemo-13996-multinode-sft-fails.log:5",
+               (RankError(_NOBODY, ErrorKind.NCCL_WARN, "Could not find NET with id 0", AT),
+                Fact(_NOBODY, "nccl_warn_file", "graph/topo.h", AT))),
+        Sample("vm:1007:1007 [1] NCCL INFO Bootstrap: Using lo:127.0.0.1<0>",
+               "tests/data/gpu/mechanisms/ifname_split/torchrun/run/attempt_0/1/stdout.log:4",
+               (Fact(_NOBODY, "bootstrap", "lo:127.0.0.1<0>", AT),)),
+        Sample("vm:770:770 [0] NCCL INFO NET/IB : No device found.",
+               "tests/data/gpu/colltrace/mismatch/console.log:14",
+               (Fact(_NOBODY, "net_ib", "No device found.", AT),)),
+        Sample(_NET_SOCKET,
+               "tests/data/gpu/colltrace/mismatch/console.log:17",
+               (Fact(_NOBODY, "net_socket", "[0]eth0:192.0.2.2<0>", AT),)),
+        Sample("::16674:17023 [0] NCCL INFO Using network IB",
+               "tests/data/public_threads/131-azhpc-327-xml-import-channel-dev-not-found.log:7",
+               (Fact(_NOBODY, "network", "IB", AT),)),
+        Sample(_ABORTED_COMM,
+               "tests/data/failures/order_cycle_info/torchrun/0ef4676f-9515-4a02-9ab7-2b91a4ce3d84_b0nuz3r4/"
+               "attempt_0/0/stdout.log:227",
+               (Fact(_NOBODY, "nccl_nranks", "2", AT), Fact(_NOBODY, "bus_id", "60", AT))),
     ),
 )

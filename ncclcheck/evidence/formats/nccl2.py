@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from ncclcheck.evidence.formats.nccl import CONNECTION
 from ncclcheck.evidence.formats.pgnccl import DUMP_HINT, dump_event
-from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample
 from ncclcheck.evidence.types import EndLine, ErrorKind, Loc, RankError, Read, Who, WorkMention
 
 TC = re.compile(r"\[TC\](?:\[rank=(?P<rank>-?\d+)\])?(?:\[name=(?P<name>[^\]]*)\])?\s*(?P<message>.*)")
@@ -56,8 +56,12 @@ FORMAT = Format(
     words=("[TC]",),
     head_words=("Aborting process", "[TC]"),
     make=Lines,
-    patterns=(TC,),
+    patterns=(TC, _ABORT),
     logical=True,
+    behind=(
+        # a [TC] line's message
+        Behind((TC,), (_TIMEOUT,)),
+    ),
     samples=(
         Sample("[rank1]:[E1122 12:00:10.000000006 WorkNCCL.cpp:231] [TC][rank=1][name=0] Operation timed out after "
                "10007 ms", "torch/csrc/distributed/c10d/WorkNCCL.cpp (nccl2): the timeout's line, as tests/"

@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample
 from ncclcheck.evidence.types import Fact, Loc, Said, Who
 
 BUILD = re.compile(r"NCCL version \d+\.\d+\.\d+[\w.-]{0,16}\+cuda(?P<cuda>\d+\.\d+)")
@@ -93,6 +93,10 @@ FORMAT = Format(
     words=("NCCL version", "cudaDriverVersion", "NET/Plugin", "NET/OFI", "localRanks", "Plugin Path"),
     make=Lines,
     patterns=(BUILD, DRIVER, PLUGIN, INTERNAL, OFI, LIBFABRIC, LOCAL, PLUGIN_PATH),
+    behind=(
+        # the header of a plugin's line, for the host it names
+        Behind((PLUGIN, INTERNAL, PLUGIN_PATH), (HEADER,)),
+    ),
     samples=(
         Sample("[default0]:vm:2375:2375 [0] NCCL INFO NCCL version 2.28.9+cuda13.0", f"{_TP}:19",
                (Fact(ANYONE, "nccl_cuda", "13.0", AT),)),

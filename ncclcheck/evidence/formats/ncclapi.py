@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample
 from ncclcheck.evidence.types import Fact, Loc, Said, Who
 
 # NCCL's collective and point-to-point calls and the group call that launches them (src/nccl.h.in).
@@ -40,6 +40,10 @@ FORMAT = Format(
     words=(", in nccl",),
     make=Frames,
     patterns=(_CALL,),
+    behind=(
+        # the frame line before an NCCL call's
+        Behind((_CALL,), (_FRAME,)),
+    ),
     samples=(
         Sample(_SAMPLE, "vLLM's vllm/distributed/device_communicators/pynccl_wrapper.py (ctypes over libnccl.so), "
                        "https://github.com/vllm-project/vllm/issues/7201",

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample
 from ncclcheck.evidence.types import Clue, Fact, Loc, Said, Who
 
 DIAG = re.compile(r"NCCL DIAG (?:\[(?P<tag>OK|INFO)\] *)?(?P<text>\S.*)")
@@ -65,6 +65,10 @@ FORMAT = Format(
     words=("NCCL DIAG",),
     make=Lines,
     patterns=(DIAG, FAULT),
+    behind=(
+        # a DIAG INFO line's text
+        Behind((DIAG,), (DIFFERS, VALUE)),
+    ),
     samples=(
         Sample("[default0]:vm:1415 NCCL DIAG [OK]   NVLink: 18 links per GPU, all active at consistent speed across 2 "
                "ranks in comm 0xd70a41d7ab711654", f"{_DIAG}:117",

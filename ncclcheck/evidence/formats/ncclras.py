@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample
 from ncclcheck.evidence.types import Clue, Loc, Said, Who
 
 SECTION = re.compile(r"^#\d+-\d+ \([0-9a-f]{16}\) MISMATCH|^#\d+-\d+ \([0-9a-f]{16}\) INCOMPLETE"
@@ -85,6 +85,12 @@ FORMAT = Format(
            "Asynchronous error", "ranks have launched"),
     make=Report,
     patterns=(SECTION, RANK, SENTENCE, COUNT, DEAD),
+    behind=(
+        # a section's heading
+        Behind((SECTION,), (NAMED,)),
+        # a rank's row, what it says it launched
+        Behind((RANK,), (LAUNCHED,)),
+    ),
     samples=(
         Sample(_BEHIND, f"{_RAS}/status_live.txt:27", (Clue(ANYONE, "nccl", (
             "ncclras: comm 2b902544309b73fa MISMATCH: Communicator ranks have different AllReduce operation counts: "

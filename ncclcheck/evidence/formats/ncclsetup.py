@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample
 from ncclcheck.evidence.types import Fact, Loc, Said, Who
 
 READY = re.compile(r"rank (?P<rank>\d+) nranks (?P<n>\d+) .*Init COMPLETE")
@@ -102,6 +102,10 @@ FORMAT = Format(
     head_words=("NCCL INFO", "Using devices", " Pid ", "Init COMPLETE", *_VIA, "Connected all"),
     make=Lines,
     patterns=(READY, CONNECT, TESTS_HEADER, TESTS_UNITS),
+    behind=(
+        # nccl-tests' device lines, by their ``Pid`` (head word)
+        Behind((" Pid ",), (TESTS_DEVICE,)),
+    ),
     samples=(
         Sample("HP-Z8-Fury-G5-Workstation-Desktop-PC:23458:23665 [0] NCCL INFO comm 0x23ba7ea0 rank 0 nranks 2 cudaDev 0 "
                "nvmlDev 0 busId 47000 commId 0x47dc53f08cbcda96 - Init COMPLETE", f"{_T72}:1",

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ncclcheck.evidence.formats.nccl import gone
-from ncclcheck.evidence.formats.source import AT, Format, Sample, Trigger
+from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample, Trigger
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.linear import then
 from ncclcheck.evidence.repair import OPEN_PREFIX, PREFIX_END, squeeze
@@ -130,6 +130,9 @@ _GROUP_INIT = re.compile(
     r"initialization options:\s*size:\s*(?P<size>\d+),\s*global rank:\s*(?P<rank>\d+)"
     r"(?:,\s*TIMEOUT\(ms\):\s*(?P<ms>\d+))?"
 )
+# c10's log header before its records ("[E1122 11:18:45.006097316 ProcessGroupNCCL.cpp:1895]"): a record begins
+# there, never a wrap's continuation (formats.HEADER).
+C10_HEADER = re.compile(r"\[[EWIF]\d{0,4}[ \d:.]*\S*\.(?:cpp|cc|h|hpp|py):\d+\]")
 TERMINATING = re.compile(r"Terminating the process after attempting to dump debug info, due to (?P<why>[^.]*)")
 _ASYNC = re.compile(r"raised the following async exception:\s*(?P<error>.*)")
 _SETTING = re.compile(r"\b(?P<name>(?:TORCH_)?NCCL_[A-Z0-9_]+)(?::\s*| set by environment to )(?P<value>[^\s,\"'()]+)")
@@ -564,6 +567,9 @@ class Records:
 
 
 _HEAD = "[rank0]:[I1125 09:36:06.123456789 ProcessGroupNCCL.cpp:936] [PG ID 0 PG GUID 0 Rank 0] "
+_INIT_OPTIONS = ("[I1124 02:31:41.866301491 ProcessGroupNCCL.cpp:988] [PG ID 0 PG GUID 0 Rank 0] "
+                 "ProcessGroupNCCL initialization options: size: 2, global rank: 0, TIMEOUT(ms): 20000, "
+                 "USE_HIGH_PRIORITY_STREAM: 0, SPLIT_FROM: 0, SPLIT_COLOR: -2, PG Name: 0")
 FORMAT = Format(
     name="PyTorch ProcessGroupNCCL",
     words=("Terminating the process", "environment"),
@@ -571,7 +577,8 @@ FORMAT = Format(
                 "Terminating the process", "Dump", "dump", "Flight Recorder", "Flight recorder", "flight Recorder",
                 "flight recorder"),
     make=Records,
-    patterns=(TERMINATING,),
+    headers=(C10_HEADER,),
+    patterns=(TERMINATING, _GROUP_INIT, _SETTING_LINE, *(p for _, _, p in _FACTS)),
     # a record's words (a wrap may cut its line's other words off); the desync report's and a stack's "#315"; the
     # mismatch's fingerprint; the heartbeat monitor; the start-up line
     triggers=(Trigger("WorkNCCL", "W"), Trigger("Watchdog", "W"), Trigger("watchdog", "w"), Trigger("work", "w"),
@@ -580,6 +587,24 @@ FORMAT = Format(
     wanted=("WorkNCCL", "[Ww]atchdog", "NCCL work", "work sequence", "Timeout at collective", "best knowledge", r"#\d",
             "Heartbeat", "Received a", "Detected mismatch", "initialization options", "Terminating the process"),
     logical=True,
+    behind=(
+        # a record's, a desync report's and a stack's lines (squeezed): read only in a record a line MAY_START or
+        # RECORDISH opened (evidence/parse.py)
+        Behind((MAY_START, RECORDISH), (_F_SEQ, _F_OP, _F_SHAPE, _F_IN, _F_OUT, _F_TIMEOUT, _F_RANFOR, _MSG_RANK,
+                                        _PG_PREFIX, *(p for _, p in _STATUS), _DUMP, _COUNTERS, _PREFIX_RANK,
+                                        MISMATCH, MISMATCH_ONE, STATUS_START, DUMP_START, COUNTERS_DONE,
+                                        MISMATCH_START, WORK_DONE, _HEARTBEAT, _STUCK, _DESYNC_TIMEOUT, _DESYNC_LAG,
+                                        _DESYNC_UNFINISHED, _DESYNC_NEVER, _DESYNC_SNAP_HEAD, _DESYNC_SNAP_ROW,
+                                        _DESYNC_BODY, _ASYNC, _CUT_TIMEOUT, _TIMEOUT_FRAME, _FRAME)),
+        # a process group's name inside its prefix
+        Behind((_PG_PREFIX,), (_PG_INNER,)),
+        # a flight recorder's dump steps
+        Behind((DUMP_HINT,), (*(p for _, p in _DUMP_EVENTS),)),
+        # the settings a start-up line lists
+        Behind((_SETTING_LINE,), (_SETTING,)),
+    ),
+    # tested on any line the assembler reads: whether it may open a record, looks like one, or speaks of a dump
+    shapes=(MAY_START, RECORDISH, DUMP_HINT),
     samples=(
         Sample("[rank1]:[E1122 11:18:45.006097316 ProcessGroupNCCL.cpp:1895] [PG ID 0 PG GUID 0(default_pg) Rank 1] "
                "Terminating the process after attempting to dump debug info, due to collective timeout or exception.",
@@ -589,5 +614,13 @@ FORMAT = Format(
                        "TORCH_NCCL_DUMP_ON_TIMEOUT: 1", "ProcessGroupNCCL.cpp (2.5): the environment it read, at start",
                (Fact(_NOBODY, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "3", AT),
                 Fact(_NOBODY, "TORCH_NCCL_DUMP_ON_TIMEOUT", "1", AT))),
+        Sample(_INIT_OPTIONS,
+               "tests/data/failures/order_cycle_info/torchrun/0ef4676f-9515-4a02-9ab7-2b91a4ce3d84_b0nuz3r4/"
+               "attempt_0/0/stderr.log:4",
+               (GroupInit(_NOBODY, PG(id="0", guid="0"), 0, 2, 0, 20000, AT),
+                Fact(_NOBODY, "TIMEOUT(ms)", "20000", AT), Fact(_NOBODY, "world_size", "2", AT))),
+        Sample("TIMEOUT(ms): 1800000",
+               "tests/data/corpus/08-nccl-init-options-old-format-negative.log:6",
+               (Fact(_NOBODY, "TIMEOUT(ms)", "1800000", AT),)),
     ),
 )

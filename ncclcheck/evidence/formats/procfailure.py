@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable
 
 from ncclcheck import signals
-from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample
 from ncclcheck.evidence.types import ElasticFailure, Loc, Read
 
 WORD = "ProcessFailure("
@@ -53,6 +53,10 @@ FORMAT = Format(
     words=(WORD,),
     make=Records,
     patterns=(RECORD,),
+    behind=(
+        # a record's message
+        Behind((RECORD,), (_SIGNAL,)),
+    ),
     samples=(
         Sample(_LINE, "https://github.com/intelligent-machine-learning/dlrover/pull/1046 (an agent built on "
                       "torch.distributed.elastic logging its failures map)",

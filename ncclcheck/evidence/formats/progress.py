@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample
 from ncclcheck.evidence.types import Fact, Loc, Said, Who
 
 PRINTED = re.compile(r"(?P<label>(?:[\w.-]{1,30}[ :]+){0,4}?)\b(?:batch|Batch)(?:es)?\s*[:#]?\s*\[?"
@@ -95,6 +95,10 @@ FORMAT = Format(
     words=("batch", "Batch", "it/s", "s/it", "| Step"),
     make=Lines,
     patterns=(PRINTED, BAR, COUNTED, DGL),
+    behind=(
+        # a count's or a bar's label, to name its loop
+        Behind((COUNTED, BAR, PRINTED), (_DIGITS, _TAG)),
+    ),
     samples=(
         Sample("[default0]:epoch 0 batch 7/7", f"{_REC}_lines_barrier/console.log:12 (tools/launchers/uneven_job.py)",
                (Fact(_ANYONE, "progress", "epoch # batch: 7/7", AT),)),

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample
 from ncclcheck.evidence.types import Fact, Loc, Said, Who
 
 FRAME = re.compile(r'File "(?P<file>[^"]{1,400})", line (?P<line>\d{1,7}), in (?P<func>[\w<>.]{1,200})')
@@ -68,6 +68,10 @@ FORMAT = Format(
            "The above exception was the direct cause", "Error", "Exception"),
     make=Frames,
     patterns=(FRAME, RAISED),
+    behind=(
+        # a frame's prefix and an exception's line: the clock of a logger's header, left out
+        Behind((FRAME, "Error", "Exception"), (_CLOCK,)),
+    ),
     samples=(
         Sample("(EngineCore_DP0 pid=570282) AssertionError: local_world_size (16) must be less than or equal to the "
                "number of visible devices (8).", f"{_T228}:4",

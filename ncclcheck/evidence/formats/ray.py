@@ -42,6 +42,9 @@ PID_RANKS = (
 # The actor and PID of the process a line is from (a worker's, the controller's, any actor's); "merged": a line Ray
 # merged across workers, which is no one process's.
 PID_TAG = re.compile(r"^\(\w+ pid=(?P<pid>\d+)(?:, ip=[\d.]+)?\)(?=(?P<merged>.*across cluster\]\s*$)?)")
+# The actor before a line, as it is taken off (evidence/whose.py): its name may hold dots and brackets
+# ("(RayTrainWorker[rank=0] pid=5665)"), and the node's address may follow the PID.
+ACTOR = re.compile(r"\([\w.\[\]=]+ pid=\d+(?:, ip=[\d.]+)?\)")
 # The controller's report of a worker that died without an error of its own ("SYSTEM_ERROR": Ray's exit type for a
 # worker that went away unannounced), cut before Ray's list of what may have caused it (its words in each release:
 # "Some common causes include", "There are some potential root causes"): a list of guesses, not a statement.
@@ -106,6 +109,7 @@ FORMAT = Format(
     make=Deaths,
     patterns=(*PID_RANKS, DIED, SNIPPET, ACTOR_PID, ERROR_FILE, NOT_COMPLETE),
     pid_tags=(PID_TAG,),
+    prefixes=(ACTOR,),
     samples=(  # the recording's colour codes left off, as evidence/repair.clean leaves them
         Sample(_CTL + "- (ip=192.0.2.2, pid=19369) world_rank=1, local_rank=1, node_rank=0", f"{_KILL}:29",
                (PidRank(19369, 1, AT),)),

@@ -97,7 +97,7 @@ FORMAT = Format(
     name="torchrun rendezvous",
     words=_WORDS,
     make=Agent,
-    patterns=(RENDEZVOUSING, RESTART, COMPLETED, AGENT_FRAME, LAUNCH_AGENT),
+    patterns=(RENDEZVOUSING, RESTART, COMPLETED, AGENT_FRAME, LAUNCH_AGENT, _DEATH),
     samples=(
         Sample('  File "/usr/local/google/home/kiuk/.pyenv/versions/venv311/bin/torchrun", line 8, in <module>',
                f"{_HERE}:6 (torch/distributed/elastic/agent/server/api.py: _restart_workers, _initialize_workers)",

@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ncclcheck.evidence.formats.source import AT, Format, Sample, Trigger
+from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample, Trigger
 from ncclcheck.evidence.types import Fact, Loc, Said, Who
 
 # "host:pid:tid [dev] NCCL INFO file.cc:N (func) -> R (strerror) [tag]"; NCCL 2.0-2.2 without "NCCL", a paste without
@@ -99,6 +99,10 @@ FORMAT = Format(
     wanted=(" -> ",),
     make=Lines,
     patterns=(TRACE, TEST_CHECK),
+    behind=(
+        # a nccl_return fact's value, read back (job/returntrace.py)
+        Behind((TRACE,), (_VALUE,)),
+    ),
     samples=(
         Sample("node1:54573:54696 [1] INFO transport/net_ib.cu:537 -> 2",
                "NCCL 2.x (before 2.3) under Horovod, https://github.com/horovod/horovod/issues/147",

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ncclcheck.evidence.formats.source import AT, Console, Format, LauncherLines, LineFormat, Sample
+from ncclcheck.evidence.formats.source import AT, Behind, Console, Format, LauncherLines, LineFormat, Sample
 from ncclcheck.evidence.types import Clue, ElasticFailure, Fact, JobStop, Loc, Said, Who
 
 # `--output=DIR/%t.log` (or .out/.err/.txt): a file named by the task number alone.
@@ -117,6 +117,12 @@ FORMAT = Format(
     make=Steps,
     patterns=(TASKS, *(f.pattern for f in LINES), LAUNCH),
     path_ranks=(PATH_RANK,),
+    behind=(
+        # srun -l's label, where its word stands
+        Behind((_LABEL_WORD,), (LABEL,)),
+        # the tasks' words srun says ended
+        Behind((TASKS,), (_CODE,)),
+    ),
     samples=(
         Sample(_OOM, "tests/data/launchers/slurm/oom/tasks/srun.log:1", (JobStop("Slurm", "Exceeded job memory limit", AT),)),
         Sample("0: " + _CANCELLED, "tests/data/launchers/slurm/timelimit/console.log:17",

@@ -43,6 +43,19 @@ class Sample:
 
 
 @dataclass(frozen=True)
+class Behind:
+    """Patterns a source reads only where something it declares found the text first (``within``, any one of them):
+    a pattern it declares (``patterns``, its tags, or another :class:`Behind`'s), whose match, group, line or record
+    these read further (a record's fields, a report's next lines); or a word the line is tested for first, which
+    holds one of its ``words``, ``head_words`` or triggers' words (so the reader keeps the line; tests/test_keep.py's
+    ``UNKEPT`` names the few that do not). tests/test_keep.py checks every pattern a module under ``formats/``
+    compiles is declared (here, in ``patterns``, its tags or ``shapes``) and every ``within`` is the source's own."""
+
+    within: tuple[re.Pattern[str] | str, ...]
+    patterns: tuple[re.Pattern[str], ...]
+
+
+@dataclass(frozen=True)
 class Trigger:
     """A word the block reader finds in every block by one byte of it that ordinary lines rarely hold (``anchor``):
     the line it stands on is handed over, with its neighbours (a record's wraps, a report's body), where it also names
@@ -92,6 +105,16 @@ class LineSource(Protocol):
         tested first (group ``rank``; searched in the line's first 200 characters)."""
         ...
     @property
+    def prefixes(self) -> tuple[re.Pattern[str], ...]:
+        """Tags it puts before each line it carries (a rank's, a worker's, an actor's), which evidence/whose.py takes
+        off before the line is read (``formats.PREFIXES``: every source's, in the registry's order)."""
+        ...
+    @property
+    def headers(self) -> tuple[re.Pattern[str], ...]:
+        """Shapes that begin a record of its (a hard wrap's continuation never looks like one): the assembler joins
+        a line to the one before only where no source's header is on it (``formats.HEADER``)."""
+        ...
+    @property
     def pid_tags(self) -> tuple[re.Pattern[str], ...]:
         """Prefixes at a line's start that name its process (group ``pid``; group ``merged`` set on a line the
         source merged across processes, which is no one process's)."""
@@ -99,6 +122,16 @@ class LineSource(Protocol):
     @property
     def path_ranks(self) -> tuple[re.Pattern[str], ...]:
         """Per-rank output file names (group ``rank``)."""
+        ...
+    @property
+    def behind(self) -> tuple[Behind, ...]:
+        """Patterns read only where one of its declared patterns or words found the text first (not gates)."""
+        ...
+    @property
+    def shapes(self) -> tuple[re.Pattern[str], ...]:
+        """Patterns tested on any line the assembler reads, gated by no word of a source, that find no line of their
+        own: a header to take off (a collector's label, a logger's), where two glued lines meet, whether a line may
+        open a record."""
         ...
     @property
     def triggers(self) -> tuple[Trigger, ...]:
@@ -132,8 +165,12 @@ class Format:
     head_words: tuple[str, ...] = ()
     rank_tags: tuple[re.Pattern[str], ...] = ()
     rank_marks: tuple[tuple[str, re.Pattern[str]], ...] = ()
+    prefixes: tuple[re.Pattern[str], ...] = ()
+    headers: tuple[re.Pattern[str], ...] = ()
     pid_tags: tuple[re.Pattern[str], ...] = ()
     path_ranks: tuple[re.Pattern[str], ...] = ()
+    behind: tuple[Behind, ...] = ()
+    shapes: tuple[re.Pattern[str], ...] = ()
     triggers: tuple[Trigger, ...] = ()
     wanted: tuple[str, ...] = ()
     logical: bool = False

@@ -29,10 +29,22 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ncclcheck.evidence.formats.collectors import LABEL, node_label
-from ncclcheck.evidence.formats.source import AT, Console, Format, Sample
+from ncclcheck.evidence.formats.collectors import LABEL, NODE_LABEL, node_label
+from ncclcheck.evidence.formats.source import AT, Behind, Console, Format, Sample
 from ncclcheck.evidence.types import AgentExit, Closing, Fact, Loc, Said, Who
 
+# Its tags of its workers' lines (``--tee`` / ``--redirects``, elastic/multiprocessing's default line prefix):
+# "[rank3]:" with the global rank (torch 2.2 on), also with its "[" lost at the start of a paste, or "[rank3[]:"
+# mangled; "[ rank3]:" or "rank3]:" at the start, after a space or after ":)|>" (a run of spaces is its own boundary).
+RANK_TAG = re.compile(r"(?:\[\s*|(?<![^\s:)|>]))rank(?P<rank>\d+)\[?\]:")
+# "[default3]:": the role's name and the rank on its node (every release; before "[rank3]:" where a line has both).
+LOCAL_TAG = re.compile(r"\[[A-Za-z_]+?(?P<rank>\d+)\]:")
+# Either tag, as it is taken off a line's start (evidence/whose.py).
+TAG = re.compile(r"\[[A-Za-z_]*\d+\]:")
+# A rank tag further along a line, right before the c10 header it belongs to (a record glued after a progress bar).
+GLUED_TAG = re.compile(r"\[rank(?P<rank>\d+)\]:(?=\[[EWIF]\d)")
+# A line its global rank's tag starts (or a paste that lost the tag's "["): a new record, never a wrap's continuation.
+TAGGED_LINE = re.compile(r"(?:\[|^)rank\d+\[?\]:")
 AGENT_FAILED = re.compile(
     r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\) of binary")
 GLOG_PID = re.compile(r"^[EWIF]\d{4} [\d:.]+ +(?P<pid>\d+) ")
@@ -92,6 +104,16 @@ FORMAT = Format(
     make=Agent,
     patterns=(AGENT_FAILED, AGENT_DONE),
     path_ranks=(PATH_RANK,),
+    rank_tags=(RANK_TAG,),
+    prefixes=(TAG,),
+    headers=(TAGGED_LINE,),
+    behind=(
+        # the agent's glog header after its label, on its failed line
+        Behind((AGENT_FAILED,), (GLOG_PID,)),
+    ),
+    # collectors' labels (pdsh, ``srun -l``, kubectl; formats/collectors.py), taken off any line, and a node's
+    # label before torchrun's ``[default0]:``; its local tag and a glued rank tag, read by evidence/whose.py
+    shapes=(LABEL, NODE_LABEL, LOCAL_TAG, GLUED_TAG),
     samples=(
         Sample(_ONE, "tests/data/launchers/accelerate/kill/console.log:45", (AgentExit(1, -9, 1764, AT, None, "1671"),)),
         Sample(_NODE, "tests/data/launchers/pdsh/kill/console.log:59",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample
 from ncclcheck.evidence.types import Fact, Loc, Read, Who
 
 _DONE = re.compile(r"\b[Rr]ank[ =](?P<value>\d+):? (?:has )?(?:completed|finished|done)\b")
@@ -76,6 +76,12 @@ class Lines:
 
 _DESTROY = ("[rank0]:[W1125 09:36:48.112233445 ProcessGroupNCCL.cpp:1250] Warning: WARNING: destroy_process_group() "
             "was not called before program exit, which can leak resources.")
+_DS_WORLD = "[2026-11-25 15:26:27,967] [INFO] [launch.py:170:main] dist_world_size=4"
+_BARRIER = ("[rank0]:I1128 13:24:58.482000 12594 torch/distributed/distributed_c10d.py:1087] Rank 0: Completed "
+            "store-based barrier for key:store_based_barrier_key:0 with 3 nodes.")
+_TORCHRUN_ARGS = 'TR="$PY -m torch.distributed.run --nnodes 1 --nproc-per-node 2 --tee 3"'
+_MAX_NODES = "I1128 05:33:56.940000 25692 torch/distributed/launcher/api.py:254]   max_nodes                : 2"
+_HF_DONE = "Training completed. Do not forget to share your model on huggingface.co/models =)"
 FORMAT = Format(
     name="world",
     # "done" too: a rank's last words ("rank=3 done") stand at the end of its log, past any head (job/ending.py)
@@ -84,7 +90,12 @@ FORMAT = Format(
     head_words=("WORLD_SIZE", "world_size", "Num processes", "Device: ", "Process index: ", "nnodes", "nproc", "max_nodes",
                 "store-based"),
     make=Lines,
+    patterns=tuple(p for _, _, p in FACTS if p is not _DONE),
     logical=True,
+    behind=(
+        # a rank's word that its work is over, behind each word its row tests first
+        Behind(("done", "finished", "completed"), (_DONE,)),
+    ),
     samples=(
         Sample(_DESTROY, "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (2.4+): ~ProcessGroupNCCL's warning",
                (Fact(_NOBODY, "exit_without_destroy", "destroy_process_group() was not called before program exit",
@@ -96,5 +107,38 @@ FORMAT = Format(
                "releases worded it",
                (Fact(_NOBODY, "exit_without_destroy", "process group has NOT been destroyed before we destruct "
                                                       "ProcessGroupNCCL", AT),)),
+        Sample("rank 0 of WORLD_SIZE=4, attempt 0",
+               "tests/data/world/restart/logs/run/attempt_0/0/stdout.log:1",
+               (Fact(_NOBODY, "launcher_world", "4", AT),)),
+        Sample(_DS_WORLD,
+               "tests/data/launchers/deepspeed/clean/console.log:8",
+               (Fact(_NOBODY, "launcher_world", "4", AT),)),
+        Sample("  global_world_sizes=[4, 4]",
+               "tests/data/public_threads/70-pytorch-116974-slurm-rendezvous-closed.log:20",
+               (Fact(_NOBODY, "launcher_world", "4", AT),)),
+        Sample("Num processes: 4",
+               "tests/data/launchers/accelerate/clean/console.log:2",
+               (Fact(_NOBODY, "accelerate_world", "4", AT),)),
+        Sample("Device: cpu:0",
+               "tests/data/launchers/accelerate/clean/console.log:5",
+               (Fact(_NOBODY, "accelerate_device", "cpu:0", AT),)),
+        Sample("Process index: 0",
+               "tests/data/launchers/accelerate/clean/console.log:3",
+               (Fact(_NOBODY, "accelerate_process", "0", AT),)),
+        Sample(_BARRIER,
+               "tests/data/launchers/torchrun/store_barrier_console/console.log:17",
+               (Fact(_NOBODY, "launcher_world", "3", AT),)),
+        Sample(_TORCHRUN_ARGS,
+               "tests/data/gpu/make/run.sh:25 (a command line as its script echoes it)",
+               (Fact(_NOBODY, "nnodes", "1", AT), Fact(_NOBODY, "nproc_per_node", "2", AT))),
+        Sample(_MAX_NODES,
+               "tests/data/launchers/torchrun/rdzv_closed/node0.console.log:5",
+               (Fact(_NOBODY, "nnodes", "2", AT),)),
+        Sample(_HF_DONE,
+               "transformers/trainer.py: the Trainer's log line at the end of train()",
+               (Fact(_NOBODY, "work_done", "Training completed", AT),)),
+        Sample("finished",
+               "tests/data/launchers/accelerate/clean/console.log:15",
+               (Fact(_NOBODY, "work_done", "finished", AT),)),
     ),
 )
