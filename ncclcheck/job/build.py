@@ -187,8 +187,10 @@ class _Builder:
         self.async_errors = {}
         for s in self.scans:
             for w in s.works:
+                if w.evidence != "async_exception":  # asked first: the rank only of the few that are (issue 42)
+                    continue
                 rank = w.who.rank if w.who.rank is not None else w.rank
-                if w.evidence == "async_exception" and rank is not None:
+                if rank is not None:
                     self.async_errors.setdefault((rank, w.seq), w)
         rank_of = [self._record_rank(r) for r in self.records]
         untimed = {rank for rank, r in zip(rank_of, self.records, strict=True) if r.started_s is None}
@@ -409,8 +411,10 @@ class _Builder:
                 size = max(g.exact) + 1 if kind == "group_members" else max(len(g.exact), max(g.exact) + 1)
                 found.append(WorldStatement(size, kind, None))
         for r in self.records:
+            if r.op_type not in GATHER_SCATTER_OPS:  # asked first: one test a record, not a sort (issue 42)
+                continue
             small, big = sorted((r.numel_in or 0, r.numel_out or 0))
-            if small and big > small and big % small == 0 and r.op_type in GATHER_SCATTER_OPS and is_default_group(r.pg):
+            if small and big > small and big % small == 0 and is_default_group(r.pg):
                 found.append(WorldStatement(big // small, "gather", r.loc))
         seen = set(self.seen) | {r for r, _ in self.pos}
         if seen:
@@ -554,8 +558,10 @@ class _Builder:
                 if e.who.rank is not None:
                     self.errors.setdefault(e.who.rank, e)
             for w in s.works:
+                if w.evidence != "async_exception":
+                    continue
                 rank = w.who.rank if w.who.rank is not None else w.rank
-                if w.evidence == "async_exception" and rank is not None:
+                if rank is not None:
                     self.nccl_errors.setdefault(rank, w)
             for f in s.elastic:
                 if f.rank is not None and f.last_rank is not None:
