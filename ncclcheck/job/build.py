@@ -64,6 +64,7 @@ from ncclcheck.transfer import GATHER_SCATTER_OPS
 
 REAL_FAILURES = {ErrorKind.OOM, ErrorKind.CUDA, ErrorKind.EXCEPTION}
 _DEFAULT_KEY = ("guid", "0")
+_NO_PG = PG()  # a status line's group that names nothing: made once, not once a line (issue 42)
 # Status lines alone ("failure detected by watchdog") follow errors as well as timeouts.
 _NOT_TIMEOUT = {"failure_detected", "exception_detected"}
 
@@ -258,10 +259,11 @@ class _Builder:
         self.files[rank].add(d.loc.file)
 
     def from_text(self) -> None:
+        files = self.files
         for s in self.scans:
+            self.seen.update(s.ranks_seen)
             for r in s.ranks_seen:
-                self.seen.add(r)
-                self.files[r].add(s.file)
+                files[r].add(s.file)
             for d in s.dump_signals:
                 if d.alone:
                     self._counters(d)
@@ -280,17 +282,17 @@ class _Builder:
                     assert d.last_completed is not None
                     p.stuck = Work(self.groups[key].gid(), d.last_completed + 1, None, state="timed_out",
                                    order=(BY_LINE, d.loc.line), loc=d.loc)
-            for gi in s.group_inits:
+            for gi in s.group_inits:  # three a rank or more: member() written out (issue 42)
                 rank = gi.global_rank if gi.global_rank is not None else gi.who.rank
                 if rank is None:
                     continue
-                key = self.group(gi.pg)
-                self.member(key, rank, gi.group_rank)
-                g = self.groups[key]
+                g = self.groups[self.group(gi.pg)]
+                if g.members.get(rank) is None:
+                    g.members[rank] = gi.group_rank
                 if not g.size and gi.size:
                     g.size, g.size_at = gi.size, gi.loc
             for st in s.statuses:
-                if st.who.global_rank is not None and st.pg is not None and st.pg != PG():
+                if st.who.global_rank is not None and st.pg is not None and st.pg != _NO_PG:
                     self.member(self.group(st.pg), st.who.global_rank, st.rank)
             for w in s.works:
                 if w.evidence != "async_exception":
