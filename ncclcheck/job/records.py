@@ -231,9 +231,9 @@ class FilePart:
     is printed, ``anonymous`` whether a mention names neither. An input's mentions can merge only into records of
     those processes (:meth:`_Pool.candidates`), so where the inputs before it hold none, its records are the very
     records the merge of all inputs makes of it, and the main process appends them instead of merging again. They
-    cross built (``Record``, not the builders): the main process neither indexes nor builds them, ~8 us a record of
-    its time at 32,768 ranks as node logs (the build and the pool's index), and the records unpickle no slower than
-    the builders and their lists did."""
+    cross built (``Record``, not the builders): the main process neither indexes nor builds them. On a 2-core VM a
+    chunk of 20 node logs (2,000 records) loads ~4-7 ms slower as records (a frozen class's constructor) and merges
+    ~9-15 ms faster (docs/benchmarks.md, issue 42's thirteenth session)."""
 
     records: tuple[Record, ...]
     ranks: tuple[int, ...]
