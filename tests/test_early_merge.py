@@ -99,15 +99,42 @@ def test_each_inputs_records_come_merged_from_its_worker(tmp_path: Path, monkeyp
 
 def test_a_rank_in_two_inputs_is_merged_across_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A rank's timeout printed in two inputs (its console and a copy of it, a file per rank beside a node's
-    console) is one record: the second input's mentions merge into the first's records, not beside them."""
+    console) is one record: the second input's mentions merge into the first's records, not beside them. The first
+    input's records came built from its worker (job/records.py's ``Merger``: a part taken whole stays records), so
+    the merge while reading is given up and every input merged again after it."""
     folder = _synth(tmp_path, 4, 8, 13, 8)
     first = sorted(folder.iterdir())[0]
     (folder / ("z" + first.name)).write_bytes(first.read_bytes())  # read last, its ranks read before
     sources, plain, parts = _read_in_one_then_spied(folder, monkeypatch)
+    taken = _taken(monkeypatch)
     early = analyze(sources, workers=2)
-    assert parts == [True] * 3 + [False]
+    assert parts == [True] * 3 + [False] and taken == [None]
     assert _json(early) == _json(plain) and len(early.records) == len(plain.records)
     assert all(r.occurrences == 2 for r in early.records if r.loc.file == str(first))
+
+
+def test_a_small_input_naming_a_taken_parts_rank_is_merged_again(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """An input too small for a part of its own (merged mention by mention here) whose rank's records came built in
+    an earlier input's part: those records cannot take its mentions, so every input is merged again after the read;
+    one of other ranks merges here as before and the parts are taken."""
+    folder = _synth(tmp_path, 4, 8, 13, 8)
+    first = sorted(folder.iterdir())[0]
+    rank3 = [line for line in first.read_text().splitlines(keepends=True) if line.startswith("[rank3]:")]
+    assert rank3
+    (folder / "z-rank3.log").write_text("".join(rank3))
+    sources, plain, parts = _read_in_one_then_spied(folder, monkeypatch)
+    taken = _taken(monkeypatch)
+    early = analyze(sources, workers=2)
+    assert parts == [True] * 3 and taken == [None]
+    assert _json(early) == _json(plain)
+    assert [r.occurrences for r in early.records if r.global_rank == 3] == [2]
+    (folder / "z-rank3.log").write_text("".join(line.replace("[rank3]:", "[rank99]:") for line in rank3))
+    sources, plain, parts = _read_in_one_then_spied(folder, monkeypatch)
+    taken = _taken(monkeypatch)
+    early = analyze(sources, workers=2)
+    assert parts == [True] * 3 and taken == [len(plain.records)]
+    assert _json(early) == _json(plain)
 
 
 def test_an_input_of_few_mentions_is_merged_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -64,6 +64,7 @@ from ncclcheck.transfer import GATHER_SCATTER_OPS
 
 REAL_FAILURES = {ErrorKind.OOM, ErrorKind.CUDA, ErrorKind.EXCEPTION}
 _DEFAULT_KEY = ("guid", "0")
+_NO_PG = PG()  # a status line's group that names nothing: made once, not once a line (issue 42)
 # Status lines alone ("failure detected by watchdog") follow errors as well as timeouts.
 _NOT_TIMEOUT = {"failure_detected", "exception_detected"}
 
@@ -187,8 +188,10 @@ class _Builder:
         self.async_errors = {}
         for s in self.scans:
             for w in s.works:
+                if w.evidence != "async_exception":  # asked first: the rank only of the few that are (issue 42)
+                    continue
                 rank = w.who.rank if w.who.rank is not None else w.rank
-                if w.evidence == "async_exception" and rank is not None:
+                if rank is not None:
                     self.async_errors.setdefault((rank, w.seq), w)
         rank_of = [self._record_rank(r) for r in self.records]
         untimed = {rank for rank, r in zip(rank_of, self.records, strict=True) if r.started_s is None}
@@ -256,10 +259,11 @@ class _Builder:
         self.files[rank].add(d.loc.file)
 
     def from_text(self) -> None:
+        files = self.files
         for s in self.scans:
+            self.seen.update(s.ranks_seen)
             for r in s.ranks_seen:
-                self.seen.add(r)
-                self.files[r].add(s.file)
+                files[r].add(s.file)
             for d in s.dump_signals:
                 if d.alone:
                     self._counters(d)
@@ -278,17 +282,17 @@ class _Builder:
                     assert d.last_completed is not None
                     p.stuck = Work(self.groups[key].gid(), d.last_completed + 1, None, state="timed_out",
                                    order=(BY_LINE, d.loc.line), loc=d.loc)
-            for gi in s.group_inits:
+            for gi in s.group_inits:  # three a rank or more: member() written out (issue 42)
                 rank = gi.global_rank if gi.global_rank is not None else gi.who.rank
                 if rank is None:
                     continue
-                key = self.group(gi.pg)
-                self.member(key, rank, gi.group_rank)
-                g = self.groups[key]
+                g = self.groups[self.group(gi.pg)]
+                if g.members.get(rank) is None:
+                    g.members[rank] = gi.group_rank
                 if not g.size and gi.size:
                     g.size, g.size_at = gi.size, gi.loc
             for st in s.statuses:
-                if st.who.global_rank is not None and st.pg is not None and st.pg != PG():
+                if st.who.global_rank is not None and st.pg is not None and st.pg != _NO_PG:
                     self.member(self.group(st.pg), st.who.global_rank, st.rank)
             for w in s.works:
                 if w.evidence != "async_exception":
@@ -409,8 +413,10 @@ class _Builder:
                 size = max(g.exact) + 1 if kind == "group_members" else max(len(g.exact), max(g.exact) + 1)
                 found.append(WorldStatement(size, kind, None))
         for r in self.records:
+            if r.op_type not in GATHER_SCATTER_OPS:  # asked first: one test a record, not a sort (issue 42)
+                continue
             small, big = sorted((r.numel_in or 0, r.numel_out or 0))
-            if small and big > small and big % small == 0 and r.op_type in GATHER_SCATTER_OPS and is_default_group(r.pg):
+            if small and big > small and big % small == 0 and is_default_group(r.pg):
                 found.append(WorldStatement(big // small, "gather", r.loc))
         seen = set(self.seen) | {r for r, _ in self.pos}
         if seen:
@@ -554,8 +560,10 @@ class _Builder:
                 if e.who.rank is not None:
                     self.errors.setdefault(e.who.rank, e)
             for w in s.works:
+                if w.evidence != "async_exception":
+                    continue
                 rank = w.who.rank if w.who.rank is not None else w.rank
-                if w.evidence == "async_exception" and rank is not None:
+                if rank is not None:
                     self.nccl_errors.setdefault(rank, w)
             for f in s.elastic:
                 if f.rank is not None and f.last_rank is not None:

@@ -32,13 +32,32 @@ def with_facts(job: Job, scans: Sequence[FileScan]) -> Job:
     return replace(job, facts=read_facts(scans))
 
 
+# The facts read_facts keeps by their key, each list in the scans' order: one walk over every fact (two a rank at
+# 100,000 ranks), not one a key (issue 42). Both accelerate keys go to one list, in the order they were printed.
+_KEPT = {"network": "network", "work_done": "work_done", "collective_call": "collective_call",
+         "progress": "progress", "progress_rise": "progress_rise", "pipeline": "pipeline",
+         "accelerate_device": "devices", "accelerate_process": "devices", "nccl_api_call": "nccl_api_call"}
+
+
+def _kept(scans: Sequence[FileScan]) -> dict[str, list[Fact]]:
+    kept: dict[str, list[Fact]] = {}
+    get = _KEPT.get
+    for s in scans:
+        for f in s.facts:
+            if (name := get(f.key)) is not None:
+                kept.setdefault(name, []).append(f)
+    return kept
+
+
 def read_facts(scans: Sequence[FileScan]) -> JobFacts:
     """Every fact the verdict needs beyond the ranks' states, from the scans in their order."""
+    kept = _kept(scans)
+    network = kept.get("network")
     return JobFacts(
-        network=next((f.value for s in scans for f in s.facts if f.key == "network"), None),
+        network=network[0].value if network else None,
         heartbeats=tuple(h for s in scans for h in s.heartbeats),
         exit_teardown=tuple(exit_teardown(scans)),
-        work_done=tuple(f for s in scans for f in s.facts if f.key == "work_done"),
+        work_done=tuple(kept.get("work_done", ())),
         mismatches=tuple(m for s in scans for m in s.mismatches),
         elastic=tuple(f for s in scans for f in s.elastic),
         unnamed_failures=tuple(e for s in scans for e in s.errors if e.who.rank is None and is_failure(e)),
@@ -54,16 +73,16 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         stated=stated_lines(scans),
         versions=read_versions(scans),
         lost_nodes=lost_nodes(scans),
-        calls=tuple(f for s in scans for f in s.facts if f.key == "collective_call"),
+        calls=tuple(kept.get("collective_call", ())),
         consoles=consoles(scans),
         reported_late=reported_late(scans),
-        progress=tuple(f for s in scans for f in s.facts if f.key == "progress"),
-        rises=tuple(f for s in scans for f in s.facts if f.key == "progress_rise"),
-        pipeline=tuple(f for s in scans for f in s.facts if f.key == "pipeline"),
-        devices=tuple(f for s in scans for f in s.facts if f.key in ("accelerate_device", "accelerate_process")),
+        progress=tuple(kept.get("progress", ())),
+        rises=tuple(kept.get("progress_rise", ())),
+        pipeline=tuple(kept.get("pipeline", ())),
+        devices=tuple(kept.get("devices", ())),
         returns=read_chains(scans),
         test_checks=read_test_checks(scans),
-        api_calls=tuple(f for s in scans for f in s.facts if f.key == "nccl_api_call"),
+        api_calls=tuple(kept.get("nccl_api_call", ())),
     )
 
 

@@ -52,12 +52,15 @@ def _ranks_at(at: dict[int, frozenset[str]] | dict[int, set[str]] | dict[int, se
     return ranks
 
 
+_HOST_FACTS = frozenset({"host", "bootstrap", "net_socket"})
+
+
 def rank_hosts(scans: Sequence[FileScan]) -> dict[int, frozenset[str]]:
     """Each rank's host names and addresses, from its own NCCL lines."""
     names: dict[int, set[str]] = defaultdict(set)
     for s in scans:
         for f in s.facts:
-            if f.who.rank is None:
+            if f.key not in _HOST_FACTS or f.who.rank is None:  # the key first: most facts are of no host
                 continue
             if f.key == "host":
                 names[f.who.rank] |= {f.value, f.value.split(".")[0]}
@@ -69,7 +72,7 @@ def rank_hosts(scans: Sequence[FileScan]) -> dict[int, frozenset[str]]:
 def peers_lost(scans: Sequence[FileScan]) -> list[PeerLost]:
     """The peers whose connection a rank's NCCL reports closed or failed, each with the ranks placed on its host;
     a loopback address names no host."""
-    placed = _ranks_at(rank_hosts(scans))
+    placed: dict[object, list[int]] | None = None  # made at the first peer named: a job with none never walks its facts
     out: list[PeerLost] = []
     seen: set[tuple[int | None, str]] = set()
     for s in scans:
@@ -78,6 +81,8 @@ def peers_lost(scans: Sequence[FileScan]) -> list[PeerLost]:
             if said is None or (host := said.peer) is None or host in _LOOPBACK or (e.who.rank, host) in seen:
                 continue
             seen.add((e.who.rank, host))
+            if placed is None:
+                placed = _ranks_at(rank_hosts(scans))
             names = frozenset({host, host.split(".")[0]} if not host[0].isdigit() else {host})
             ranks = tuple(sorted({r for n in names for r in placed.get(n, ())}))
             out.append(PeerLost(e.who.rank, f"{host}<{said.peer_port}>", e.loc, ranks, names))

@@ -55,7 +55,6 @@ def _at_total(f: Fact) -> bool:
 def phase_line(job: Job) -> tuple[str, Loc] | None:
     """The last line before a file's first timeout that shows the phase the job was in: a loop at its end, the
     training loop's end, or work (evaluation, saving) that no rank's prefix names."""
-    first = first_timeouts(job)
     found: list[tuple[str, Loc]] = []
     for f in job.facts.progress:
         if _at_total(f):
@@ -68,6 +67,9 @@ def phase_line(job: Job) -> tuple[str, Loc] | None:
         phase = busy_phase(f.value)
         if f.who.rank is None and phase is not None:
             found.append((f"{_PHASES[phase]} (\"{f.value[:80]}\")", f.loc))
+    if not found:
+        return None  # no phase line: no walk over every rank for the files' first timeouts
+    first = first_timeouts(job)
     before = [(what, loc) for what, loc in found if loc.file in first and loc.line < first[loc.file]]
     return max(before, key=lambda x: x[1].line) if before else None
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ncclcheck.evidence.crossing import every_dataclass
+from ncclcheck.evidence.crossing import by_constructor, every_dataclass
 from ncclcheck.evidence.scan import PART_MIN_MENTIONS
 from ncclcheck.evidence.types import PG, FileScan, Loc, StatusMention, WorkMention
 from ncclcheck.job.model import Record
@@ -230,9 +230,12 @@ class FilePart:
     its mentions name: ``ranks`` their global ranks, ``paths`` the ranks their file's name gives where no global rank
     is printed, ``anonymous`` whether a mention names neither. An input's mentions can merge only into records of
     those processes (:meth:`_Pool.candidates`), so where the inputs before it hold none, its records are the very
-    records the merge of all inputs makes of it, and the main process appends them instead of merging again."""
+    records the merge of all inputs makes of it, and the main process appends them instead of merging again. They
+    cross built (``Record``, not the builders): the main process neither indexes nor builds them. On a 2-core VM a
+    chunk of 20 node logs (2,000 records) loads ~4-7 ms slower as records (a frozen class's constructor) and merges
+    ~9-15 ms faster (docs/benchmarks.md, issue 42's thirteenth session)."""
 
-    builders: tuple[_Builder, ...]
+    records: tuple[Record, ...]
     ranks: tuple[int, ...]
     paths: tuple[int, ...]
     anonymous: bool
@@ -259,33 +262,62 @@ def file_part(scan: FileScan) -> FilePart | None:
             paths.add(m.who.path_rank)
         else:
             anonymous = True
-    return FilePart(tuple(pool.all), tuple(ranks), tuple(paths), anonymous)
+    return FilePart(tuple(b.build() for b in pool.all), tuple(ranks), tuple(paths), anonymous)
 
 
 class Merger:
     """Timeout records merged one input at a time, in the inputs' order: :func:`merge_records`'s work, which the
-    main process can do while the worker processes still read the later inputs (job/analyze.py)."""
+    main process can do while the worker processes still read the later inputs (job/analyze.py).
+
+    A part taken whole (``sealed``) stays records, not builders: no later input's mention may then be a candidate
+    for one of them. Where one may (a rank's timeout in two inputs, both large enough for a part; or a mention of no
+    global rank after a part), the merge here is given up (``stale``) and the caller merges every input again
+    (:func:`merge_records`): the same records, at the old cost, for a shape the node logs and the per-rank files of
+    a large job are not."""
 
     def __init__(self) -> None:
         self.pool = _Pool()
+        self.sealed: list[tuple[int, tuple[Record, ...]]] = []  # a part's records, after the pool's first n builders
+        self.sealed_ranks: set[int] = set()
+        self.sealed_unranked = False  # a sealed record may have no global rank: a mention of no global rank named it
+        self.stale = False
 
     def add(self, scan: FileScan, part: FilePart | None = None) -> None:
         """Merge one input's mentions; ``part``, :func:`file_part` of this very input, is taken as it is where no
         record merged so far belongs to a process its mentions name."""
-        pool = self.pool
-        if part is not None and self._apart(part):
-            for b in part.builders:
-                pool.add(b)
+        if self.stale:
             return
-        for m in _mentions(scan):
+        if part is not None and self._apart(part):
+            self.sealed.append((len(self.pool.all), part.records))
+            self.sealed_ranks.update(part.ranks)
+            self.sealed_unranked = self.sealed_unranked or bool(part.paths) or part.anonymous
+            return
+        mentions = _mentions(scan)
+        if self.sealed and not self._clear({m.who.global_rank for m in mentions}):
+            self.stale, self.pool, self.sealed = True, _Pool(), []  # merged again by the caller
+            return
+        pool = self.pool
+        for m in mentions:
             if isinstance(m, WorkMention):
                 _merge_work(pool, m)
             else:
                 _merge_status(pool, m)
 
+    def _clear(self, ranks: Iterable[int | None]) -> bool:
+        """Whether no sealed record can be a candidate (:meth:`_Pool.candidates`) for a mention of these global
+        ranks (None: a mention of none, for which a record of any rank may be)."""
+        if not self.sealed:
+            return True
+        if self.sealed_unranked:
+            return False
+        sealed = self.sealed_ranks
+        return not any(r is None or r in sealed for r in ranks)
+
     def _apart(self, part: FilePart) -> bool:
         """Whether no record merged so far is a candidate (:meth:`_Pool.candidates`) for any of ``part``'s
         mentions: none of their processes, none whose process is not known yet."""
+        if not self._clear((*part.ranks, *((None,) if part.paths or part.anonymous else ()))):
+            return False
         pool = self.pool
         if not pool.all:
             return True
@@ -294,8 +326,21 @@ class Merger:
         by_global, by_path = pool.by_global, pool.by_path
         return not any(by_global.get(r) for r in part.ranks) and not any(by_path.get(r) for r in part.paths)
 
-    def records(self) -> list[Record]:
-        return [b.build() for b in self.pool.all]
+    def records(self) -> list[Record] | None:
+        """Every record in the order of first appearance; None where the merge was given up (``stale``)."""
+        if self.stale:
+            return None
+        built = [b.build() for b in self.pool.all]
+        if not self.sealed:
+            return built
+        out: list[Record] = []
+        at = 0
+        for n, records in self.sealed:
+            out += built[at:n]
+            out += records
+            at = n
+        out += built[at:]
+        return out
 
 
 def merge_records(scans: Iterable[FileScan]) -> list[Record]:
@@ -303,7 +348,10 @@ def merge_records(scans: Iterable[FileScan]) -> list[Record]:
     merger = Merger()
     for scan in scans:
         merger.add(scan)
-    return merger.records()
+    records = merger.records()
+    assert records is not None  # no part given: never given up
+    return records
 
 
-every_dataclass(globals())  # a part's builders cross from a worker as the scans do (evidence/crossing.py)
+every_dataclass(globals())  # a part crosses from a worker as the scans do (evidence/crossing.py), and its records
+by_constructor(Record)  # with it

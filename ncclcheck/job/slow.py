@@ -165,6 +165,8 @@ def progressed(job: Job) -> tuple[Fact, Fact, int] | None:
     """A loop of a process that names no rank whose count rose after the first timeout of its file: its latest
     progress fact, where its count rose (valued with the count before) and the first timeout's line. A rise after the
     launcher restarted the workers (torchrun's "will restart worker group") is another attempt's."""
+    if not job.facts.rises:
+        return None  # nothing rose: no walk over every rank for the files' first timeouts
     first = first_timeouts(job)
     latest = {(f.loc.file, f.value.rsplit(": ", 1)[0]): f for f in job.facts.progress if f.who.rank is None}
     for r in job.facts.rises:

@@ -71,14 +71,19 @@ def strongest(statements: Iterable[WorldStatement]) -> WorldStatement | None:
 
 
 def statements(scans: Sequence[FileScan]) -> list[WorldStatement]:
-    """Every statement of the world the scans' lines make (the job model adds its groups' and records')."""
+    """The statements of the world the scans' lines make (the job model adds its groups' and records'). A world
+    size a fact states again (every rank's init line states it: 100,000 statements of one size) is kept the first
+    time only: :func:`strongest` takes the first of equal statements, so the later ones could never be chosen."""
     out: list[WorldStatement] = []
+    stated: set[tuple[int, str]] = set()
     for s in scans:
         nodes = procs = None
         for f in s.facts:
             kind = _FACT_KIND.get(f.key)
-            if kind is not None and f.value.isdigit() and int(f.value) > 0:
-                out.append(WorldStatement(int(f.value), kind, f.loc))
+            if kind is not None and f.value.isdigit() and (size := int(f.value)) > 0:
+                if (size, kind) not in stated:
+                    stated.add((size, kind))
+                    out.append(WorldStatement(size, kind, f.loc))
             elif f.key == "monitored_barrier_missing":
                 out.append(WorldStatement(max(map(int, f.value.split(","))) + 1, "monitored_barrier", f.loc))
             elif f.key == "nnodes" and f.value.isdigit():
