@@ -151,6 +151,26 @@ def test_a_thread_inside_set_up_says_the_set_up_waits_for_a_member(write):
     assert _cause(v) == "blocked_in_nccl" and "the communicator's set-up" in v["summary"]
 
 
+def test_a_thread_in_nccls_host_path_never_launched_its_kernel_in_every_frame_form(write):
+    # gdb's frame with an address, with none (the pc starts a source line), and eu-stack's (no "in"): src/proxy.cc
+    # ncclLocalOpAppend and ncclProxySaveOp, src/enqueue.cc ncclEnqueueCheck.
+    for frames in (("#1  0x00007f3c2a4b1c20 in ncclLocalOpAppend (comm=0x55d0, proxyConn=0x55e0, proxyOp=0x7ffe) at "
+                    "proxy.cc:478",),
+                   ("#3  ncclProxySaveOp (comm=0x55d0, op=0x7ffe, justInquire=0x0) at proxy.cc:612",),
+                   ("#0  0x00007f3c29c1e0a7 __sched_yield",
+                    "#1  0x00007f3c2a4b1c20 ncclLocalOpAppend(ncclComm*, ncclProxyConnector*, ncclProxyOp*)",
+                    "#5  0x00007f3c2a4a0d11 ncclEnqueueCheck(ncclInfo*)")):
+        v = _verdict(write("stack.txt", "Thread 1 (Thread 0x7f00 (LWP 4242)):", *frames))
+        assert (v["kind"], _cause(v), v["culprit_ranks"]) == ("incomplete_evidence", "blocked_in_nccl", [])
+        assert "1 thread inside NCCL's" in v["summary"] and "kernel was never launched" in v["summary"]
+        assert any("upgrade NCCL" in s for s in v["next_steps"])
+
+
+def test_a_frame_that_only_names_nccl_internals_elsewhere_is_not_read(write):
+    v = _verdict(write("stack.txt", "#1  0x00007f3c2a4b1c20 in ncclProxyProgress (proxyState_=0x55d0) at proxy.cc:900"))
+    assert _cause(v) != "blocked_in_nccl"
+
+
 def test_a_fatal_signal_in_the_stacks_keeps_its_own_verdict(write):
     v = _verdict(write("gdb.txt", 'Thread 7 "python" received signal SIGSEGV, Segmentation fault.',
                        "#0  0x00007f01 in ncclAllReduce () from /usr/lib/libnccl.so.2"))

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ncclcheck.evidence.formats.nativestack import SETUP, TEARDOWN
+from ncclcheck.evidence.formats.nativestack import HOSTPATH, SETUP, TEARDOWN
 from ncclcheck.evidence.types import Fact, FileScan
 from ncclcheck.job.causes import Diagnosis, cause
 from ncclcheck.job.model import Job, VerdictKind
@@ -37,11 +37,18 @@ def native_stall(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
     calls: dict[str, list[Fact]] = {}
     for f in frames:
         calls.setdefault(f.value.partition("|")[0], []).append(f)
-    threads = len({(f.loc.file, f.value.partition("|")[2] or f.loc.line) for f in frames})
+    threads = len({(f.loc.file, f.value.partition("|")[2]) for f in frames})  # no header: one `bt`, one thread
     named = ", ".join(f"{fn} ({fs[0].loc})" for fn, fs in calls.items())
     setup = [fn for fn in calls if fn.removeprefix("nccl") in SETUP]
     ending = [fn for fn in calls if fn.removeprefix("nccl") in TEARDOWN]
-    if setup:
+    hostpath = [fn for fn in calls if fn.removeprefix("nccl") in HOSTPATH]
+    if hostpath:
+        where = ("NCCL's own host path between the collective's call and its kernel's launch (ncclEnqueueCheck, "
+                 "its proxy operations: ncclProxySaveOp, ncclLocalOpAppend waiting for a free slot in the proxy's "
+                 "op pool): the kernel was never launched, so the peers wait for this rank; a thread that stays "
+                 "there is a hang inside NCCL itself, not the network: check the NCCL release, upgrade to its newest "
+                 "and report the stacks to NVIDIA/nccl if it persists")
+    elif setup:
         where = ("the communicator's set-up, which returns only once every member has called it and connected: a "
                  "member that never called it (or called it with another unique id or rank count), or a bootstrap "
                  "connection that never completes, holds every other member there")
