@@ -22,6 +22,7 @@ from conftest import DATA, run
 from typer.testing import CliRunner
 
 from ncclcheck.cli import app
+from ncclcheck.evidence.formats import cmdline, ray
 from ncclcheck.evidence.formats.errors import NOT_FATAL
 from ncclcheck.evidence.types import Loc
 from ncclcheck.job.layers import LAYERS
@@ -256,6 +257,8 @@ ERROR_CLASS = (
     re.compile(r"terminate called after throwing an instance of"),
     re.compile(r"NCCL (?:error|Error \d+)(?: in: \S+)?: \w|NCCL failure \S+:\d+ '"),
     re.compile(r"^(?:\[\w+\]:\s*)?(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): \S"),
+    cmdline.ERROR,  # argparse's "%(prog)s: error: %(message)s" exit (status 2): the job never started
+    ray.DIED,  # Ray's actor error for a worker process that died (Worker exit type: SYSTEM_ERROR): a death, not a pass
 )
 NO_REASON = re.compile(r"without saying why|no reason printed|printed no reason|printed no WARN line")
 SKIP = {"explain", "expected", "expected4", "expected_failures", "hosts"}  # as tools/golden.py, and its blind sets
