@@ -117,6 +117,7 @@ FORMAT = Format(
     make=Stalls,
     patterns=(BY_TENSOR, HEAD, BY_RANK, BY_READY),
     rank_tags=(RANK_TAG,),
+    prefixes=(RANK_TAG,),
     samples=(
         Sample(_OLD, "horovod/common/operations.cc at bd857948 (#342): CheckForStalledTensors, "
                      "tensor_name << \" [missing ranks:\" << \" 1, 2, 3\" << \"]\"",
