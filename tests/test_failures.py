@@ -677,6 +677,34 @@ def test_older_one_rank_mismatch_messages_pair_up():
     assert "TensorShape=[40,256]" in s.mismatches[0].fingerprint_b
 
 
+def test_a_one_rank_mismatch_message_with_no_partner_is_still_a_mismatch(write):
+    """Each rank of 1.10-1.12 reports its own fingerprint, in its own log: read apart, each file's lone report is
+    kept (the wrapper raises only on a difference), and the two files together name both sides."""
+    fp = ("CollectiveFingerPrint(OpType=ALLGATHER, TensorShape=[{n}, 256], TensorDtypes=Float, "
+          "TensorDeviceTypes=TensorOptions(dtype=float (default), memory_format=(nullopt)))")
+    line = "[rank{r}]: RuntimeError: Detected mismatch between collectives on ranks. Rank {r} is running inconsistent " \
+           "collective: " + fp
+    s = _scan(line.format(r=0, n=41) + "\n")
+    assert [(m.rank_a, m.rank_b, m.fingerprint_b) for m in s.mismatches] == [(0, None, "")]
+    logs = [write(f"{r}.log", line.format(r=r, n=n)) for r, n in ((0, 41), (1, 40), (2, 41))]
+    v = run(*logs).verdict
+    assert (v.kind.value, list(v.culprit_ranks)) == ("collective_mismatch", [1])
+    assert "rank 1: ALLGATHER shape [40,256] Float" in v.summary
+
+
+def test_a_mismatch_report_cut_before_the_second_rank_is_still_a_mismatch(write):
+    """A terminal or a paste that cuts DETAIL's report after the first fingerprint still states a difference: the
+    verdict is a mismatch whose other side is unknown, never no failure."""
+    cut = ("RuntimeError: Detected mismatch between collectives on ranks. Rank 2 is running collective: "
+           "CollectiveFingerPrint(SequenceNumber=152517, OpType=BROADCAST, TensorShape=[1], TensorDtypes=Long, "
+           "TensorDeviceTypes=TensorOptions(dtype=float (default), devi")
+    assert [(m.rank_a, m.rank_b) for m in _scan(cut + "\n").mismatches] == [(2, None)]
+    v = run(write("console.log", cut)).verdict
+    assert v.cause is not None
+    assert (v.kind.value, list(v.culprit_ranks), v.cause.cause.kind) == ("collective_mismatch", [], "calls_disagree")
+    assert "rank 2: BROADCAST shape [1] Long seq 152517. The report names no second rank" in v.summary
+
+
 GLOO_LOST = ("[rank{r}]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer "
              "[127.0.0.1]:4{r}762. This is typically caused by a remote worker crashing.")
 

@@ -257,6 +257,7 @@ class LogParser:
         self._take(self._records.close_desync())
         self._take(self._table.close())
         self._take(self._records.close_stack())
+        self._take(self._records.close_mismatch())
         for kept in self._trace.values():  # each communicator's last calls (job/colltrace.py orders them by line)
             for lineno, text, who, index in kept:
                 call = colltrace.call_of(text, index)

@@ -199,12 +199,15 @@ class CollectiveStack:
 
 @dataclass(frozen=True)
 class Mismatch:
-    """TORCH_DISTRIBUTED_DEBUG=DETAIL: two ranks ran different collectives."""
+    """TORCH_DISTRIBUTED_DEBUG=DETAIL: two ranks ran different collectives. ``rank_b`` is None (and
+    ``fingerprint_b`` empty) where the report names one rank only: its line cut before the second fingerprint (a
+    terminal, a paste), or a one-rank report of 1.10-1.12 whose partner is not in the input. The check still found
+    a difference: the wrapper raises only then."""
 
     who: Who
     rank_a: int
     fingerprint_a: str
-    rank_b: int
+    rank_b: int | None
     fingerprint_b: str
     loc: Loc
 

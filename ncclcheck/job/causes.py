@@ -145,7 +145,8 @@ def _said(scans: Sequence[FileScan]) -> list[_Said]:
         # TORCH_DISTRIBUTED_DEBUG=DETAIL's report, read into a Mismatch: a cause names it among its events (the text
         # is what the verdict quotes, never what is matched).
         for m in s.mismatches:
-            out.append(_Said(m.who.rank, f"Detected mismatch between collectives on ranks {m.rank_a} and {m.rank_b} "
+            ranks = f"{m.rank_a}" if m.rank_b is None else f"{m.rank_a} and {m.rank_b}"
+            out.append(_Said(m.who.rank, f"Detected mismatch between collectives on ranks {ranks} "
                                          "(TORCH_DISTRIBUTED_DEBUG=DETAIL)", m.loc, "mismatch"))
     # A host's or a scheduler's record speaks for the job only where it joins a rank (a PID, a GPU, a host of it):
     # the rest of a node's kernel log is other processes' business.

@@ -218,7 +218,8 @@ def mismatch_summary(ms: Sequence[Mismatch]) -> tuple[list[int], list[int], str]
     ran: dict[int, str] = {}
     for m in ms:
         ran.setdefault(m.rank_a, fingerprint(m.fingerprint_a))
-        ran.setdefault(m.rank_b, fingerprint(m.fingerprint_b))
+        if m.rank_b is not None:
+            ran.setdefault(m.rank_b, fingerprint(m.fingerprint_b))
     counts: dict[str, int] = {}
     for fp in ran.values():
         counts[fp] = counts.get(fp, 0) + 1
@@ -235,7 +236,13 @@ def mismatch_summary(ms: Sequence[Mismatch]) -> tuple[list[int], list[int], str]
     for r, fp in ran.items():
         by_fp.setdefault(fp, []).append(r)
     where = "; ".join(f"{rank_phrase(rs)}: {fp}" for fp, rs in by_fp.items())
-    return culprit, waiting, f"TORCH_DISTRIBUTED_DEBUG=DETAIL found ranks running different collectives: {where}."
+    said = f"TORCH_DISTRIBUTED_DEBUG=DETAIL found ranks running different collectives: {where}."
+    if len(ran) == 1:
+        # The wrapper raises only on a difference: one side is enough to know there was one, not which rank differs.
+        said += (" The report names no second rank (its line is cut, or the other rank's report is not in these "
+                 "inputs): each rank's `Running collective: CollectiveFingerPrint(...)` lines (INFO, under DETAIL) "
+                 "show the collective it reached.")
+    return culprit, waiting, said
 
 
 # A collective completes only once every member of its group has called it (NCCL's collectives, and the watchdog

@@ -94,6 +94,12 @@ MISMATCH_ONE = re.compile(
     _MISMATCH_OPENING + r"onranks\.Rank(?P<rank>\d+)isrunninginconsistentcollective:"
     r"CollectiveFingerPrint\((?P<a>.*)\)\Z"
 )
+# Either report cut before its end (the second rank's fingerprint, or the closing parenthesis): the first rank's
+# fingerprint as far as it goes. The wrapper raises only on a difference, so the cut report still states one.
+MISMATCH_CUT = re.compile(
+    _MISMATCH_OPENING + r"onranks\.Rank(?P<rank>\d+)isrunning(?:inconsistent)?collective:"
+    r"CollectiveFingerPrint\((?P<a>.*)"
+)
 
 # --- where a record starts and ends (squeezed: a terminal may wrap anywhere in it) --------------------------------
 # The openings of its records, made of the words the patterns above read them by: a line that ends inside one goes
@@ -456,6 +462,8 @@ class Records:
                 return [Mismatch(who, int(m["rank_a"]), m["a"], int(m["rank_b"]), m["b"], loc)]
             if m := MISMATCH_ONE.search(sq):
                 return self._one_rank_mismatch(who, int(m["rank"]), m["a"], loc)
+            if m := MISMATCH_CUT.search(sq):
+                return [Mismatch(who, int(m["rank"]), m["a"], None, "", loc)]
             return []
         return None
 
@@ -468,6 +476,11 @@ class Records:
         if first is None or first[1] == rank:
             self._mismatch_one = (who, rank, fingerprint, loc)
         return []
+
+    def close_mismatch(self) -> list[Mismatch]:
+        """A one-rank DETAIL message no other rank's followed in this input: a difference found, the partner unseen."""
+        first, self._mismatch_one = self._mismatch_one, None
+        return [] if first is None else [Mismatch(first[0], first[1], first[2], None, "", first[3])]
 
     def _work(self, who: Who, sq: str, loc: Loc, text: str) -> WorkMention:
         start = sq.find("WorkNCCL(")
@@ -592,7 +605,7 @@ FORMAT = Format(
         # RECORDISH opened (evidence/parse.py)
         Behind((MAY_START, RECORDISH), (_F_SEQ, _F_OP, _F_SHAPE, _F_IN, _F_OUT, _F_TIMEOUT, _F_RANFOR, _MSG_RANK,
                                         _PG_PREFIX, *(p for _, p in _STATUS), _DUMP, _COUNTERS, _PREFIX_RANK,
-                                        MISMATCH, MISMATCH_ONE, STATUS_START, DUMP_START, COUNTERS_DONE,
+                                        MISMATCH, MISMATCH_ONE, MISMATCH_CUT, STATUS_START, DUMP_START, COUNTERS_DONE,
                                         MISMATCH_START, WORK_DONE, _HEARTBEAT, _STUCK, _DESYNC_TIMEOUT, _DESYNC_LAG,
                                         _DESYNC_UNFINISHED, _DESYNC_NEVER, _DESYNC_SNAP_HEAD, _DESYNC_SNAP_ROW,
                                         _DESYNC_BODY, _ASYNC, _CUT_TIMEOUT, _TIMEOUT_FRAME, _FRAME)),
