@@ -407,6 +407,17 @@ def test_lightning_names_each_rank_and_the_world():
     assert (v.kind.value, v.cause and v.cause.cause.kind) == ("incomplete_evidence", "console_cut"), v.summary
 
 
+def test_icefalls_logger_tag_names_each_rank_and_the_world():
+    """icefall's setup_logger tags each record "(RANK/WORLD)" behind its header: the global rank of the line and the
+    job's size."""
+    s = _scan("2023-04-13 16:00:05,621 INFO [trainer.py:650] (5/8) Reaches end of dataloader.\n"
+              "2023-04-13 16:00:05,630 INFO [trainer.py:626] (7/8) Computing validation loss\n")
+    assert s.ranks_seen == (5, 7)
+    assert ("logger_world", "8") in {(f.key, f.value) for f in s.facts}
+    v = run_text("2023-04-13 16:00:05,621 INFO [trainer.py:650] (0/2) Reaches end of dataloader.\n").verdict
+    assert (v.kind.value, list(v.unknown_ranks)) == ("incomplete_evidence", [1]), v.summary
+
+
 @pytest.mark.parametrize(("line", "rank", "code"), [
     ("subprocess.CalledProcessError: Command '['/usr/bin/python', '-u', 'train.py', '--local_rank=1']' died with "
      "<Signals.SIGKILL: 9>.", 1, -9),

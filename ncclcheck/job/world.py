@@ -26,6 +26,7 @@ KINDS: dict[str, tuple[str, bool]] = {
     "nodes_x_procs": ("torchrun's --nnodes times --nproc-per-node", True),
     "accelerate": ("Accelerate's \"Num processes\"", True),
     "lightning": ("Lightning's \"MEMBER: k/N\"", True),
+    "logger": ("a logger's rank tag \"(k/N)\" (icefall's setup_logger)", True),
     "gather": ("an all-gather of the world group (NumelOut / NumelIn)", True),
     "nccl_nranks": ("NCCL's communicator size (nranks; a sub-group's is smaller)", False),
     "group_members": ("the member list of a process group's flight-recorder dump", False),
@@ -34,7 +35,8 @@ KINDS: dict[str, tuple[str, bool]] = {
     "ranks_seen": ("the highest global rank seen ([rankN]:, log path, dump)", False),
 }
 _FACT_KIND = {"world_size": "init_line", "launcher_world": "launcher", "accelerate_world": "accelerate",
-              "lightning_world": "lightning", "nccl_nranks": "nccl_nranks", "fr_trace_world": "fr_trace"}
+              "lightning_world": "lightning", "logger_world": "logger", "nccl_nranks": "nccl_nranks",
+              "fr_trace_world": "fr_trace"}
 WORLD_FACTS = frozenset((*_FACT_KIND, "nnodes", "nproc_per_node"))
 
 

@@ -30,6 +30,7 @@ from ncclcheck.evidence.formats import (
     gloo,
     horovod,
     host,
+    icefall,
     libfabric,
     lightning,
     loglevel,
@@ -73,7 +74,7 @@ __all__ = ["CONSOLES", "FED_WORDS", "FORMATS", "GATE", "HEADER", "HEADERS", "HEA
 FORMATS: tuple[LineSource, ...] = (
     # fed each physical line holding one of their words, first (launchers and frameworks)
     torchrun.FORMAT, slurm.FORMAT, accelerate.FORMAT, composer.FORMAT, gloo.FORMAT, mpi.FORMAT, deepspeed.FORMAT,
-    ray.FORMAT, lightning.FORMAT, spawn.FORMAT, nccl_release.FORMAT, envreport.FORMAT, cxx.FORMAT,
+    ray.FORMAT, lightning.FORMAT, icefall.FORMAT, spawn.FORMAT, nccl_release.FORMAT, envreport.FORMAT, cxx.FORMAT,
     pycall.FORMAT, nccldiag.FORMAT, ncclras.FORMAT,
     progress.FORMAT,  # a rank's count through a loop (job/uneven.py)
     pipeline.FORMAT,  # lines that say the job runs pipeline parallelism (job/pipeline.py)
