@@ -741,3 +741,19 @@ def test_a_silent_rank_does_not_explain_an_error_of_another_kind(write):
     v = run(*logs).verdict
     assert v.cause is not None
     assert (v.kind.value, list(v.culprit_ranks), v.cause.cause.kind) == ("setup_failure", [1], "nccl_no_reason")
+
+
+def test_deepspeeds_runner_launching_with_an_empty_master_address_is_a_setup_failure():
+    """DeepSpeed's runner echoes the address `hostname -I` gave it and the command it runs on every node: an empty
+    one in either is a launch that cannot meet, stated by the launcher itself; a real address is no failure."""
+    empty = ("[2022-12-15 21:00:19,543] [INFO] [runner.py:417:main] Using IP address of  for node worker-0\n"
+             "[2022-12-15 21:00:19,545] [INFO] [runner.py:508:main] cmd = pdsh -S -f 1024 -w worker-0,worker-1 "
+             "cd /; /usr/bin/python -u -m deepspeed.launcher.launch --world_info=e30= --node_rank=%n --master_addr= "
+             "--master_port=29500 train.py\n")
+    v = run_text(empty).verdict
+    assert v.stated is not None
+    assert (v.kind.value, v.stated.source) == ("setup_failure", "runner")
+    assert '"Using IP address of  for node worker-0"' in v.summary
+    assert any("--master_addr ADDR" in step for step in v.next_steps)
+    fine = empty.replace("of  for", "of 10.0.0.1 for").replace("--master_addr= ", "--master_addr=10.0.0.1 ")
+    assert run_text(fine).verdict.kind.value == "no_failure"

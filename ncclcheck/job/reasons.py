@@ -19,7 +19,9 @@ source, and the sources are ranked by how much their line says:
    as PyTorch words it, "NCCL error: <ncclGetErrorString>" (src/init.cc): the class of failure, not which call
    failed.
 5. A Python exception: the last line of its traceback, the exception's type and message; argparse's refusal of the
-   command line (``prog: error: ...``, evidence/formats/cmdline.py), with which Python exits as it would on one.
+   command line (``prog: error: ...``, evidence/formats/cmdline.py), with which Python exits as it would on one; a
+   launcher's echo of a launch that cannot work (DeepSpeed's runner giving every node an empty --master_addr,
+   evidence/formats/dsrunner.py).
 6. An error record a logging library wrote (Python's logging, loguru, spdlog, Rust's and Go's loggers, glog's
    FATAL) that nothing the process logged after it outlived (evidence/formats/loglevel.py): the program's own
    account, in words no table knows; C's ``assert()`` failing (glibc's "Assertion `x' failed.") ranks with 3, and
@@ -75,6 +77,7 @@ SOURCES = (
     Source("terminate", 4, "a C++ exception nobody caught"),
     Source("nccl_error", 4, "NCCL's error code"),
     Source("argparse", 5, "the program's argument parser"),
+    Source("runner", 5, "the launcher's echo of its launch"),
     Source("exception", 5, "a Python exception"),
     Source("logged", 6, "the last error it logged"),
     Source("abort", 6, "Open MPI's report of the process's abort"),
@@ -183,6 +186,8 @@ def _meaning(source: str, text: str, says: Stating | None, file: str | None = No
     if source == "argparse":
         return ("the program's argument parser (Python's argparse) refused its command line and exited with status 2 "
                 "before the program began: the command that starts it, not the program's work, is wrong")
+    if source == "runner":
+        return "the launcher started the job's processes with that setting, as its own log line shows"
     if source == "what":
         return "the message of a C++ exception that reached no handler and ended the process"
     if source == "terminate":
@@ -243,7 +248,7 @@ def stated_lines(scans: Sequence[FileScan]) -> tuple[Stated, ...]:
             source = {"last_error": "last_error", "nccl": "nccl", "cuda": "cuda", "cuda_assert": "cuda_assert",
                       "teardown": "watchdog", "logged": "logged", "c_assert": "c_assert", "glibc": "glibc",
                       "mpi": "mpi", "cuda_ipc": "cuda_ipc", "rdma_qp": "rdma_qp",
-                      "abort": "abort", "argparse": "argparse",
+                      "abort": "abort", "argparse": "argparse", "runner": "runner",
                       "what": "gloo_enforce" if "[enforce fail at " in c.text else "what"}.get(c.kind)
             if source is not None and _notice(c.says):
                 source = "nccl_notice" if source in ("last_error", "nccl") else "cuda_notice"

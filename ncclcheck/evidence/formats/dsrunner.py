@@ -12,6 +12,13 @@ node's runner is started with --no_ssh and its --node_rank (job/localonly.py wor
 
 Read: the warning, wherever a logger's head puts it (``[WARNING] [runner.py:196:fetch_hostfile] ...``), as one
 ``deepspeed_local_only`` fact.
+
+Without --master_addr the multi-node runner takes the first address `hostname -I` prints on the first host and logs
+"Using IP address of ADDR for node HOST" (main); it then passes ``--master_addr=ADDR`` to every node's
+deepspeed.launcher.launch in the command it logs as ``cmd = ...``. Where that command printed nothing (no address,
+a container without the tool, before the runner checked it: microsoft/DeepSpeed#2631) both lines show the address
+empty, and every node's workers are given no store to meet at: the runner's own words of a launch that cannot work,
+read as a ``runner`` clue of the line (job/reasons.py; its meaning: job/statements.toml's runner_no_master_addr).
 """
 
 from __future__ import annotations
@@ -20,11 +27,13 @@ import re
 from collections.abc import Iterable
 
 from ncclcheck.evidence.formats.source import AT, Format, Sample
-from ncclcheck.evidence.types import Fact, Loc, Said, Who
+from ncclcheck.evidence.types import Clue, Fact, Loc, Said, Who
 
 LOCAL_ONLY = re.compile(r"Unable to find hostfile, will proceed with training with local resources only")
+# The address left empty: two spaces where it stands, or the option's value empty before the next argument.
+NO_ADDRESS = re.compile(r"Using IP address of  for node (?P<host>\S{1,255})|(?P<cmd>cmd = .{0,4000}? --master_addr=(?: |$))")
 ANYONE = Who()
-_WORDS = ("Unable to find hostfile",)
+_WORDS = ("Unable to find hostfile", "Using IP address of ", "--master_addr=")
 
 
 class Runner:
@@ -34,6 +43,13 @@ class Runner:
         self._said = False
 
     def feed(self, text: str, loc: Loc) -> Iterable[Said]:
+        if "--master_addr=" in text or "Using IP address of " in text:
+            m = NO_ADDRESS.search(text)
+            if m is None:
+                return ()
+            # the line's own words: the echo, or the command from its empty option on (its head is the node list)
+            said = m[0] if m["host"] else text[text.index("--master_addr=", m.start("cmd")):][:200].rstrip()
+            return (Clue(ANYONE, "runner", said, loc),)
         if self._said or not LOCAL_ONLY.search(text):
             return ()
         self._said = True
@@ -44,12 +60,22 @@ FORMAT = Format(
     name="DeepSpeed runner",
     words=_WORDS,
     make=Runner,
-    patterns=(LOCAL_ONLY,),
+    patterns=(LOCAL_ONLY, NO_ADDRESS),
     samples=(
         Sample("[2023-12-18 10:00:00,000] [WARNING] [runner.py:196:fetch_hostfile] Unable to find hostfile, will "
                "proceed with training with local resources only.",
                "deepspeed/launcher/runner.py (fetch_hostfile: logger.warning(\"Unable to find hostfile, will proceed "
                "with training with local resources only.\")); the logger's head, deepspeed/utils/logging.py",
                (Fact(ANYONE, "deepspeed_local_only", "localhost", AT),)),
+        Sample("[2022-12-15 21:00:19,543] [INFO] [runner.py:417:main] Using IP address of  for node worker-0",
+               "deepspeed/launcher/runner.py (main: logger.info(f\"Using IP address of {args.master_addr} for node "
+               "{first_host}\")), with `hostname -I` printing nothing (microsoft/DeepSpeed#2612)",
+               (Clue(ANYONE, "runner", "Using IP address of  for node worker-0", AT),)),
+        Sample("[2022-12-15 21:00:19,545] [INFO] [runner.py:508:main] cmd = pdsh -S -f 1024 -w a,b export PYTHONPATH=/; "
+               " cd /; /usr/bin/python -u -m deepspeed.launcher.launch --world_info=e30= --node_rank=%n "
+               "--master_addr= --master_port=29500 train.py",
+               "deepspeed/launcher/multinode_runner.py (PDSHRunner.get_cmd: --master_addr={args.master_addr}), "
+               "logged by runner.py main as cmd = ...",
+               (Clue(ANYONE, "runner", "--master_addr= --master_port=29500 train.py", AT),)),
     ),
 )
