@@ -753,7 +753,8 @@ def test_deepspeeds_runner_launching_with_an_empty_master_address_is_a_setup_fai
     v = run_text(empty).verdict
     assert v.stated is not None
     assert (v.kind.value, v.stated.source) == ("setup_failure", "runner")
-    assert '"Using IP address of  for node worker-0"' in v.summary
+    assert v.summary.startswith('The launch failed, as its own line states: the launcher\'s echo of its launch '
+                                '"Using IP address of  for node worker-0"'), v.summary
     assert any("--master_addr ADDR" in step for step in v.next_steps)
     fine = empty.replace("of  for", "of 10.0.0.1 for").replace("--master_addr= ", "--master_addr=10.0.0.1 ")
     assert run_text(fine).verdict.kind.value == "no_failure"

@@ -92,8 +92,11 @@ def _restate(job: Job, kind: VerdictKind, culprits: list[int], summary: str, cau
     if quiet:
         first = ranked(lines)[0]
         who = [first.rank] if first.rank is not None else []
-        whom = f"Rank {first.rank} failed" if first.rank is not None else "A process failed"
-        tail = "" if first.rank is not None else " The line names no rank; a [rankN]: prefix or the per-rank logs would."
+        launch = first.source == "runner"  # the launcher's own line: no process of the job wrote it
+        whom = (f"Rank {first.rank} failed" if first.rank is not None else
+                "The launch failed" if launch else "A process failed")
+        tail = "" if first.rank is not None or launch else \
+            " The line names no rank; a [rankN]: prefix or the per-rank logs would."
         # A cause of the catalogue the rules found stays the cause: its line explains better than the line alone.
         return (VerdictKind.RANK_FAILED_FIRST, who, f"{whom}, as its own line states: {first.quoted()}.{tail}",
                 cause if cause is not None else _diagnosis(first, lines))
