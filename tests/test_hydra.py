@@ -1,0 +1,71 @@
+"""MPICH's Hydra (the mpiexec of MPICH, Intel MPI and MVAPICH; evidence/formats/hydra.py): its error lines are the
+launcher's own, with the host that printed them, and a proxy that could not reach mpiexec is the catalogue's
+remote_launch, its fix Hydra's own (-iface, /etc/hosts, the ports). Lines written from MPICH's format strings
+(src/pm/hydra: HYDU_error_printf's "[%s] " and "%s (%s:%d): ", HYDU_dbg_init's names) in each release's form: the
+source paths of 3.x-4.0 (utils/sock/sock.c, pm/pmiserv/pmip.c) and of 4.1 on (lib/utils/sock.c, proxy/pmip.c), the
+proxy's "proxy:<pg>:<id>" through 4.1 and "proxy:<id>" since 4.2, and an out-of-tree build's "./"- or "../"-led path.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import run_text
+
+from ncclcheck.evidence.formats import hydra
+from ncclcheck.evidence.types import Clue, Loc
+
+
+def _cause(text: str):
+    v = run_text(text).verdict
+    return v, (v.cause.cause.kind if v.cause is not None else None)
+
+
+@pytest.mark.parametrize("text", [
+    # MPICH 4.1: the proxy cannot resolve its own host's name, then gives up on mpiexec; mpiexec sees the launch end
+    "[proxy:0:0@gpu-b] HYDU_sock_connect (lib/utils/sock.c:110): unable to get host address for gpu-b\n"
+    "[proxy:0:0@gpu-b] main (proxy/pmip.c:105): unable to connect to server gpu-a at port 39647 (check for firewalls!)\n"
+    "[mpiexec@gpu-a] ui_cmd_cb (mpiexec/pmiserv_pmci.c:51): Launch proxy failed.\n",
+    # MPICH 3.3: connect() refused at the address the name resolved to
+    '[proxy:0:1@node7.local] HYDU_sock_connect (utils/sock/sock.c:145): unable to connect from "node7.local" to '
+    '"node1.local" (Connection refused)\n'
+    "[proxy:0:1@node7.local] main (pm/pmiserv/pmip.c:183): unable to connect to server node1.local at port 54762 "
+    "(check for firewalls!)\n",
+    # MPICH 4.2 on: one number in the proxy's name; a connect that timed out (a firewall dropping it)
+    '[proxy:1@n2] HYDU_sock_connect (lib/utils/sock.c:141): unable to connect from "n2" to "n1" (Connection timed out)\n',
+    # an out-of-tree build's path, the proxy's line alone
+    "[proxy:0:1@cn12] main (../../../../src/pm/hydra/pm/pmiserv/pmip.c:150): unable to connect to server cn01 at port "
+    "40113 (check for firewalls!)\n",
+    # mpiexec alone: the proxy's launch (ssh) ended before the proxy connected back
+    "[mpiexec@login1] ui_cmd_cb (mpiexec/pmiserv_pmci.c:51): Launch proxy failed.\n",
+])
+def test_a_proxy_that_cannot_reach_mpiexec_is_the_remote_launch_with_hydras_fix(text):
+    v, cause = _cause(text)
+    assert (v.kind.value, v.culprit_ranks, cause) == ("launcher_failure", (), "remote_launch"), v.summary
+    assert v.summary.count("[proxy:") + v.summary.count("[mpiexec@") == 1  # the first line, quoted with its host
+    if "Launch proxy failed" not in text:  # the proxy's own words: Hydra's fix first
+        assert "-iface" in v.next_steps[0] and "/etc/hosts" in v.next_steps[0], v.next_steps
+
+
+def test_each_error_line_is_the_launchers_clue_quoted_from_its_prefix():
+    line = "  [proxy:0:0@gpu-b] main (proxy/pmip.c:105): unable to connect to server gpu-a at port 39647 (check for firewalls!)"
+    got = list(hydra.FORMAT.reader().feed(line, Loc("c.log", 3)))
+    assert got == [Clue(got[0].who, "launcher", line.strip(), Loc("c.log", 3))]
+
+
+@pytest.mark.parametrize("line", [
+    # Hydra's callers' lines after a process died: the launcher's words, no launch failure
+    "[mpiexec@IIPLab] HYDT_bscu_wait_for_completion (tools/bootstrap/utils/bscu_wait.c:75): one of the processes "
+    "terminated badly; aborting",
+    "[proxy:0:1@cn2] main (pm/pmiserv/pmip.c:200): demux engine error waiting for event",
+    # Hydra's verbose chatter has no function and source: not an error line
+    "[proxy:0:0@cn1] got pmi command (from 0): init",
+    # prose naming the words
+    "the proxy said unable to connect to server cn01 at port 40113 (check for firewalls!)",
+])
+def test_other_hydra_lines_are_no_remote_launch(line):
+    v, cause = _cause(line + "\n")
+    assert cause != "remote_launch", v.summary
+
+
+def test_verbose_chatter_is_no_clue():
+    assert list(hydra.FORMAT.reader().feed("[proxy:0:0@cn1] got pmi command (from 0): init", Loc("c.log", 1))) == []
