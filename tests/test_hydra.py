@@ -69,3 +69,33 @@ def test_other_hydra_lines_are_no_remote_launch(line):
 
 def test_verbose_chatter_is_no_clue():
     assert list(hydra.FORMAT.reader().feed("[proxy:0:0@cn1] got pmi command (from 0): init", Loc("c.log", 1))) == []
+
+
+_BAR = "=" * 83
+_BLOCK = "\n".join([_BAR, "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES", "{running}", "{status}",
+                    "=   CLEANING UP REMAINING PROCESSES", "=   YOU CAN IGNORE THE BELOW CLEANUP MESSAGES", _BAR, ""])
+
+
+@pytest.mark.parametrize(("running", "status", "cause", "culprits"), [
+    # MPICH 3.2+: the wait status of a process a signal ended, 128 more where it dumped core
+    ("=   PID 4774 RUNNING AT ws1", "=   EXIT CODE: 139", "native_crash", ()),
+    ("=   PID 9665 RUNNING AT box", "=   EXIT CODE: 9", "host_kill", ()),
+    # Intel MPI's Hydra names the rank and the signal
+    ("=   RANK 6 PID 2447372 RUNNING AT node0009", "=   KILLED BY SIGNAL: 9 (Killed)", "host_kill", (6,)),
+])
+def test_mpiexecs_bad_termination_block_is_a_process_a_signal_ended(running, status, cause, culprits):
+    v, got = _cause(_BLOCK.format(running=running, status=status))
+    assert (v.kind.value, got, v.culprit_ranks) == ("rank_failed_first", cause, culprits), v.summary
+
+
+def test_mpiexecs_exit_string_names_the_signal():
+    v, got = _cause("YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Segmentation fault (signal 11)\n"
+                    "This typically refers to a problem with your application.\n")
+    assert (v.kind.value, got) == ("rank_failed_first", "native_crash"), v.summary
+
+
+def test_the_blocks_status_names_the_process_of_the_line_before():
+    reader = hydra.FORMAT.reader()
+    assert list(reader.feed("=   PID 812 RUNNING AT gpu-a", Loc("c.log", 3))) == []
+    (end,) = reader.feed("=   EXIT CODE: 134", Loc("c.log", 4))
+    assert (end.rank, end.pid, end.host, end.signal, end.exitcode) == (None, 812, "gpu-a", "SIGABRT", -6)

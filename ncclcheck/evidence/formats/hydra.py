@@ -16,6 +16,17 @@ reads the mechanism from the text: a proxy that could not reach mpiexec (HYDU_so
 address for %s", "unable to connect from \\"%s\\" to \\"%s\\" (%s)", the proxy's "unable to connect to server %s at
 port %d (check for firewalls!)") and mpiexec's "Launch proxy failed." (4.1 on: a proxy's launch ended before the
 proxy connected back) are the catalogue's remote_launch.
+
+An application process that a signal ended is reported by mpiexec in a block of its own (mpiexec/pmiserv_cb.c,
+pm/pmiserv/pmiserv_cb.c before 4.1): ``=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES``, ``=   PID <pid>
+RUNNING AT <host>`` (3.1 on), ``=   EXIT CODE: <n>``. Since 3.2 (and in 1.x) the block is printed only for a process
+that did not exit (``!WIFEXITED``) and the number is its wait status as it stands: the signal in its low seven bits,
+128 more where it dumped core (9 is SIGKILL, 139 SIGSEGV with a core); 3.0 and 3.1 printed it for a non-zero exit
+too, with the exit value, which these releases' blocks cannot be told from. Intel MPI's Hydra names the rank and the
+signal instead: ``=   RANK <r> PID <pid> RUNNING AT <host>`` then ``=   KILLED BY SIGNAL: <n> (<name>)``. mpiexec's
+own exit, where the job's status was a signal, is ``YOUR APPLICATION TERMINATED WITH THE EXIT STRING: <strsignal>
+(signal <n>)`` (``APPLICATION TERMINATED ...`` in 1.x; mpiexec/mpiexec.c). Each is read as a worker's end: the rank
+Intel's block names (else none), its PID, host and signal.
 """
 
 from __future__ import annotations
@@ -23,22 +34,51 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ncclcheck import signals
 from ncclcheck.evidence.formats.source import AT, Format, Sample
-from ncclcheck.evidence.types import Clue, Loc, Said, Who
+from ncclcheck.evidence.types import Clue, Loc, Said, Who, WorkerEnd
 
 # "[proxy:0:1@node168.local] main (pm/pmiserv/pmip.c:183): unable to connect to server ..." (bounded: linear).
 _AT = r"@[^\]\s]{1,256}\] \w{1,100} \([^()\s]{1,300}:\d{1,7}\): \S"
 ERROR = re.compile(r"\[mpiexec" + _AT + r"|\[proxy:(?:\d{1,7}|unset)(?::\d{1,7})?" + _AT)
-WORDS = ("[mpiexec@", "[proxy:")
+# mpiexec's block for a process a signal ended: which process (Intel MPI's names its rank), then how.
+RUNNING = re.compile(r"^=\s{1,8}(?:RANK (?P<rank>\d{1,7}) )?PID (?P<pid>\d{1,10}) RUNNING AT (?P<host>\S{1,256})\s*$")
+STATUS = re.compile(r"^=\s{1,8}(?:EXIT CODE: (?P<status>\d{1,10})|KILLED BY SIGNAL: (?P<signal>\d{1,3})\b)")
+EXIT_STRING = re.compile(r"(?:YOUR )?APPLICATION TERMINATED WITH THE EXIT STRING: [^\n]{0,100}\(signal (?P<signal>\d{1,3})\)")
+WORDS = ("[mpiexec@", "[proxy:", "RUNNING AT", "EXIT CODE: ", "KILLED BY SIGNAL: ", "EXIT STRING: ")
+
+
+def _signalled(number: int) -> tuple[int | None, str | None]:
+    """The exit code and signal a launcher's report of a signal gives (-9, SIGKILL); none for no signal's number."""
+    said = signals.name(number)
+    return (-number, said) if said is not None else (None, None)
 
 
 class Lines:
-    """One input's Hydra error lines, each read on its own."""
+    """One input's Hydra lines, in order: its error lines, each on its own, and the block that reports a process a
+    signal ended (its process on one line, its status on the next)."""
+
+    def __init__(self) -> None:
+        self._running: re.Match[str] | None = None
 
     def feed(self, text: str, loc: Loc) -> Iterable[Said]:
-        if (m := ERROR.search(text)) is None:
+        if "[" in text and (m := ERROR.search(text)) is not None:
+            return (Clue(Who(), "launcher", text[m.start():].strip()[:300], loc),)
+        if "RUNNING AT" in text and (r := RUNNING.match(text)) is not None:
+            self._running = r
             return ()
-        return (Clue(Who(), "launcher", text[m.start():].strip()[:300], loc),)
+        if "EXIT STRING: " in text and (x := EXIT_STRING.search(text)) is not None:
+            code, said = _signalled(int(x["signal"]))
+            return (WorkerEnd("Hydra", None, text[x.start():].strip(), loc, exitcode=code, signal=said),)
+        if (s := STATUS.match(text)) is None:
+            return ()
+        running, self._running = self._running, None
+        # the wait status's signal (its low seven bits; 128 is the core dump's flag), or Intel's signal's number
+        code, said = _signalled(int(s["status"]) & 0x7F if s["status"] is not None else int(s["signal"]))
+        rank = int(running["rank"]) if running is not None and running["rank"] is not None else None
+        return (WorkerEnd("Hydra", rank, text.strip(), loc, exitcode=code, signal=said,
+                          pid=int(running["pid"]) if running is not None else None,
+                          host=running["host"] if running is not None else None),)
 
 
 _ADDRESS = "[proxy:0:0@server1] HYDU_sock_connect (lib/utils/sock.c:110): unable to get host address for server1"
@@ -51,8 +91,21 @@ FORMAT = Format(
     name="Hydra",
     words=WORDS,
     make=Lines,
-    patterns=(ERROR,),
+    patterns=(ERROR, RUNNING, STATUS, EXIT_STRING),
     samples=(
+        Sample("=   EXIT CODE: 139", "MPICH 3.2+ src/pm/hydra/mpiexec/pmiserv_cb.c (\"=   PID %d RUNNING AT %s\", "
+               "\"=   EXIT CODE: %d\" with the wait status)",
+               (WorkerEnd("Hydra", None, "=   EXIT CODE: 139", AT, exitcode=-11, signal="SIGSEGV", pid=4774, host="ws1"),),
+               before=("=   PID 4774 RUNNING AT ws1",)),
+        Sample("=   KILLED BY SIGNAL: 9 (Killed)", "Intel MPI's Hydra (bsc-performance-tools/extrae#101 quotes it)",
+               (WorkerEnd("Hydra", 6, "=   KILLED BY SIGNAL: 9 (Killed)", AT, exitcode=-9, signal="SIGKILL",
+                          pid=2447372, host="node0009"),),
+               before=("=   RANK 6 PID 2447372 RUNNING AT node0009",)),
+        Sample("YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)",
+               "MPICH src/pm/hydra/mpiexec/mpiexec.c (\"YOUR APPLICATION TERMINATED WITH THE EXIT STRING: %s (signal "
+               "%d)\", strsignal)",
+               (WorkerEnd("Hydra", None, "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)", AT,
+                          exitcode=-9, signal="SIGKILL"),)),
         Sample(_ADDRESS, "MPICH 4.1 src/pm/hydra/lib/utils/sock.c (HYDU_sock_connect: \"unable to get host address "
                          "for %s\"), HYDU_error_printf's \"[%s] \" and \"%s (%s:%d): \" (lib/hydra.h)",
                (Clue(Who(), "launcher", _ADDRESS, AT),)),
