@@ -9,10 +9,12 @@ proxy's "proxy:<pg>:<id>" through 4.1 and "proxy:<id>" since 4.2, and an out-of-
 from __future__ import annotations
 
 import pytest
-from conftest import run_text
+from conftest import DATA, run, run_text
 
 from ncclcheck.evidence.formats import hydra
 from ncclcheck.evidence.types import Clue, Loc
+
+LAUNCHERS = DATA / "launchers" / "hydra"
 
 
 def _cause(text: str):
@@ -79,19 +81,23 @@ _BLOCK = "\n".join([_BAR, "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCES
 @pytest.mark.parametrize(("running", "status", "cause", "culprits"), [
     # MPICH 3.2+: the wait status of a process a signal ended, 128 more where it dumped core
     ("=   PID 4774 RUNNING AT ws1", "=   EXIT CODE: 139", "native_crash", ()),
+    # SIGKILL may be the proxy's clean-up of a process that did not fail: a process died, none named
     ("=   PID 9665 RUNNING AT box", "=   EXIT CODE: 9", "host_kill", ()),
-    # Intel MPI's Hydra names the rank and the signal
-    ("=   RANK 6 PID 2447372 RUNNING AT node0009", "=   KILLED BY SIGNAL: 9 (Killed)", "host_kill", (6,)),
+    # Intel MPI's Hydra names the rank and the signal; the rank stands where the signal is not the clean-up's
+    ("=   RANK 6 PID 2447372 RUNNING AT node0009", "=   KILLED BY SIGNAL: 11 (Segmentation fault)", "native_crash",
+     (6,)),
+    ("=   RANK 6 PID 2447372 RUNNING AT node0009", "=   KILLED BY SIGNAL: 9 (Killed)", "host_kill", ()),
 ])
 def test_mpiexecs_bad_termination_block_is_a_process_a_signal_ended(running, status, cause, culprits):
     v, got = _cause(_BLOCK.format(running=running, status=status))
     assert (v.kind.value, got, v.culprit_ranks) == ("rank_failed_first", cause, culprits), v.summary
 
 
-def test_mpiexecs_exit_string_names_the_signal():
-    v, got = _cause("YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Segmentation fault (signal 11)\n"
+def test_mpiexecs_exit_string_is_not_one_processs_signal():
+    """mpiexec ORs every process's wait status: SIGABRT's 134 with the clean-up's 9 prints signal 15."""
+    v, got = _cause("YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Terminated (signal 15)\n"
                     "This typically refers to a problem with your application.\n")
-    assert (v.kind.value, got) == ("rank_failed_first", "native_crash"), v.summary
+    assert got is None and v.kind.value == "no_failure", v.summary
 
 
 def test_the_blocks_status_names_the_process_of_the_line_before():
@@ -99,3 +105,13 @@ def test_the_blocks_status_names_the_process_of_the_line_before():
     assert list(reader.feed("=   PID 812 RUNNING AT gpu-a", Loc("c.log", 3))) == []
     (end,) = reader.feed("=   EXIT CODE: 134", Loc("c.log", 4))
     assert (end.rank, end.pid, end.host, end.signal, end.exitcode) == (None, 812, "gpu-a", "SIGABRT", -6)
+
+
+@pytest.mark.parametrize(("case", "cause"), [("proxy_unresolved", "remote_launch"), ("proxy_unreachable", "remote_launch"),
+                                             ("ssh_unresolved", "remote_launch")])
+def test_the_recorded_launch_failures_are_the_remote_launch_with_hydras_fix(case, cause):
+    """MPICH 4.0.2's mpiexec whose proxy could not connect back (tools/launchers/hydra.sh), and its ssh failing."""
+    v = run(LAUNCHERS / case / "console.log").verdict
+    assert (v.kind.value, v.culprit_ranks, v.cause.cause.kind if v.cause else None) == ("launcher_failure", (), cause)
+    if case.startswith("proxy"):
+        assert "-iface" in v.next_steps[0], v.next_steps

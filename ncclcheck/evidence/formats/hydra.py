@@ -21,12 +21,18 @@ An application process that a signal ended is reported by mpiexec in a block of 
 pm/pmiserv/pmiserv_cb.c before 4.1): ``=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES``, ``=   PID <pid>
 RUNNING AT <host>`` (3.1 on), ``=   EXIT CODE: <n>``. Since 3.2 (and in 1.x) the block is printed only for a process
 that did not exit (``!WIFEXITED``) and the number is its wait status as it stands: the signal in its low seven bits,
-128 more where it dumped core (9 is SIGKILL, 139 SIGSEGV with a core); 3.0 and 3.1 printed it for a non-zero exit
-too, with the exit value, which these releases' blocks cannot be told from. Intel MPI's Hydra names the rank and the
-signal instead: ``=   RANK <r> PID <pid> RUNNING AT <host>`` then ``=   KILLED BY SIGNAL: <n> (<name>)``. mpiexec's
-own exit, where the job's status was a signal, is ``YOUR APPLICATION TERMINATED WITH THE EXIT STRING: <strsignal>
-(signal <n>)`` (``APPLICATION TERMINATED ...`` in 1.x; mpiexec/mpiexec.c). Each is read as a worker's end: the rank
-Intel's block names (else none), its PID, host and signal.
+128 more where it dumped core (139 is SIGSEGV with a core); 3.0 and 3.1 printed it for a non-zero exit too, with the
+exit value. The process named is the first of its proxy's list that a signal ended, which need not be the one that
+failed: once one of its processes is ended by a signal (or, in an MPI program, leaves without finalizing), the
+proxy kills every other with SIGKILL (pm/pmiserv/pmip.c, pmip_cb.c: HYD_pmcd_pmip_send_signal(SIGKILL)), so a
+SIGKILL named there may be that clean-up's (tests/data/launchers/hydra/kill: rank 1 killed itself, the block names
+rank 0's PID). Any other signal is the process's own, and it is read as that process's end by the signal (no rank:
+MPICH names a PID); a SIGKILL as the death of a process of the job with no error of its own, no process named.
+Intel MPI's Hydra names the rank and the signal (``=   RANK <r> PID <pid> RUNNING AT <host>`` then ``=   KILLED BY
+SIGNAL: <n> (<name>)``), read alike, its rank named where the signal is not SIGKILL. mpiexec's own last words,
+``YOUR APPLICATION TERMINATED WITH THE EXIT STRING: <strsignal> (signal <n>)`` (mpiexec/mpiexec.c), are not read:
+its status is every process's wait status OR'd together, so its signal is no one process's (SIGABRT's 134 with the
+clean-up's 9 prints "Terminated (signal 15)").
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from collections.abc import Iterable
 
 from ncclcheck import signals
 from ncclcheck.evidence.formats.source import AT, Format, Sample
-from ncclcheck.evidence.types import Clue, Loc, Said, Who, WorkerEnd
+from ncclcheck.evidence.types import Clue, Loc, Said, Who, WorkerDied, WorkerEnd
 
 # "[proxy:0:1@node168.local] main (pm/pmiserv/pmip.c:183): unable to connect to server ..." (bounded: linear).
 _AT = r"@[^\]\s]{1,256}\] \w{1,100} \([^()\s]{1,300}:\d{1,7}\): \S"
@@ -44,12 +50,12 @@ ERROR = re.compile(r"\[mpiexec" + _AT + r"|\[proxy:(?:\d{1,7}|unset)(?::\d{1,7})
 # mpiexec's block for a process a signal ended: which process (Intel MPI's names its rank), then how.
 RUNNING = re.compile(r"^=\s{1,8}(?:RANK (?P<rank>\d{1,7}) )?PID (?P<pid>\d{1,10}) RUNNING AT (?P<host>\S{1,256})\s*$")
 STATUS = re.compile(r"^=\s{1,8}(?:EXIT CODE: (?P<status>\d{1,10})|KILLED BY SIGNAL: (?P<signal>\d{1,3})\b)")
-EXIT_STRING = re.compile(r"(?:YOUR )?APPLICATION TERMINATED WITH THE EXIT STRING: [^\n]{0,100}\(signal (?P<signal>\d{1,3})\)")
-WORDS = ("[mpiexec@", "[proxy:", "RUNNING AT", "EXIT CODE: ", "KILLED BY SIGNAL: ", "EXIT STRING: ")
+WORDS = ("[mpiexec@", "[proxy:", "RUNNING AT", "EXIT CODE: ", "KILLED BY SIGNAL: ")
+_CLEAN_UP = 9  # SIGKILL: the signal the proxy sends every other process of its node once one failed
 
 
 def _signalled(number: int) -> tuple[int | None, str | None]:
-    """The exit code and signal a launcher's report of a signal gives (-9, SIGKILL); none for no signal's number."""
+    """The exit code and signal a launcher's report of a signal gives (-11, SIGSEGV); none for no signal's number."""
     said = signals.name(number)
     return (-number, said) if said is not None else (None, None)
 
@@ -67,14 +73,14 @@ class Lines:
         if "RUNNING AT" in text and (r := RUNNING.match(text)) is not None:
             self._running = r
             return ()
-        if "EXIT STRING: " in text and (x := EXIT_STRING.search(text)) is not None:
-            code, said = _signalled(int(x["signal"]))
-            return (WorkerEnd("Hydra", None, text[x.start():].strip(), loc, exitcode=code, signal=said),)
         if (s := STATUS.match(text)) is None:
             return ()
         running, self._running = self._running, None
         # the wait status's signal (its low seven bits; 128 is the core dump's flag), or Intel's signal's number
-        code, said = _signalled(int(s["status"]) & 0x7F if s["status"] is not None else int(s["signal"]))
+        number = int(s["status"]) & 0x7F if s["status"] is not None else int(s["signal"])
+        if number == _CLEAN_UP:  # a process of the job died, no error of its own: maybe of the clean-up, so no PID
+            return (WorkerDied(None, (), text.strip(), loc),)
+        code, said = _signalled(number)
         rank = int(running["rank"]) if running is not None and running["rank"] is not None else None
         return (WorkerEnd("Hydra", rank, text.strip(), loc, exitcode=code, signal=said,
                           pid=int(running["pid"]) if running is not None else None,
@@ -91,21 +97,20 @@ FORMAT = Format(
     name="Hydra",
     words=WORDS,
     make=Lines,
-    patterns=(ERROR, RUNNING, STATUS, EXIT_STRING),
+    patterns=(ERROR, RUNNING, STATUS),
     samples=(
         Sample("=   EXIT CODE: 139", "MPICH 3.2+ src/pm/hydra/mpiexec/pmiserv_cb.c (\"=   PID %d RUNNING AT %s\", "
                "\"=   EXIT CODE: %d\" with the wait status)",
                (WorkerEnd("Hydra", None, "=   EXIT CODE: 139", AT, exitcode=-11, signal="SIGSEGV", pid=4774, host="ws1"),),
                before=("=   PID 4774 RUNNING AT ws1",)),
-        Sample("=   KILLED BY SIGNAL: 9 (Killed)", "Intel MPI's Hydra (bsc-performance-tools/extrae#101 quotes it)",
-               (WorkerEnd("Hydra", 6, "=   KILLED BY SIGNAL: 9 (Killed)", AT, exitcode=-9, signal="SIGKILL",
+        Sample("=   KILLED BY SIGNAL: 6 (Aborted)", "Intel MPI's Hydra (bsc-performance-tools/extrae#101 quotes the form)",
+               (WorkerEnd("Hydra", 6, "=   KILLED BY SIGNAL: 6 (Aborted)", AT, exitcode=-6, signal="SIGABRT",
                           pid=2447372, host="node0009"),),
                before=("=   RANK 6 PID 2447372 RUNNING AT node0009",)),
-        Sample("YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)",
-               "MPICH src/pm/hydra/mpiexec/mpiexec.c (\"YOUR APPLICATION TERMINATED WITH THE EXIT STRING: %s (signal "
-               "%d)\", strsignal)",
-               (WorkerEnd("Hydra", None, "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)", AT,
-                          exitcode=-9, signal="SIGKILL"),)),
+        Sample("=   EXIT CODE: 9", "tests/data/launchers/hydra/kill/console.log (MPICH 4.0.2: rank 0's PID, which the "
+               "proxy's clean-up killed after rank 1's own SIGKILL)",
+               (WorkerDied(None, (), "=   EXIT CODE: 9", AT),),
+               before=("=   PID 12203 RUNNING AT vm",)),
         Sample(_ADDRESS, "MPICH 4.1 src/pm/hydra/lib/utils/sock.c (HYDU_sock_connect: \"unable to get host address "
                          "for %s\"), HYDU_error_printf's \"[%s] \" and \"%s (%s:%d): \" (lib/hydra.h)",
                (Clue(Who(), "launcher", _ADDRESS, AT),)),
