@@ -50,3 +50,29 @@ def test_the_fields_of_another_help_text_are_not_read():
     assert list(reader.feed("  Message:    connect() to 10.1.0.7:1024 failed", Loc("c.log", 9))) == []
     assert list(reader.feed(_TITLE[0], Loc("c.log", 10))) == []
     assert list(reader.feed("  Message:    connect() to 10.1.0.7:1024 failed", Loc("c.log", 40))) == []
+
+
+@pytest.mark.parametrize("text", [
+    # [orterun:exe-not-accessible], the tool's name first (mpirun, mpiexec, orterun; prterun in 5.x)
+    "mpiexec was unable to launch the specified application as it could not access\nor execute an executable:\n\n"
+    "Executable: /home/u/train.sh\nNode: gpu-b\n\nwhile attempting to start process rank 3.\n",
+    # [orterun:wdir-not-found]
+    "mpirun was unable to launch the specified application as it could not\nchange to the specified working "
+    "directory:\n\nWorking directory: /scratch/run7\nNode: gpu-b\n\nwhile attempting to start process rank 2.\n",
+    # [orterun:exe-not-found]
+    "mpirun was unable to find the specified executable file, and therefore\ndid not launch the job.  This error was "
+    "first reported for process\nrank 0; it may have occurred for other processes as well.\n",
+    # the daemon's [execve error]
+    'Open MPI tried to fork a new process via the "execve" system call but\nfailed.  Open MPI checks many things '
+    "before attempting to launch a\n",
+])
+def test_a_program_mpirun_could_not_start_is_the_launchers_failure(text):
+    v = run_text(text).verdict
+    assert (v.kind.value, v.culprit_ranks, v.cause.cause.kind if v.cause else None) == (
+        "launcher_failure", (), "program_not_started"), v.summary
+    assert "chmod +x" in v.next_steps[0] and "--wdir" in v.next_steps[0], v.next_steps
+
+
+def test_a_sentence_quoting_part_of_the_help_text_is_not_it():
+    v = run_text("the FAQ says mpirun was unable to launch the specified application as it could not access it\n").verdict
+    assert v.cause is None or v.cause.cause.kind != "program_not_started", v.summary

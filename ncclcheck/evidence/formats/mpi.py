@@ -22,6 +22,11 @@ second entry of 3.x-4.x words it "... peer MPI process via" / "TCP."), then the 
 "Message:    connect() to <address>:<port> failed" and "Error:" (strerror of opal_socket_errno, which is not the
 connection's own error, so-error: often a stale "Operation now in progress (115)"). The block is read as one MPI clue
 of the line's process at its Message field: the title, the address it dialled and the host that dialled it.
+mpirun's own help texts for a program it could not start on a node ("... was unable to launch the specified
+application as it could not access / or execute an executable:", "... could not / change to the specified working
+directory:", "... was unable to find the specified executable file"; its daemon's "Open MPI tried to fork a new process
+via the "execve" system call but / failed.") are read at their first line as the launcher's clue (the catalogue's
+program_not_started).
 """
 
 from __future__ import annotations
@@ -73,6 +78,16 @@ TCP_FIELD = re.compile(r"^\s*Local host:\s+(?P<host>\S{1,256})\s*$|^\s*Message:\
 _TCP_WORDS = ("failed to TCP connect to a peer", "Local host:", "Message:")
 _TCP_SPAN = 12  # the title's line to its Message field's: 7 in every release's entry, a wrapped paste's more
 
+# mpirun's help texts for a program it could not start on a node (orte/tools/orterun/help-orterun.txt:
+# [orterun:exe-not-accessible] and [orterun:wdir-not-found], whose first line ends at "could not", [orterun:exe-not-found],
+# the tool's name first; the daemon's execve failing, orte/mca/odls/default/help-orte-odls-default.txt [execve error]):
+# read at their first line, the launcher's clue.
+NOT_STARTED = re.compile(r"was unable to launch the specified application as it could not(?: access)?\s*$"
+                         r"|was unable to find the specified executable file"
+                         r"|tried to fork a new process via the \"execve\" system call but")
+_NOT_STARTED_WORDS = ("was unable to launch the specified application", "was unable to find the specified executable",
+                      'tried to fork a new process via the "execve"')
+
 # The tag's end, in every tagged line: the reader's word in a head.
 _TAG_WORDS = ("]<stdout>:", "]<stderr>:")
 CONSOLE = Console("Open MPI", "none: mpirun exits 0 with no line of its own when every process did",
@@ -101,6 +116,8 @@ class Lines:
             return ()
         if self._tcp is not None and ("Local host:" in text or "Message:" in text):
             return self._tcp_field(text, loc)
+        if ("was unable to " in text or '"execve"' in text) and NOT_STARTED.search(text):
+            return (Clue(Who(), "launcher", text.strip()[:300], loc),)
         return self._ends.feed(text, loc)
 
     def _tcp_field(self, text: str, loc: Loc) -> Iterable[Said]:
@@ -124,10 +141,10 @@ _PRTE = "prterun noticed that process rank 3 with PID 2812 on node gpu-b exited 
 _LIMIT = "The user-provided time limit for job execution has been reached:"
 FORMAT = Format(
     name="Open MPI",
-    words=(*(f.word for f in LINES), *_TCP_WORDS),
+    words=(*(f.word for f in LINES), *_TCP_WORDS, *_NOT_STARTED_WORDS),
     head_words=_TAG_WORDS,  # its tags, read where a console starts
     make=Lines,
-    patterns=(*(f.pattern for f in LINES), TCP_CONNECT, TCP_FIELD),
+    patterns=(*(f.pattern for f in LINES), TCP_CONNECT, TCP_FIELD, NOT_STARTED),
     rank_tags=(RANK_TAG,),
     prefixes=(RANK_TAG,),
     path_ranks=(PATH_RANK,),
@@ -149,5 +166,10 @@ FORMAT = Format(
                (Clue(Who(), "mpi", "Open MPI failed to TCP connect to a peer MPI process: connect() to 10.0.0.7:1024 "
                                    "failed (on gpu-b)", AT),),
                before=("WARNING: Open MPI failed to TCP connect to a peer MPI process.  This", "  Local host: gpu-b")),
+        Sample("mpirun.openmpi was unable to launch the specified application as it could not access",
+               "tests/data/launchers/mpi_launch/not_found/console.log:2 (Open MPI 4.1.4; orte/tools/orterun/"
+               "help-orterun.txt [orterun:exe-not-accessible])",
+               (Clue(Who(), "launcher", "mpirun.openmpi was unable to launch the specified application as it could not "
+                                        "access", AT),)),
     ),
 )
