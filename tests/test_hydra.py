@@ -115,3 +115,20 @@ def test_the_recorded_launch_failures_are_the_remote_launch_with_hydras_fix(case
     assert (v.kind.value, v.culprit_ranks, v.cause.cause.kind if v.cause else None) == ("launcher_failure", (), cause)
     if case.startswith("proxy"):
         assert "-iface" in v.next_steps[0], v.next_steps
+
+
+@pytest.mark.parametrize("line", [
+    # MPICH2 1.x-3.0: the resolver's failure without the name
+    "[proxy:0:0@lap] HYDU_sock_connect (./utils/sock/sock.c:138): unable to get host address (Connection timed out)",
+    # MPICH 3.1-3.2: the name and the resolver's error
+    "[proxy:0:1@n2] HYDU_sock_connect (utils/sock/sock.c:139): unable to get host address for n1 (1)",
+    # Intel MPI 2019+'s bootstrap proxy whose launch ended, with and without its function
+    "[mpiexec@login] check_exit_codes (../../../../../src/pm/i_hydra/libhydra/demux/hydra_demux_poll.c:117): unable to "
+    "run bstrap_proxy on cn7 (pid 247, exit code 65280)",
+    "[mpiexec@login] check_exit_codes (../../../../../src/pm/i_hydra/libhydra/demux/hydra_demux_poll.c:114): unable to "
+    "run proxy on cn7 (pid 39814)",
+    "[mpiexec@login] Error: Unable to run bstrap_proxy on cn7 (pid 13546, exit code 65280)",
+])
+def test_each_releases_launch_failure_is_the_remote_launch(line):
+    v, cause = _cause(line + "\n")
+    assert (v.kind.value, cause) == ("launcher_failure", "remote_launch"), v.summary

@@ -15,7 +15,13 @@ Each is read as the launcher's clue, quoted from its prefix (the host is the one
 reads the mechanism from the text: a proxy that could not reach mpiexec (HYDU_sock_connect's "unable to get host
 address for %s", "unable to connect from \\"%s\\" to \\"%s\\" (%s)", the proxy's "unable to connect to server %s at
 port %d (check for firewalls!)") and mpiexec's "Launch proxy failed." (4.1 on: a proxy's launch ended before the
-proxy connected back) are the catalogue's remote_launch.
+proxy connected back) are the catalogue's remote_launch. MPICH 1.x-3.0 worded the first "unable to get host address
+(%s)"; 3.1-3.2 added the resolver's error ("unable to get host address for %s (%s)"). Intel MPI's Hydra (2019 on,
+src/pm/i_hydra, closed: its words as the public threads Azure/az-hop#906, volcano-sh/volcano#2398, firemodels/fds#8508
+and BLAST-WarpX/warpx#6980 quote them) starts a bootstrap proxy on each node and reports a launch of it that ended
+as "unable to run bstrap_proxy on <host> (pid <pid>, exit code <status>)" ("unable to run proxy on <host> (pid
+<pid>)" in 2019), from check_exit_codes or as "[mpiexec@host] Error: Unable to run bstrap_proxy on ...": the same
+remote_launch.
 
 An application process that a signal ended is reported by mpiexec in a block of its own (mpiexec/pmiserv_cb.c,
 pm/pmiserv/pmiserv_cb.c before 4.1): ``=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES``, ``=   PID <pid>
@@ -44,8 +50,9 @@ from ncclcheck import signals
 from ncclcheck.evidence.formats.source import AT, Format, Sample
 from ncclcheck.evidence.types import Clue, Loc, Said, Who, WorkerDied, WorkerEnd
 
-# "[proxy:0:1@node168.local] main (pm/pmiserv/pmip.c:183): unable to connect to server ..." (bounded: linear).
-_AT = r"@[^\]\s]{1,256}\] \w{1,100} \([^()\s]{1,300}:\d{1,7}\): \S"
+# "[proxy:0:1@node168.local] main (pm/pmiserv/pmip.c:183): unable to connect to server ..." (bounded: linear); Intel
+# MPI's later releases print some without the function: "[mpiexec@host] Error: Unable to run bstrap_proxy on ...".
+_AT = r"@[^\]\s]{1,256}\] (?:\w{1,100} \([^()\s]{1,300}:\d{1,7}\)|Error): \S"
 ERROR = re.compile(r"\[mpiexec" + _AT + r"|\[proxy:(?:\d{1,7}|unset)(?::\d{1,7})?" + _AT)
 # mpiexec's block for a process a signal ended: which process (Intel MPI's names its rank), then how.
 RUNNING = re.compile(r"^=\s{1,8}(?:RANK (?P<rank>\d{1,7}) )?PID (?P<pid>\d{1,10}) RUNNING AT (?P<host>\S{1,256})\s*$")
@@ -93,6 +100,9 @@ _REFUSED = ('[proxy:0:1@node2] HYDU_sock_connect (utils/sock/sock.c:145): unable
 _SERVER = ("[proxy:0@gpu-b] main (proxy/pmip.c:101): unable to connect to server gpu-a at port 41233 (check for "
            "firewalls!)")
 _LAUNCH = "[mpiexec@gpu-a] ui_cmd_cb (mpiexec/pmiserv_pmci.c:51): Launch proxy failed."
+_INTEL = ("[mpiexec@hb120v3-3] check_exit_codes (../../../../../src/pm/i_hydra/libhydra/demux/hydra_demux_poll.c:117): "
+          "unable to run bstrap_proxy on hb120v3-3.internal.cloudapp.net (pid 12608, exit code 256)")
+_INTEL_ERROR = "[mpiexec@runner-0] Error: Unable to run bstrap_proxy on localhost:2 (pid 13546, exit code 65280)"
 FORMAT = Format(
     name="Hydra",
     words=WORDS,
@@ -120,6 +130,10 @@ FORMAT = Format(
         Sample(_SERVER, "MPICH 4.2 src/pm/hydra/proxy/pmip.c (main: \"unable to connect to server %s at port %d "
                         "(check for firewalls!)\"); proxy:%d (proxy/pmip_utils.c)",
                (Clue(Who(), "launcher", _SERVER, AT),)),
+        Sample(_INTEL, "Intel MPI 2021.4's Hydra as https://github.com/Azure/az-hop/issues/906 quotes it",
+               (Clue(Who(), "launcher", _INTEL, AT),)),
+        Sample(_INTEL_ERROR, "Intel MPI's Hydra as https://github.com/BLAST-WarpX/warpx/pull/6980 quotes it",
+               (Clue(Who(), "launcher", _INTEL_ERROR, AT),)),
         Sample("  " + _LAUNCH, "MPICH 4.1 src/pm/hydra/mpiexec/pmiserv_pmci.c (ui_cmd_cb: \"Launch proxy failed.\")",
                (Clue(Who(), "launcher", _LAUNCH, AT),)),
     ),
