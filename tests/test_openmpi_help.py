@@ -76,3 +76,13 @@ def test_a_program_mpirun_could_not_start_is_the_launchers_failure(text):
 def test_a_sentence_quoting_part_of_the_help_text_is_not_it():
     v = run_text("the FAQ says mpirun was unable to launch the specified application as it could not access it\n").verdict
     assert v.cause is None or v.cause.cause.kind != "program_not_started", v.summary
+
+
+def test_ortes_out_of_band_channel_reaching_no_peer_is_the_remote_launch():
+    """orte/mca/oob/tcp/oob_tcp_connection.c's report, as opal_output prints it (2.x-4.x)."""
+    text = ("-" * 60 + "\nA process or daemon was unable to complete a TCP connection\nto another process:\n"
+            "  Local host:    gpu-b\n  Remote host:   gpu-a\nThis is usually caused by a firewall on the remote host. "
+            "Please\ncheck that any firewall (e.g., iptables) has been disabled and\ntry again.\n" + "-" * 60 + "\n")
+    v = run_text(text).verdict
+    assert (v.kind.value, v.cause.cause.kind if v.cause else None) == ("launcher_failure", "remote_launch"), v.summary
+    assert any("oob_tcp_if_include" in s for s in v.next_steps), v.next_steps

@@ -26,7 +26,8 @@ mpirun's own help texts for a program it could not start on a node ("... was una
 application as it could not access / or execute an executable:", "... could not / change to the specified working
 directory:", "... was unable to find the specified executable file"; its daemon's "Open MPI tried to fork a new process
 via the "execve" system call but / failed.") are read at their first line as the launcher's clue (the catalogue's
-program_not_started).
+program_not_started), and so is ORTE's out-of-band channel that reached no address of a peer ("A process or daemon was
+unable to complete a TCP connection", oob_tcp_connection.c: the catalogue's remote_launch).
 """
 
 from __future__ import annotations
@@ -82,11 +83,16 @@ _TCP_SPAN = 12  # the title's line to its Message field's: 7 in every release's 
 # [orterun:exe-not-accessible] and [orterun:wdir-not-found], whose first line ends at "could not", [orterun:exe-not-found],
 # the tool's name first; the daemon's execve failing, orte/mca/odls/default/help-orte-odls-default.txt [execve error]):
 # read at their first line, the launcher's clue.
+# ORTE's out-of-band channel (its daemons' and processes' TCP connections to each other and to mpirun) reaching no
+# address of a peer (orte/mca/oob/tcp/oob_tcp_connection.c, 2.x-4.x: "A process or daemon was unable to complete a TCP
+# connection" / "to another process:", then "Local host:" and "Remote host:"): read at its first line, the
+# launcher's clue (the catalogue's remote_launch).
+OOB_CONNECT = re.compile(r"A process or daemon was unable to complete a TCP connection")
 NOT_STARTED = re.compile(r"was unable to launch the specified application as it could not(?: access)?\s*$"
                          r"|was unable to find the specified executable file"
                          r"|tried to fork a new process via the \"execve\" system call but")
 _NOT_STARTED_WORDS = ("was unable to launch the specified application", "was unable to find the specified executable",
-                      'tried to fork a new process via the "execve"')
+                      'tried to fork a new process via the "execve"', "was unable to complete a TCP connection")
 
 # The tag's end, in every tagged line: the reader's word in a head.
 _TAG_WORDS = ("]<stdout>:", "]<stderr>:")
@@ -116,7 +122,7 @@ class Lines:
             return ()
         if self._tcp is not None and ("Local host:" in text or "Message:" in text):
             return self._tcp_field(text, loc)
-        if ("was unable to " in text or '"execve"' in text) and NOT_STARTED.search(text):
+        if ("was unable to " in text or '"execve"' in text) and (NOT_STARTED.search(text) or OOB_CONNECT.search(text)):
             return (Clue(Who(), "launcher", text.strip()[:300], loc),)
         return self._ends.feed(text, loc)
 
@@ -144,7 +150,7 @@ FORMAT = Format(
     words=(*(f.word for f in LINES), *_TCP_WORDS, *_NOT_STARTED_WORDS),
     head_words=_TAG_WORDS,  # its tags, read where a console starts
     make=Lines,
-    patterns=(*(f.pattern for f in LINES), TCP_CONNECT, TCP_FIELD, NOT_STARTED),
+    patterns=(*(f.pattern for f in LINES), TCP_CONNECT, TCP_FIELD, NOT_STARTED, OOB_CONNECT),
     rank_tags=(RANK_TAG,),
     prefixes=(RANK_TAG,),
     path_ranks=(PATH_RANK,),
@@ -166,6 +172,9 @@ FORMAT = Format(
                (Clue(Who(), "mpi", "Open MPI failed to TCP connect to a peer MPI process: connect() to 10.0.0.7:1024 "
                                    "failed (on gpu-b)", AT),),
                before=("WARNING: Open MPI failed to TCP connect to a peer MPI process.  This", "  Local host: gpu-b")),
+        Sample("A process or daemon was unable to complete a TCP connection",
+               "Open MPI 4.x orte/mca/oob/tcp/oob_tcp_connection.c (opal_output of its out-of-band connect failure)",
+               (Clue(Who(), "launcher", "A process or daemon was unable to complete a TCP connection", AT),)),
         Sample("mpirun.openmpi was unable to launch the specified application as it could not access",
                "tests/data/launchers/mpi_launch/not_found/console.log:2 (Open MPI 4.1.4; orte/tools/orterun/"
                "help-orterun.txt [orterun:exe-not-accessible])",
