@@ -75,8 +75,10 @@ LINES = (
 
 # The TCP BTL's [client connect fail] help text: its title, then its fields (each within a few lines of it).
 TCP_CONNECT = re.compile(r"Open MPI failed to TCP connect to a peer MPI process")
-TCP_FIELD = re.compile(r"^\s*Local host:\s+(?P<host>\S{1,256})\s*$|^\s*Message:\s+(?P<message>\S[^\n]{0,200}?)\s*$")
-_TCP_WORDS = ("failed to TCP connect to a peer", "Local host:", "Message:")
+# (its Message is always btl_tcp_endpoint.c's "connect() to %s:%d failed": the word, rarer than "Message:", keeps it)
+TCP_FIELD = re.compile(r"^\s*Local host:\s+(?P<host>\S{1,256})\s*$"
+                       r"|^\s*Message:\s+(?P<message>connect\(\) to [^\n]{0,200}?)\s*$")
+_TCP_WORDS = ("failed to TCP connect to a peer", "Local host:", "connect() to ")
 _TCP_SPAN = 12  # the title's line to its Message field's: 7 in every release's entry, a wrapped paste's more
 
 # mpirun's help texts for a program it could not start on a node (orte/tools/orterun/help-orterun.txt:
@@ -120,7 +122,7 @@ class Lines:
         if "failed to TCP connect to a peer" in text and TCP_CONNECT.search(text):
             self._tcp, self._host = loc, None
             return ()
-        if self._tcp is not None and ("Local host:" in text or "Message:" in text):
+        if self._tcp is not None and ("Local host:" in text or "connect() to " in text):
             return self._tcp_field(text, loc)
         if ("was unable to " in text or '"execve"' in text) and (NOT_STARTED.search(text) or OOB_CONNECT.search(text)):
             return (Clue(Who(), "launcher", text.strip()[:300], loc),)
