@@ -25,7 +25,8 @@ source, and the sources are ranked by how much their line says:
 6. An error record a logging library wrote (Python's logging, loguru, spdlog, Rust's and Go's loggers, glog's
    FATAL) that nothing the process logged after it outlived (evidence/formats/loglevel.py): the program's own
    account, in words no table knows; C's ``assert()`` failing (glibc's "Assertion `x' failed.") ranks with 3, and
-   so do glibc's own checks as it aborts a process (a corrupted heap, a buffer overrun: evidence/formats/glibc.py).
+   so do glibc's own checks as it aborts a process (a corrupted heap, a buffer overrun: evidence/formats/glibc.py),
+   an MPI library's fatal error and a container runtime's (Apptainer's FATAL line: evidence/formats/apptainer.py).
 
 PyTorch's watchdog's teardown ("Some NCCL operations have failed or timed out", evidence/formats/errors.py) says a
 work failed or timed out and the process is taken down, never which or why: it is kept below every source, never
@@ -72,6 +73,7 @@ SOURCES = (
     Source("c_assert", 3, "C's assert()"),
     Source("glibc", 3, "the C library's check (glibc)"),
     Source("mpi", 3, "the MPI library's fatal error"),
+    Source("container", 3, "the container runtime's fatal error"),
     Source("rdma_qp", 3, "an RDMA verbs call's error"),
     Source("what", 3, "a C++ exception's what()"),
     Source("terminate", 4, "a C++ exception nobody caught"),
@@ -247,7 +249,7 @@ def stated_lines(scans: Sequence[FileScan]) -> tuple[Stated, ...]:
         for c in s.clues:
             source = {"last_error": "last_error", "nccl": "nccl", "cuda": "cuda", "cuda_assert": "cuda_assert",
                       "teardown": "watchdog", "logged": "logged", "c_assert": "c_assert", "glibc": "glibc",
-                      "mpi": "mpi", "cuda_ipc": "cuda_ipc", "rdma_qp": "rdma_qp",
+                      "mpi": "mpi", "cuda_ipc": "cuda_ipc", "rdma_qp": "rdma_qp", "container": "container",
                       "abort": "abort", "argparse": "argparse", "runner": "runner",
                       "what": "gloo_enforce" if "[enforce fail at " in c.text else "what"}.get(c.kind)
             if source is not None and _notice(c.says):

@@ -14,6 +14,7 @@ import re
 from ncclcheck import signals
 from ncclcheck.evidence.formats import (
     accelerate,
+    apptainer,
     backtrace,
     busy,
     cmdline,
@@ -30,6 +31,7 @@ from ncclcheck.evidence.formats import (
     gloo,
     horovod,
     host,
+    hydra,
     icefall,
     libfabric,
     lightning,
@@ -95,6 +97,8 @@ FORMATS: tuple[LineSource, ...] = (
     returntrace.FORMAT,  # NCCL's `file:line -> N` return trace under an error (job/returntrace.py)
     libfabric.FORMAT,  # libfabric's own warnings and fi_info's failure (the catalogue's ofi_provider_empty)
     mpifatal.FORMAT,  # an MPI library's fatal error report and a GPU-aware MPI's CUDA IPC failure (job/reasons.py)
+    hydra.FORMAT,  # MPICH's Hydra (mpiexec and its proxies): its error lines, the launcher's clues
+    apptainer.FORMAT,  # Apptainer's and Singularity's FATAL line: the container never ran the program (job/reasons.py)
     verbsqp.FORMAT,  # a program's report that creating an RDMA queue pair failed, with its errno (job/reasons.py)
     cmdline.FORMAT,  # argparse refusing a program's command line: exit 2 before any work (job/reasons.py)
     glibc.FORMAT,  # glibc's heap checks and fortify failures: the process aborted itself (job/reasons.py)

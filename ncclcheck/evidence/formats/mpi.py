@@ -13,6 +13,21 @@ such lines is mpirun's, holding its processes' output. At a normal end mpirun pr
 process did. A failure it reports as above (a process that exited on a signal, "mpirun detected that one or more
 processes exited with non-zero status" with the first one's name and exit code, the time limit of ``--timeout``).
 A tagged console that stops with none of these, while its processes said nothing of their end, stops mid-run.
+
+Open MPI prints its warnings and errors as help texts (opal_show_help: a line of dashes, the text of the help file's
+entry with its fields filled in, a line of dashes). The TCP BTL's [client connect fail] (opal/mca/btl/tcp/
+help-mpi-btl-tcp.txt, from btl_tcp_endpoint.c's mca_btl_tcp_endpoint_complete_connect) says a process could not
+connect to an address a peer published: "WARNING: Open MPI failed to TCP connect to a peer MPI process.  This" (a
+second entry of 3.x-4.x words it "... peer MPI process via" / "TCP."), then the fields "Local host:", "PID:",
+"Message:    connect() to <address>:<port> failed" and "Error:" (strerror of opal_socket_errno, which is not the
+connection's own error, so-error: often a stale "Operation now in progress (115)"). The block is read as one MPI clue
+of the line's process at its Message field: the title, the address it dialled and the host that dialled it.
+mpirun's own help texts for a program it could not start on a node ("... was unable to launch the specified
+application as it could not access / or execute an executable:", "... could not / change to the specified working
+directory:", "... was unable to find the specified executable file"; its daemon's "Open MPI tried to fork a new process
+via the "execve" system call but / failed.") are read at their first line as the launcher's clue (the catalogue's
+program_not_started), and so is ORTE's out-of-band channel that reached no address of a peer ("A process or daemon was
+unable to complete a TCP connection", oob_tcp_connection.c: the catalogue's remote_launch).
 """
 
 from __future__ import annotations
@@ -22,7 +37,7 @@ from collections.abc import Iterable
 
 from ncclcheck import signals
 from ncclcheck.evidence.formats.source import AT, Console, Format, LauncherLines, LineFormat, Sample, ended
-from ncclcheck.evidence.types import Fact, JobStop, Loc, Said, Who, WorkerEnd
+from ncclcheck.evidence.types import Clue, Fact, JobStop, Loc, Said, Who, WorkerEnd
 
 # `--tag-output`: "[1,3]<stderr>:" (job id, rank, stream) before each line of rank 3.
 RANK_TAG = re.compile(r"\[\d+,(?P<rank>\d+)\]<std(?:out|err|diag)>:")
@@ -58,6 +73,29 @@ LINES = (
                re.compile(r"The user-provided time limit for job execution has been reached"), stop=True),
 )
 
+# The TCP BTL's [client connect fail] help text: its title, then its fields (each within a few lines of it).
+TCP_CONNECT = re.compile(r"Open MPI failed to TCP connect to a peer MPI process")
+# (its Message is always btl_tcp_endpoint.c's "connect() to %s:%d failed": the word, rarer than "Message:", keeps it)
+TCP_FIELD = re.compile(r"^\s*Local host:\s+(?P<host>\S{1,256})\s*$"
+                       r"|^\s*Message:\s+(?P<message>connect\(\) to [^\n]{0,200}?)\s*$")
+_TCP_WORDS = ("failed to TCP connect to a peer", "Local host:", "connect() to ")
+_TCP_SPAN = 12  # the title's line to its Message field's: 7 in every release's entry, a wrapped paste's more
+
+# mpirun's help texts for a program it could not start on a node (orte/tools/orterun/help-orterun.txt:
+# [orterun:exe-not-accessible] and [orterun:wdir-not-found], whose first line ends at "could not", [orterun:exe-not-found],
+# the tool's name first; the daemon's execve failing, orte/mca/odls/default/help-orte-odls-default.txt [execve error]):
+# read at their first line, the launcher's clue.
+# ORTE's out-of-band channel (its daemons' and processes' TCP connections to each other and to mpirun) reaching no
+# address of a peer (orte/mca/oob/tcp/oob_tcp_connection.c, 2.x-4.x: "A process or daemon was unable to complete a TCP
+# connection" / "to another process:", then "Local host:" and "Remote host:"): read at its first line, the
+# launcher's clue (the catalogue's remote_launch).
+OOB_CONNECT = re.compile(r"A process or daemon was unable to complete a TCP connection")
+NOT_STARTED = re.compile(r"was unable to launch the specified application as it could not(?: access)?\s*$"
+                         r"|was unable to find the specified executable file"
+                         r"|tried to fork a new process via the \"execve\" system call but")
+_NOT_STARTED_WORDS = ("was unable to launch the specified application", "was unable to find the specified executable",
+                      'tried to fork a new process via the "execve"', "was unable to complete a TCP connection")
+
 # The tag's end, in every tagged line: the reader's word in a head.
 _TAG_WORDS = ("]<stdout>:", "]<stderr>:")
 CONSOLE = Console("Open MPI", "none: mpirun exits 0 with no line of its own when every process did",
@@ -74,12 +112,36 @@ class Lines:
     def __init__(self) -> None:
         self._ends = LauncherLines(LINES)
         self._tags = 0
+        self._tcp: Loc | None = None  # the TCP BTL's connect failure's title, until its Message field
+        self._host: str | None = None
 
     def feed(self, text: str, loc: Loc) -> Iterable[Said]:
         if self._tags < 2 and text.startswith("[") and RANK_TAG.match(text):
             self._tags += 1
             return (Fact(Who(), "launched", CONSOLE.name, loc),) if self._tags == 2 else ()
+        if "failed to TCP connect to a peer" in text and TCP_CONNECT.search(text):
+            self._tcp, self._host = loc, None
+            return ()
+        if self._tcp is not None and ("Local host:" in text or "connect() to " in text):
+            return self._tcp_field(text, loc)
+        if ("was unable to " in text or '"execve"' in text) and (NOT_STARTED.search(text) or OOB_CONNECT.search(text)):
+            return (Clue(Who(), "launcher", text.strip()[:300], loc),)
         return self._ends.feed(text, loc)
+
+    def _tcp_field(self, text: str, loc: Loc) -> Iterable[Said]:
+        """A field of the TCP BTL's connect failure: the host that dialled, then the address it dialled (the clue)."""
+        title = self._tcp
+        if title is None or title.file != loc.file or not 0 < loc.line - title.line <= _TCP_SPAN:
+            self._tcp = None
+            return ()
+        if (m := TCP_FIELD.match(text)) is None:
+            return ()
+        if m["host"] is not None:
+            self._host = m["host"]
+            return ()
+        self._tcp = None
+        on = f" (on {self._host})" if self._host else ""
+        return (Clue(Who(), "mpi", f"Open MPI failed to TCP connect to a peer MPI process: {m['message']}{on}", loc),)
 
 
 _KILLED = "mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 (Killed)."
@@ -87,10 +149,10 @@ _PRTE = "prterun noticed that process rank 3 with PID 2812 on node gpu-b exited 
 _LIMIT = "The user-provided time limit for job execution has been reached:"
 FORMAT = Format(
     name="Open MPI",
-    words=tuple(f.word for f in LINES),
+    words=(*(f.word for f in LINES), *_TCP_WORDS, *_NOT_STARTED_WORDS),
     head_words=_TAG_WORDS,  # its tags, read where a console starts
     make=Lines,
-    patterns=tuple(f.pattern for f in LINES),
+    patterns=(*(f.pattern for f in LINES), TCP_CONNECT, TCP_FIELD, NOT_STARTED, OOB_CONNECT),
     rank_tags=(RANK_TAG,),
     prefixes=(RANK_TAG,),
     path_ranks=(PATH_RANK,),
@@ -106,5 +168,19 @@ FORMAT = Format(
                (WorkerEnd("Open MPI", 2, "Process name: [[10664,1],2]", AT, exitcode=1),),
                before=("  Process name: [[10664,1],2]",)),
         Sample(_LIMIT, "tests/data/launchers/mpi/timelimit/console.log:2", (JobStop("Open MPI", _LIMIT, AT),)),
+        Sample("  Message:    connect() to 10.0.0.7:1024 failed",
+               "Open MPI opal/mca/btl/tcp/help-mpi-btl-tcp.txt [client connect fail] (\"Message:    %s\", "
+               "btl_tcp_endpoint.c: \"connect() to %s:%d failed\")",
+               (Clue(Who(), "mpi", "Open MPI failed to TCP connect to a peer MPI process: connect() to 10.0.0.7:1024 "
+                                   "failed (on gpu-b)", AT),),
+               before=("WARNING: Open MPI failed to TCP connect to a peer MPI process.  This", "  Local host: gpu-b")),
+        Sample("A process or daemon was unable to complete a TCP connection",
+               "Open MPI 4.x orte/mca/oob/tcp/oob_tcp_connection.c (opal_output of its out-of-band connect failure)",
+               (Clue(Who(), "launcher", "A process or daemon was unable to complete a TCP connection", AT),)),
+        Sample("mpirun.openmpi was unable to launch the specified application as it could not access",
+               "tests/data/launchers/mpi_launch/not_found/console.log:2 (Open MPI 4.1.4; orte/tools/orterun/"
+               "help-orterun.txt [orterun:exe-not-accessible])",
+               (Clue(Who(), "launcher", "mpirun.openmpi was unable to launch the specified application as it could not "
+                                        "access", AT),)),
     ),
 )
