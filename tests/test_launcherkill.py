@@ -68,7 +68,9 @@ def test_a_ray_actor_no_line_ranks_that_died_is_a_kill_not_its_list_of_guesses(a
     v = run_text(f"(LLMRayActor pid=585804) {_DIED}{after}\n").verdict
     assert (v.kind, v.cause.cause.kind, v.culprit_ranks) == (VerdictKind.RANK_FAILED_FIRST, "host_kill", ())
     assert "potential" not in v.summary and "common causes" not in v.summary
-    assert v.next_steps[0].startswith("On that host: `dmesg -T")
+    # Ray's own logs of that worker first (job/statements.toml's ray_worker_lost), then the host's kernel log
+    assert v.next_steps[0].startswith("On the node the worker ran on") and "raylet.out" in v.next_steps[0]
+    assert v.next_steps[1].startswith("On that host: `dmesg -T")
 
 
 def test_a_ray_actor_death_beside_an_error_stays_that_error():

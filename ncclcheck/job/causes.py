@@ -299,11 +299,13 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
         how = _BY_SIGNAL.get(sig, HOST_KILL)
         if not sig:  # a launcher's word that the process died without an error of its own, naming no signal
             words = next((s.text for s in said if s.loc == killed[0][1]), "")
+            # the launcher's words may name where to look (Ray's worker lost its raylet: job/statements.toml)
             return Diagnosis(how, tuple(ranks), words or "died", killed[0][1],
                              tuple(loc for _, loc, s in killed if s == sig)[:8],
                              f"{rank_phrase(ranks) or 'a process'} died with no error of its own, by a signal no line "
                              f"names ({one_line(words)})" if words else
-                             f"{rank_phrase(ranks) or 'a process'} died with no error of its own")
+                             f"{rank_phrase(ranks) or 'a process'} died with no error of its own",
+                             said=told(words) if words else None)
         return Diagnosis(how, tuple(ranks), f"killed by {sig}", killed[0][1],
                          tuple(loc for _, loc, s in killed if s == sig)[:8],
                          f"{rank_phrase(ranks)} died of {sig} with no traceback" if ranks else

@@ -24,6 +24,7 @@ from ncclcheck.evidence.types import ErrorKind, FileScan
 from ncclcheck.job.causes import HOST_KILL, Diagnosis
 from ncclcheck.job.model import Job, VerdictKind
 from ncclcheck.job.rules import Decision
+from ncclcheck.job.statements import told
 
 
 def killed_workers(d: Decision, scans: Sequence[FileScan]) -> Decision:
@@ -59,4 +60,6 @@ def unranked_death(job: Job, d: Decision) -> Decision:
         return d
     first = unnamed[0]
     detail = f"a process of the job died with no error of its own ({first.message})"
-    return replace(d, cause=Diagnosis(HOST_KILL, (), detail, first.loc, tuple(e.loc for e in unnamed)[:8], detail))
+    # the launcher's words may name where to look (Ray's worker lost its raylet: job/statements.toml's ray_worker_lost)
+    return replace(d, cause=Diagnosis(HOST_KILL, (), detail, first.loc, tuple(e.loc for e in unnamed)[:8], detail,
+                                      said=told(first.message)))

@@ -13,8 +13,9 @@ it, as a bad cause file does.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ _CUDA_KEYS = {"name", "code", "string", "means", "kind", "class", "fix", "host"}
 # clue (evidence/formats/errors.py).
 _CUDA_SAID = r"(?:CUDA error: |HIP error: |Cuda failure (?:\d{1,4} )?'|Test CUDA failure \S{1,200} ')"
 _KEYS = {"id", "match", "means", "kind", "class", "fix", "source"}
-_OPTIONAL = {"before", "host"}
+_OPTIONAL = {"before", "host", "quote"}
 # The causes that say only that something failed, not how: a line's mechanism always says more, so its fix goes first.
 GENERIC = frozenset({"stated_reason", "nccl_no_reason", "nccl_system_error"})
 # The verdict kinds an entry may imply ('' leaves the rules' kind).
@@ -65,6 +66,7 @@ class Statement:
     host: bool = False  # the host's set-up (its driver, its modules), the same for every rank there: no rank's fault
     general: bool = False  # a CUDA error of no host's set-up (cuda_errors.toml): the layer NCCL printed it in says more
     defers: frozenset[str] = frozenset()  # the causes that read the same words with their own fix: it is not repeated
+    quotes: bool = False  # the line names the variables to set and their values: its fix quotes them (`export ...`)
 
     def first_for(self, cause: str) -> bool:
         """Whether this fix goes before the cause's own: the cause says less than the line's mechanism."""
@@ -85,7 +87,8 @@ def _entry(i: int, raw: dict[str, Any], general: bool = False, defers: frozenset
         raise StatementTableError(f"{where}: match does not compile: {e}") from None
     return Statement(raw["id"], pattern, raw["means"].strip(), raw["kind"], raw["class"],
                      tuple(f.strip() for f in raw["fix"]), raw["source"], frozenset(raw.get("before", ())),
-                     host=raw.get("host", False) is True, general=general, defers=defers)
+                     host=raw.get("host", False) is True, general=general, defers=defers,
+                     quotes=raw.get("quote", False) is True)
 
 
 def _cuda_entry(i: int, raw: dict[str, Any], path: Path = CUDA_TABLE) -> Statement:
@@ -120,9 +123,45 @@ def read_table(path: Path = TABLE, cuda: Path | None = CUDA_TABLE) -> tuple[Stat
 STATEMENTS = read_table()
 
 
+# An environment variable's name as programs word one (upper case, words joined by underscores: NCCL_P2P_DISABLE,
+# HSA_NO_SCRATCH_RECLAIM), and a value to set it to, as a line names them: NAME=VALUE, the value bare or quoted and the
+# whole in backticks where a message marks code (`NCCL_P2P_DISABLE="1"`), or "set [the environment variable] NAME to
+# VALUE" where the value is a number or marked as code (a bare word after "to" is the sentence's, not a value).
+# Bounded: linear on a hostile line.
+_NAME = r"[A-Z][A-Z0-9]{0,40}(?:_[A-Z0-9]{1,40}){1,8}"
+_VALUE = r"[\w.:,/+-]{1,80}"
+_SETTING = re.compile(rf"(?<![\w$])`?(?P<name>{_NAME})`?[ ]?=[ ]?[\"'`]?(?P<value>{_VALUE})"
+                      rf"|\b[Ss]et (?:the )?(?:environment )?(?:variable )?`?(?P<name2>{_NAME})`? to "
+                      rf"(?:[`\"'](?P<value2>{_VALUE})|(?P<number>\d[\w.]{{0,40}}))")
+
+
+def settings(text: str) -> tuple[tuple[str, str], ...]:
+    """The variables a line says to set, each with its value, in the line's order (once each)."""
+    out: dict[str, str] = {}
+    for m in _SETTING.finditer(text):
+        name, value = (m["name"], m["value"]) if m["name"] else (m["name2"], m["value2"] or m["number"])
+        out.setdefault(name, value.rstrip(".,:"))
+    return tuple((n, v) for n, v in out.items() if v)
+
+
+def _quoted(said: Statement, text: str) -> Statement:
+    """The entry with the line's own settings in its first step, as an ``export`` line, where it names any."""
+    named = settings(text)
+    if not named:
+        return said
+    line = "export " + " ".join(f"{n}={shlex.quote(v)}" for n, v in named)
+    step = ("Set what the line itself says to set, in the environment of every process of the job (before the "
+            "launcher, on every node; a launcher that starts processes over ssh, pdsh or in pods passes only the "
+            "variables it is told to: DeepSpeed's .deepspeed_env, mpirun -x NAME), or take the other way the line "
+            f"offers, and rerun: {line}")
+    return replace(said, fix=(step, *said.fix[1:]))
+
+
 def told(text: str) -> Statement | None:
-    """The mechanism a stated line names, or None where the table has none for its words."""
-    return next((s for s in STATEMENTS if s.pattern.search(text)), None)
+    """The mechanism a stated line names, or None where the table has none for its words; an entry whose line names
+    the settings to make (``quote``) gives them, quoted, as its first step."""
+    said = next((s for s in STATEMENTS if s.pattern.search(text)), None)
+    return _quoted(said, text) if said is not None and said.quotes else said
 
 
 def placed_told(text: str, file: str | None = None) -> Statement | None:

@@ -45,11 +45,16 @@ PID_TAG = re.compile(r"^\(\w+ pid=(?P<pid>\d+)(?:, ip=[\d.]+)?\)(?=(?P<merged>.*
 # The actor before a line, as it is taken off (evidence/whose.py): its name may hold dots and brackets
 # ("(RayTrainWorker[rank=0] pid=5665)"), and the node's address may follow the PID.
 ACTOR = re.compile(r"\([\w.\[\]=]+ pid=\d+(?:, ip=[\d.]+)?\)")
-# The controller's report of a worker that died without an error of its own ("SYSTEM_ERROR": Ray's exit type for a
-# worker that went away unannounced), cut before Ray's list of what may have caused it (its words in each release:
-# "Some common causes include", "There are some potential root causes"): a list of guesses, not a statement.
-DIED = re.compile(r"The actor is dead because its worker process has died\. Worker exit type: SYSTEM_ERROR"
-                  r"(?:(?!Some common causes|There are some potential root causes).)*")
+# The controller's report of a worker that died without an error of its own, cut before Ray's list of what may have
+# caused it (its words in each release: "Some common causes include", "There are some potential root causes"): a list
+# of guesses, not a statement. Its exit type (src/ray/protobuf/common.proto, WorkerExitType): SYSTEM_ERROR, a worker
+# that went away unannounced (a crash, a kill by signal: its connection to the raylet ended, "Worker unexpectedly exits
+# with a connection error code N"), or NODE_OUT_OF_MEMORY, a worker Ray's own memory monitor killed (its detail says
+# so: job/catalogue/host_oom.toml). The other types are no death: USER_ERROR is the actor's own exception (its
+# traceback is the reason), INTENDED_USER_EXIT and INTENDED_SYSTEM_EXIT an exit the program or Ray asked for (ray.kill,
+# exit_actor, an idle worker), not read here.
+DIED = re.compile(r"The actor is dead because its worker process has died\. Worker exit type: "
+                  r"(?:SYSTEM_ERROR|NODE_OUT_OF_MEMORY)(?:(?!Some common causes|There are some potential root causes).)*")
 SNIPPET = re.compile(r"\[Rank (?P<ranks>[\d,]+) Error Snippet\]:")
 # The actor error's own line for its process, a field of its tab-indented list ("\tpid: 19369").
 ACTOR_PID = re.compile(r"^(?:\(\w+ pid=\d+[^)]*\) ?)?\s*\tpid: (?P<pid>\d+)\s*$")
@@ -98,6 +103,8 @@ class Deaths:
 _CTL = "(TrainController pid=18992) "
 _DIED = ("The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit detail: "
          "Worker unexpectedly exits with a connection error code 2. End of file.")
+_OOM_DIED = ("The actor is dead because its worker process has died. Worker exit type: NODE_OUT_OF_MEMORY Worker exit "
+             "detail: Task was killed due to the node running low on memory.")
 _KILL = "tests/data/launchers/ray/kill/console.log"
 _T85 = "tests/data/public_threads/85-ray-30333-multinode-torchtrainer-fails.log"
 FORMAT = Format(
@@ -118,6 +125,10 @@ FORMAT = Format(
         Sample(_CTL + _DIED + " Some common causes include: (1) the process was killed by the OOM killer",
                f"{_KILL}:77", (WorkerDied(19369, (1,), _DIED, AT),),
                before=(_CTL + "[Rank 1 Error Snippet]:", _CTL + "\tpid: 19369")),
+        Sample(_CTL + _OOM_DIED + " There are some potential root causes.",
+               "the GCS's actor death message with the raylet's memory monitor's exit type (src/ray/protobuf/"
+               "common.proto, WorkerExitType NODE_OUT_OF_MEMORY) and detail (src/ray/raylet/node_manager.cc)",
+               (WorkerDied(None, (), _OOM_DIED, AT),)),
         Sample("| TorchTrainer_96bfe_00000 |            1 | /home/ray/ray_results/TorchTrainer_2022-11-15_19-20-15/"
                "TorchTrainer_96bfe_00000_0_2022-11-15_19-20-16/error.txt |", f"{_T85}:3",
                (Fact(_ANYONE, "error_file", "TorchTrainer_96bfe_00000 /home/ray/ray_results/TorchTrainer_2022-11-15_19-20-15/"
