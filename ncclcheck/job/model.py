@@ -97,6 +97,15 @@ class GroupId:
     guid: str | None = None
     desc: str | None = None
 
+    def __post_init__(self) -> None:
+        # The hash the dataclass would compute, once: a job's few group objects key the wait-for graph, its chain
+        # and its findings some thirteen times a rank (1.3 M hashes at 100,000 ranks), each a call that built and
+        # hashed the fields' tuple anew (issue 42). Not a field: the constructor's arguments stay the three above.
+        object.__setattr__(self, "_hash", hash((self.id, self.guid, self.desc)))
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined, no-any-return]  # set once in __post_init__
+
     @property
     def key(self) -> tuple[str | None, str | None]:
         return (self.id, self.guid)
