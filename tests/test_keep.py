@@ -516,20 +516,14 @@ def test_every_pattern_a_format_module_compiles_is_declared_or_read_behind_one_t
     assert not undeclared, f"{len(undeclared)} patterns no source declares: {undeclared}"
 
 
-# Patterns a source declares that none of its own sample lines shows, by ``name:index`` in its ``patterns``: the host
-# records' (evidence/hostlog.py, each held to its kernel's and scheduler's lines by tests/test_host.py), and lines
-# whose reading needs what a sample does not give (a report's state, a rank's traceback open). A new pattern comes with
-# a sample line; one sampled since is taken off here.
-UNSAMPLED = {"DeepSpeed:6", "ncclras:3", "ncclras:4", "torchrun rendezvous:2", "torchrun rendezvous:4",
-             "torchrun rendezvous:5", "raise site:1", "NCCL:4", *(f"host records:{i}" for i in (0, 1, *range(3, 11)))}
-
-
 def test_every_declared_pattern_is_shown_by_a_sample_line_of_its_source():
     """Each pattern a source reads behind its words matches one of its sample lines (which the tests below place deep
-    in a log and read back), but those UNSAMPLED names; and every name there is still one without."""
+    in a log and read back): a state a line sets, a report's count, a traceback's exception, NCCL's "Last error:",
+    the host's and scheduler's records each have one (a line read only for what it stops: a sample that reads nothing
+    after the line that stops it). A new pattern comes with a sample line."""
     bare = {f"{f.name}:{i}" for f in formats.FORMATS for i, pattern in enumerate(f.patterns)
             if not any(pattern.search(line) for s in f.samples for line in (*s.before, s.line))}
-    assert bare == UNSAMPLED
+    assert not bare, f"declared patterns no sample line of their source shows: {sorted(bare)}"
 
 
 def test_every_source_is_registered_once_with_cited_samples_that_hold_its_words():
@@ -538,7 +532,8 @@ def test_every_source_is_registered_once_with_cited_samples_that_hold_its_words(
     for source in formats.FORMATS:
         assert source.samples and (source.words or source.logical), source.name  # a table's lines: by their shape
         for sample in source.samples:
-            assert sample.cite.strip() and sample.reads, (source.name, sample.line)
+            # a sample that reads nothing shows what a line before it stops (a rendezvous completed, a death signal)
+            assert sample.cite.strip() and (sample.reads or sample.before), (source.name, sample.line)
             assert any(w in sample.line for w in (*source.words, *source.head_words)) or not source.words, \
                 (source.name, sample.line)
 
