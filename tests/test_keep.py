@@ -470,9 +470,17 @@ def _compiled(module) -> dict[int, tuple[str, re.Pattern[str]]]:
 
 
 # Words a source's ``behind`` names that hold none of its keep words: a line holding only one is read where the reader
-# hands it over for another reason (in the head, beside a kept line), not anywhere in a log. world's "completed" (its
-# row for "Rank 3 completed"): keeping it anywhere would hand over every "Epoch 4 completed" line; NCCL's "busId" (its
-# communicator's line, which holds "nranks", a head word).
+# hands it over for another reason (in the head, an input of at most reader.SMALL bytes read whole, beside a kept line),
+# never deep in a log. Why each is left so:
+# - NCCL's "busId": every line NCCL prints with it (src/init.cc, 2.7 to 2.32: a communicator's Init START and
+#   COMPLETE, Destroy and Abort COMPLETE) holds "nranks", a head word, so it is handed over wherever "nranks" would be;
+#   the one kind without it (2.28+'s "nRanks ... busId ... - Abort START" and Revoke lines, NCCL_DEBUG_SUBSYS=DESTROY)
+#   names the GPU its communicator's Init line, printed before it with "nranks", already named.
+# - world's "completed" (its row for a program's own "Rank 3 completed"): no launcher or framework prints it (a
+#   script's print; the HF Trainer's "Training completed." is kept by its own words). Such a print past an input's
+#   head is not read (the rank's end is still said by its launcher's exit lines, and by "rank=3 done" or "finished",
+#   which are kept); keeping "completed" anywhere would hand every "Epoch 4 completed" line of a long run to the
+#   parser, a cost on every chatty log for one script's word. A launcher's or framework's form would be a keep word.
 UNKEPT = {("world", "completed"), ("NCCL", "busId")}
 
 
