@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
+from ncclcheck.evidence.formats.deepspeed import KILLING_FACT
 from ncclcheck.evidence.types import ErrorKind, Fact, FileScan, RankError
 from ncclcheck.job.ending import consoles
 from ncclcheck.job.hosts import join_events, peers_lost, rank_hosts
@@ -33,10 +34,13 @@ def with_facts(job: Job, scans: Sequence[FileScan]) -> Job:
 
 
 # The facts read_facts keeps by their key, each list in the scans' order: one walk over every fact (two a rank at
-# 100,000 ranks), not one a key (issue 42). Both accelerate keys go to one list, in the order they were printed.
-_KEPT = {"network": "network", "work_done": "work_done", "collective_call": "collective_call",
-         "progress": "progress", "progress_rise": "progress_rise", "pipeline": "pipeline",
-         "accelerate_device": "devices", "accelerate_process": "devices", "nccl_api_call": "nccl_api_call"}
+# 100,000 ranks), not one a key (issue 42). Both accelerate keys go to one list, in the order they were printed; the
+# program's ends to one, which holds the work_done lines too.
+_KEPT = {"network": ("network",), "work_done": ("work_done", "program_ends"), "collective_call": ("collective_call",),
+         "progress": ("progress",), "progress_rise": ("progress_rise",), "pipeline": ("pipeline",),
+         "accelerate_device": ("devices",), "accelerate_process": ("devices",), "nccl_api_call": ("nccl_api_call",),
+         KILLING_FACT: ("launcher_kills",), "nccl_frame": ("nccl_frames",), "program_end": ("program_ends",),
+         "nccl_end": ("program_ends",), "p2p_call": ("p2p_calls",)}
 
 
 def _kept(scans: Sequence[FileScan]) -> dict[str, list[Fact]]:
@@ -44,8 +48,9 @@ def _kept(scans: Sequence[FileScan]) -> dict[str, list[Fact]]:
     get = _KEPT.get
     for s in scans:
         for f in s.facts:
-            if (name := get(f.key)) is not None:
-                kept.setdefault(name, []).append(f)
+            if (names := get(f.key)) is not None:
+                for name in names:
+                    kept.setdefault(name, []).append(f)
     return kept
 
 
@@ -83,6 +88,11 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         returns=read_chains(scans),
         test_checks=read_test_checks(scans),
         api_calls=tuple(kept.get("nccl_api_call", ())),
+        errors=tuple(e for s in scans for e in s.errors),
+        launcher_kills=tuple(kept.get("launcher_kills", ())),
+        nccl_frames=tuple(kept.get("nccl_frames", ())),
+        program_ends=tuple(kept.get("program_ends", ())),
+        p2p_calls=tuple(kept.get("p2p_calls", ())),
     )
 
 

@@ -303,6 +303,12 @@ class JobFacts:
     returns: tuple[Chain, ...] = ()  # NCCL's return traces under its errors (job/returntrace.py)
     test_checks: tuple[TestCheck, ...] = ()  # nccl-tests' lines for its NCCL calls that failed (job/returntrace.py)
     api_calls: tuple[Fact, ...] = ()  # a binding's frames of NCCL's C API in a traceback (formats/ncclapi.py)
+    errors: tuple[RankError, ...] = ()  # every error line of the inputs, ranked or not (rules for where none failed)
+    launcher_kills: tuple[Fact, ...] = ()  # DeepSpeed's launcher's "Killing subprocess" lines (job/launcherkill.py)
+    nccl_frames: tuple[Fact, ...] = ()  # native stack frames inside an NCCL call (job/nativestall.py)
+    program_ends: tuple[Fact, ...] = ()  # the program's work ended: a test framework's end, its word, a communicator
+    # destroyed (job/afterend.py)
+    p2p_calls: tuple[Fact, ...] = ()  # a traceback's point-to-point call (formats/p2pcall.py, job/idwait.py)
 
 
 @dataclass(frozen=True)
