@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ncclcheck.evidence.formats.deepspeed import KILLING_FACT
+from ncclcheck.evidence.formats.pgstart import BARRIER_DONE, BARRIER_FACT
 from ncclcheck.evidence.types import ErrorKind, Fact, FileScan, RankError
 from ncclcheck.job.ending import consoles
 from ncclcheck.job.hosts import join_events, peers_lost, rank_hosts
@@ -40,7 +41,9 @@ _KEPT = {"network": ("network",), "work_done": ("work_done", "program_ends"), "c
          "progress": ("progress",), "progress_rise": ("progress_rise",), "pipeline": ("pipeline",),
          "accelerate_device": ("devices",), "accelerate_process": ("devices",), "nccl_api_call": ("nccl_api_call",),
          KILLING_FACT: ("launcher_kills",), "nccl_frame": ("nccl_frames",), "program_end": ("program_ends",),
-         "nccl_end": ("program_ends",), "p2p_call": ("p2p_calls",)}
+         "nccl_end": ("program_ends",), "p2p_call": ("p2p_calls",), "lightning_world": ("lightning_starts",),
+         "error_file": ("error_files",), "trials_failed": ("trials_failed",), BARRIER_FACT: ("barrier_waits",),
+         BARRIER_DONE: ("barriers_done",), "deepspeed_local_only": ("local_only",)}
 
 
 def _kept(scans: Sequence[FileScan]) -> dict[str, list[Fact]]:
@@ -93,6 +96,12 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         nccl_frames=tuple(kept.get("nccl_frames", ())),
         program_ends=tuple(kept.get("program_ends", ())),
         p2p_calls=tuple(kept.get("p2p_calls", ())),
+        lightning_starts=tuple(kept.get("lightning_starts", ())),
+        error_files=tuple(kept.get("error_files", ())),
+        trials_failed=tuple(kept.get("trials_failed", ())),
+        barrier_waits=tuple(kept.get("barrier_waits", ())),
+        barriers_done=frozenset(f.value for f in kept.get("barriers_done", ())),
+        local_only=tuple(kept.get("local_only", ())),
     )
 
 

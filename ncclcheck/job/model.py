@@ -309,6 +309,12 @@ class JobFacts:
     program_ends: tuple[Fact, ...] = ()  # the program's work ended: a test framework's end, its word, a communicator
     # destroyed (job/afterend.py)
     p2p_calls: tuple[Fact, ...] = ()  # a traceback's point-to-point call (formats/p2pcall.py, job/idwait.py)
+    lightning_starts: tuple[Fact, ...] = ()  # Lightning's 'GLOBAL_RANK: k, MEMBER: m/n' lines (job/launchgaps.py)
+    error_files: tuple[Fact, ...] = ()  # Ray Tune's trials whose error is in a file, and its "Trials did not
+    trials_failed: tuple[Fact, ...] = ()  # complete" (job/launchgaps.py)
+    barrier_waits: tuple[Fact, ...] = ()  # the store-based barrier's waits, and the keys it completed
+    barriers_done: frozenset[str] = frozenset()  # (formats/pgstart.py, job/storebarrier.py)
+    local_only: tuple[Fact, ...] = ()  # DeepSpeed's runner launched on this node alone (job/localonly.py)
 
 
 @dataclass(frozen=True)

@@ -74,13 +74,13 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     d = native_stall(job, d)  # native stacks inside an NCCL call, nothing failed (job/nativestall.py)
     d = stuck_after_end(job, d)  # a watchdog stuck after the job's own end (job/afterend.py)
     d = store_waited(job, d, scans)  # a store's wait that gave up after the job ran (job/storewait.py)
-    d = barrier_waited(job, d, scans)  # ranks waiting in the store-based barrier (job/storebarrier.py)
+    d = barrier_waited(job, d)  # ranks waiting in the store-based barrier (job/storebarrier.py)
     d = lazy_p2p(job, d)  # a send or recv's wait for its communicator's NCCL id (job/idwait.py)
     d = killed_workers(job, d)  # a launcher's kill of its workers, nothing else said (job/launcherkill.py)
     d = unranked_death(job, d)  # a process no line ranks died with no error of its own (job/launcherkill.py)
     d = cut_off(job, d, scans)  # a console that stops mid-run with no ending and no failure (job/ending.py)
     d = stopped_apart(job, d, scans)  # the ranks' own counters stop apart, nothing failed or ended (job/apart.py)
-    d = unstarted_members(job, error_file(job, d, scans), scans)  # what a launcher says is missing (launchgaps.py)
+    d = unstarted_members(job, error_file(job, d))  # what a launcher says is missing (launchgaps.py)
     uneven = uneven_findings(scans, d.found)  # the ranks' loops counted to different totals (job/uneven.py)
     crash = crash_findings(scans, d.cause, job.facts.versions)  # the library a native crash struck in
     findings = [*wording.lead_findings(job, d), *history_findings(job, d.summary),
@@ -92,7 +92,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                 *uneven,
                 *apart_findings(scans, d),  # the ranks' own counters stop apart (job/apart.py)
                 *unplaced_findings(scans),  # trace lines no process is known for (job/colltrace.py)
-                *local_only_findings(scans),  # DeepSpeed's runner on this node alone (job/localonly.py)
+                *local_only_findings(job),  # DeepSpeed's runner on this node alone (job/localonly.py)
                 *membership_findings(job), *report_findings(scans), *wording.run_findings(job, d, restarts),
                 *agreement_findings(job.facts.versions), *unexplained_findings(job.facts.versions, d.kind, d.cause)]
     pg = d.named.group.to_pg() if d.named is not None else None
@@ -102,9 +102,9 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     verdict = Verdict(d.kind, wording.summary(d), sets.culprits, sets.waiting, sets.unknown, pg,
                       d.named.seq if d.named is not None else job.facts.detail_seq,
                       chain_lines(job, d.culprits or d.ring or awaited_ranks(job, d)) if d.found else (), tuple(findings),
-                      (*((UNEVEN_FIX,) if uneven else ()), *member_steps(job, d, scans),  # job/launchgaps.py
+                      (*((UNEVEN_FIX,) if uneven else ()), *member_steps(job, d),  # job/launchgaps.py
                        *loopback_steps(job, d),  # a one-node job's store at its own host name (job/storeaddr.py)
-                       *local_only_steps(d.kind, scans),  # job/localonly.py
+                       *local_only_steps(job, d.kind),  # job/localonly.py
                        *crash_steps(crash, d.cause, wording.steps(job, d))), d.cause, d.ring, decide_action(job, d),
                       best(job, d.culprits, d.cause), sets.stopped)
     return Analysis(tuple(scans), tuple(records), job, verdict, dtype)
