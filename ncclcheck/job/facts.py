@@ -43,7 +43,8 @@ _KEPT = {"network": ("network",), "work_done": ("work_done", "program_ends"), "c
          KILLING_FACT: ("launcher_kills",), "nccl_frame": ("nccl_frames",), "program_end": ("program_ends",),
          "nccl_end": ("program_ends",), "p2p_call": ("p2p_calls",), "lightning_world": ("lightning_starts",),
          "error_file": ("error_files",), "trials_failed": ("trials_failed",), BARRIER_FACT: ("barrier_waits",),
-         BARRIER_DONE: ("barriers_done",), "deepspeed_local_only": ("local_only",)}
+         BARRIER_DONE: ("barriers_done",), "deepspeed_local_only": ("local_only",),
+         "wrapper_call": ("wrapper_calls",), "nccl_ready": ("nccl_ready",)}
 
 
 def _kept(scans: Sequence[FileScan]) -> dict[str, list[Fact]]:
@@ -102,6 +103,8 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         barrier_waits=tuple(kept.get("barrier_waits", ())),
         barriers_done=frozenset(f.value for f in kept.get("barriers_done", ())),
         local_only=tuple(kept.get("local_only", ())),
+        wrapper_calls=tuple(kept.get("wrapper_calls", ())),
+        nccl_ready=tuple(kept.get("nccl_ready", ())),
     )
 
 

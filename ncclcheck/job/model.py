@@ -315,6 +315,8 @@ class JobFacts:
     barrier_waits: tuple[Fact, ...] = ()  # the store-based barrier's waits, and the keys it completed
     barriers_done: frozenset[str] = frozenset()  # (formats/pgstart.py, job/storebarrier.py)
     local_only: tuple[Fact, ...] = ()  # DeepSpeed's runner launched on this node alone (job/localonly.py)
+    wrapper_calls: tuple[Fact, ...] = ()  # the collectives the DETAIL wrapper logged (formats/pgwrapper.py)
+    nccl_ready: tuple[Fact, ...] = ()  # NCCL's set-up complete (job/storewait.py: the job ran past its start)
 
 
 @dataclass(frozen=True)
