@@ -44,7 +44,7 @@ _KEPT = {"network": ("network",), "work_done": ("work_done", "program_ends"), "c
          "nccl_end": ("program_ends",), "p2p_call": ("p2p_calls",), "lightning_world": ("lightning_starts",),
          "error_file": ("error_files",), "trials_failed": ("trials_failed",), BARRIER_FACT: ("barrier_waits",),
          BARRIER_DONE: ("barriers_done",), "deepspeed_local_only": ("local_only",),
-         "wrapper_call": ("wrapper_calls",), "nccl_ready": ("nccl_ready",)}
+         "wrapper_call": ("wrapper_calls",), "nccl_ready": ("nccl_ready",), "count": ("counts",)}
 
 
 def _kept(scans: Sequence[FileScan]) -> dict[str, list[Fact]]:
@@ -105,6 +105,7 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         local_only=tuple(kept.get("local_only", ())),
         wrapper_calls=tuple(kept.get("wrapper_calls", ())),
         nccl_ready=tuple(kept.get("nccl_ready", ())),
+        counts=tuple(kept.get("counts", ())),
     )
 
 

@@ -317,6 +317,7 @@ class JobFacts:
     local_only: tuple[Fact, ...] = ()  # DeepSpeed's runner launched on this node alone (job/localonly.py)
     wrapper_calls: tuple[Fact, ...] = ()  # the collectives the DETAIL wrapper logged (formats/pgwrapper.py)
     nccl_ready: tuple[Fact, ...] = ()  # NCCL's set-up complete (job/storewait.py: the job ran past its start)
+    counts: tuple[Fact, ...] = ()  # each rank's own counters, "loop: rank N: count" (formats/progress.py, job/apart.py)
 
 
 @dataclass(frozen=True)

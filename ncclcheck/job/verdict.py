@@ -79,9 +79,9 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     d = killed_workers(job, d)  # a launcher's kill of its workers, nothing else said (job/launcherkill.py)
     d = unranked_death(job, d)  # a process no line ranks died with no error of its own (job/launcherkill.py)
     d = cut_off(job, d, scans)  # a console that stops mid-run with no ending and no failure (job/ending.py)
-    d = stopped_apart(job, d, scans)  # the ranks' own counters stop apart, nothing failed or ended (job/apart.py)
+    d = stopped_apart(job, d)  # the ranks' own counters stop apart, nothing failed or ended (job/apart.py)
     d = unstarted_members(job, error_file(job, d))  # what a launcher says is missing (launchgaps.py)
-    uneven = uneven_findings(scans, d.found)  # the ranks' loops counted to different totals (job/uneven.py)
+    uneven = uneven_findings(job, d.found)  # the ranks' loops counted to different totals (job/uneven.py)
     crash = crash_findings(scans, d.cause, job.facts.versions)  # the library a native crash struck in
     findings = [*wording.lead_findings(job, d), *history_findings(job, d.summary),
                 *_size_findings(job, d, dtype, tensor_of), *wording.busy_findings(d),
@@ -90,7 +90,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                 *wording.host_findings(job, d), *counter_findings(records, d.cause is None and d.kind in _OPEN),
                 *detector_findings(scans), *fallback_findings(scans),  # the network NCCL fell back to (job/netpath.py)
                 *uneven,
-                *apart_findings(scans, d),  # the ranks' own counters stop apart (job/apart.py)
+                *apart_findings(job, d),  # the ranks' own counters stop apart (job/apart.py)
                 *unplaced_findings(scans),  # trace lines no process is known for (job/colltrace.py)
                 *local_only_findings(job),  # DeepSpeed's runner on this node alone (job/localonly.py)
                 *membership_findings(job), *report_findings(scans), *wording.run_findings(job, d, restarts),
