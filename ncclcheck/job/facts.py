@@ -44,7 +44,8 @@ _KEPT = {"network": ("network",), "work_done": ("work_done", "program_ends"), "c
          "nccl_end": ("program_ends",), "p2p_call": ("p2p_calls",), "lightning_world": ("lightning_starts",),
          "error_file": ("error_files",), "trials_failed": ("trials_failed",), BARRIER_FACT: ("barrier_waits",),
          BARRIER_DONE: ("barriers_done",), "deepspeed_local_only": ("local_only",),
-         "wrapper_call": ("wrapper_calls",), "nccl_ready": ("nccl_ready",), "count": ("counts",)}
+         "wrapper_call": ("wrapper_calls",), "nccl_ready": ("nccl_ready",), "count": ("counts",),
+         "native_frame": ("native_frames",), "python_frame": ("python_frames",), "raised": ("raises",)}
 
 
 def _kept(scans: Sequence[FileScan]) -> dict[str, list[Fact]]:
@@ -106,6 +107,9 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         wrapper_calls=tuple(kept.get("wrapper_calls", ())),
         nccl_ready=tuple(kept.get("nccl_ready", ())),
         counts=tuple(kept.get("counts", ())),
+        native_frames=tuple(kept.get("native_frames", ())),
+        python_frames=tuple(kept.get("python_frames", ())),
+        raises=tuple(kept.get("raises", ())),
     )
 
 

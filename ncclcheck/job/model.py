@@ -318,6 +318,9 @@ class JobFacts:
     wrapper_calls: tuple[Fact, ...] = ()  # the collectives the DETAIL wrapper logged (formats/pgwrapper.py)
     nccl_ready: tuple[Fact, ...] = ()  # NCCL's set-up complete (job/storewait.py: the job ran past its start)
     counts: tuple[Fact, ...] = ()  # each rank's own counters, "loop: rank N: count" (formats/progress.py, job/apart.py)
+    native_frames: tuple[Fact, ...] = ()  # a native backtrace's frames (formats/backtrace.py, job/crashsite.py)
+    python_frames: tuple[Fact, ...] = ()  # faulthandler's Python frames of a thread (job/crashsite.py)
+    raises: tuple[Fact, ...] = ()  # each exception's name and frames, innermost first (formats/raisesite.py)
 
 
 @dataclass(frozen=True)

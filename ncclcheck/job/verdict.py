@@ -82,11 +82,11 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     d = stopped_apart(job, d)  # the ranks' own counters stop apart, nothing failed or ended (job/apart.py)
     d = unstarted_members(job, error_file(job, d))  # what a launcher says is missing (launchgaps.py)
     uneven = uneven_findings(job, d.found)  # the ranks' loops counted to different totals (job/uneven.py)
-    crash = crash_findings(scans, d.cause, job.facts.versions)  # the library a native crash struck in
+    crash = crash_findings(job, d.cause)  # the library a native crash struck in
     findings = [*wording.lead_findings(job, d), *history_findings(job, d.summary),
                 *_size_findings(job, d, dtype, tensor_of), *wording.busy_findings(d),
                 *crash,
-                *raise_findings(scans, d.kind, job.facts.versions),  # a framework's own check, a call path
+                *raise_findings(job, d.kind),  # a framework's own check, a call path
                 *wording.host_findings(job, d), *counter_findings(records, d.cause is None and d.kind in _OPEN),
                 *detector_findings(scans), *fallback_findings(scans),  # the network NCCL fell back to (job/netpath.py)
                 *uneven,
