@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from ncclcheck.evidence.formats.deepspeed import KILLING_FACT
 from ncclcheck.evidence.formats.pgstart import BARRIER_DONE, BARRIER_FACT
+from ncclcheck.evidence.reader import HEAD
 from ncclcheck.evidence.types import ErrorKind, Fact, FileScan, RankError
 from ncclcheck.job.ending import consoles
 from ncclcheck.job.hosts import join_events, peers_lost, rank_hosts
@@ -45,7 +46,8 @@ _KEPT = {"network": ("network",), "work_done": ("work_done", "program_ends"), "c
          "error_file": ("error_files",), "trials_failed": ("trials_failed",), BARRIER_FACT: ("barrier_waits",),
          BARRIER_DONE: ("barriers_done",), "deepspeed_local_only": ("local_only",),
          "wrapper_call": ("wrapper_calls",), "nccl_ready": ("nccl_ready",), "count": ("counts",),
-         "native_frame": ("native_frames",), "python_frame": ("python_frames",), "raised": ("raises",)}
+         "native_frame": ("native_frames",), "python_frame": ("python_frames",), "raised": ("raises",),
+         "monitored_barrier_missing": ("barrier_missing",)}
 
 
 def _kept(scans: Sequence[FileScan]) -> dict[str, list[Fact]]:
@@ -110,6 +112,13 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         native_frames=tuple(kept.get("native_frames", ())),
         python_frames=tuple(kept.get("python_frames", ())),
         raises=tuple(kept.get("raises", ())),
+        desync=tuple(d for s in scans for d in s.desync),
+        barrier_missing=tuple(kept.get("barrier_missing", ())),
+        stacks=tuple(st for s in scans for st in s.stacks if st.who.rank is not None and st.frames),
+        dump_signals=tuple(d for s in scans for d in s.dump_signals),
+        networks=tuple(network or ()),
+        # a connection line is read in an input's head only (job/channels.py): from inputs the head holds whole
+        via_whole=tuple(f for s in scans if s.bytes_read <= HEAD for f in s.facts if f.key == "nccl_via"),
     )
 
 

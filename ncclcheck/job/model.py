@@ -20,6 +20,9 @@ from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.types import (
     PG,
     Clue,
+    CollectiveStack,
+    DesyncReport,
+    DumpSignal,
     ElasticFailure,
     Fact,
     FileScan,
@@ -321,6 +324,12 @@ class JobFacts:
     native_frames: tuple[Fact, ...] = ()  # a native backtrace's frames (formats/backtrace.py, job/crashsite.py)
     python_frames: tuple[Fact, ...] = ()  # faulthandler's Python frames of a thread (job/crashsite.py)
     raises: tuple[Fact, ...] = ()  # each exception's name and frames, innermost first (formats/raisesite.py)
+    desync: tuple[DesyncReport, ...] = ()  # PyTorch's desync reports (job/findings.py)
+    barrier_missing: tuple[Fact, ...] = ()  # the ranks monitored_barrier says never reached it
+    stacks: tuple[CollectiveStack, ...] = ()  # the stack of each rank's failed collective, where it has frames
+    dump_signals: tuple[DumpSignal, ...] = ()  # the flight recorder's dump signals, which name who detected first
+    networks: tuple[Fact, ...] = ()  # every line naming the network transport NCCL loaded (job/channels.py)
+    via_whole: tuple[Fact, ...] = ()  # each connection's path ("via P2P"), from inputs read whole in their head
 
 
 @dataclass(frozen=True)

@@ -88,12 +88,12 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                 *crash,
                 *raise_findings(job, d.kind),  # a framework's own check, a call path
                 *wording.host_findings(job, d), *counter_findings(records, d.cause is None and d.kind in _OPEN),
-                *detector_findings(scans), *fallback_findings(scans),  # the network NCCL fell back to (job/netpath.py)
+                *detector_findings(job), *fallback_findings(scans),  # the network NCCL fell back to (job/netpath.py)
                 *uneven,
                 *apart_findings(job, d),  # the ranks' own counters stop apart (job/apart.py)
                 *unplaced_findings(scans),  # trace lines no process is known for (job/colltrace.py)
                 *local_only_findings(job),  # DeepSpeed's runner on this node alone (job/localonly.py)
-                *membership_findings(job), *report_findings(scans), *wording.run_findings(job, d, restarts),
+                *membership_findings(job), *report_findings(job), *wording.run_findings(job, d, restarts),
                 *agreement_findings(job.facts.versions), *unexplained_findings(job.facts.versions, d.kind, d.cause)]
     pg = d.named.group.to_pg() if d.named is not None else None
     # a set-up failure that names no culprit (the host's, the launch's): no rank waited for a peer (job/partition.py)
