@@ -21,7 +21,7 @@ from ncclcheck.evidence.types import ErrorKind, Fact, FileScan, RankError
 from ncclcheck.job.ending import consoles
 from ncclcheck.job.hosts import join_events, peers_lost, rank_hosts
 from ncclcheck.job.lostnode import lost_nodes
-from ncclcheck.job.model import Job, JobFacts
+from ncclcheck.job.model import Job, JobFacts, TextInput
 from ncclcheck.job.reasons import FAILED, source_of, stated_lines
 from ncclcheck.job.returntrace import read_chains, read_test_checks
 from ncclcheck.job.slow import busy_lines, framework
@@ -119,7 +119,18 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         networks=tuple(network or ()),
         # a connection line is read in an input's head only (job/channels.py): from inputs the head holds whole
         via_whole=tuple(f for s in scans if s.bytes_read <= HEAD for f in s.facts if f.key == "nccl_via"),
+        texts=tuple(_text(s) for s in scans if s.lines),
     )
+
+
+# The facts of a text input job/stall.py reads where it stops.
+_STALL_KEYS = frozenset({"setup", "progress", "nccl_ready", "nccl_via", "nccl_end"})
+
+
+def _text(s: FileScan) -> TextInput:
+    states = bool(s.dump is not None or s.works or s.statuses or s.endings or s.stacks or s.live or s.dump_events
+                  or s.heartbeats)
+    return TextInput(s.lines, states, tuple(f for f in s.facts if f.key in _STALL_KEYS))
 
 
 def exit_teardown(scans: Sequence[FileScan]) -> list[Fact]:

@@ -274,6 +274,17 @@ class Edge:
 
 
 @dataclass(frozen=True)
+class TextInput:
+    """An input of text lines as job/stall.py reads where it stops: its line count, whether it holds any rank's state
+    (a dump, works, statuses, endings, stacks, a live snapshot, dump events, heartbeats), and its facts of NCCL's
+    set-up and of progress (``setup``, ``progress``, ``nccl_ready``, ``nccl_via``, ``nccl_end``), in line order."""
+
+    lines: int
+    states: bool
+    facts: tuple[Fact, ...] = ()
+
+
+@dataclass(frozen=True)
 class JobFacts:
     """What the inputs say beyond the ranks' states, read once with the model (job/facts.py): the verdict decides
     from these and the ranks, never from the scans."""
@@ -330,6 +341,7 @@ class JobFacts:
     dump_signals: tuple[DumpSignal, ...] = ()  # the flight recorder's dump signals, which name who detected first
     networks: tuple[Fact, ...] = ()  # every line naming the network transport NCCL loaded (job/channels.py)
     via_whole: tuple[Fact, ...] = ()  # each connection's path ("via P2P"), from inputs read whole in their head
+    texts: tuple[TextInput, ...] = ()  # the inputs of text lines, where they stop (job/stall.py)
 
 
 @dataclass(frozen=True)
