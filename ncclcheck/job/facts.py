@@ -22,6 +22,7 @@ from ncclcheck.job.ending import consoles
 from ncclcheck.job.hosts import join_events, peers_lost, rank_hosts
 from ncclcheck.job.lostnode import lost_nodes
 from ncclcheck.job.model import Job, JobFacts, TextInput
+from ncclcheck.job.netpath import KEYS as NET_KEYS
 from ncclcheck.job.reasons import FAILED, source_of, stated_lines
 from ncclcheck.job.returntrace import read_chains, read_test_checks
 from ncclcheck.job.slow import busy_lines, framework
@@ -120,6 +121,7 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         # a connection line is read in an input's head only (job/channels.py): from inputs the head holds whole
         via_whole=tuple(f for s in scans if s.bytes_read <= HEAD for f in s.facts if f.key == "nccl_via"),
         texts=tuple(_text(s) for s in scans if s.lines),
+        net_facts=tuple((s.file, f) for s in scans for f in s.facts if f.key in NET_KEYS),
     )
 
 

@@ -342,6 +342,8 @@ class JobFacts:
     networks: tuple[Fact, ...] = ()  # every line naming the network transport NCCL loaded (job/channels.py)
     via_whole: tuple[Fact, ...] = ()  # each connection's path ("via P2P"), from inputs read whole in their head
     texts: tuple[TextInput, ...] = ()  # the inputs of text lines, where they stop (job/stall.py)
+    net_facts: tuple[tuple[str, Fact], ...] = ()  # NCCL's network plugin, network and node count lines, each with
+    # its input (job/netpath.py: a line that names no rank is its input's)
 
 
 @dataclass(frozen=True)

@@ -88,7 +88,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                 *crash,
                 *raise_findings(job, d.kind),  # a framework's own check, a call path
                 *wording.host_findings(job, d), *counter_findings(records, d.cause is None and d.kind in _OPEN),
-                *detector_findings(job), *fallback_findings(scans),  # the network NCCL fell back to (job/netpath.py)
+                *detector_findings(job), *fallback_findings(job),  # the network NCCL fell back to (job/netpath.py)
                 *uneven,
                 *apart_findings(job, d),  # the ranks' own counters stop apart (job/apart.py)
                 *unplaced_findings(scans),  # trace lines no process is known for (job/colltrace.py)
