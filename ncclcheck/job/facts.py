@@ -21,7 +21,7 @@ from ncclcheck.evidence.types import ErrorKind, Fact, FileScan, RankError
 from ncclcheck.job.ending import consoles
 from ncclcheck.job.hosts import join_events, peers_lost, rank_hosts
 from ncclcheck.job.lostnode import lost_nodes
-from ncclcheck.job.model import Job, JobFacts, TextInput
+from ncclcheck.job.model import Job, JobFacts, TextInput, TraceInput
 from ncclcheck.job.netpath import KEYS as NET_KEYS
 from ncclcheck.job.reasons import FAILED, source_of, stated_lines
 from ncclcheck.job.returntrace import read_chains, read_test_checks
@@ -38,33 +38,40 @@ def with_facts(job: Job, scans: Sequence[FileScan]) -> Job:
 
 # The facts read_facts keeps by their key, each list in the scans' order: one walk over every fact (two a rank at
 # 100,000 ranks), not one a key (issue 42). Both accelerate keys go to one list, in the order they were printed; the
-# program's ends to one, which holds the work_done lines too.
-_KEPT = {"network": ("network",), "work_done": ("work_done", "program_ends"), "collective_call": ("collective_call",),
-         "progress": ("progress",), "progress_rise": ("progress_rise",), "pipeline": ("pipeline",),
-         "accelerate_device": ("devices",), "accelerate_process": ("devices",), "nccl_api_call": ("nccl_api_call",),
-         KILLING_FACT: ("launcher_kills",), "nccl_frame": ("nccl_frames",), "program_end": ("program_ends",),
-         "nccl_end": ("program_ends",), "p2p_call": ("p2p_calls",), "lightning_world": ("lightning_starts",),
-         "error_file": ("error_files",), "trials_failed": ("trials_failed",), BARRIER_FACT: ("barrier_waits",),
-         BARRIER_DONE: ("barriers_done",), "deepspeed_local_only": ("local_only",),
-         "wrapper_call": ("wrapper_calls",), "nccl_ready": ("nccl_ready",), "count": ("counts",),
+# program's ends to one, which holds the work_done lines too. The names in _PER_INPUT are kept by input: the set-up
+# stall's facts (job/stall.py), the network's (job/netpath.py), the collective trace's (job/colltrace.py).
+_KEPT = {"network": ("network", "net"), "work_done": ("work_done", "program_ends"),
+         "collective_call": ("collective_call",), "progress": ("progress", "stall"), "progress_rise": ("progress_rise",),
+         "pipeline": ("pipeline",), "accelerate_device": ("devices",), "accelerate_process": ("devices",),
+         "nccl_api_call": ("nccl_api_call",), KILLING_FACT: ("launcher_kills",), "nccl_frame": ("nccl_frames",),
+         "program_end": ("program_ends",), "nccl_end": ("program_ends", "stall"), "p2p_call": ("p2p_calls",),
+         "lightning_world": ("lightning_starts",), "error_file": ("error_files",), "trials_failed": ("trials_failed",),
+         BARRIER_FACT: ("barrier_waits",), BARRIER_DONE: ("barriers_done",), "deepspeed_local_only": ("local_only",),
+         "wrapper_call": ("wrapper_calls",), "nccl_ready": ("nccl_ready", "stall"), "count": ("counts",),
          "native_frame": ("native_frames",), "python_frame": ("python_frames",), "raised": ("raises",),
-         "monitored_barrier_missing": ("barrier_missing",)}
+         "monitored_barrier_missing": ("barrier_missing",), "setup": ("stall",), "nccl_via": ("stall",),
+         **{k: ("net",) for k in NET_KEYS if k != "network"}, "nccl_coll": ("nccl_coll",), "nccl_comm": ("nccl_comm",)}
+_PER_INPUT = frozenset({"stall", "net", "nccl_coll", "nccl_comm"})
 
 
-def _kept(scans: Sequence[FileScan]) -> dict[str, list[Fact]]:
+def _kept(scans: Sequence[FileScan]) -> tuple[dict[str, list[Fact]], list[dict[str, list[Fact]]]]:
+    """The kept facts by name, and each input's own (the names in _PER_INPUT), in the scans' order."""
     kept: dict[str, list[Fact]] = {}
+    inputs: list[dict[str, list[Fact]]] = []
     get = _KEPT.get
     for s in scans:
+        mine: dict[str, list[Fact]] = {}
         for f in s.facts:
             if (names := get(f.key)) is not None:
                 for name in names:
-                    kept.setdefault(name, []).append(f)
-    return kept
+                    (mine if name in _PER_INPUT else kept).setdefault(name, []).append(f)
+        inputs.append(mine)
+    return kept, inputs
 
 
 def read_facts(scans: Sequence[FileScan]) -> JobFacts:
     """Every fact the verdict needs beyond the ranks' states, from the scans in their order."""
-    kept = _kept(scans)
+    kept, inputs = _kept(scans)
     network = kept.get("network")
     return JobFacts(
         network=network[0].value if network else None,
@@ -119,20 +126,19 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         dump_signals=tuple(d for s in scans for d in s.dump_signals),
         networks=tuple(network or ()),
         # a connection line is read in an input's head only (job/channels.py): from inputs the head holds whole
-        via_whole=tuple(f for s in scans if s.bytes_read <= HEAD for f in s.facts if f.key == "nccl_via"),
-        texts=tuple(_text(s) for s in scans if s.lines),
-        net_facts=tuple((s.file, f) for s in scans for f in s.facts if f.key in NET_KEYS),
+        via_whole=tuple(f for s, mine in zip(scans, inputs, strict=True) if s.bytes_read <= HEAD
+                        for f in mine.get("stall", ()) if f.key == "nccl_via"),
+        texts=tuple(_text(s, mine.get("stall", ())) for s, mine in zip(scans, inputs, strict=True) if s.lines),
+        net_facts=tuple((s.file, f) for s, mine in zip(scans, inputs, strict=True) for f in mine.get("net", ())),
+        traces=tuple(TraceInput(s.file, tuple(mine["nccl_coll"]), tuple(mine.get("nccl_comm", ())))
+                     for s, mine in zip(scans, inputs, strict=True) if "nccl_coll" in mine),
     )
 
 
-# The facts of a text input job/stall.py reads where it stops.
-_STALL_KEYS = frozenset({"setup", "progress", "nccl_ready", "nccl_via", "nccl_end"})
-
-
-def _text(s: FileScan) -> TextInput:
+def _text(s: FileScan, facts: Sequence[Fact]) -> TextInput:
     states = bool(s.dump is not None or s.works or s.statuses or s.endings or s.stacks or s.live or s.dump_events
                   or s.heartbeats)
-    return TextInput(s.lines, states, tuple(f for f in s.facts if f.key in _STALL_KEYS))
+    return TextInput(s.lines, states, tuple(facts))
 
 
 def exit_teardown(scans: Sequence[FileScan]) -> list[Fact]:

@@ -285,6 +285,16 @@ class TextInput:
 
 
 @dataclass(frozen=True)
+class TraceInput:
+    """An input's lines of NCCL's collective trace (job/colltrace.py): its calls (``nccl_coll``) and its
+    communicators' set-up lines (``nccl_comm``), in line order."""
+
+    file: str
+    calls: tuple[Fact, ...]
+    comms: tuple[Fact, ...] = ()
+
+
+@dataclass(frozen=True)
 class JobFacts:
     """What the inputs say beyond the ranks' states, read once with the model (job/facts.py): the verdict decides
     from these and the ranks, never from the scans."""
@@ -344,6 +354,7 @@ class JobFacts:
     texts: tuple[TextInput, ...] = ()  # the inputs of text lines, where they stop (job/stall.py)
     net_facts: tuple[tuple[str, Fact], ...] = ()  # NCCL's network plugin, network and node count lines, each with
     # its input (job/netpath.py: a line that names no rank is its input's)
+    traces: tuple[TraceInput, ...] = ()  # the inputs holding NCCL's collective trace, each with its lines
 
 
 @dataclass(frozen=True)

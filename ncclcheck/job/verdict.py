@@ -70,7 +70,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     d = decide_job(job, lambda killed, fired, silent: diagnose(scans, killed, fired, silent))
     d = shared_hang(job, d, scans)  # every rank waits in one collective: a setting they disagree on, the transport
     d = stopped_at_setup(job, d)  # the inputs stop at NCCL's set-up with no error (job/stall.py)
-    d = traced(job, d, scans)  # NCCL's collective trace: calls that differ, or orders that cross (job/colltrace.py)
+    d = traced(job, d)  # NCCL's collective trace: calls that differ, or orders that cross (job/colltrace.py)
     d = native_stall(job, d)  # native stacks inside an NCCL call, nothing failed (job/nativestall.py)
     d = stuck_after_end(job, d)  # a watchdog stuck after the job's own end (job/afterend.py)
     d = store_waited(job, d)  # a store's wait that gave up after the job ran (job/storewait.py)
@@ -91,7 +91,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                 *detector_findings(job), *fallback_findings(job),  # the network NCCL fell back to (job/netpath.py)
                 *uneven,
                 *apart_findings(job, d),  # the ranks' own counters stop apart (job/apart.py)
-                *unplaced_findings(scans),  # trace lines no process is known for (job/colltrace.py)
+                *unplaced_findings(job),  # trace lines no process is known for (job/colltrace.py)
                 *local_only_findings(job),  # DeepSpeed's runner on this node alone (job/localonly.py)
                 *membership_findings(job), *report_findings(job), *wording.run_findings(job, d, restarts),
                 *agreement_findings(job.facts.versions), *unexplained_findings(job.facts.versions, d.kind, d.cause)]
