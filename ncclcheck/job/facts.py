@@ -54,24 +54,50 @@ _KEPT = {"network": ("network", "net"), "work_done": ("work_done", "program_ends
 _PER_INPUT = frozenset({"stall", "net", "nccl_coll", "nccl_comm"})
 
 
-def _kept(scans: Sequence[FileScan]) -> tuple[dict[str, list[Fact]], list[dict[str, list[Fact]]]]:
-    """The kept facts by name, and each input's own (the names in _PER_INPUT), in the scans' order."""
+def _kept(scans: Sequence[FileScan]) -> tuple[dict[str, list[Fact]], dict[str, list[int]]]:
+    """The kept facts by name, in the scans' order, and for the names in _PER_INPUT each fact's input (its index in
+    ``scans``): numbers, not a list an input, so that 100,000 inputs add no objects for the collector to walk."""
     kept: dict[str, list[Fact]] = {}
-    inputs: list[dict[str, list[Fact]]] = []
+    at: dict[str, list[int]] = {}
     get = _KEPT.get
-    for s in scans:
-        mine: dict[str, list[Fact]] = {}
+    for i, s in enumerate(scans):
         for f in s.facts:
             if (names := get(f.key)) is not None:
                 for name in names:
-                    (mine if name in _PER_INPUT else kept).setdefault(name, []).append(f)
-        inputs.append(mine)
-    return kept, inputs
+                    kept.setdefault(name, []).append(f)
+                    if name in _PER_INPUT:
+                        at.setdefault(name, []).append(i)
+    return kept, at
+
+
+def _by_input(kept: dict[str, list[Fact]], at: dict[str, list[int]], name: str) -> dict[int, list[Fact]]:
+    """The facts kept under ``name``, by input."""
+    out: dict[int, list[Fact]] = {}
+    for i, f in zip(at.get(name, ()), kept.get(name, ()), strict=True):
+        out.setdefault(i, []).append(f)
+    return out
+
+
+def _texts(scans: Sequence[FileScan], kept: dict[str, list[Fact]], at: dict[str, list[int]]) -> tuple[TextInput, ...]:
+    """The inputs of text lines that hold a set-up mark, each with its set-up stall's facts (job/stall.py: an input
+    without one stops nowhere in the set-up)."""
+    stall = _by_input(kept, at, "stall")
+    return tuple(TextInput(scans[i].lines, tuple(facts)) for i, facts in stall.items()
+                 if scans[i].lines and any(f.key == "setup" for f in facts))
+
+
+def _states(s: FileScan) -> bool:
+    """Whether an input holds any rank's state: a dump, works, statuses, endings, stacks, a live snapshot, dump
+    events, heartbeats."""
+    return bool(s.dump is not None or s.works or s.statuses or s.endings or s.stacks or s.live or s.dump_events
+                or s.heartbeats)
 
 
 def read_facts(scans: Sequence[FileScan]) -> JobFacts:
     """Every fact the verdict needs beyond the ranks' states, from the scans in their order."""
-    kept, inputs = _kept(scans)
+    kept, at = _kept(scans)
+    traces = _by_input(kept, at, "nccl_coll")
+    comms = _by_input(kept, at, "nccl_comm")
     network = kept.get("network")
     return JobFacts(
         network=network[0].value if network else None,
@@ -126,19 +152,14 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         dump_signals=tuple(d for s in scans for d in s.dump_signals),
         networks=tuple(network or ()),
         # a connection line is read in an input's head only (job/channels.py): from inputs the head holds whole
-        via_whole=tuple(f for s, mine in zip(scans, inputs, strict=True) if s.bytes_read <= HEAD
-                        for f in mine.get("stall", ()) if f.key == "nccl_via"),
-        texts=tuple(_text(s, mine.get("stall", ())) for s, mine in zip(scans, inputs, strict=True) if s.lines),
-        net_facts=tuple((s.file, f) for s, mine in zip(scans, inputs, strict=True) for f in mine.get("net", ())),
-        traces=tuple(TraceInput(s.file, tuple(mine["nccl_coll"]), tuple(mine.get("nccl_comm", ())))
-                     for s, mine in zip(scans, inputs, strict=True) if "nccl_coll" in mine),
+        via_whole=tuple(f for i, f in zip(at.get("stall", ()), kept.get("stall", ()), strict=True)
+                        if f.key == "nccl_via" and scans[i].bytes_read <= HEAD),
+        text_inputs=sum(1 for s in scans if s.lines),
+        text_states=any(_states(s) for s in scans if s.lines),
+        texts=_texts(scans, kept, at),
+        net_facts=tuple((scans[i].file, f) for i, f in zip(at.get("net", ()), kept.get("net", ()), strict=True)),
+        traces=tuple(TraceInput(scans[i].file, tuple(calls), tuple(comms.get(i, ()))) for i, calls in traces.items()),
     )
-
-
-def _text(s: FileScan, facts: Sequence[Fact]) -> TextInput:
-    states = bool(s.dump is not None or s.works or s.statuses or s.endings or s.stacks or s.live or s.dump_events
-                  or s.heartbeats)
-    return TextInput(s.lines, states, tuple(facts))
 
 
 def exit_teardown(scans: Sequence[FileScan]) -> list[Fact]:

@@ -275,12 +275,11 @@ class Edge:
 
 @dataclass(frozen=True)
 class TextInput:
-    """An input of text lines as job/stall.py reads where it stops: its line count, whether it holds any rank's state
-    (a dump, works, statuses, endings, stacks, a live snapshot, dump events, heartbeats), and its facts of NCCL's
-    set-up and of progress (``setup``, ``progress``, ``nccl_ready``, ``nccl_via``, ``nccl_end``), in line order."""
+    """An input of text lines that holds a set-up mark, as job/stall.py reads where it stops: its line count and its
+    facts of NCCL's set-up and of progress (``setup``, ``progress``, ``nccl_ready``, ``nccl_via``, ``nccl_end``), in
+    line order."""
 
     lines: int
-    states: bool
     facts: tuple[Fact, ...] = ()
 
 
@@ -351,7 +350,9 @@ class JobFacts:
     dump_signals: tuple[DumpSignal, ...] = ()  # the flight recorder's dump signals, which name who detected first
     networks: tuple[Fact, ...] = ()  # every line naming the network transport NCCL loaded (job/channels.py)
     via_whole: tuple[Fact, ...] = ()  # each connection's path ("via P2P"), from inputs read whole in their head
-    texts: tuple[TextInput, ...] = ()  # the inputs of text lines, where they stop (job/stall.py)
+    text_inputs: int = 0  # how many inputs are of text lines, whether one holds any rank's state, and those that
+    text_states: bool = False  # hold a set-up mark, where they stop (job/stall.py)
+    texts: tuple[TextInput, ...] = ()
     net_facts: tuple[tuple[str, Fact], ...] = ()  # NCCL's network plugin, network and node count lines, each with
     # its input (job/netpath.py: a line that names no rank is its input's)
     traces: tuple[TraceInput, ...] = ()  # the inputs holding NCCL's collective trace, each with its lines

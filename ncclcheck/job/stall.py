@@ -74,7 +74,9 @@ def stopped_at_setup(job: Job, d: Decision) -> Decision:
     if any(s.ending.kind not in _QUIET for s in job.ranks):
         return d
     texts = job.facts.texts
-    if not texts or any(s.states for s in texts):
+    if not job.facts.text_inputs or job.facts.text_states:
+        return d
+    if len(texts) < job.facts.text_inputs:  # an input of text with no set-up mark stops nowhere in the set-up
         return d
     if any(f.key == "nccl_end" for s in texts for f in s.facts):  # a communicator torn down: the job went on to its end
         return d
