@@ -2,9 +2,10 @@
 
 The roles are apart: job/build.py (with job/facts.py) reads the inputs into one model; job/hang.py and
 job/rules.py decide from that model alone (the kind, the culprits, who waited, the cause); job/wording.py words
-the decision (summary, findings, next steps). This module joins them and adds the findings that still read the
-inputs' lines (the size arithmetic, counters, detectors, PyTorch's reports). It is the only module that builds a
-verdict.
+the decision (summary, findings, next steps). This module joins them, with the later rules and the findings (the
+size arithmetic, counters, detectors, PyTorch's reports), each read from the job model; three still read the inputs'
+scans beside it: the catalogue's matching (job/causes.py), the shared hang's setting lines (job/transport.py) and a
+console cut mid-run (job/ending.py). It is the only module that builds a verdict.
 """
 
 from __future__ import annotations
