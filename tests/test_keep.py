@@ -470,9 +470,17 @@ def _compiled(module) -> dict[int, tuple[str, re.Pattern[str]]]:
 
 
 # Words a source's ``behind`` names that hold none of its keep words: a line holding only one is read where the reader
-# hands it over for another reason (in the head, beside a kept line), not anywhere in a log. world's "completed" (its
-# row for "Rank 3 completed"): keeping it anywhere would hand over every "Epoch 4 completed" line; NCCL's "busId" (its
-# communicator's line, which holds "nranks", a head word).
+# hands it over for another reason (in the head, an input of at most reader.SMALL bytes read whole, beside a kept line),
+# never deep in a log. Why each is left so:
+# - NCCL's "busId": every line NCCL prints with it (src/init.cc, 2.7 to 2.32: a communicator's Init START and
+#   COMPLETE, Destroy and Abort COMPLETE) holds "nranks", a head word, so it is handed over wherever "nranks" would be;
+#   the one kind without it (2.28+'s "nRanks ... busId ... - Abort START" and Revoke lines, NCCL_DEBUG_SUBSYS=DESTROY)
+#   names the GPU its communicator's Init line, printed before it with "nranks", already named.
+# - world's "completed" (its row for a program's own "Rank 3 completed"): no launcher or framework prints it (a
+#   script's print; the HF Trainer's "Training completed." is kept by its own words). Such a print past an input's
+#   head is not read (the rank's end is still said by its launcher's exit lines, and by "rank=3 done" or "finished",
+#   which are kept); keeping "completed" anywhere would hand every "Epoch 4 completed" line of a long run to the
+#   parser, a cost on every chatty log for one script's word. A launcher's or framework's form would be a keep word.
 UNKEPT = {("world", "completed"), ("NCCL", "busId")}
 
 
@@ -516,20 +524,14 @@ def test_every_pattern_a_format_module_compiles_is_declared_or_read_behind_one_t
     assert not undeclared, f"{len(undeclared)} patterns no source declares: {undeclared}"
 
 
-# Patterns a source declares that none of its own sample lines shows, by ``name:index`` in its ``patterns``: the host
-# records' (evidence/hostlog.py, each held to its kernel's and scheduler's lines by tests/test_host.py), and lines
-# whose reading needs what a sample does not give (a report's state, a rank's traceback open). A new pattern comes with
-# a sample line; one sampled since is taken off here.
-UNSAMPLED = {"DeepSpeed:6", "ncclras:3", "ncclras:4", "torchrun rendezvous:2", "torchrun rendezvous:4",
-             "torchrun rendezvous:5", "raise site:1", "NCCL:4", *(f"host records:{i}" for i in (0, 1, *range(3, 11)))}
-
-
 def test_every_declared_pattern_is_shown_by_a_sample_line_of_its_source():
     """Each pattern a source reads behind its words matches one of its sample lines (which the tests below place deep
-    in a log and read back), but those UNSAMPLED names; and every name there is still one without."""
+    in a log and read back): a state a line sets, a report's count, a traceback's exception, NCCL's "Last error:",
+    the host's and scheduler's records each have one (a line read only for what it stops: a sample that reads nothing
+    after the line that stops it). A new pattern comes with a sample line."""
     bare = {f"{f.name}:{i}" for f in formats.FORMATS for i, pattern in enumerate(f.patterns)
             if not any(pattern.search(line) for s in f.samples for line in (*s.before, s.line))}
-    assert bare == UNSAMPLED
+    assert not bare, f"declared patterns no sample line of their source shows: {sorted(bare)}"
 
 
 def test_every_source_is_registered_once_with_cited_samples_that_hold_its_words():
@@ -538,7 +540,8 @@ def test_every_source_is_registered_once_with_cited_samples_that_hold_its_words(
     for source in formats.FORMATS:
         assert source.samples and (source.words or source.logical), source.name  # a table's lines: by their shape
         for sample in source.samples:
-            assert sample.cite.strip() and sample.reads, (source.name, sample.line)
+            # a sample that reads nothing shows what a line before it stops (a rendezvous completed, a death signal)
+            assert sample.cite.strip() and (sample.reads or sample.before), (source.name, sample.line)
             assert any(w in sample.line for w in (*source.words, *source.head_words)) or not source.words, \
                 (source.name, sample.line)
 

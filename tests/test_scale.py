@@ -280,7 +280,8 @@ def test_evidence_and_archives_are_known_by_content_whatever_their_name(tmp_path
 def test_a_stack_without_frames_from_a_damaged_evidence_file_is_left_out():
     """Hypothesis found it: an evidence file can carry a collective's stack with no frames."""
     from ncclcheck.evidence.types import CollectiveStack, FileScan, Loc, Who
+    from ncclcheck.job.build import build_job
     from ncclcheck.job.findings import report_findings
 
     scan = FileScan("node-0.json.gz", None, 1, 10, (0,), stacks=(CollectiveStack(Who(0, None), (), Loc("x.log", 3)),))
-    assert not [f for f in report_findings([scan]) if f.code == "collective-stack"]
+    assert not [f for f in report_findings(build_job([scan], [])) if f.code == "collective-stack"]

@@ -15,23 +15,20 @@ job/rules.py; this reads the other ends.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 
-from ncclcheck.evidence.types import Fact, FileScan
+from ncclcheck.evidence.types import Fact
 from ncclcheck.job.causes import Diagnosis, cause
 from ncclcheck.job.model import Job, VerdictKind
 from ncclcheck.job.rules import Decision
 
 TEARDOWN = cause("teardown_order")
-# The lines that say the program's own work ended: a test framework's end, the program's word, a communicator
-# destroyed.
-_ENDS = ("program_end", "work_done", "nccl_end")
 
 
-def _ended(job: Job, scans: Sequence[FileScan]) -> tuple[Fact, Fact] | None:
-    """The first heartbeat failure that comes after a line of its input saying the work ended, with that line."""
-    ends = [f for s in scans for f in s.facts if f.key in _ENDS]
+def _ended(job: Job) -> tuple[Fact, Fact] | None:
+    """The first heartbeat failure that comes after a line of its input saying the work ended (a test framework's
+    end, the program's word, a communicator destroyed: ``JobFacts.program_ends``), with that line."""
+    ends = job.facts.program_ends
     for h in sorted(job.facts.heartbeats, key=lambda h: (h.loc.file, h.loc.line)):
         before = [f for f in ends if f.loc.file == h.loc.file and f.loc.line < h.loc.line]
         if before:
@@ -40,11 +37,11 @@ def _ended(job: Job, scans: Sequence[FileScan]) -> tuple[Fact, Fact] | None:
     return None
 
 
-def stuck_after_end(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
+def stuck_after_end(job: Job, d: Decision) -> Decision:
     """The decision for a heartbeat failure after the job's own end (the module's docstring), else ``d``."""
     if d.kind is not VerdictKind.WATCHDOG_STUCK or d.cause is not None or job.facts.exit_teardown:
         return d
-    found = _ended(job, scans)
+    found = _ended(job)
     if found is None:
         return d
     end, beat = found

@@ -16,10 +16,9 @@ differ in a loop that prints them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ncclcheck.evidence.types import FileScan, Loc
+from ncclcheck.evidence.types import Loc
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.causes import Diagnosis, cause
 from ncclcheck.job.model import Job, VerdictKind
@@ -46,39 +45,36 @@ def _count(text: str) -> tuple[int, ...]:
     return tuple(int(n) for n in text.split("."))
 
 
-def stops(scans: Sequence[FileScan]) -> dict[str, dict[int, Stop]]:
+def stops(job: Job) -> dict[str, dict[int, Stop]]:
     """loop -> rank -> the rank's last count there (the highest where several inputs hold it)."""
     out: dict[str, dict[int, Stop]] = {}
-    for s in scans:
-        for f in s.facts:
-            if f.key != "count":
-                continue
-            loop, rank, count = f.value.rsplit(": ", 2)
-            r, c = int(rank.removeprefix("rank ")), _count(count)
-            seen = out.setdefault(loop, {})
-            if r not in seen or seen[r].count < c:
-                seen[r] = Stop(r, c, f.loc)
+    for f in job.facts.counts:
+        loop, rank, count = f.value.rsplit(": ", 2)
+        r, c = int(rank.removeprefix("rank ")), _count(count)
+        seen = out.setdefault(loop, {})
+        if r not in seen or seen[r].count < c:
+            seen[r] = Stop(r, c, f.loc)
     return out
 
 
-def apart(scans: Sequence[FileScan]) -> dict[str, list[Stop]]:
+def apart(job: Job) -> dict[str, list[Stop]]:
     """The loops whose ranks' last counts differ, each rank's stop, the furthest first."""
     return {loop: sorted(ranks.values(), key=lambda x: (x.count, -x.rank), reverse=True)
-            for loop, ranks in stops(scans).items() if len(ranks) > 1 and len({x.count for x in ranks.values()}) > 1}
+            for loop, ranks in stops(job).items() if len(ranks) > 1 and len({x.count for x in ranks.values()}) > 1}
 
 
 def _said(loops: dict[str, list[Stop]]) -> str:
     return "; ".join(f"'{loop}': {', '.join(x.words() for x in xs)}" for loop, xs in loops.items())
 
 
-def stopped_apart(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
+def stopped_apart(job: Job, d: Decision) -> Decision:
     """``no_failure`` where the ranks' own counters stop apart and no line shows the job's end becomes
     ``incomplete_evidence``, naming no culprit."""
     if d.kind is not VerdictKind.NO_FAILURE or d.cause is not None or job.live:
         return d
     if job.facts.work_done or job.facts.elastic or job.facts.relaunches:
         return d
-    loops = apart(scans)
+    loops = apart(job)
     if not loops:
         return d
     summary = (f"The ranks' own progress lines stop at different counts, and no line says the job failed or ended: "
@@ -91,12 +87,12 @@ def stopped_apart(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
                    cause=Diagnosis(STEPS_APART, (), detail, locs[0], locs[:8], detail))
 
 
-def apart_findings(scans: Sequence[FileScan], d: Decision) -> list[Finding]:
+def apart_findings(job: Job, d: Decision) -> list[Finding]:
     """The loops whose ranks stop apart, where the inputs stop with no rank seen stuck or failed (a job that ended
     may have counted its ranks' own loops differently): what decides which rank held the others."""
     if d.kind is not VerdictKind.INCOMPLETE or d.primary is not None or d.culprits:
         return []
-    loops = apart(scans)
+    loops = apart(job)
     if not loops:
         return []
     return [Finding(Severity.WARNING, "counters-apart",

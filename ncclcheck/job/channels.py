@@ -14,20 +14,17 @@ only, so the paths are named from inputs no larger than it (a longer log keeps t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from ncclcheck.evidence.reader import HEAD
-from ncclcheck.evidence.types import FileScan
 from ncclcheck.findings import Finding, Severity
+from ncclcheck.job.model import Job
 
 
-def transport_finding(scans: Sequence[FileScan]) -> Finding | None:
+def transport_finding(job: Job) -> Finding | None:
     """The ``transport`` finding: the paths the connections took where the inputs show them, and the network loaded."""
-    nets = sorted({f.value for s in scans for f in s.facts if f.key == "network"})
+    nets = sorted({f.value for f in job.facts.networks})
     # A connection line is read in an input's head only (formats/ncclsetup.py: kept anywhere they slowed the reader
     # 18-30x): past it some are read, some not, so the paths are named from inputs the head holds whole.
-    via = [f for s in scans if s.bytes_read <= HEAD for f in s.facts if f.key == "nccl_via"]
-    net_loc = next((f.loc for s in scans for f in s.facts if f.key == "network"), None)
+    via = job.facts.via_whole
+    net_loc = next((f.loc for f in job.facts.networks), None)
     if not via:
         if not nets or net_loc is None:
             return None

@@ -32,11 +32,10 @@ groups' all_reduces issued in opposite orders).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ncclcheck.evidence.formats.colltrace import Call, Comm
-from ncclcheck.evidence.types import FileScan, Loc
+from ncclcheck.evidence.types import Loc
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.causes import Diagnosis, cause
 from ncclcheck.job.model import Job, VerdictKind
@@ -72,15 +71,13 @@ class Proc:
     comms: dict[str, Comm]  # its communicators' set-up lines, by address
 
 
-def _procs(scans: Sequence[FileScan]) -> tuple[list[Proc], bool]:
+def _procs(job: Job) -> tuple[list[Proc], bool]:
     """The processes of the trace lines, and whether some were told apart only by the runs of a paste."""
     out: list[Proc] = []
     unheaded = False
-    for s in scans:
-        calls = [(Call.of(f.value), f) for f in s.facts if f.key == "nccl_coll"]
-        if not calls:
-            continue
-        comms = [(Comm.of(f.value), f) for f in s.facts if f.key == "nccl_comm"]
+    for s in job.facts.traces:
+        calls = [(Call.of(f.value), f) for f in s.calls]
+        comms = [(Comm.of(f.value), f) for f in s.comms]
         groups: dict[str, list[tuple[Call, Loc]]] = {}
         ranks: dict[str, int] = {}
         headless: list[list[tuple[Call, Loc]]] = []
@@ -297,11 +294,11 @@ def _decision(kind: VerdictKind, summary: str, culprits: tuple[int, ...], diag: 
                     primary=None, named=None, busy=None, unnamed_busy=None, killed=False, dumped=False, waited="")
 
 
-def traced(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
+def traced(job: Job, d: Decision) -> Decision:
     """The decision the collective trace gives (the module's docstring) where no other rule found more, else ``d``."""
     if d.kind not in _OPEN or d.cause is not None and d.cause.cause.kind not in _OPEN_CAUSES:
         return d
-    procs, _ = _procs(scans)
+    procs, _ = _procs(job)
     if len(procs) < 2:
         return d
     keys = _keys(procs)
@@ -314,11 +311,11 @@ def traced(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
                    unknown=tuple(r for r in d.unknown if r not in found.culprits))
 
 
-def unplaced_findings(scans: Sequence[FileScan]) -> list[Finding]:
+def unplaced_findings(job: Job) -> list[Finding]:
     """Trace lines no header, heading or rank tag places in a process (the module's docstring): what they allow, said
     plainly, one finding an input."""
     out = []
-    procs, _ = _procs(scans)
+    procs, _ = _procs(job)
     for p in procs:
         if "#" not in p.key or sum(q.key.partition("#")[0] == p.key.partition("#")[0] for q in procs) > 1:
             continue

@@ -19,11 +19,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ncclcheck.evidence.types import FileScan, Loc
+from ncclcheck.evidence.types import Loc
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.causes import Diagnosis, cause
+from ncclcheck.job.model import Job
 from ncclcheck.job.unexplained import settings_finding
-from ncclcheck.job.versions import Versions
 
 # Frames that are not where the signal struck: the handler's, the C and C++ runtime's (a call made by the frame
 # below), and frames no printer could place (glog's "(unknown)").
@@ -61,11 +61,11 @@ class Site:
         return " ".join(p for p in (self.library, f"{self.symbol}()" if self.symbol else "") if p)
 
 
-def crash_site(scans: Sequence[FileScan], cause: Diagnosis | None) -> Site | None:
+def crash_site(job: Job, cause: Diagnosis | None) -> Site | None:
     """The innermost frame past the handler's of the backtrace under a native crash's line, or None."""
     if cause is None or cause.cause.kind != "native_crash":
         return None
-    frames = sorted((f for s in scans for f in s.facts if f.key == "native_frame" and f.loc.file == cause.loc.file
+    frames = sorted((f for f in job.facts.native_frames if f.loc.file == cause.loc.file
                      and 0 < f.loc.line - cause.loc.line <= WINDOW), key=lambda f: f.loc.line)
     handler = None
     for f in frames:
@@ -79,12 +79,12 @@ def crash_site(scans: Sequence[FileScan], cause: Diagnosis | None) -> Site | Non
     return None
 
 
-def _python_call(scans: Sequence[FileScan], cause: Diagnosis | None) -> list[Finding]:
+def _python_call(job: Job, cause: Diagnosis | None) -> list[Finding]:
     """Where no native frame is printed: the Python call the crashing thread was in, from faulthandler's frames of the
     thread that caught the signal (innermost first), and the frame that called it."""
     if cause is None or cause.cause.kind != "native_crash":
         return []
-    frames = sorted((f for s in scans for f in s.facts if f.key == "python_frame" and f.loc.file == cause.loc.file
+    frames = sorted((f for f in job.facts.python_frames if f.loc.file == cause.loc.file
                      and 0 < f.loc.line - cause.loc.line <= WINDOW), key=lambda f: f.loc.line)
     if not frames:
         return []
@@ -99,16 +99,17 @@ def _python_call(scans: Sequence[FileScan], cause: Diagnosis | None) -> list[Fin
                     (frames[0].loc,), None)]
 
 
-def crash_findings(scans: Sequence[FileScan], cause: Diagnosis | None, v: Versions) -> list[Finding]:
+def crash_findings(job: Job, cause: Diagnosis | None) -> list[Finding]:
     """The library a native crash struck in and, for NCCL, its release, settings and logging as the steps."""
-    site = crash_site(scans, cause)
+    site = crash_site(job, cause)
     if site is None:
-        return _python_call(scans, cause)
+        return _python_call(job, cause)
     if site.family != "NCCL":
         where = site.named if site.family == site.library else f"{site.family} ({site.named})"
         return [Finding(Severity.WARNING, "crash-site",
                         f"The fatal signal struck in {where}: the innermost frame of its backtrace past the signal "
                         "handler's own and the C library's.", (site.loc,), STEPS.get(site.family))]
+    v = job.facts.versions
     row = v.row("NCCL version")
     runs = " and ".join(g.value for g in row.groups if g.value is not None) if row is not None else ""
     release = (f"the job runs NCCL {runs}: " if runs else "the log prints no NCCL release (NCCL_DEBUG=VERSION or "

@@ -14,11 +14,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
+from ncclcheck.evidence.formats.deepspeed import KILLING_FACT
+from ncclcheck.evidence.formats.pgstart import BARRIER_DONE, BARRIER_FACT
+from ncclcheck.evidence.reader import HEAD
 from ncclcheck.evidence.types import ErrorKind, Fact, FileScan, RankError
 from ncclcheck.job.ending import consoles
 from ncclcheck.job.hosts import join_events, peers_lost, rank_hosts
 from ncclcheck.job.lostnode import lost_nodes
-from ncclcheck.job.model import Job, JobFacts
+from ncclcheck.job.model import Job, JobFacts, TextInput, TraceInput
+from ncclcheck.job.netpath import KEYS as NET_KEYS
 from ncclcheck.job.reasons import FAILED, source_of, stated_lines
 from ncclcheck.job.returntrace import read_chains, read_test_checks
 from ncclcheck.job.slow import busy_lines, framework
@@ -33,25 +37,67 @@ def with_facts(job: Job, scans: Sequence[FileScan]) -> Job:
 
 
 # The facts read_facts keeps by their key, each list in the scans' order: one walk over every fact (two a rank at
-# 100,000 ranks), not one a key (issue 42). Both accelerate keys go to one list, in the order they were printed.
-_KEPT = {"network": "network", "work_done": "work_done", "collective_call": "collective_call",
-         "progress": "progress", "progress_rise": "progress_rise", "pipeline": "pipeline",
-         "accelerate_device": "devices", "accelerate_process": "devices", "nccl_api_call": "nccl_api_call"}
+# 100,000 ranks), not one a key (issue 42). Both accelerate keys go to one list, in the order they were printed; the
+# program's ends to one, which holds the work_done lines too. The names in _PER_INPUT are kept by input: the set-up
+# stall's facts (job/stall.py), the network's (job/netpath.py), the collective trace's (job/colltrace.py).
+_KEPT = {"network": ("network", "net"), "work_done": ("work_done", "program_ends"),
+         "collective_call": ("collective_call",), "progress": ("progress", "stall"), "progress_rise": ("progress_rise",),
+         "pipeline": ("pipeline",), "accelerate_device": ("devices",), "accelerate_process": ("devices",),
+         "nccl_api_call": ("nccl_api_call",), KILLING_FACT: ("launcher_kills",), "nccl_frame": ("nccl_frames",),
+         "program_end": ("program_ends",), "nccl_end": ("program_ends", "stall"), "p2p_call": ("p2p_calls",),
+         "lightning_world": ("lightning_starts",), "error_file": ("error_files",), "trials_failed": ("trials_failed",),
+         BARRIER_FACT: ("barrier_waits",), BARRIER_DONE: ("barriers_done",), "deepspeed_local_only": ("local_only",),
+         "wrapper_call": ("wrapper_calls",), "nccl_ready": ("nccl_ready", "stall"), "count": ("counts",),
+         "native_frame": ("native_frames",), "python_frame": ("python_frames",), "raised": ("raises",),
+         "monitored_barrier_missing": ("barrier_missing",), "setup": ("stall",), "nccl_via": ("stall",),
+         **{k: ("net",) for k in NET_KEYS if k != "network"}, "nccl_coll": ("nccl_coll",), "nccl_comm": ("nccl_comm",)}
+_PER_INPUT = frozenset({"stall", "net", "nccl_coll", "nccl_comm"})
 
 
-def _kept(scans: Sequence[FileScan]) -> dict[str, list[Fact]]:
+def _kept(scans: Sequence[FileScan]) -> tuple[dict[str, list[Fact]], dict[str, list[int]]]:
+    """The kept facts by name, in the scans' order, and for the names in _PER_INPUT each fact's input (its index in
+    ``scans``): numbers, not a list an input, so that 100,000 inputs add no objects for the collector to walk."""
     kept: dict[str, list[Fact]] = {}
+    at: dict[str, list[int]] = {}
     get = _KEPT.get
-    for s in scans:
+    for i, s in enumerate(scans):
         for f in s.facts:
-            if (name := get(f.key)) is not None:
-                kept.setdefault(name, []).append(f)
-    return kept
+            if (names := get(f.key)) is not None:
+                for name in names:
+                    kept.setdefault(name, []).append(f)
+                    if name in _PER_INPUT:
+                        at.setdefault(name, []).append(i)
+    return kept, at
+
+
+def _by_input(kept: dict[str, list[Fact]], at: dict[str, list[int]], name: str) -> dict[int, list[Fact]]:
+    """The facts kept under ``name``, by input."""
+    out: dict[int, list[Fact]] = {}
+    for i, f in zip(at.get(name, ()), kept.get(name, ()), strict=True):
+        out.setdefault(i, []).append(f)
+    return out
+
+
+def _texts(scans: Sequence[FileScan], kept: dict[str, list[Fact]], at: dict[str, list[int]]) -> tuple[TextInput, ...]:
+    """The inputs of text lines that hold a set-up mark, each with its set-up stall's facts (job/stall.py: an input
+    without one stops nowhere in the set-up)."""
+    stall = _by_input(kept, at, "stall")
+    return tuple(TextInput(scans[i].lines, tuple(facts)) for i, facts in stall.items()
+                 if scans[i].lines and any(f.key == "setup" for f in facts))
+
+
+def _states(s: FileScan) -> bool:
+    """Whether an input holds any rank's state: a dump, works, statuses, endings, stacks, a live snapshot, dump
+    events, heartbeats."""
+    return bool(s.dump is not None or s.works or s.statuses or s.endings or s.stacks or s.live or s.dump_events
+                or s.heartbeats)
 
 
 def read_facts(scans: Sequence[FileScan]) -> JobFacts:
     """Every fact the verdict needs beyond the ranks' states, from the scans in their order."""
-    kept = _kept(scans)
+    kept, at = _kept(scans)
+    traces = _by_input(kept, at, "nccl_coll")
+    comms = _by_input(kept, at, "nccl_comm")
     network = kept.get("network")
     return JobFacts(
         network=network[0].value if network else None,
@@ -83,6 +129,36 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         returns=read_chains(scans),
         test_checks=read_test_checks(scans),
         api_calls=tuple(kept.get("nccl_api_call", ())),
+        errors=tuple(e for s in scans for e in s.errors),
+        launcher_kills=tuple(kept.get("launcher_kills", ())),
+        nccl_frames=tuple(kept.get("nccl_frames", ())),
+        program_ends=tuple(kept.get("program_ends", ())),
+        p2p_calls=tuple(kept.get("p2p_calls", ())),
+        lightning_starts=tuple(kept.get("lightning_starts", ())),
+        error_files=tuple(kept.get("error_files", ())),
+        trials_failed=tuple(kept.get("trials_failed", ())),
+        barrier_waits=tuple(kept.get("barrier_waits", ())),
+        barriers_done=frozenset(f.value for f in kept.get("barriers_done", ())),
+        local_only=tuple(kept.get("local_only", ())),
+        wrapper_calls=tuple(kept.get("wrapper_calls", ())),
+        nccl_ready=tuple(kept.get("nccl_ready", ())),
+        counts=tuple(kept.get("counts", ())),
+        native_frames=tuple(kept.get("native_frames", ())),
+        python_frames=tuple(kept.get("python_frames", ())),
+        raises=tuple(kept.get("raises", ())),
+        desync=tuple(d for s in scans for d in s.desync),
+        barrier_missing=tuple(kept.get("barrier_missing", ())),
+        stacks=tuple(st for s in scans for st in s.stacks if st.who.rank is not None and st.frames),
+        dump_signals=tuple(d for s in scans for d in s.dump_signals),
+        networks=tuple(network or ()),
+        # a connection line is read in an input's head only (job/channels.py): from inputs the head holds whole
+        via_whole=tuple(f for i, f in zip(at.get("stall", ()), kept.get("stall", ()), strict=True)
+                        if f.key == "nccl_via" and scans[i].bytes_read <= HEAD),
+        text_inputs=sum(1 for s in scans if s.lines),
+        text_states=any(_states(s) for s in scans if s.lines),
+        texts=_texts(scans, kept, at),
+        net_facts=tuple((scans[i].file, f) for i, f in zip(at.get("net", ()), kept.get("net", ()), strict=True)),
+        traces=tuple(TraceInput(scans[i].file, tuple(calls), tuple(comms.get(i, ()))) for i, calls in traces.items()),
     )
 
 

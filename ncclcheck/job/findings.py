@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 
 from ncclcheck.evidence.frdump import C10_BYTES, user_frame
-from ncclcheck.evidence.types import ErrorKind, FileScan, Mismatch
+from ncclcheck.evidence.types import ErrorKind, Mismatch
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.frsettings import export
 from ncclcheck.job.channels import transport_finding
@@ -107,47 +107,42 @@ def counter_findings(records: Sequence[Record], unexplained: bool = False) -> li
     return out
 
 
-def detector_findings(scans: Sequence[FileScan]) -> list[Finding]:
+def detector_findings(job: Job) -> list[Finding]:
     """Who noticed first, NCCL's own warnings, the transport it used."""
     out: list[Finding] = []
-    for s in scans:
-        d = next((d for d in s.dump_signals if d.from_rank is not None), None)
-        if d is not None:
-            out.append(Finding(Severity.INFO, "first-detector",
-                               f"Rank {d.from_rank} was the first to detect the timeout (dump signal received by rank "
-                               f"{d.who.rank}).", (d.loc,)))
-            break
-    warns = [e for s in scans for e in s.errors if e.kind in (ErrorKind.NCCL_WARN, ErrorKind.CONNECTION)]
+    d = next((d for d in job.facts.dump_signals if d.from_rank is not None), None)
+    if d is not None:
+        out.append(Finding(Severity.INFO, "first-detector",
+                           f"Rank {d.from_rank} was the first to detect the timeout (dump signal received by rank "
+                           f"{d.who.rank}).", (d.loc,)))
+    warns = [e for e in job.facts.errors if e.kind in (ErrorKind.NCCL_WARN, ErrorKind.CONNECTION)]
     for e in warns[:3]:
         who = f"Rank {e.who.rank}" if e.who.rank is not None else "A rank the line does not name"
         out.append(Finding(Severity.WARNING, "nccl-warn", f"{who}: {e.message}", (e.loc,)))
-    if (paths := transport_finding(scans)) is not None:  # the paths the channels took (job/channels.py)
+    if (paths := transport_finding(job)) is not None:  # the paths the channels took (job/channels.py)
         out.append(paths)
     return out
 
 
-def report_findings(scans: Sequence[FileScan]) -> list[Finding]:
+def report_findings(job: Job) -> list[Finding]:
     """PyTorch's own desync report and the stack of each rank's failed collective."""
     out: list[Finding] = []
-    for s in scans:
-        for d in s.desync:
-            lag = "; ".join(
-                f"{rank_phrase(x.ranks)} "
-                + ("never joined any collective" if x.never_joined else
-                   f"finished #{x.finished} but did not join #{x.did_not_join}" if x.did_not_join is not None else
-                   f"joined but did not finish #{x.did_not_finish}")
-                for x in d.lagging) or "no lagging rank named"
-            out.append(Finding(Severity.INFO, "desync-report",
-                               f"PyTorch's desync report (rank {d.reporting_rank}, timed out in {d.timeout_collective} "
-                               f"#{d.timeout_index}): {lag}. Its # counts differ from SeqNum.", (d.loc,)))
-    for s in scans:
-        for f in s.facts:
-            if f.key == "monitored_barrier_missing":
-                missing = [int(x) for x in f.value.split(",")]
-                out.append(Finding(Severity.INFO, "monitored-barrier",
-                                   f"Rank {f.who.rank}'s monitored_barrier names the rank{'s' if len(missing) > 1 else ''}"
-                                   f" that never reached it: {rank_phrase(missing)}.", (f.loc,)))
-    stacks = {st.who.rank: st for s in scans for st in s.stacks if st.who.rank is not None and st.frames}
+    for d in job.facts.desync:
+        lag = "; ".join(
+            f"{rank_phrase(x.ranks)} "
+            + ("never joined any collective" if x.never_joined else
+               f"finished #{x.finished} but did not join #{x.did_not_join}" if x.did_not_join is not None else
+               f"joined but did not finish #{x.did_not_finish}")
+            for x in d.lagging) or "no lagging rank named"
+        out.append(Finding(Severity.INFO, "desync-report",
+                           f"PyTorch's desync report (rank {d.reporting_rank}, timed out in {d.timeout_collective} "
+                           f"#{d.timeout_index}): {lag}. Its # counts differ from SeqNum.", (d.loc,)))
+    for f in job.facts.barrier_missing:
+        missing = [int(x) for x in f.value.split(",")]
+        out.append(Finding(Severity.INFO, "monitored-barrier",
+                           f"Rank {f.who.rank}'s monitored_barrier names the rank{'s' if len(missing) > 1 else ''}"
+                           f" that never reached it: {rank_phrase(missing)}.", (f.loc,)))
+    stacks = {st.who.rank: st for st in job.facts.stacks}
     if stacks:
         where = "; ".join(f"rank {r}: {st.frames[0].name} from {user_frame(st.frames)}" for r, st in
                           sorted(stacks.items()))

@@ -15,10 +15,8 @@ and pass device_id to init_process_group, so that the group's communicator is cr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 
-from ncclcheck.evidence.types import FileScan
 from ncclcheck.job.causes import Diagnosis, awaiting_ranks, cause, one_line
 from ncclcheck.job.model import Job, VerdictKind
 from ncclcheck.job.rules import Decision
@@ -35,21 +33,21 @@ def _pair(key: str) -> bool:
     return bool(colon) and a.isdecimal() and b.isdecimal()
 
 
-def _p2p_op(d: Diagnosis, scans: Sequence[FileScan]) -> str | None:
+def _p2p_op(job: Job, d: Diagnosis) -> str | None:
     """The point-to-point op the wait was in: the pair's key, or a p2p call in the waiting rank's traceback just
     above the wait's line (in the same input), or None."""
     key = d.store.key if d.store is not None else None  # the store's key, and the waiters, its line names
     if key is not None and _pair(key):
         return f"the pair {key}'s send or recv"
     waiters = {*d.ranks, *awaiting_ranks(d)}
-    calls = [f for s in scans for f in s.facts if f.key == "p2p_call" and f.loc.file == d.loc.file
+    calls = [f for f in job.facts.p2p_calls if f.loc.file == d.loc.file
              and d.loc.line - _FRAMES <= f.loc.line <= d.loc.line + 2 and (f.who.rank is None or f.who.rank in waiters)]
     return f"a {calls[-1].value}" if calls else None
 
 
-def lazy_p2p(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
+def lazy_p2p(job: Job, d: Decision) -> Decision:
     """The decision for a ncclUniqueId wait in a point-to-point op (the module's docstring), else ``d``."""
-    if d.cause is None or d.cause.cause.kind != "nccl_id_wait" or (op := _p2p_op(d.cause, scans)) is None:
+    if d.cause is None or d.cause.cause.kind != "nccl_id_wait" or (op := _p2p_op(job, d.cause)) is None:
         return d
     waiters = sorted({*d.cause.ranks, *awaiting_ranks(d.cause)})
     who = rank_phrase(waiters, job.world).capitalize() if waiters else "A rank"

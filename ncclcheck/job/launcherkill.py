@@ -16,23 +16,21 @@ death, of a process the inputs do not rank: the cause is ``host_kill`` too, neve
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 
-from ncclcheck.evidence.formats.deepspeed import KILLING_FACT
-from ncclcheck.evidence.types import ErrorKind, FileScan
+from ncclcheck.evidence.types import ErrorKind
 from ncclcheck.job.causes import HOST_KILL, Diagnosis
 from ncclcheck.job.model import Job, VerdictKind
 from ncclcheck.job.rules import Decision
 from ncclcheck.job.statements import told
 
 
-def killed_workers(d: Decision, scans: Sequence[FileScan]) -> Decision:
+def killed_workers(job: Job, d: Decision) -> Decision:
     """The decision for a launcher's kill of its workers with nothing else said (the module's docstring), else ``d``."""
     if d.cause is not None or d.kind not in (VerdictKind.NO_FAILURE, VerdictKind.INCOMPLETE) or d.primary is not None:
         return d
-    kills = [f for s in scans for f in s.facts if f.key == KILLING_FACT]
-    if not kills or any(s.errors for s in scans):
+    kills = job.facts.launcher_kills
+    if not kills or job.facts.errors:
         return d
     first = min(kills, key=lambda f: (f.loc.file, f.loc.line))
     pids = ", ".join(dict.fromkeys(f.value for f in kills))

@@ -15,10 +15,9 @@ started, and a failure whose error it wrote to a file.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 
-from ncclcheck.evidence.types import Fact, FileScan
+from ncclcheck.evidence.types import Fact
 from ncclcheck.job.causes import Diagnosis, cause
 from ncclcheck.job.model import Job, VerdictKind
 from ncclcheck.job.rules import Decision
@@ -29,9 +28,9 @@ SLURM = ("https://lightning.ai/docs/fabric/latest/api/generated/"
          "lightning.fabric.plugins.environments.slurm.SLURMEnvironment.html")
 
 
-def _unstarted(job: Job, d: Decision, scans: Sequence[FileScan]) -> tuple[list[int], list[int], Fact] | None:
+def _unstarted(job: Job, d: Decision) -> tuple[list[int], list[int], Fact] | None:
     """The members Lightning's start lines show joining, those of its stated world they do not, and the first line."""
-    starts = [f for s in scans for f in s.facts if f.key == "lightning_world"]
+    starts = job.facts.lightning_starts
     if d.kind is not VerdictKind.INCOMPLETE or not starts or not job.world:
         return None
     started = sorted(s.rank for s in job.ranks if s.present and s.rank < job.world)
@@ -39,9 +38,9 @@ def _unstarted(job: Job, d: Decision, scans: Sequence[FileScan]) -> tuple[list[i
     return (started, missing, starts[0]) if started and missing else None
 
 
-def unstarted_members(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
+def unstarted_members(job: Job, d: Decision) -> Decision:
     """The decision with Lightning's members that never started said, where its start lines show some only."""
-    if (gap := _unstarted(job, d, scans)) is None:
+    if (gap := _unstarted(job, d)) is None:
         return d
     started, missing, start = gap
     return replace(d, summary=(
@@ -51,9 +50,9 @@ def unstarted_members(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decis
         "node only: each other node's must be started there (under Slurm by `srun`)."))
 
 
-def member_steps(job: Job, d: Decision, scans: Sequence[FileScan]) -> tuple[str, ...]:
+def member_steps(job: Job, d: Decision) -> tuple[str, ...]:
     """How to start every member, where Lightning's start lines show some only (said by :func:`unstarted_members`)."""
-    if _unstarted(job, d, scans) is None:
+    if _unstarted(job, d) is None:
         return ()
     return (
         "Start the script on every node, one process per GPU: under Slurm with `srun` (`srun python train.py` in "
@@ -64,12 +63,11 @@ def member_steps(job: Job, d: Decision, scans: Sequence[FileScan]) -> tuple[str,
     )
 
 
-def error_file(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
+def error_file(job: Job, d: Decision) -> Decision:
     """Ray Tune's trial that failed with its error in a file, where nothing else states a failure."""
     if d.kind is not VerdictKind.NO_FAILURE or d.cause is not None:
         return d
-    files = [f for s in scans for f in s.facts if f.key == "error_file"]
-    failed = [f for s in scans for f in s.facts if f.key == "trials_failed"]
+    files, failed = job.facts.error_files, job.facts.trials_failed
     if not files:
         return d
     trial, _, path = files[0].value.partition(" ")

@@ -9,11 +9,8 @@ accelerate's --deepspeed_multinode_launcher).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from ncclcheck.evidence.types import Fact, FileScan
 from ncclcheck.findings import Finding, Severity
-from ncclcheck.job.model import VerdictKind
+from ncclcheck.job.model import Job, VerdictKind
 
 STEP = (
     "If this job was to span several nodes: DeepSpeed's runner found no hostfile, so each node's runner launched its "
@@ -26,13 +23,9 @@ STEP = (
 )
 
 
-def _said(scans: Sequence[FileScan]) -> list[Fact]:
-    return [f for s in scans for f in s.facts if f.key == "deepspeed_local_only"]
-
-
-def local_only_findings(scans: Sequence[FileScan]) -> list[Finding]:
+def local_only_findings(job: Job) -> list[Finding]:
     """What the runner said it did, where it said so."""
-    said = _said(scans)
+    said = job.facts.local_only
     if not said:
         return []
     return [Finding(Severity.INFO, "deepspeed-local-only",
@@ -48,7 +41,7 @@ _NODES_NEVER_MET = frozenset({VerdictKind.NO_FAILURE, VerdictKind.INCOMPLETE, Ve
                               VerdictKind.SETUP_FAILURE})
 
 
-def local_only_steps(kind: VerdictKind, scans: Sequence[FileScan]) -> tuple[str, ...]:
+def local_only_steps(job: Job, kind: VerdictKind) -> tuple[str, ...]:
     """How to start a multi-node job instead, where the runner launched on local resources only and the verdict is
     one a job whose nodes never met ends in."""
-    return (STEP,) if kind in _NODES_NEVER_MET and _said(scans) else ()
+    return (STEP,) if kind in _NODES_NEVER_MET and job.facts.local_only else ()

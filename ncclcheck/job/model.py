@@ -20,6 +20,9 @@ from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.types import (
     PG,
     Clue,
+    CollectiveStack,
+    DesyncReport,
+    DumpSignal,
     ElasticFailure,
     Fact,
     FileScan,
@@ -280,6 +283,26 @@ class Edge:
 
 
 @dataclass(frozen=True)
+class TextInput:
+    """An input of text lines that holds a set-up mark, as job/stall.py reads where it stops: its line count and its
+    facts of NCCL's set-up and of progress (``setup``, ``progress``, ``nccl_ready``, ``nccl_via``, ``nccl_end``), in
+    line order."""
+
+    lines: int
+    facts: tuple[Fact, ...] = ()
+
+
+@dataclass(frozen=True)
+class TraceInput:
+    """An input's lines of NCCL's collective trace (job/colltrace.py): its calls (``nccl_coll``) and its
+    communicators' set-up lines (``nccl_comm``), in line order."""
+
+    file: str
+    calls: tuple[Fact, ...]
+    comms: tuple[Fact, ...] = ()
+
+
+@dataclass(frozen=True)
 class JobFacts:
     """What the inputs say beyond the ranks' states, read once with the model (job/facts.py): the verdict decides
     from these and the ranks, never from the scans."""
@@ -312,6 +335,36 @@ class JobFacts:
     returns: tuple[Chain, ...] = ()  # NCCL's return traces under its errors (job/returntrace.py)
     test_checks: tuple[TestCheck, ...] = ()  # nccl-tests' lines for its NCCL calls that failed (job/returntrace.py)
     api_calls: tuple[Fact, ...] = ()  # a binding's frames of NCCL's C API in a traceback (formats/ncclapi.py)
+    errors: tuple[RankError, ...] = ()  # every error line of the inputs, ranked or not (rules for where none failed)
+    launcher_kills: tuple[Fact, ...] = ()  # DeepSpeed's launcher's "Killing subprocess" lines (job/launcherkill.py)
+    nccl_frames: tuple[Fact, ...] = ()  # native stack frames inside an NCCL call (job/nativestall.py)
+    program_ends: tuple[Fact, ...] = ()  # the program's work ended: a test framework's end, its word, a communicator
+    # destroyed (job/afterend.py)
+    p2p_calls: tuple[Fact, ...] = ()  # a traceback's point-to-point call (formats/p2pcall.py, job/idwait.py)
+    lightning_starts: tuple[Fact, ...] = ()  # Lightning's 'GLOBAL_RANK: k, MEMBER: m/n' lines (job/launchgaps.py)
+    error_files: tuple[Fact, ...] = ()  # Ray Tune's trials whose error is in a file, and its "Trials did not
+    trials_failed: tuple[Fact, ...] = ()  # complete" (job/launchgaps.py)
+    barrier_waits: tuple[Fact, ...] = ()  # the store-based barrier's waits, and the keys it completed
+    barriers_done: frozenset[str] = frozenset()  # (formats/pgstart.py, job/storebarrier.py)
+    local_only: tuple[Fact, ...] = ()  # DeepSpeed's runner launched on this node alone (job/localonly.py)
+    wrapper_calls: tuple[Fact, ...] = ()  # the collectives the DETAIL wrapper logged (formats/pgwrapper.py)
+    nccl_ready: tuple[Fact, ...] = ()  # NCCL's set-up complete (job/storewait.py: the job ran past its start)
+    counts: tuple[Fact, ...] = ()  # each rank's own counters, "loop: rank N: count" (formats/progress.py, job/apart.py)
+    native_frames: tuple[Fact, ...] = ()  # a native backtrace's frames (formats/backtrace.py, job/crashsite.py)
+    python_frames: tuple[Fact, ...] = ()  # faulthandler's Python frames of a thread (job/crashsite.py)
+    raises: tuple[Fact, ...] = ()  # each exception's name and frames, innermost first (formats/raisesite.py)
+    desync: tuple[DesyncReport, ...] = ()  # PyTorch's desync reports (job/findings.py)
+    barrier_missing: tuple[Fact, ...] = ()  # the ranks monitored_barrier says never reached it
+    stacks: tuple[CollectiveStack, ...] = ()  # the stack of each rank's failed collective, where it has frames
+    dump_signals: tuple[DumpSignal, ...] = ()  # the flight recorder's dump signals, which name who detected first
+    networks: tuple[Fact, ...] = ()  # every line naming the network transport NCCL loaded (job/channels.py)
+    via_whole: tuple[Fact, ...] = ()  # each connection's path ("via P2P"), from inputs read whole in their head
+    text_inputs: int = 0  # how many inputs are of text lines, whether one holds any rank's state, and those that
+    text_states: bool = False  # hold a set-up mark, where they stop (job/stall.py)
+    texts: tuple[TextInput, ...] = ()
+    net_facts: tuple[tuple[str, Fact], ...] = ()  # NCCL's network plugin, network and node count lines, each with
+    # its input (job/netpath.py: a line that names no rank is its input's)
+    traces: tuple[TraceInput, ...] = ()  # the inputs holding NCCL's collective trace, each with its lines
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,10 @@ The fatal signal gdb stops on is read elsewhere (formats/errors.py): an error's 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 
 from ncclcheck.evidence.formats.nativestack import HOSTPATH, SETUP, TEARDOWN
-from ncclcheck.evidence.types import Fact, FileScan
+from ncclcheck.evidence.types import Fact
 from ncclcheck.job.causes import Diagnosis, cause
 from ncclcheck.job.model import Job, VerdictKind
 from ncclcheck.job.rules import Decision
@@ -26,13 +25,13 @@ BLOCKED = cause("blocked_in_nccl")
 _OPEN_CAUSES = ("stopped_after_setup",)
 
 
-def native_stall(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
+def native_stall(job: Job, d: Decision) -> Decision:
     """The decision for stacks that show threads inside NCCL calls where nothing else was found, else ``d``."""
     if d.kind not in (VerdictKind.NO_FAILURE, VerdictKind.INCOMPLETE) or \
             d.cause is not None and d.cause.cause.kind not in _OPEN_CAUSES:
         return d
-    frames = [f for s in scans for f in s.facts if f.key == "nccl_frame"]
-    if not frames or any(s.errors for s in scans):
+    frames = job.facts.nccl_frames
+    if not frames or job.facts.errors:
         return d
     calls: dict[str, list[Fact]] = {}
     for f in frames:

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ncclcheck.evidence.types import FileScan, Loc
+from ncclcheck.evidence.types import Loc
 from ncclcheck.findings import Finding, Severity
+from ncclcheck.job.model import Job
 from ncclcheck.job.versions import ranks_word
 
-_KEYS = ("NCCL_NET_PLUGIN", "NCCL_NET", "net_plugin", "network", "local_ranks")
+KEYS = frozenset({"NCCL_NET_PLUGIN", "NCCL_NET", "net_plugin", "network", "local_ranks"})
 # What each internal network costs against a network plugin's RDMA fabric, in words.
 _COST = {
     "socket": ("TCP through each host's kernel: a few GB/s per connection at best against 25-50 GB/s for a 200-400 "
@@ -39,14 +40,12 @@ _CHECK = ("NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET: a loaded plugin prints `N
           "`ldconfig -p | grep nccl-net` and LD_LIBRARY_PATH inside the container show whether the library is there.")
 
 
-def _members(scans: Sequence[FileScan]) -> dict[str, dict[str, tuple[str, Loc]]]:
+def _members(job: Job) -> dict[str, dict[str, tuple[str, Loc]]]:
     """member (a rank's number, else the input) -> each of the keys' first value and line."""
     out: dict[str, dict[str, tuple[str, Loc]]] = {}
-    for s in scans:
-        for f in s.facts:
-            if f.key in _KEYS:
-                member = str(f.who.rank) if f.who.rank is not None else s.file
-                out.setdefault(member, {}).setdefault(f.key, (f.value.removesuffix("."), f.loc))
+    for file, f in job.facts.net_facts:
+        member = str(f.who.rank) if f.who.rank is not None else file
+        out.setdefault(member, {}).setdefault(f.key, (f.value.removesuffix("."), f.loc))
     return out
 
 
@@ -64,9 +63,9 @@ def _who(members: Sequence[str]) -> str:
     return ", ".join(x for x in (named, ", ".join(files)) if x)
 
 
-def fallback_findings(scans: Sequence[FileScan]) -> list[Finding]:
+def fallback_findings(job: Job) -> list[Finding]:
     """The network plugin the job asked for and did not get, or the internal sockets it fell back to."""
-    members = _members(scans)
+    members = _members(job)
     internal = {m: f for m, f in members.items() if f.get("net_plugin", ("",))[0] == "internal" and "network" in f}
     asked = {m: f for m, f in internal.items() if "NCCL_NET_PLUGIN" in f and f["NCCL_NET_PLUGIN"][0].lower() != "none"}
     if asked:

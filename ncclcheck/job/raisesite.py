@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ncclcheck.evidence.frdump import Frame
-from ncclcheck.evidence.types import FileScan, Loc
+from ncclcheck.evidence.types import Loc
 from ncclcheck.findings import Finding, Severity
-from ncclcheck.job.model import VerdictKind
+from ncclcheck.job.model import Job, VerdictKind
 from ncclcheck.job.versions import Versions
 
 if sys.version_info >= (3, 11):
@@ -77,22 +76,21 @@ def package(file: str) -> tuple[str, str] | None:
     return None
 
 
-def raised(scans: Sequence[FileScan]) -> list[Raised]:
+def raised(job: Job) -> list[Raised]:
     """The exceptions the processes printed as their errors, each with its frames, in the inputs' order."""
-    errors = {e.loc for s in scans for e in s.errors}
+    errors = {e.loc for e in job.facts.errors}
     out = []
-    for s in scans:
-        for f in s.facts:
-            if f.key != "raised" or f.loc not in errors:
-                continue
-            name, _, chain = f.value.partition("|")
-            frames = []
-            for part in chain.split(";"):
-                file, _, rest = part.rpartition(":")
-                path, _, line = file.rpartition(":")
-                if path and line.isdigit():
-                    frames.append(Frame(rest, path, int(line)))
-            out.append(Raised(name, tuple(frames), f.loc))
+    for f in job.facts.raises:
+        if f.loc not in errors:
+            continue
+        name, _, chain = f.value.partition("|")
+        frames = []
+        for part in chain.split(";"):
+            file, _, rest = part.rpartition(":")
+            path, _, line = file.rpartition(":")
+            if path and line.isdigit():
+                frames.append(Frame(rest, path, int(line)))
+        out.append(Raised(name, tuple(frames), f.loc))
     return sorted(out, key=lambda r: (r.loc.file, r.loc.line))
 
 
@@ -140,11 +138,12 @@ def call_path(r: Raised, packages: set[str]) -> Finding | None:
     return None
 
 
-def raise_findings(scans: Sequence[FileScan], kind: VerdictKind, v: Versions) -> list[Finding]:
+def raise_findings(job: Job, kind: VerdictKind) -> list[Finding]:
     """What the place of the first exception with frames says: a framework's own check, a communication path."""
     if kind is VerdictKind.NO_FAILURE:
         return []
-    for r in raised(scans):
+    v = job.facts.versions
+    for r in raised(job):
         packages = {p[0] for f in r.frames if (p := package(f.file)) is not None}
         out = [f for f in (framework_check(r, v), call_path(r, packages)) if f is not None]
         if out:

@@ -35,14 +35,13 @@ NCCL's last connection line.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 
 from ncclcheck.evidence.formats.ncclsetup import HEADER_STEP, STORE_STEP
 from ncclcheck.evidence.formats.pgstart import COMM_STEP, PG_STEP
-from ncclcheck.evidence.types import Fact, FileScan
+from ncclcheck.evidence.types import Fact
 from ncclcheck.job.causes import Diagnosis, cause
-from ncclcheck.job.model import EndKind, Job, VerdictKind
+from ncclcheck.job.model import EndKind, Job, TextInput, VerdictKind
 from ncclcheck.job.pgstart import comm_unfinished, unfinished
 from ncclcheck.job.rules import Decision
 from ncclcheck.ranks import rank_phrase
@@ -58,7 +57,7 @@ def _count(f: Fact) -> tuple[int, int]:
     return int(i), int(n)
 
 
-def _last_lines(s: FileScan) -> Fact | None:
+def _last_lines(s: TextInput) -> Fact | None:
     """The input's last set-up line (or a bar at 0 after one), where its lines stop at set-up; else None."""
     marks = [f for f in s.facts if f.key == "setup"]
     bars = [f for f in s.facts if f.key == "progress"]
@@ -68,15 +67,16 @@ def _last_lines(s: FileScan) -> Fact | None:
     return last if last.loc.line >= s.lines else None
 
 
-def stopped_at_setup(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
+def stopped_at_setup(job: Job, d: Decision) -> Decision:
     """The decision for inputs that stop at NCCL's set-up with nothing failed (the module's docstring), else ``d``."""
     if d.kind is not VerdictKind.NO_FAILURE or d.cause is not None or job.facts.work_done or job.facts.elastic:
         return d
     if any(s.ending.kind not in _QUIET for s in job.ranks):
         return d
-    texts = [s for s in scans if s.lines]
-    if not texts or any(s.dump is not None or s.works or s.statuses or s.endings or s.stacks or s.live
-                        or s.dump_events or s.heartbeats for s in texts):
+    texts = job.facts.texts
+    if not job.facts.text_inputs or job.facts.text_states:
+        return d
+    if len(texts) < job.facts.text_inputs:  # an input of text with no set-up mark stops nowhere in the set-up
         return d
     if any(f.key == "nccl_end" for s in texts for f in s.facts):  # a communicator torn down: the job went on to its end
         return d

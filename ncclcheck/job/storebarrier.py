@@ -17,11 +17,9 @@ a store's wait or the failure of a waiting rank itself (its timeout).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 
-from ncclcheck.evidence.formats.pgstart import BARRIER_DONE, BARRIER_FACT
-from ncclcheck.evidence.types import Fact, FileScan
+from ncclcheck.evidence.types import Fact
 from ncclcheck.job.causes import Diagnosis, cause
 from ncclcheck.job.model import Job, VerdictKind
 from ncclcheck.job.rules import Decision
@@ -33,22 +31,19 @@ BARRIER_WAIT = cause("store_barrier_wait")
 _EXPLAINED = ("pg_start_unfinished", "store_wait", "store_unreachable")
 
 
-def _waits(scans: Sequence[FileScan]) -> list[tuple[int, int, int, str, Fact]]:
+def _waits(job: Job) -> list[tuple[int, int, int, str, Fact]]:
     """Every barrier wait whose key no completion line closes: (rank, world, joined, key, fact)."""
-    done = {f.value for s in scans for f in s.facts if f.key == BARRIER_DONE}
     out = []
-    for s in scans:
-        for f in s.facts:
-            if f.key == BARRIER_FACT:
-                rank, world, joined, key = f.value.split(" ", 3)
-                if key not in done:
-                    out.append((int(rank), int(world), int(joined), key, f))
+    for f in job.facts.barrier_waits:
+        rank, world, joined, key = f.value.split(" ", 3)
+        if key not in job.facts.barriers_done:
+            out.append((int(rank), int(world), int(joined), key, f))
     return out
 
 
-def barrier_waited(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
+def barrier_waited(job: Job, d: Decision) -> Decision:
     """The decision for ranks waiting in the store-based barrier (the module's docstring), else ``d``."""
-    if d.primary is not None or not (waits := _waits(scans)):
+    if d.primary is not None or not (waits := _waits(job)):
         return d
     waited = {w[0] for w in waits}
     explained = d.cause is not None and d.cause.cause.kind in _EXPLAINED

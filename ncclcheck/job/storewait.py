@@ -20,10 +20,9 @@ is named, and the busy line is said beside the verdict. It was slow, not dead: t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 
-from ncclcheck.evidence.types import Fact, FileScan, Loc, RankError
+from ncclcheck.evidence.types import Fact, Loc, RankError
 from ncclcheck.job.causes import Diagnosis, cause
 from ncclcheck.job.model import EndKind, Job, VerdictKind
 from ncclcheck.job.rules import Decision
@@ -37,25 +36,26 @@ _READ_AS = ("store_unreachable", "store_wait")
 _STILL_RAN = (EndKind.ABORTED, EndKind.SILENT, EndKind.RUNNING)
 
 
-def _waits(scans: Sequence[FileScan]) -> list[RankError]:
+def _waits(job: Job) -> list[RankError]:
     """Every error line that is the store's wait giving up (TCPStore::doWait: evidence/formats/storeclient.py)."""
-    return [e for s in scans for e in s.errors if e.store is not None and e.store.waited]
+    return [e for e in job.facts.errors if e.store is not None and e.store.waited]
 
 
-def _ran(job: Job, scans: Sequence[FileScan], first: RankError, waited: set[int]) -> Fact | None:
+def _ran(job: Job, first: RankError, waited: set[int]) -> Fact | None:
     """The first line that shows the job past its start when the store's wait gave up: before that wait in its file,
     a count past 0, a collective the DETAIL wrapper logged, NCCL's set-up complete; anywhere, a line of another
     phase's work by a rank that did not wait (the parser keeps a rank's last such line only)."""
-    before = [f for s in scans for f in s.facts if f.loc.file == first.loc.file and f.loc.line < first.loc.line
-              and (f.key in ("wrapper_call", "nccl_ready")
-                   or f.key == "progress" and not f.value.rpartition(": ")[2].startswith("0/"))]
+    facts = job.facts
+    before = [f for f in (*facts.wrapper_calls, *facts.nccl_ready, *facts.progress)
+              if f.loc.file == first.loc.file and f.loc.line < first.loc.line
+              and (f.key != "progress" or not f.value.rpartition(": ")[2].startswith("0/"))]
     busy = [f for _, f in job.facts.busy if f.who.rank not in waited or f.who.rank is None]
     return min((*before, *busy), key=lambda f: (f.loc.file, f.loc.line), default=None)
 
 
-def store_waited(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
+def store_waited(job: Job, d: Decision) -> Decision:
     """The decision for a store's wait that gave up after the job had run (the module's docstring), else ``d``."""
-    waits = _waits(scans)
+    waits = _waits(job)
     if not waits or d.primary is not None:  # a rank stuck in a collective: the hang's rules decide (job/hang.py)
         return d
     said = d.cause is not None and d.cause.cause.kind in _READ_AS and d.cause.store is not None and d.cause.store.waited
@@ -65,7 +65,7 @@ def store_waited(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
     if not (said or failed):
         return d
     first = min(waits, key=lambda e: (e.loc.file, e.loc.line))
-    ran = _ran(job, scans, first, waited)
+    ran = _ran(job, first, waited)
     if ran is None:
         return _at_start(job, d, first, waited) if d.cause is not None and d.cause.cause.kind == STORE_WAIT.kind else d
     timeout_ms = first.store.wait_ms if first.store is not None else None
@@ -76,7 +76,7 @@ def store_waited(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
         busy = busy_rank(lines, used, named[0], timeout_ms)
         culprits = [named[0]] if busy is not None else []
     unnamed = busy_rank(lines, used, None, timeout_ms) if busy is None else None
-    if unnamed is not None and (on := _going_on(job, scans, waited, unnamed.loc)) is not None:
+    if unnamed is not None and (on := _going_on(job, waited, unnamed.loc)) is not None:
         busy, unnamed, culprits = replace(unnamed, rank=on[0], named_by=on[1]), None, [on[0]]
     waiting = sorted(waited - set(culprits))
     who = rank_phrase(waiting, job.world).capitalize() if waiting else "Ranks"
@@ -92,11 +92,11 @@ def store_waited(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
                    waiting=tuple(waiting), cause=diag, busy=busy, unnamed_busy=unnamed, killed=False)
 
 
-def _going_on(job: Job, scans: Sequence[FileScan], waited: set[int], after: Loc) -> tuple[int, str] | None:
+def _going_on(job: Job, waited: set[int], after: Loc) -> tuple[int, str] | None:
     """The one rank the inputs show going on, not waiting, once the work a line that names no rank was done: its own
     line after that line (the DETAIL wrapper's next collective), or the launcher's stop of it while it ran."""
-    went = {int(f.value.partition(" ")[0]): f.loc for s in scans for f in s.facts if f.key == "wrapper_call"
-            and f.loc.file == after.file and f.loc.line > after.line}
+    went = {int(f.value.partition(" ")[0]): f.loc for f in job.facts.wrapper_calls
+            if f.loc.file == after.file and f.loc.line > after.line}
     stopped = {s.rank: s.ending.loc for s in job.ranks if s.ending.kind in _STILL_RAN and s.present}
     ranks = (set(went) | set(stopped)) - waited
     if len(ranks) != 1:

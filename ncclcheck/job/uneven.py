@@ -13,10 +13,9 @@ and 6 on rank 1, gloo on CPU; printed counts and tqdm bars; a barrier or an epoc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from ncclcheck.evidence.types import FileScan, Loc
+from ncclcheck.evidence.types import Loc
 from ncclcheck.findings import Finding, Severity
+from ncclcheck.job.model import Job
 from ncclcheck.ranks import rank_phrase
 
 FIX = ("Give every rank the same number of steps: a DistributedSampler (drop_last=True drops the tail, "
@@ -26,28 +25,27 @@ FIX = ("Give every rank the same number of steps: a DistributedSampler (drop_las
        "that ran out.")
 
 
-def _last_counts(scans: Sequence[FileScan]) -> dict[str, dict[int, tuple[int, int, Loc]]]:
+def _last_counts(job: Job) -> dict[str, dict[int, tuple[int, int, Loc]]]:
     """loop -> rank -> (count, total, line) of the rank's latest progress line in that loop."""
     out: dict[str, dict[int, tuple[int, int, Loc]]] = {}
-    for s in scans:
-        for f in s.facts:
-            if f.key != "progress" or f.who.rank is None:
-                continue
-            loop, _, count = f.value.rpartition(": ")
-            i, _, n = count.partition("/")
-            seen = out.setdefault(loop, {})
-            if f.who.rank not in seen or seen[f.who.rank][2].line < f.loc.line:
-                seen[f.who.rank] = (int(i), int(n), f.loc)
+    for f in job.facts.progress:
+        if f.who.rank is None:
+            continue
+        loop, _, count = f.value.rpartition(": ")
+        i, _, n = count.partition("/")
+        seen = out.setdefault(loop, {})
+        if f.who.rank not in seen or seen[f.who.rank][2].line < f.loc.line:
+            seen[f.who.rank] = (int(i), int(n), f.loc)
     return out
 
 
-def uneven_findings(scans: Sequence[FileScan], failed: bool) -> list[Finding]:
+def uneven_findings(job: Job, failed: bool) -> list[Finding]:
     """One finding per loop whose totals differ across ranks, where the job failed (a loop may legitimately count
     differently per rank, an evaluation of each rank's own shard, in a job that ended well)."""
     if not failed:
         return []
     out = []
-    for loop, ranks in _last_counts(scans).items():
+    for loop, ranks in _last_counts(job).items():
         totals = {n for _, n, _ in ranks.values()}
         if len(ranks) < 2 or len(totals) < 2:
             continue

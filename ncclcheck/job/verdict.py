@@ -2,9 +2,10 @@
 
 The roles are apart: job/build.py (with job/facts.py) reads the inputs into one model; job/hang.py and
 job/rules.py decide from that model alone (the kind, the culprits, who waited, the cause); job/wording.py words
-the decision (summary, findings, next steps). This module joins them and adds the findings that still read the
-inputs' lines (the size arithmetic, counters, detectors, PyTorch's reports). It is the only module that builds a
-verdict.
+the decision (summary, findings, next steps). This module joins them, with the later rules and the findings (the
+size arithmetic, counters, detectors, PyTorch's reports), each read from the job model; three still read the inputs'
+scans beside it: the catalogue's matching (job/causes.py), the shared hang's setting lines (job/transport.py) and a
+console cut mid-run (job/ending.py). It is the only module that builds a verdict.
 """
 
 from __future__ import annotations
@@ -69,31 +70,31 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     job = build_job(scans, records)
     d = decide_job(job, lambda killed, fired, silent: diagnose(scans, killed, fired, silent))
     d = shared_hang(job, d, scans)  # every rank waits in one collective: a setting they disagree on, the transport
-    d = stopped_at_setup(job, d, scans)  # the inputs stop at NCCL's set-up with no error (job/stall.py)
-    d = traced(job, d, scans)  # NCCL's collective trace: calls that differ, or orders that cross (job/colltrace.py)
-    d = native_stall(job, d, scans)  # native stacks inside an NCCL call, nothing failed (job/nativestall.py)
-    d = stuck_after_end(job, d, scans)  # a watchdog stuck after the job's own end (job/afterend.py)
-    d = store_waited(job, d, scans)  # a store's wait that gave up after the job ran (job/storewait.py)
-    d = barrier_waited(job, d, scans)  # ranks waiting in the store-based barrier (job/storebarrier.py)
-    d = lazy_p2p(job, d, scans)  # a send or recv's wait for its communicator's NCCL id (job/idwait.py)
-    d = killed_workers(d, scans)  # a launcher's kill of its workers, nothing else said (job/launcherkill.py)
+    d = stopped_at_setup(job, d)  # the inputs stop at NCCL's set-up with no error (job/stall.py)
+    d = traced(job, d)  # NCCL's collective trace: calls that differ, or orders that cross (job/colltrace.py)
+    d = native_stall(job, d)  # native stacks inside an NCCL call, nothing failed (job/nativestall.py)
+    d = stuck_after_end(job, d)  # a watchdog stuck after the job's own end (job/afterend.py)
+    d = store_waited(job, d)  # a store's wait that gave up after the job ran (job/storewait.py)
+    d = barrier_waited(job, d)  # ranks waiting in the store-based barrier (job/storebarrier.py)
+    d = lazy_p2p(job, d)  # a send or recv's wait for its communicator's NCCL id (job/idwait.py)
+    d = killed_workers(job, d)  # a launcher's kill of its workers, nothing else said (job/launcherkill.py)
     d = unranked_death(job, d)  # a process no line ranks died with no error of its own (job/launcherkill.py)
     d = cut_off(job, d, scans)  # a console that stops mid-run with no ending and no failure (job/ending.py)
-    d = stopped_apart(job, d, scans)  # the ranks' own counters stop apart, nothing failed or ended (job/apart.py)
-    d = unstarted_members(job, error_file(job, d, scans), scans)  # what a launcher says is missing (launchgaps.py)
-    uneven = uneven_findings(scans, d.found)  # the ranks' loops counted to different totals (job/uneven.py)
-    crash = crash_findings(scans, d.cause, job.facts.versions)  # the library a native crash struck in
+    d = stopped_apart(job, d)  # the ranks' own counters stop apart, nothing failed or ended (job/apart.py)
+    d = unstarted_members(job, error_file(job, d))  # what a launcher says is missing (launchgaps.py)
+    uneven = uneven_findings(job, d.found)  # the ranks' loops counted to different totals (job/uneven.py)
+    crash = crash_findings(job, d.cause)  # the library a native crash struck in
     findings = [*wording.lead_findings(job, d), *history_findings(job, d.summary),
                 *_size_findings(job, d, dtype, tensor_of), *wording.busy_findings(d),
                 *crash,
-                *raise_findings(scans, d.kind, job.facts.versions),  # a framework's own check, a call path
+                *raise_findings(job, d.kind),  # a framework's own check, a call path
                 *wording.host_findings(job, d), *counter_findings(records, d.cause is None and d.kind in _OPEN),
-                *detector_findings(scans), *fallback_findings(scans),  # the network NCCL fell back to (job/netpath.py)
+                *detector_findings(job), *fallback_findings(job),  # the network NCCL fell back to (job/netpath.py)
                 *uneven,
-                *apart_findings(scans, d),  # the ranks' own counters stop apart (job/apart.py)
-                *unplaced_findings(scans),  # trace lines no process is known for (job/colltrace.py)
-                *local_only_findings(scans),  # DeepSpeed's runner on this node alone (job/localonly.py)
-                *membership_findings(job), *report_findings(scans), *wording.run_findings(job, d, restarts),
+                *apart_findings(job, d),  # the ranks' own counters stop apart (job/apart.py)
+                *unplaced_findings(job),  # trace lines no process is known for (job/colltrace.py)
+                *local_only_findings(job),  # DeepSpeed's runner on this node alone (job/localonly.py)
+                *membership_findings(job), *report_findings(job), *wording.run_findings(job, d, restarts),
                 *agreement_findings(job.facts.versions), *unexplained_findings(job.facts.versions, d.kind, d.cause)]
     pg = d.named.group.to_pg() if d.named is not None else None
     # a set-up failure that names no culprit (the host's, the launch's): no rank waited for a peer (job/partition.py)
@@ -102,9 +103,9 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     verdict = Verdict(d.kind, wording.summary(d), sets.culprits, sets.waiting, sets.unknown, pg,
                       d.named.seq if d.named is not None else job.facts.detail_seq,
                       chain_lines(job, d.culprits or d.ring or awaited_ranks(job, d)) if d.found else (), tuple(findings),
-                      (*((UNEVEN_FIX,) if uneven else ()), *member_steps(job, d, scans),  # job/launchgaps.py
+                      (*((UNEVEN_FIX,) if uneven else ()), *member_steps(job, d),  # job/launchgaps.py
                        *loopback_steps(job, d),  # a one-node job's store at its own host name (job/storeaddr.py)
-                       *local_only_steps(d.kind, scans),  # job/localonly.py
+                       *local_only_steps(job, d.kind),  # job/localonly.py
                        *crash_steps(crash, d.cause, wording.steps(job, d))), d.cause, d.ring, decide_action(job, d),
                       best(job, d.culprits, d.cause), sets.stopped)
     return Analysis(tuple(scans), tuple(records), job, verdict, dtype)

@@ -1,10 +1,20 @@
 """The labels collectors put before the lines they gather: srun -l's "3: ", pdsh's "worker-4: ", a CRI log's time
 stamp, kubectl logs --prefix's "[pod/job-worker-1/pytorch] "; and the tag of a wrapper that carries a launcher's
-workers' lines, Determined's "[rank=0] " (determined/launch/wrap_rank.py prefixes each line of the worker it runs).
+workers' lines, Determined's "[rank=0] ".
 
 Such a label says which node or task a line came from, not which rank: a node's label before torchrun's
 "[default1]:" makes that tag the node's local rank (evidence/parse.py places it), and a launcher's report behind
 a node's label is about that node's workers (evidence/formats/torchrun.py).
+
+Determined's tag names the global rank. Its launchers run each worker under determined/launch/wrap_rank.py, given
+the rank (torch_distributed.py and deepspeed.py: the ``RANK`` torchrun or DeepSpeed's launcher sets, the global rank;
+horovod.py: ``HOROVOD_RANK,OMPI_COMM_WORLD_RANK,PMI_RANK``; tensorflow.py: the rank itself), which writes each line of
+the worker as ``f"[rank={rank}] {line}"`` to the container's output. The master keeps that rank with the line (its log
+shipper, master/static/srv/ship_logs.py, takes ``[rank=N]`` off into the record's rank) and prints a trial's or task's
+log line as ``[<time>] <container> [rank=N] || <LEVEL>: <line>`` (master/pkg/model/task.go TaskLog.Message: the
+container's first 8 characters or 8 spaces; experiment.go TrialLog.Resolve: ``[<time>] [<container>] [rank=N] || ``;
+the Postgres query of postgres_trial_logs.go: ``[UNKNOWN CONTAINER]``, ``[UNKNOWN TIME]`` where either is missing).
+The worker's own form is taken off a line here (``PREFIXES``); the master's is not, nor is either's rank read (below).
 """
 
 from __future__ import annotations
@@ -13,8 +23,11 @@ import re
 
 # A collector's label before a line that has no rank tag.
 LABEL = re.compile(r"^(?:\d{4}-\d\d-\d\dT[\d:.]+Z |\[pod/[^\]\s]+\] |[\w.@-]{1,64}: (?=\S))")
-# The wrappers' tags, taken off a line's start with the sources' (evidence/whose.py, ``formats.PREFIXES``); the rank
-# Determined's names is not read (no line says how its ranks map to the launcher's).
+# The wrappers' tags, taken off a line's start with the sources' (evidence/whose.py, ``formats.PREFIXES``).
+# Determined's names the global rank (the module's docstring), but is not read as one: the one corpus case of it
+# (tests/data/public_threads/61, a set-up failure every rank meets, no culprit in its truth) would then name rank 0,
+# as torchrun's "[rank0]:" names it for the same line; whether such a failure names the rank that printed it is a
+# rule's question (job/rules.py), not this tag's.
 PREFIXES = (re.compile(r"\[rank=\d+\]"),)
 # A node's label before torchrun's "[default1]:" (pdsh's "node1: ", srun -l's "0: "), not a per-line stamp.
 NODE_LABEL = re.compile(r"^[\w.@-]{1,64}: (?=\[)")

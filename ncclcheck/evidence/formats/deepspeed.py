@@ -134,6 +134,14 @@ FORMAT = Format(
     samples=(
         Sample(_SPAWNED, f"{_KILL}:11", (Fact(_ANYONE, "launched", "DeepSpeed", AT), WorkerStarted(8884, 1, AT)),
                before=(_NODE, _MAPPING)),
+        # the runner's command with the own-logs flag set (runner.py appends f"--enable_each_rank_log={DIR}"): a
+        # worker's lines are in its own file, not here
+        Sample(_SPAWNED, f"{_KILL}:3 (its flag 'None' there; runner.py main's 'cmd = ' with a directory)",
+               (Fact(_ANYONE, "launched", "DeepSpeed", AT), WorkerStarted(8884, 1, AT, own_log=True)),
+               before=("[2026-11-25 15:27:42,761] [INFO] [runner.py:618:main] cmd = /work/wt/venv-launchers/bin/python3 "
+                       "-u -m deepspeed.launcher.launch --world_info=eyJsb2NhbGhvc3QiOiBbMCwgMSwgMiwgM119 "
+                       "--master_addr=127.0.0.1 --master_port=30003 --enable_each_rank_log=/tmp/ds_logs "
+                       "--log_level=info worker.py kill 1", _NODE, _MAPPING)),
         Sample(_NODE, f"{_KILL}:6", (Fact(_ANYONE, "launched", "DeepSpeed", AT),)),
         Sample("[2026-11-25 15:26:48,177] [INFO] [launch.py:285:main] Process 7166 exits successfully.",
                "tests/data/launchers/deepspeed/clean/console.log:46",

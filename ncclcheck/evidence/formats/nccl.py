@@ -337,5 +337,16 @@ FORMAT = Format(
                "tests/data/failures/order_cycle_info/torchrun/0ef4676f-9515-4a02-9ab7-2b91a4ce3d84_b0nuz3r4/"
                "attempt_0/0/stdout.log:227",
                (Fact(_NOBODY, "nccl_nranks", "2", AT), Fact(_NOBODY, "bus_id", "60", AT))),
+        # PyTorch's message under NCCL's error (getNcclErrorDetailStr: "\nLast error:\n" and ncclGetLastError's
+        # text): its reason, on the next line, is the assembler's to read (``LastErrors``), not this reader's
+        Sample("Last error:", "tests/data/verbs/reg_mr_enomem.log:5",
+               (Fact(_NOBODY, "nccl_version", "2.21.5", AT),
+                RankError(_NOBODY, ErrorKind.NCCL_ERROR, "NCCL error: unhandled system error (run with "
+                          "NCCL_DEBUG=INFO for details), NCCL version 2.21.5", AT)),
+               before=("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+                       "ProcessGroupNCCL.cpp:2027, unhandled system error (run with NCCL_DEBUG=INFO for details), "
+                       "NCCL version 2.21.5",
+                       "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or "
+                       "device error.")),
     ),
 )

@@ -101,5 +101,18 @@ FORMAT = Format(
             "ncclras: comm 2b902544309b73fa INCOMPLETE: Missing communicator data from 1 rank: "
             "Rank 1 -- GPU 1 managed by process 1408 on node 192.0.2.2"), AT),),
             before=("#0-0 (2b902544309b73fa) INCOMPLETE", "  Missing communicator data from 1 rank")),
+        # the count most ranks share first (most frequent first), then the one rank behind it
+        Sample(_BEHIND, "NCCL src/ras/client_support.cc (2.24 to 2.32): '  %d ranks have launched up to operation "
+               "%ld', then '  Rank %d has launched up to operation %ld -- GPU %s managed by process %d on node %s'",
+               (Clue(ANYONE, "nccl", (
+                   "ncclras: comm 2b902544309b73fa MISMATCH: Communicator ranks have different AllReduce operation "
+                   "counts: Rank 1 has launched up to operation 3 -- GPU 1 managed by process 1408 on node "
+                   "192.0.2.2"), AT),),
+               before=(_HEAD, _SAID, "  3 ranks have launched up to operation 4")),
+        Sample("  1 job process is considered dead (unreachable via the RAS network)",
+               "NCCL src/ras/client_support.cc (2.24 to 2.32): 'DEAD', then '  %d job process%s considered dead "
+               "(unreachable via the RAS network)' ('es are' or ' is')",
+               (Clue(ANYONE, "nccl", "ncclras: 1 job process is considered dead (unreachable via the RAS network)",
+                     AT),)),
     ),
 )

@@ -79,5 +79,14 @@ FORMAT = Format(
                                         "gpu_worker.py:212:init_device", AT),),
                before=('(EngineCore_DP0 pid=570282)   File "/home/julien.denize/workspace/vllm/vllm/v1/worker/'
                        'gpu_worker.py", line 212, in init_device',)),
+        # a traceback with no prefix: the exception's line starts with its name (a module's path before it)
+        Sample("torch.distributed.elastic.multiprocessing.api.SignalException: Process 922 got signal: 15",
+               "tests/data/launchers/torchrun/agent_term/console.log:45",
+               (Fact(_ANYONE, "raised", "torch.distributed.elastic.multiprocessing.api.SignalException|"
+                     "/work/main/.venv/lib/python3.11/site-packages/torch/distributed/elastic/multiprocessing/api.py:"
+                     "86:_terminate_process_handler", AT),),
+               before=('  File "/work/main/.venv/lib/python3.11/site-packages/torch/distributed/elastic/'
+                       'multiprocessing/api.py", line 86, in _terminate_process_handler',
+                       '    raise SignalException(f"Process {os.getpid()} got signal: {sigval}", sigval=sigval)')),
     ),
 )

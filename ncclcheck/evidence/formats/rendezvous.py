@@ -93,6 +93,10 @@ class Agent:
 
 
 _HERE = "tests/data/public_threads/156-pytorch-147064-elastic-agent-restart-rendezvous-closed.log"
+_LOST = "tests/data/launchers/torchrun/rdzv_store_lost/node0.console.log"
+_TERM = "tests/data/launchers/torchrun/agent_term/console.log"
+_API = "torch/distributed/elastic/agent/server/api.py:"
+_AGENT_RUN = "    result = agent.run()"
 FORMAT = Format(
     name="torchrun rendezvous",
     words=_WORDS,
@@ -106,5 +110,20 @@ FORMAT = Format(
                        "Worker group FAILED. 3/3 attempts left; will restart worker group",
                        "I0213 12:07:20.087000 870572 torch/distributed/elastic/agent/server/api.py:677] [default] "
                        "Rendezvous'ing worker group")),
+        # launch_agent's frame, then its code line: the agent's own failure, whatever its exception
+        Sample(_AGENT_RUN, "tests/data/failures/rdzv_timeout/console.log:16",
+               (Clue(Who(), "launcher", AGENT_RAN, AT),),
+               before=('  File "/opt/torch/.venv/lib/python3.12/site-packages/torch/distributed/launcher/api.py", '
+                       'line 308, in launch_agent',)),
+        # a rendezvous that completed (both releases' lines): the agent's traceback after it is not its rendezvous'
+        Sample('  File "/work/main/.venv/bin/torchrun", line 6, in <module>', f"{_LOST}:55", (),
+               before=(f"I1128 05:34:12.388000 25877 {_API}707] [default] Rendezvous'ing worker group",
+                       f"I1128 05:34:15.642000 25877 {_API}553] [default] Rendezvous complete for workers. Result:",
+                       f"I1128 05:34:15.642000 25877 {_API}715] [default] Starting worker group")),
+        # the agent logged its death signal: the traceback through agent.run() is that signal's (SignalException)
+        Sample(_AGENT_RUN, f"{_TERM}:33", (),
+               before=(f"W1127 15:04:59.651000 922 {_API}753] Received 15 death signal, shutting down workers",
+                       '  File "/work/main/.venv/lib/python3.11/site-packages/torch/distributed/launcher/api.py", '
+                       'line 374, in launch_agent')),
     ),
 )

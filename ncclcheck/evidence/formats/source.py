@@ -34,7 +34,8 @@ class Reader(Protocol):
 @dataclass(frozen=True)
 class Sample:
     """A real line of a source (``cite``: the recording or public page it is from) and the events a fresh reader
-    reads from it, after the lines ``before`` it (a report that spans lines), each at :data:`AT`."""
+    reads from it, after the lines ``before`` it (a report that spans lines), each at :data:`AT`; nothing, where a
+    line before it says so (the state it sets is what the sample shows: a fresh reader would read the line)."""
 
     line: str
     cite: str
