@@ -88,3 +88,19 @@ def test_a_failure_after_the_banner_is_the_failure(write):
                 "1) local_rank: 0 (pid: 1764) of binary: /usr/bin/python3")
     v = run(log).verdict
     assert v.kind is not VerdictKind.INCOMPLETE and (v.cause is None or v.cause.cause.kind != "console_stalled")
+
+
+@pytest.mark.parametrize(("line", "where"), [
+    ("Epoch 0/9  ━━━━━━━━━━━━━━╸━━━━━━━━━━━━━━━━━━━━━━ 12/400 0:00:05 • 0:02:40 2.41it/s v_num: 0", "mid-run"),
+    ("Sanity Checking DataLoader 0 ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━ 0/-- 0:00:00 • -:--:-- 0.00it/s",
+     "at the first step"),
+    # 1.5's columns: "<" between the times, "inf" for a loop of no known length
+    ("Epoch 0    ━━━━━━━━━━━━━━━━ 3/inf 0:00:01 < -:--:-- 2.00it/s loss: 0.3", "mid-run"),
+])
+def test_lightnings_rich_bar_is_read_as_its_tqdm_bar(write, line, where):
+    assert where in _stall(run(write("console.log", line)).verdict).summary
+
+
+def test_lightnings_rich_bar_at_its_total_is_a_finished_loop(write):
+    v = run(write("console.log", "Epoch 1/9  ━━━━━━━━━━━━━━━━━━ 400/400 0:02:45 • 0:00:00 2.41it/s")).verdict
+    assert v.kind is VerdictKind.NO_FAILURE, v.summary
