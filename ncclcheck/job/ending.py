@@ -28,6 +28,15 @@ what says how the job ended under that launcher (its ``bring``: the launcher's e
 a run with LOGLEVEL=INFO), the other nodes' consoles, the host's kernel log. (Where another agent reports a failure,
 a torchrun console is a lost node: job/lostnode.py.) Per-rank files of torchrun's ``--log-dir`` without a console:
 job/origins.py's ``unended``; inputs that stop at NCCL's set-up: job/stall.py, read first.
+
+Inputs with no launcher's console of workers still show a job that ran: torchrun's OMP_NUM_THREADS banner as it
+starts its workers (formats/torchrun.py's ``launch_banner``), a loop's tqdm bar or printed count (formats/progress.py).
+Where they stop after these with no ending and no failure (``stalled``, the cause ``console_stalled``), a job that
+hangs prints nothing until a timeout fires, so the last such line says where it stopped: at launch (the banner and
+nothing after: rendezvous, or init_process_group waiting for a world the launch did not start), at the first step (a
+count at 0: the first collective), or mid-run; and what to take while it hangs (every rank's stacks, the flight
+recorder). A loop at its total is a finished loop, and a paste with none of these (a configuration dump) no sign of a
+run: both stay ``no_failure``.
 """
 
 from __future__ import annotations
@@ -38,7 +47,7 @@ from dataclasses import replace
 from ncclcheck.evidence.formats import CONSOLES
 from ncclcheck.evidence.formats.source import Console
 from ncclcheck.evidence.formats.torchrun import CONSOLE as TORCHRUN
-from ncclcheck.evidence.types import FileScan, Loc
+from ncclcheck.evidence.types import Fact, FileScan, Loc
 from ncclcheck.job.causes import Diagnosis, cause
 from ncclcheck.job.lostnode import _agent_spoke, _ended
 from ncclcheck.job.model import Job, VerdictKind
@@ -95,3 +104,57 @@ def cut_off(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
                f"{launcher.bring} would.")
     return replace(d, kind=VerdictKind.INCOMPLETE, summary=summary,
                    cause=Diagnosis(CUT, tuple(ranks), detail, last, tuple(Loc(s.file, s.lines) for s, _ in cut), detail))
+
+
+STALLED = cause("console_stalled")
+# the facts that show a job launched or running, by the formats that read them: torchrun's banner as it starts its
+# workers (formats/torchrun.py), a loop's bar or printed count with its total, a bar with none (formats/progress.py)
+_RAN = ("launch_banner", "progress", "progress_open")
+_WHERE = {"launch": "at launch: the launcher's banner as it starts its workers, and no line of theirs after it (they "
+                    "wait at rendezvous or in init_process_group)",
+          "first": "at the first step: a loop's count at 0 (its first step, and the first collectives in it, never "
+                   "completed)",
+          "started": "after launch: the workers' own lines follow the launcher's banner, with no count of a loop and "
+                     "no ending",
+          "running": "mid-run: a loop's count part of the way"}
+# lines of the banner's own after its warning (its closing row of stars, a wrapped half): more is the workers'
+_BANNER_TAIL = 2
+
+
+def _stage(f: Fact, lines: int) -> str | None:
+    """Where a job whose last sign of progress is ``f`` (in an input of ``lines`` lines) stopped; None for a loop at
+    its total (it finished)."""
+    if f.key == "launch_banner":
+        return "launch" if lines - f.loc.line <= _BANNER_TAIL else "started"
+    i, _, n = f.value.rpartition(": ")[2].partition("/")
+    if n and int(i) >= int(n):
+        return None
+    return "first" if int(i) == 0 else "running"
+
+
+def stalled(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
+    """``no_failure`` where the inputs show a job launched or running (a launcher's banner, a loop's bar or count)
+    and then stop with no ending and no failure becomes ``incomplete_evidence``: a stall whose evidence is short."""
+    if d.kind is not VerdictKind.NO_FAILURE or d.cause is not None or job.live:
+        return d
+    if job.facts.work_done or job.facts.elastic or job.facts.relaunches or any(map(_shows_end, scans)):
+        return d
+    ran = [(s, f) for s in scans if s.dump is None for f in s.facts if f.key in _RAN]
+    if not ran:
+        return d
+    s, last = max(ran, key=lambda sf: (sf[1].loc.line, sf[1].key != "launch_banner"))
+    stage = _stage(last, s.lines)
+    if stage is None:
+        return d
+    where = _WHERE[stage]
+    loop, _, count = last.value.rpartition(": ")
+    shown = "torchrun's banner" if last.key == "launch_banner" else f"the count {count} of the loop '{loop}'"
+    detail = f"the job stops {where.partition(':')[0]} with no ending: its last sign of progress is {shown} " \
+             f"({last.loc})"
+    summary = (f"These inputs show the job launched and then stop with no ending and no failure, {where}: its last "
+               f"sign of progress is {shown} ({last.loc}, the input ends at line {s.lines}). No line says it failed, "
+               "exited or finished, so it hung there, or the console was copied only that far. A stall that "
+               "prints nothing is told apart by the stacks of every rank while it hangs and by the flight recorder.")
+    locs = tuple(Loc(x.file, x.lines) for x in scans if any(f.key in _RAN for f in x.facts))
+    return replace(d, kind=VerdictKind.INCOMPLETE, summary=summary,
+                   cause=Diagnosis(STALLED, (), detail, last.loc, locs, detail))

@@ -24,7 +24,7 @@ from ncclcheck.job.causes import diagnose
 from ncclcheck.job.chain import chain_lines
 from ncclcheck.job.colltrace import traced, unplaced_findings
 from ncclcheck.job.crashsite import crash_findings, crash_steps
-from ncclcheck.job.ending import cut_off
+from ncclcheck.job.ending import cut_off, stalled
 from ncclcheck.job.findings import (
     counter_findings,
     detector_findings,
@@ -81,6 +81,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     d = unranked_death(job, d)  # a process no line ranks died with no error of its own (job/launcherkill.py)
     d = cut_off(job, d, scans)  # a console that stops mid-run with no ending and no failure (job/ending.py)
     d = stopped_apart(job, d)  # the ranks' own counters stop apart, nothing failed or ended (job/apart.py)
+    d = stalled(job, d, scans)  # a job shown launched or running, then no ending and no failure (job/ending.py)
     d = unstarted_members(job, error_file(job, d))  # what a launcher says is missing (launchgaps.py)
     uneven = uneven_findings(job, d.found)  # the ranks' loops counted to different totals (job/uneven.py)
     crash = crash_findings(job, d.cause)  # the library a native crash struck in

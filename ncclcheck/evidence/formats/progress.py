@@ -13,6 +13,18 @@ epoch 0`` are one loop.
   for a bar) format_meter returns ``l_bar[:-1] + r_bar[1:]``, the same counts without the bar and its two ``|``:
   ``desc:  72% 23/32 [01:07<00:25,  2.80s/it]`` (tqdm since 2015, 367723c, to today's tqdm/std.py).
 
+A bar of a loop whose length tqdm was not told (``total=None``: an iterable without ``len``, Lightning's sanity check
+and its bars before the dataloader's length is known) has no percentage and ``?`` for its total: ``Sanity Checking:
+|          | 0/? [00:00<?, ?it/s]`` (format_meter's ``{n_fmt}/{total_fmt}`` with ``total_fmt`` "?", Lightning's
+``BAR_FORMAT``). It is read as a ``progress_open`` fact, ``label: i``: no total to compare across ranks, but a loop
+that ran (job/ending.py's ``stalled``: a console whose last progress is a bar with no ending after it).
+
+Lightning's RichProgressBar draws with rich, not tqdm (callbacks/progress/rich_progress.py, 1.5 on): its columns are
+the description, the bar, ``{completed}/{total}`` (``--`` for a loop of no known length; 1.5-1.6 printed ``inf``),
+the elapsed and remaining time (``0:00:05 • 0:02:40``, ``<`` between them in 1.5, ``-:--:--`` where unknown) and
+``{speed}it/s``: ``Epoch 0/9 ━━━━━━━━━ 12/400 0:00:05 • 0:02:40 2.41it/s v_num: 0``. Read the same way, its label
+the text before the bar.
+
 A count without a total, with the rank that printed it in the line's own words, is a rank's position in a loop: how
 far each rank got, compared where the log stops (job/apart.py). Read where the line names its rank, so that a count
 is never a process's other number (a batch size, an id):
@@ -44,6 +56,12 @@ PRINTED = re.compile(r"(?P<label>(?:[\w.-]{1,30}[ :]+){0,4}?)\b(?:batch|Batch)(?
 # tqdm's bar fills the terminal's width left by its text (format_meter's ``ncols``): on a wide terminal it is well over
 # 80 characters (300 covers a 4K-wide console).
 BAR = re.compile(r"\d{1,3}%(?:\|[^|]{0,300}\|)? {0,8}(?P<i>\d{1,9})/(?P<n>\d{1,9}) \[[^\]]{0,60}?(?:it/s|s/it)")
+# A bar with no total (``?``) and so no percentage: its (empty) bar between two ``|``, the count, ``/?``, the rate.
+OPEN = re.compile(r"\|[^|]{0,300}\| {0,8}(?P<i>\d{1,9})/\? \[[^\]]{0,60}?(?:it/s|s/it)")
+# Lightning's rich bar from its count on: the count, the total ("--" or "inf" where unknown), the times, the speed.
+RICH = re.compile(r"(?P<i>\d{1,9})/(?P<n>\d{1,9}|--|inf) {1,8}(?:\d{1,3}:\d\d:\d\d|-:--:--) [•<] "
+                  r"(?:\d{1,3}:\d\d:\d\d|-:--:--) {1,8}[\d.]{1,12}it/s")
+_RICH_BAR = " ━╸╺-"  # its bar's characters (a terminal without Unicode draws "-"), taken off the label's end
 # A count without a total in a line that names its rank: the rank's word and number, the loop's words (at most 40
 # characters, digits among them: an epoch), ``batch`` and its count, not followed by a total.
 COUNTED = re.compile(r"\b(?P<label>[Rr]ank[ :=#]{0,2}(?P<rank>\d{1,6})\b[^\n/]{0,40}?\b(?:batch|Batch)(?:es)?)[ :#=]{0,3}"
@@ -81,6 +99,17 @@ class Lines:
             outer = [str(int(n)) for n in _DIGITS.findall(c["label"][c.end("rank") - c.start():])]  # an epoch's
             count = ".".join([*outer, str(int(c["i"]))])
             return (Fact(_ANYONE, "count", f"{label(c['label'])}: rank {int(c['rank'])}: {count}", loc),)
+        if " • " in text or " < " in text:
+            r = RICH.search(text) if "it/s" in text else None
+            if r is not None:
+                name = label(bar_label(text, r.start()).rstrip(_RICH_BAR))
+                if r["n"].isdigit():
+                    if int(r["n"]) > 0 and int(r["i"]) <= int(r["n"]):
+                        return (Fact(_ANYONE, "progress", f"{name}: {int(r['i'])}/{int(r['n'])}", loc),)
+                    return ()
+                return (Fact(_ANYONE, "progress_open", f"{name}: {int(r['i'])}", loc),)
+        if "/? [" in text and (o := OPEN.search(text)):
+            return (Fact(_ANYONE, "progress_open", f"{label(bar_label(text, o.start()))}: {int(o['i'])}", loc),)
         m = (BAR.search(text) if ("it/s" in text or "s/it" in text) and "%" in text else None) or (
             PRINTED.search(text) if "atch" in text else None)
         if m is None or int(m["n"]) == 0 or int(m["i"]) > int(m["n"]):
@@ -94,10 +123,10 @@ FORMAT = Format(
     name="progress",
     words=("batch", "Batch", "it/s", "s/it", "| Step"),
     make=Lines,
-    patterns=(PRINTED, BAR, COUNTED, DGL),
+    patterns=(PRINTED, BAR, OPEN, RICH, COUNTED, DGL),
     behind=(
         # a count's or a bar's label, to name its loop
-        Behind((COUNTED, BAR, PRINTED), (_DIGITS, _TAG)),
+        Behind((COUNTED, BAR, OPEN, RICH, PRINTED), (_DIGITS, _TAG)),
     ),
     samples=(
         Sample("[default0]:epoch 0 batch 7/7", f"{_REC}_lines_barrier/console.log:12 (tools/launchers/uneven_job.py)",
@@ -114,6 +143,17 @@ FORMAT = Format(
                "GPU 123.4 MB | time 1.234 s",
                "DistDGL's examples/pytorch/graphsage/dist/train_dist.py print (its format string, a rank's values)",
                (Fact(_ANYONE, "count", "DGL Epoch # | Step #: rank 2: 3.40", AT),)),
+        Sample("Sanity Checking: |          | 0/? [00:00<?, ?it/s]",
+               "Lightning's TQDMProgressBar sanity-check bar before its length is known (tqdm's format_meter, total "
+               "None: total_fmt '?', no percentage)",
+               (Fact(_ANYONE, "progress_open", "Sanity Checking: 0", AT),)),
+        Sample("Epoch 0/9  ━━━━━━━━━━━━━━╸━━━━━━━━━━━━━━━━━━━━━━ 12/400 0:00:05 • 0:02:40 2.41it/s v_num: 0",
+               "Lightning's RichProgressBar (rich_progress.py: description, bar, BatchesProcessedColumn, "
+               "CustomTimeColumn, ProcessingSpeedColumn)",
+               (Fact(_ANYONE, "progress", "Epoch #/#: 12/400", AT),)),
+        Sample("Sanity Checking DataLoader 0 ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━ 0/-- 0:00:00 • -:--:-- 0.00it/s",
+               "Lightning's RichProgressBar, a dataloader of no known length (BatchesProcessedColumn's '--')",
+               (Fact(_ANYONE, "progress_open", "Sanity Checking DataLoader #: 0", AT),)),
         Sample("Validating:  72% 23/32 [01:07<00:25,  2.80s/it]",
                "tqdm's format_meter with ncols=0 (tqdm/std.py: `l_bar[:-1] + r_bar[1:]`, no bar between the counts)",
                (Fact(_ANYONE, "progress", "Validating: 23/32", AT),)),

@@ -13,6 +13,14 @@ SimpleElasticAgent._invoke_run on WorkerState.SUCCEEDED), then "Local worker gro
 and "Done waiting for other agents. Elapsed: … seconds" (_exit_barrier, reached on success only): an ``agent_done``
 fact, the job's clean end on that node (job/ending.py).
 
+As it starts more than one worker on a node with OMP_NUM_THREADS unset, the launcher warns once, before its agent
+starts them: "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system
+being overloaded, …" between two rows of stars (torch/distributed/run.py, config_from_args, every release since 1.9;
+torch.distributed.launch printed the same words before it). Its logger's prefix changed (``WARNING:
+torch.distributed.run:``, ``[time] torch.distributed.run: [WARNING]``, glog's ``W0322 … run.py:N]``); the words did
+not. The line shows a job launched: a ``launch_banner`` fact (job/ending.py's ``stalled``: a console whose last
+sign of progress is this banner, with no ending and no failure, stopped at rendezvous or the workers' init).
+
 When a worker fails, the agent stops the others and logs "Sending process <pid> closing signal SIGTERM" for each
 (multiprocessing/api.py, PContext._close: the worker's PID and the signal's name; SIGINT where it passes Ctrl-C on).
 evidence/formats/errors.py keeps the line as a launcher clue; its PID and signal are read here once, into the clue's
@@ -57,6 +65,9 @@ PATH_RANK = re.compile(r"attempt_\d+[/\\](?P<rank>\d+)[/\\](?:stdout|stderr|erro
 AGENT_ERROR = re.compile(r"Rendezvous(?:Closed|Timeout|Connection|State|GracefulExit)?Error|ChildFailedError"
                          r"|SignalException")
 _AGENT_WORDS = ("Rendezvous", "ChildFailedError", "SignalException")
+# the launcher's warning as it starts more than one worker per node (run.py config_from_args)
+OMP_BANNER = re.compile(r"Setting OMP_NUM_THREADS environment variable for each process")
+_BANNER_WORD = "Setting OMP_NUM_THREADS"
 _DONE_WORDS = ("successfully finished", "Local worker group finished", "Done waiting for other agents")
 _ANYONE = Who()
 # Its console is the one whose lines carry its workers' local tags ("[default3]:", FileScan.tagged).
@@ -85,6 +96,8 @@ class Agent:
     def feed(self, text: str, loc: Loc) -> Iterable[Said]:
         """The worker an agent's line says exited, and which agent said so (its label and glog PID); the agent's word
         that its workers succeeded."""
+        if _BANNER_WORD in text and OMP_BANNER.search(text):
+            return (Fact(_ANYONE, "launch_banner", "torchrun", loc),)
         if not (m := AGENT_FAILED.search(text)):
             done = AGENT_DONE.search(text) if any(w in text for w in _DONE_WORDS) else None
             return (Fact(_ANYONE, "agent_done", done["done"], loc),) if done else ()
@@ -100,9 +113,9 @@ _NODE = ("node0: E1125 15:07:23.561000 25208 torch/distributed/elastic/multiproc
          "-9) local_rank: 1 (pid: 25402) of binary: .venv/bin/python")
 FORMAT = Format(
     name="torchrun",
-    words=("of binary", *_DONE_WORDS),
+    words=("of binary", _BANNER_WORD, *_DONE_WORDS),
     make=Agent,
-    patterns=(AGENT_FAILED, AGENT_DONE),
+    patterns=(AGENT_FAILED, AGENT_DONE, OMP_BANNER),
     path_ranks=(PATH_RANK,),
     rank_tags=(RANK_TAG,),
     prefixes=(TAG,),
@@ -122,5 +135,15 @@ FORMAT = Format(
                "for other agents. Elapsed: 0.0005085468292236328 seconds",
                "torch/distributed/elastic/agent/server/api.py (_exit_barrier, LOGLEVEL=INFO)",
                (Fact(_ANYONE, "agent_done", "Done waiting for other agents", AT),)),
+        Sample("W1129 01:49:27.596000 487 torch/distributed/run.py:874] Setting OMP_NUM_THREADS environment variable "
+               "for each process to be 1 in default, to avoid your system being overloaded, please further tune the "
+               "variable for optimal performance in your application as needed.",
+               "tests/data/gloo_mechanisms/stall_launch/console.log:3",
+               (Fact(_ANYONE, "launch_banner", "torchrun", AT),)),
+        Sample("WARNING:torch.distributed.run:Setting OMP_NUM_THREADS environment variable for each process to be 1 in "
+               "default, to avoid your system being overloaded, please further tune the variable for optimal "
+               "performance in your application as needed.",
+               "torch/distributed/run.py config_from_args (1.9-2.1: the logging module's default prefix)",
+               (Fact(_ANYONE, "launch_banner", "torchrun", AT),)),
     ),
 )
