@@ -31,7 +31,7 @@ from ncclcheck.evidence.types import Clue, Fact, Loc, Said, Who
 
 LOCAL_ONLY = re.compile(r"Unable to find hostfile, will proceed with training with local resources only")
 # The address left empty: two spaces where it stands, or the option's value empty before the next argument.
-NO_ADDRESS = re.compile(r"Using IP address of  for node (?P<host>\S{1,255})|(?P<cmd>cmd = .{0,4000}? --master_addr=(?: |$))")
+NO_ADDRESS = re.compile(r"Using IP address of  for node (?P<host>\S{1,255})|cmd = .{0,4000}? (?P<empty>--master_addr=)(?: |$)")
 ANYONE = Who()
 _WORDS = ("Unable to find hostfile", "Using IP address of ", "--master_addr=")
 
@@ -48,7 +48,7 @@ class Runner:
             if m is None:
                 return ()
             # the line's own words: the echo, or the command from its empty option on (its head is the node list)
-            said = m[0] if m["host"] else text[text.index("--master_addr=", m.start("cmd")):][:200].rstrip()
+            said = m[0] if m["host"] else text[m.start("empty"):][:200].rstrip()
             return (Clue(ANYONE, "runner", said, loc),)
         if self._said or not LOCAL_ONLY.search(text):
             return ()
