@@ -26,7 +26,7 @@ from ncclcheck.job.netpath import KEYS as NET_KEYS
 from ncclcheck.job.reasons import FAILED, source_of, stated_lines
 from ncclcheck.job.returntrace import read_chains, read_test_checks
 from ncclcheck.job.slow import busy_lines, framework
-from ncclcheck.job.versions import read_versions
+from ncclcheck.job.versions import is_setting, read_versions
 
 _FP_SEQ = re.compile(r"SequenceNumber=(\d+)")
 
@@ -39,7 +39,9 @@ def with_facts(job: Job, scans: Sequence[FileScan]) -> Job:
 # The facts read_facts keeps by their key, each list in the scans' order: one walk over every fact (two a rank at
 # 100,000 ranks), not one a key (issue 42). Both accelerate keys go to one list, in the order they were printed; the
 # program's ends to one, which holds the work_done lines too. The names in _PER_INPUT are kept by input: the set-up
-# stall's facts (job/stall.py), the network's (job/netpath.py), the collective trace's (job/colltrace.py).
+# stall's facts (job/stall.py), the network's (job/netpath.py), the collective trace's (job/colltrace.py). A setting's
+# line (a variable NCCL or ProcessGroupNCCL printed, its name the key: job/versions.py) goes to "settings", with NCCL
+# DIAG's comparison of one.
 _KEPT = {"network": ("network", "net"), "work_done": ("work_done", "program_ends"),
          "collective_call": ("collective_call",), "progress": ("progress", "stall"), "progress_rise": ("progress_rise",),
          "pipeline": ("pipeline",), "accelerate_device": ("devices",), "accelerate_process": ("devices",),
@@ -50,7 +52,10 @@ _KEPT = {"network": ("network", "net"), "work_done": ("work_done", "program_ends
          "wrapper_call": ("wrapper_calls",), "nccl_ready": ("nccl_ready", "stall"), "count": ("counts",),
          "native_frame": ("native_frames",), "python_frame": ("python_frames",), "raised": ("raises",),
          "monitored_barrier_missing": ("barrier_missing",), "setup": ("stall",), "nccl_via": ("stall",),
-         **{k: ("net",) for k in NET_KEYS if k != "network"}, "nccl_coll": ("nccl_coll",), "nccl_comm": ("nccl_comm",)}
+         **{k: ("net",) for k in NET_KEYS if k != "network"}, "nccl_coll": ("nccl_coll",), "nccl_comm": ("nccl_comm",),
+         "nccl_diag_setting": ("settings",)}
+# a variable kept by its name for another list (job/netpath.py's NCCL_NET) is a setting too
+_KEPT = {k: (*v, "settings") if is_setting(k) else v for k, v in _KEPT.items()}
 _PER_INPUT = frozenset({"stall", "net", "nccl_coll", "nccl_comm"})
 
 
@@ -60,13 +65,16 @@ def _kept(scans: Sequence[FileScan]) -> tuple[dict[str, list[Fact]], dict[str, l
     kept: dict[str, list[Fact]] = {}
     at: dict[str, list[int]] = {}
     get = _KEPT.get
+    settings = kept.setdefault("settings", [])
     for i, s in enumerate(scans):
         for f in s.facts:
-            if (names := get(f.key)) is not None:
+            if (names := get(key := f.key)) is not None:
                 for name in names:
                     kept.setdefault(name, []).append(f)
                     if name in _PER_INPUT:
                         at.setdefault(name, []).append(i)
+            elif "NCCL_" in key and is_setting(key):
+                settings.append(f)
     return kept, at
 
 
@@ -159,6 +167,7 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         texts=_texts(scans, kept, at),
         net_facts=tuple((scans[i].file, f) for i, f in zip(at.get("net", ()), kept.get("net", ()), strict=True)),
         traces=tuple(TraceInput(scans[i].file, tuple(calls), tuple(comms.get(i, ()))) for i, calls in traces.items()),
+        settings=tuple(kept["settings"]),
     )
 
 

@@ -365,6 +365,8 @@ class JobFacts:
     net_facts: tuple[tuple[str, Fact], ...] = ()  # NCCL's network plugin, network and node count lines, each with
     # its input (job/netpath.py: a line that names no rank is its input's)
     traces: tuple[TraceInput, ...] = ()  # the inputs holding NCCL's collective trace, each with its lines
+    settings: tuple[Fact, ...] = ()  # every NCCL_* and TORCH_NCCL_* variable's line (the versions table's settings,
+    # job/versions.py) and NCCL DIAG's comparison of one, in the inputs' order (job/transport.py quotes them)
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,9 @@
 The roles are apart: job/build.py (with job/facts.py) reads the inputs into one model; job/hang.py and
 job/rules.py decide from that model alone (the kind, the culprits, who waited, the cause); job/wording.py words
 the decision (summary, findings, next steps). This module joins them, with the later rules and the findings (the
-size arithmetic, counters, detectors, PyTorch's reports), each read from the job model; three still read the inputs'
-scans beside it: the catalogue's matching (job/causes.py), the shared hang's setting lines (job/transport.py) and a
-console cut mid-run (job/ending.py). It is the only module that builds a verdict.
+size arithmetic, counters, detectors, PyTorch's reports), each read from the job model; two still read the inputs'
+scans beside it: the catalogue's matching (job/causes.py) and a console cut or stalled mid-run (job/ending.py). It
+is the only module that builds a verdict.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     ``tensor_of`` names the tensor of the hung collective (explain's table, when the user gave the model)."""
     job = build_job(scans, records)
     d = decide_job(job, lambda killed, fired, silent: diagnose(scans, killed, fired, silent))
-    d = shared_hang(job, d, scans)  # every rank waits in one collective: a setting they disagree on, the transport
+    d = shared_hang(job, d)  # every rank waits in one collective: a setting they disagree on, the transport
     d = stopped_at_setup(job, d)  # the inputs stop at NCCL's set-up with no error (job/stall.py)
     d = traced(job, d)  # NCCL's collective trace: calls that differ, or orders that cross (job/colltrace.py)
     d = native_stall(job, d)  # native stacks inside an NCCL call, nothing failed (job/nativestall.py)

@@ -155,8 +155,14 @@ class Versions:
         return tuple(r for r in self.rows if sum(len(g.members) for g in r.groups) >= 2)
 
 
+def is_setting(key: str) -> bool:
+    """Whether a fact's key is a variable NCCL or ProcessGroupNCCL printed (``NCCL_PROTO``, ``TORCH_NCCL_...``): a
+    setting of the versions table, its own aspect."""
+    return _SETTING.fullmatch(key) is not None
+
+
 def _aspect(key: str) -> str | None:
-    return _ASPECT_OF.get(key) or (key if _SETTING.fullmatch(key) else None)
+    return _ASPECT_OF.get(key) or (key if is_setting(key) else None)
 
 
 def _member_values(scans: Iterable[FileScan]) -> dict[str, dict[str, list[str]]]:
