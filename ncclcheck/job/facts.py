@@ -17,11 +17,11 @@ from dataclasses import replace
 from ncclcheck.evidence.formats.deepspeed import KILLING_FACT
 from ncclcheck.evidence.formats.pgstart import BARRIER_DONE, BARRIER_FACT
 from ncclcheck.evidence.reader import HEAD
-from ncclcheck.evidence.types import ErrorKind, Fact, FileScan, RankError
-from ncclcheck.job.ending import consoles
+from ncclcheck.evidence.types import ErrorKind, Fact, FileScan, Loc, RankError
+from ncclcheck.job.ending import END_KEYS, LAUNCHED, RAN, consoles, read_consoles
 from ncclcheck.job.hosts import join_events, peers_lost, rank_hosts
 from ncclcheck.job.lostnode import lost_nodes
-from ncclcheck.job.model import Job, JobFacts, TextInput, TraceInput
+from ncclcheck.job.model import Job, JobFacts, RunSign, TextInput, TraceInput
 from ncclcheck.job.netpath import KEYS as NET_KEYS
 from ncclcheck.job.reasons import FAILED, source_of, stated_lines
 from ncclcheck.job.returntrace import read_chains, read_test_checks
@@ -54,9 +54,12 @@ _KEPT = {"network": ("network", "net"), "work_done": ("work_done", "program_ends
          "monitored_barrier_missing": ("barrier_missing",), "setup": ("stall",), "nccl_via": ("stall",),
          **{k: ("net",) for k in NET_KEYS if k != "network"}, "nccl_coll": ("nccl_coll",), "nccl_comm": ("nccl_comm",),
          "nccl_diag_setting": ("settings",)}
-# a variable kept by its name for another list (job/netpath.py's NCCL_NET) is a setting too
+# a variable kept by its name for another list (job/netpath.py's NCCL_NET) is a setting too; the endings (job/ending.py):
+# the facts that show an input's end, a launcher's mark of its console, the signs that the job launched or ran
 _KEPT = {k: (*v, "settings") if is_setting(k) else v for k, v in _KEPT.items()}
-_PER_INPUT = frozenset({"stall", "net", "nccl_coll", "nccl_comm"})
+for _key, _name in ((LAUNCHED, "launched"), *((k, "ends") for k in END_KEYS), *((k, "ran") for k in RAN)):
+    _KEPT[_key] = (*_KEPT.get(_key, ()), _name)
+_PER_INPUT = frozenset({"stall", "net", "nccl_coll", "nccl_comm", "launched", "ends", "ran"})
 
 
 def _kept(scans: Sequence[FileScan]) -> tuple[dict[str, list[Fact]], dict[str, list[int]]]:
@@ -107,6 +110,8 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
     traces = _by_input(kept, at, "nccl_coll")
     comms = _by_input(kept, at, "nccl_comm")
     network = kept.get("network")
+    launched, ended = read_consoles(scans, _by_input(kept, at, "launched"), frozenset(at.get("ends", ())))
+    ran = tuple(zip(at.get("ran", ()), kept.get("ran", ()), strict=True))
     return JobFacts(
         network=network[0].value if network else None,
         heartbeats=tuple(h for s in scans for h in s.heartbeats),
@@ -128,7 +133,11 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         versions=read_versions(scans),
         lost_nodes=lost_nodes(scans),
         calls=tuple(kept.get("collective_call", ())),
-        consoles=consoles(scans),
+        consoles=consoles(launched),
+        launched=launched,
+        ended=ended,
+        ran=tuple(RunSign(f, scans[i].lines, scans[i].dump is not None) for i, f in ran),
+        ran_ends=tuple(Loc(scans[i].file, scans[i].lines) for i in dict.fromkeys(i for i, _ in ran)),
         reported_late=reported_late(scans),
         progress=tuple(kept.get("progress", ())),
         rises=tuple(kept.get("progress_rise", ())),

@@ -3,9 +3,8 @@
 The roles are apart: job/build.py (with job/facts.py) reads the inputs into one model; job/hang.py and
 job/rules.py decide from that model alone (the kind, the culprits, who waited, the cause); job/wording.py words
 the decision (summary, findings, next steps). This module joins them, with the later rules and the findings (the
-size arithmetic, counters, detectors, PyTorch's reports), each read from the job model; two still read the inputs'
-scans beside it: the catalogue's matching (job/causes.py) and a console cut or stalled mid-run (job/ending.py). It
-is the only module that builds a verdict.
+size arithmetic, counters, detectors, PyTorch's reports), each read from the job model; one still reads the inputs'
+scans beside it: the catalogue's matching (job/causes.py). It is the only module that builds a verdict.
 """
 
 from __future__ import annotations
@@ -79,9 +78,9 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     d = lazy_p2p(job, d)  # a send or recv's wait for its communicator's NCCL id (job/idwait.py)
     d = killed_workers(job, d)  # a launcher's kill of its workers, nothing else said (job/launcherkill.py)
     d = unranked_death(job, d)  # a process no line ranks died with no error of its own (job/launcherkill.py)
-    d = cut_off(job, d, scans)  # a console that stops mid-run with no ending and no failure (job/ending.py)
+    d = cut_off(job, d)  # a console that stops mid-run with no ending and no failure (job/ending.py)
     d = stopped_apart(job, d)  # the ranks' own counters stop apart, nothing failed or ended (job/apart.py)
-    d = stalled(job, d, scans)  # a job shown launched or running, then no ending and no failure (job/ending.py)
+    d = stalled(job, d)  # a job shown launched or running, then no ending and no failure (job/ending.py)
     d = unstarted_members(job, error_file(job, d))  # what a launcher says is missing (launchgaps.py)
     uneven = uneven_findings(job, d.found)  # the ranks' loops counted to different totals (job/uneven.py)
     crash = crash_findings(job, d.cause)  # the library a native crash struck in
