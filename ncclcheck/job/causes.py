@@ -16,18 +16,22 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from ncclcheck import signals
 from ncclcheck.evidence import formats, stamps
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, NcclWords, PeerGone, StoreWords, SystemEvent
 from ncclcheck.job.causedata import DEVICE, HOST, LATE, LAUNCHER, MEMORY, NETWORK, PROGRAM, SETUP, Cause, read_catalogue
 from ncclcheck.job.dupgpu import pair_words
-from ncclcheck.job.hosts import Joined, join_events, peers_lost
+from ncclcheck.job.hosts import Joined, join_events
 from ncclcheck.job.rununsage import run_usage
 from ncclcheck.job.statements import Statement, first_told, told
 from ncclcheck.job.unsaiddup import unsaid_duplicate
 from ncclcheck.job.xids import fatal, meaning
 from ncclcheck.ranks import rank_phrase
+
+if TYPE_CHECKING:  # the job model holds a Diagnosis (job/model.py): imported here for its type only
+    from ncclcheck.job.model import Job
 
 __all__ = ["ALL_CAUSES", "CATALOGUE", "DEVICE", "HOST", "HOST_KILL", "LATE", "LAUNCHER", "MEMORY", "NETWORK", "NO_REASON",
            "PROBE", "PROGRAM", "RULED", "SETUP", "STOPPED", "SYSTEM_ERROR", "VERSIONS", "Cause", "Diagnosis",
@@ -237,17 +241,17 @@ def _found(cause: Cause, hits: Sequence[_Said], fired_s: float | None = None) ->
 _SETTING_OF = {"no_socket_interface": "NCCL_SOCKET_IFNAME", "net_plugin": "NCCL_NET"}
 
 
-def _quoting_the_setting(d: Diagnosis, scans: Sequence[FileScan]) -> Diagnosis:
+def _quoting_the_setting(d: Diagnosis, job: Job) -> Diagnosis:
     """The diagnosis with the value of its setting as the log printed it ("set by environment to eth2")."""
     name = _SETTING_OF.get(d.cause.kind)
-    fact = next((f for s in scans for f in s.facts if name and f.key == name), None)
+    fact = next((f for f in job.facts.settings if name and f.key == name), None)
     if fact is None:
         return d
     return replace(d, detail=f"{d.detail}; the job ran with {name}={fact.value} ({fact.loc}), which named nothing "
                              "NCCL could use", locs=(*d.locs, fact.loc)[:8])
 
 
-def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, str]] = (),
+def diagnose(job: Job, scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, str]] = (),
              fired_s: float | None = None, silent: Sequence[int] = ()) -> Diagnosis | None:
     """The first cause of the catalogue that the inputs show, or a cause read from what is missing.
 
@@ -267,20 +271,20 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
     # "exits with return code = -9").
     unnamed = [(None, s.loc, sig) for s in said if (sig := formats.launcher_signal(s.text))][:1]
     for cause in CATALOGUE:
-        if cause.kind == "rdzv_failed" and _worker_failed(scans):
+        if cause.kind == "rdzv_failed" and _worker_failed(job):
             continue  # the agent's rendezvous failed after a worker's own error ended the job: its echo
         hits = [s for s in said if _shows(cause, s)]
         # A killed rank is why its peers lost it (or read a cut message).
         if hits and not (cause.echo and (killed or unnamed or silent)):
-            found = _quoting_the_setting(_found(cause, hits, fired_s), scans)
-            if (unsaid := run_usage(cause.kind, scans, _BY_KIND["nccl_graph_capture"])  # job/rununsage.py
-                    or unsaid_duplicate(cause.kind, scans, _BY_KIND["duplicate_gpu"])) is not None:
+            found = _quoting_the_setting(_found(cause, hits, fired_s), job)
+            if (unsaid := run_usage(cause.kind, job, _BY_KIND["nccl_graph_capture"])  # job/rununsage.py
+                    or unsaid_duplicate(cause.kind, job, _BY_KIND["duplicate_gpu"])) is not None:
                 found = replace(found, cause=unsaid[0], detail=unsaid[1])  # job/unsaiddup.py
             return found
     if silent:
         lost = [s for s in said if s.rank not in silent and s.clue is None and s.gone is not None]
         if lost:
-            return _silent_death(scans, silent, lost, unnamed[0] if unnamed and len(silent) == 1 else None)
+            return _silent_death(job, silent, lost, unnamed[0] if unnamed and len(silent) == 1 else None)
     nccl = [s for s in said if s.clue is None and (s.text.startswith("NCCL error") or s.system)]
     if nccl:
         empty = [s for s in said if s.clue == "last_error" and not s.text]
@@ -289,7 +293,7 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
         if empty or unexplained:
             system = any(s.system for s in unexplained)
             return _found(SYSTEM_ERROR if system else NO_REASON, unexplained + empty)
-    versions = _versions(scans)
+    versions = _versions(job)
     if versions is not None:
         return versions
     killed = killed or unnamed
@@ -313,9 +317,9 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
     # Slurm's cancellations and mpirun's time limit are the launchers' stop lines (evidence/formats/).
     stops = [s for s in said if s.clue == "launcher" and ("death signal" in s.text or formats.is_stop(s.text))
              or s.joined is not None and s.joined.event.kind in ("time_limit", "cancelled")]
-    errors = [e for s in scans for e in s.errors
+    errors = [e for e in job.facts.errors
               if e.kind is not ErrorKind.EXCEPTION or e.says is None or e.says.agent != "SignalException"]
-    timeouts = any(s.works or s.statuses for s in scans)
+    timeouts = job.facts.timeouts
     if stops and not errors and not timeouts:
         # The agent passes on the signal it received: SIGHUP is a closed terminal, not a scheduler (signals.ORIGIN).
         hangup = any(signals.death_signal(s.text) == "SIGHUP" for s in stops)
@@ -324,7 +328,7 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
     return None
 
 
-def _worker_failed(scans: Sequence[FileScan]) -> bool:
+def _worker_failed(job: Job) -> bool:
     """Whether a worker (a rank) wrote an error of its own that is not the loss of a peer: torchrun's agent whose
     rendezvous failed after it then only echoes the job's end (the agent without restarts left, ending, closed the
     rendezvous or took its store with it: torch/distributed/launcher/api.py, launch_agent's rdzv_handler.shutdown()).
@@ -332,10 +336,10 @@ def _worker_failed(scans: Sequence[FileScan]) -> bool:
     error, nor is a worker's lost store (``store.failed``) or peer (``gone``): the rendezvous' echo too."""
     return any(e.who.rank is not None and e.kind is not ErrorKind.CONNECTION and e.gone is None
                and (e.says is None or e.says.agent is None) and (e.store is None or not e.store.failed)
-               for s in scans for e in s.errors)
+               for e in job.facts.errors)
 
 
-def _silent_death(scans: Sequence[FileScan], silent: Sequence[int], lost: Sequence[_Said],
+def _silent_death(job: Job, silent: Sequence[int], lost: Sequence[_Said],
                   unnamed: tuple[None, Loc, str] | None) -> Diagnosis:
     """Ranks that wrote nothing while the others lost their peer: they died without a traceback. A launcher's report
     of a worker's death by a signal that names no worker is the one silent rank's: every other rank wrote an error of
@@ -344,7 +348,7 @@ def _silent_death(scans: Sequence[FileScan], silent: Sequence[int], lost: Sequen
     gone = lost[0].gone
     assert gone is not None
     words = gone.words
-    host = "".join(f", the host of {rank_phrase(p.ranks)}" for p in peers_lost(scans)[:1]
+    host = "".join(f", the host of {rank_phrase(p.ranks)}" for p in job.facts.peers_lost[:1]
                    if p.ranks and p.peer.split("<")[0] in words)
     peers = (f"{rank_phrase(others) if others else 'the other ranks'} lost "
              f"{'its connection' if len(others) == 1 else 'their connections'} to a peer ({words}){host}")
@@ -360,12 +364,10 @@ def _silent_death(scans: Sequence[FileScan], silent: Sequence[int], lost: Sequen
                      + ("; these inputs do not tell which of them died first" if len(silent) > 1 else ""))
 
 
-def _versions(scans: Sequence[FileScan]) -> Diagnosis | None:
+def _versions(job: Job) -> Diagnosis | None:
     seen: dict[str, list[tuple[int | None, Loc]]] = {}
-    for s in scans:
-        for f in s.facts:
-            if f.key == "nccl_version":
-                seen.setdefault(f.value, []).append((f.who.rank, f.loc))
+    for f in job.facts.nccl_versions:
+        seen.setdefault(f.value, []).append((f.who.rank, f.loc))
     if len(seen) < 2:
         return None
     detail = "; ".join(f"{v} on {rank_phrase(r for r, _ in who if r is not None) or 'unnamed ranks'}"

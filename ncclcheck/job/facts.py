@@ -17,7 +17,7 @@ from dataclasses import replace
 from ncclcheck.evidence.formats.deepspeed import KILLING_FACT
 from ncclcheck.evidence.formats.pgstart import BARRIER_DONE, BARRIER_FACT
 from ncclcheck.evidence.reader import HEAD
-from ncclcheck.evidence.types import ErrorKind, Fact, FileScan, Loc, RankError
+from ncclcheck.evidence.types import Clue, ErrorKind, Fact, FileScan, Loc, Mismatch, RankError
 from ncclcheck.job.ending import END_KEYS, LAUNCHED, RAN, consoles, read_consoles
 from ncclcheck.job.hosts import join_events, peers_lost, rank_hosts
 from ncclcheck.job.lostnode import lost_nodes
@@ -53,7 +53,7 @@ _KEPT = {"network": ("network", "net"), "work_done": ("work_done", "program_ends
          "native_frame": ("native_frames",), "python_frame": ("python_frames",), "raised": ("raises",),
          "monitored_barrier_missing": ("barrier_missing",), "setup": ("stall",), "nccl_via": ("stall",),
          **{k: ("net",) for k in NET_KEYS if k != "network"}, "nccl_coll": ("nccl_coll",), "nccl_comm": ("nccl_comm",),
-         "nccl_diag_setting": ("settings",)}
+         "nccl_diag_setting": ("settings",), "nccl_version": ("nccl_versions",)}
 # a variable kept by its name for another list (job/netpath.py's NCCL_NET) is a setting too; the endings (job/ending.py):
 # the facts that show an input's end, a launcher's mark of its console, the signs that the job launched or ran
 _KEPT = {k: (*v, "settings") if is_setting(k) else v for k, v in _KEPT.items()}
@@ -176,8 +176,22 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         texts=_texts(scans, kept, at),
         net_facts=tuple((scans[i].file, f) for i, f in zip(at.get("net", ()), kept.get("net", ()), strict=True)),
         traces=tuple(TraceInput(scans[i].file, tuple(calls), tuple(comms.get(i, ()))) for i, calls in traces.items()),
+        events=_events(scans),
+        nccl_versions=tuple(kept.get("nccl_versions", ())),
+        timeouts=any(s.works or s.statuses for s in scans),
         settings=tuple(kept["settings"]),
     )
+
+
+def _events(scans: Sequence[FileScan]) -> tuple[RankError | Clue | Mismatch, ...]:
+    """Every error line, clue and DETAIL mismatch report, input by input: its errors, then its clues, then its reports
+    (the order the catalogue reads them in: job/causes.py)."""
+    out: list[RankError | Clue | Mismatch] = []
+    for s in scans:
+        out += s.errors
+        out += s.clues
+        out += s.mismatches
+    return tuple(out)
 
 
 def exit_teardown(scans: Sequence[FileScan]) -> list[Fact]:

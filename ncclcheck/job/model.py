@@ -393,6 +393,10 @@ class JobFacts:
     net_facts: tuple[tuple[str, Fact], ...] = ()  # NCCL's network plugin, network and node count lines, each with
     # its input (job/netpath.py: a line that names no rank is its input's)
     traces: tuple[TraceInput, ...] = ()  # the inputs holding NCCL's collective trace, each with its lines
+    events: tuple[RankError | Clue | Mismatch, ...] = ()  # every error line, clue and DETAIL mismatch report, input by
+    # input (its errors, then its clues, then its reports): what the catalogue matches (job/causes.py)
+    nccl_versions: tuple[Fact, ...] = ()  # each line of NCCL's that states its release, in the inputs' order
+    timeouts: bool = False  # whether an input holds a work or a status of ProcessGroupNCCL's (a collective ran)
     settings: tuple[Fact, ...] = ()  # every NCCL_* and TORCH_NCCL_* variable's line (the versions table's settings,
     # job/versions.py) and NCCL DIAG's comparison of one, in the inputs' order (job/transport.py quotes them)
 

@@ -67,7 +67,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
 
     ``tensor_of`` names the tensor of the hung collective (explain's table, when the user gave the model)."""
     job = build_job(scans, records)
-    d = decide_job(job, lambda killed, fired, silent: diagnose(scans, killed, fired, silent))
+    d = decide_job(job, lambda killed, fired, silent: diagnose(job, scans, killed, fired, silent))
     d = shared_hang(job, d)  # every rank waits in one collective: a setting they disagree on, the transport
     d = stopped_at_setup(job, d)  # the inputs stop at NCCL's set-up with no error (job/stall.py)
     d = traced(job, d)  # NCCL's collective trace: calls that differ, or orders that cross (job/colltrace.py)
