@@ -27,7 +27,7 @@ GOOD = FOLDER / "cuda_oom.toml"
 
 def _diagnose(scans: list[FileScan]) -> Diagnosis | None:
     """The catalogue's match over a job of these inputs alone (only its facts are read)."""
-    return diagnose_job(with_facts(Job(None, (), (), (), ()), scans), scans)
+    return diagnose_job(with_facts(Job(None, (), (), (), ()), scans))
 
 
 def test_the_committed_page_is_the_one_the_cause_files_give():

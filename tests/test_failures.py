@@ -48,7 +48,7 @@ KNOWN = {
 
 def _diagnose(scans: list[FileScan]) -> Diagnosis | None:
     """The catalogue's match over a job of these inputs alone (only its facts are read)."""
-    return diagnose_job(with_facts(Job(None, (), (), (), ()), scans), scans)
+    return diagnose_job(with_facts(Job(None, (), (), (), ()), scans))
 
 
 def _ways(name: str) -> dict[str, list[str]]:

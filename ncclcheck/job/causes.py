@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING
 
 from ncclcheck import signals
 from ncclcheck.evidence import formats, stamps
-from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, NcclWords, PeerGone, StoreWords, SystemEvent
+from ncclcheck.evidence.types import Clue, ErrorKind, Loc, NcclWords, PeerGone, RankError, StoreWords, SystemEvent
 from ncclcheck.job.causedata import DEVICE, HOST, LATE, LAUNCHER, MEMORY, NETWORK, PROGRAM, SETUP, Cause, read_catalogue
 from ncclcheck.job.dupgpu import pair_words
-from ncclcheck.job.hosts import Joined, join_events
+from ncclcheck.job.hosts import Joined
 from ncclcheck.job.rununsage import run_usage
 from ncclcheck.job.statements import Statement, first_told, told
 from ncclcheck.job.unsaiddup import unsaid_duplicate
@@ -138,24 +138,26 @@ class _Said:
     system: bool = False  # it names ncclSystemError, in its words or by its name (evidence/formats/nccl.py)
 
 
-def _said(scans: Sequence[FileScan]) -> list[_Said]:
+def _said(job: Job) -> list[_Said]:
+    """Every error line, clue and DETAIL mismatch report of the job's inputs (JobFacts.events, input by input), then
+    every host or scheduler record joined to its ranks (JobFacts.host_records)."""
     out: list[_Said] = []
-    for s in scans:
-        for e in s.errors:
-            out.append(_Said(e.who.rank, e.message, e.loc, store=e.store, nccl=e.nccl, gone=e.gone,
-                             system=e.says is not None and e.says.system))
-        for c in s.clues:
-            out.append(_Said(c.who.rank, c.text, c.loc, c.kind, c.clock_s, store=c.store, nccl=c.nccl))
-        # TORCH_DISTRIBUTED_DEBUG=DETAIL's report, read into a Mismatch: a cause names it among its events (the text
-        # is what the verdict quotes, never what is matched).
-        for m in s.mismatches:
-            ranks = f"{m.rank_a}" if m.rank_b is None else f"{m.rank_a} and {m.rank_b}"
-            out.append(_Said(m.who.rank, f"Detected mismatch between collectives on ranks {ranks} "
-                                         "(TORCH_DISTRIBUTED_DEBUG=DETAIL)", m.loc, "mismatch"))
+    for x in job.facts.events:
+        if isinstance(x, RankError):
+            out.append(_Said(x.who.rank, x.message, x.loc, store=x.store, nccl=x.nccl, gone=x.gone,
+                             system=x.says is not None and x.says.system))
+        elif isinstance(x, Clue):
+            out.append(_Said(x.who.rank, x.text, x.loc, x.kind, x.clock_s, store=x.store, nccl=x.nccl))
+        else:
+            # TORCH_DISTRIBUTED_DEBUG=DETAIL's report, read into a Mismatch: a cause names it among its events (the
+            # text is what the verdict quotes, never what is matched).
+            ranks = f"{x.rank_a}" if x.rank_b is None else f"{x.rank_a} and {x.rank_b}"
+            out.append(_Said(x.who.rank, f"Detected mismatch between collectives on ranks {ranks} "
+                                         "(TORCH_DISTRIBUTED_DEBUG=DETAIL)", x.loc, "mismatch"))
     # A host's or a scheduler's record speaks for the job only where it joins a rank (a PID, a GPU, a host of it):
     # the rest of a node's kernel log is other processes' business.
     # Where the inputs place no rank at all, a record stands for itself, said to be joined to none.
-    for j in join_events(scans):
+    for j in job.facts.host_records:
         if j.event.kind in _NOT_A_CAUSE or j.event.xid is not None and not fatal(j.event.xid):
             continue
         if j.ranks:
@@ -251,7 +253,7 @@ def _quoting_the_setting(d: Diagnosis, job: Job) -> Diagnosis:
                              "NCCL could use", locs=(*d.locs, fact.loc)[:8])
 
 
-def diagnose(job: Job, scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, str]] = (),
+def diagnose(job: Job, killed: Sequence[tuple[int | None, Loc, str]] = (),
              fired_s: float | None = None, silent: Sequence[int] = ()) -> Diagnosis | None:
     """The first cause of the catalogue that the inputs show, or a cause read from what is missing.
 
@@ -266,7 +268,7 @@ def diagnose(job: Job, scans: Sequence[FileScan], killed: Sequence[tuple[int | N
     away: a process that dies without a traceback (SIGKILL cannot be caught; Python prints nothing for it), read
     from the survivors' lines, since the dead rank wrote none.
     """
-    said = _said(scans)
+    said = _said(job)
     # A launcher's report of a kill it could not tie to a rank ("died with <Signals.SIGKILL: 9>", DeepSpeed's
     # "exits with return code = -9").
     unnamed = [(None, s.loc, sig) for s in said if (sig := formats.launcher_signal(s.text))][:1]

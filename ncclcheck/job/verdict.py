@@ -3,8 +3,8 @@
 The roles are apart: job/build.py (with job/facts.py) reads the inputs into one model; job/hang.py and
 job/rules.py decide from that model alone (the kind, the culprits, who waited, the cause); job/wording.py words
 the decision (summary, findings, next steps). This module joins them, with the later rules and the findings (the
-size arithmetic, counters, detectors, PyTorch's reports), each read from the job model; one still reads the inputs'
-scans beside it: the catalogue's matching (job/causes.py). It is the only module that builds a verdict.
+size arithmetic, counters, detectors, PyTorch's reports), each read from the job model alone, the catalogue's
+matching (job/causes.py) included: no rule reads the inputs' scans. It is the only module that builds a verdict.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
 
     ``tensor_of`` names the tensor of the hung collective (explain's table, when the user gave the model)."""
     job = build_job(scans, records)
-    d = decide_job(job, lambda killed, fired, silent: diagnose(job, scans, killed, fired, silent))
+    d = decide_job(job, lambda killed, fired, silent: diagnose(job, killed, fired, silent))
     d = shared_hang(job, d)  # every rank waits in one collective: a setting they disagree on, the transport
     d = stopped_at_setup(job, d)  # the inputs stop at NCCL's set-up with no error (job/stall.py)
     d = traced(job, d)  # NCCL's collective trace: calls that differ, or orders that cross (job/colltrace.py)
