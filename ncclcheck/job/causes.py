@@ -80,11 +80,12 @@ VERSIONS, NO_REASON, SYSTEM_ERROR, HOST_KILL, STOPPED, HANGUP = (_BY_KIND[k] for
 # The cause of a death by signal that the launcher reports without a line of the process's own.
 _BY_SIGNAL = {sig: c for c in CATALOGUE for sig in c.signals}
 
-_OOM = re.compile(r"Tried to allocate ([\d.]+ [KMGT]?i?B)")
-_OOM_GPU = re.compile(r"GPU (\d+) has a total capacity of ([\d.]+ [KMGT]?i?B) of which ([\d.]+ [KMGT]?i?B) is free")
-_OOM_OLD = re.compile(r"GPU (\d+); ([\d.]+ [KMGT]?i?B) total capacity; .*?([\d.]+ [KMGT]?i?B) free")
-_OOM_MINE = re.compile(r"this process has ([\d.]+ [KMGT]?i?B) memory in use")
-_OOM_FRAG = re.compile(r"(?<![\d.])([\d.]+ [KMGT]?i?B) is reserved by PyTorch but unallocated")
+_OOM = re.compile(r"Tried to allocate (?P<asked>[\d.]+ [KMGT]?i?B)")
+_OOM_GPU = re.compile(r"GPU (?P<gpu>\d+) has a total capacity of (?P<total>[\d.]+ [KMGT]?i?B) of which "
+                      r"(?P<free>[\d.]+ [KMGT]?i?B) is free")
+_OOM_OLD = re.compile(r"GPU (?P<gpu>\d+); (?P<total>[\d.]+ [KMGT]?i?B) total capacity; .*?(?P<free>[\d.]+ [KMGT]?i?B) free")
+_OOM_MINE = re.compile(r"this process has (?P<held>[\d.]+ [KMGT]?i?B) memory in use")
+_OOM_FRAG = re.compile(r"(?<![\d.])(?P<reserved>[\d.]+ [KMGT]?i?B) is reserved by PyTorch but unallocated")
 # What the asserting kernel usually means.
 _KERNELS = (
     (re.compile(r"indexSelect|srcIndex < srcSelectDimSize"), "an index past the end of an embedding or index_select "
@@ -111,14 +112,14 @@ def oom_line(message: str) -> str:
     """``CUDA out of memory: asked 372.53 GiB on GPU 1 (139.80 GiB total, 123.46 GiB free)``, from whatever is printed."""
     parts = []
     if m := _OOM.search(message):
-        parts.append(f"asked {m[1]}")
+        parts.append(f"asked {m['asked']}")
     gpu = _OOM_GPU.search(message) or _OOM_OLD.search(message)
     if gpu:
-        parts.append(f"on GPU {gpu[1]} ({gpu[2]} total, {gpu[3]} free)")
+        parts.append(f"on GPU {gpu['gpu']} ({gpu['total']} total, {gpu['free']} free)")
     if m := _OOM_MINE.search(message):
-        parts.append(f"this process held {m[1]}")
+        parts.append(f"this process held {m['held']}")
     if m := _OOM_FRAG.search(message):
-        parts.append(f"{m[1]} reserved but unallocated")
+        parts.append(f"{m['reserved']} reserved but unallocated")
     return "CUDA out of memory" + (": " + ", ".join(parts) if parts else "")
 
 

@@ -28,7 +28,7 @@ from ncclcheck.job.returntrace import read_chains, read_test_checks
 from ncclcheck.job.slow import busy_lines, framework
 from ncclcheck.job.versions import is_setting, read_versions
 
-_FP_SEQ = re.compile(r"SequenceNumber=(\d+)")
+_FP_SEQ = re.compile(r"SequenceNumber=(?P<seq>\d+)")
 
 
 def with_facts(job: Job, scans: Sequence[FileScan]) -> Job:
@@ -209,7 +209,7 @@ def exit_teardown(scans: Sequence[FileScan]) -> list[Fact]:
 
 def detail_seq(scans: Sequence[FileScan]) -> int | None:
     """The sequence number TORCH_DISTRIBUTED_DEBUG=DETAIL's fingerprints name, when they all name the same."""
-    seqs = {int(m[1]) for s in scans for x in s.mismatches for fp in (x.fingerprint_a, x.fingerprint_b)
+    seqs = {int(m["seq"]) for s in scans for x in s.mismatches for fp in (x.fingerprint_a, x.fingerprint_b)
             if (m := _FP_SEQ.search(fp))}
     return seqs.pop() if len(seqs) == 1 else None
 
