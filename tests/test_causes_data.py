@@ -14,12 +14,20 @@ import pytest
 from ncclcheck.evidence.types import FileScan, Loc, Mismatch, SystemEvent, Who
 from ncclcheck.job import causedata
 from ncclcheck.job.causedata import FOLDER, CatalogueError, read_catalogue, read_cause
-from ncclcheck.job.causes import ALL_CAUSES, CATALOGUE, diagnose
+from ncclcheck.job.causes import ALL_CAUSES, CATALOGUE, Diagnosis
+from ncclcheck.job.causes import diagnose as diagnose_job
+from ncclcheck.job.facts import with_facts
+from ncclcheck.job.model import Job
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import failures_page  # noqa: E402
 
 GOOD = FOLDER / "cuda_oom.toml"
+
+
+def _diagnose(scans: list[FileScan]) -> Diagnosis | None:
+    """The catalogue's match over a job of these inputs alone (only its facts are read)."""
+    return diagnose_job(with_facts(Job(None, (), (), (), ()), scans))
 
 
 def test_the_committed_page_is_the_one_the_cause_files_give():
@@ -102,7 +110,7 @@ def _scan(**parts: object) -> FileScan:
 def test_a_mismatch_report_is_read_as_its_event_not_as_words():
     """TORCH_DISTRIBUTED_DEBUG=DETAIL's report, read into a Mismatch, is calls_disagree by its kind."""
     m = Mismatch(Who(global_rank=1), 1, "op=ALLREDUCE", 0, "op=BROADCAST", Loc("x.log", 7))
-    d = diagnose([_scan(mismatches=(m,))])
+    d = _diagnose([_scan(mismatches=(m,))])
     assert d is not None and d.cause.kind == "calls_disagree" and d.loc == Loc("x.log", 7)
 
 
@@ -111,8 +119,8 @@ def test_a_record_is_read_by_its_kind_not_by_its_words():
     of node_failure's patterns; a hung task is a finding, never a cause."""
     reboot = SystemEvent("node_failure", "kubernetes", Loc("events.txt", 3),
                          "Warning Rebooted node/gpu-7 Node gpu-7 has been rebooted, boot id: 42", host="gpu-7")
-    d = diagnose([_scan(system=(reboot,))])
+    d = _diagnose([_scan(system=(reboot,))])
     assert d is not None and d.cause.kind == "node_failure"
     hung = SystemEvent("hung_task", "kernel", Loc("dmesg", 1), "INFO: task python:12 blocked for more than 120 seconds.",
                        pid=12)
-    assert diagnose([_scan(system=(hung,))]) is None
+    assert _diagnose([_scan(system=(hung,))]) is None

@@ -16,8 +16,11 @@ from typer.testing import CliRunner
 
 from ncclcheck.cli import app
 from ncclcheck.evidence.parse import LogParser
-from ncclcheck.job.causes import CATALOGUE, cause, diagnose, oom_line
-from ncclcheck.job.model import EndKind
+from ncclcheck.evidence.types import FileScan
+from ncclcheck.job.causes import CATALOGUE, Diagnosis, cause, oom_line
+from ncclcheck.job.causes import diagnose as diagnose_job
+from ncclcheck.job.facts import with_facts
+from ncclcheck.job.model import EndKind, Job
 from ncclcheck.render.json_out import analysis_json
 
 FAILURES = DATA / "failures"
@@ -41,6 +44,11 @@ KNOWN = {
     "node_lost": ("launcher_failure", "store_lost", []),
     "no_init": ("launcher_failure", "stopped_externally", []),
 }
+
+
+def _diagnose(scans: list[FileScan]) -> Diagnosis | None:
+    """The catalogue's match over a job of these inputs alone (only its facts are read)."""
+    return diagnose_job(with_facts(Job(None, (), (), (), ()), scans))
 
 
 def _ways(name: str) -> dict[str, list[str]]:
@@ -128,7 +136,7 @@ def test_empty_last_error_asks_for_nccl_debug():
               "NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n[rank0]: ncclSystemError: System call failed.\n"
               "[rank0]: Last error:\n[rank0]:[W1122 11:18:45.0 ProcessGroupNCCL.cpp:1] Warning: not destroyed\n")
     assert [(c.kind, c.text) for c in s.clues] == [("last_error", "")]
-    d = diagnose([s])
+    d = _diagnose([s])
     assert d is not None and d.cause.kind == "nccl_system_error" and d.ranks == (0,)
     assert ["--ipc=host" in d.cause.fix[0], "NCCL_SOCKET_IFNAME" in d.cause.fix[1], "--network=host" in d.cause.fix[2],
             "NCCL_DEBUG=WARN" in d.cause.fix[3]] == [True] * 4
@@ -137,7 +145,7 @@ def test_empty_last_error_asks_for_nccl_debug():
 def test_last_error_on_the_same_line():
     s = _scan("what(): NCCL error: remote process exited or there was a network error, NCCL version 2.14.3 "
               "ncclRemoteError: A call failed. Last error: NET/IB : Got completion from peer 1.2.3.4<1> with error 12\n")
-    d = diagnose([s])
+    d = _diagnose([s])
     assert d is not None and d.cause.kind == "ib_error"
 
 
@@ -145,14 +153,14 @@ def test_device_error_comes_before_its_cascade():
     """One rank's OOM is the root of the other ranks' NCCL errors, whatever order the inputs come in."""
     peer = _scan("[rank0]: NCCL error: remote process exited or there was a network error, NCCL version 2.21.5\n")
     oom = _scan("[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
-    d = diagnose([peer, oom])
+    d = _diagnose([peer, oom])
     assert d is not None and (d.cause.kind, d.ranks) == ("cuda_oom", (1,))
 
 
 def test_versions_differ():
     a = _scan("[rank0]: NCCL version 2.21.5+cuda12.4\n", "rank0.log")
     b = _scan("[rank1]: NCCL version 2.18.1+cuda12.1\n", "rank1.log")
-    d = diagnose([a, b])
+    d = _diagnose([a, b])
     assert d is not None and d.cause.kind == "nccl_version_mismatch"
     assert d.detail == "NCCL versions differ: 2.18.1 on rank 1; 2.21.5 on rank 0"
 
@@ -236,7 +244,7 @@ def test_elastic_restarts_are_reported():
 def test_no_reason_says_last_error_is_empty():
     s = _scan("[rank0]: torch.distributed.DistBackendError: NCCL error in: x.cpp:1, internal error, NCCL version 2.21.5\n"
               "[rank0]: Last error:\n\n")
-    d = diagnose([s])
+    d = _diagnose([s])
     assert d is not None and d.detail == "NCCL error: internal error; NCCL's 'Last error:' is empty"
 
 

@@ -222,3 +222,31 @@ def test_job_matches_on_fields_not_on_an_events_words():
              if (lines := _regex_over_words(f.read_text()))}
     assert set(found) <= named, {k: v for k, v in found.items() if k not in named}
     assert named <= set(found), sorted(named - set(found))
+
+
+def _unnamed_groups(source: str) -> list[int]:
+    """The lines of ``source`` that compile a literal pattern with a group it does not name: a group read by its
+    number (``m[1]``) silently reads another field when a group is added before it."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "compile"
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "re" and node.args):
+            continue
+        try:
+            text = ast.literal_eval(node.args[0])
+        except ValueError:
+            continue  # a pattern joined at run time (the catalogue's, a registry's): its parts are checked where written
+        if isinstance(text, str) and (p := re.compile(text)).groups != len(p.groupindex):
+            out.append(node.lineno)
+    return out
+
+
+def test_the_scan_finds_an_unnamed_group():
+    assert _unnamed_groups('A = re.compile(r"x (\\d+)")\nB = re.compile(r"(?P<n>\\d+)(?:y)")\nC = re.compile(P)') == [1]
+
+
+def test_evidence_and_job_patterns_name_their_groups():
+    """Every literal pattern of evidence/ and job/ names each group it captures, and is read by that name."""
+    found = {f.relative_to(PACKAGE).as_posix(): lines for part in ("evidence", "job")
+             for f in sorted((PACKAGE / part).rglob("*.py")) if (lines := _unnamed_groups(f.read_text()))}
+    assert found == {}

@@ -24,8 +24,8 @@ from typing import Any
 from ncclcheck.evidence.types import FileScan
 from ncclcheck.job.world import WORLD_FACTS
 
-_ATTEMPT_DIR = re.compile(r"^(.*)attempt_(\d+)[/\\]")
-_WORKER_DIR = re.compile(r"^(.*attempt_\d+)[/\\]\d+[/\\][^/\\]+$")
+_ATTEMPT_DIR = re.compile(r"^.*attempt_(?P<attempt>\d+)[/\\]")
+_WORKER_DIR = re.compile(r"^(?P<run>.*attempt_\d+)[/\\]\d+[/\\][^/\\]+$")
 RESTART_WORDS = ("will restart worker group", "Restarting worker group")
 
 
@@ -36,7 +36,7 @@ class AttemptError(ValueError):
 def dir_attempt(file: str) -> int | None:
     """The N of a torchrun ``attempt_N/`` folder in a file's path."""
     m = _ATTEMPT_DIR.match(file)
-    return int(m[2]) if m else None
+    return int(m["attempt"]) if m else None
 
 
 def _located(scan: FileScan) -> list[object]:
@@ -101,13 +101,13 @@ def global_ranks(scans: Sequence[FileScan]) -> list[FileScan]:
     offsets: dict[str, set[int]] = {}
     for s in scans:
         if s.path_rank is not None and (m := _WORKER_DIR.match(s.file)):
-            found = offsets.setdefault(m[1], set())
+            found = offsets.setdefault(m["run"], set())
             found.update(w.global_rank - s.path_rank for v in _located(s) if (w := getattr(v, "who", None)) is not None
                          and w.global_rank is not None)
     out = []
     for s in scans:
         m = _WORKER_DIR.match(s.file) if s.path_rank is not None else None
-        shift = offsets.get(m[1], set()) if m else set()
+        shift = offsets.get(m["run"], set()) if m else set()
         if len(shift) == 1 and (by := next(iter(shift))) != 0:
             s = _moved(s, s.path_rank + by)  # type: ignore[operator]
         out.append(s)

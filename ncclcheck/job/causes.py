@@ -16,18 +16,22 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from ncclcheck import signals
 from ncclcheck.evidence import formats, stamps
-from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, NcclWords, PeerGone, StoreWords, SystemEvent
+from ncclcheck.evidence.types import Clue, ErrorKind, Loc, NcclWords, PeerGone, RankError, StoreWords, SystemEvent
 from ncclcheck.job.causedata import DEVICE, HOST, LATE, LAUNCHER, MEMORY, NETWORK, PROGRAM, SETUP, Cause, read_catalogue
 from ncclcheck.job.dupgpu import pair_words
-from ncclcheck.job.hosts import Joined, join_events, peers_lost
+from ncclcheck.job.hosts import Joined
 from ncclcheck.job.rununsage import run_usage
 from ncclcheck.job.statements import Statement, first_told, told
 from ncclcheck.job.unsaiddup import unsaid_duplicate
 from ncclcheck.job.xids import fatal, meaning
 from ncclcheck.ranks import rank_phrase
+
+if TYPE_CHECKING:  # the job model holds a Diagnosis (job/model.py): imported here for its type only
+    from ncclcheck.job.model import Job
 
 __all__ = ["ALL_CAUSES", "CATALOGUE", "DEVICE", "HOST", "HOST_KILL", "LATE", "LAUNCHER", "MEMORY", "NETWORK", "NO_REASON",
            "PROBE", "PROGRAM", "RULED", "SETUP", "STOPPED", "SYSTEM_ERROR", "VERSIONS", "Cause", "Diagnosis",
@@ -76,11 +80,12 @@ VERSIONS, NO_REASON, SYSTEM_ERROR, HOST_KILL, STOPPED, HANGUP = (_BY_KIND[k] for
 # The cause of a death by signal that the launcher reports without a line of the process's own.
 _BY_SIGNAL = {sig: c for c in CATALOGUE for sig in c.signals}
 
-_OOM = re.compile(r"Tried to allocate ([\d.]+ [KMGT]?i?B)")
-_OOM_GPU = re.compile(r"GPU (\d+) has a total capacity of ([\d.]+ [KMGT]?i?B) of which ([\d.]+ [KMGT]?i?B) is free")
-_OOM_OLD = re.compile(r"GPU (\d+); ([\d.]+ [KMGT]?i?B) total capacity; .*?([\d.]+ [KMGT]?i?B) free")
-_OOM_MINE = re.compile(r"this process has ([\d.]+ [KMGT]?i?B) memory in use")
-_OOM_FRAG = re.compile(r"(?<![\d.])([\d.]+ [KMGT]?i?B) is reserved by PyTorch but unallocated")
+_OOM = re.compile(r"Tried to allocate (?P<asked>[\d.]+ [KMGT]?i?B)")
+_OOM_GPU = re.compile(r"GPU (?P<gpu>\d+) has a total capacity of (?P<total>[\d.]+ [KMGT]?i?B) of which "
+                      r"(?P<free>[\d.]+ [KMGT]?i?B) is free")
+_OOM_OLD = re.compile(r"GPU (?P<gpu>\d+); (?P<total>[\d.]+ [KMGT]?i?B) total capacity; .*?(?P<free>[\d.]+ [KMGT]?i?B) free")
+_OOM_MINE = re.compile(r"this process has (?P<held>[\d.]+ [KMGT]?i?B) memory in use")
+_OOM_FRAG = re.compile(r"(?<![\d.])(?P<reserved>[\d.]+ [KMGT]?i?B) is reserved by PyTorch but unallocated")
 # What the asserting kernel usually means.
 _KERNELS = (
     (re.compile(r"indexSelect|srcIndex < srcSelectDimSize"), "an index past the end of an embedding or index_select "
@@ -107,14 +112,14 @@ def oom_line(message: str) -> str:
     """``CUDA out of memory: asked 372.53 GiB on GPU 1 (139.80 GiB total, 123.46 GiB free)``, from whatever is printed."""
     parts = []
     if m := _OOM.search(message):
-        parts.append(f"asked {m[1]}")
+        parts.append(f"asked {m['asked']}")
     gpu = _OOM_GPU.search(message) or _OOM_OLD.search(message)
     if gpu:
-        parts.append(f"on GPU {gpu[1]} ({gpu[2]} total, {gpu[3]} free)")
+        parts.append(f"on GPU {gpu['gpu']} ({gpu['total']} total, {gpu['free']} free)")
     if m := _OOM_MINE.search(message):
-        parts.append(f"this process held {m[1]}")
+        parts.append(f"this process held {m['held']}")
     if m := _OOM_FRAG.search(message):
-        parts.append(f"{m[1]} reserved but unallocated")
+        parts.append(f"{m['reserved']} reserved but unallocated")
     return "CUDA out of memory" + (": " + ", ".join(parts) if parts else "")
 
 
@@ -134,24 +139,26 @@ class _Said:
     system: bool = False  # it names ncclSystemError, in its words or by its name (evidence/formats/nccl.py)
 
 
-def _said(scans: Sequence[FileScan]) -> list[_Said]:
+def _said(job: Job) -> list[_Said]:
+    """Every error line, clue and DETAIL mismatch report of the job's inputs (JobFacts.events, input by input), then
+    every host or scheduler record joined to its ranks (JobFacts.host_records)."""
     out: list[_Said] = []
-    for s in scans:
-        for e in s.errors:
-            out.append(_Said(e.who.rank, e.message, e.loc, store=e.store, nccl=e.nccl, gone=e.gone,
-                             system=e.says is not None and e.says.system))
-        for c in s.clues:
-            out.append(_Said(c.who.rank, c.text, c.loc, c.kind, c.clock_s, store=c.store, nccl=c.nccl))
-        # TORCH_DISTRIBUTED_DEBUG=DETAIL's report, read into a Mismatch: a cause names it among its events (the text
-        # is what the verdict quotes, never what is matched).
-        for m in s.mismatches:
-            ranks = f"{m.rank_a}" if m.rank_b is None else f"{m.rank_a} and {m.rank_b}"
-            out.append(_Said(m.who.rank, f"Detected mismatch between collectives on ranks {ranks} "
-                                         "(TORCH_DISTRIBUTED_DEBUG=DETAIL)", m.loc, "mismatch"))
+    for x in job.facts.events:
+        if isinstance(x, RankError):
+            out.append(_Said(x.who.rank, x.message, x.loc, store=x.store, nccl=x.nccl, gone=x.gone,
+                             system=x.says is not None and x.says.system))
+        elif isinstance(x, Clue):
+            out.append(_Said(x.who.rank, x.text, x.loc, x.kind, x.clock_s, store=x.store, nccl=x.nccl))
+        else:
+            # TORCH_DISTRIBUTED_DEBUG=DETAIL's report, read into a Mismatch: a cause names it among its events (the
+            # text is what the verdict quotes, never what is matched).
+            ranks = f"{x.rank_a}" if x.rank_b is None else f"{x.rank_a} and {x.rank_b}"
+            out.append(_Said(x.who.rank, f"Detected mismatch between collectives on ranks {ranks} "
+                                         "(TORCH_DISTRIBUTED_DEBUG=DETAIL)", x.loc, "mismatch"))
     # A host's or a scheduler's record speaks for the job only where it joins a rank (a PID, a GPU, a host of it):
     # the rest of a node's kernel log is other processes' business.
     # Where the inputs place no rank at all, a record stands for itself, said to be joined to none.
-    for j in join_events(scans):
+    for j in job.facts.host_records:
         if j.event.kind in _NOT_A_CAUSE or j.event.xid is not None and not fatal(j.event.xid):
             continue
         if j.ranks:
@@ -237,17 +244,17 @@ def _found(cause: Cause, hits: Sequence[_Said], fired_s: float | None = None) ->
 _SETTING_OF = {"no_socket_interface": "NCCL_SOCKET_IFNAME", "net_plugin": "NCCL_NET"}
 
 
-def _quoting_the_setting(d: Diagnosis, scans: Sequence[FileScan]) -> Diagnosis:
+def _quoting_the_setting(d: Diagnosis, job: Job) -> Diagnosis:
     """The diagnosis with the value of its setting as the log printed it ("set by environment to eth2")."""
     name = _SETTING_OF.get(d.cause.kind)
-    fact = next((f for s in scans for f in s.facts if name and f.key == name), None)
+    fact = next((f for f in job.facts.settings if name and f.key == name), None)
     if fact is None:
         return d
     return replace(d, detail=f"{d.detail}; the job ran with {name}={fact.value} ({fact.loc}), which named nothing "
                              "NCCL could use", locs=(*d.locs, fact.loc)[:8])
 
 
-def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, str]] = (),
+def diagnose(job: Job, killed: Sequence[tuple[int | None, Loc, str]] = (),
              fired_s: float | None = None, silent: Sequence[int] = ()) -> Diagnosis | None:
     """The first cause of the catalogue that the inputs show, or a cause read from what is missing.
 
@@ -262,25 +269,25 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
     away: a process that dies without a traceback (SIGKILL cannot be caught; Python prints nothing for it), read
     from the survivors' lines, since the dead rank wrote none.
     """
-    said = _said(scans)
+    said = _said(job)
     # A launcher's report of a kill it could not tie to a rank ("died with <Signals.SIGKILL: 9>", DeepSpeed's
     # "exits with return code = -9").
     unnamed = [(None, s.loc, sig) for s in said if (sig := formats.launcher_signal(s.text))][:1]
     for cause in CATALOGUE:
-        if cause.kind == "rdzv_failed" and _worker_failed(scans):
+        if cause.kind == "rdzv_failed" and _worker_failed(job):
             continue  # the agent's rendezvous failed after a worker's own error ended the job: its echo
         hits = [s for s in said if _shows(cause, s)]
         # A killed rank is why its peers lost it (or read a cut message).
         if hits and not (cause.echo and (killed or unnamed or silent)):
-            found = _quoting_the_setting(_found(cause, hits, fired_s), scans)
-            if (unsaid := run_usage(cause.kind, scans, _BY_KIND["nccl_graph_capture"])  # job/rununsage.py
-                    or unsaid_duplicate(cause.kind, scans, _BY_KIND["duplicate_gpu"])) is not None:
+            found = _quoting_the_setting(_found(cause, hits, fired_s), job)
+            if (unsaid := run_usage(cause.kind, job, _BY_KIND["nccl_graph_capture"])  # job/rununsage.py
+                    or unsaid_duplicate(cause.kind, job, _BY_KIND["duplicate_gpu"])) is not None:
                 found = replace(found, cause=unsaid[0], detail=unsaid[1])  # job/unsaiddup.py
             return found
     if silent:
         lost = [s for s in said if s.rank not in silent and s.clue is None and s.gone is not None]
         if lost:
-            return _silent_death(scans, silent, lost, unnamed[0] if unnamed and len(silent) == 1 else None)
+            return _silent_death(job, silent, lost, unnamed[0] if unnamed and len(silent) == 1 else None)
     nccl = [s for s in said if s.clue is None and (s.text.startswith("NCCL error") or s.system)]
     if nccl:
         empty = [s for s in said if s.clue == "last_error" and not s.text]
@@ -289,7 +296,7 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
         if empty or unexplained:
             system = any(s.system for s in unexplained)
             return _found(SYSTEM_ERROR if system else NO_REASON, unexplained + empty)
-    versions = _versions(scans)
+    versions = _versions(job)
     if versions is not None:
         return versions
     killed = killed or unnamed
@@ -313,9 +320,9 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
     # Slurm's cancellations and mpirun's time limit are the launchers' stop lines (evidence/formats/).
     stops = [s for s in said if s.clue == "launcher" and ("death signal" in s.text or formats.is_stop(s.text))
              or s.joined is not None and s.joined.event.kind in ("time_limit", "cancelled")]
-    errors = [e for s in scans for e in s.errors
+    errors = [e for e in job.facts.errors
               if e.kind is not ErrorKind.EXCEPTION or e.says is None or e.says.agent != "SignalException"]
-    timeouts = any(s.works or s.statuses for s in scans)
+    timeouts = job.facts.timeouts
     if stops and not errors and not timeouts:
         # The agent passes on the signal it received: SIGHUP is a closed terminal, not a scheduler (signals.ORIGIN).
         hangup = any(signals.death_signal(s.text) == "SIGHUP" for s in stops)
@@ -324,7 +331,7 @@ def diagnose(scans: Sequence[FileScan], killed: Sequence[tuple[int | None, Loc, 
     return None
 
 
-def _worker_failed(scans: Sequence[FileScan]) -> bool:
+def _worker_failed(job: Job) -> bool:
     """Whether a worker (a rank) wrote an error of its own that is not the loss of a peer: torchrun's agent whose
     rendezvous failed after it then only echoes the job's end (the agent without restarts left, ending, closed the
     rendezvous or took its store with it: torch/distributed/launcher/api.py, launch_agent's rdzv_handler.shutdown()).
@@ -332,10 +339,10 @@ def _worker_failed(scans: Sequence[FileScan]) -> bool:
     error, nor is a worker's lost store (``store.failed``) or peer (``gone``): the rendezvous' echo too."""
     return any(e.who.rank is not None and e.kind is not ErrorKind.CONNECTION and e.gone is None
                and (e.says is None or e.says.agent is None) and (e.store is None or not e.store.failed)
-               for s in scans for e in s.errors)
+               for e in job.facts.errors)
 
 
-def _silent_death(scans: Sequence[FileScan], silent: Sequence[int], lost: Sequence[_Said],
+def _silent_death(job: Job, silent: Sequence[int], lost: Sequence[_Said],
                   unnamed: tuple[None, Loc, str] | None) -> Diagnosis:
     """Ranks that wrote nothing while the others lost their peer: they died without a traceback. A launcher's report
     of a worker's death by a signal that names no worker is the one silent rank's: every other rank wrote an error of
@@ -344,7 +351,7 @@ def _silent_death(scans: Sequence[FileScan], silent: Sequence[int], lost: Sequen
     gone = lost[0].gone
     assert gone is not None
     words = gone.words
-    host = "".join(f", the host of {rank_phrase(p.ranks)}" for p in peers_lost(scans)[:1]
+    host = "".join(f", the host of {rank_phrase(p.ranks)}" for p in job.facts.peers_lost[:1]
                    if p.ranks and p.peer.split("<")[0] in words)
     peers = (f"{rank_phrase(others) if others else 'the other ranks'} lost "
              f"{'its connection' if len(others) == 1 else 'their connections'} to a peer ({words}){host}")
@@ -360,12 +367,10 @@ def _silent_death(scans: Sequence[FileScan], silent: Sequence[int], lost: Sequen
                      + ("; these inputs do not tell which of them died first" if len(silent) > 1 else ""))
 
 
-def _versions(scans: Sequence[FileScan]) -> Diagnosis | None:
+def _versions(job: Job) -> Diagnosis | None:
     seen: dict[str, list[tuple[int | None, Loc]]] = {}
-    for s in scans:
-        for f in s.facts:
-            if f.key == "nccl_version":
-                seen.setdefault(f.value, []).append((f.who.rank, f.loc))
+    for f in job.facts.nccl_versions:
+        seen.setdefault(f.value, []).append((f.who.rank, f.loc))
     if len(seen) < 2:
         return None
     detail = "; ".join(f"{v} on {rank_phrase(r for r, _ in who if r is not None) or 'unnamed ranks'}"

@@ -41,7 +41,8 @@ run: both stay ``no_failure``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
 
 from ncclcheck.evidence.formats import CONSOLES
@@ -49,8 +50,8 @@ from ncclcheck.evidence.formats.source import Console
 from ncclcheck.evidence.formats.torchrun import CONSOLE as TORCHRUN
 from ncclcheck.evidence.types import Fact, FileScan, Loc
 from ncclcheck.job.causes import Diagnosis, cause
-from ncclcheck.job.lostnode import _agent_spoke, _ended
-from ncclcheck.job.model import Job, VerdictKind
+from ncclcheck.job.lostnode import END_FACTS, said_end
+from ncclcheck.job.model import ConsoleInput, Job, VerdictKind
 from ncclcheck.job.phrases import cap
 from ncclcheck.job.rules import Decision
 from ncclcheck.ranks import rank_phrase
@@ -58,39 +59,51 @@ from ncclcheck.ranks import rank_phrase
 CUT = cause("console_cut")
 # the agent's word that its workers succeeded; another launcher's (launcher_done); a communicator torn down
 _ENDS = ("agent_done", "launcher_done", "nccl_end")
+# the facts that show an input's end: these, and a console's agent's failure or its workers' word that the work is
+# over (job/lostnode.py); job/facts.py keeps them by input
+END_KEYS = (*END_FACTS, *_ENDS)
+# the fact by which a launcher other than torchrun marks its console (job/facts.py keeps it by input)
+LAUNCHED = "launched"
 
 
-def consoles(scans: Sequence[FileScan]) -> tuple[str, ...]:
+def read_consoles(scans: Sequence[FileScan], launched: Mapping[int, Sequence[Fact]],
+                  ends: AbstractSet[int]) -> tuple[tuple[ConsoleInput, ...], bool]:
+    """The inputs that are a launcher's console of its workers, each with whether it shows an ending, and whether any
+    input does. ``launched``: each input's ``launched`` facts; ``ends``: the inputs that hold a fact of END_KEYS."""
+    out = []
+    for i, s in enumerate(scans):
+        if (c := _console(s, launched.get(i, ()))) is not None:
+            out.append(ConsoleInput(s.file, s.lines, c, i in ends or said_end(s), s.ranks_seen, s.local_ranks))
+    return tuple(out), any(i in ends or said_end(s) for i, s in enumerate(scans))
+
+
+def consoles(inputs: Sequence[ConsoleInput]) -> tuple[str, ...]:
     """The inputs that are torchrun's console of a node: its workers' lines behind their ``[defaultN]:`` tags."""
-    return tuple(s.file for s in scans if _console(s) is TORCHRUN)
+    return tuple(c.file for c in inputs if c.console is TORCHRUN)
 
 
-def _console(s: FileScan) -> Console | None:
+def _console(s: FileScan, launched: Sequence[Fact]) -> Console | None:
     """The launcher whose console this input is (its workers' lines behind its marks), if any."""
     if s.path_rank is not None or s.dump is not None:
         return None
     if s.tagged and (s.ranks_seen or s.local_ranks):
         return TORCHRUN
-    return next((CONSOLES[f.value] for f in s.facts if f.key == "launched" and f.value in CONSOLES), None)
+    return next((CONSOLES[f.value] for f in launched if f.value in CONSOLES), None)
 
 
-def _shows_end(s: FileScan) -> bool:
-    return _agent_spoke(s) or _ended(s) or any(f.key in _ENDS for f in s.facts)
-
-
-def cut_off(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
+def cut_off(job: Job, d: Decision) -> Decision:
     """``no_failure`` where a launcher's console of its workers stops with no ending becomes ``incomplete_evidence``."""
     if d.kind is not VerdictKind.NO_FAILURE or d.cause is not None or job.live:
         return d
     if job.facts.work_done or job.facts.elastic or job.facts.relaunches:
         return d
-    cut = [(s, c) for s in scans if (c := _console(s)) is not None and not _shows_end(s)]
+    cut = [c for c in job.facts.launched if not c.ended]
     if not cut:
         return d
-    launcher = cut[0][1]
-    last = Loc(cut[0][0].file, cut[0][0].lines)
-    ranks = sorted({r for s, _ in cut for r in s.ranks_seen})
-    local = sorted({r for s, _ in cut for r in s.local_ranks})
+    launcher = cut[0].console
+    last = Loc(cut[0].file, cut[0].lines)
+    ranks = sorted({r for c in cut for r in c.ranks_seen})
+    local = sorted({r for c in cut for r in c.local_ranks})
     whose = f" of {rank_phrase(ranks)}" if ranks else f" of local {rank_phrase(local)}" if local else ""
     which = (f"the {launcher.name} console{whose} ({last.file}" + (f" and {len(cut) - 1} more" if len(cut) > 1 else "")
              + ")")
@@ -103,13 +116,13 @@ def cut_off(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
                "pasted only in part. These inputs cannot tell a finished job from a cut one: "
                f"{launcher.bring} would.")
     return replace(d, kind=VerdictKind.INCOMPLETE, summary=summary,
-                   cause=Diagnosis(CUT, tuple(ranks), detail, last, tuple(Loc(s.file, s.lines) for s, _ in cut), detail))
+                   cause=Diagnosis(CUT, tuple(ranks), detail, last, tuple(Loc(c.file, c.lines) for c in cut), detail))
 
 
 STALLED = cause("console_stalled")
 # the facts that show a job launched or running, by the formats that read them: torchrun's banner as it starts its
 # workers (formats/torchrun.py), a loop's bar or printed count with its total, a bar with none (formats/progress.py)
-_RAN = ("launch_banner", "progress", "progress_open")
+RAN = ("launch_banner", "progress", "progress_open")
 _WHERE = {"launch": "at launch: the launcher's banner as it starts its workers, and no line of theirs after it (they "
                     "wait at rendezvous or in init_process_group)",
           "first": "at the first step: a loop's count at 0 (its first step, and the first collectives in it, never "
@@ -132,18 +145,19 @@ def _stage(f: Fact, lines: int) -> str | None:
     return "first" if int(i) == 0 else "running"
 
 
-def stalled(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
+def stalled(job: Job, d: Decision) -> Decision:
     """``no_failure`` where the inputs show a job launched or running (a launcher's banner, a loop's bar or count)
     and then stop with no ending and no failure becomes ``incomplete_evidence``: a stall whose evidence is short."""
     if d.kind is not VerdictKind.NO_FAILURE or d.cause is not None or job.live:
         return d
-    if job.facts.work_done or job.facts.elastic or job.facts.relaunches or any(map(_shows_end, scans)):
+    if job.facts.work_done or job.facts.elastic or job.facts.relaunches or job.facts.ended:
         return d
-    ran = [(s, f) for s in scans if s.dump is None for f in s.facts if f.key in _RAN]
+    ran = [r for r in job.facts.ran if not r.dump]
     if not ran:
         return d
-    s, last = max(ran, key=lambda sf: (sf[1].loc.line, sf[1].key != "launch_banner"))
-    stage = _stage(last, s.lines)
+    sign = max(ran, key=lambda r: (r.fact.loc.line, r.fact.key != "launch_banner"))
+    last = sign.fact
+    stage = _stage(last, sign.lines)
     if stage is None:
         return d
     where = _WHERE[stage]
@@ -152,9 +166,8 @@ def stalled(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
     detail = f"the job stops {where.partition(':')[0]} with no ending: its last sign of progress is {shown} " \
              f"({last.loc})"
     summary = (f"These inputs show the job launched and then stop with no ending and no failure, {where}: its last "
-               f"sign of progress is {shown} ({last.loc}, the input ends at line {s.lines}). No line says it failed, "
+               f"sign of progress is {shown} ({last.loc}, the input ends at line {sign.lines}). No line says it failed, "
                "exited or finished, so it hung there, or the console was copied only that far. A stall that "
                "prints nothing is told apart by the stacks of every rank while it hangs and by the flight recorder.")
-    locs = tuple(Loc(x.file, x.lines) for x in scans if any(f.key in _RAN for f in x.facts))
     return replace(d, kind=VerdictKind.INCOMPLETE, summary=summary,
-                   cause=Diagnosis(STALLED, (), detail, last.loc, locs, detail))
+                   cause=Diagnosis(STALLED, (), detail, last.loc, job.facts.ran_ends, detail))

@@ -17,18 +17,18 @@ from dataclasses import replace
 from ncclcheck.evidence.formats.deepspeed import KILLING_FACT
 from ncclcheck.evidence.formats.pgstart import BARRIER_DONE, BARRIER_FACT
 from ncclcheck.evidence.reader import HEAD
-from ncclcheck.evidence.types import ErrorKind, Fact, FileScan, RankError
-from ncclcheck.job.ending import consoles
+from ncclcheck.evidence.types import Clue, ErrorKind, Fact, FileScan, Loc, Mismatch, RankError
+from ncclcheck.job.ending import END_KEYS, LAUNCHED, RAN, consoles, read_consoles
 from ncclcheck.job.hosts import join_events, peers_lost, rank_hosts
 from ncclcheck.job.lostnode import lost_nodes
-from ncclcheck.job.model import Job, JobFacts, TextInput, TraceInput
+from ncclcheck.job.model import Job, JobFacts, RunSign, TextInput, TraceInput
 from ncclcheck.job.netpath import KEYS as NET_KEYS
 from ncclcheck.job.reasons import FAILED, source_of, stated_lines
 from ncclcheck.job.returntrace import read_chains, read_test_checks
 from ncclcheck.job.slow import busy_lines, framework
-from ncclcheck.job.versions import read_versions
+from ncclcheck.job.versions import is_setting, read_versions
 
-_FP_SEQ = re.compile(r"SequenceNumber=(\d+)")
+_FP_SEQ = re.compile(r"SequenceNumber=(?P<seq>\d+)")
 
 
 def with_facts(job: Job, scans: Sequence[FileScan]) -> Job:
@@ -39,7 +39,9 @@ def with_facts(job: Job, scans: Sequence[FileScan]) -> Job:
 # The facts read_facts keeps by their key, each list in the scans' order: one walk over every fact (two a rank at
 # 100,000 ranks), not one a key (issue 42). Both accelerate keys go to one list, in the order they were printed; the
 # program's ends to one, which holds the work_done lines too. The names in _PER_INPUT are kept by input: the set-up
-# stall's facts (job/stall.py), the network's (job/netpath.py), the collective trace's (job/colltrace.py).
+# stall's facts (job/stall.py), the network's (job/netpath.py), the collective trace's (job/colltrace.py). A setting's
+# line (a variable NCCL or ProcessGroupNCCL printed, its name the key: job/versions.py) goes to "settings", with NCCL
+# DIAG's comparison of one.
 _KEPT = {"network": ("network", "net"), "work_done": ("work_done", "program_ends"),
          "collective_call": ("collective_call",), "progress": ("progress", "stall"), "progress_rise": ("progress_rise",),
          "pipeline": ("pipeline",), "accelerate_device": ("devices",), "accelerate_process": ("devices",),
@@ -50,8 +52,14 @@ _KEPT = {"network": ("network", "net"), "work_done": ("work_done", "program_ends
          "wrapper_call": ("wrapper_calls",), "nccl_ready": ("nccl_ready", "stall"), "count": ("counts",),
          "native_frame": ("native_frames",), "python_frame": ("python_frames",), "raised": ("raises",),
          "monitored_barrier_missing": ("barrier_missing",), "setup": ("stall",), "nccl_via": ("stall",),
-         **{k: ("net",) for k in NET_KEYS if k != "network"}, "nccl_coll": ("nccl_coll",), "nccl_comm": ("nccl_comm",)}
-_PER_INPUT = frozenset({"stall", "net", "nccl_coll", "nccl_comm"})
+         **{k: ("net",) for k in NET_KEYS if k != "network"}, "nccl_coll": ("nccl_coll",), "nccl_comm": ("nccl_comm",),
+         "nccl_diag_setting": ("settings",), "nccl_version": ("nccl_versions",)}
+# a variable kept by its name for another list (job/netpath.py's NCCL_NET) is a setting too; the endings (job/ending.py):
+# the facts that show an input's end, a launcher's mark of its console, the signs that the job launched or ran
+_KEPT = {k: (*v, "settings") if is_setting(k) else v for k, v in _KEPT.items()}
+for _key, _name in ((LAUNCHED, "launched"), *((k, "ends") for k in END_KEYS), *((k, "ran") for k in RAN)):
+    _KEPT[_key] = (*_KEPT.get(_key, ()), _name)
+_PER_INPUT = frozenset({"stall", "net", "nccl_coll", "nccl_comm", "launched", "ends", "ran"})
 
 
 def _kept(scans: Sequence[FileScan]) -> tuple[dict[str, list[Fact]], dict[str, list[int]]]:
@@ -60,13 +68,16 @@ def _kept(scans: Sequence[FileScan]) -> tuple[dict[str, list[Fact]], dict[str, l
     kept: dict[str, list[Fact]] = {}
     at: dict[str, list[int]] = {}
     get = _KEPT.get
+    settings = kept.setdefault("settings", [])
     for i, s in enumerate(scans):
         for f in s.facts:
-            if (names := get(f.key)) is not None:
+            if (names := get(key := f.key)) is not None:
                 for name in names:
                     kept.setdefault(name, []).append(f)
                     if name in _PER_INPUT:
                         at.setdefault(name, []).append(i)
+            elif "NCCL_" in key and is_setting(key):
+                settings.append(f)
     return kept, at
 
 
@@ -99,6 +110,8 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
     traces = _by_input(kept, at, "nccl_coll")
     comms = _by_input(kept, at, "nccl_comm")
     network = kept.get("network")
+    launched, ended = read_consoles(scans, _by_input(kept, at, "launched"), frozenset(at.get("ends", ())))
+    ran = tuple(zip(at.get("ran", ()), kept.get("ran", ()), strict=True))
     return JobFacts(
         network=network[0].value if network else None,
         heartbeats=tuple(h for s in scans for h in s.heartbeats),
@@ -120,7 +133,11 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         versions=read_versions(scans),
         lost_nodes=lost_nodes(scans),
         calls=tuple(kept.get("collective_call", ())),
-        consoles=consoles(scans),
+        consoles=consoles(launched),
+        launched=launched,
+        ended=ended,
+        ran=tuple(RunSign(f, scans[i].lines, scans[i].dump is not None) for i, f in ran),
+        ran_ends=tuple(Loc(scans[i].file, scans[i].lines) for i in dict.fromkeys(i for i, _ in ran)),
         reported_late=reported_late(scans),
         progress=tuple(kept.get("progress", ())),
         rises=tuple(kept.get("progress_rise", ())),
@@ -159,7 +176,22 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         texts=_texts(scans, kept, at),
         net_facts=tuple((scans[i].file, f) for i, f in zip(at.get("net", ()), kept.get("net", ()), strict=True)),
         traces=tuple(TraceInput(scans[i].file, tuple(calls), tuple(comms.get(i, ()))) for i, calls in traces.items()),
+        events=_events(scans),
+        nccl_versions=tuple(kept.get("nccl_versions", ())),
+        timeouts=any(s.works or s.statuses for s in scans),
+        settings=tuple(kept["settings"]),
     )
+
+
+def _events(scans: Sequence[FileScan]) -> tuple[RankError | Clue | Mismatch, ...]:
+    """Every error line, clue and DETAIL mismatch report, input by input: its errors, then its clues, then its reports
+    (the order the catalogue reads them in: job/causes.py)."""
+    out: list[RankError | Clue | Mismatch] = []
+    for s in scans:
+        out += s.errors
+        out += s.clues
+        out += s.mismatches
+    return tuple(out)
 
 
 def exit_teardown(scans: Sequence[FileScan]) -> list[Fact]:
@@ -177,7 +209,7 @@ def exit_teardown(scans: Sequence[FileScan]) -> list[Fact]:
 
 def detail_seq(scans: Sequence[FileScan]) -> int | None:
     """The sequence number TORCH_DISTRIBUTED_DEBUG=DETAIL's fingerprints name, when they all name the same."""
-    seqs = {int(m[1]) for s in scans for x in s.mismatches for fp in (x.fingerprint_a, x.fingerprint_b)
+    seqs = {int(m["seq"]) for s in scans for x in s.mismatches for fp in (x.fingerprint_a, x.fingerprint_b)
             if (m := _FP_SEQ.search(fp))}
     return seqs.pop() if len(seqs) == 1 else None
 

@@ -195,12 +195,12 @@ def membership_findings(job: Job) -> list[Finding]:
     return out
 
 
-_FP_FIELD = re.compile(r"(OpType|TensorShape|TensorDtypes|SequenceNumber)=(\[[^\]]*\]|[^,)]*)")
+_FP_FIELD = re.compile(r"(?P<field>OpType|TensorShape|TensorDtypes|SequenceNumber)=(?P<value>\[[^\]]*\]|[^,)]*)")
 
 
 def fingerprint(text: str) -> str:
     """``CollectiveFingerPrint(...)`` as op, shape and dtype (and sequence number when printed)."""
-    fields = {k: v for k, v in _FP_FIELD.findall(text)}
+    fields = {m["field"]: m["value"] for m in _FP_FIELD.finditer(text)}
     if not fields:
         return text[:120]
     parts = [fields.get("OpType", "an unnamed collective"), f"shape {fields['TensorShape']}" if "TensorShape" in fields else "",

@@ -143,7 +143,7 @@ def _hosts_with_tables(scans: Sequence[FileScan]) -> dict[int, frozenset[str]]:
 
 # Slurm's cgroup tree names the task a process ran as: v2 ``/system.slice/vm_slurmstepd.scope/job_1/step_0/user/
 # task_1``, v1 ``/slurm/uid_0/job_1/step_0/task_1``; the kernel's OOM account prints it as the killed one's memcg.
-_SLURM_TASK = re.compile(r"/job_\d+/step_[\w.]+/(?:user/)?task_(\d+)$")
+_SLURM_TASK = re.compile(r"/job_\d+/step_[\w.]+/(?:user/)?task_(?P<task>\d+)$")
 
 
 def _srun_tasks(scans: Sequence[FileScan]) -> list[tuple[int, int]]:
@@ -155,7 +155,7 @@ def _srun_tasks(scans: Sequence[FileScan]) -> list[tuple[int, int]]:
 
 def _slurm_task(ev: SystemEvent) -> int | None:
     m = _SLURM_TASK.search(dict(ev.details).get("memcg", ""))
-    return int(m[1]) if m else None
+    return int(m["task"]) if m else None
 
 
 def join_events(scans: Sequence[FileScan]) -> list[Joined]:

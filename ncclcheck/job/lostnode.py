@@ -35,15 +35,19 @@ class LostNode:
     reported: Loc  # the other agent's failure report
 
 
-def _agent_spoke(s: FileScan) -> bool:
-    """The agent's own words in a console: its failure report or exit lines, a closing signal, a signal it got."""
-    return bool(s.elastic) or any(c.kind == "launcher" for c in s.clues) or any(f.key == "agent_failed"
-                                                                              for f in s.facts)
+# The facts that show a console's end: its agent's failure, its workers' word that their work is over.
+END_FACTS = ("agent_failed", "work_done")
 
 
-def _ended(s: FileScan) -> bool:
-    """The workers' own end in a console: an error of theirs, their word that the work is over, an end line."""
-    return bool(s.errors or s.endings) or any(f.key == "work_done" for f in s.facts)
+def said_end(s: FileScan) -> bool:
+    """A console's end in lines other than a fact: its agent's own words (its failure report or exit lines, a closing
+    signal, a signal it got) or its workers' (an error of theirs, an end line)."""
+    return bool(s.elastic or s.errors or s.endings) or any(c.kind == "launcher" for c in s.clues)
+
+
+def _spoke_or_ended(s: FileScan) -> bool:
+    """The agent's own words in a console, or its workers' end."""
+    return said_end(s) or any(f.key in END_FACTS for f in s.facts)
 
 
 def lost_nodes(scans: Sequence[FileScan]) -> tuple[LostNode, ...]:
@@ -57,7 +61,7 @@ def lost_nodes(scans: Sequence[FileScan]) -> tuple[LostNode, ...]:
     for s in scans:
         if s.path_rank is not None or s.dump is not None or not (s.ranks_seen or s.local_ranks):
             continue
-        if not s.tagged or _agent_spoke(s) or _ended(s):
+        if not s.tagged or _spoke_or_ended(s):
             continue
         other = next((loc for loc in reports if loc.file != s.file), None)
         if other is None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from ncclcheck.evidence.formats.source import Console
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.types import (
     PG,
@@ -293,6 +294,29 @@ class TextInput:
 
 
 @dataclass(frozen=True)
+class ConsoleInput:
+    """An input that is a launcher's console of its workers (job/ending.py): which launcher's, whether a line in it
+    shows how the job ended there, its line count and the ranks its lines name."""
+
+    file: str
+    lines: int
+    console: Console
+    ended: bool
+    ranks_seen: tuple[int, ...] = ()
+    local_ranks: tuple[int, ...] = ()  # torchrun's local tags whose global rank no line states
+
+
+@dataclass(frozen=True)
+class RunSign:
+    """A line that shows the job launched or running (job/ending.py's ``stalled``): a launcher's banner, a loop's bar
+    or count; with its input's line count and whether that input is a flight-recorder dump."""
+
+    fact: Fact
+    lines: int
+    dump: bool
+
+
+@dataclass(frozen=True)
 class TraceInput:
     """An input's lines of NCCL's collective trace (job/colltrace.py): its calls (``nccl_coll``) and its
     communicators' set-up lines (``nccl_comm``), in line order."""
@@ -327,6 +351,10 @@ class JobFacts:
     lost_nodes: tuple[LostNode, ...] = ()  # consoles that stop mid-run with no word of their agent (lostnode.py)
     calls: tuple[Fact, ...] = ()  # each traceback's torch.distributed call and the user's line (formats/pycall.py)
     consoles: tuple[str, ...] = ()  # the inputs that are torchrun's console of a node (job/ending.py)
+    launched: tuple[ConsoleInput, ...] = ()  # the inputs that are any launcher's console of its workers, and
+    ended: bool = False  # whether any input shows how the job ended (job/ending.py)
+    ran: tuple[RunSign, ...] = ()  # the lines that show the job launched or running, and the last line of each
+    ran_ends: tuple[Loc, ...] = ()  # input that holds one (job/ending.py's stalled)
     reported_late: frozenset[int] = frozenset()  # ranks another rank's report names as not joining (job/absent.py)
     progress: tuple[Fact, ...] = ()  # each rank's latest count of each loop (formats/progress.py), for job/lonework.py
     rises: tuple[Fact, ...] = ()  # where each of those counts last changed, valued with the count before (job/slow.py)
@@ -365,6 +393,12 @@ class JobFacts:
     net_facts: tuple[tuple[str, Fact], ...] = ()  # NCCL's network plugin, network and node count lines, each with
     # its input (job/netpath.py: a line that names no rank is its input's)
     traces: tuple[TraceInput, ...] = ()  # the inputs holding NCCL's collective trace, each with its lines
+    events: tuple[RankError | Clue | Mismatch, ...] = ()  # every error line, clue and DETAIL mismatch report, input by
+    # input (its errors, then its clues, then its reports): what the catalogue matches (job/causes.py)
+    nccl_versions: tuple[Fact, ...] = ()  # each line of NCCL's that states its release, in the inputs' order
+    timeouts: bool = False  # whether an input holds a work or a status of ProcessGroupNCCL's (a collective ran)
+    settings: tuple[Fact, ...] = ()  # every NCCL_* and TORCH_NCCL_* variable's line (the versions table's settings,
+    # job/versions.py) and NCCL DIAG's comparison of one, in the inputs' order (job/transport.py quotes them)
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ from ncclcheck.job.stated import restate
 from ncclcheck.job.unplaced import unplaced_killed, unplaced_verdict
 from ncclcheck.ranks import rank_phrase
 
-# The cause catalogue's match (causes.diagnose over the inputs): killed ranks with their line and signal, when the
+# The cause catalogue's match (causes.diagnose over the job): killed ranks with their line and signal, when the
 # first watchdog fired, and the ranks named for dying without a word.
 Diagnose = Callable[[list[tuple[int | None, Loc, str]], float | None, list[int]], Diagnosis | None]
 

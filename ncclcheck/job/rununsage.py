@@ -13,21 +13,23 @@ could not say without NCCL_DEBUG=WARN.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from ncclcheck.evidence.types import FileScan
 from ncclcheck.job.causedata import Cause
 from ncclcheck.job.unsaiddup import said_why
+
+if TYPE_CHECKING:  # the job model holds the catalogue's Diagnosis (job/causes.py): imported here for its type only
+    from ncclcheck.job.model import Job
 
 _GROUPED = ("ncclSend", "ncclRecv")  # point-to-point calls: a send to self without its receive is theirs
 
 
-def run_usage(kind: str, scans: Sequence[FileScan], capture: Cause) -> tuple[Cause, str] | None:
+def run_usage(kind: str, job: Job, capture: Cause) -> tuple[Cause, str] | None:
     """The graph-capture cause and its detail where an ``invalid usage`` (``kind`` nccl_invalid_usage) came back from
     a collective's call of NCCL's C API and no line says why; None otherwise."""
-    if kind != "nccl_invalid_usage" or said_why(scans):
+    if kind != "nccl_invalid_usage" or said_why(job):
         return None
-    calls = [f for s in scans for f in s.facts if f.key == "nccl_api_call" and f.value not in _GROUPED]
+    calls = [f for f in job.facts.api_calls if f.value not in _GROUPED]
     if not calls:
         return None
     f = calls[-1]

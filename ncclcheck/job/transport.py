@@ -24,8 +24,8 @@ agree on how to move it.
   at a time. Where the inputs do not name the group's members this stays ``incomplete_evidence``: a member that
   never arrived explains it as well.
 
-Read from the job model and the decision (job/rules.py's); the lines of the setting are looked up in the scans for
-the evidence only.
+Read from the job model and the decision (job/rules.py's): the lines of a setting are the job's ``settings`` facts
+(job/facts.py), quoted as the evidence.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ncclcheck.evidence.types import FileScan, Loc
+from ncclcheck.evidence.types import Fact, Loc
 from ncclcheck.job.apart import STEPS_APART
 from ncclcheck.job.causes import Diagnosis, cause
 from ncclcheck.job.launchgaps import ERROR_FILE
@@ -61,7 +61,7 @@ _ON_THE_WIRE = ("proto-algo-differs", "transport-differs", "net-plugin-differs")
 _QUIET = {EndKind.TIMED_OUT, EndKind.WAITING, EndKind.ABORTED}
 
 
-def shared_hang(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
+def shared_hang(job: Job, d: Decision) -> Decision:
     """The decision with the setting the ranks disagree on, or the first collective's transport, as its cause."""
     w = d.primary
     if w is None or d.cause is not None or d.kind not in (VerdictKind.ALL_RANKS_STUCK, VerdictKind.INCOMPLETE):
@@ -74,7 +74,7 @@ def shared_hang(job: Job, d: Decision, scans: Sequence[FileScan]) -> Decision:
     ranks = [s.rank for s in present]
     rows = [r for r in job.facts.versions.compared if not r.agrees and rule_for(r.aspect, LOG_RULES).code in _ON_THE_WIRE]
     if rows:
-        return _settings(job, d, w, ranks, rows, scans)
+        return _settings(job, d, w, ranks, rows)
     if d.kind is VerdictKind.ALL_RANKS_STUCK and _first(job, w):
         return _first_collective(job, d, w, ranks)
     return d
@@ -93,10 +93,10 @@ def _first(job: Job, w: Work) -> bool:
     return bool(done) and max(done) <= 0
 
 
-def _locs(rows: Sequence[Row], scans: Sequence[FileScan]) -> tuple[Loc, ...]:
+def _locs(rows: Sequence[Row], settings: Sequence[Fact]) -> tuple[Loc, ...]:
     """Where each differing setting is printed: NCCL's ``set by environment`` line, its DIAG comparison."""
     names = {r.aspect for r in rows}
-    locs = [f.loc for s in scans for f in s.facts
+    locs = [f.loc for f in settings
             if f.key in names or f.key == "nccl_diag_setting" and any(f"for {n}" in f.value for n in names)]
     return tuple(dict.fromkeys(locs))[:6]
 
@@ -110,11 +110,10 @@ def _values(r: Row) -> str:
     return ", ".join(f"{value_text(g.value)} ({ranks_word(g.members)})" for g in r.groups)
 
 
-def _settings(job: Job, d: Decision, w: Work, ranks: list[int], rows: Sequence[Row],
-              scans: Sequence[FileScan]) -> Decision:
+def _settings(job: Job, d: Decision, w: Work, ranks: list[int], rows: Sequence[Row]) -> Decision:
     odd = sorted({int(m) for r in rows for m in r.odd if m.isdigit()})
     said = "; ".join(_values(r) if len(rows) == 1 else f"{r.aspect} {_values(r)}" for r in rows)
-    locs = (*_locs(rows, scans), *((w.loc,) if w.loc is not None else ()))
+    locs = (*_locs(rows, job.facts.settings), *((w.loc,) if w.loc is not None else ()))
     names = " and ".join(dict.fromkeys(r.aspect for r in rows))
     who = (f" {rank_phrase(odd).capitalize()} {'holds' if len(odd) == 1 else 'hold'} the odd value." if odd else
            " No majority: either side may be the one set wrong.")

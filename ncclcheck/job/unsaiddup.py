@@ -14,36 +14,40 @@ the release could not say without NCCL_DEBUG.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from ncclcheck.evidence.types import ErrorKind, FileScan
+from ncclcheck.evidence.types import Clue, ErrorKind
 from ncclcheck.job.causedata import Cause
+
+if TYPE_CHECKING:  # the job model holds the catalogue's Diagnosis (job/causes.py): imported here for its type only
+    from ncclcheck.job.model import Job
 
 _WARN = re.compile(r"NCCL WARN|Duplicate GPU|same GPU")
 _FILES = ("NCCL_TOPO_FILE", "NCCL_GRAPH_FILE")
 _FIRST = (2, 5, 6)  # the release whose set-up first checked for a shared GPU (NVIDIA/nccl 299c554d, 2.5.6-1)
 
 
-def _version(scans: Sequence[FileScan]) -> tuple[int, ...] | None:
-    stated = [f.value for s in scans for f in s.facts if f.key == "nccl_version"]
+def _version(job: Job) -> tuple[int, ...] | None:
+    stated = [f.value for f in job.facts.nccl_versions]
     return tuple(int(x) for x in stated[0].split(".")) if stated else None
 
 
-def said_why(scans: Sequence[FileScan]) -> bool:
+def said_why(job: Job) -> bool:
     """Whether a line says what NCCL refused: its WARN, a duplicate-GPU line, or the text after 'Last error:'."""
-    said = [e.message for s in scans for e in s.errors] + [c.text for s in scans for c in s.clues]
-    return (any(_WARN.search(t) for t in said) or any(e.kind is ErrorKind.NCCL_WARN for s in scans for e in s.errors)
-            or any(c.kind == "last_error" and bool(c.text) for s in scans for c in s.clues))
+    clues = [x for x in job.facts.events if isinstance(x, Clue)]
+    said = [e.message for e in job.facts.errors] + [c.text for c in clues]
+    return (any(_WARN.search(t) for t in said) or any(e.kind is ErrorKind.NCCL_WARN for e in job.facts.errors)
+            or any(c.kind == "last_error" and bool(c.text) for c in clues))
 
 
-def unsaid_duplicate(kind: str, scans: Sequence[FileScan], duplicate: Cause) -> tuple[Cause, str] | None:
+def unsaid_duplicate(kind: str, job: Job, duplicate: Cause) -> tuple[Cause, str] | None:
     """The duplicate-GPU cause and its detail where an ``invalid usage`` (``kind`` nccl_invalid_usage) came from the
     set-up and no line says why; None otherwise."""
-    if kind != "nccl_invalid_usage" or said_why(scans):
+    if kind != "nccl_invalid_usage" or said_why(job):
         return None  # NCCL said what it refused: that line decides
-    if any(f.key in _FILES for s in scans for f in s.facts) or any(s.works or s.statuses for s in scans):
+    if any(f.key in _FILES for f in job.facts.settings) or job.facts.timeouts:
         return None  # a topology file of the job's, or collectives that ran: not the set-up's check
-    version = _version(scans)
+    version = _version(job)
     if version is not None and version < _FIRST:
         return None
     release = f"NCCL {'.'.join(map(str, version))}" if version else "NCCL (2.5.6 and later)"

@@ -3,9 +3,8 @@
 The roles are apart: job/build.py (with job/facts.py) reads the inputs into one model; job/hang.py and
 job/rules.py decide from that model alone (the kind, the culprits, who waited, the cause); job/wording.py words
 the decision (summary, findings, next steps). This module joins them, with the later rules and the findings (the
-size arithmetic, counters, detectors, PyTorch's reports), each read from the job model; three still read the inputs'
-scans beside it: the catalogue's matching (job/causes.py), the shared hang's setting lines (job/transport.py) and a
-console cut mid-run (job/ending.py). It is the only module that builds a verdict.
+size arithmetic, counters, detectors, PyTorch's reports), each read from the job model alone, the catalogue's
+matching (job/causes.py) included: no rule reads the inputs' scans. It is the only module that builds a verdict.
 """
 
 from __future__ import annotations
@@ -68,8 +67,8 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
 
     ``tensor_of`` names the tensor of the hung collective (explain's table, when the user gave the model)."""
     job = build_job(scans, records)
-    d = decide_job(job, lambda killed, fired, silent: diagnose(scans, killed, fired, silent))
-    d = shared_hang(job, d, scans)  # every rank waits in one collective: a setting they disagree on, the transport
+    d = decide_job(job, lambda killed, fired, silent: diagnose(job, killed, fired, silent))
+    d = shared_hang(job, d)  # every rank waits in one collective: a setting they disagree on, the transport
     d = stopped_at_setup(job, d)  # the inputs stop at NCCL's set-up with no error (job/stall.py)
     d = traced(job, d)  # NCCL's collective trace: calls that differ, or orders that cross (job/colltrace.py)
     d = native_stall(job, d)  # native stacks inside an NCCL call, nothing failed (job/nativestall.py)
@@ -79,9 +78,9 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     d = lazy_p2p(job, d)  # a send or recv's wait for its communicator's NCCL id (job/idwait.py)
     d = killed_workers(job, d)  # a launcher's kill of its workers, nothing else said (job/launcherkill.py)
     d = unranked_death(job, d)  # a process no line ranks died with no error of its own (job/launcherkill.py)
-    d = cut_off(job, d, scans)  # a console that stops mid-run with no ending and no failure (job/ending.py)
+    d = cut_off(job, d)  # a console that stops mid-run with no ending and no failure (job/ending.py)
     d = stopped_apart(job, d)  # the ranks' own counters stop apart, nothing failed or ended (job/apart.py)
-    d = stalled(job, d, scans)  # a job shown launched or running, then no ending and no failure (job/ending.py)
+    d = stalled(job, d)  # a job shown launched or running, then no ending and no failure (job/ending.py)
     d = unstarted_members(job, error_file(job, d))  # what a launcher says is missing (launchgaps.py)
     uneven = uneven_findings(job, d.found)  # the ranks' loops counted to different totals (job/uneven.py)
     crash = crash_findings(job, d.cause)  # the library a native crash struck in

@@ -62,8 +62,8 @@ _SETTING = re.compile(r"(?:TORCH_)?NCCL_[A-Z0-9_]+")
 # A rank that printed this fact printed NCCL's INFO lines, where every NCCL_* variable the environment set is named.
 _NCCL_INFO = "cuda_driver"
 # "[0]eth0:10.0.0.1<0> [1]ib0:..." (NET/Socket), "[0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB eth0:..." (NET/IB)
-_LISTED = re.compile(r"\[\d+\]([^:\s\[\];]+(?::\d+/\w+)?)")
-_IB_DEVICE = re.compile(r"\[\d+\]([^\s\[\];]+)")
+_LISTED = re.compile(r"\[\d+\](?P<device>[^:\s\[\];]+(?::\d+/\w+)?)")
+_IB_DEVICE = re.compile(r"\[\d+\](?P<port>[^\s\[\];]+)")
 
 
 def _first_interface(value: str) -> str:
@@ -72,19 +72,19 @@ def _first_interface(value: str) -> str:
 
 
 def _sockets(values: Sequence[str]) -> str:
-    return ", ".join(dict.fromkeys(m[1].split(":")[0] for v in values for m in _LISTED.finditer(v))) or "none"
+    return ", ".join(dict.fromkeys(m["device"].split(":")[0] for v in values for m in _LISTED.finditer(v))) or "none"
 
 
 def _ib(values: Sequence[str]) -> str:
-    return ", ".join(dict.fromkeys(m[1] for v in values for m in _IB_DEVICE.finditer(v.split(";")[0]))) or "none"
+    return ", ".join(dict.fromkeys(m["port"] for v in values for m in _IB_DEVICE.finditer(v.split(";")[0]))) or "none"
 
 
-_OF = re.compile(r"(?<!\d)(\d{1,12}) of (\d{1,12})")  # bounded: linear on a hostile line
+_OF = re.compile(r"(?<!\d)(?P<here>\d{1,12}) of (?P<all>\d{1,12})")  # bounded: linear on a hostile line
 
 
 def _largest_comm(values: Sequence[str]) -> str:
     """``4 of 8`` per communicator: the ranks on this node of the largest one (the world's)."""
-    comms = [(int(m[2]), m[1]) for v in values if (m := _OF.fullmatch(v))]
+    comms = [(int(m["all"]), m["here"]) for v in values if (m := _OF.fullmatch(v))]
     return max(comms)[1] if comms else _distinct(values)
 
 
@@ -155,8 +155,14 @@ class Versions:
         return tuple(r for r in self.rows if sum(len(g.members) for g in r.groups) >= 2)
 
 
+def is_setting(key: str) -> bool:
+    """Whether a fact's key is a variable NCCL or ProcessGroupNCCL printed (``NCCL_PROTO``, ``TORCH_NCCL_...``): a
+    setting of the versions table, its own aspect."""
+    return _SETTING.fullmatch(key) is not None
+
+
 def _aspect(key: str) -> str | None:
-    return _ASPECT_OF.get(key) or (key if _SETTING.fullmatch(key) else None)
+    return _ASPECT_OF.get(key) or (key if is_setting(key) else None)
 
 
 def _member_values(scans: Iterable[FileScan]) -> dict[str, dict[str, list[str]]]:

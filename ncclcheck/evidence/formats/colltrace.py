@@ -43,8 +43,8 @@ TRACE = re.compile(
 PREFIX = re.compile(r"(?P<host>[\w.-]{1,120}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) \[(?P<dev>\d{1,4})\] NCCL ")
 INIT = re.compile(r"comm (?P<comm>0x[0-9a-fA-F]{1,16}) rank (?P<rank>\d{1,7}) nranks (?P<n>\d{1,7}) "
                   r"cudaDev (?P<dev>\d{1,4})(?P<rest>.{0,300}?) ?- Init COMPLETE")
-_COMMID = re.compile(r"commId (0x[0-9a-fA-F]{1,16})")
-_PARENT = re.compile(r"parent (0x[0-9a-fA-F]{1,16})(?: splitCount (\d{1,9}))?(?: color (-?\d{1,12}))?")
+_COMMID = re.compile(r"commId (?P<id>0x[0-9a-fA-F]{1,16})")
+_PARENT = re.compile(r"parent (?P<id>0x[0-9a-fA-F]{1,16})(?: splitCount (?P<count>\d{1,9}))?(?: color (?P<color>-?\d{1,12}))?")
 # The facts it yields (one a call: left out of the JSON's events, where the verdict cites the lines it compares).
 FACTS = frozenset({"nccl_coll", "nccl_comm"})
 _ANYONE = Who()  # the line's process: the parser puts the fact on it (a launcher's rank tag, where there is one)
@@ -149,11 +149,11 @@ class Lines:
             proc, _ = _proc(text, m.start())
             rest = m["rest"]
             cid, parent = _COMMID.search(rest), _PARENT.search(rest)
-            split = (parent[2] or parent[3] or "") if parent else ""
+            split = (parent["count"] or parent["color"] or "") if parent else ""
             order = self._comms.get(proc, 0)
             self._comms[proc] = order + 1
-            comm = Comm(proc, m["comm"], int(m["rank"]), int(m["n"]), m["dev"], cid[1] if cid else "",
-                        parent[1] if parent else "", split, order)
+            comm = Comm(proc, m["comm"], int(m["rank"]), int(m["n"]), m["dev"], cid["id"] if cid else "",
+                        parent["id"] if parent else "", split, order)
             return (Fact(_ANYONE, "nccl_comm", comm.value(), loc),)
         return ()
 

@@ -64,7 +64,7 @@ KILLING_FACT = "ds_killing"
 SPAWNED = re.compile(r"process (?P<pid>\d+) spawned with command: \[.*?'--local_rank=(?P<local>\d+)'")
 NODE = re.compile(r"nnodes=\d+, num_local_procs=(?P<procs>\d+), node_rank=(?P<node>\d+)")
 MAPPING = re.compile(r"global_rank_mapping=\w*\(?(?:<class 'list'>, )?\{(?P<nodes>.*)\}")
-_NODE_RANKS = re.compile(r"'[^']*': \[([\d, ]*)\]")
+_NODE_RANKS = re.compile(r"'[^']*': \[(?P<ranks>[\d, ]*)\]")
 OWN_LOGS = re.compile(r"--enable_each_rank_log=(?P<dir>\S+)")
 SUCCESS = re.compile(r"Process (?P<pid>\d+) exits successfully")
 CONSOLE = Console("DeepSpeed", "'Process <pid> exits successfully.' for each worker",
@@ -101,7 +101,7 @@ class Spawns:
             self._node[label] = (int(m["procs"]), int(m["node"]))
             return (Fact(_ANYONE, "launched", CONSOLE.name, loc),)
         elif "global_rank_mapping=" in text and (m := MAPPING.search(text)):
-            self._ranks = [[int(x) for x in g.split(",") if x.strip()] for g in _NODE_RANKS.findall(m["nodes"])]
+            self._ranks = [[int(x) for x in n["ranks"].split(",") if x.strip()] for n in _NODE_RANKS.finditer(m["nodes"])]
         elif "enable_each_rank_log=" in text and (m := OWN_LOGS.search(text)):
             self._own_logs = m["dir"] != "None"
         elif "exits successfully" in text and (m := SUCCESS.search(text)):

@@ -47,7 +47,7 @@ LINES = (
 # "srun: error: node3: tasks 8-13,15: Exited with exit code 1" (or "Killed", "Out Of Memory"): the tasks of a step
 # are the job's ranks when srun starts one process a rank.
 TASKS = re.compile(r"srun: error: (?P<host>\S+): tasks? (?P<tasks>\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*): (?P<what>.+)$")
-_CODE = re.compile(r"exit code (-?\d+)")
+_CODE = re.compile(r"exit code (?P<code>-?\d+)")
 # srun's own failure to start a step, before any task of it ran there: the slurmd of a node refused the launch
 # request ("Task launch for %ps failed on node %s: %m", src/api/step_launch.c, the slurmd's reason in
 # slurm_strerror's words, src/common/slurm_errno.c: "Job credential expired", "Invalid job credential", "Job
@@ -92,7 +92,7 @@ def _tasks(m: re.Match[str], loc: Loc) -> list[Said]:
     """Each range of tasks srun says ended, as one entry ("tasks 0-30000000" is 45 bytes, not 30 million ranks), and
     Slurm's own word that the step's memory limit killed it (a cause, not a guess)."""
     what = m["what"]
-    code = int(c[1]) if (c := _CODE.search(what)) else None
+    code = int(c["code"]) if (c := _CODE.search(what)) else None
     sig = "SIGKILL" if ("Killed" in what or "Out Of Memory" in what) else ("SIGTERM" if "Terminated" in what else None)
     if sig is None and code is None:
         return []
