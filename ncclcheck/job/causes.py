@@ -141,6 +141,8 @@ def _said(scans: Sequence[FileScan]) -> list[_Said]:
             out.append(_Said(e.who.rank, e.message, e.loc, store=e.store, nccl=e.nccl, gone=e.gone,
                              system=e.says is not None and e.says.system))
         for c in s.clues:
+            if c.kind == "unread":  # no source's form: quoted as the last resort (job/stated.py), not matched
+                continue
             out.append(_Said(c.who.rank, c.text, c.loc, c.kind, c.clock_s, store=c.store, nccl=c.nccl))
         # TORCH_DISTRIBUTED_DEBUG=DETAIL's report, read into a Mismatch: a cause names it among its events (the text
         # is what the verdict quotes, never what is matched).
