@@ -214,6 +214,11 @@ class LogParser:
         self._carry = (lineno, who) if who.global_rank is not None and text else None
         if who in self._logged and loglevel.went_on(text):
             del self._logged[who]  # the process logged on after its error records: it outlived them
+        if self._unread:  # error lines of no known form (formats/unread.py): past the input's tail, or gone on from
+            if lineno - self._unread[-1][2].line > unread.TAIL:
+                self._unread.clear()
+            elif loglevel.went_on(text):
+                self._unread = deque((c for c in self._unread if c[0] != who), maxlen=unread.TAIL)
         # A rank named only through its PID (Ray's prefix) is seen where a line of it says something (a record, an
         # error): its ordinary lines reach the parser or not by the reader's choice, and what was seen must not.
         if who.global_rank is not None and not (self._line_pid is not None and self._line_pid in self._procs.pid_rank):
@@ -330,12 +335,22 @@ class LogParser:
             tagged=bool(self._procs.tags) and self._procs.path_rank is None,
         )
 
+    def _maybe_unread(self, who: Who, text: str, loc: Loc) -> None:
+        """Hold a line that states an error in words (formats/unread.py), its prefixes and a collector's label left
+        off, unless a logger wrote it (formats/loglevel.py reads its records and when their process went on)."""
+        line = PREFIX.sub("", text).strip()
+        if label := LABEL.match(line):
+            line = line[label.end():]
+        if unread.says_error(line) and loglevel.record(line) is None:
+            self._unread.append((who, line, loc))
+
     def _keep_unread(self, lines: int) -> None:
         """The error lines no source read, among the input's last lines, as clues of their processes
         (formats/unread.py), in an input where no error, clue or launcher's report of a known form was read: a line a
         source read says more through it, an error followed by more of the input than that was gone on from, and
         beside a failure of a known form the other error lines are that failure's (its table, its frames)."""
-        if not self._unread or self._errors or self._clues or self._elastic or self._open_records():
+        if not self._unread or self._errors or self._clues or self._elastic or self._works or self._desync \
+                or self._mismatches or self._dumps or self._open_records():
             self._unread.clear()  # a failure of a known form is read here: its other lines are its own, not unread
             return
         read = {x.loc for kept in (self._errors, self._clues, self._elastic, self._endings, self._works,
@@ -453,8 +468,8 @@ class LogParser:
             if any([self._said(who, e) for e in held]):
                 return  # the line is wholly a launcher's or gloo's report
         holds = self._holds(text)
-        if holds & _UNREAD and unread.says_error(stripped := PREFIX.sub("", text).strip()):
-            self._unread.append((who, stripped, loc))
+        if holds & _UNREAD:
+            self._maybe_unread(who, text, loc)
         if holds & _LOGGED:
             self._log_record(who, PREFIX.sub("", text).strip(), loc)
         if 'File "' in text:

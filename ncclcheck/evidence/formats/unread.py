@@ -38,9 +38,11 @@ NOT_ERROR = re.compile(
     r"|\b(?:[Nn]o|0|[Zz]ero|[Ww]ithout|[Ii]gnor(?:e|ed|ing))\s+(?:[\w-]+\s+)?(?:errors?|failures?|exceptions?)\b"
     r"|\b(?:errors?|failures?|failed)\s*[:=]\s*0\b"
 )
-# A frame of a traceback or a native backtrace, a hedged hint ("might be reported at some other call"), a member of a
-# JSON document ('"error": ...'): words about an error, not the report of one.
-FRAME = re.compile(r'^\s*(?:File "|frame #\d|#\d+ +0x|"[\w .-]{1,80}": )|\b(?:might|may) (?:be|have)\b')
+# A frame of a traceback or a native backtrace (c10's "Exception raised from F at file:N" heads one), a hedged hint
+# ("might be reported at some other call"), a member of a JSON document ('"error": ...'): words about an error, not
+# the report of one.
+FRAME = re.compile(r'^\s*(?:File "|frame #\d|#\d+ +0x|"[\w .-]{1,80}": |Exception raised from )'
+                   r'|\b(?:might|may) (?:be|have)\b')
 WORDS = ("rror", "ROR", "ailed", "AILED", "ailure", "AILURE", "xception", "XCEPTION", "atal", "ATAL", "bort",
          "BORT", "rash", "iolation", "nable to", "Segmentation fault", "core dumped")
 # How many of its input's last lines a line must stand among to be kept (evidence/parse.py).
