@@ -19,7 +19,20 @@ from dataclasses import replace
 
 from ncclcheck import signals
 from ncclcheck.evidence import formats
-from ncclcheck.evidence.formats import HEADER, busy, colltrace, errors, loglevel, nccl, nccl2, pgnccl, progress, torchrun, world
+from ncclcheck.evidence.formats import (
+    HEADER,
+    busy,
+    colltrace,
+    errors,
+    loglevel,
+    nccl,
+    nccl2,
+    pgnccl,
+    progress,
+    torchrun,
+    unread,
+    world,
+)
 from ncclcheck.evidence.formats.collectors import LABEL
 from ncclcheck.evidence.formats.elastic import Table
 from ncclcheck.evidence.formats.host import Records as HostRecords
@@ -72,9 +85,9 @@ _FED = len(formats.FED_WORDS)
 # line's rank.
 _OWN_CLUES = frozenset({"what", "glibc", "argparse", "mpi", "cuda_ipc", "rdma_qp", "abort"})
 _FED_ANY = (1 << _FED) - 1
-_BUSY, _SIGNAL, _CLUE, _FACT, _NCCL_ERROR, _ERROR, _LOGGED = (1 << (_FED + i) for i in range(7))
+_BUSY, _SIGNAL, _CLUE, _FACT, _NCCL_ERROR, _ERROR, _LOGGED, _UNREAD = (1 << (_FED + i) for i in range(8))
 _WORDS = WordSets((*formats.FED_WORDS, busy.WORDS, errors.SIGNAL_WORDS, errors.CLUE_WORDS, _FACT_WORDS,
-                   nccl.ERROR_WORDS, errors.ERROR_WORDS, loglevel.WORDS))
+                   nccl.ERROR_WORDS, errors.ERROR_WORDS, loglevel.WORDS, unread.WORDS))
 # A traced collective's line (formats/colltrace.py) is wholly NCCL's: read by its own source alone, not by the rest of
 # the assembler (a job traced with NCCL_DEBUG_SUBSYS=COLL prints a line a call, millions), whatever other source's
 # gate words its fields happen to hold ("recv" in recvbuff); a line holding a word of an error, a signal, a clue, a
@@ -109,6 +122,9 @@ class LogParser:
         # Each process's error records not yet followed by a record of its below the error level (formats/loglevel.py)
         self._logged: dict[Who, dict[int, Clue]] = {}
         self._logged_n = 0
+        # The last lines that state an error in no known source's form (formats/unread.py): kept at the end where
+        # they stand among the input's last lines and nothing else read them
+        self._unread: deque[tuple[Who, str, Loc]] = deque(maxlen=unread.TAIL)
         self._statuses: list[StatusMention] = []
         self._dumps: list[DumpSignal] = []
         self._heartbeats: list[Heartbeat] = []
@@ -198,6 +214,11 @@ class LogParser:
         self._carry = (lineno, who) if who.global_rank is not None and text else None
         if who in self._logged and loglevel.went_on(text):
             del self._logged[who]  # the process logged on after its error records: it outlived them
+        if self._unread:  # error lines of no known form (formats/unread.py): past the input's tail, or gone on from
+            if lineno - self._unread[-1][2].line > unread.TAIL:
+                self._unread.clear()
+            elif loglevel.went_on(text):
+                self._unread = deque((c for c in self._unread if c[0] != who), maxlen=unread.TAIL)
         # A rank named only through its PID (Ray's prefix) is seen where a line of it says something (a record, an
         # error): its ordinary lines reach the parser or not by the reader's choice, and what was seen must not.
         if who.global_rank is not None and not (self._line_pid is not None and self._line_pid in self._procs.pid_rank):
@@ -258,6 +279,7 @@ class LogParser:
         self._take(self._table.close())
         self._take(self._records.close_stack())
         self._take(self._records.close_mismatch())
+        self._keep_unread(lines)
         for kept in self._trace.values():  # each communicator's last calls (job/colltrace.py orders them by line)
             for lineno, text, who, index in kept:
                 call = colltrace.call_of(text, index)
@@ -312,6 +334,33 @@ class LogParser:
             # be lines no reading keeps, so the file's fast and full readings agree)
             tagged=bool(self._procs.tags) and self._procs.path_rank is None,
         )
+
+    def _maybe_unread(self, who: Who, text: str, loc: Loc) -> None:
+        """Hold a line that states an error in words (formats/unread.py), its prefixes and a collector's label left
+        off, unless a logger wrote it (formats/loglevel.py reads its records and when their process went on)."""
+        line = PREFIX.sub("", text).strip()
+        if label := LABEL.match(line):
+            line = line[label.end():]
+        if unread.says_error(line) and loglevel.record(line) is None:
+            self._unread.append((who, line, loc))
+
+    def _keep_unread(self, lines: int) -> None:
+        """The error lines no source read, among the input's last lines, as clues of their processes
+        (formats/unread.py), in an input where no error, clue or launcher's report of a known form was read: a line a
+        source read says more through it, an error followed by more of the input than that was gone on from, and
+        beside a failure of a known form the other error lines are that failure's (its table, its frames)."""
+        if not self._unread or self._errors or self._clues or self._elastic or self._works or self._desync \
+                or self._mismatches or self._dumps or self._open_records():
+            self._unread.clear()  # a failure of a known form is read here: its other lines are its own, not unread
+            return
+        read = {x.loc for kept in (self._errors, self._clues, self._elastic, self._endings, self._works,
+                                   self._statuses, self._dumps, self._heartbeats, self._desync, self._mismatches,
+                                   self._stacks, self._inits, self._dump_events, self._system) for x in kept}
+        read |= {f.loc for f in self._facts.values()} | {c.loc for c in self._open_records()}
+        for who, text, loc in self._unread:
+            if loc.line > lines - unread.TAIL and loc not in read:
+                self._clues.append(Clue(who, "unread", text[:300], loc))
+        self._unread.clear()
 
     def _local_ranks(self) -> tuple[dict[Who, Who], int]:
         """torchrun's local tags placed where this input's lines state their global ranks (evidence/localranks.py):
@@ -419,6 +468,8 @@ class LogParser:
             if any([self._said(who, e) for e in held]):
                 return  # the line is wholly a launcher's or gloo's report
         holds = self._holds(text)
+        if holds & _UNREAD:
+            self._maybe_unread(who, text, loc)
         if holds & _LOGGED:
             self._log_record(who, PREFIX.sub("", text).strip(), loc)
         if 'File "' in text:

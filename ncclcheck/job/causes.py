@@ -148,6 +148,8 @@ def _said(job: Job) -> list[_Said]:
             out.append(_Said(x.who.rank, x.message, x.loc, store=x.store, nccl=x.nccl, gone=x.gone,
                              system=x.says is not None and x.says.system))
         elif isinstance(x, Clue):
+            if x.kind == "unread":  # no source's form: quoted as the last resort (job/unreadline.py), not matched
+                continue
             out.append(_Said(x.who.rank, x.text, x.loc, x.kind, x.clock_s, store=x.store, nccl=x.nccl))
         else:
             # TORCH_DISTRIBUTED_DEBUG=DETAIL's report, read into a Mismatch: a cause names it among its events (the

@@ -29,6 +29,10 @@ source, and the sources are ranked by how much their line says:
    so do glibc's own checks as it aborts a process (a corrupted heap, a buffer overrun: evidence/formats/glibc.py),
    an MPI library's fatal error and a container runtime's (Apptainer's FATAL line: evidence/formats/apptainer.py).
 
+7. A line that states an error in words of no form above (evidence/formats/unread.py: an error word, near its
+   input's end, read by no source): quoted only where nothing else failed (job/stated.py), never ranked against the
+   others.
+
 PyTorch's watchdog's teardown ("Some NCCL operations have failed or timed out", evidence/formats/errors.py) says a
 work failed or timed out and the process is taken down, never which or why: it is kept below every source, never
 ranked against their lines, and quoted only where nothing else is read (job/stated.py).
@@ -88,6 +92,7 @@ SOURCES = (
     Source("nccl_notice", 7, "NCCL's WARN line"),
     Source("watchdog", 7, "PyTorch's watchdog"),
     Source("cuda_notice", 7, "CUDA's error string"),
+    Source("unread", 7, "a line of a form ncclcheck does not read"),
 )
 _BY_NAME = {s.name: s for s in SOURCES}
 # The sources whose line says why NCCL failed (its own reason, or the CUDA error under it): where one is in the
@@ -170,6 +175,9 @@ def _meaning(source: str, text: str, says: Stating | None, file: str | None = No
         if source != "nccl_notice" and (layer := explained(text, file)) is not None:
             return layer.means if own == _OWN_WORDS else f"{own}; {layer.means}"
         return own
+    if source == "unread":
+        return ("an error the job reported in its own words, in a form no table of ncclcheck's knows: its words are "
+                "all it says, and these inputs do not show whether it ended the job")
     if source == "cuda_notice":
         return "the CUDA driver was unloaded as the process exited: the process's end, not its cause"
     if source == "cuda":
@@ -254,7 +262,7 @@ def stated_lines(scans: Sequence[FileScan]) -> tuple[Stated, ...]:
             source = {"last_error": "last_error", "nccl": "nccl", "cuda": "cuda", "cuda_assert": "cuda_assert",
                       "teardown": "watchdog", "logged": "logged", "c_assert": "c_assert", "glibc": "glibc",
                       "mpi": "mpi", "fatal": "fatal", "cuda_ipc": "cuda_ipc", "rdma_qp": "rdma_qp",
-                      "container": "container",
+                      "container": "container", "unread": "unread",
                       "abort": "abort", "argparse": "argparse", "runner": "runner",
                       "what": "gloo_enforce" if "[enforce fail at " in c.text else "what"}.get(c.kind)
             if source is not None and _notice(c.says):

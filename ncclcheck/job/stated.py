@@ -28,8 +28,9 @@ def best(job: Job, culprits: Sequence[int] = (), cause: Diagnosis | None = None)
     at = set(cause.locs) if cause is not None else set()
     # A logged error record (evidence/formats/loglevel.py) is quoted where the verdict stands on it alone: beside a
     # failure the rules read, it may be a launcher's record of that failure, not the program's reason.
-    lines = ranked([x for x in job.facts.stated if x.source in FAILED and (x.source != "logged" or x.loc in at)],
-                   culprits)
+    # An error line of no source's form (evidence/formats/unread.py) is quoted only where the cause is that line.
+    lines = ranked([x for x in job.facts.stated if x.source in FAILED and (x.source != "logged" or x.loc in at)
+                    or x.source == "unread" and x.loc in at], culprits)
     return next((x for x in lines if x.loc in at), lines[0] if lines else None)
 
 
@@ -169,3 +170,4 @@ def _timed_out(job: Job, kind: VerdictKind, culprits: list[int], summary: str,
                 cause)
     return (VerdictKind.INCOMPLETE, [], f"{said} These inputs hold no line of the ranks it waited for: give every "
             "rank's log (or its flight-recorder dump) to name them.", cause)
+

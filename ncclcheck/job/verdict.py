@@ -53,6 +53,7 @@ from ncclcheck.job.transport import shared_hang
 from ncclcheck.job.uneven import FIX as UNEVEN_FIX
 from ncclcheck.job.uneven import uneven_findings
 from ncclcheck.job.unexplained import unexplained_findings
+from ncclcheck.job.unreadline import unread_error
 from ncclcheck.job.versions import agreement_findings
 
 # The verdicts that name no rank at fault: a first collective that never completed is the path's question there.
@@ -82,6 +83,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     d = stopped_apart(job, d)  # the ranks' own counters stop apart, nothing failed or ended (job/apart.py)
     d = stalled(job, d)  # a job shown launched or running, then no ending and no failure (job/ending.py)
     d = unstarted_members(job, error_file(job, d))  # what a launcher says is missing (launchgaps.py)
+    d = unread_error(job, d)  # nothing else failed, but an input ends on an error of no known form (job/unreadline.py)
     uneven = uneven_findings(job, d.found)  # the ranks' loops counted to different totals (job/uneven.py)
     crash = crash_findings(job, d.cause)  # the library a native crash struck in
     findings = [*wording.lead_findings(job, d), *history_findings(job, d.summary),

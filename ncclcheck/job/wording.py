@@ -92,6 +92,8 @@ def steps(job: Job, d: Decision) -> tuple[str, ...]:
     if d.cause is not None and not (d.kind is VerdictKind.COLLECTIVE_MISMATCH and (
             d.cause.loc in reports or d.cause == calls_differ(job))):
         out = (*d.cause.fix, *((PROBE,) if d.cause.cause.probe else ()), *out)
+    if d.cause is not None and d.cause.cause.kind == "error_unread":  # the line is all that is known: it comes first
+        out = (f'Read the error line: "{d.cause.text}" ({d.cause.loc}).', *out)
     return out
 
 

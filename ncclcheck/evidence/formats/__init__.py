@@ -63,6 +63,7 @@ from ncclcheck.evidence.formats import (
     spawn,
     testends,
     torchrun,
+    unread,
     verbsqp,
     world,
 )
@@ -107,6 +108,7 @@ FORMATS: tuple[LineSource, ...] = (
     # read by the assembler (evidence/parse.py) on logical lines, in its order (``logical``)
     host.FORMAT, pgnccl.FORMAT, elastic.FORMAT, nccl2.FORMAT, nccl.FORMAT, errors.FORMAT, busy.FORMAT, world.FORMAT,
     loglevel.FORMAT,  # a logger's error records and C's failed assertions, where no source above read the line
+    unread.FORMAT,  # a line stating an error in no form above, near its input's end (job/stated.py's last resort)
 )
 _FED = tuple(f for f in FORMATS if not f.logical)
 # How each launcher's console shows the job's end (job/ending.py), by the name its ``launched`` facts give.
