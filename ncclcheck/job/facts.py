@@ -147,6 +147,7 @@ def read_facts(scans: Sequence[FileScan]) -> JobFacts:
         python_frames=tuple(kept.get("python_frames", ())),
         raises=tuple(kept.get("raises", ())),
         desync=tuple(d for s in scans for d in s.desync),
+        unranked_stacks=tuple(u for s in scans for u in s.unranked),
         barrier_missing=tuple(kept.get("barrier_missing", ())),
         stacks=tuple(st for s in scans for st in s.stacks if st.who.rank is not None and st.frames),
         dump_signals=tuple(d for s in scans for d in s.dump_signals),

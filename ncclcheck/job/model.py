@@ -33,6 +33,7 @@ from ncclcheck.evidence.types import (
     Mismatch,
     PeerGone,
     RankError,
+    SpiedProcess,
 )
 from ncclcheck.findings import Finding
 from ncclcheck.job.causes import Diagnosis
@@ -354,6 +355,7 @@ class JobFacts:
     python_frames: tuple[Fact, ...] = ()  # faulthandler's Python frames of a thread (job/crashsite.py)
     raises: tuple[Fact, ...] = ()  # each exception's name and frames, innermost first (formats/raisesite.py)
     desync: tuple[DesyncReport, ...] = ()  # PyTorch's desync reports (job/findings.py)
+    unranked_stacks: tuple[SpiedProcess, ...] = ()  # py-spy's dumps of processes no line ranks (job/spied.py)
     barrier_missing: tuple[Fact, ...] = ()  # the ranks monitored_barrier says never reached it
     stacks: tuple[CollectiveStack, ...] = ()  # the stack of each rank's failed collective, where it has frames
     dump_signals: tuple[DumpSignal, ...] = ()  # the flight recorder's dump signals, which name who detected first
