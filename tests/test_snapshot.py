@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from ncclcheck.cli import app
 from ncclcheck.evidence import archive as evidence_archive
+from ncclcheck.evidence.formats.pyspy import collective_of
 from ncclcheck.evidence.frdump import Frame, parse_dump
 from ncclcheck.evidence.types import Fact, FileScan, LiveStack, LiveThread, Loc, Who
 from ncclcheck.findings import Severity
@@ -103,13 +104,13 @@ def test_parse_real_pyspy_output_main_thread_first():
 def test_collective_from_real_stacks():
     waiting = pyspy.parse((SNAP / "pyspy-waiting.json").read_text(), 0)
     sleeping = pyspy.parse((SNAP / "pyspy-sleeping-native.json").read_text(), 0)
-    assert pyspy.collective_of(waiting[0].frames) == "all_reduce"
-    assert pyspy.collective_of(sleeping[0].frames) is None
+    assert collective_of(waiting[0].frames) == "all_reduce"
+    assert collective_of(sleeping[0].frames) is None
     assert live.code_frame(waiting[0].frames).line == 35  # hang_job.py: dist.all_reduce(t)
     assert live.code_frame(sleeping[0].frames).line == 34  # time.sleep(3600), native frames skipped
     assert live.native_call(sleeping[0].frames) == "time_sleep"
     # a user function named like a collective, outside torch.distributed, is not one
-    assert pyspy.collective_of((Frame("all_reduce", "/w/mylib/comm.py", 3),)) is None
+    assert collective_of((Frame("all_reduce", "/w/mylib/comm.py", 3),)) is None
 
 
 def test_parse_rejects_non_json():

@@ -118,8 +118,8 @@ class Entry:
 def user_frame(frames: tuple[Frame, ...]) -> Frame | None:
     """The first frame outside torch itself (the line of user code), else the innermost one."""
     for f in frames:
-        if "/torch/" not in f.file and "\\torch\\" not in f.file:
-            return f
+        if "/torch/" not in f.file and "\\torch\\" not in f.file and not f.file.startswith("torch/"):
+            return f  # (py-spy names a file relative to its sys.path entry: torch/distributed/distributed_c10d.py)
     return frames[0] if frames else None
 
 

@@ -29,6 +29,7 @@ from ncclcheck.evidence.formats import (
     nccl2,
     pgnccl,
     progress,
+    pyspy,
     torchrun,
     unread,
     world,
@@ -59,11 +60,13 @@ from ncclcheck.evidence.types import (
     Heartbeat,
     InputProblem,
     JobStop,
+    LiveStack,
     Loc,
     Mismatch,
     PidRank,
     RankError,
     Read,
+    SpiedProcess,
     StatusMention,
     SystemEvent,
     Who,
@@ -94,6 +97,9 @@ _WORDS = WordSets((*formats.FED_WORDS, busy.WORDS, errors.SIGNAL_WORDS, errors.C
 # logger's record or busy work goes the whole way.
 _TRACE = formats.fed_bit(colltrace.FORMAT)
 _NOT_TRACE = _BUSY | _SIGNAL | _CLUE | _NCCL_ERROR | _ERROR | _LOGGED
+# py-spy's dumps (formats/pyspy.py): a frame's line holds no word of its source, so an open dump's reader is fed every
+# line until one that is no part of a dump closes it.
+_SPY = formats.fed_bit(pyspy.FORMAT)
 # The calls kept of each process on each communicator: the last ones. Where processes part (a different call at one
 # position, calls in opposite orders), a collective hangs, and the trace stops within NCCL's queue of that call; each
 # call keeps its index among all the input printed, so processes are still lined up by it (job/colltrace.py).
@@ -158,6 +164,10 @@ class LogParser:
         trace = self._readers[_TRACE.bit_length() - 1][1]
         assert isinstance(trace, colltrace.Lines)  # the collective trace's reader: its lines' cheap path uses it
         self._trace_reader = trace
+        spy = self._readers[_SPY.bit_length() - 1][1]
+        assert isinstance(spy, pyspy.Dumps)
+        self._spy = spy
+        self._spied: dict[int, tuple[Who, SpiedProcess]] = {}  # each py-spy dump, as read so far, and whose line opened it
         self._held: list[Read] = []  # what the sources read from the current line, to take with its errors and facts
         self._child: AgentExit | None = None  # the last CalledProcessError read as a worker's exit
         self._held_words: tuple[str, int] = ("", 0)  # the last text tested for _WORDS, and what it holds
@@ -189,9 +199,14 @@ class LogParser:
             return
         said: list[Read] = []
         fed = holds & _FED_ANY  # the readers whose words the line holds, lowest bit first (not a test per reader)
+        if self._spy.open:
+            fed |= _SPY
         while fed:
             said += self._readers[(fed & -fed).bit_length() - 1][1].feed(text, Loc(self.file, lineno))
             fed &= fed - 1
+        if self._spy.inside:  # a py-spy dump's own line (its frames, --locals' values): no other source's
+            self._spied_line(text, said)
+            return
         for e in said:
             if isinstance(e, PidRank):  # a PID paired with its rank names this very line's process
                 self._procs.pid_rank.setdefault(e.pid, e.rank)
@@ -240,6 +255,12 @@ class LogParser:
             self._pend = (lineno, lineno, who, [text])
             return
         self._logical(lineno, who, text, sq=sq)
+
+    def _spied_line(self, text: str, said: list[Read]) -> None:
+        """A line of a py-spy dump: the dump as read so far, with whose line opened it (a launcher's tag on it)."""
+        for e in said:
+            if isinstance(e, SpiedProcess):
+                self._spied[e.index] = (self._spied[e.index][0] if e.index in self._spied else self._procs.who(text), e)
 
     def _traced(self, lineno: int, text: str) -> bool:
         """A traced collective's line, counted by its source and kept among its communicator's last lines (read into
@@ -294,16 +315,17 @@ class LogParser:
             self._elastic[i] = replace(self._elastic[i], rank=self._procs.node_rank(label, self._elastic[i].local_rank))
         if any(not e.agent_line for e in self._elastic):  # the failure table names global ranks: it speaks for them
             self._elastic = [e for e in self._elastic if not e.agent_line]
+        live, unranked = self._live()
         node, offset = self._local_ranks()
         unplaced = tuple(sorted({w.local_rank for w in node.values() if w.local_rank is not None}))
         ranks = set(self._ranks) | {w.global_rank for w in node.values() if w.global_rank is not None}
-        ranks |= self._procs.placed()
+        ranks |= self._procs.placed() | {st.global_rank for st in live}
         if self.path_rank is not None:
             ranks.add(self.path_rank)
         elif bytes_read and not ranks and not unplaced and not self._problems and not any(
                 (self._works, self._statuses, self._dumps, self._heartbeats, self._desync, self._mismatches,
                  self._errors, self._elastic, self._clues, self._facts, self._stacks, self._inits, self._endings,
-                 self._dump_events, self._system)):
+                 self._dump_events, self._system, live, unranked)):
             # Said, so that a file nothing could be read from does not pass for a quiet rank.
             self._problems.append(InputProblem(self.file, "read, but holds nothing ncclcheck reads (no rank, record, "
                                                           "error, exit, setting or host record)", fatal=False))
@@ -329,6 +351,8 @@ class LogParser:
             dump_events=tuple(self._dump_events),
             system=tuple(self._system),
             problems=tuple(self._problems),
+            live=live,
+            unranked=unranked,
             local_ranks=unplaced,
             # an agent's console: a rank's own file is none, whatever its chatter carries (its tagged lines may all
             # be lines no reading keeps, so the file's fast and full readings agree)
@@ -350,7 +374,7 @@ class LogParser:
         source read says more through it, an error followed by more of the input than that was gone on from, and
         beside a failure of a known form the other error lines are that failure's (its table, its frames)."""
         if not self._unread or self._errors or self._clues or self._elastic or self._works or self._desync \
-                or self._mismatches or self._dumps or self._open_records():
+                or self._mismatches or self._dumps or self._spied or self._open_records():
             self._unread.clear()  # a failure of a known form is read here: its other lines are its own, not unread
             return
         read = {x.loc for kept in (self._errors, self._clues, self._elastic, self._endings, self._works,
@@ -361,6 +385,28 @@ class LogParser:
             if loc.line > lines - unread.TAIL and loc not in read:
                 self._clues.append(Clue(who, "unread", text[:300], loc))
         self._unread.clear()
+
+    def _live(self) -> tuple[tuple[LiveStack, ...], tuple[SpiedProcess, ...]]:
+        """Each py-spy dump of a process of the job (not a child's: a data loader's worker) as its rank's live stack:
+        the rank its opening line's tag names, else the one this input's launcher lines pair with its PID, else the
+        input's own rank (its path), else the rank the file's name gives where it holds one process's dump. The
+        dumps no rank is named for, apart: their stacks are no rank's (job/spied.py)."""
+        mains = [(who, e) for who, e in self._spied.values() if e.parent is None and e.threads]
+        named = pyspy.file_rank(self.file) if len(mains) == 1 else None
+        out: dict[int, LiveStack] = {}
+        unranked: list[SpiedProcess] = []
+        for who, e in mains:
+            rank = who.global_rank
+            if rank is None and e.pid is not None:
+                rank = self._procs.pid_rank.get(e.pid)
+            rank = next((r for r in (rank, self.path_rank, named) if r is not None), None)
+            threads = pyspy.main_first(e.threads, e.pid)
+            if rank is None:
+                unranked.append(replace(e, threads=threads))
+                continue
+            out.setdefault(rank, LiveStack(rank, e.pid or 0, None, threads, pyspy.collective_of(threads[0].frames),
+                                           None, e.loc))
+        return tuple(out.values()), tuple(unranked)
 
     def _local_ranks(self) -> tuple[dict[Who, Who], int]:
         """torchrun's local tags placed where this input's lines state their global ranks (evidence/localranks.py):
@@ -573,7 +619,7 @@ class LogParser:
         restated = who.rank is None and any(k[1] == key[1] for k in self._nccl_errors)
         if key not in self._nccl_errors and not restated:
             self._nccl_errors.add(key)
-            self._take([error])
+            self._take([error, *nccl.call_check(who, text, loc)])
         return True
 
     def _agent_failed(self, said: AgentExit) -> None:

@@ -419,6 +419,21 @@ class LiveStack:
 
 
 @dataclass(frozen=True)
+class SpiedProcess:
+    """One process's dump by ``py-spy dump`` (evidence/formats/pyspy.py) as read so far: the ``index``-th dump of its
+    input (a later event of one index replaces an earlier: a dump has no line that ends it), its PID and command
+    line where its ``Process`` line was read, its parent's PID (``--subprocesses``: a child, such as a data loader's
+    worker), its threads in py-spy's order, frames innermost first; ``loc``: the line that opened it."""
+
+    index: int
+    pid: int | None
+    parent: int | None
+    command: str
+    threads: tuple[LiveThread, ...]
+    loc: Loc
+
+
+@dataclass(frozen=True)
 class InputProblem:
     """An input that could not be read, or only in part; reported on stderr, never fatal."""
 
@@ -532,7 +547,8 @@ class GlooWait:
 
 # What a source's reader yields for one line (evidence/formats/source.py).
 # A Fact's ``who`` is the line's process, put on it by the parser.
-Said = WorkerEnd | JobStop | WorkerStarted | PidRank | WorkerDied | AgentExit | GlooWait | ElasticFailure | Clue | Fact
+Said = (WorkerEnd | JobStop | WorkerStarted | PidRank | WorkerDied | AgentExit | GlooWait | ElasticFailure | Clue | Fact
+        | SpiedProcess)
 # What any source's reader yields (evidence/formats/): the above, and the records, errors and host records the
 # assembler (evidence/parse.py) reads through the sources of logical lines.
 Read = (Said | WorkMention | StatusMention | DumpSignal | DumpEvent | Heartbeat | DesyncReport | CollectiveStack
@@ -562,6 +578,7 @@ class FileScan:
     group_inits: tuple[GroupInit, ...] = ()
     endings: tuple[EndLine, ...] = ()
     live: tuple[LiveStack, ...] = ()
+    unranked: tuple[SpiedProcess, ...] = ()  # py-spy's dumps of processes no line names the rank of (formats/pyspy.py)
     dump_events: tuple[DumpEvent, ...] = ()
     system: tuple[SystemEvent, ...] = ()
     problems: tuple[InputProblem, ...] = ()

@@ -39,7 +39,7 @@ from ncclcheck.job.calls import call_before
 from ncclcheck.job.causes import one_line
 from ncclcheck.job.facts import with_facts
 from ncclcheck.job.graph import gaps, wait_for
-from ncclcheck.job.live import live_state
+from ncclcheck.job.live import library, live_state
 from ncclcheck.job.model import (
     BY_LINE,
     BY_RECORD,
@@ -395,7 +395,7 @@ class _Builder:
         on_gpu = any("/torch/cuda/" in f.file and f.name.rsplit(".", 1)[-1] == "synchronize" for f in frames)
         if ls.collective is None and not on_gpu:
             return  # in its own code: the ending says where
-        frame = next((f for f in frames if "/torch/" not in f.file and not f.file.startswith("<")), None)
+        frame = next((f for f in frames if not library(f.file) and not f.file.startswith("<")), None)
         op = op_name(ls.collective) if ls.collective else HOST_SYNC  # NCCL: blocked behind GPU work
         key = self.group(None)
         self.at(rank, key).source = "stack"  # the call the rank is blocked in now: after all it issued before

@@ -14,6 +14,11 @@ captured in a CUDA graph) is worded as a set-up failure by job/rules.py. Three l
   the error's words name no set-up mechanism (NCCL's ``internal error`` or ``unhandled cuda error`` without a reason,
   not a system error's /dev/shm or sockets), what failed is that call: an NCCL error.
 
+* PyTorch's own NCCL calls (torch/csrc/cuda/nccl.cpp) word their error ``NCCL Error <n>: <reason>``; ProcessGroupNCCL
+  makes those calls for all_to_all, gather, scatter, send and recv on a communicator it had already made (its set-up's
+  check reads ``NCCL error in: <file>:<line>``). Such a line under a traceback through one of those collectives
+  (evidence/formats/pycall.py) is an NCCL error of that call.
+
 And one says the set-up where the rules read only a process's failure: the trace under a line that names no layer of
 its own (a peer's reset connection inside a socket helper) runs through a transport's files and NCCL's init: the
 communicator's set-up failed in that transport (NCCL 2.0-2.2 bootstrapped over its network transport:
@@ -40,6 +45,10 @@ _SETUP_WORDS = re.compile(r"^(?:The job|[Rr]anks? [\d, and-]+) could not set up 
 # connection (remote_exited: look at the peer), which at set-up inside a transport is that transport's.
 _GENERAL = GENERIC | {"remote_exited"}
 _GROUP_END = "ncclGroupEnd"  # ends an init group as well as a collectives' one: says no phase
+# The collectives ProcessGroupNCCL runs through PyTorch's own NCCL calls (torch/csrc/cuda/nccl.cpp: all2all, gather,
+# scatter, send, recv), as a traceback's frames name them (evidence/formats/pycall.py).
+_OWN_CALLS = frozenset(("all_to_all", "all_to_all_single", "gather", "gather_object", "scatter", "scatter_object_list",
+                        "send", "recv", "isend", "irecv", "batch_isend_irecv", "send_object_list", "recv_object_list"))
 
 
 def restate(job: Job, kind: VerdictKind, culprits: list[int], summary: str, found: Diagnosis | None
@@ -82,6 +91,15 @@ def _called(job: Job, chain: Chain | None, found: Diagnosis) -> str | None:
         f = calls[-1]
         return (f"It came back from {f.value} itself ({f.loc}), a collective called through a binding of NCCL's C "
                 "API on a communicator that binding had already made: NCCL failed as the job ran, not in its set-up.")
+    at = {f.loc for f in job.facts.nccl_call_checks}
+    through = [f for f in job.facts.calls if f.value.partition(" ")[0] in _OWN_CALLS]
+    if found.loc in at and through:
+        f = through[-1]
+        op, _, where = f.value.partition(" ")
+        return (f"It is worded as PyTorch's own NCCL calls word their errors (`NCCL Error N:`, torch/csrc/cuda/"
+                f"nccl.cpp), which ProcessGroupNCCL makes for {op} on a communicator it had already made, and the "
+                f"traceback runs through {op} ({where}, {f.loc}): NCCL failed in that call as the job ran, not in the "
+                "communicator's set-up.")
     checks = [t for t in job.facts.test_checks if t.phase != SETUP]
     if checks and found.cause.kind == "nccl_no_reason":
         t = checks[0]

@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from ncclcheck.job.graph import NO_INPUT
+from ncclcheck.job.live import library
 from ncclcheck.job.model import Edge, EdgeReason, EndKind, GroupId, Job, RankState
 from ncclcheck.ranks import rank_phrase
 
@@ -59,7 +60,7 @@ def root_words(s: RankState) -> str:
                 "no dump; its own log says which")
     if e.kind is EndKind.RUNNING and s.live is not None:
         frames = s.live.threads[0].frames if s.live.threads else ()
-        mine = next((f for f in frames if not _LIBRARY.search(f.file)), None)
+        mine = next((f for f in frames if not _LIBRARY.search(f.file) and not library(f.file)), None)
         if mine is None:
             return f"is {e.detail}"
         inner = f", inside {frames[0].name}" if frames and frames[0] is not mine else ""

@@ -9,6 +9,7 @@ graph; the verdict says them in words where the live evidence is what decides (:
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -35,6 +36,7 @@ class LivePosition:
     native: str | None = None  # with --native: the C function the main thread's Python code is in (time_sleep)
     detail: str | None = None  # what a dump says of a rank without a stack; the CUDA call of a gpu_wait
     text: str | None = None  # the source line at ``where``, where the snapshot could read it
+    blocked: tuple[str, Frame] | None = None  # in host code: what its main thread waits for (blocked_on)
 
 
 @dataclass(frozen=True)
@@ -49,10 +51,55 @@ class StackGroup:
     threads: int  # threads per rank (the most among the group)
 
 
+def library(path: str) -> bool:
+    """Whether a frame's file is torch's own or the standard library's, in a full path or as py-spy shortens it
+    (relative to its ``sys.path`` entry: ``torch/utils/data/dataloader.py``, ``threading.py``,
+    ``multiprocessing/queues.py``): never the line the user's code is at."""
+    p = path.replace("\\", "/")
+    if "/torch/" in p or p.startswith("torch/"):
+        return True
+    if p.startswith("/"):
+        return "/lib/python3" in p and "-packages/" not in p
+    return p.split("/", 1)[0].removesuffix(".py") in sys.stdlib_module_names
+
+
 def code_frame(frames: Sequence[Frame]) -> Frame | None:
-    """The innermost Python frame outside torch (native frames from --native are skipped)."""
+    """The innermost Python frame outside torch and the standard library (native frames from --native are skipped),
+    else the innermost outside torch."""
     py = tuple(f for f in frames if f.file.endswith(".py"))
-    return user_frame(py) if py else user_frame(tuple(frames))
+    return next((f for f in py if not library(f.file)), None) or (user_frame(py) if py else user_frame(tuple(frames)))
+
+
+# What a main thread outside any collective blocks on, from its innermost frames: a data loader's next batch (torch's
+# DataLoader iterator, torch/utils/data/dataloader.py, or any iterator's __next__ that waits on a queue's get: its
+# producer, a worker process or thread, gave it nothing), else a lock or a condition (threading.py), else a socket or
+# a file.
+DATA, LOCK, IO = "data", "lock", "io"
+_QUEUE_FILES = ("queue.py", "multiprocessing/queues.py", "multiprocessing/connection.py")
+_IO_NAMES = ("recv", "recv_into", "read", "readinto", "readline", "accept", "connect", "select", "poll", "open")
+
+
+def blocked_on(frames: Sequence[Frame]) -> tuple[str, Frame] | None:
+    """What the thread waits for (:data:`DATA`, :data:`LOCK`, :data:`IO`) and the frame that says so."""
+    py = [f for f in frames if f.file.endswith(".py")]
+    for f in py:
+        path = f.file.replace("\\", "/")
+        if path.endswith("torch/utils/data/dataloader.py"):
+            return DATA, f
+    for inner, outer in zip(py, py[1:], strict=False):
+        if inner.file.replace("\\", "/").endswith(_QUEUE_FILES) and inner.name.rsplit(".", 1)[-1] == "get" \
+                and outer.name.rsplit(".", 1)[-1] == "__next__":
+            return DATA, outer
+    if not py or not library(py[0].file):
+        return None
+    first = py[0]
+    leaf, base = first.name.rsplit(".", 1)[-1], first.file.replace("\\", "/").rsplit("/", 1)[-1]
+    caller = code_frame(py) or first
+    if base == "threading.py" and leaf in ("wait", "acquire", "join", "_wait_for_tstate_lock"):
+        return LOCK, caller
+    if leaf in _IO_NAMES:
+        return IO, caller
+    return None
 
 
 def native_call(frames: Sequence[Frame]) -> str | None:
@@ -100,7 +147,8 @@ def position(rank: int, stack: LiveStack | None, dump: Dump | None) -> LivePosit
     elif main and (sync := cuda_wait(main)):
         p = LivePosition(rank, GPU_WAIT, None, None, None, host, host, util, evidence, None, sync)
     elif main:
-        p = LivePosition(rank, HOST_CODE, None, None, None, host, host, util, evidence, native_call(main))
+        p = LivePosition(rank, HOST_CODE, None, None, None, host, host, util, evidence, native_call(main),
+                         blocked=blocked_on(main))
     elif dump is not None:
         last = dump.entries[-1] if dump.entries else None
         detail = (f"no stack; its dump's last collective, {last.op} #{last.seq}, completed" if last
@@ -200,8 +248,8 @@ def live_summary(positions: Sequence[LivePosition]) -> str | None:
     for p in host:
         at.setdefault((p.where, p.gpu_util == 0), []).append(p)
     host_text = "; ".join(f"{_who(p.rank for p in ps)} {'is' if len(ps) == 1 else 'are'} in host code at "
-                          f"{_said(ps[0])}{f', inside {ps[0].native}' if ps[0].native else ''}{_gpu(ps[0].gpu_util)}"
-                          for ps in at.values())
+                          f"{_said(ps[0])}{f', inside {ps[0].native}' if ps[0].native else ''}{_blocked(ps[0])}"
+                          f"{_gpu(ps[0].gpu_util)}" for ps in at.values())
     if not waiting and not on_gpu:
         busy = [p.rank for p in host if p.gpu_util]
         tail = (f" {_who(busy).capitalize()} show{'s' if len(busy) == 1 else ''} a busy GPU: with NCCL a collective "
@@ -213,6 +261,45 @@ def live_summary(positions: Sequence[LivePosition]) -> str | None:
             f"{'has' if len(host) == 1 else 'have'} not joined (a flight-recorder dump would tell)")
     text = "; ".join(x for x in (host_text, wait_text, gpu_text) if x)
     return text[:1].upper() + text[1:] + tail + "."
+
+
+def blocked_summary(positions: Sequence[LivePosition]) -> str | None:
+    """What the main threads of the ranks in host code wait for, one sentence (for a verdict whose own words already
+    say where they are); None where no stack says."""
+    by: dict[tuple[str, Frame], list[int]] = {}
+    for p in positions:
+        if p.state == HOST_CODE and p.blocked is not None:
+            by.setdefault(p.blocked, []).append(p.rank)
+    said = "; ".join(f"{_who(ranks)}'s main thread {'is' if len(ranks) == 1 else 'are'} {_WAITS[kind]} "
+                     f"(in {f.name} at {f.file.replace(chr(92), '/').rsplit('/', 1)[-1]}:{f.line})"
+                     for (kind, f), ranks in by.items())
+    return f"{said[:1].upper()}{said[1:]}." if said else None
+
+
+_WAITS = {DATA: "waiting for its data loader's next batch", LOCK: "waiting on a lock or a condition",
+          IO: "waiting on a socket or a file"}
+
+
+def _blocked(p: LivePosition) -> str:
+    if p.blocked is None:
+        return ""
+    kind, f = p.blocked
+    return f", {_WAITS[kind]} (in {f.name} at {f.file.replace(chr(92), '/').rsplit('/', 1)[-1]}:{f.line})"
+
+
+def live_steps(positions: Sequence[LivePosition], culprits: Sequence[int]) -> tuple[str, ...]:
+    """The step for what a culprit in host code waits for, where its stack says (a data loader's batch)."""
+    fed = sorted(p.rank for p in positions if p.rank in culprits and p.blocked is not None and p.blocked[0] == DATA)
+    if not fed:
+        return ()
+    return (f"{_who(fed).capitalize()}'s main thread waits for its data loader's next batch: the loader's workers "
+            "(or its thread) give it none while the other ranks wait in the collective. Take the workers' stacks "
+            "(`py-spy dump --subprocesses --pid PID` of the rank's process shows them under it) and look for a worker "
+            "that died or hangs (an exception or an OOM kill in a worker, a read from a network file system that "
+            "stalls, a deadlock after fork in the dataset's code); run once with `num_workers=0` (the data loaded in "
+            "the main process): if the hang goes, the workers are the cause; `pin_memory=False` and a smaller "
+            "`prefetch_factor` rule out the pin-memory thread and the workers' queue, and `DataLoader(timeout=...)` "
+            "makes a stuck worker an error instead of a hang.",)
 
 
 def _by_place(positions: Sequence[LivePosition]) -> dict[tuple[Frame | None, str | None], list[LivePosition]]:

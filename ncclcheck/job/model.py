@@ -34,6 +34,7 @@ from ncclcheck.evidence.types import (
     Mismatch,
     PeerGone,
     RankError,
+    SpiedProcess,
 )
 from ncclcheck.findings import Finding
 from ncclcheck.job.causes import Diagnosis
@@ -366,6 +367,7 @@ class JobFacts:
     errors: tuple[RankError, ...] = ()  # every error line of the inputs, ranked or not (rules for where none failed)
     launcher_kills: tuple[Fact, ...] = ()  # DeepSpeed's launcher's "Killing subprocess" lines (job/launcherkill.py)
     nccl_frames: tuple[Fact, ...] = ()  # native stack frames inside an NCCL call (job/nativestall.py)
+    nccl_call_checks: tuple[Fact, ...] = ()  # NCCL errors in PyTorch's own NCCL calls' words (job/callphase.py)
     program_ends: tuple[Fact, ...] = ()  # the program's work ended: a test framework's end, its word, a communicator
     # destroyed (job/afterend.py)
     p2p_calls: tuple[Fact, ...] = ()  # a traceback's point-to-point call (formats/p2pcall.py, job/idwait.py)
@@ -382,6 +384,7 @@ class JobFacts:
     python_frames: tuple[Fact, ...] = ()  # faulthandler's Python frames of a thread (job/crashsite.py)
     raises: tuple[Fact, ...] = ()  # each exception's name and frames, innermost first (formats/raisesite.py)
     desync: tuple[DesyncReport, ...] = ()  # PyTorch's desync reports (job/findings.py)
+    unranked_stacks: tuple[SpiedProcess, ...] = ()  # py-spy's dumps of processes no line ranks (job/spied.py)
     barrier_missing: tuple[Fact, ...] = ()  # the ranks monitored_barrier says never reached it
     stacks: tuple[CollectiveStack, ...] = ()  # the stack of each rank's failed collective, where it has frames
     dump_signals: tuple[DumpSignal, ...] = ()  # the flight recorder's dump signals, which name who detected first

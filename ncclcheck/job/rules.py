@@ -42,7 +42,7 @@ from ncclcheck.job.hang import (
     primary_work,
     stuck_verdict,
 )
-from ncclcheck.job.live import HOST_CODE, UNKNOWN, live_summary
+from ncclcheck.job.live import HOST_CODE, UNKNOWN, blocked_summary, live_summary
 from ncclcheck.job.model import EndKind, Job, VerdictKind, Work
 from ncclcheck.job.origins import interrupted_job, unended
 from ncclcheck.job.partition import stopped
@@ -391,6 +391,12 @@ def _live_words(job: Job, kind: VerdictKind, culprits: Sequence[int], summary: s
         return VerdictKind.INCOMPLETE, "No rank's stack or dump could be read: nothing to decide."
     text = live_summary(job.live)
     host = sorted(p.rank for p in job.live if p.state == HOST_CODE)
+    seen = {p.rank for p in job.live}
+    if text and culprits and sorted(culprits) == host and any(
+            s.stuck is not None and s.rank not in seen for s in job.ranks):
+        # the others' own lines say where they wait (a log's timeouts): the stacks add what the culprits wait for
+        blocked = blocked_summary(job.live)
+        return kind, f"{summary} {blocked}" if blocked else summary
     if text and (kind is VerdictKind.NO_FAILURE or (culprits and sorted(culprits) == host)):
         return kind, text
     return kind, summary

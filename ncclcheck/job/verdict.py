@@ -44,6 +44,7 @@ from ncclcheck.job.partition import partition
 from ncclcheck.job.raisesite import raise_findings
 from ncclcheck.job.rules import Decision, decide_job
 from ncclcheck.job.runs import Restart
+from ncclcheck.job.spied import unranked_stack
 from ncclcheck.job.stall import stopped_at_setup
 from ncclcheck.job.stated import best
 from ncclcheck.job.storeaddr import loopback_steps
@@ -79,6 +80,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     d = lazy_p2p(job, d)  # a send or recv's wait for its communicator's NCCL id (job/idwait.py)
     d = killed_workers(job, d)  # a launcher's kill of its workers, nothing else said (job/launcherkill.py)
     d = unranked_death(job, d)  # a process no line ranks died with no error of its own (job/launcherkill.py)
+    d = unranked_stack(job, d)  # py-spy dumps that no line ranks, nothing else found (job/spied.py)
     d = cut_off(job, d)  # a console that stops mid-run with no ending and no failure (job/ending.py)
     d = stopped_apart(job, d)  # the ranks' own counters stop apart, nothing failed or ended (job/apart.py)
     d = stalled(job, d)  # a job shown launched or running, then no ending and no failure (job/ending.py)

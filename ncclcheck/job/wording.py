@@ -15,6 +15,7 @@ from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.causes import PROBE, Diagnosis, describe
 from ncclcheck.job.disagree import calls_differ
 from ncclcheck.job.findings import EXIT_IF_DONE, next_steps
+from ncclcheck.job.live import live_steps
 from ncclcheck.job.lonework import lone_work
 from ncclcheck.job.model import Job, VerdictKind
 from ncclcheck.job.pipeline import pipeline_step
@@ -81,6 +82,7 @@ def steps(job: Job, d: Decision) -> tuple[str, ...]:
     out = next_steps(d.kind, d.culprits, d.killed, d.unknown, d.dumped, d.waited,
                      slow_steps(d.busy) if d.busy is not None else (), bool(reports), alone)
     out = lone_work(job, d, out)  # the rank waited for, and the work one rank does alone (job/lonework.py)
+    out = (*live_steps(job.live, d.culprits), *out)  # what a culprit's live stack waits for (job/live.py)
     out = wait_steps(job, d, out)  # why a member never arrives, the op's wait, the number's proof (job/waitsteps.py)
     if (pipe := pipeline_step(job)) is not None:  # a pipeline's exchange between stages (job/pipeline.py)
         out = (pipe, *out)

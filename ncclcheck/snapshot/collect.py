@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from ncclcheck.evidence.formats.pyspy import collective_of
 from ncclcheck.evidence.types import LiveThread
 from ncclcheck.findings import Finding
 from ncclcheck.snapshot import dumppipe, gpu, pyspy
@@ -112,7 +113,7 @@ def take(job: Job, py_spy: str | None, native: bool = False, timeout: float = 5.
     for r in job.ranks:
         threads, err, refused = stacks.get(r.pid, ((), None, False))
         main = threads[0].frames if threads else ()
-        results.append(RankResult(r, threads, pyspy.collective_of(main), state.util_of(r.pid), err, refused,
+        results.append(RankResult(r, threads, collective_of(main), state.util_of(r.pid), err, refused,
                                   by_rank.get(r.rank), None if r.rank in by_rank else notes.get(r.rank)))
     found = lint(job.ranks) if lint else []
     return Snapshot(host or socket.gethostname(), wall, time.monotonic() - start, job, tuple(results), state,

@@ -12,20 +12,11 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
 
+from ncclcheck.evidence.formats.pyspy import main_first
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.types import LiveThread
 
-# torch.distributed calls a rank can block in, under the names distributed_c10d.py gives them.
-COLLECTIVES = frozenset({
-    "all_reduce", "all_reduce_coalesced", "all_gather", "all_gather_into_tensor", "all_gather_object",
-    "all_gather_coalesced", "_all_gather_base", "reduce_scatter", "reduce_scatter_tensor", "_reduce_scatter_base",
-    "all_to_all", "all_to_all_single", "broadcast", "broadcast_object_list", "reduce", "gather", "gather_object",
-    "scatter", "scatter_object_list", "barrier", "monitored_barrier", "send", "recv", "send_object_list",
-    "recv_object_list", "batch_isend_irecv", "init_process_group", "new_group", "new_subgroups",
-    "destroy_process_group",
-})
 PTRACE_MARKERS = ("permission denied", "operation not permitted", "os error 1)", "ptrace")
 
 
@@ -49,13 +40,9 @@ def command(exe: str, pid: int, native: bool) -> list[str]:
     return [exe, "dump", "--pid", str(pid), "--json", "--native" if native else "--nonblocking"]
 
 
-def _name(raw: str) -> str:
-    """Python 3.11+ frames are qualified (``Thread.run``): the bare function name."""
-    return raw.rsplit(".", 1)[-1]
-
-
 def parse(text: str, pid: int) -> tuple[LiveThread, ...]:
-    """py-spy's ``dump --json`` output -> threads, the process's main thread first, frames innermost first."""
+    """py-spy's ``dump --json`` output -> threads, the process's main thread first, frames innermost first (its text
+    output, pasted into a log, is read by evidence/formats/pyspy.py)."""
     try:
         raw = json.loads(text)
     except ValueError as exc:
@@ -69,19 +56,9 @@ def parse(text: str, pid: int) -> tuple[LiveThread, ...]:
         frames = tuple(Frame(str(f.get("name", "?")), str(f.get("filename", "?")),
                              f["line"] if isinstance(f.get("line"), int) else 0)
                        for f in t.get("frames") or () if isinstance(f, dict))
-        main = t.get("os_thread_id") == pid or t.get("thread_name") == "MainThread"
         name = str(t.get("thread_name") or t.get("os_thread_id") or t.get("thread_id") or "?")
-        threads.append((not main, LiveThread(name, frames)))
-    threads.sort(key=lambda x: x[0])  # stable: py-spy's order otherwise
-    return tuple(t for _, t in threads)
-
-
-def collective_of(frames: Sequence[Frame]) -> str | None:
-    """The torch.distributed call these frames are inside: the outermost one, which is what user code called."""
-    for f in reversed(frames):
-        if _name(f.name) in COLLECTIVES and "torch/distributed/" in f.file.replace("\\", "/"):
-            return _name(f.name)
-    return None
+        threads.append(LiveThread(name, frames))
+    return main_first(tuple(threads), pid)  # the same as a dump's text (evidence/formats/pyspy.py)
 
 
 def take(exe: str, pid: int, native: bool, timeout: float) -> tuple[LiveThread, ...]:

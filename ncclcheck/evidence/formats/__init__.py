@@ -55,6 +55,7 @@ from ncclcheck.evidence.formats import (
     procfailure,
     progress,
     pycall,
+    pyspy,
     raisesite,
     ray,
     rendezvous,
@@ -90,6 +91,7 @@ FORMATS: tuple[LineSource, ...] = (
     pgwrapper.FORMAT,  # the collective each rank was about to run, under DETAIL (job/storewait.py)
     colltrace.FORMAT,  # NCCL's collective trace and its communicators' set-up lines (job/colltrace.py)
     nativestack.FORMAT,  # gdb's native stacks: a thread inside an NCCL call (job/nativestall.py)
+    pyspy.FORMAT,  # py-spy's dumps: each process's threads and frames, read as its rank's live stack (job/live.py)
     backtrace.FORMAT,  # a fatal signal's native backtrace, frame by frame (job/crashsite.py)
     raisesite.FORMAT,  # where a Python exception was raised: its traceback's frames (job/raisesite.py)
     p2pcall.FORMAT,  # a traceback through a send or a recv (job/idwait.py)

@@ -22,7 +22,8 @@ from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample, Trigge
 from ncclcheck.evidence.linear import then
 from ncclcheck.evidence.stamps import glog
 from ncclcheck.evidence.types import Clue, ErrorKind, Loc, RankError, Read, Stating, Who
-from ncclcheck.evidence.wcstatus import completion_error
+from ncclcheck.evidence.wcstatus import GATE as WC_GATE
+from ncclcheck.evidence.wcstatus import MLX5_CQE_DUMP, completion_error
 
 ERROR_WORDS = ("Error", "Exception", "Interrupt", "terminate called",
                "RPC call to", "Scheduler hit an exception")  # a framework's own sentence (FRAMEWORK_FAILED)
@@ -121,7 +122,7 @@ CLUE_GATE = re.compile(
     + r"|\bucp_[a-z]\w* ?[(+]|\buct_[a-z]\w* ?[(+]|\bucs_[a-z]\w* ?[(+]|\bucm_[a-z]\w* ?[(+]|\bucc_[a-z]\w* ?[(+]|"
     + SAYS.pattern
     + "|" + SHM_FULL.pattern
-    + r"|\bstatus=\d{1,2}\([A-Za-z ]{4,40}\)"  # a work completion's status with rdma-core's words (evidence/wcstatus.py)
+    + "|" + WC_GATE  # a work completion that failed: its status in rdma-core's or UCX's words (evidence/wcstatus.py)
     + r"|Test CUDA failure|Test HIP failure"  # nccl-tests' CUDACHECK (src/common.h), rccl-tests' HIPCHECK
     + r"|The connection to the C10d store has failed"  # the c10d rendezvous backend's (c10d_rendezvous_backend.py)
     + "|" + STORE_CLIENT  # the TCPStore client's own lines, whether or not an exception's name precedes them
@@ -138,7 +139,8 @@ CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "oom-kill", "THCudaChe
               "HIP failure",
               "maxSharedMem", "client socket", "etwork addresses of", "] connect [",
               "unexpected process identifier", "CoordinationService/", "SOCK_IFNAME=",
-              "bootstrap_uid")
+              "bootstrap_uid",
+              "(synd 0x")  # UCX's mlx5 transports' completion error, its syndrome's words before it (evidence/wcstatus.py)
 # The resolver's and NCCL's bare errors and torchrun's restarts, which the catalogue's causes read from the lines.
 _OTHER_WORDS = ("gai error", "cannot be retrieved", "system error", "worker group")
 _CUDA_ASSERT = re.compile(r"(?<![\w.])(?P<file>[\w.]+\.cuh?):(?P<line>\d+): (?P<kernel>(?:(?!\.cuh?:\d+: ).)*?): "
@@ -313,7 +315,7 @@ def clues(who: Who, body: str, loc: Loc, clock: float | None) -> list[Clue]:
         out.append(Clue(who, "shm", body[:300], loc, clock))
     elif UCX_FRAME.search(body):
         out.append(Clue(who, "ucx", body[:300], loc, clock))
-    elif "status=" in body and completion_error(body) is not None:
+    elif completion_error(body) is not None or MLX5_CQE_DUMP in body:
         out.append(Clue(who, "verbs", body[:300], loc, clock))  # a work completion that failed (evidence/wcstatus.py)
     return out
 

@@ -45,6 +45,10 @@ REMOTE_ERROR = re.compile(r"remote process exited or there was a network error|n
 # before PyTorch 1.8 "NCCL Error 2: <reason>", and nccl-tests' "Test NCCL failure common.cu:874 '<reason>'".
 NCCL_ERROR = re.compile(r"(?:NCCL error|NCCL Error)(?: \d+)?(?: in: \S+,)?:?\s*(?P<reason>.*)"
                         r"|NCCL failure \S+:\d+ '(?P<quoted>[^']*)'")
+# PyTorch's own NCCL calls (torch/csrc/cuda/nccl.cpp, throw_nccl_error: "NCCL Error <n>: <ncclGetErrorString>"):
+# ProcessGroupNCCL's all_to_all, gather, scatter, send and recv on a communicator it had already made (its set-up's
+# check, C10D_NCCL_CHECK, reads "NCCL error in: <file>:<line>, ..." or "NCCL error: ..."), and torch.cuda.nccl's.
+CALL_CHECK = re.compile(r"\bNCCL Error (?P<n>\d{1,2}): ")
 # ncclGetErrorString's words for a CUDA or a system call that failed inside NCCL (src/init.cc), as a framework that
 # wraps NCCL prints them without PyTorch's "NCCL error" (TensorFlow: "ncclCommInitRank failed: unhandled cuda error";
 # NVCaffe's glog CHECK: "Check failed: result == ncclSuccess (1 vs. 0)  unhandled cuda error"): the words are NCCL's
@@ -196,6 +200,13 @@ def old_warning(who: Who, text: str, loc: Loc) -> list[Read] | None:
     return None
 
 
+def call_check(who: Who, text: str, loc: Loc) -> list[Fact]:
+    """An NCCL error in the words of PyTorch's own NCCL calls (:data:`CALL_CHECK`), as an ``nccl_call_check`` fact
+    (job/callphase.py: with a traceback through all_to_all, gather, scatter, send or recv, that call failed)."""
+    return [Fact(who, "nccl_call_check", m["n"], loc)] if "NCCL Error " in text and (m := CALL_CHECK.search(text)) \
+        else []
+
+
 def error(who: Who, text: str, loc: Loc) -> RankError | None:
     """An "NCCL error: <reason>" raised on this rank (not on a named work), or None."""
     m = NCCL_ERROR.search(text)
@@ -293,7 +304,7 @@ FORMAT = Format(
         Behind(("busId",), (*(p for _, w, p in FACTS if w == "busId"),)),
         # an error's or a warning's message, and every kept error's and clue's text (``words``, ``gone``,
         # ``results``: formats/errors.py, loglevel.py)
-        Behind((NCCL_ERROR, NCCL_RESULT, _NCCL_WARN, _OLD_WARN), (CONNECTION, PEER_GONE, REMOTE_ERROR, PEER, _PAIR,
+        Behind((NCCL_ERROR, NCCL_RESULT, _NCCL_WARN, _OLD_WARN), (CALL_CHECK, CONNECTION, PEER_GONE, REMOTE_ERROR, PEER, _PAIR,
                                                                   _SHARING, CUDA_FAILURE, CALL_FAILED, PEER_CLOSED,
                                                                   *(p for p, _ in _RESULT_ANY_CASE),
                                                                   _SYSTEM_ANY_CASE)),
