@@ -25,7 +25,7 @@ from ncclcheck.job.causedata import DEVICE, HOST, LATE, LAUNCHER, MEMORY, NETWOR
 from ncclcheck.job.dupgpu import pair_words
 from ncclcheck.job.hosts import Joined
 from ncclcheck.job.rununsage import run_usage
-from ncclcheck.job.statements import Statement, first_told, told
+from ncclcheck.job.statements import Statement, first_told, setting_told, told
 from ncclcheck.job.unsaiddup import unsaid_duplicate
 from ncclcheck.job.xids import fatal, meaning
 from ncclcheck.ranks import rank_phrase
@@ -105,7 +105,17 @@ def one_line(message: str) -> str:
     if _CUDA_OOM.search(message):
         return oom_line(message)
     first = message.split(", NCCL version")[0].split(" Search for `")[0]
-    return first if len(first) <= 200 else first[:197] + "..."
+    if len(first) <= 200:
+        return first
+    # A variable the line says to set is its point: where it stands past the cut, the sentence naming it is kept.
+    if (told_at := setting_told(first)) is None or told_at[1] <= 197:
+        return first[:197] + "..."
+    at = told_at[0]
+    if at < 120:
+        return first[:told_at[1]] + "..."
+    end = first.find(". ", at) % (len(first) + 1)  # the sentence's end, or the line's
+    tail = first[at:end + 1] if end < at + 120 else first[at:at + 117] + "..."
+    return f"{first[:120]}... {tail}"
 
 
 def oom_line(message: str) -> str:

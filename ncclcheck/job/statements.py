@@ -144,12 +144,32 @@ def settings(text: str) -> tuple[tuple[str, str], ...]:
     return tuple((n, v) for n, v in out.items() if v)
 
 
+# A variable a line tells the reader to set without a value ("please set the environment variable VLLM_NCCL_SO_PATH
+# to point to the correct nccl library path", "Set VLLM_NCCL_SO_PATH to the correct path"): its name alone.
+_TO_SET = re.compile(rf"(?<!\w)(?:[Pp]lease set|[Ss]et|must set|needs? to set)(?: the)?(?: environment)?(?: variables?)? "
+                     rf"`?(?P<name>{_NAME})\b")
+
+
+def setting_told(text: str) -> tuple[int, int] | None:
+    """Where the line tells the reader to set a variable, from "please set" to the variable's name, or None."""
+    m = _TO_SET.search(text)
+    return m.span() if m else None
+
+
 def _quoted(said: Statement, text: str) -> Statement:
-    """The entry with the line's own settings in its first step, as an ``export`` line, where it names any."""
-    named = settings(text)
-    if not named:
-        return said
-    line = "export " + " ".join(f"{n}={shlex.quote(v)}" for n, v in named)
+    """The entry with the line's own settings in its first step, as an ``export`` line where it names their values,
+    by name where it names only the variables."""
+    pairs = settings(text)
+    if not pairs:
+        names = tuple(dict.fromkeys(m["name"] for m in _TO_SET.finditer(text)))
+        if not names:
+            return said
+        step = (f"Set {', '.join(names)}, as the line itself says, in the environment of every process of the job "
+                "(before the launcher, on every node; a launcher that starts processes over ssh, pdsh or in pods "
+                "passes only the variables it is told to: DeepSpeed's .deepspeed_env, mpirun -x NAME), to the value "
+                "the line or the program's documentation gives, or take the other way the line offers, and rerun.")
+        return replace(said, fix=(step, *said.fix[1:]))
+    line = "export " + " ".join(f"{n}={shlex.quote(v)}" for n, v in pairs)
     step = ("Set what the line itself says to set, in the environment of every process of the job (before the "
             "launcher, on every node; a launcher that starts processes over ssh, pdsh or in pods passes only the "
             "variables it is told to: DeepSpeed's .deepspeed_env, mpirun -x NAME), or take the other way the line "

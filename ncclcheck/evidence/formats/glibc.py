@@ -14,6 +14,10 @@ Its fortified string functions and the compiler's stack protector end a process 
 (debug/fortify_fail.c, debug/stack_chk_fail.c): ``*** buffer overflow detected ***: terminated`` and ``*** stack
 smashing detected ***: terminated`` since 2.26, with the program's name before ``terminated`` up to 2.25.
 
+The dynamic loader, ld.so, ends a program it cannot start the same way, in its own words (elf/dl-error-skeleton.c,
+fatal_error: ``<program>: error while loading shared libraries: <library>: <reason>``, exit status 127): a library the
+program needs is not where the loader looks, or cannot be used (job/statements.toml's ``library_*`` entries).
+
 Each is a :class:`Clue` of the kind ``glibc`` of the line's process (the parser names it): the line states the
 process's own failure, memory corrupted in its address space; the message, not the abort after it, is the reason.
 The words of every release were read from glibc's malloc.c and debug/ and checked against the strings of the
@@ -46,9 +50,13 @@ HEAP = re.compile(rf"(?:^|\]:|\) |^\d{{1,6}}: )\s*(?P<message>{_MESSAGE})\s*$"
 # The fortified functions' and the stack protector's end (__fortify_fail): "*** %s ***: terminated" since 2.26,
 # "*** %s ***: %s terminated" with the program's name before.
 FORTIFY = re.compile(r"\*\*\* (?P<what>buffer overflow|stack smashing) detected \*\*\*: (?:[^\s]{1,300} )?terminated")
+# ld.so's fatal error at a program's start: "%s: %s: %s%s%s%s%s" with the program's name, these words, the object
+# and the error (and the errno's string).
+LOADER = re.compile(r"(?P<loader>error while loading shared libraries: \S{1,300}: .{1,300})")
 WORDS = ("free(): ", "malloc(): ", "realloc(): ", "munmap_chunk(): ", "mremap_chunk(): ", "malloc_consolidate(): ",
          "tcache_thread_shutdown(): ", "memalign(): ", "calloc(): ", "double free or corruption", "corrupted size vs",
-         "corrupted double-linked", "break adjusted to free", "malloc assertion failure", " detected ***: ")
+         "corrupted double-linked", "break adjusted to free", "malloc assertion failure", " detected ***: ",
+         "error while loading shared libraries")
 _ANYONE = Who()  # the line's process: the parser puts the clue on it
 
 
@@ -58,6 +66,8 @@ def message(text: str) -> str | None:
         return m["message"] or m["old"] or m["assert"]
     if (f := FORTIFY.search(text)) is not None:
         return f"*** {f['what']} detected ***"
+    if "error while loading" in text and (m := LOADER.search(text)) is not None:
+        return m["loader"]
     return None
 
 
@@ -73,7 +83,7 @@ FORMAT = Format(
     name="glibc",
     words=WORDS,
     make=Lines,
-    patterns=(HEAP, FORTIFY),
+    patterns=(HEAP, FORTIFY, LOADER),
     samples=(
         Sample("free(): double free detected in tcache 2", "tests/data/crash/heap/console.log:5",
                (Clue(_ANYONE, "glibc", "free(): double free detected in tcache 2", AT),)),
@@ -95,5 +105,10 @@ FORMAT = Format(
                (Clue(_ANYONE, "glibc", "*** buffer overflow detected ***", AT),)),
         Sample("*** stack smashing detected ***: python terminated", "glibc <= 2.25 debug/fortify_fail.c",
                (Clue(_ANYONE, "glibc", "*** stack smashing detected ***", AT),)),
+        Sample("/opt/conda/bin/python: error while loading shared libraries: libpython3.11.so.1.0: cannot open shared "
+               "object file: No such file or directory",
+               "glibc elf/dl-error-skeleton.c (ld.so's fatal_error at a program's start), elf/dl-load.c's message",
+               (Clue(_ANYONE, "glibc", "error while loading shared libraries: libpython3.11.so.1.0: cannot open shared "
+                                       "object file: No such file or directory", AT),)),
     ),
 )
