@@ -196,3 +196,12 @@ def test_the_others_timeouts_and_the_lagging_ranks_dump_together(tmp_path):
     assert "Rank 1's main thread is waiting for its data loader's next batch" in v["summary"]
     assert "No rank is inside" not in v["summary"]
     assert v["next_steps"][0].startswith("Rank 1's main thread waits for its data loader's next batch")
+
+
+def test_a_data_loader_workers_own_dump_names_what_holds_the_batch():
+    """--subprocesses dumps rank 1's DataLoader worker under it: the summary says where that worker is (the dataset's
+    __getitem__ that sleeps), after what rank 1's main thread waits for."""
+    v = _verdict(HANG / "rank0-subprocesses.txt", HANG / "rank1-subprocesses.txt")
+    assert v["culprit_ranks"] == [1]
+    assert "waiting for its data loader's next batch" in v["summary"]
+    assert "while its worker process (PID " in v["summary"] and "Slow.__getitem__ at loader_hang.py:30" in v["summary"]

@@ -61,6 +61,7 @@ from ncclcheck.evidence.types import (
     InputProblem,
     JobStop,
     LiveStack,
+    LiveThread,
     Loc,
     Mismatch,
     PidRank,
@@ -404,8 +405,10 @@ class LogParser:
             if rank is None:
                 unranked.append(replace(e, threads=threads))
                 continue
+            children = tuple(LiveThread(str(c.pid), pyspy.main_first(c.threads, c.pid)[0].frames)
+                             for _, c in self._spied.values() if e.pid is not None and c.parent == e.pid and c.threads)
             out.setdefault(rank, LiveStack(rank, e.pid or 0, None, threads, pyspy.collective_of(threads[0].frames),
-                                           None, e.loc))
+                                           None, e.loc, children=children))
         return tuple(out.values()), tuple(unranked)
 
     def _local_ranks(self) -> tuple[dict[Who, Who], int]:

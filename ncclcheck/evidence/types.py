@@ -416,6 +416,8 @@ class LiveStack:
     gpu_util: int | None
     loc: Loc
     sources: tuple[tuple[str, int, str], ...] = ()  # (file, line, text) of its frames, where the snapshot read them
+    children: tuple[LiveThread, ...] = ()  # its child processes' main threads dumped with it (py-spy --subprocesses:
+    # a data loader's workers), each named by its PID
 
 
 @dataclass(frozen=True)

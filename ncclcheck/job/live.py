@@ -37,6 +37,7 @@ class LivePosition:
     detail: str | None = None  # what a dump says of a rank without a stack; the CUDA call of a gpu_wait
     text: str | None = None  # the source line at ``where``, where the snapshot could read it
     blocked: tuple[str, Frame] | None = None  # in host code: what its main thread waits for (blocked_on)
+    worker: tuple[str, Frame] | None = None  # waiting for data: a child process dumped with it and its code's line
 
 
 @dataclass(frozen=True)
@@ -147,8 +148,11 @@ def position(rank: int, stack: LiveStack | None, dump: Dump | None) -> LivePosit
     elif main and (sync := cuda_wait(main)):
         p = LivePosition(rank, GPU_WAIT, None, None, None, host, host, util, evidence, None, sync)
     elif main:
+        blocked = blocked_on(main)
+        worker = next(((c.name, f) for c in stack.children if (f := code_frame(c.frames)) is not None), None) \
+            if stack is not None and blocked is not None and blocked[0] == DATA else None
         p = LivePosition(rank, HOST_CODE, None, None, None, host, host, util, evidence, native_call(main),
-                         blocked=blocked_on(main))
+                         blocked=blocked, worker=worker)
     elif dump is not None:
         last = dump.entries[-1] if dump.entries else None
         detail = (f"no stack; its dump's last collective, {last.op} #{last.seq}, completed" if last
@@ -266,13 +270,8 @@ def live_summary(positions: Sequence[LivePosition]) -> str | None:
 def blocked_summary(positions: Sequence[LivePosition]) -> str | None:
     """What the main threads of the ranks in host code wait for, one sentence (for a verdict whose own words already
     say where they are); None where no stack says."""
-    by: dict[tuple[str, Frame], list[int]] = {}
-    for p in positions:
-        if p.state == HOST_CODE and p.blocked is not None:
-            by.setdefault(p.blocked, []).append(p.rank)
-    said = "; ".join(f"{_who(ranks)}'s main thread {'is' if len(ranks) == 1 else 'are'} {_WAITS[kind]} "
-                     f"(in {f.name} at {f.file.replace(chr(92), '/').rsplit('/', 1)[-1]}:{f.line})"
-                     for (kind, f), ranks in by.items())
+    said = "; ".join(f"{_who([p.rank])}'s main thread is{_blocked(p)[1:]}" for p in positions
+                     if p.state == HOST_CODE and p.blocked is not None)
     return f"{said[:1].upper()}{said[1:]}." if said else None
 
 
@@ -284,7 +283,15 @@ def _blocked(p: LivePosition) -> str:
     if p.blocked is None:
         return ""
     kind, f = p.blocked
-    return f", {_WAITS[kind]} (in {f.name} at {f.file.replace(chr(92), '/').rsplit('/', 1)[-1]}:{f.line})"
+    return f", {_WAITS[kind]} (in {f.name} at {f.file.replace(chr(92), '/').rsplit('/', 1)[-1]}:{f.line}){_worker(p)}"
+
+
+def _worker(p: LivePosition) -> str:
+    """Where the data loader's worker the rank's dump holds is (py-spy --subprocesses)."""
+    if p.worker is None:
+        return ""
+    pid, f = p.worker
+    return f", while its worker process (PID {pid}) is in {f.name} at {f.file.replace(chr(92), '/').rsplit('/', 1)[-1]}:{f.line}"
 
 
 def live_steps(positions: Sequence[LivePosition], culprits: Sequence[int]) -> tuple[str, ...]:
