@@ -88,6 +88,7 @@ SOURCES = (
     Source("runner", 5, "the launcher's echo of its launch"),
     Source("exception", 5, "a Python exception"),
     Source("logged", 6, "the last error it logged"),
+    Source("raise_line", 6, "the raise in its traceback's source line"),
     Source("abort", 6, "Open MPI's report of the process's abort"),
     Source("nccl_notice", 7, "NCCL's WARN line"),
     Source("watchdog", 7, "PyTorch's watchdog"),
@@ -263,7 +264,7 @@ def stated_lines(scans: Sequence[FileScan]) -> tuple[Stated, ...]:
                       "teardown": "watchdog", "logged": "logged", "c_assert": "c_assert", "glibc": "glibc",
                       "mpi": "mpi", "fatal": "fatal", "cuda_ipc": "cuda_ipc", "rdma_qp": "rdma_qp",
                       "container": "container", "unread": "unread",
-                      "abort": "abort", "argparse": "argparse", "runner": "runner",
+                      "abort": "abort", "argparse": "argparse", "runner": "runner", "raise_line": "raise_line",
                       "what": "gloo_enforce" if "[enforce fail at " in c.text else "what"}.get(c.kind)
             if source is not None and _notice(c.says):
                 source = "nccl_notice" if source in ("last_error", "nccl") else "cuda_notice"

@@ -56,6 +56,7 @@ from ncclcheck.evidence.formats import (
     progress,
     pycall,
     pyspy,
+    raiseline,
     raisesite,
     ray,
     rendezvous,
@@ -106,6 +107,7 @@ FORMATS: tuple[LineSource, ...] = (
     verbsqp.FORMAT,  # a program's report that creating an RDMA queue pair failed, with its errno (job/reasons.py)
     cmdline.FORMAT,  # argparse refusing a program's command line: exit 2 before any work (job/reasons.py)
     glibc.FORMAT,  # glibc's heap checks and fortify failures: the process aborted itself (job/reasons.py)
+    raiseline.FORMAT,  # a traceback's raise source line with its message written out: the exception raised
     fataltag.FORMAT,  # a library's fatal check behind its "[FATAL ERROR]" tag (job/reasons.py)
     # read by the assembler (evidence/parse.py) on logical lines, in its order (``logical``)
     host.FORMAT, pgnccl.FORMAT, elastic.FORMAT, nccl2.FORMAT, nccl.FORMAT, errors.FORMAT, busy.FORMAT, world.FORMAT,
