@@ -760,7 +760,7 @@ _stuck_order = attrgetter("order")
 
 
 def _regroup(w: Work, gid: GroupId) -> Work:
-    if w.group == gid:
+    if w.group is gid or w.group == gid:  # the same object, a rank at a time: no field compared (issue 42)
         return w
     return Work(gid, w.seq, w.op, w.numel_in, w.numel_out, w.sizes, w.dtypes, w.p2p, w.peer, w.state, w.frame,
                 w.timeout_ms, w.ran_for_ms, w.order, w.loc, w.out_sizes, w.out_dtypes)

@@ -11,6 +11,7 @@ stays small at 100,000 ranks; ``per_rank`` holds the version-3 lists item by ite
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from itertools import chain, repeat
 from operator import attrgetter
@@ -349,13 +350,9 @@ def _fold_keyed(items: Sequence[Any], keys: Iterable[Hashable], rank: Callable[[
                 other: Callable[[Any], int | None] | None = None,
                 spread: Callable[[Any], int | None] | None = None) -> list[_Class]:
     """:func:`_fold` with each item's key given, in the items' order."""
-    classes: dict[Hashable, list[Any]] = {}
+    classes: defaultdict[Hashable, list[Any]] = defaultdict(list)  # a list made in C on a key's first item
     for x, k in zip(items, keys, strict=True):
-        same = classes.get(k)
-        if same is None:
-            classes[k] = [x]
-        else:
-            same.append(x)
+        classes[k].append(x)
     return [_Class(xs, rank, guid, other, spread) for xs in classes.values()]
 
 
