@@ -4,6 +4,7 @@ objects come back, and their pickle names no field, so unpickling went through t
 from __future__ import annotations
 
 import pickle
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -40,3 +41,40 @@ def test_a_records_part_crosses_whole(tmp_path: Path) -> None:
     back = pickle.loads(data)
     assert back == part and [r.global_rank for r in back.records] == list(range(20))
     assert b"last_enqueued" not in data  # the records cross as their constructors' arguments, not field dicts
+
+
+def test_group_inits_cross_as_columns_and_read_as_the_parser_read_them(tmp_path: Path) -> None:
+    """A node log's group-creation lines are kept as their table (evidence/inits.py): it crosses as columns, no
+    object a line, and its rows, its items and the evidence file's copy say what the lines said."""
+    from ncclcheck.evidence import bundle
+    from ncclcheck.evidence.inits import InitTable, init_rows
+    from ncclcheck.evidence.types import GroupInit
+
+    log = tmp_path / "node.log"
+    log.write_text("".join(
+        f"[rank{r}]:[I1122 10:00:0{k}.000000000 ProcessGroupNCCL.cpp:988] [PG ID {k} PG GUID {k}{r % 2} Rank "
+        f"{r % 2}] ProcessGroupNCCL initialization options: size: {2 if k else 8}, global rank: {r}, "
+        f"TIMEOUT(ms): 600000\n" for r in range(8) for k in range(2)))
+    (source,) = resolve([str(log)], lambda _: None)
+    scan = scan_source(source)
+    inits = scan.group_inits
+    assert isinstance(inits, InitTable) and len(inits) == 16
+    data = pickle.dumps(scan, protocol=pickle.HIGHEST_PROTOCOL)
+    assert b"GroupInit" not in data and b"InitTable" in data  # columns: no constructor a line
+    back = pickle.loads(data)
+    assert back == scan and back.group_inits == inits.items() and inits == back.group_inits
+    made = inits.items()
+    assert all(type(g) is GroupInit for g in made) and [g.global_rank for g in made[:3]] == [0, 0, 1]
+    fields = ("who", "pg", "group_rank", "size", "global_rank", "timeout_ms", "loc")
+    assert [tuple(getattr(r, f) for f in fields) for r in init_rows(back.group_inits)] == \
+        [tuple(getattr(g, f) for f in fields) for g in made]
+    assert made[3].loc.line == 4 and made[3].size == 2 and made[3].group_rank == 1
+    stored = bundle.dumps([scan], [], compress=False)
+    assert bundle.dumps([replace(scan, group_inits=made)], [], compress=False) == stored
+    (read,), _ = bundle.read(_written(tmp_path / "node.ev", stored))
+    assert read == scan and read.group_inits == made
+
+
+def _written(path: Path, data: bytes) -> str:
+    path.write_bytes(data)
+    return str(path)

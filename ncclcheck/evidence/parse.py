@@ -40,6 +40,7 @@ from ncclcheck.evidence.formats.host import Records as HostRecords
 from ncclcheck.evidence.formats.pgnccl import incomplete, waits_for_digits
 from ncclcheck.evidence.formats.storeclient import read as store_words
 from ncclcheck.evidence.formats.torchrun import LOCAL_TAG
+from ncclcheck.evidence.inits import init_table
 from ncclcheck.evidence.repair import MAX_JOIN, OPEN_TAIL, clean, last_bar, open_header, squeeze, unprefixed
 from ncclcheck.evidence.stamps import glog
 from ncclcheck.evidence.types import (
@@ -347,7 +348,7 @@ class LogParser:
             clues=tuple(self._clues) + self._open_records(),
             facts=tuple(self._facts.values()),
             stacks=tuple(self._stacks),
-            group_inits=tuple(self._inits),
+            group_inits=init_table(self._inits, self.file),
             endings=tuple(self._endings),
             dump_events=tuple(self._dump_events),
             system=tuple(self._system),

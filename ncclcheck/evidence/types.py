@@ -6,6 +6,7 @@ Everything here is a frozen dataclass so results can cross process boundaries
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
@@ -577,7 +578,7 @@ class FileScan:
     clues: tuple[Clue, ...] = ()
     facts: tuple[Fact, ...] = ()
     stacks: tuple[CollectiveStack, ...] = ()
-    group_inits: tuple[GroupInit, ...] = ()
+    group_inits: Sequence[GroupInit] = ()  # a tuple, or its columns (evidence/inits.py)
     endings: tuple[EndLine, ...] = ()
     live: tuple[LiveStack, ...] = ()
     unranked: tuple[SpiedProcess, ...] = ()  # py-spy's dumps of processes no line names the rank of (formats/pyspy.py)

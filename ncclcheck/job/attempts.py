@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import fields, replace
 from typing import Any
 
+from ncclcheck.evidence.inits import InitTable
 from ncclcheck.evidence.types import FileScan
 from ncclcheck.job.world import WORLD_FACTS
 
@@ -40,8 +41,8 @@ def dir_attempt(file: str) -> int | None:
 
 
 def _located(scan: FileScan) -> list[object]:
-    return [v for f in fields(scan) if f.name != "problems" and isinstance(value := getattr(scan, f.name), tuple)
-            for v in value if hasattr(v, "loc")]
+    return [v for f in fields(scan) if f.name != "problems"
+            and isinstance(value := getattr(scan, f.name), (tuple, InitTable)) for v in value if hasattr(v, "loc")]
 
 
 def _worker_lines(scan: FileScan) -> list[int]:
@@ -84,7 +85,7 @@ def within(scan: FileScan, lo: int, hi: int | None) -> FileScan:
     changes: dict[str, Any] = {}  # FileScan's tuple fields, each of its own item type
     for f in fields(scan):
         value = getattr(scan, f.name)
-        if isinstance(value, tuple) and value and hasattr(value[0], "loc") and f.name != "problems":
+        if isinstance(value, (tuple, InitTable)) and value and hasattr(value[0], "loc") and f.name != "problems":
             changes[f.name] = tuple(v for v in value if v.loc.line >= lo and (hi is None or v.loc.line < hi))
     # A statement of the world holds for every attempt of a job of fixed size; the parser keeps each one once per
     # rank, so a later attempt's own echo of it is not there to keep.
@@ -120,7 +121,7 @@ def _moved(scan: FileScan, rank: int) -> FileScan:
     changes: dict[str, Any] = {}
     for f in fields(scan):
         value = getattr(scan, f.name)
-        if isinstance(value, tuple) and value and hasattr(value[0], "who"):
+        if isinstance(value, (tuple, InitTable)) and value and hasattr(value[0], "who"):
             changes[f.name] = tuple(
                 replace(v, who=replace(v.who, path_rank=rank)) if v.who.path_rank == old else v for v in value)
     seen = {r for r in scan.ranks_seen if r != old} | {rank}

@@ -22,6 +22,7 @@ from operator import attrgetter, itemgetter
 from ncclcheck import signals
 from ncclcheck.evidence.formats.errors import fatal_signal
 from ncclcheck.evidence.frdump import Dump, Entry, numel
+from ncclcheck.evidence.inits import init_rows
 from ncclcheck.evidence.types import (
     PG,
     DumpSignal,
@@ -282,7 +283,7 @@ class _Builder:
                     assert d.last_completed is not None
                     p.stuck = Work(self.groups[key].gid(), d.last_completed + 1, None, state="timed_out",
                                    order=(BY_LINE, d.loc.line), loc=d.loc)
-            for gi in s.group_inits:  # three a rank or more: member() written out (issue 42)
+            for gi in init_rows(s.group_inits):  # three a rank or more: rows, member() written out (issue 42)
                 rank = gi.global_rank if gi.global_rank is not None else gi.who.rank
                 if rank is None:
                     continue
@@ -759,7 +760,7 @@ _stuck_order = attrgetter("order")
 
 
 def _regroup(w: Work, gid: GroupId) -> Work:
-    if w.group == gid:
+    if w.group is gid or w.group == gid:  # the same object, a rank at a time: no field compared (issue 42)
         return w
     return Work(gid, w.seq, w.op, w.numel_in, w.numel_out, w.sizes, w.dtypes, w.p2p, w.peer, w.state, w.frame,
                 w.timeout_ms, w.ran_for_ms, w.order, w.loc, w.out_sizes, w.out_dtypes)

@@ -11,6 +11,7 @@ stays small at 100,000 ranks; ``per_rank`` holds the version-3 lists item by ite
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from itertools import chain, repeat
 from operator import attrgetter
@@ -18,6 +19,7 @@ from typing import Any
 
 from ncclcheck.evidence.formats import colltrace, ncclsetup
 from ncclcheck.evidence.frdump import Frame
+from ncclcheck.evidence.inits import init_rows
 from ncclcheck.evidence.types import PG, FileScan, Lagging, Loc
 from ncclcheck.findings import Finding
 from ncclcheck.job.actions import Action
@@ -161,15 +163,18 @@ class _Field:
 class _Event:
     """One event list: the scans' attribute it comes from, which items, whose they are, and their fields in order."""
 
-    __slots__ = ("name", "attr", "keep", "rank", "fields", "count_groups")
+    __slots__ = ("name", "attr", "keep", "rank", "fields", "count_groups", "rows")
 
     def __init__(self, name: str, attr: str, rank: Callable[[Any], int | None], fields: Sequence[_Field],
-                 keep: Callable[[Any], bool] | None = None, count_groups: bool = True) -> None:
+                 keep: Callable[[Any], bool] | None = None, count_groups: bool = True,
+                 rows: Callable[[Any], Iterable[Any]] | None = None) -> None:
         self.name, self.attr, self.keep, self.rank, self.fields = name, attr, keep, rank, tuple(fields)
         self.count_groups = count_groups  # a class says how many groups (GUIDs) its items are in
+        self.rows = rows  # a scan's list as items with the same attributes, where it is kept as a table
 
     def items(self, scans: Sequence[FileScan]) -> Iterable[Any]:
-        every = chain.from_iterable(map(attrgetter(self.attr), scans))
+        lists = map(attrgetter(self.attr), scans)
+        every = chain.from_iterable(lists if self.rows is None else map(self.rows, lists))
         return every if self.keep is None else filter(self.keep, every)
 
     def one(self, x: Any) -> dict[str, Any]:
@@ -240,7 +245,7 @@ _EVENTS = (
         *_what("seq", "op_type", "error")], keep=lambda w: w.evidence == "async_exception"),
     _Event("group_inits", "group_inits", attrgetter("global_rank"), [
         _Field("global_rank", WHOSE, attrgetter("global_rank")), _Field("pg", GROUP, attrgetter("pg")),
-        _Field("group_rank", WHOSE, attrgetter("group_rank")), *_what("size", "timeout_ms")]),
+        _Field("group_rank", WHOSE, attrgetter("group_rank")), *_what("size", "timeout_ms")], rows=init_rows),
     _Event("elastic_failures", "elastic", attrgetter("rank"), [
         _Field("rank", WHOSE, attrgetter("rank")), _Field("local_rank", WHOSE, attrgetter("local_rank")),
         *_what("exitcode"), _Field("pid", WHOSE, attrgetter("pid")), *_what("signal"),
@@ -345,13 +350,9 @@ def _fold_keyed(items: Sequence[Any], keys: Iterable[Hashable], rank: Callable[[
                 other: Callable[[Any], int | None] | None = None,
                 spread: Callable[[Any], int | None] | None = None) -> list[_Class]:
     """:func:`_fold` with each item's key given, in the items' order."""
-    classes: dict[Hashable, list[Any]] = {}
+    classes: defaultdict[Hashable, list[Any]] = defaultdict(list)  # a list made in C on a key's first item
     for x, k in zip(items, keys, strict=True):
-        same = classes.get(k)
-        if same is None:
-            classes[k] = [x]
-        else:
-            same.append(x)
+        classes[k].append(x)
     return [_Class(xs, rank, guid, other, spread) for xs in classes.values()]
 
 
