@@ -19,7 +19,20 @@ from dataclasses import replace
 
 from ncclcheck import signals
 from ncclcheck.evidence import formats
-from ncclcheck.evidence.formats import HEADER, busy, colltrace, errors, loglevel, nccl, nccl2, pgnccl, progress, torchrun, world
+from ncclcheck.evidence.formats import (
+    HEADER,
+    busy,
+    colltrace,
+    errors,
+    loglevel,
+    nccl,
+    nccl2,
+    pgnccl,
+    progress,
+    raisesite,
+    torchrun,
+    world,
+)
 from ncclcheck.evidence.formats.collectors import LABEL
 from ncclcheck.evidence.formats.elastic import Table
 from ncclcheck.evidence.formats.host import Records as HostRecords
@@ -80,6 +93,7 @@ _WORDS = WordSets((*formats.FED_WORDS, busy.WORDS, errors.SIGNAL_WORDS, errors.C
 # gate words its fields happen to hold ("recv" in recvbuff); a line holding a word of an error, a signal, a clue, a
 # logger's record or busy work goes the whole way.
 _TRACE = formats.fed_bit(colltrace.FORMAT)
+_RAISED = formats.fed_bit(raisesite.FORMAT)  # tracebacks' frames: one the input ends inside is its process's error
 _NOT_TRACE = _BUSY | _SIGNAL | _CLUE | _NCCL_ERROR | _ERROR | _LOGGED
 # The calls kept of each process on each communicator: the last ones. Where processes part (a different call at one
 # position, calls in opposite orders), a collective hangs, and the trace stops within NCCL's queue of that call; each
@@ -142,6 +156,9 @@ class LogParser:
         trace = self._readers[_TRACE.bit_length() - 1][1]
         assert isinstance(trace, colltrace.Lines)  # the collective trace's reader: its lines' cheap path uses it
         self._trace_reader = trace
+        frames = self._readers[_RAISED.bit_length() - 1][1]
+        assert isinstance(frames, raisesite.Frames)
+        self._frames = frames
         self._held: list[Read] = []  # what the sources read from the current line, to take with its errors and facts
         self._child: AgentExit | None = None  # the last CalledProcessError read as a worker's exit
         self._held_words: tuple[str, int] = ("", 0)  # the last text tested for _WORDS, and what it holds
@@ -258,6 +275,7 @@ class LogParser:
         self._take(self._table.close())
         self._take(self._records.close_stack())
         self._take(self._records.close_mismatch())
+        self._cut_tracebacks(lines)
         for kept in self._trace.values():  # each communicator's last calls (job/colltrace.py orders them by line)
             for lineno, text, who, index in kept:
                 call = colltrace.call_of(text, index)
@@ -312,6 +330,19 @@ class LogParser:
             # be lines no reading keeps, so the file's fast and full readings agree)
             tagged=bool(self._procs.tags) and self._procs.path_rank is None,
         )
+
+    def _cut_tracebacks(self, lines: int) -> None:
+        """A traceback the input ends inside (formats/raisesite.py) is its process's error, its exception's line cut
+        off, where a prefix or the input's name says whose it is (with its exception unknown, a process no line names
+        adds nothing to a console that stops: a Ctrl-C of a hung job prints one too), and no error of that process
+        follows its last frame (an exception raisesite does not close, as KeyboardInterrupt)."""
+        for text, said, raised in self._frames.cut(lines):
+            who = self._procs.who(text)
+            if who.rank is None and who.local_rank is None or any(
+                    e.who == who and e.loc.line > raised.loc.line for e in self._errors):
+                continue
+            self._error(who, ErrorKind.EXCEPTION, said, raised.loc)
+            self._fact(who, raised.key, raised.value, raised.loc)
 
     def _local_ranks(self) -> tuple[dict[Who, Who], int]:
         """torchrun's local tags placed where this input's lines state their global ranks (evidence/localranks.py):
