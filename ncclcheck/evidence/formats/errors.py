@@ -27,10 +27,19 @@ from ncclcheck.evidence.wcstatus import completion_error
 ERROR_WORDS = ("Error", "Exception", "Interrupt", "terminate called",
                "RPC call to", "Scheduler hit an exception")  # a framework's own sentence (FRAMEWORK_FAILED)
 PY_ERROR = re.compile(r"^(?P<name>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt))(?::\s?(?P<message>.*))?$")
+# A library's own news, raised on the ranks that did not fail, that it stopped because another rank failed: Horovod's
+# SHUT_DOWN_ERROR (horovod/common/common.h, 0.13 on: "Horovod has been shut down. This has been caused by an exception
+# on one of the rank or an attempt to allreduce, allgather or broadcast a tensor after one of the ranks has finished
+# execution." in 0.13-0.14; since 0.15 "This was caused by an exception on one of the ranks or ... If the shutdown was
+# caused by an exception, you should see the exception in the log before the first shutdown message."), raised as
+# PyTorch's RuntimeError, TensorFlow's UnknownError or, from 0.20, HorovodInternalError. The rank stopped after
+# another's failure (job/build.py: an aborted ending), whose exception is earlier in that rank's own output.
+SHUTDOWN = re.compile(r"Horovod has been shut down")
 # An exception that restates the watchdog's timeout or a worker's failure reported elsewhere: not the rank's own.
 CASCADE = re.compile(
     r"Watchdog caught|communicator was aborted|watchdog thread terminated|Some NCCL operations have failed"
-    r"|ChildFailedError|Detected mismatch between collectives|" + then("DistBackendError", "watchdog|Watchdog", lazy=False)
+    r"|ChildFailedError|Detected mismatch between collectives|" + SHUTDOWN.pattern + "|"
+    + then("DistBackendError", "watchdog|Watchdog", lazy=False)
 )
 
 # A process's own last words on a fatal signal: UCX's "Caught signal 7 (Bus error: …)", glog's "*** SIGSEGV (@0x0)
@@ -127,6 +136,7 @@ CLUE_GATE = re.compile(
     + "|" + STORE_CLIENT  # the TCPStore client's own lines, whether or not an exception's name precedes them
     + "|" + SOCKET_SAYS  # gloo's pair and Open MPI's TCP BTL on the peer they reached
     + r"|CoordinationService/RegisterTask"  # JAX's and TensorFlow's coordination service (STORE_FAIL)
+    + "|" + SHUTDOWN.pattern  # Horovod's shutdown after another rank's failure
 )
 # Words one of which every clue line holds: plain substring tests first, the gate's regex only where one is there.
 CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "oom-kill", "THCudaCheck", "CANCELLED", "ssertion", "TCPStore",
@@ -138,7 +148,7 @@ CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "oom-kill", "THCudaChe
               "HIP failure",
               "maxSharedMem", "client socket", "etwork addresses of", "] connect [",
               "unexpected process identifier", "CoordinationService/", "SOCK_IFNAME=",
-              "bootstrap_uid")
+              "bootstrap_uid", "has been shut down")
 # The resolver's and NCCL's bare errors and torchrun's restarts, which the catalogue's causes read from the lines.
 _OTHER_WORDS = ("gai error", "cannot be retrieved", "system error", "worker group")
 _CUDA_ASSERT = re.compile(r"(?<![\w.])(?P<file>[\w.]+\.cuh?):(?P<line>\d+): (?P<kernel>(?:(?!\.cuh?:\d+: ).)*?): "
@@ -307,6 +317,8 @@ def clues(who: Who, body: str, loc: Loc, clock: float | None) -> list[Clue]:
         out.append(Clue(who, "socket", body[:300], loc, clock))
     elif SAYS.search(body):
         out.append(Clue(who, "nccl", body[:300], loc, clock))
+    elif SHUTDOWN.search(body):
+        out.append(Clue(who, "shutdown", body[:300], loc, clock))  # another rank failed first
     elif m := TEARDOWN.search(body):
         out.append(Clue(who, "teardown", m[0], loc, clock))  # one sentence of it: the rest may be hard-wrapped
     elif SHM_FULL.search(body):
@@ -362,7 +374,7 @@ FORMAT = Format(
         # an exception's message: a cascade's words, a connection's
         Behind((PY_ERROR,), (CASCADE, CONNECTION)),
         # a clue's body
-        Behind((CLUE_GATE,), (STORE_FAIL, _LAUNCHER, UCX_FRAME)),
+        Behind((CLUE_GATE,), (STORE_FAIL, _LAUNCHER, UCX_FRAME, SHUTDOWN)),
         # the worker a launcher's clue says the agent stopped (torchrun.closing)
         Behind((_LAUNCHER,), (torchrun.CLOSING,)),
         # a kept error's or clue's text, read once (``stating``, ``storeclient.read``; also a logger's record's,
