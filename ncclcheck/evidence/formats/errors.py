@@ -46,14 +46,21 @@ CASCADE = re.compile(
 # received by PID …", Python's faulthandler "Fatal Python error: Segmentation fault", MPI's "Signal: Bus error (7)", a
 # shell's "Bus error (core dumped)", gdb's stop on it ("Program received signal SIGSEGV, Segmentation fault." or
 # 'Thread 7 "python" received signal SIGBUS, Bus error.': gdb/infrun.c, print_signal_received_reason). SIGABRT is left
-# out: the watchdog's abort after a timeout ends ranks with it.
+# out: the watchdog's abort after a timeout ends ranks with it. On Windows a native fault is an exception with its
+# NTSTATUS code (signals.BY_NTSTATUS): CPython's faulthandler prints "Windows fatal exception: access violation"
+# (Python/faulthandler.c, faulthandler_exc_handler), a program's handler or the debugger the code with its words
+# ("exception 0xc0000005", "0xC0000005: Access violation").
 FATAL_SIGNAL = re.compile(
     r"Caught signal (?P<caught>\d+) \(|(?P<glog>SIG[A-Z]{1,12}) \(@0x[0-9a-f]+\) received by PID|"
     r"(?:Program|Thread \d+(?: \"[^\"]{0,80}\")?) received signal (?P<gdb>SIG[A-Z]{1,12}),|"
     r"Fatal Python error: (?P<python>Segmentation fault|Bus error|Illegal instruction|Floating point exception)|"
     r"Signal: [\w ]+ \((?P<mpi>\d+)\)$|^(?P<shell>Segmentation fault|Bus error|Illegal instruction)"
-    r"(?: \(core dumped\))?$")
-SIGNAL_WORDS = ("ignal", "SIG", "Segmentation", "rror", "nstruction")
+    r"(?: \(core dumped\))?$"
+    r"|Windows fatal exception: (?P<windows>access violation|stack overflow|illegal instruction"
+    r"|int divide by zero|float divide by zero)"
+    r"|xception (?:code:? )?(?P<nt>0x[cC]0000005|0x[cC]00000[fF][dD]|0x[cC]000001[dD]|0x[cC]0000094"
+    r"|0x[cC]000008[eE])\b|(?P<ntw>0x[cC]0000005): Access violation")
+SIGNAL_WORDS = ("ignal", "SIG", "Segmentation", "rror", "nstruction", "xception ", "fatal exception", ": Access violation")
 
 # An exception a process raises with the news that another process died, which it outlives by design: vLLM's
 # EngineDeadError (vllm/v1/engine/exceptions.py: "Raised when the EngineCore dies. Unrecoverable."), raised in the API
@@ -264,7 +271,12 @@ def fatal_signal(line: str) -> str | None:
     if m is None:
         return None
     number = m["caught"] or m["mpi"]
-    sig = signals.name(int(number)) if number else m["glog"] or m["gdb"] or signals.BY_WORDS[m["python"] or m["shell"]]
+    if number:
+        sig = signals.name(int(number))
+    elif m["windows"] or m["nt"] or m["ntw"]:
+        sig = signals.BY_WINDOWS_WORDS.get(m["windows"] or "") or signals.BY_NTSTATUS[int(m["nt"] or m["ntw"], 16)]
+    else:
+        sig = m["glog"] or m["gdb"] or signals.BY_WORDS[m["python"] or m["shell"]]
     return sig if sig in signals.FATAL else None
 
 
