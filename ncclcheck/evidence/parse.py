@@ -498,8 +498,9 @@ class LogParser:
 
     def _open_records(self) -> tuple[Clue, ...]:
         """The error records no later record of their process followed, in the order written, save those of a line
-        a more specific source read (an exception, NCCL's words, a launcher's report of a worker)."""
-        read = {e.loc for e in self._errors} | {c.loc for c in self._clues} | {e.loc for e in self._elastic}
+        a more specific source read (an exception, NCCL's words, a launcher's report of a worker, a wait)."""
+        read = {e.loc for e in self._errors} | {c.loc for c in self._clues} | {e.loc for e in self._elastic} | {
+            w.loc for w in self._works}  # a wait's record (gloo's timeout, logged) is the wait, not an error
         return tuple(c for _, c in sorted((i, c) for open_ in self._logged.values() for i, c in open_.items())
                      if c.loc not in read)
 
