@@ -18,6 +18,19 @@ BY_WORDS = {"Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "Illegal ins
             "Floating point exception": "SIGFPE"}
 
 
+# Windows has no signals: a process that faults in native code ends with the exception's NTSTATUS code (Windows'
+# ntstatus.h, documented in [MS-ERREF] 2.3.1), which launchers print as its exit code (MS-MPI's mpiexec as "%#x",
+# 0xc0000005) and programs' handlers and CPython's faulthandler in words ("Windows fatal exception: access violation",
+# Python/faulthandler.c). Each as the signal its fault raises on Linux (the C runtime's signal() maps them alike).
+BY_NTSTATUS = {0xC0000005: "SIGSEGV",  # STATUS_ACCESS_VIOLATION
+               0xC00000FD: "SIGSEGV",  # STATUS_STACK_OVERFLOW
+               0xC000001D: "SIGILL",  # STATUS_ILLEGAL_INSTRUCTION
+               0xC0000094: "SIGFPE",  # STATUS_INTEGER_DIVIDE_BY_ZERO
+               0xC000008E: "SIGFPE"}  # STATUS_FLOAT_DIVIDE_BY_ZERO
+BY_WINDOWS_WORDS = {"access violation": "SIGSEGV", "stack overflow": "SIGSEGV", "illegal instruction": "SIGILL",
+                    "int divide by zero": "SIGFPE", "float divide by zero": "SIGFPE"}
+
+
 def name(number: int) -> str | None:
     """``SIGKILL`` for 9; None for a number no signal has here."""
     try:

@@ -30,6 +30,7 @@ from ncclcheck.evidence.formats import (
     pgnccl,
     progress,
     pyspy,
+    raisesite,
     torchrun,
     unread,
     world,
@@ -98,6 +99,7 @@ _WORDS = WordSets((*formats.FED_WORDS, busy.WORDS, errors.SIGNAL_WORDS, errors.C
 # gate words its fields happen to hold ("recv" in recvbuff); a line holding a word of an error, a signal, a clue, a
 # logger's record or busy work goes the whole way.
 _TRACE = formats.fed_bit(colltrace.FORMAT)
+_RAISED = formats.fed_bit(raisesite.FORMAT)  # tracebacks' frames: one the input ends inside is its process's error
 _NOT_TRACE = _BUSY | _SIGNAL | _CLUE | _NCCL_ERROR | _ERROR | _LOGGED
 # py-spy's dumps (formats/pyspy.py): a frame's line holds no word of its source, so an open dump's reader is fed every
 # line until one that is no part of a dump closes it.
@@ -170,6 +172,9 @@ class LogParser:
         assert isinstance(spy, pyspy.Dumps)
         self._spy = spy
         self._spied: dict[int, tuple[Who, SpiedProcess]] = {}  # each py-spy dump, as read so far, and whose line opened it
+        frames = self._readers[_RAISED.bit_length() - 1][1]
+        assert isinstance(frames, raisesite.Frames)
+        self._frames = frames
         self._held: list[Read] = []  # what the sources read from the current line, to take with its errors and facts
         self._child: AgentExit | None = None  # the last CalledProcessError read as a worker's exit
         self._held_words: tuple[str, int] = ("", 0)  # the last text tested for _WORDS, and what it holds
@@ -302,6 +307,7 @@ class LogParser:
         self._take(self._table.close())
         self._take(self._records.close_stack())
         self._take(self._records.close_mismatch())
+        self._cut_tracebacks(lines)
         self._keep_unread(lines)
         for kept in self._trace.values():  # each communicator's last calls (job/colltrace.py orders them by line)
             for lineno, text, who, index in kept:
@@ -411,6 +417,18 @@ class LogParser:
             out.setdefault(rank, LiveStack(rank, e.pid or 0, None, threads, pyspy.collective_of(threads[0].frames),
                                            None, e.loc, children=children))
         return tuple(out.values()), tuple(unranked)
+    def _cut_tracebacks(self, lines: int) -> None:
+        """A traceback the input ends inside (formats/raisesite.py) is its process's error, its exception's line cut
+        off, where a prefix or the input's name says whose it is (with its exception unknown, a process no line names
+        adds nothing to a console that stops: a Ctrl-C of a hung job prints one too), and no error of that process
+        follows its last frame (an exception raisesite does not close, as KeyboardInterrupt)."""
+        for text, said, raised in self._frames.cut(lines):
+            who = self._procs.who(text)
+            if who.rank is None and who.local_rank is None or any(
+                    e.who == who and e.loc.line > raised.loc.line for e in self._errors):
+                continue
+            self._error(who, ErrorKind.EXCEPTION, said, raised.loc)
+            self._fact(who, raised.key, raised.value, raised.loc)
 
     def _local_ranks(self) -> tuple[dict[Who, Who], int]:
         """torchrun's local tags placed where this input's lines state their global ranks (evidence/localranks.py):
@@ -568,8 +586,9 @@ class LogParser:
 
     def _open_records(self) -> tuple[Clue, ...]:
         """The error records no later record of their process followed, in the order written, save those of a line
-        a more specific source read (an exception, NCCL's words, a launcher's report of a worker)."""
-        read = {e.loc for e in self._errors} | {c.loc for c in self._clues} | {e.loc for e in self._elastic}
+        a more specific source read (an exception, NCCL's words, a launcher's report of a worker, a wait)."""
+        read = {e.loc for e in self._errors} | {c.loc for c in self._clues} | {e.loc for e in self._elastic} | {
+            w.loc for w in self._works}  # a wait's record (gloo's timeout, logged) is the wait, not an error
         return tuple(c for _, c in sorted((i, c) for open_ in self._logged.values() for i, c in open_.items())
                      if c.loc not in read)
 

@@ -599,6 +599,9 @@ class _Builder:
         self.table_index = Tables(self.tables)
         self.agents = origins.agents(self.stopped)
         self.self_aborted = self._self_aborted()
+        # Each rank's news that its library shut down after another rank's failure (Horovod's, formats/errors.py)
+        self.shut_down = {c.who.rank: c for s in self.scans for c in s.clues
+                          if c.kind == "shutdown" and c.who.rank is not None}
 
     def _self_aborted(self) -> frozenset[int]:
         """The ranks whose SIGABRT was their own process's, not the watchdog's: glibc printed its check's words
@@ -649,6 +652,9 @@ class _Builder:
         outside = origins.outside_stop(elastic, self.stopped, self.agents, self.received)
         if outside is not None:
             return outside
+        if (news := self.shut_down.get(rank)) is not None and not timeouts:
+            # its exit (a launcher's exit code) follows from that news: it stopped after another rank's failure
+            return Ending(EndKind.ABORTED, f"stopped after another rank's failure: {one_line(news.text)}", news.loc)
         exited = self._exited(rank)
         if exited is not None:
             return exited

@@ -9,7 +9,9 @@ frames at the exception's line). Two things follow from its place, general to ev
   step, with the assertion's own words and place;
 * frames inside a communication path other than torch.distributed's NCCL collectives (``callpaths.toml``: PyTorch's
   symmetric memory, a framework's custom all-reduce or its own NCCL communicator) say the error is that path's; the
-  framework's switch for it, read from its source, turns the path off for a run that confirms it.
+  framework's switch for it, read from its source, turns the path off for a run that confirms it;
+* a traceback cut off before its exception's line (no name) still says where its process stood: inside a collective
+  of torch.distributed, one every member of the group must call, or elsewhere; the rest of its output says what.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ncclcheck.evidence.formats.pycall import CALLS
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.types import Loc
 from ncclcheck.findings import Finding, Severity
@@ -38,6 +41,15 @@ NAMES = {"vllm": "vLLM", "sglang": "SGLang", "deepspeed": "DeepSpeed", "transfor
          "megatron": "Megatron-LM", "trl": "TRL", "peft": "PEFT", "ray": "Ray", "verl": "verl", "nemo": "NeMo",
          "colossalai": "ColossalAI", "horovod": "Horovod", "torchtitan": "torchtitan"}
 _SITE = frozenset(("site-packages", "dist-packages"))
+# torch.distributed's Python functions that are one collective every member of the group calls: distributed_c10d's
+# (formats/pycall.py's CALLS), DDP's set-up (torch/distributed/utils.py since 1.11, DDP's own methods before: the
+# parameters' shapes checked across the processes, rank 0's parameters and buffers broadcast to the others) and DDP's
+# broadcast of the buffers before each forward (torch/nn/parallel/distributed.py: _sync_buffers, _sync_module_buffers,
+# _default_broadcast_coalesced, _distributed_broadcast_coalesced; _sync_params in 1.x).
+COLLECTIVES = CALLS | frozenset((
+    "_verify_param_shape_across_processes", "_sync_module_states", "_sync_params_and_buffers", "_sync_params",
+    "_sync_buffers", "_sync_module_buffers", "_default_broadcast_coalesced", "_distributed_broadcast_coalesced",
+))
 
 
 @dataclass(frozen=True)
@@ -117,6 +129,36 @@ def framework_check(r: Raised, v: Versions) -> Finding | None:
     )
 
 
+def cut_traceback(r: Raised) -> Finding | None:
+    """A traceback cut off before its exception's line: where its process stood, and whether that is a collective
+    every member of its group must call."""
+    if r.name or not r.frames:
+        return None
+    inner = r.frames[0]
+    at = next((i for i, f in enumerate(r.frames) if f.name in COLLECTIVES and (package(f.file) or ("",))[0] == "torch"),
+              None)
+    if at is None:
+        return Finding(Severity.WARNING, "cut-traceback",
+                       f"The traceback is cut off before its exception's line: its process stood in {_where(inner)} "
+                       "when it failed.", (r.loc,),
+                       "bring the rest of that process's output: its exception's line, cut off here, says what failed")
+    frame = r.frames[at]
+    caller = next((f for f in r.frames[at + 1:] if (package(f.file) or ("",))[0] != "torch"), None)
+    called = f", called from {_where(caller)}" if caller is not None else ""
+    return Finding(
+        Severity.WARNING, "cut-traceback",
+        f"The traceback is cut off before its exception's line: its process stood in a collective of torch.distributed "
+        f"({_where(frame)}){called}, which every member of its group must call. An exception there "
+        "is that collective failing: the other members did not reach it in time (a timeout), called another "
+        "collective or another size (a mismatch), or one of them failed first.", (r.loc,),
+        "bring the rest of that process's output (its exception's line says which); where the other ranks were "
+        "elsewhere when it stood there (still in a loop, at another collective), the ranks parted before it: a "
+        "decision one rank makes alone (an early stop or a patience check on its own metric, an exit from a loop, a "
+        "branch on the rank) must reach every rank before it branches (broadcast it from the rank that makes it), so "
+        "that all ranks leave the loop together and call the same collectives",
+    )
+
+
 def call_path(r: Raised, packages: set[str]) -> Finding | None:
     """The innermost frame inside a communication path of the table: the error is that path's, and its switch."""
     for i, frame in enumerate(r.frames):
@@ -133,7 +175,7 @@ def call_path(r: Raised, packages: set[str]) -> Finding | None:
         fix = ("turn the path off for a run that confirms it, and keep it off while it fails: "
                + "; ".join(f"{NAMES.get(fw, fw)}: {sw}" for fw, sw in ours.items())) if ours else None
         return Finding(Severity.WARNING, "call-path",
-                       f"The {r.name} was raised in {path.name} ({_where(frame)}){called}: that path failed, not "
+                       f"The {r.name or 'exception'} was raised in {path.name} ({_where(frame)}){called}: that path failed, not "
                        "torch.distributed's NCCL collectives.", (r.loc,), fix)
     return None
 
@@ -145,7 +187,7 @@ def raise_findings(job: Job, kind: VerdictKind) -> list[Finding]:
     v = job.facts.versions
     for r in raised(job):
         packages = {p[0] for f in r.frames if (p := package(f.file)) is not None}
-        out = [f for f in (framework_check(r, v), call_path(r, packages)) if f is not None]
+        out = [f for f in (framework_check(r, v), call_path(r, packages), cut_traceback(r)) if f is not None]
         if out:
             return out
     return []

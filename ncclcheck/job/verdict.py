@@ -44,6 +44,7 @@ from ncclcheck.job.partition import partition
 from ncclcheck.job.raisesite import raise_findings
 from ncclcheck.job.rules import Decision, decide_job
 from ncclcheck.job.runs import Restart
+from ncclcheck.job.shutdown import shutdown_findings
 from ncclcheck.job.spied import unranked_stack
 from ncclcheck.job.stall import stopped_at_setup
 from ncclcheck.job.stated import best
@@ -92,6 +93,7 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
                 *_size_findings(job, d, dtype, tensor_of), *wording.busy_findings(d),
                 *crash,
                 *raise_findings(job, d.kind),  # a framework's own check, a call path
+                *shutdown_findings(scans, d.culprits),  # a library shut down after another rank's failure
                 *wording.host_findings(job, d), *counter_findings(records, d.cause is None and d.kind in _OPEN),
                 *detector_findings(job), *fallback_findings(job),  # the network NCCL fell back to (job/netpath.py)
                 *uneven,

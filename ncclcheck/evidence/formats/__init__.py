@@ -39,6 +39,7 @@ from ncclcheck.evidence.formats import (
     loglevel,
     mpi,
     mpifatal,
+    msmpi,
     nativestack,
     nccl,
     nccl2,
@@ -103,6 +104,7 @@ FORMATS: tuple[LineSource, ...] = (
     libfabric.FORMAT,  # libfabric's own warnings and fi_info's failure (the catalogue's ofi_provider_empty)
     mpifatal.FORMAT,  # an MPI library's fatal error report and a GPU-aware MPI's CUDA IPC failure (job/reasons.py)
     hydra.FORMAT,  # MPICH's Hydra (mpiexec and its proxies): its error lines, the launcher's clues
+    msmpi.FORMAT,  # Microsoft MPI's mpiexec: the ranks its error analysis names, with their exit codes
     apptainer.FORMAT,  # Apptainer's and Singularity's FATAL line: the container never ran the program (job/reasons.py)
     verbsqp.FORMAT,  # a program's report that creating an RDMA queue pair failed, with its errno (job/reasons.py)
     cmdline.FORMAT,  # argparse refusing a program's command line: exit 2 before any work (job/reasons.py)

@@ -28,24 +28,40 @@ from ncclcheck.evidence.wcstatus import MLX5_CQE_DUMP, completion_error
 ERROR_WORDS = ("Error", "Exception", "Interrupt", "terminate called",
                "RPC call to", "Scheduler hit an exception")  # a framework's own sentence (FRAMEWORK_FAILED)
 PY_ERROR = re.compile(r"^(?P<name>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt))(?::\s?(?P<message>.*))?$")
+# A library's own news, raised on the ranks that did not fail, that it stopped because another rank failed: Horovod's
+# SHUT_DOWN_ERROR (horovod/common/common.h, 0.13 on: "Horovod has been shut down. This has been caused by an exception
+# on one of the rank or an attempt to allreduce, allgather or broadcast a tensor after one of the ranks has finished
+# execution." in 0.13-0.14; since 0.15 "This was caused by an exception on one of the ranks or ... If the shutdown was
+# caused by an exception, you should see the exception in the log before the first shutdown message."), raised as
+# PyTorch's RuntimeError, TensorFlow's UnknownError or, from 0.20, HorovodInternalError. The rank stopped after
+# another's failure (job/build.py: an aborted ending), whose exception is earlier in that rank's own output.
+SHUTDOWN = re.compile(r"Horovod has been shut down")
 # An exception that restates the watchdog's timeout or a worker's failure reported elsewhere: not the rank's own.
 CASCADE = re.compile(
     r"Watchdog caught|communicator was aborted|watchdog thread terminated|Some NCCL operations have failed"
-    r"|ChildFailedError|Detected mismatch between collectives|" + then("DistBackendError", "watchdog|Watchdog", lazy=False)
+    r"|ChildFailedError|Detected mismatch between collectives|" + SHUTDOWN.pattern + "|"
+    + then("DistBackendError", "watchdog|Watchdog", lazy=False)
 )
 
 # A process's own last words on a fatal signal: UCX's "Caught signal 7 (Bus error: …)", glog's "*** SIGSEGV (@0x0)
 # received by PID …", Python's faulthandler "Fatal Python error: Segmentation fault", MPI's "Signal: Bus error (7)", a
 # shell's "Bus error (core dumped)", gdb's stop on it ("Program received signal SIGSEGV, Segmentation fault." or
 # 'Thread 7 "python" received signal SIGBUS, Bus error.': gdb/infrun.c, print_signal_received_reason). SIGABRT is left
-# out: the watchdog's abort after a timeout ends ranks with it.
+# out: the watchdog's abort after a timeout ends ranks with it. On Windows a native fault is an exception with its
+# NTSTATUS code (signals.BY_NTSTATUS): CPython's faulthandler prints "Windows fatal exception: access violation"
+# (Python/faulthandler.c, faulthandler_exc_handler), a program's handler or the debugger the code with its words
+# ("exception 0xc0000005", "0xC0000005: Access violation").
 FATAL_SIGNAL = re.compile(
     r"Caught signal (?P<caught>\d+) \(|(?P<glog>SIG[A-Z]{1,12}) \(@0x[0-9a-f]+\) received by PID|"
     r"(?:Program|Thread \d+(?: \"[^\"]{0,80}\")?) received signal (?P<gdb>SIG[A-Z]{1,12}),|"
     r"Fatal Python error: (?P<python>Segmentation fault|Bus error|Illegal instruction|Floating point exception)|"
     r"Signal: [\w ]+ \((?P<mpi>\d+)\)$|^(?P<shell>Segmentation fault|Bus error|Illegal instruction)"
-    r"(?: \(core dumped\))?$")
-SIGNAL_WORDS = ("ignal", "SIG", "Segmentation", "rror", "nstruction")
+    r"(?: \(core dumped\))?$"
+    r"|Windows fatal exception: (?P<windows>access violation|stack overflow|illegal instruction"
+    r"|int divide by zero|float divide by zero)"
+    r"|xception (?:code:? )?(?P<nt>0x[cC]0000005|0x[cC]00000[fF][dD]|0x[cC]000001[dD]|0x[cC]0000094"
+    r"|0x[cC]000008[eE])\b|(?P<ntw>0x[cC]0000005): Access violation")
+SIGNAL_WORDS = ("ignal", "SIG", "Segmentation", "rror", "nstruction", "xception ", "fatal exception", ": Access violation")
 
 # An exception a process raises with the news that another process died, which it outlives by design: vLLM's
 # EngineDeadError (vllm/v1/engine/exceptions.py: "Raised when the EngineCore dies. Unrecoverable."), raised in the API
@@ -128,6 +144,7 @@ CLUE_GATE = re.compile(
     + "|" + STORE_CLIENT  # the TCPStore client's own lines, whether or not an exception's name precedes them
     + "|" + SOCKET_SAYS  # gloo's pair and Open MPI's TCP BTL on the peer they reached
     + r"|CoordinationService/RegisterTask"  # JAX's and TensorFlow's coordination service (STORE_FAIL)
+    + "|" + SHUTDOWN.pattern  # Horovod's shutdown after another rank's failure
 )
 # Words one of which every clue line holds: plain substring tests first, the gate's regex only where one is there.
 CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "oom-kill", "THCudaCheck", "CANCELLED", "ssertion", "TCPStore",
@@ -139,7 +156,7 @@ CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "oom-kill", "THCudaChe
               "HIP failure",
               "maxSharedMem", "client socket", "etwork addresses of", "] connect [",
               "unexpected process identifier", "CoordinationService/", "SOCK_IFNAME=",
-              "bootstrap_uid",
+              "bootstrap_uid", "has been shut down",
               "(synd 0x")  # UCX's mlx5 transports' completion error, its syndrome's words before it (evidence/wcstatus.py)
 # The resolver's and NCCL's bare errors and torchrun's restarts, which the catalogue's causes read from the lines.
 _OTHER_WORDS = ("gai error", "cannot be retrieved", "system error", "worker group")
@@ -256,7 +273,12 @@ def fatal_signal(line: str) -> str | None:
     if m is None:
         return None
     number = m["caught"] or m["mpi"]
-    sig = signals.name(int(number)) if number else m["glog"] or m["gdb"] or signals.BY_WORDS[m["python"] or m["shell"]]
+    if number:
+        sig = signals.name(int(number))
+    elif m["windows"] or m["nt"] or m["ntw"]:
+        sig = signals.BY_WINDOWS_WORDS.get(m["windows"] or "") or signals.BY_NTSTATUS[int(m["nt"] or m["ntw"], 16)]
+    else:
+        sig = m["glog"] or m["gdb"] or signals.BY_WORDS[m["python"] or m["shell"]]
     return sig if sig in signals.FATAL else None
 
 
@@ -309,6 +331,8 @@ def clues(who: Who, body: str, loc: Loc, clock: float | None) -> list[Clue]:
         out.append(Clue(who, "socket", body[:300], loc, clock))
     elif SAYS.search(body):
         out.append(Clue(who, "nccl", body[:300], loc, clock))
+    elif SHUTDOWN.search(body):
+        out.append(Clue(who, "shutdown", body[:300], loc, clock))  # another rank failed first
     elif m := TEARDOWN.search(body):
         out.append(Clue(who, "teardown", m[0], loc, clock))  # one sentence of it: the rest may be hard-wrapped
     elif SHM_FULL.search(body):
@@ -364,7 +388,7 @@ FORMAT = Format(
         # an exception's message: a cascade's words, a connection's
         Behind((PY_ERROR,), (CASCADE, CONNECTION)),
         # a clue's body
-        Behind((CLUE_GATE,), (STORE_FAIL, _LAUNCHER, UCX_FRAME)),
+        Behind((CLUE_GATE,), (STORE_FAIL, _LAUNCHER, UCX_FRAME, SHUTDOWN)),
         # the worker a launcher's clue says the agent stopped (torchrun.closing)
         Behind((_LAUNCHER,), (torchrun.CLOSING,)),
         # a kept error's or clue's text, read once (``stating``, ``storeclient.read``; also a logger's record's,

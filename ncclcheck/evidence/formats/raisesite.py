@@ -8,6 +8,13 @@ call last):`` or a chained exception's line starts over. At the exception's line
 fact: the exception's name, then each frame as ``file:line:function``, innermost first (at most ``DEPTH``), ``;``
 between them. job/raisesite.py reads whose code raised it (a framework's own check) and the communication path the
 frames run through (job/callpaths.toml).
+
+A traceback is printed as its exception propagates out of the process (or a logger records it): it is that process's
+failure whether or not its last line survives. An input that ends inside one, its last frame (with the source line
+and carets CPython prints under it) the input's last lines and no exception's line after, was cut before that line
+(a paste, a page, a console killed with its process): :meth:`Frames.cut` hands the open traceback to the assembler
+at the input's end, which keeps it as its process's error (evidence/parse.py), its frames as a ``raised`` fact whose
+name is empty, so that job/raisesite.py can say where the process stood.
 """
 
 from __future__ import annotations
@@ -26,6 +33,9 @@ START = ("Traceback (most recent call last)", "During handling of the above exce
 # rest of its prefix, not its second.
 _CLOCK = re.compile(r"\d\d:\d\d:\d\d(?:[.,]\d+)?")
 DEPTH = 12
+# What CPython prints under a frame before the next one: its source line and, since 3.11, a line of carets (3.13 may
+# quote a statement's few lines): at most this many lines between a traceback's last frame and an input that ends.
+TAIL = 4
 _ANYONE = Who()
 
 
@@ -38,16 +48,22 @@ class Frames:
 
     def __init__(self) -> None:
         self._frames: dict[str, list[str]] = {}
+        self._opened: set[str] = set()  # the processes whose frames follow a traceback's first line
+        self._last: dict[str, tuple[str, Loc]] = {}  # each open traceback's last frame line, as printed
 
     def feed(self, text: str, loc: Loc) -> Iterable[Said]:
         if 'File "' in text and (m := FRAME.search(text)):
-            self._frames.setdefault(_key(text[:m.start()]), []).append(f"{m['file']}:{m['line']}:{m['func']}")
+            key = _key(text[:m.start()])
+            self._frames.setdefault(key, []).append(f"{m['file']}:{m['line']}:{m['func']}")
+            self._last[key] = (text, loc)
             return ()
-        if not self._frames:  # no traceback open: nothing to start over or to end (most lines with its words)
+        if not self._frames and "Traceback" not in text:  # no traceback open: nothing to start over or to end
             return ()
         for start in START:
             if (at := text.find(start)) >= 0:
-                self._frames.pop(_key(text[:at]), None)
+                key = _key(text[:at])
+                self._frames.pop(key, None)
+                self._opened.add(key)
                 return ()
         if "Error" not in text and "Exception" not in text:
             return ()
@@ -57,8 +73,30 @@ class Frames:
             if at < 0 or not (m := RAISED.match(norm[at + len(key):].lstrip())):
                 continue
             del self._frames[key]
+            self._opened.discard(key)
             return (Fact(_ANYONE, "raised", f"{m['name']}|{';'.join(reversed(frames[-DEPTH:]))}", loc),)
         return ()
+
+    def cut(self, lines: int) -> list[tuple[str, str, Fact]]:
+        """The tracebacks the input ends inside (``lines``: its last line's number): each one's last frame line as
+        printed (its prefix names the process), the error it is in words, and its frames as a ``raised`` fact with
+        no exception's name, at that line; in the input's order."""
+        out = []
+        for key, frames in self._frames.items():
+            text, loc = self._last[key]
+            if key in self._opened and lines - loc.line <= TAIL:
+                file, line, func = frames[-1].rsplit(":", 2)
+                said = f"Traceback cut off before its exception's line, in {func} ({_short(file)}:{line})"
+                out.append((text, said, Fact(_ANYONE, "raised", f"|{';'.join(reversed(frames[-DEPTH:]))}", loc)))
+        return sorted(out, key=lambda c: c[2].loc.line)
+
+
+def _short(file: str) -> str:
+    """A frame's file from its package on (``torch/distributed/utils.py``), else as printed."""
+    for inside in ("site-packages/", "dist-packages/"):
+        if (at := file.rfind(inside)) >= 0:
+            return file[at + len(inside):]
+    return file
 
 
 _T228 = "tests/data/public_threads/228-vllm-28873-ray-two-node-local-world-size-assert.log"
