@@ -153,12 +153,17 @@ def _said(job: Job) -> list[_Said]:
     """Every error line, clue and DETAIL mismatch report of the job's inputs (JobFacts.events, input by input), then
     every host or scheduler record joined to its ranks (JobFacts.host_records)."""
     out: list[_Said] = []
+    # A traceback's raise line (formats/raiseline.py) stands for its exception only where that exception's own line
+    # is not in the inputs: where it is, the exception's line is the one matched and cited.
+    raised = {(x.loc.file, x.message) for x in job.facts.events if isinstance(x, RankError)}
     for x in job.facts.events:
         if isinstance(x, RankError):
             out.append(_Said(x.who.rank, x.message, x.loc, store=x.store, nccl=x.nccl, gone=x.gone,
                              system=x.says is not None and x.says.system))
         elif isinstance(x, Clue):
             if x.kind == "unread":  # no source's form: quoted as the last resort (job/unreadline.py), not matched
+                continue
+            if x.kind == "raise_line" and (x.loc.file, x.text) in raised:
                 continue
             out.append(_Said(x.who.rank, x.text, x.loc, x.kind, x.clock_s, store=x.store, nccl=x.nccl))
         else:
