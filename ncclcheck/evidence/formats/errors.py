@@ -207,7 +207,10 @@ STORE_FAIL = re.compile(then(
     r"TCPStore|\[c10d\]|c10d store|[Ss]ocket",
     r"Failed to recv|Broken pipe|Connection (?:refused|reset by peer)|(?:client socket )?has timed out|failed to connect"
     r"|has failed to (?:listen|bind)|Timed out after \d+ seconds waiting for (?:clients|workers)"
-    r"|The connection to the C10d store has failed|cannot be retrieved")
+    r"|The connection to the C10d store has failed|cannot be retrieved"
+    # c10d's client retrying a connect to port 0 (socket.cpp, SocketConnectOp: C10D_INFO "No socket on ({}, {}) is
+    # listening yet, will retry.", every 30 s): no server listens on port 0, so the retry never ends (store_no_port)
+    r"| on \([^(), ]{1,255}, 0\) is listening yet")
     # JAX's and TensorFlow's coordination service: the status of a process's registration with it names the RPC
     # (xla/tsl/distributed_runtime/rpc/coordination/grpc_coordination_client.cc); the catalogue's coordinator_unreachable
     + r"|/tensorflow\.CoordinationService/RegisterTask")
