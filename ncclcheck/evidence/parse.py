@@ -385,10 +385,9 @@ class LogParser:
                 or self._mismatches or self._dumps or self._spied or self._open_records():
             self._unread.clear()  # a failure of a known form is read here: its other lines are its own, not unread
             return
-        read = {x.loc for kept in (self._errors, self._clues, self._elastic, self._endings, self._works,
-                                   self._statuses, self._dumps, self._heartbeats, self._desync, self._mismatches,
-                                   self._stacks, self._inits, self._dump_events, self._system) for x in kept}
-        read |= {f.loc for f in self._facts.values()} | {c.loc for c in self._open_records()}
+        # what else a source read (the failures' lists are empty here)
+        read = {x.loc for kept in (self._endings, self._statuses, self._heartbeats, self._stacks, self._inits,
+                                   self._dump_events, self._system, self._facts.values()) for x in kept}
         for who, text, loc in self._unread:
             if loc.line > lines - unread.TAIL and loc not in read:
                 self._clues.append(Clue(who, "unread", text[:300], loc))
