@@ -234,3 +234,57 @@ def test_a_rank_prefix_glued_after_a_long_line_keeps_the_global_rank(tmp_path):
     p = tmp_path / "console.log"
     p.write_text(bar + rec + "\n")
     assert [(r.global_rank, r.seq) for r in run(p).records] == [(3, 120)]
+
+
+# torchrun's failure table as ChildFailedError's message prints it (torch/distributed/elastic/multiprocessing/errors/
+# __init__.py's templates): 2.x's "Failures:" then "Root Cause (first observed failure):", 1.9-1.10's "Root Cause:"
+# then "Other Failures:" with "msg" rows.
+_TABLE = ["torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ", "=" * 60, "train.py FAILED", "-" * 60,
+          "Failures:", "[1]:", "  time      : 2026-11-25_15:15:55", "  host      : node1",
+          "  rank      : 3 (local_rank: 1)", "  exitcode  : -9 (pid: 1765)  (SIGKILL)", "  error_file: <N/A>",
+          "  traceback : Signal 9 (SIGKILL) received by PID 1765", "-" * 60, "Root Cause (first observed failure):",
+          "[0]:", "  time      : 2026-11-25_15:15:54", "  host      : node1", "  rank      : 2 (local_rank: 0)",
+          "  exitcode  : -6 (pid: 1764)  (SIGABRT)", "  error_file: <N/A>",
+          "  traceback : Signal 6 (SIGABRT) received by PID 1764", "=" * 60]
+_OLD_TABLE = ["=" * 60, "train.py FAILED", "=" * 60, "Root Cause:", "[0]:", "  time: 2021-08-01_10:00:00",
+              "  rank: 2 (local_rank: 0)", "  exitcode: -6 (pid: 1764)", "  error_file: <N/A>",
+              '  msg: "Signal 6 (SIGABRT) received by PID 1764"', "=" * 60, "Other Failures:", "[1]:",
+              "  time: 2021-08-01_10:00:01", "  rank: 3 (local_rank: 1)", "  exitcode: -9 (pid: 1765)",
+              "  error_file: <N/A>", '  msg: "Signal 9 (SIGKILL) received by PID 1765"', "*" * 60]
+# The labels collectors put before every line of a process's output, each from its documented form: a CRI log file's
+# "<RFC3339Nano> <stream> <P|F> " (the kubelet's CRI logging; an offset or Z), kubectl logs --timestamps' stamp and
+# --prefix's pod, pdsh's and srun -l's node or task, Ray's actor with its PID (and IP), Open MPI's --tag-output.
+_LABELS = ("2026-11-23T09:40:01.123456789Z stderr F ", "2025-11-05T00:40:00.149897031+07:00 stdout F ",
+           "2026-11-23T09:40:01.123456789Z ", "[pod/job-worker-1/pytorch] ", "node-017: ", "3: ",
+           "(RayTrainWorker pid=5665) ", "(RayWorkerWrapper pid=4954, ip=10.7.35.246) ", "[1,0]<stderr>:")
+
+
+def _entries(path) -> list[tuple]:
+    return [(e.rank, e.local_rank, e.exitcode, e.pid, e.signal, e.host, e.time, e.root_cause, e.loc.line)
+            for s in run(path).scans for e in s.elastic]
+
+
+@pytest.mark.parametrize("label", _LABELS)
+@pytest.mark.parametrize("table", [_TABLE, _OLD_TABLE], ids=["2.x", "1.9"])
+def test_torchruns_failure_table_is_read_behind_a_collectors_label(table, label, tmp_path):
+    """The agent's table behind the label a collector puts on each of its lines reads as the table alone: its margin
+    is taken off as elsewhere, an entry's "[0]:" not mistaken for a tag, the rows' own indentation kept."""
+    plain, labelled = tmp_path / "plain.log", tmp_path / "labelled.log"
+    plain.write_text("\n".join(table) + "\n")
+    labelled.write_text("".join(label + x + "\n" for x in table))
+    want = _entries(plain)
+    assert sorted((e[0], e[2], e[4], e[7]) for e in want) == [(2, -6, "SIGABRT", True), (3, -9, "SIGKILL", False)]
+    assert _entries(labelled) == want
+    assert _errors(labelled) == _errors(plain)
+
+
+@pytest.mark.parametrize("prefix", (*PREFIXES, *_LABELS, "> ", "[2026-11-23 09:40:01] node4 | "))
+@pytest.mark.parametrize("table", [_TABLE, _OLD_TABLE], ids=["2.x", "1.9"])
+def test_the_unread_lines_never_quote_the_failure_tables_headers(table, prefix, tmp_path):
+    """Behind a margin the table cannot be read through (a quote bar, a stamp and a host of no collector's documented
+    form), the last resort for error lines of no known form still reads its headers as the table's, not as errors;
+    the title ("train.py FAILED") stays such a line (but behind a logger's INFO header)."""
+    p = tmp_path / "console.log"
+    p.write_text("".join(prefix + x + "\n" for x in table if "Cause" in x or "Failures" in x or "FAILED" in x))
+    clues = [c.text for s in run(p).scans for c in s.clues if c.kind == "unread"]
+    assert all("FAILED" in c for c in clues) and (clues or "INFO" in prefix), clues

@@ -13,6 +13,7 @@ prefix, a launcher's tag, a node's label or a PID names, an error counted once p
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import replace
@@ -35,8 +36,8 @@ from ncclcheck.evidence.formats import (
     unread,
     world,
 )
-from ncclcheck.evidence.formats.collectors import LABEL
-from ncclcheck.evidence.formats.elastic import Table
+from ncclcheck.evidence.formats.collectors import LABEL, MARGIN
+from ncclcheck.evidence.formats.elastic import OPENS, Table
 from ncclcheck.evidence.formats.host import Records as HostRecords
 from ncclcheck.evidence.formats.pgnccl import incomplete, waits_for_digits
 from ncclcheck.evidence.formats.storeclient import read as store_words
@@ -108,6 +109,10 @@ _SPY = formats.fed_bit(pyspy.FORMAT)
 # position, calls in opposite orders), a collective hangs, and the trace stops within NCCL's queue of that call; each
 # call keeps its index among all the input printed, so processes are still lined up by it (job/colltrace.py).
 TRACE_KEEP = 1024
+# What precedes a line of torchrun's failure table that a collector or a launcher labelled (a CRI log's stamp, pdsh's
+# node, Ray's actor, a launcher's tag), if anything, up to where one of its lines starts: one test for a line that
+# may be the table's, as it stands or behind its margin (formats/elastic.py reads it behind it).
+_TABLE_MARGIN = re.compile(rf"^(?:{MARGIN}|(?:{formats.PREFIX_TEXT}) ?)*(?={OPENS})")
 MAX_MESSAGE = 2000  # an OOM message lists every process on the GPU; its own numbers come last
 MAX_FACT = 300
 # What the assembler keeps of what the sources read, by kind (each is one field of the FileScan).
@@ -162,7 +167,7 @@ class LogParser:
         self._system: list[SystemEvent] = []
         # The sources read here on logical lines (formats.FORMATS' ``logical`` ones), each one input's reader
         self._records = pgnccl.Records()
-        self._table = Table()
+        self._table = Table(_TABLE_MARGIN)
         self._host = HostRecords()
         self._readers = formats.readers()  # the launchers' and frameworks' readers, with the words that gate each
         trace = self._readers[_TRACE.bit_length() - 1][1]

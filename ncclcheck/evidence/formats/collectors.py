@@ -1,5 +1,5 @@
 """The labels collectors put before the lines they gather: srun -l's "3: ", pdsh's "worker-4: ", a CRI log's time
-stamp, kubectl logs --prefix's "[pod/job-worker-1/pytorch] "; and the tag of a wrapper that carries a launcher's
+stamp, stream and tag, kubectl logs --prefix's "[pod/job-worker-1/pytorch] "; and the tag of a wrapper that carries a launcher's
 workers' lines, Determined's "[rank=0] ".
 
 Such a label says which node or task a line came from, not which rank: a node's label before torchrun's
@@ -15,14 +15,27 @@ log line as ``[<time>] <container> [rank=N] || <LEVEL>: <line>`` (master/pkg/mod
 container's first 8 characters or 8 spaces; experiment.go TrialLog.Resolve: ``[<time>] [<container>] [rank=N] || ``;
 the Postgres query of postgres_trial_logs.go: ``[UNKNOWN CONTAINER]``, ``[UNKNOWN TIME]`` where either is missing).
 The worker's own form is taken off a line here (``PREFIXES``); the master's is not, nor is either's rank read (below).
+
+A container's log file on a Kubernetes node is in the CRI logging format (the kubelet's CRI logging design; kubelet
+pkg/kubelet/kuberuntime/logs/logs.go parseCRILog): each line is ``<time> <stream> <tags> <line>``, the time an
+RFC3339Nano stamp (``Z`` or an offset), the stream ``stdout`` or ``stderr``, the tags ``:``-separated with ``P``
+(a partial line, the runtime split it) or ``F`` (full) first; ``kubectl logs --timestamps`` prints the stamp alone
+before the line. Either is a label here: the line after it is the process's own, its indentation kept.
 """
 
 from __future__ import annotations
 
 import re
 
-# A collector's label before a line that has no rank tag.
-LABEL = re.compile(r"^(?:\d{4}-\d\d-\d\dT[\d:.]+Z |\[pod/[^\]\s]+\] |[\w.@-]{1,64}: (?=\S))")
+# A CRI log's stamp, stream and tags, or kubectl logs --timestamps' stamp alone; kubectl logs --prefix's pod; a node's
+# or a task's name (pdsh, srun -l): each with the one space after it.
+_STAMP = r"\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:\d\d) (?:std(?:out|err) [PF](?::[^\s:]+)* )?"
+_POD = r"\[pod/[^\]\s]+\] "
+_NODE = r"[\w.@-]{1,64}: "
+# A collector's label before a line that has no rank tag (a node's name only before the line's first word).
+LABEL = re.compile(rf"^(?:{_STAMP}|{_POD}|{_NODE}(?=\S))")
+# The labels, each before a line's own indentation (a block's indented rows: formats/elastic.py's failure table).
+MARGIN = f"{_STAMP}|{_POD}|{_NODE}"
 # The wrappers' tags, taken off a line's start with the sources' (evidence/whose.py, ``formats.PREFIXES``).
 # Determined's names the global rank (the module's docstring), but is not read as one: the one corpus case of it
 # (tests/data/public_threads/61, a set-up failure every rank meets, no culprit in its truth) would then name rank 0,

@@ -13,6 +13,12 @@ signal, ``<N/A>`` or a JSON error file, a rank with its local rank, ProcessFailu
 message itself (``Signal 9 (SIGKILL) received by PID 812``, written by ProcessFailure for a worker that died of a
 signal and by nothing else) is a traceback row on its own. An entry without its rank row names no rank: the worker
 failed, which rank it was the inputs do not say.
+
+The agent prints the table to its own stderr, which a collector labels like any other line: a CRI log's stamp, stream
+and tag (kubectl logs of a pod), pdsh's or srun -l's node, Ray's ``(pid=..)``, a launcher's tag. The assembler
+(evidence/parse.py) gives :class:`Table` a pattern of those margins (collectors.MARGIN and the sources' tags) ending
+in what a line of the table starts with (``OPENS``), so that an entry's ``[7]:`` is not taken for a tag: a line is
+read as is where it is the table's, else behind its margin, the row's own indentation kept.
 """
 
 from __future__ import annotations
@@ -34,6 +40,10 @@ _BARE = re.compile(
 _ENTRY = re.compile(r"^\s*\[(?P<index>\d+)\]:\s*$")
 _INT = re.compile(r"(?P<n>-?\d+)(?:\s*\((?:local_rank|pid):\s*(?P<inner>\d+)\))?")
 _SIGNAL = re.compile(r"Signal (?P<number>\d+) \((?P<name>SIG[A-Z]+)\)")
+# What a line of the table may start with once its margin is off (its header, an entry, a row indented or bare): the
+# lookahead of the margin pattern the assembler composes (read further by the patterns above).
+OPENS = (r"Root Cause|\s*\[\d+\]:\s*$|\s+(?:time|host|rank|exitcode|error_file|traceback|msg)\s*:"
+         r"|(?:exitcode|rank|error_file|traceback|msg)\s*:|\"?Signal \d+ \(SIG")
 
 
 def _row(text: str) -> tuple[str, str] | None:
@@ -49,26 +59,38 @@ def _row(text: str) -> tuple[str, str] | None:
     return ("traceback" if key == "msg" else key), value.strip()
 
 
+def _plain(text: str) -> bool:
+    """Whether the line, as it stands, is one of the table's."""
+    return text.startswith("Root Cause") or _row(text) is not None or _ENTRY.match(text) is not None
+
+
 def _int(s: str | None) -> int | None:
     return int(s) if s not in (None, "") else None
 
 
 class Table:
     """One input's failure tables, entry by entry: an entry is whole at the next entry, or at the first line that is
-    not the table's."""
+    not the table's. ``margin``: what a collector or a launcher puts before a line, none or more, ending in a
+    lookahead of ``OPENS`` (one test for a line as it stands and behind a margin); without it every line is read as
+    it stands."""
 
-    def __init__(self) -> None:
+    def __init__(self, margin: re.Pattern[str] | None = None) -> None:
         self._entry: dict[str, str] | None = None
         self._loc: Loc | None = None
         self._root = False
+        self._margin = margin
 
     def may_hold(self, text: str) -> bool:
-        """A cheap test: could this line be the table's (it is open, or the line starts one)?"""
-        return (self._entry is not None or self._root or text.startswith("Root Cause")
-                or _row(text) is not None or _ENTRY.match(text) is not None)
+        """A cheap test: could this line be the table's (it is open, or the line starts one, as it stands or behind a
+        margin)?"""
+        if self._entry is not None or self._root:
+            return True
+        return _plain(text) if self._margin is None else self._margin.match(text) is not None
 
     def line(self, text: str, loc: Loc) -> tuple[bool, list[Read]]:
         """Whether the line is the table's, and the entry it closes."""
+        if self._margin is not None and not _plain(text) and (m := self._margin.match(text)) is not None:
+            text = text[m.end():]  # its body behind the margin: the row's own indentation kept
         if text.startswith("Root Cause"):
             closed = self.close()
             self._root = True

@@ -8,7 +8,9 @@ a signal's ``Segmentation fault``/``core dumped``, or an exception class's name 
 raised or printed with its message, ``RuntimeError(`` or ``RuntimeError:``) and
 is not a record below the error level (a warning, an info or debug record: formats/loglevel.py's levels, glog's
 ``W``/``I`` headers), a count of none (``0 errors``, ``no failures``, ``errors: 0``), a traceback's or a backtrace's
-frame, a hedged hint or a member of a JSON document.
+frame, a hedged hint, a member of a JSON document, or a header of torchrun's failure table (``Root Cause (first
+observed failure):``, ``Failures:``; 1.9-1.10's ``Root Cause:``, ``Other Failures:``) behind any margin, even one
+formats/elastic.py cannot read the table behind: the table's entries are its reports, its headers none.
 
 The assembler (evidence/parse.py) keeps such lines only among the last :data:`TAIL` lines of their input, only
 where no other source read them, and only in an input where no error of a known form was read: an error a process
@@ -43,6 +45,9 @@ NOT_ERROR = re.compile(
 # the report of one.
 FRAME = re.compile(r'^\s*(?:File "|frame #\d|#\d+ +0x|"[\w .-]{1,80}": |Exception raised from )'
                    r'|\b(?:might|may) (?:be|have)\b')
+# torchrun's failure table's headers (torch/distributed/elastic/multiprocessing/errors/__init__.py's message template),
+# ending the line whatever stands before them.
+TABLE_HEAD = re.compile(r"(?<![\w-])(?:Root Cause(?: \(first observed failure\))?|(?:Other )?Failures):\s*$")
 WORDS = ("rror", "ROR", "ailed", "AILED", "ailure", "AILURE", "xception", "XCEPTION", "atal", "ATAL", "bort",
          "BORT", "rash", "iolation", "nable to", "Segmentation fault", "core dumped")
 # How many of its input's last lines a line must stand among to be kept (evidence/parse.py).
@@ -51,8 +56,9 @@ TAIL = 25
 
 def says_error(line: str) -> bool:
     """Whether this line (its prefixes left off) reports an error in words: an error word as a word, no lower level
-    and no count of none, not a traceback's frame."""
-    return ERRORISH.search(line) is not None and NOT_ERROR.search(line) is None and FRAME.match(line) is None
+    and no count of none, not a traceback's frame nor torchrun's table's header."""
+    return ERRORISH.search(line) is not None and NOT_ERROR.search(line) is None and FRAME.match(line) is None \
+        and TABLE_HEAD.search(line) is None
 
 
 class Lines:
@@ -76,7 +82,7 @@ FORMAT = Format(
     logical=True,
     behind=(
         # tested only on a line an error word was found on
-        Behind((ERRORISH,), (NOT_ERROR, FRAME)),
+        Behind((ERRORISH,), (NOT_ERROR, FRAME, TABLE_HEAD)),
     ),
     samples=(
         Sample(_JAX, "JAX's jax/_src/xla_bridge.py: the warning when a platform's backend fails to initialize "
