@@ -212,8 +212,15 @@ def test_a_node_label_whose_lines_disagree_places_no_tag(write):
 
 def test_torchrun_agents_local_rank_behind_a_node_label_is_that_nodes(write):
     """pdsh/hang: node1's agent reports "local_rank: 0" failed: that is rank 2 (node1's [default0] is [rank2]), not
-    rank 0; behind a label whose node no line places, the local rank is left unplaced."""
+    rank 0; behind a label whose node no line places, the local rank is left unplaced. Each agent's failure table,
+    behind the same label, names the global ranks itself (and speaks for the agent's lines)."""
+    lines = (LAUNCHERS / "pdsh" / "hang" / "console.log").read_text().splitlines()
     scan = run(LAUNCHERS / "pdsh" / "hang" / "console.log").scans[0]
+    assert sorted((e.rank, e.local_rank, e.root_cause) for e in scan.elastic) == [
+        (0, 0, False), (1, 1, True), (2, 0, True), (3, 1, False)]
+    table = [i for i, x in enumerate(lines) if x.endswith("ChildFailedError: ") or x.endswith("=" * 60)]
+    cut = set().union(*(range(a, b + 1) for a, b in zip(table[0::3], table[2::3], strict=True)))
+    scan = run(write("console.log", "\n".join(x for i, x in enumerate(lines) if i not in cut))).scans[0]
     assert sorted((e.rank, e.local_rank) for e in scan.elastic) == [(1, 1), (2, 0)]
     log = write("console.log", "node7: E1125 15:07:58.888000 25659 torch/distributed/elastic/multiprocessing/api.py:1002] "
                 "failed (exitcode: 1) local_rank: 0 (pid: 25675) of binary: .venv/bin/python")
