@@ -7,8 +7,8 @@ word (``error``, ``failed``, ``failure``, ``exception``, ``fatal``, ``abort``, `
 a signal's ``Segmentation fault``/``core dumped``, or an exception class's name ending in ``Error``/``Exception``
 raised or printed with its message, ``RuntimeError(`` or ``RuntimeError:``) and
 is not a record below the error level (a warning, an info or debug record: formats/loglevel.py's levels, glog's
-``W``/``I`` headers), a count of none (``0 errors``, ``no failures``, ``errors: 0``), a traceback's or a backtrace's
-frame, a hedged hint or a member of a JSON document.
+``W``/``I`` headers), a count of none (``0 errors``, ``no failures``, ``errors: 0``, ``nothing failed``), a
+traceback's or a backtrace's frame, a hedged hint, a member of a JSON document or a row of a table drawn with bars.
 
 The assembler (evidence/parse.py) keeps such lines only among the last :data:`TAIL` lines of their input, only
 where no other source read them, and only in an input where no error of a known form was read: an error a process
@@ -37,12 +37,15 @@ NOT_ERROR = re.compile(
     r"\b(?:WARN(?:ING)?|[Ww]arn(?:ing)?s?|INFO|DEBUG|TRACE|NOTICE)\b|^\[?[IWD]\d{4} "
     r"|\b(?:[Nn]o|0|[Zz]ero|[Ww]ithout|[Ii]gnor(?:e|ed|ing))\s+(?:[\w-]+\s+)?(?:errors?|failures?|exceptions?)\b"
     r"|\b(?:errors?|failures?|failed)\s*[:=]\s*0\b"
+    r"|\b(?:[Nn]othing|[Nn]one|[Nn]ever)\s+(?:[\w-]+\s+)?(?:failed|crashed|aborted)\b"
 )
 # A frame of a traceback or a native backtrace (c10's "Exception raised from F at file:N" heads one), a hedged hint
-# ("might be reported at some other call"), a member of a JSON document ('"error": ...'): words about an error, not
-# the report of one.
+# ("might be reported at some other call"), a member of a JSON document ('"error": ...'), a row of a table drawn with
+# bars (Ray Tune's trial table: "| Trial name | # failures | error file |"): words about an error, not the report of
+# one.
 FRAME = re.compile(r'^\s*(?:File "|frame #\d|#\d+ +0x|"[\w .-]{1,80}": |Exception raised from )'
-                   r'|\b(?:might|may) (?:be|have)\b')
+                   r'|\b(?:might|may) (?:be|have)\b'
+                   r'|^\s*\|(?:[^|]*\|){2,}\s*$')
 WORDS = ("rror", "ROR", "ailed", "AILED", "ailure", "AILURE", "xception", "XCEPTION", "atal", "ATAL", "bort",
          "BORT", "rash", "iolation", "nable to", "Segmentation fault", "core dumped")
 # How many of its input's last lines a line must stand among to be kept (evidence/parse.py).
