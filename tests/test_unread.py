@@ -23,6 +23,8 @@ runner = CliRunner()
     "Unable to initialize backend 'cuda': FAILED_PRECONDITION: No visible GPU devices.",
     "Segmentation fault (core dumped)",
     "job aborted:",
+    "terminate called after throwing an instance of 'gloo::IoException'",
+    "terminate called without an active exception",
 ])
 def test_a_line_stating_an_error_in_words_is_one(line):
     assert unread.says_error(line)
