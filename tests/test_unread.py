@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import DATA
 from typer.testing import CliRunner
 
 from ncclcheck.cli import app
@@ -22,6 +23,8 @@ runner = CliRunner()
     "Unable to initialize backend 'cuda': FAILED_PRECONDITION: No visible GPU devices.",
     "Segmentation fault (core dumped)",
     "job aborted:",
+    "terminate called after throwing an instance of 'gloo::IoException'",
+    "terminate called without an active exception",
 ])
 def test_a_line_stating_an_error_in_words_is_one(line):
     assert unread.says_error(line)
@@ -38,6 +41,8 @@ def test_a_line_stating_an_error_in_words_is_one(line):
     "error_file: <N/A>",
     "Evaluation criterion: errs = ClassificationError",
     "set on_failure=continue and ignore errors",
+    "| Trial name               |   # failures | error file   |",
+    "so the console stops with its workers' lines and no ending, while nothing failed: analyze-log says",
 ])
 def test_a_warning_a_count_of_none_an_identifier_or_a_frame_is_not(line):
     assert not unread.says_error(line)
@@ -79,3 +84,14 @@ def test_a_failure_the_rules_read_keeps_its_verdict(tmp_path):
     v = _verdict(tmp_path, "\n".join(lines) + "\n")
     assert v["kind"] == "rank_failed_first"
     assert v["cause"]["kind"] != "error_unread"
+
+
+def test_a_console_that_stops_on_an_unread_error_quotes_it_not_a_stop_with_no_failure(tmp_path):
+    """The rules that read a console stopping with no failure line (cut off, stalled, stopped at set-up) must not say
+    that no line says the job failed while its last lines state an error: the line is quoted (job/verdict.py's order)."""
+    console = (DATA / "launchers" / "accelerate" / "cut" / "console.log").read_text()
+    assert _verdict(tmp_path, console)["cause"]["kind"] == "console_cut"
+    v = _verdict(tmp_path, console + "oneCCL: atl_ofi_comm.cpp:232 init_transport: EXCEPTION: failed to initialize ATL\n")
+    assert v["kind"] == "incomplete_evidence"
+    assert v["cause"]["kind"] == "error_unread"
+    assert "failed to initialize ATL" in v["summary"]

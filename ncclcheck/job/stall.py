@@ -73,6 +73,8 @@ def stopped_at_setup(job: Job, d: Decision) -> Decision:
         return d
     if any(s.ending.kind not in _QUIET for s in job.ranks):
         return d
+    if any(x.source == "unread" for x in job.facts.stated):  # an input ends on an error line: job/unreadline.py's
+        return d
     texts = job.facts.texts
     if not job.facts.text_inputs or job.facts.text_states:
         return d

@@ -25,7 +25,9 @@ def unread_error(job: Job, d: Decision) -> Decision:
     source reads (evidence/formats/unread.py): the evidence is incomplete, and the line is quoted as what the job
     itself said (issue 41 section 1: never ``no_failure`` while such a line stands). Where the table of stated lines
     knows its words, the line's mechanism is the cause and its kind the verdict's; no rank is named a culprit (the
-    line may not have ended anything). The last of verdict.decide's rules: every other reading comes first."""
+    line may not have ended anything). After the rules that read a failure or a wait of a known form, ahead of those
+    that read a stop with no failure line (a set-up that stops, a console cut off or stalled): where such a line
+    stands, a report must not say that no line says the job failed."""
     lines = ranked([x for x in job.facts.stated if x.source == "unread"])
     if d.kind is not VerdictKind.NO_FAILURE or d.cause is not None or not lines:
         return d

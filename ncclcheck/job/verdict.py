@@ -82,11 +82,13 @@ def decide(scans: Sequence[FileScan], records: Sequence[Record], dtype: str = "f
     d = killed_workers(job, d)  # a launcher's kill of its workers, nothing else said (job/launcherkill.py)
     d = unranked_death(job, d)  # a process no line ranks died with no error of its own (job/launcherkill.py)
     d = unranked_stack(job, d)  # py-spy dumps that no line ranks, nothing else found (job/spied.py)
+    d = unstarted_members(job, error_file(job, d))  # what a launcher says is missing (launchgaps.py)
+    # nothing else failed, but an input ends on an error of no known form (job/unreadline.py): ahead of the rules
+    # below, which read a stop with no failure line
+    d = unread_error(job, d)
     d = cut_off(job, d)  # a console that stops mid-run with no ending and no failure (job/ending.py)
     d = stopped_apart(job, d)  # the ranks' own counters stop apart, nothing failed or ended (job/apart.py)
     d = stalled(job, d)  # a job shown launched or running, then no ending and no failure (job/ending.py)
-    d = unstarted_members(job, error_file(job, d))  # what a launcher says is missing (launchgaps.py)
-    d = unread_error(job, d)  # nothing else failed, but an input ends on an error of no known form (job/unreadline.py)
     uneven = uneven_findings(job, d.found)  # the ranks' loops counted to different totals (job/uneven.py)
     crash = crash_findings(job, d.cause)  # the library a native crash struck in
     findings = [*wording.lead_findings(job, d), *history_findings(job, d.summary),

@@ -4,13 +4,15 @@ Every source of this package reads its own fixed forms, and a job runs more libr
 backend, UCX's transports, MS-MPI's report, a framework's own checks). Where nothing else failed, a report must not
 say that nothing did while such a line stands in the inputs. A line is taken here where it holds an error word as a
 word (``error``, ``failed``, ``failure``, ``exception``, ``fatal``, ``abort``, ``crash``, ``violation``, ``unable to``,
-a signal's ``Segmentation fault``/``core dumped``, or an exception class's name ending in ``Error``/``Exception``
-raised or printed with its message, ``RuntimeError(`` or ``RuntimeError:``) and
-is not a record below the error level (a warning, an info or debug record: formats/loglevel.py's levels, glog's
-``W``/``I`` headers), a count of none (``0 errors``, ``no failures``, ``errors: 0``), a traceback's or a backtrace's
-frame, a hedged hint, a member of a JSON document, or a header of torchrun's failure table (``Root Cause (first
-observed failure):``, ``Failures:``; 1.9-1.10's ``Root Cause:``, ``Other Failures:``) behind any margin, even one
-formats/elastic.py cannot read the table behind: the table's entries are its reports, its headers none.
+a signal's ``Segmentation fault``/``core dumped``, C++'s uncaught exception (libstdc++'s verbose terminate
+handler: ``terminate called after throwing an instance of 'X'``, ``... without an active exception``), or an
+exception class's name ending in ``Error``/``Exception`` raised or printed with its message, ``RuntimeError(`` or
+``RuntimeError:``) and is not a record below the error level (a warning, an info or debug record:
+formats/loglevel.py's levels, glog's ``W``/``I`` headers), a count of none (``0 errors``, ``no failures``,
+``errors: 0``, ``nothing failed``), a traceback's or a backtrace's frame, a hedged hint, a member of a JSON document,
+a row of a table drawn with bars, or a header of torchrun's failure table (``Root Cause (first observed failure):``,
+``Failures:``; 1.9-1.10's ``Root Cause:``, ``Other Failures:``) behind any margin, even one formats/elastic.py cannot
+read the table behind: the table's entries are its reports, its headers none.
 
 The assembler (evidence/parse.py) keeps such lines only among the last :data:`TAIL` lines of their input, only
 where no other source read them, and only in an input where no error of a known form was read: an error a process
@@ -33,23 +35,27 @@ ERRORISH = re.compile(
     r"(?<![\w-])(?:[Ee]rrors?|ERRORS?|[Ff]ailed|FAILED|[Ff]ailures?|FAILURE|[Ee]xceptions?|EXCEPTION|[Ff]atal|FATAL"
     r"|[Aa]bort(?:ed|ing)?|ABORT(?:ED)?|[Cc]rash(?:ed|es)?|[Vv]iolation|[Uu]nable to)(?![\w-])"
     r"|\b[A-Z]\w{0,60}(?:Error|Exception)(?=[:(])|Segmentation fault|core dumped"
+    r"|\bterminate called (?:after throwing|without an active exception|recursively)"
 )
 # A record below the error level, or a count of none: no error stated.
 NOT_ERROR = re.compile(
     r"\b(?:WARN(?:ING)?|[Ww]arn(?:ing)?s?|INFO|DEBUG|TRACE|NOTICE)\b|^\[?[IWD]\d{4} "
     r"|\b(?:[Nn]o|0|[Zz]ero|[Ww]ithout|[Ii]gnor(?:e|ed|ing))\s+(?:[\w-]+\s+)?(?:errors?|failures?|exceptions?)\b"
     r"|\b(?:errors?|failures?|failed)\s*[:=]\s*0\b"
+    r"|\b(?:[Nn]othing|[Nn]one|[Nn]ever)\s+(?:[\w-]+\s+)?(?:failed|crashed|aborted)\b"
 )
 # A frame of a traceback or a native backtrace (c10's "Exception raised from F at file:N" heads one), a hedged hint
-# ("might be reported at some other call"), a member of a JSON document ('"error": ...'): words about an error, not
-# the report of one.
+# ("might be reported at some other call"), a member of a JSON document ('"error": ...'), a row of a table drawn with
+# bars (Ray Tune's trial table: "| Trial name | # failures | error file |"): words about an error, not the report of
+# one.
 FRAME = re.compile(r'^\s*(?:File "|frame #\d|#\d+ +0x|"[\w .-]{1,80}": |Exception raised from )'
-                   r'|\b(?:might|may) (?:be|have)\b')
+                   r'|\b(?:might|may) (?:be|have)\b'
+                   r'|^\s*\|(?:[^|]*\|){2,}\s*$')
 # torchrun's failure table's headers (torch/distributed/elastic/multiprocessing/errors/__init__.py's message template),
 # ending the line whatever stands before them.
 TABLE_HEAD = re.compile(r"(?<![\w-])(?:Root Cause(?: \(first observed failure\))?|(?:Other )?Failures):\s*$")
 WORDS = ("rror", "ROR", "ailed", "AILED", "ailure", "AILURE", "xception", "XCEPTION", "atal", "ATAL", "bort",
-         "BORT", "rash", "iolation", "nable to", "Segmentation fault", "core dumped")
+         "BORT", "rash", "iolation", "nable to", "Segmentation fault", "core dumped", "terminate called")
 # How many of its input's last lines a line must stand among to be kept (evidence/parse.py).
 TAIL = 25
 
