@@ -22,7 +22,7 @@ from operator import attrgetter, itemgetter
 from ncclcheck import signals
 from ncclcheck.evidence.formats.errors import fatal_signal
 from ncclcheck.evidence.frdump import Dump, Entry, numel
-from ncclcheck.evidence.inits import init_rows
+from ncclcheck.evidence.tables import rows
 from ncclcheck.evidence.types import (
     PG,
     DumpSignal,
@@ -283,7 +283,7 @@ class _Builder:
                     assert d.last_completed is not None
                     p.stuck = Work(self.groups[key].gid(), d.last_completed + 1, None, state="timed_out",
                                    order=(BY_LINE, d.loc.line), loc=d.loc)
-            for gi in init_rows(s.group_inits):  # three a rank or more: rows, member() written out (issue 42)
+            for gi in rows(s.group_inits):  # three a rank or more: rows, member() written out (issue 42)
                 rank = gi.global_rank if gi.global_rank is not None else gi.who.rank
                 if rank is None:
                     continue

@@ -17,6 +17,7 @@ from dataclasses import replace
 from ncclcheck.evidence.formats.deepspeed import KILLING_FACT
 from ncclcheck.evidence.formats.pgstart import BARRIER_DONE, BARRIER_FACT
 from ncclcheck.evidence.reader import HEAD
+from ncclcheck.evidence.tables import fact, rows
 from ncclcheck.evidence.types import Clue, ErrorKind, Fact, FileScan, Loc, Mismatch, RankError
 from ncclcheck.job.ending import END_KEYS, LAUNCHED, RAN, consoles, read_consoles
 from ncclcheck.job.hosts import join_events, peers_lost, rank_hosts
@@ -71,14 +72,15 @@ def _kept(scans: Sequence[FileScan]) -> tuple[dict[str, list[Fact]], dict[str, l
     get = _KEPT.get
     settings = kept.setdefault("settings", [])
     for i, s in enumerate(scans):
-        for f in s.facts:
+        for f in rows(s.facts):  # a table's rows (evidence/tables.py); a kept one as its object
             if (names := get(key := f.key)) is not None:
+                kept_f = fact(f)
                 for name in names:
-                    kept.setdefault(name, []).append(f)
+                    kept.setdefault(name, []).append(kept_f)
                     if name in _PER_INPUT:
                         at.setdefault(name, []).append(i)
             elif "NCCL_" in key and is_setting(key):
-                settings.append(f)
+                settings.append(fact(f))
     return kept, at
 
 
@@ -206,7 +208,7 @@ def exit_teardown(scans: Sequence[FileScan]) -> list[Fact]:
         for h in s.heartbeats:
             last[h.loc.file] = max(h.loc.line, last.get(h.loc.file, h.loc.line))
             ranks.add(h.who.rank)
-    return [f for s in scans for f in s.facts if f.key == "exit_without_destroy" and (
+    return [fact(f) for s in scans for f in rows(s.facts) if f.key == "exit_without_destroy" and (
         f.loc.line < last.get(f.loc.file, f.loc.line) or (f.who.rank is not None and f.who.rank in ranks))]
 
 
@@ -229,6 +231,6 @@ def reported_late(scans: Sequence[FileScan]) -> frozenset[int]:
     and the ranks monitored_barrier says never reached it."""
     late = {r for s in scans for d in s.desync for x in d.lagging if x.never_joined or x.did_not_join is not None
             for r in x.ranks}
-    late |= {int(r) for s in scans for f in s.facts if f.key == "monitored_barrier_missing"
+    late |= {int(r) for s in scans for f in rows(s.facts) if f.key == "monitored_barrier_missing"
              for r in f.value.split(",") if r.isdigit()}
     return frozenset(late)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ncclcheck.evidence.tables import rows
 from ncclcheck.evidence.types import FileScan, Loc
 
 # What each kind of statement is, in words, and whether it states the size; strongest (most direct) first.
@@ -80,7 +81,7 @@ def statements(scans: Sequence[FileScan]) -> list[WorldStatement]:
     stated: set[tuple[int, str]] = set()
     for s in scans:
         nodes = procs = None
-        for f in s.facts:
+        for f in rows(s.facts):  # a table's rows (evidence/tables.py): two a rank at scale
             kind = _FACT_KIND.get(f.key)
             if kind is not None and f.value.isdigit() and (size := int(f.value)) > 0:
                 if (size, kind) not in stated:
