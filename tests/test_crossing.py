@@ -84,7 +84,7 @@ def test_facts_cross_as_columns_and_are_read_as_rows(tmp_path: Path) -> None:
     """A log's facts are kept as their table (evidence/tables.py): it crosses as columns, the readers at scale walk
     its rows without making its objects, and its rows, its objects and the evidence file's copy say the same."""
     from ncclcheck.evidence import bundle
-    from ncclcheck.evidence.tables import FactTable, fact, rows
+    from ncclcheck.evidence.tables import FactTable, as_fact, rows
     from ncclcheck.evidence.types import Fact
     from ncclcheck.job.facts import read_facts
     from ncclcheck.job.world import statements
@@ -107,7 +107,7 @@ def test_facts_cross_as_columns_and_are_read_as_rows(tmp_path: Path) -> None:
     made = facts.items()
     assert all(type(f) is Fact for f in made) and back == scan and made == scan.facts
     assert {(f.key, f.value) for f in made} == {("world_size", "8"), ("TIMEOUT(ms)", "600000")}
-    assert [fact(r) for r in rows(facts)] == list(made) and [r.loc for r in rows(facts)] == [f.loc for f in made]
+    assert [as_fact(r) for r in rows(facts)] == list(made) and [r.loc for r in rows(facts)] == [f.loc for f in made]
     assert made[2].who.global_rank == 1 and made[2].loc.line == 2
     stored = bundle.dumps([scan], [], compress=False)
     assert bundle.dumps([replace(scan, facts=made)], [], compress=False) == stored

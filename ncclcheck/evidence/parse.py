@@ -43,7 +43,7 @@ from ncclcheck.evidence.formats.storeclient import read as store_words
 from ncclcheck.evidence.formats.torchrun import LOCAL_TAG
 from ncclcheck.evidence.repair import MAX_JOIN, OPEN_TAIL, clean, last_bar, open_header, squeeze, unprefixed
 from ncclcheck.evidence.stamps import glog
-from ncclcheck.evidence.tables import FactTable, InitTable, table
+from ncclcheck.evidence.tables import FactTable, InitTable, StatusTable, WorkTable, table
 from ncclcheck.evidence.types import (
     PG,
     AgentExit,
@@ -343,8 +343,8 @@ class LogParser:
             lines=lines,
             bytes_read=bytes_read,
             ranks_seen=tuple(sorted(ranks)),
-            works=tuple(self._works),
-            statuses=tuple(self._statuses),
+            works=table(WorkTable, self._works, self.file),
+            statuses=table(StatusTable, self._statuses, self.file),
             dump_signals=tuple(self._dumps),
             heartbeats=tuple(self._heartbeats),
             desync=tuple(self._desync),

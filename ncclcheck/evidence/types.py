@@ -567,8 +567,8 @@ class FileScan:
     lines: int
     bytes_read: int
     ranks_seen: tuple[int, ...]
-    works: tuple[WorkMention, ...] = ()
-    statuses: tuple[StatusMention, ...] = ()
+    works: Sequence[WorkMention] = ()  # a tuple, or its columns (evidence/tables.py); so are statuses, facts
+    statuses: Sequence[StatusMention] = ()
     dump_signals: tuple[DumpSignal, ...] = ()
     heartbeats: tuple[Heartbeat, ...] = ()
     desync: tuple[DesyncReport, ...] = ()

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import fields, replace
 from typing import Any
 
-from ncclcheck.evidence.tables import LineTable, rows
+from ncclcheck.evidence.tables import LineTable, rows_with
 from ncclcheck.evidence.types import FileScan
 from ncclcheck.job.world import WORLD_FACTS
 
@@ -59,7 +59,7 @@ def console_starts(scan: FileScan) -> list[int]:
     """The first line of each attempt after the first in one console; empty when it holds one attempt."""
     said = sorted(c.loc.line for c in scan.clues if c.kind == "launcher" and any(w in c.text for w in RESTART_WORDS))
     failed: list[tuple[str, int]] = []
-    for f in rows(scan.facts):  # every input's: its rows (evidence/tables.py)
+    for f in rows_with(scan.facts, "key", "agent_failed".__eq__):  # every input's: its rows (evidence/tables.py)
         if f.key == "agent_failed":
             agent, _, at = f.value.rpartition("@")
             failed.append((agent, int(at)))
