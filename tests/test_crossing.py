@@ -44,10 +44,10 @@ def test_a_records_part_crosses_whole(tmp_path: Path) -> None:
 
 
 def test_group_inits_cross_as_columns_and_read_as_the_parser_read_them(tmp_path: Path) -> None:
-    """A node log's group-creation lines are kept as their table (evidence/inits.py): it crosses as columns, no
+    """A node log's group-creation lines are kept as their table (evidence/tables.py): it crosses as columns, no
     object a line, and its rows, its items and the evidence file's copy say what the lines said."""
     from ncclcheck.evidence import bundle
-    from ncclcheck.evidence.inits import InitTable, init_rows
+    from ncclcheck.evidence.tables import InitTable, rows
     from ncclcheck.evidence.types import GroupInit
 
     log = tmp_path / "node.log"
@@ -66,7 +66,7 @@ def test_group_inits_cross_as_columns_and_read_as_the_parser_read_them(tmp_path:
     made = inits.items()
     assert all(type(g) is GroupInit for g in made) and [g.global_rank for g in made[:3]] == [0, 0, 1]
     fields = ("who", "pg", "group_rank", "size", "global_rank", "timeout_ms", "loc")
-    assert [tuple(getattr(r, f) for f in fields) for r in init_rows(back.group_inits)] == \
+    assert [tuple(getattr(r, f) for f in fields) for r in rows(back.group_inits)] == \
         [tuple(getattr(g, f) for f in fields) for g in made]
     assert made[3].loc.line == 4 and made[3].size == 2 and made[3].group_rank == 1
     stored = bundle.dumps([scan], [], compress=False)
@@ -78,3 +78,38 @@ def test_group_inits_cross_as_columns_and_read_as_the_parser_read_them(tmp_path:
 def _written(path: Path, data: bytes) -> str:
     path.write_bytes(data)
     return str(path)
+
+
+def test_facts_cross_as_columns_and_are_read_as_rows(tmp_path: Path) -> None:
+    """A log's facts are kept as their table (evidence/tables.py): it crosses as columns, the readers at scale walk
+    its rows without making its objects, and its rows, its objects and the evidence file's copy say the same."""
+    from ncclcheck.evidence import bundle
+    from ncclcheck.evidence.tables import FactTable, as_fact, rows
+    from ncclcheck.evidence.types import Fact
+    from ncclcheck.job.facts import read_facts
+    from ncclcheck.job.world import statements
+
+    log = tmp_path / "node.log"
+    log.write_text("".join(
+        f"[rank{r}]:[I1122 10:00:00.000000000 ProcessGroupNCCL.cpp:988] [PG ID 0 PG GUID 0(default_pg) Rank {r}] "
+        f"ProcessGroupNCCL initialization options: size: 8, global rank: {r}, TIMEOUT(ms): 600000\n"
+        for r in range(8)))
+    (source,) = resolve([str(log)], lambda _: None)
+    scan = scan_source(source)
+    assert isinstance(scan.facts, FactTable) and len(scan.facts) == 16
+    data = pickle.dumps(scan, protocol=pickle.HIGHEST_PROTOCOL)
+    back = pickle.loads(data)
+    facts = back.facts
+    assert isinstance(facts, FactTable)
+    read_facts([back])
+    assert [(s.size, s.kind) for s in statements([back])][:1] == [(8, "init_line")]
+    assert facts._made is None  # the job's facts and the world read the rows: no object made
+    made = facts.items()
+    assert all(type(f) is Fact for f in made) and back == scan and made == scan.facts
+    assert {(f.key, f.value) for f in made} == {("world_size", "8"), ("TIMEOUT(ms)", "600000")}
+    assert [as_fact(r) for r in rows(facts)] == list(made) and [r.loc for r in rows(facts)] == [f.loc for f in made]
+    assert made[2].who.global_rank == 1 and made[2].loc.line == 2
+    stored = bundle.dumps([scan], [], compress=False)
+    assert bundle.dumps([replace(scan, facts=made)], [], compress=False) == stored
+    (read,), _ = bundle.read(_written(tmp_path / "node.ev", stored))
+    assert read == scan and read.facts == made

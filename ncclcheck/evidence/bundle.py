@@ -29,7 +29,7 @@ from typing import Any
 from ncclcheck import __version__
 from ncclcheck.evidence.frdump import Frame
 from ncclcheck.evidence.inflate import InflateLimit, read_bounded
-from ncclcheck.evidence.inits import InitTable
+from ncclcheck.evidence.tables import LineTable
 from ncclcheck.evidence.types import PG, FileScan, InputProblem, Loc, Who
 
 FORMAT = 4
@@ -52,7 +52,7 @@ def encode(obj: Any, file: str | None = None) -> Any:
         return [encode(getattr(obj, f.name), file) for f in dataclasses.fields(obj)]
     if isinstance(obj, enum.Enum):
         return obj.value
-    if isinstance(obj, (tuple, list, InitTable)):  # a table of group inits is stored as the lines it holds
+    if isinstance(obj, (tuple, list, LineTable)):  # a table (group inits, facts) is stored as the lines it holds
         return [encode(x, file) for x in obj]
     if isinstance(obj, Mapping):
         return {str(k): encode(v, file) for k, v in obj.items()}
@@ -156,7 +156,7 @@ def _build(tp: Any) -> Decoder:
         (only,) = [a for a in args if a is not type(None)]  # the evidence types use X | None only
         dec = _decoder(only)
         return lambda v, ctx: None if v is None else dec(v, ctx)
-    if origin is Sequence:  # a scan's group inits: a tuple here (evidence/inits.py)
+    if origin is Sequence:  # a scan's group inits or facts: a tuple here (evidence/tables.py)
         item = _decoder(args[0])
         return lambda v, ctx: tuple([item(x, ctx) for x in _list(v)])
     if origin is tuple:

@@ -42,9 +42,9 @@ from ncclcheck.evidence.formats.host import Records as HostRecords
 from ncclcheck.evidence.formats.pgnccl import incomplete, waits_for_digits
 from ncclcheck.evidence.formats.storeclient import read as store_words
 from ncclcheck.evidence.formats.torchrun import LOCAL_TAG
-from ncclcheck.evidence.inits import init_table
 from ncclcheck.evidence.repair import MAX_JOIN, OPEN_TAIL, clean, last_bar, open_header, squeeze, unprefixed
 from ncclcheck.evidence.stamps import glog
+from ncclcheck.evidence.tables import FactTable, InitTable, StatusTable, WorkTable, table
 from ncclcheck.evidence.types import (
     PG,
     AgentExit,
@@ -348,8 +348,8 @@ class LogParser:
             lines=lines,
             bytes_read=bytes_read,
             ranks_seen=tuple(sorted(ranks)),
-            works=tuple(self._works),
-            statuses=tuple(self._statuses),
+            works=table(WorkTable, self._works, self.file),
+            statuses=table(StatusTable, self._statuses, self.file),
             dump_signals=tuple(self._dumps),
             heartbeats=tuple(self._heartbeats),
             desync=tuple(self._desync),
@@ -357,9 +357,9 @@ class LogParser:
             errors=tuple(e for i, e in enumerate(self._errors) if i not in self._outlived),
             elastic=tuple(self._elastic),
             clues=tuple(self._clues) + self._open_records(),
-            facts=tuple(self._facts.values()),
+            facts=table(FactTable, tuple(self._facts.values()), self.file),
             stacks=tuple(self._stacks),
-            group_inits=init_table(self._inits, self.file),
+            group_inits=table(InitTable, self._inits, self.file),
             endings=tuple(self._endings),
             dump_events=tuple(self._dump_events),
             system=tuple(self._system),

@@ -567,8 +567,8 @@ class FileScan:
     lines: int
     bytes_read: int
     ranks_seen: tuple[int, ...]
-    works: tuple[WorkMention, ...] = ()
-    statuses: tuple[StatusMention, ...] = ()
+    works: Sequence[WorkMention] = ()  # a tuple, or its columns (evidence/tables.py); so are statuses, facts
+    statuses: Sequence[StatusMention] = ()
     dump_signals: tuple[DumpSignal, ...] = ()
     heartbeats: tuple[Heartbeat, ...] = ()
     desync: tuple[DesyncReport, ...] = ()
@@ -576,9 +576,9 @@ class FileScan:
     errors: tuple[RankError, ...] = ()
     elastic: tuple[ElasticFailure, ...] = ()
     clues: tuple[Clue, ...] = ()
-    facts: tuple[Fact, ...] = ()
+    facts: Sequence[Fact] = ()  # a tuple, or its columns (evidence/tables.py)
     stacks: tuple[CollectiveStack, ...] = ()
-    group_inits: Sequence[GroupInit] = ()  # a tuple, or its columns (evidence/inits.py)
+    group_inits: Sequence[GroupInit] = ()  # a tuple, or its columns (evidence/tables.py)
     endings: tuple[EndLine, ...] = ()
     live: tuple[LiveStack, ...] = ()
     unranked: tuple[SpiedProcess, ...] = ()  # py-spy's dumps of processes no line names the rank of (formats/pyspy.py)

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import fields, replace
 from typing import Any
 
-from ncclcheck.evidence.inits import InitTable
+from ncclcheck.evidence.tables import LineTable, rows_with
 from ncclcheck.evidence.types import FileScan
 from ncclcheck.job.world import WORLD_FACTS
 
@@ -42,7 +42,7 @@ def dir_attempt(file: str) -> int | None:
 
 def _located(scan: FileScan) -> list[object]:
     return [v for f in fields(scan) if f.name != "problems"
-            and isinstance(value := getattr(scan, f.name), (tuple, InitTable)) for v in value if hasattr(v, "loc")]
+            and isinstance(value := getattr(scan, f.name), (tuple, LineTable)) for v in value if hasattr(v, "loc")]
 
 
 def _worker_lines(scan: FileScan) -> list[int]:
@@ -59,7 +59,7 @@ def console_starts(scan: FileScan) -> list[int]:
     """The first line of each attempt after the first in one console; empty when it holds one attempt."""
     said = sorted(c.loc.line for c in scan.clues if c.kind == "launcher" and any(w in c.text for w in RESTART_WORDS))
     failed: list[tuple[str, int]] = []
-    for f in scan.facts:
+    for f in rows_with(scan.facts, "key", "agent_failed".__eq__):  # every input's: its rows (evidence/tables.py)
         if f.key == "agent_failed":
             agent, _, at = f.value.rpartition("@")
             failed.append((agent, int(at)))
@@ -85,7 +85,7 @@ def within(scan: FileScan, lo: int, hi: int | None) -> FileScan:
     changes: dict[str, Any] = {}  # FileScan's tuple fields, each of its own item type
     for f in fields(scan):
         value = getattr(scan, f.name)
-        if isinstance(value, (tuple, InitTable)) and value and hasattr(value[0], "loc") and f.name != "problems":
+        if isinstance(value, (tuple, LineTable)) and value and hasattr(value[0], "loc") and f.name != "problems":
             changes[f.name] = tuple(v for v in value if v.loc.line >= lo and (hi is None or v.loc.line < hi))
     # A statement of the world holds for every attempt of a job of fixed size; the parser keeps each one once per
     # rank, so a later attempt's own echo of it is not there to keep.
@@ -121,7 +121,7 @@ def _moved(scan: FileScan, rank: int) -> FileScan:
     changes: dict[str, Any] = {}
     for f in fields(scan):
         value = getattr(scan, f.name)
-        if isinstance(value, (tuple, InitTable)) and value and hasattr(value[0], "who"):
+        if isinstance(value, (tuple, LineTable)) and value and hasattr(value[0], "who"):
             changes[f.name] = tuple(
                 replace(v, who=replace(v.who, path_rank=rank)) if v.who.path_rank == old else v for v in value)
     seen = {r for r in scan.ranks_seen if r != old} | {rank}

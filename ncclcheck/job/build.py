@@ -22,7 +22,7 @@ from operator import attrgetter, itemgetter
 from ncclcheck import signals
 from ncclcheck.evidence.formats.errors import fatal_signal
 from ncclcheck.evidence.frdump import Dump, Entry, numel
-from ncclcheck.evidence.inits import init_rows
+from ncclcheck.evidence.tables import as_work, rows, rows_with
 from ncclcheck.evidence.types import (
     PG,
     DumpSignal,
@@ -66,6 +66,7 @@ from ncclcheck.transfer import GATHER_SCATTER_OPS
 REAL_FAILURES = {ErrorKind.OOM, ErrorKind.CUDA, ErrorKind.EXCEPTION}
 _DEFAULT_KEY = ("guid", "0")
 _NO_PG = PG()  # a status line's group that names nothing: made once, not once a line (issue 42)
+_ASYNC = "async_exception"  # the works the build keeps of a scan: its table is asked for these alone (evidence/tables.py)
 # Status lines alone ("failure detected by watchdog") follow errors as well as timeouts.
 _NOT_TIMEOUT = {"failure_detected", "exception_detected"}
 
@@ -188,12 +189,13 @@ class _Builder:
     def from_records(self) -> None:
         self.async_errors = {}
         for s in self.scans:
-            for w in s.works:
+            # a table's rows of async errors alone (evidence/tables.py); a kept one as its object
+            for w in rows_with(s.works, "evidence", _ASYNC.__eq__):
                 if w.evidence != "async_exception":  # asked first: the rank only of the few that are (issue 42)
                     continue
                 rank = w.who.rank if w.who.rank is not None else w.rank
-                if rank is not None:
-                    self.async_errors.setdefault((rank, w.seq), w)
+                if rank is not None and (rank, w.seq) not in self.async_errors:
+                    self.async_errors[rank, w.seq] = as_work(w)
         rank_of = [self._record_rank(r) for r in self.records]
         untimed = {rank for rank, r in zip(rank_of, self.records, strict=True) if r.started_s is None}
         timed = set(rank_of) - untimed
@@ -283,7 +285,7 @@ class _Builder:
                     assert d.last_completed is not None
                     p.stuck = Work(self.groups[key].gid(), d.last_completed + 1, None, state="timed_out",
                                    order=(BY_LINE, d.loc.line), loc=d.loc)
-            for gi in init_rows(s.group_inits):  # three a rank or more: rows, member() written out (issue 42)
+            for gi in rows(s.group_inits):  # three a rank or more: rows, member() written out (issue 42)
                 rank = gi.global_rank if gi.global_rank is not None else gi.who.rank
                 if rank is None:
                     continue
@@ -292,10 +294,10 @@ class _Builder:
                     g.members[rank] = gi.group_rank
                 if not g.size and gi.size:
                     g.size, g.size_at = gi.size, gi.loc
-            for st in s.statuses:
+            for st in rows(s.statuses):
                 if st.who.global_rank is not None and st.pg is not None and st.pg != _NO_PG:
                     self.member(self.group(st.pg), st.who.global_rank, st.rank)
-            for w in s.works:
+            for w in rows_with(s.works, "evidence", _ASYNC.__eq__):
                 if w.evidence != "async_exception":
                     continue
                 rank = w.who.rank if w.who.rank is not None else w.rank
@@ -560,12 +562,12 @@ class _Builder:
             for e in s.errors:
                 if e.who.rank is not None:
                     self.errors.setdefault(e.who.rank, e)
-            for w in s.works:
+            for w in rows_with(s.works, "evidence", _ASYNC.__eq__):
                 if w.evidence != "async_exception":
                     continue
                 rank = w.who.rank if w.who.rank is not None else w.rank
-                if rank is not None:
-                    self.nccl_errors.setdefault(rank, w)
+                if rank is not None and rank not in self.nccl_errors:
+                    self.nccl_errors[rank] = as_work(w)
             for f in s.elastic:
                 if f.rank is not None and f.last_rank is not None:
                     self.spans.append((f.rank, f.last_rank, f))  # a launcher's task range: kept as one

@@ -17,6 +17,7 @@ from dataclasses import replace
 from ncclcheck.evidence.formats.deepspeed import KILLING_FACT
 from ncclcheck.evidence.formats.pgstart import BARRIER_DONE, BARRIER_FACT
 from ncclcheck.evidence.reader import HEAD
+from ncclcheck.evidence.tables import as_fact, rows_with
 from ncclcheck.evidence.types import Clue, ErrorKind, Fact, FileScan, Loc, Mismatch, RankError
 from ncclcheck.job.ending import END_KEYS, LAUNCHED, RAN, consoles, read_consoles
 from ncclcheck.job.hosts import join_events, peers_lost, rank_hosts
@@ -63,6 +64,11 @@ for _key, _name in ((LAUNCHED, "launched"), *((k, "ends") for k in END_KEYS), *(
 _PER_INPUT = frozenset({"stall", "net", "nccl_coll", "nccl_comm", "launched", "ends", "ran"})
 
 
+def _wanted(key: str) -> bool:
+    """A key :func:`_kept` keeps."""
+    return key in _KEPT or ("NCCL_" in key and is_setting(key))
+
+
 def _kept(scans: Sequence[FileScan]) -> tuple[dict[str, list[Fact]], dict[str, list[int]]]:
     """The kept facts by name, in the scans' order, and for the names in _PER_INPUT each fact's input (its index in
     ``scans``): numbers, not a list an input, so that 100,000 inputs add no objects for the collector to walk."""
@@ -71,14 +77,15 @@ def _kept(scans: Sequence[FileScan]) -> tuple[dict[str, list[Fact]], dict[str, l
     get = _KEPT.get
     settings = kept.setdefault("settings", [])
     for i, s in enumerate(scans):
-        for f in s.facts:
+        for f in rows_with(s.facts, "key", _wanted):  # a table's rows (evidence/tables.py); a kept one as its object
             if (names := get(key := f.key)) is not None:
+                kept_f = as_fact(f)
                 for name in names:
-                    kept.setdefault(name, []).append(f)
+                    kept.setdefault(name, []).append(kept_f)
                     if name in _PER_INPUT:
                         at.setdefault(name, []).append(i)
             elif "NCCL_" in key and is_setting(key):
-                settings.append(f)
+                settings.append(as_fact(f))
     return kept, at
 
 
@@ -206,7 +213,8 @@ def exit_teardown(scans: Sequence[FileScan]) -> list[Fact]:
         for h in s.heartbeats:
             last[h.loc.file] = max(h.loc.line, last.get(h.loc.file, h.loc.line))
             ranks.add(h.who.rank)
-    return [f for s in scans for f in s.facts if f.key == "exit_without_destroy" and (
+    return [as_fact(f) for s in scans for f in rows_with(s.facts, "key", "exit_without_destroy".__eq__)
+                   if f.key == "exit_without_destroy" and (
         f.loc.line < last.get(f.loc.file, f.loc.line) or (f.who.rank is not None and f.who.rank in ranks))]
 
 
@@ -229,6 +237,7 @@ def reported_late(scans: Sequence[FileScan]) -> frozenset[int]:
     and the ranks monitored_barrier says never reached it."""
     late = {r for s in scans for d in s.desync for x in d.lagging if x.never_joined or x.did_not_join is not None
             for r in x.ranks}
-    late |= {int(r) for s in scans for f in s.facts if f.key == "monitored_barrier_missing"
+    late |= {int(r) for s in scans for f in rows_with(s.facts, "key", "monitored_barrier_missing".__eq__)
+             if f.key == "monitored_barrier_missing"
              for r in f.value.split(",") if r.isdigit()}
     return frozenset(late)

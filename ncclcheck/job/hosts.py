@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ncclcheck.evidence.hostlog import bus_key
+from ncclcheck.evidence.tables import rows_with
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, SystemEvent
 from ncclcheck.ranks import Spans
 
@@ -59,7 +60,7 @@ def rank_hosts(scans: Sequence[FileScan]) -> dict[int, frozenset[str]]:
     """Each rank's host names and addresses, from its own NCCL lines."""
     names: dict[int, set[str]] = defaultdict(set)
     for s in scans:
-        for f in s.facts:
+        for f in rows_with(s.facts, "key", _HOST_FACTS.__contains__):
             if f.key not in _HOST_FACTS or f.who.rank is None:  # the key first: most facts are of no host
                 continue
             if f.key == "host":
@@ -104,7 +105,7 @@ class Joined:
 def _facts_by_rank(scans: Sequence[FileScan], key: str) -> dict[int, set[str]]:
     values: dict[int, set[str]] = defaultdict(set)
     for s in scans:
-        for f in s.facts:
+        for f in rows_with(s.facts, "key", key.__eq__):
             if f.key == key and f.who.rank is not None:
                 values[f.who.rank].add(f.value)
     return values

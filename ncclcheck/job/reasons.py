@@ -52,6 +52,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ncclcheck.evidence.formats import loglevel
+from ncclcheck.evidence.tables import rows_with
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, PeerGone, RankError, Stating
 from ncclcheck.job.causes import one_line
 from ncclcheck.job.statements import explained, placed_told
@@ -251,7 +252,8 @@ def stated_lines(scans: Sequence[FileScan]) -> tuple[Stated, ...]:
     """Every line of a known source that states a failure, in the inputs' order (one per rank, source and words)."""
     out: dict[tuple[int | None, str, str], Stated] = {}
     for s in scans:
-        files = {f.loc: f.value for f in s.facts if f.key == "nccl_warn_file"}  # evidence/formats/nccl.py
+        files = {f.loc: f.value for f in rows_with(s.facts, "key", "nccl_warn_file".__eq__)  # evidence/formats/nccl.py
+                 if f.key == "nccl_warn_file"}
         for e in s.errors:
             source = source_of(e)
             if source is not None:

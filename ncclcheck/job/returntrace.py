@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from ncclcheck.evidence.formats.ncclsetup import HEADER_STEP, TESTS_STEP
 from ncclcheck.evidence.formats.returntrace import KEY, TEST_KEY, Frame, frame
+from ncclcheck.evidence.tables import rows_with
 from ncclcheck.evidence.types import FileScan, Loc
 from ncclcheck.job.layers import Layer, file_layer
 
@@ -97,10 +98,12 @@ def read_chains(scans: Sequence[FileScan]) -> tuple[Chain, ...]:
     """Every return trace in the inputs, each with the error line it follows (within its input, of its rank)."""
     out: list[Chain] = []
     for s in scans:
-        frames = [(f.loc, f.who.rank, fr) for f in s.facts if f.key == KEY and (fr := frame(f.value)) is not None]
+        frames = [(f.loc, f.who.rank, fr) for f in rows_with(s.facts, "key", KEY.__eq__)
+                  if f.key == KEY and (fr := frame(f.value)) is not None]
         if not frames:
             continue
-        files = {f.loc: f.value for f in s.facts if f.key == "nccl_warn_file"}
+        files = {f.loc: f.value for f in rows_with(s.facts, "key", "nccl_warn_file".__eq__)
+                 if f.key == "nccl_warn_file"}
         errors = sorted({e.loc.line: (e.loc, e.who.rank) for e in s.errors}.values(), key=lambda x: x[0].line)
         out.extend(_chains(frames, errors, files))
     return tuple(out)
@@ -156,10 +159,11 @@ def read_test_checks(scans: Sequence[FileScan]) -> tuple[TestCheck, ...]:
     (evidence/formats/ncclsetup.py's steps)."""
     out = []
     for s in scans:
-        checks = [f for f in s.facts if f.key == TEST_KEY]
+        checks = [f for f in rows_with(s.facts, "key", TEST_KEY.__eq__) if f.key == TEST_KEY]
         if not checks:
             continue
-        steps = [(f.loc.line, f.value) for f in s.facts if f.key == "setup" and f.value in (HEADER_STEP, TESTS_STEP)]
+        steps = [(f.loc.line, f.value) for f in rows_with(s.facts, "key", "setup".__eq__)
+                 if f.key == "setup" and f.value in (HEADER_STEP, TESTS_STEP)]
         for c in checks:
             seen = {v for line, v in steps if line < c.loc.line}
             phase = CALL if HEADER_STEP in seen else SETUP if TESTS_STEP in seen else ""

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from ncclcheck.evidence.inits import InitTable
+from ncclcheck.evidence.tables import LineTable
 from ncclcheck.evidence.types import FileScan
 from ncclcheck.job.model import Record
 
@@ -90,6 +90,6 @@ def last_run(scan: FileScan, line: int) -> FileScan:
     changes: dict[str, Any] = {}
     for f in fields(scan):
         value = getattr(scan, f.name)
-        if isinstance(value, (tuple, InitTable)) and value and hasattr(value[0], "loc") and f.name != "problems":
+        if isinstance(value, (tuple, LineTable)) and value and hasattr(value[0], "loc") and f.name != "problems":
             changes[f.name] = tuple(v for v in value if v.loc.line >= line)
     return replace(scan, **changes)

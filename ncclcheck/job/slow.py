@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ncclcheck.evidence.formats.busy import busy_phase
+from ncclcheck.evidence.tables import as_fact, rows_with
 from ncclcheck.evidence.types import Fact, FileScan, Loc
 from ncclcheck.job.model import EndKind, Job, VerdictKind, Work
 from ncclcheck.job.phrases import place
@@ -111,14 +112,16 @@ class Busy:
 
 def framework(scans: Sequence[FileScan]) -> tuple[str, Loc | None]:
     """The framework the job's lines show (its tracebacks' paths, its own lines), else plain PyTorch."""
-    seen = {f.value: f.loc for s in scans for f in s.facts if f.key == "framework"}
+    seen = {f.value: f.loc for s in scans for f in rows_with(s.facts, "key", "framework".__eq__)
+            if f.key == "framework"}
     name = next((n for n in _PRECEDENCE if n in seen), "torch")
     return name, seen.get(name)
 
 
 def busy_lines(scans: Sequence[FileScan]) -> tuple[tuple[bool, Fact], ...]:
     """Every rank's last busy lines, each with whether it was read from a console (a file of no rank)."""
-    return tuple((s.path_rank is None, f) for s in scans for f in s.facts if f.key == "busy")
+    return tuple((s.path_rank is None, as_fact(f)) for s in scans for f in rows_with(s.facts, "key", "busy".__eq__)
+                 if f.key == "busy")
 
 
 def busy_rank(lines: Sequence[tuple[bool, Fact]], used: tuple[str, Loc | None], rank: int | None,

@@ -26,6 +26,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from ncclcheck.evidence.tables import FactRow, rows_with
 from ncclcheck.evidence.types import Fact, FileScan
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.probe.agree import RULES, Row, Rule, disagreements, names, table, value_text
@@ -165,6 +166,11 @@ def _aspect(key: str) -> str | None:
     return _ASPECT_OF.get(key) or (key if is_setting(key) else None)
 
 
+def _read(key: str) -> bool:
+    """A key :func:`_member_values` reads."""
+    return key == "nccl_host" or _aspect(key) is not None
+
+
 def _member_values(scans: Iterable[FileScan]) -> dict[str, dict[str, list[str]]]:
     """member -> aspect -> the values it printed, in order. A rank is its number; a line naming no rank is its
     input's, and where its input holds several values of one aspect, each further value is its first line's."""
@@ -172,10 +178,11 @@ def _member_values(scans: Iterable[FileScan]) -> dict[str, dict[str, list[str]]]
     for s in scans:
         seen: dict[str, str] = {}  # a rankless aspect's first value in this input
         # a rankless plugin line's host, where one input holds the lines of several hosts (a paste of each side's)
-        hosts = {f.loc: f.value for f in s.facts if f.key == "nccl_host"}
+        facts = list(rows_with(s.facts, "key", _read))  # a table's rows (evidence/tables.py)
+        hosts = {f.loc: f.value for f in facts if f.key == "nccl_host"}
         if len(set(hosts.values())) < 2:
             hosts = {}
-        for f in s.facts:
+        for f in facts:
             aspect = _aspect(f.key)
             if aspect is None:
                 continue
@@ -191,7 +198,7 @@ def _member_values(scans: Iterable[FileScan]) -> dict[str, dict[str, list[str]]]
     return out
 
 
-def _nccl_info(facts: Iterable[Fact]) -> set[str | None]:
+def _nccl_info(facts: Iterable[Fact | FactRow]) -> set[str | None]:
     return {str(f.who.rank) if f.who.rank is not None else None for f in facts if f.key == _NCCL_INFO}
 
 
@@ -203,15 +210,16 @@ def read_versions(scans: Sequence[FileScan]) -> Versions:
     observed: dict[str, dict[str, str | None]] = {}
     for member, aspects in sorted(values.items(), key=lambda kv: _member_order(kv[0])):
         observed[member] = {a: _COMBINE.get(a, _distinct)(_setting_values(a, vs)) for a, vs in aspects.items()}
-    with_info = {m for s in scans for m in _nccl_info(s.facts)} | {
-        s.file for s in scans if any(f.key == _NCCL_INFO and f.who.rank is None for f in s.facts)}
+    with_info = {m for s in scans for m in _nccl_info(rows_with(s.facts, "key", _NCCL_INFO.__eq__))} | {
+        s.file for s in scans
+        if any(f.key == _NCCL_INFO and f.who.rank is None for f in rows_with(s.facts, "key", _NCCL_INFO.__eq__))}
     variables = {a for vals in observed.values() for a in vals if a.startswith("NCCL_")}
     for member in observed.keys() & with_info:
         for name in variables - observed[member].keys():
             observed[member][name] = None  # NCCL named every variable it read that was set: this one was not
-    rows = table(observed, lambda aspect: False)
+    compared = table(observed, lambda aspect: False)
     order = {a: i for i, (a, _) in enumerate(ASPECTS)}
-    return Versions(tuple(sorted(rows, key=lambda r: (order.get(r.aspect, len(order)), r.aspect))),
+    return Versions(tuple(sorted(compared, key=lambda r: (order.get(r.aspect, len(order)), r.aspect))),
                     tuple(observed))
 
 

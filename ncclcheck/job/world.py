@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ncclcheck.evidence.tables import rows_with
 from ncclcheck.evidence.types import FileScan, Loc
 
 # What each kind of statement is, in words, and whether it states the size; strongest (most direct) first.
@@ -72,6 +73,9 @@ def strongest(statements: Iterable[WorldStatement]) -> WorldStatement | None:
     return max(statements, key=_strength, default=None)
 
 
+_STATING = frozenset({*_FACT_KIND, "monitored_barrier_missing", "nnodes", "nproc_per_node"})  # the keys read below
+
+
 def statements(scans: Sequence[FileScan]) -> list[WorldStatement]:
     """The statements of the world the scans' lines make (the job model adds its groups' and records'). A world
     size a fact states again (every rank's init line states it: 100,000 statements of one size) is kept the first
@@ -80,7 +84,7 @@ def statements(scans: Sequence[FileScan]) -> list[WorldStatement]:
     stated: set[tuple[int, str]] = set()
     for s in scans:
         nodes = procs = None
-        for f in s.facts:
+        for f in rows_with(s.facts, "key", _STATING.__contains__):  # a table's rows (evidence/tables.py)
             kind = _FACT_KIND.get(f.key)
             if kind is not None and f.value.isdigit() and (size := int(f.value)) > 0:
                 if (size, kind) not in stated:

@@ -19,7 +19,7 @@ from typing import Any
 
 from ncclcheck.evidence.formats import colltrace, ncclsetup
 from ncclcheck.evidence.frdump import Frame
-from ncclcheck.evidence.inits import init_rows
+from ncclcheck.evidence.tables import rows, rows_with
 from ncclcheck.evidence.types import PG, FileScan, Lagging, Loc
 from ncclcheck.findings import Finding
 from ncclcheck.job.actions import Action
@@ -163,18 +163,20 @@ class _Field:
 class _Event:
     """One event list: the scans' attribute it comes from, which items, whose they are, and their fields in order."""
 
-    __slots__ = ("name", "attr", "keep", "rank", "fields", "count_groups", "rows")
+    __slots__ = ("name", "attr", "keep", "rank", "fields", "count_groups", "pick")
 
     def __init__(self, name: str, attr: str, rank: Callable[[Any], int | None], fields: Sequence[_Field],
                  keep: Callable[[Any], bool] | None = None, count_groups: bool = True,
-                 rows: Callable[[Any], Iterable[Any]] | None = None) -> None:
+                 pick: tuple[str, Callable[[Any], bool]] | None = None) -> None:
         self.name, self.attr, self.keep, self.rank, self.fields = name, attr, keep, rank, tuple(fields)
         self.count_groups = count_groups  # a class says how many groups (GUIDs) its items are in
-        self.rows = rows  # a scan's list as items with the same attributes, where it is kept as a table
+        self.pick = pick  # a field and the values of it ``keep`` can take: a table's other rows are never made
 
     def items(self, scans: Sequence[FileScan]) -> Iterable[Any]:
+        # a list kept as a table (evidence/tables.py) is read as its rows: the same attributes, no object a line
         lists = map(attrgetter(self.attr), scans)
-        every = chain.from_iterable(lists if self.rows is None else map(self.rows, lists))
+        pick = self.pick
+        every = chain.from_iterable(map(rows, lists) if pick is None else (rows_with(x, *pick) for x in lists))
         return every if self.keep is None else filter(self.keep, every)
 
     def one(self, x: Any) -> dict[str, Any]:
@@ -242,10 +244,11 @@ _EVENTS = (
         *_what("message")]),
     _Event("nccl_errors", "works", _WHO_RANK, [
         _Field("rank", WHOSE, _WHO_RANK), _Field("group_rank", WHOSE, attrgetter("rank")),
-        *_what("seq", "op_type", "error")], keep=lambda w: w.evidence == "async_exception"),
+        *_what("seq", "op_type", "error")], keep=lambda w: w.evidence == "async_exception",
+           pick=("evidence", "async_exception".__eq__)),
     _Event("group_inits", "group_inits", attrgetter("global_rank"), [
         _Field("global_rank", WHOSE, attrgetter("global_rank")), _Field("pg", GROUP, attrgetter("pg")),
-        _Field("group_rank", WHOSE, attrgetter("group_rank")), *_what("size", "timeout_ms")], rows=init_rows),
+        _Field("group_rank", WHOSE, attrgetter("group_rank")), *_what("size", "timeout_ms")]),
     _Event("elastic_failures", "elastic", attrgetter("rank"), [
         _Field("rank", WHOSE, attrgetter("rank")), _Field("local_rank", WHOSE, attrgetter("local_rank")),
         *_what("exitcode"), _Field("pid", WHOSE, attrgetter("pid")), *_what("signal"),
