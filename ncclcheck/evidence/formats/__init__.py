@@ -28,6 +28,7 @@ from ncclcheck.evidence.formats import (
     envreport,
     errors,
     fataltag,
+    faulthandler,
     glibc,
     gloo,
     horovod,
@@ -94,6 +95,7 @@ FORMATS: tuple[LineSource, ...] = (
     colltrace.FORMAT,  # NCCL's collective trace and its communicators' set-up lines (job/colltrace.py)
     nativestack.FORMAT,  # gdb's native stacks: a thread inside an NCCL call (job/nativestall.py)
     pyspy.FORMAT,  # py-spy's dumps: each process's threads and frames, read as its rank's live stack (job/live.py)
+    faulthandler.FORMAT,  # Python's faulthandler dumps, read as py-spy's (a crash's dump is no live stack)
     backtrace.FORMAT,  # a fatal signal's native backtrace, frame by frame (job/crashsite.py)
     raisesite.FORMAT,  # where a Python exception was raised: its traceback's frames (job/raisesite.py)
     p2pcall.FORMAT,  # a traceback through a send or a recv (job/idwait.py)
