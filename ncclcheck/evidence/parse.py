@@ -26,6 +26,7 @@ from ncclcheck.evidence.formats import (
     errors,
     faulthandler,
     loglevel,
+    mpifatal,
     nccl,
     nccl2,
     pgnccl,
@@ -100,7 +101,8 @@ _WORDS = WordSets((*formats.FED_WORDS, busy.WORDS, errors.SIGNAL_WORDS, errors.C
 # gate words its fields happen to hold ("recv" in recvbuff); a line holding a word of an error, a signal, a clue, a
 # logger's record or busy work goes the whole way.
 _TRACE = formats.fed_bit(colltrace.FORMAT)
-_RAISED = formats.fed_bit(raisesite.FORMAT)  # tracebacks' frames: one the input ends inside is its process's error
+_RAISED = formats.fed_bit(raisesite.FORMAT)
+_MPI = formats.fed_bit(mpifatal.FORMAT)  # tracebacks' frames: one the input ends inside is its process's error
 _NOT_TRACE = _BUSY | _SIGNAL | _CLUE | _NCCL_ERROR | _ERROR | _LOGGED
 # py-spy's dumps (formats/pyspy.py): a frame's line holds no word of its source, so an open dump's reader is fed every
 # line until one that is no part of a dump closes it.
@@ -178,6 +180,9 @@ class LogParser:
         self._fault = fault
         # each py-spy or faulthandler dump (by its tool and index), as read so far, and whose line opened it
         self._spied: dict[tuple[str, int], tuple[Who, SpiedProcess]] = {}
+        mpi = self._readers[_MPI.bit_length() - 1][1]
+        assert isinstance(mpi, mpifatal.Lines)
+        self._mpi = mpi  # MPI's reports: Open MPI's signal banners cut off before their Signal line (_cut_banners)
         frames = self._readers[_RAISED.bit_length() - 1][1]
         assert isinstance(frames, raisesite.Frames)
         self._frames = frames
@@ -319,6 +324,7 @@ class LogParser:
         self._take(self._records.close_stack())
         self._take(self._records.close_mismatch())
         self._cut_tracebacks(lines)
+        self._cut_banners()
         self._keep_unread(lines)
         for kept in self._trace.values():  # each communicator's last calls (job/colltrace.py orders them by line)
             for lineno, text, who, index in kept:
@@ -440,6 +446,12 @@ class LogParser:
                 continue
             self._error(who, ErrorKind.EXCEPTION, said, raised.loc)
             self._fact(who, raised.key, raised.value, raised.loc)
+
+    def _cut_banners(self) -> None:
+        """Open MPI's signal banner whose ``Signal:`` line the input does not hold (formats/mpifatal.py): the
+        process died of a fatal signal the input does not name, its error the banner's line (prefixes left off)."""
+        for text, loc in self._mpi.unanswered():
+            self._error(self._procs.who(text), ErrorKind.KILLED, PREFIX.sub("", text).strip(), loc)
 
     def _local_ranks(self) -> tuple[dict[Who, Who], int]:
         """torchrun's local tags placed where this input's lines state their global ranks (evidence/localranks.py):
