@@ -63,6 +63,7 @@ from ncclcheck.evidence.formats import (
     ray,
     rendezvous,
     returntrace,
+    sanitizer,
     slurm,
     spawn,
     testends,
@@ -105,6 +106,7 @@ FORMATS: tuple[LineSource, ...] = (
     returntrace.FORMAT,  # NCCL's `file:line -> N` return trace under an error (job/returntrace.py)
     libfabric.FORMAT,  # libfabric's own warnings and fi_info's failure (the catalogue's ofi_provider_empty)
     mpifatal.FORMAT,  # an MPI library's fatal error report and a GPU-aware MPI's CUDA IPC failure (job/reasons.py)
+    sanitizer.FORMAT,  # compute-sanitizer's memcheck report: the kernel that made a bad access (illegal_access)
     hydra.FORMAT,  # MPICH's Hydra (mpiexec and its proxies): its error lines, the launcher's clues
     msmpi.FORMAT,  # Microsoft MPI's mpiexec: the ranks its error analysis names, with their exit codes
     apptainer.FORMAT,  # Apptainer's and Singularity's FATAL line: the container never ran the program (job/reasons.py)
