@@ -109,6 +109,9 @@ def test_a_frame_whose_thread_line_was_cut_opens_a_dump(tmp_path):
     v = _verdict(path)
     assert v["kind"] == "incomplete_evidence" and v["cause"]["kind"] == "unranked_stack"
     assert "faulthandler dump" in v["summary"] and "thread's line cut off" in v["summary"]
+    path.write_text('  File "/work/train.py", line 40 in main\n')  # outside any collective: no claim it is waited for
+    v = _verdict(path)
+    assert "not certain" in v["summary"] and "the one they wait for" not in v["summary"]
 
 
 def test_recorded_dumps_behind_torchruns_tags_name_the_rank_that_was_elsewhere():

@@ -76,10 +76,12 @@ def unranked_stack(job: Job, d: Decision) -> Decision:
     outside = [p for p in places if not p[1]]
     if len(dumps) == 1:
         e, _, said = places[0]
+        cut = e.tool == "faulthandler" and bool(e.threads) and e.threads[0].name == "Thread"
         summary = (f"A {_tools(dumps)} dump of one process ({_who(e)}) names no rank: its main thread {said}. "
-                   + ("Where the other ranks wait in a collective meanwhile, this process is the one they wait for. "
-                      if not inside else "Whether the other ranks wait there too, or one of them is elsewhere, no "
-                                         "input shows. ")
+                   + ("With its innermost frames perhaps cut off, where it waits is not certain. " if cut and not inside
+                      else "Where the other ranks wait in a collective meanwhile, this process is the one they wait "
+                           "for. " if not inside else "Whether the other ranks wait there too, or one of them is "
+                                                       "elsewhere, no input shows. ")
                    + "No line says which rank it is.")
     else:
         each = "; ".join(f"{_who(e)} {said}" for e, _, said in places)
