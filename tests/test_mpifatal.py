@@ -93,3 +93,37 @@ def test_the_check_before_the_abort_block_is_quoted_not_the_block():
 def test_mpiruns_tag_names_the_aborted_rank():
     v = run_text("".join(f"[1,2]<stderr>:{x}\n" for x in _BLOCK.splitlines())).verdict
     assert v.culprit_ranks == (2,) and v.stated is not None and v.stated.source == "abort"
+
+
+# opal/util/stacktrace.c's banner, as every release from 1.2 to 5.x prints it (HOSTFORMAT "[%s:%05d] "), where the
+# input stops before the line that names the signal (a paste cut there, a process killed while it wrote).
+_BANNER = "[node7:81234] *** Process received signal ***\n"
+
+
+@pytest.mark.parametrize("before", ["", "node7:81234:81290 [0] NCCL INFO Init COMPLETE\n",
+                                    "[1,2]<stderr>:node7:81234:81290 [0] NCCL INFO comm 0x1 rank 2 nranks 4\n"])
+def test_open_mpis_banner_cut_before_its_signal_is_a_native_crash(before):
+    """The banner alone: a process died of a signal Open MPI's handler catches (opal_signal: SIGABRT, SIGBUS, SIGFPE,
+    SIGSEGV), read as a native crash of that process (not a SIGKILL's host_kill), whatever came before it."""
+    v = run_text(before + _BANNER).verdict
+    assert v.kind.value == "rank_failed_first" and v.cause is not None and v.cause.cause.kind == "native_crash"
+    assert "[node7:81234] *** Process received signal ***" in v.summary
+
+
+def test_mpiruns_tag_on_the_banner_names_the_crashed_rank():
+    v = run_text("[1,3]<stderr>:" + _BANNER).verdict
+    assert v.culprit_ranks == (3,) and v.cause is not None and v.cause.cause.kind == "native_crash"
+
+
+@pytest.mark.parametrize(("signal", "crash"), [("Aborted (6)", False), ("Segmentation fault (11)", True), ("11", False)])
+def test_a_banner_whose_signal_line_follows_is_read_by_that_line(signal, crash):
+    """The banner's own reading is for a cut input only: with its Signal line (an abort, a segfault, or a signal
+    number strsignal could not name), that line decides; an abort is no native crash."""
+    v = run_text(_BANNER + f"[node7:81234] Signal: {signal}\n[node7:81234] *** End of error message ***\n").verdict
+    assert (v.cause is not None and v.cause.cause.kind == "native_crash") is crash
+    assert "Process received signal ***" not in v.summary
+
+
+def test_a_banner_of_another_process_is_not_answered_by_this_ones_signal():
+    v = run_text(_BANNER + "[node8:10001] Signal: Aborted (6)\n").verdict
+    assert v.cause is not None and v.cause.cause.kind == "native_crash"

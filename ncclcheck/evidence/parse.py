@@ -25,7 +25,9 @@ from ncclcheck.evidence.formats import (
     busy,
     colltrace,
     errors,
+    faulthandler,
     loglevel,
+    mpifatal,
     nccl,
     nccl2,
     pgnccl,
@@ -88,9 +90,10 @@ _FACT_WORDS = (*pgnccl.FACT_WORDS, *nccl.FACT_WORDS, *world.FACT_WORDS)
 # Every word list the assembler tests a line for, found in one pass (evidence/wordsets.py): the launchers' and
 # frameworks' readers' (``formats.FED_WORDS``, bits 0 to _FED - 1), then its own sources' cheap tests.
 _FED = len(formats.FED_WORDS)
-# The clues a process prints about itself (formats/cxx.py, glibc.py, mpifatal.py, verbsqp.py, cmdline.py): the
+# The clues a process prints about itself (formats/cxx.py, glibc.py, mpifatal.py, verbsqp.py, cmdline.py,
+# sanitizer.py): the
 # line's rank.
-_OWN_CLUES = frozenset({"what", "glibc", "argparse", "mpi", "cuda_ipc", "rdma_qp", "abort"})
+_OWN_CLUES = frozenset({"what", "glibc", "argparse", "mpi", "cuda_ipc", "rdma_qp", "abort", "sanitizer"})
 _FED_ANY = (1 << _FED) - 1
 _BUSY, _SIGNAL, _CLUE, _FACT, _NCCL_ERROR, _ERROR, _LOGGED, _UNREAD = (1 << (_FED + i) for i in range(8))
 _WORDS = WordSets((*formats.FED_WORDS, busy.WORDS, errors.SIGNAL_WORDS, errors.CLUE_WORDS, _FACT_WORDS,
@@ -100,11 +103,13 @@ _WORDS = WordSets((*formats.FED_WORDS, busy.WORDS, errors.SIGNAL_WORDS, errors.C
 # gate words its fields happen to hold ("recv" in recvbuff); a line holding a word of an error, a signal, a clue, a
 # logger's record or busy work goes the whole way.
 _TRACE = formats.fed_bit(colltrace.FORMAT)
-_RAISED = formats.fed_bit(raisesite.FORMAT)  # tracebacks' frames: one the input ends inside is its process's error
+_RAISED = formats.fed_bit(raisesite.FORMAT)
+_MPI = formats.fed_bit(mpifatal.FORMAT)  # tracebacks' frames: one the input ends inside is its process's error
 _NOT_TRACE = _BUSY | _SIGNAL | _CLUE | _NCCL_ERROR | _ERROR | _LOGGED
 # py-spy's dumps (formats/pyspy.py): a frame's line holds no word of its source, so an open dump's reader is fed every
 # line until one that is no part of a dump closes it.
 _SPY = formats.fed_bit(pyspy.FORMAT)
+_FAULT = formats.fed_bit(faulthandler.FORMAT)  # faulthandler's dumps (formats/faulthandler.py): read the same way
 # The calls kept of each process on each communicator: the last ones. Where processes part (a different call at one
 # position, calls in opposite orders), a collective hangs, and the trace stops within NCCL's queue of that call; each
 # call keeps its index among all the input printed, so processes are still lined up by it (job/colltrace.py).
@@ -176,7 +181,14 @@ class LogParser:
         spy = self._readers[_SPY.bit_length() - 1][1]
         assert isinstance(spy, pyspy.Dumps)
         self._spy = spy
-        self._spied: dict[int, tuple[Who, SpiedProcess]] = {}  # each py-spy dump, as read so far, and whose line opened it
+        fault = self._readers[_FAULT.bit_length() - 1][1]
+        assert isinstance(fault, faulthandler.Dumps)
+        self._fault = fault
+        # each py-spy or faulthandler dump (by its tool and index), as read so far, and whose line opened it
+        self._spied: dict[tuple[str, int], tuple[Who, SpiedProcess]] = {}
+        mpi = self._readers[_MPI.bit_length() - 1][1]
+        assert isinstance(mpi, mpifatal.Lines)
+        self._mpi = mpi  # MPI's reports: Open MPI's signal banners cut off before their Signal line (_cut_banners)
         frames = self._readers[_RAISED.bit_length() - 1][1]
         assert isinstance(frames, raisesite.Frames)
         self._frames = frames
@@ -213,10 +225,13 @@ class LogParser:
         fed = holds & _FED_ANY  # the readers whose words the line holds, lowest bit first (not a test per reader)
         if self._spy.open:
             fed |= _SPY
+        if self._fault.open:
+            fed |= _FAULT
         while fed:
             said += self._readers[(fed & -fed).bit_length() - 1][1].feed(text, Loc(self.file, lineno))
             fed &= fed - 1
-        if self._spy.inside:  # a py-spy dump's own line (its frames, --locals' values): no other source's
+        if self._spy.inside or self._fault.inside:  # a dump's own line (its frames, py-spy's --locals' values): no
+            # other source's
             self._spied_line(text, said)
             return
         for e in said:
@@ -269,10 +284,12 @@ class LogParser:
         self._logical(lineno, who, text, sq=sq)
 
     def _spied_line(self, text: str, said: list[Read]) -> None:
-        """A line of a py-spy dump: the dump as read so far, with whose line opened it (a launcher's tag on it)."""
+        """A line of a py-spy or faulthandler dump: the dump as read so far, with whose line opened it (a launcher's
+        tag on it)."""
         for e in said:
             if isinstance(e, SpiedProcess):
-                self._spied[e.index] = (self._spied[e.index][0] if e.index in self._spied else self._procs.who(text), e)
+                key = (e.tool, e.index)
+                self._spied[key] = (self._spied[key][0] if key in self._spied else self._procs.who(text), e)
 
     def _traced(self, lineno: int, text: str) -> bool:
         """A traced collective's line, counted by its source and kept among its communicator's last lines (read into
@@ -313,6 +330,7 @@ class LogParser:
         self._take(self._records.close_stack())
         self._take(self._records.close_mismatch())
         self._cut_tracebacks(lines)
+        self._cut_banners()
         self._keep_unread(lines)
         for kept in self._trace.values():  # each communicator's last calls (job/colltrace.py orders them by line)
             for lineno, text, who, index in kept:
@@ -328,8 +346,8 @@ class LogParser:
             self._elastic[i] = replace(self._elastic[i], rank=self._procs.node_rank(label, self._elastic[i].local_rank))
         if any(not e.agent_line for e in self._elastic):  # the failure table names global ranks: it speaks for them
             self._elastic = [e for e in self._elastic if not e.agent_line]
-        live, unranked = self._live()
         node, offset = self._local_ranks()
+        live, unranked = self._live(node)
         unplaced = tuple(sorted({w.local_rank for w in node.values() if w.local_rank is not None}))
         ranks = set(self._ranks) | {w.global_rank for w in node.values() if w.global_rank is not None}
         ranks |= self._procs.placed() | {st.global_rank for st in live}
@@ -398,9 +416,10 @@ class LogParser:
                 self._clues.append(Clue(who, "unread", text[:300], loc))
         self._unread.clear()
 
-    def _live(self) -> tuple[tuple[LiveStack, ...], tuple[SpiedProcess, ...]]:
+    def _live(self, node: dict[Who, Who]) -> tuple[tuple[LiveStack, ...], tuple[SpiedProcess, ...]]:
         """Each py-spy dump of a process of the job (not a child's: a data loader's worker) as its rank's live stack:
-        the rank its opening line's tag names, else the one this input's launcher lines pair with its PID, else the
+        the rank its opening line's tag names (torchrun's local tag placed by ``node``), else the one this input's
+        launcher lines pair with its PID, else the
         input's own rank (its path), else the rank the file's name gives where it holds one process's dump. The
         dumps no rank is named for, apart: their stacks are no rank's (job/spied.py)."""
         mains = [(who, e) for who, e in self._spied.values() if e.parent is None and e.threads]
@@ -408,7 +427,7 @@ class LogParser:
         out: dict[int, LiveStack] = {}
         unranked: list[SpiedProcess] = []
         for who, e in mains:
-            rank = who.global_rank
+            rank = node.get(who, who).global_rank
             if rank is None and e.pid is not None:
                 rank = self._procs.pid_rank.get(e.pid)
             rank = next((r for r in (rank, self.path_rank, named) if r is not None), None)
@@ -433,6 +452,12 @@ class LogParser:
                 continue
             self._error(who, ErrorKind.EXCEPTION, said, raised.loc)
             self._fact(who, raised.key, raised.value, raised.loc)
+
+    def _cut_banners(self) -> None:
+        """Open MPI's signal banner whose ``Signal:`` line the input does not hold (formats/mpifatal.py): the
+        process died of a fatal signal the input does not name, its error the banner's line (prefixes left off)."""
+        for text, loc in self._mpi.unanswered():
+            self._error(self._procs.who(text), ErrorKind.KILLED, PREFIX.sub("", text).strip(), loc)
 
     def _local_ranks(self) -> tuple[dict[Who, Who], int]:
         """torchrun's local tags placed where this input's lines state their global ranks (evidence/localranks.py):

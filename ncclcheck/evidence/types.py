@@ -423,10 +423,13 @@ class LiveStack:
 
 @dataclass(frozen=True)
 class SpiedProcess:
-    """One process's dump by ``py-spy dump`` (evidence/formats/pyspy.py) as read so far: the ``index``-th dump of its
-    input (a later event of one index replaces an earlier: a dump has no line that ends it), its PID and command
-    line where its ``Process`` line was read, its parent's PID (``--subprocesses``: a child, such as a data loader's
-    worker), its threads in py-spy's order, frames innermost first; ``loc``: the line that opened it."""
+    """One process's dump by ``py-spy dump`` (evidence/formats/pyspy.py) or Python's faulthandler
+    (evidence/formats/faulthandler.py, its ``tool``) as read so far: the ``index``-th dump of its tool in its input (a
+    later event of one index replaces an earlier: a dump has no line that ends it), its PID and command line where
+    its ``Process`` line was read (faulthandler prints neither: its timer's ``Timeout (H:MM:SS)!`` line stands for
+    the command), its parent's PID (``--subprocesses``: a child, such as a data loader's worker), its threads in
+    py-spy's order (faulthandler's: the main thread first), frames innermost first; ``loc``: the line that opened
+    it."""
 
     index: int
     pid: int | None
@@ -434,6 +437,7 @@ class SpiedProcess:
     command: str
     threads: tuple[LiveThread, ...]
     loc: Loc
+    tool: str = "py-spy"
 
 
 @dataclass(frozen=True)

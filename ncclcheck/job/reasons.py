@@ -75,6 +75,7 @@ SOURCES = (
     Source("cuda_assert", 2, "CUDA's device-side assertion"),
     Source("cuda", 2, "CUDA's error string"),
     Source("cuda_ipc", 2, "a CUDA IPC call's error"),
+    Source("sanitizer", 2, "compute-sanitizer's report of a kernel's bad access"),
     Source("gloo_enforce", 3, "gloo's EnforceNotMet"),
     Source("c_assert", 3, "C's assert()"),
     Source("glibc", 3, "the C library's check (glibc)"),
@@ -265,7 +266,7 @@ def stated_lines(scans: Sequence[FileScan]) -> tuple[Stated, ...]:
             source = {"last_error": "last_error", "nccl": "nccl", "cuda": "cuda", "cuda_assert": "cuda_assert",
                       "teardown": "watchdog", "logged": "logged", "c_assert": "c_assert", "glibc": "glibc",
                       "mpi": "mpi", "fatal": "fatal", "cuda_ipc": "cuda_ipc", "rdma_qp": "rdma_qp",
-                      "container": "container", "unread": "unread",
+                      "container": "container", "unread": "unread", "sanitizer": "sanitizer",
                       "abort": "abort", "argparse": "argparse", "runner": "runner", "raise_line": "raise_line",
                       "what": "gloo_enforce" if "[enforce fail at " in c.text else "what"}.get(c.kind)
             if source is not None and _notice(c.says):

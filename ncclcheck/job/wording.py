@@ -15,6 +15,7 @@ from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.causes import PROBE, Diagnosis, describe
 from ncclcheck.job.disagree import calls_differ
 from ncclcheck.job.findings import EXIT_IF_DONE, next_steps
+from ncclcheck.job.framewaits import frame_steps
 from ncclcheck.job.live import live_steps
 from ncclcheck.job.lonework import lone_work
 from ncclcheck.job.model import Job, VerdictKind
@@ -94,6 +95,7 @@ def steps(job: Job, d: Decision) -> tuple[str, ...]:
     if d.cause is not None and not (d.kind is VerdictKind.COLLECTIVE_MISMATCH and (
             d.cause.loc in reports or d.cause == calls_differ(job))):
         out = (*d.cause.fix, *((PROBE,) if d.cause.cause.probe else ()), *out)
+    out = (*frame_steps(job), *out)  # a stack inside a framework's own gather (job/framewaits.py)
     if d.cause is not None and d.cause.cause.kind == "error_unread":  # the line is all that is known: it comes first
         out = (f'Read the error line: "{d.cause.text}" ({d.cause.loc}).', *out)
     return out

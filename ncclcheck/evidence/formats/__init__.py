@@ -28,6 +28,7 @@ from ncclcheck.evidence.formats import (
     envreport,
     errors,
     fataltag,
+    faulthandler,
     glibc,
     gloo,
     horovod,
@@ -62,6 +63,7 @@ from ncclcheck.evidence.formats import (
     ray,
     rendezvous,
     returntrace,
+    sanitizer,
     slurm,
     spawn,
     testends,
@@ -94,6 +96,7 @@ FORMATS: tuple[LineSource, ...] = (
     colltrace.FORMAT,  # NCCL's collective trace and its communicators' set-up lines (job/colltrace.py)
     nativestack.FORMAT,  # gdb's native stacks: a thread inside an NCCL call (job/nativestall.py)
     pyspy.FORMAT,  # py-spy's dumps: each process's threads and frames, read as its rank's live stack (job/live.py)
+    faulthandler.FORMAT,  # Python's faulthandler dumps, read as py-spy's (a crash's dump is no live stack)
     backtrace.FORMAT,  # a fatal signal's native backtrace, frame by frame (job/crashsite.py)
     raisesite.FORMAT,  # where a Python exception was raised: its traceback's frames (job/raisesite.py)
     p2pcall.FORMAT,  # a traceback through a send or a recv (job/idwait.py)
@@ -103,6 +106,7 @@ FORMATS: tuple[LineSource, ...] = (
     returntrace.FORMAT,  # NCCL's `file:line -> N` return trace under an error (job/returntrace.py)
     libfabric.FORMAT,  # libfabric's own warnings and fi_info's failure (the catalogue's ofi_provider_empty)
     mpifatal.FORMAT,  # an MPI library's fatal error report and a GPU-aware MPI's CUDA IPC failure (job/reasons.py)
+    sanitizer.FORMAT,  # compute-sanitizer's memcheck report: the kernel that made a bad access (illegal_access)
     hydra.FORMAT,  # MPICH's Hydra (mpiexec and its proxies): its error lines, the launcher's clues
     msmpi.FORMAT,  # Microsoft MPI's mpiexec: the ranks its error analysis names, with their exit codes
     apptainer.FORMAT,  # Apptainer's and Singularity's FATAL line: the container never ran the program (job/reasons.py)

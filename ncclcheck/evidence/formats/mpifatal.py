@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ncclcheck.evidence.formats.source import AT, Format, Sample
+from ncclcheck.evidence.formats.source import AT, Behind, Format, Sample
 from ncclcheck.evidence.types import Clue, Loc, Said, Who
 
 # MPICH's report, with the ch4 device's Abort() head and Cray's prefix where they are printed (bounded: linear).
@@ -49,7 +49,12 @@ IPC = re.compile(r"\b(?P<said>(?:cu|cuda)IpcOpenMemHandle\b[^\n]{0,300}?(?:CUDA_
                  r"{3,40}|\bfailed\b[^\n]{0,120}))")
 # opal/util/stacktrace.c: HOSTFORMAT "[%s:%05d] " then "Signal: %s (%d)", strsignal(SIGABRT) being "Aborted".
 OPAL_ABORT = re.compile(r"\[[^\]\s:]{1,200}:\d{1,10}\] (?P<said>Signal: Aborted \(6\))\s*$")
-WORDS = ("Fatal error in ", "*** MPI_ERR_", "IpcOpenMemHandle", "Signal: Aborted (6)")
+# The same handler's banner (HOSTFORMAT "*** Process received signal ***", the same from 1.2 to 5.x), and its next
+# line that names the signal (HOSTFORMAT "Signal: %s (%d)", or "Signal: %d"), written with it in one write().
+BANNER = re.compile(r"\[(?P<at>[^\]\s:]{1,200}:\d{1,10})\] \*\*\* Process received signal \*\*\*")
+NAMED = re.compile(r"\[(?P<at>[^\]\s:]{1,200}:\d{1,10})\] Signal: ")
+WORDS = ("Fatal error in ", "*** MPI_ERR_", "IpcOpenMemHandle", "Signal: Aborted (6)", "Process received signal",
+         "] Signal: ")
 
 
 def _rank(m: re.Match[str]) -> int | None:
@@ -62,9 +67,24 @@ def _rank(m: re.Match[str]) -> int | None:
 
 
 class Lines:
-    """One input's MPI error reports and CUDA IPC failures, each read on its own."""
+    """One input's MPI error reports and CUDA IPC failures, each read on its own; Open MPI's signal banners whose
+    ``Signal:`` line is not in the input (a paste cut after the banner), kept for the assembler (:meth:`unanswered`)."""
+
+    def __init__(self) -> None:
+        self._banners: dict[str, tuple[str, Loc]] = {}  # each [host:pid] banner not yet followed by its Signal line
+
+    def unanswered(self) -> list[tuple[str, Loc]]:
+        """The banners (their lines, where they stand) no ``Signal:`` line of the same process followed: a process
+        that died of a signal the handler catches (opal_signal: SIGABRT, SIGBUS, SIGFPE, SIGSEGV) that the input does
+        not name (evidence/parse.py reads each as the process's death by a fatal signal)."""
+        return list(self._banners.values())
 
     def feed(self, text: str, loc: Loc) -> Iterable[Said]:
+        if "Process received signal" in text and (b := BANNER.search(text)):
+            self._banners[b["at"]] = (text, loc)
+            return ()
+        if "] Signal: " in text and (n := NAMED.search(text)):
+            self._banners.pop(n["at"], None)
         if "Fatal error in " in text and (m := MPICH.search(text)):
             return (Clue(Who(global_rank=_rank(m)), "mpi", m["said"].strip(), loc),)
         if "*** MPI_ERR_" in text and (o := OMPI.search(text.rstrip())):
@@ -84,6 +104,8 @@ FORMAT = Format(
     words=WORDS,
     make=Lines,
     patterns=(MPICH, OMPI, IPC, OPAL_ABORT),
+    # the signal handler's banner and the line that names its signal, behind their words (they read nothing alone)
+    behind=(Behind(("Process received signal",), (BANNER,)), Behind(("] Signal: ",), (NAMED,))),
     samples=(
         Sample("Fatal error in PMPI_Allreduce: Message truncated, error stack:",
                "MPICH src/mpi/errhan/errutil.c, MPIR_Handle_fatal_error (\"Fatal error in %s: \" and the class)",
