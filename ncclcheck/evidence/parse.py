@@ -89,7 +89,7 @@ _FACT_WORDS = (*pgnccl.FACT_WORDS, *nccl.FACT_WORDS, *world.FACT_WORDS)
 _FED = len(formats.FED_WORDS)
 # The clues a process prints about itself (formats/cxx.py, glibc.py, mpifatal.py, verbsqp.py, cmdline.py): the
 # line's rank.
-_OWN_CLUES = frozenset({"what", "glibc", "argparse", "mpi", "cuda_ipc", "rdma_qp", "abort"})
+_OWN_CLUES = frozenset({"what", "glibc", "argparse", "mpi", "cuda_ipc", "rdma_qp", "abort", "ccl"})
 _FED_ANY = (1 << _FED) - 1
 _BUSY, _SIGNAL, _CLUE, _FACT, _NCCL_ERROR, _ERROR, _LOGGED, _UNREAD = (1 << (_FED + i) for i in range(8))
 _WORDS = WordSets((*formats.FED_WORDS, busy.WORDS, errors.SIGNAL_WORDS, errors.CLUE_WORDS, _FACT_WORDS,
@@ -683,7 +683,9 @@ class LogParser:
             mine = said.kind in _OWN_CLUES and said.who.global_rank is None
             self._add_clue(who if mine else self._procs.one(said.who.global_rank, said.who.path_rank),
                            said.kind, said.text, said.loc)
-            return said.kind != "what"  # a terminate's what() (formats/cxx.py): its line may hold an NCCL error too
+            # a terminate's what() (formats/cxx.py): its line may hold an NCCL error too; oneCCL's exception
+            # (formats/oneccl.py) is a binding's Python exception's message too
+            return said.kind not in ("what", "ccl")
         if isinstance(said, WorkerEnd) and said.rank is not None:
             self._elastic.append(ElasticFailure(rank=said.rank, local_rank=None, exitcode=said.exitcode, pid=said.pid,
                                                 signal=said.signal, host=said.host, time=None, root_cause=False,
