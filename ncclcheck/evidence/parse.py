@@ -156,6 +156,8 @@ class LogParser:
         self._nccl_errors: set[tuple[int | None, str]] = set()
         self._clues: list[Clue] = []
         self._clue_keys: set[tuple[int | None, str, str]] = set()
+        self._nccl_ranks: dict[tuple[str, int], set[int]] = {}  # NCCL's process (host, PID) -> the ranks it states
+        self._unranked_warns: dict[int, tuple[str, int]] = {}  # line -> the process of a WARN naming no rank
         self._last_errors = nccl.LastErrors(HEADER)  # "Last error:" lines whose text is on their process's next line
         self._trace: dict[tuple[int | None, str, str], deque[tuple[int, str, Who, int]]] = {}  # each process's and
         # communicator's last trace lines: (line number, text, whose, index among their calls)
@@ -217,6 +219,10 @@ class LogParser:
         for e in said:
             if isinstance(e, PidRank):  # a PID paired with its rank names this very line's process
                 self._procs.pid_rank.setdefault(e.pid, e.rank)
+            elif isinstance(e, Fact) and e.key == "nccl_via" and (proc := nccl.process_of(text)) is not None:
+                # NCCL's connection line names its process's rank first (formats/ncclsetup.py): the join of that
+                # process's lines that name none (``finish``)
+                self._nccl_ranks.setdefault(proc, set()).add(int(e.value.split(" ", 1)[0]))
             elif isinstance(e, WorkerStarted):
                 self._spawned(e)
             elif isinstance(e, WorkerDied):
@@ -309,6 +315,7 @@ class LogParser:
         self._take(self._records.close_mismatch())
         self._cut_tracebacks(lines)
         self._keep_unread(lines)
+        self._join_warns()
         for kept in self._trace.values():  # each communicator's last calls (job/colltrace.py orders them by line)
             for lineno, text, who, index in kept:
                 call = colltrace.call_of(text, index)
@@ -512,6 +519,20 @@ class LogParser:
             return
         self._error_or_fact(who, text, loc)
 
+    def _join_warns(self) -> None:
+        """NCCL's warnings that name no rank, joined to the rank their process's own connection lines state (its
+        host and PID in NCCL's header; ``Channel 00/0 : 80[0] -> 87[7]``: the sender, rank 80): only where that
+        process's lines state one rank (a process in two communicators of other sizes states two, and is not
+        joined)."""
+        if not self._unranked_warns:
+            return
+        rank_of = {proc: next(iter(ranks)) for proc, ranks in self._nccl_ranks.items() if len(ranks) == 1}
+        for i, e in enumerate(self._errors):
+            if e.who.global_rank is None and (proc := self._unranked_warns.get(e.loc.line)) in rank_of:
+                rank = rank_of[proc]
+                self._ranks.add(rank)
+                self._errors[i] = replace(e, who=self._procs.one(rank, self.path_rank))
+
     def _take(self, said: Iterable[Read]) -> None:
         """Keep what a source read: each kind in its list, an error or a clue or a fact through its join."""
         for e in said:
@@ -556,6 +577,8 @@ class LogParser:
             self._take([*nccl.facts(who, text, loc), *world.facts(who, text, loc),
                         *pgnccl.settings(who, text, loc), *nccl.process(who, text, loc)])
             if (warned := nccl.warning(who, text, loc)) is not None:
+                if who.global_rank is None and (proc := nccl.process_of(text)) is not None:
+                    self._unranked_warns[loc.line] = proc  # its rank, where its process's lines state it (``finish``)
                 self._take(warned)
                 return
         if (old := nccl.old_warning(who, text, loc)) is not None:

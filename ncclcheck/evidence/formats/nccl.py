@@ -28,6 +28,9 @@ _OLD_WARN = re.compile(r"(?:\[\d+\] |^\s*)(?P<file>[\w/.]+\.(?:cc|cu|h|c)):\d+ W
 HEADER = re.compile(r"^\S+:\d+:\d+ \[\d+\] ")
 _NCCL_HEAD = re.compile(
     r"(?:^|[\]:] ?)(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):\d+ \[\d+\] (?=NCCL |[\w/.]+\.cc:\d+ NCCL )")
+# The process of an NCCL line's header, ``host:pid:tid [dev] `` (src/include/debug.h), its host possibly elided by a
+# paste (``:166:1226 [0] ``): the key that joins a line naming no rank to the rank its process's other lines state.
+PROCESS = re.compile(r"(?:^|[\s\]:>])(?P<host>[A-Za-z0-9][\w.-]{0,120})?:(?P<pid>\d{1,9}):\d{1,9} \[\d{1,3}\] ")
 # A connection that failed: closed, reset or refused, a remote process's exit (an error of the kind CONNECTION).
 CONNECTION = re.compile(r"Connection (?:closed|reset|refused)|remote process exit|ncclRemoteError|Broken pipe", re.I)
 # A peer that went away (a refused connect is not one: the peer was never reached), in every source's words: NCCL's
@@ -170,6 +173,12 @@ def gone(text: str) -> PeerGone | None:
     if m is None:
         return None
     return PeerGone(text[m.start():].split(". ")[0].rstrip(".")[:120], REMOTE_ERROR.search(text) is not None)
+
+
+def process_of(text: str) -> tuple[str, int] | None:
+    """The host (empty where the line elides it) and PID of an NCCL line's header, or None."""
+    m = PROCESS.search(text, 0, 300)
+    return (m["host"] or "", int(m["pid"])) if m else None
 
 
 def facts(who: Who, text: str, loc: Loc) -> list[Fact]:
@@ -317,6 +326,8 @@ FORMAT = Format(
     behind=(
         # NCCL before 2.3's warning, behind its trigger
         Behind(("WARN",), (_OLD_WARN,)),
+        # the process of a warning naming no rank, and of a connection's line (evidence/parse.py joins the two)
+        Behind((_NCCL_WARN,), (PROCESS,)),
         # a GPU's bus id, tested for "busId" on a set-up line (tests/test_keep.py's UNKEPT)
         Behind(("busId",), (*(p for _, w, p in FACTS if w == "busId"),)),
         # an error's or a warning's message, and every kept error's and clue's text (``words``, ``gone``,
