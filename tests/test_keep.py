@@ -584,8 +584,8 @@ def _deep(source: LineSource, sample: Sample) -> bool:
 @pytest.mark.parametrize("engine", reader.ENGINES)
 def test_every_sample_line_is_read_as_it_says_at_1_mib(tmp_path, engine, monkeypatch):
     """Every sample read anywhere (a word of its own), placed at 1 MiB of the same ordinary log, each after the
-    last with 4 KiB of chatter between them, in one input: the engine hands every sample's lines over, and each
-    source's reader, fed what was handed over as the parser feeds it except the other samples' lines (so it sees
+    last with 3 KiB of chatter between them (all of them inside the reader's first block), in one input: the engine
+    hands every sample's lines over, and each source's reader, fed what was handed over as the parser feeds it except the other samples' lines (so it sees
     what it sees in a log of its sample alone: the chatter before, the sample, the chatter after), reads exactly
     what the sample says. One reading for all (a log of 1 MiB a sample was three readings each, most of this
     module's time), each sample after more chatter than at 1 MiB alone, of the same kinds."""
@@ -598,7 +598,7 @@ def test_every_sample_line_is_read_as_it_says_at_1_mib(tmp_path, engine, monkeyp
         lines = [*sample.before, sample.line]
         data.append("".join(x + "\n" for x in lines).encode())
         placed.append(range(line, line + len(lines)))
-        gap = chatter[at: chatter.index(b"\n", at + (4 << 10)) + 1]
+        gap = chatter[at: chatter.index(b"\n", at + (3 << 10)) + 1]
         data.append(gap)
         at, line = at + len(gap), line + len(lines) + gap.count(b"\n")
     data.append(chatter[at: at + (32 << 10)])  # chatter after the last sample (the samples' room in the first block)

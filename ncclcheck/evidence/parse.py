@@ -93,7 +93,7 @@ _FED = len(formats.FED_WORDS)
 # The clues a process prints about itself (formats/cxx.py, glibc.py, mpifatal.py, verbsqp.py, cmdline.py,
 # sanitizer.py): the
 # line's rank.
-_OWN_CLUES = frozenset({"what", "glibc", "argparse", "mpi", "cuda_ipc", "rdma_qp", "abort", "sanitizer"})
+_OWN_CLUES = frozenset({"what", "glibc", "argparse", "mpi", "cuda_ipc", "rdma_qp", "abort", "sanitizer", "ccl"})
 _FED_ANY = (1 << _FED) - 1
 _BUSY, _SIGNAL, _CLUE, _FACT, _NCCL_ERROR, _ERROR, _LOGGED, _UNREAD = (1 << (_FED + i) for i in range(8))
 _WORDS = WordSets((*formats.FED_WORDS, busy.WORDS, errors.SIGNAL_WORDS, errors.CLUE_WORDS, _FACT_WORDS,
@@ -166,6 +166,8 @@ class LogParser:
         self._nccl_errors: set[tuple[int | None, str]] = set()
         self._clues: list[Clue] = []
         self._clue_keys: set[tuple[int | None, str, str]] = set()
+        self._nccl_ranks: dict[tuple[str, int], set[int]] = {}  # NCCL's process (host, PID) -> the ranks it states
+        self._unranked_warns: dict[int, tuple[str, int]] = {}  # line -> the process of a WARN naming no rank
         self._last_errors = nccl.LastErrors(HEADER)  # "Last error:" lines whose text is on their process's next line
         self._trace: dict[tuple[int | None, str, str], deque[tuple[int, str, Who, int]]] = {}  # each process's and
         # communicator's last trace lines: (line number, text, whose, index among their calls)
@@ -237,6 +239,10 @@ class LogParser:
         for e in said:
             if isinstance(e, PidRank):  # a PID paired with its rank names this very line's process
                 self._procs.pid_rank.setdefault(e.pid, e.rank)
+            elif isinstance(e, Fact) and e.key == "nccl_via" and (proc := nccl.process_of(text)) is not None:
+                # NCCL's connection line names its process's rank first (formats/ncclsetup.py): the join of that
+                # process's lines that name none (``finish``)
+                self._nccl_ranks.setdefault(proc, set()).add(int(e.value.split(" ", 1)[0]))
             elif isinstance(e, WorkerStarted):
                 self._spawned(e)
             elif isinstance(e, WorkerDied):
@@ -332,6 +338,7 @@ class LogParser:
         self._cut_tracebacks(lines)
         self._cut_banners()
         self._keep_unread(lines)
+        self._join_warns()
         for kept in self._trace.values():  # each communicator's last calls (job/colltrace.py orders them by line)
             for lineno, text, who, index in kept:
                 call = colltrace.call_of(text, index)
@@ -542,6 +549,20 @@ class LogParser:
             return
         self._error_or_fact(who, text, loc)
 
+    def _join_warns(self) -> None:
+        """NCCL's warnings that name no rank, joined to the rank their process's own connection lines state (its
+        host and PID in NCCL's header; ``Channel 00/0 : 80[0] -> 87[7]``: the sender, rank 80): only where that
+        process's lines state one rank (a process in two communicators of other sizes states two, and is not
+        joined)."""
+        if not self._unranked_warns:
+            return
+        rank_of = {proc: next(iter(ranks)) for proc, ranks in self._nccl_ranks.items() if len(ranks) == 1}
+        for i, e in enumerate(self._errors):
+            if e.who.global_rank is None and (proc := self._unranked_warns.get(e.loc.line)) in rank_of:
+                rank = rank_of[proc]
+                self._ranks.add(rank)
+                self._errors[i] = replace(e, who=self._procs.one(rank, self.path_rank))
+
     def _take(self, said: Iterable[Read]) -> None:
         """Keep what a source read: each kind in its list, an error or a clue or a fact through its join."""
         for e in said:
@@ -586,6 +607,8 @@ class LogParser:
             self._take([*nccl.facts(who, text, loc), *world.facts(who, text, loc),
                         *pgnccl.settings(who, text, loc), *nccl.process(who, text, loc)])
             if (warned := nccl.warning(who, text, loc)) is not None:
+                if who.global_rank is None and (proc := nccl.process_of(text)) is not None:
+                    self._unranked_warns[loc.line] = proc  # its rank, where its process's lines state it (``finish``)
                 self._take(warned)
                 return
         if (old := nccl.old_warning(who, text, loc)) is not None:
@@ -713,7 +736,9 @@ class LogParser:
             mine = said.kind in _OWN_CLUES and said.who.global_rank is None
             self._add_clue(who if mine else self._procs.one(said.who.global_rank, said.who.path_rank),
                            said.kind, said.text, said.loc)
-            return said.kind != "what"  # a terminate's what() (formats/cxx.py): its line may hold an NCCL error too
+            # a terminate's what() (formats/cxx.py): its line may hold an NCCL error too; oneCCL's exception
+            # (formats/oneccl.py) is a binding's Python exception's message too
+            return said.kind not in ("what", "ccl")
         if isinstance(said, WorkerEnd) and said.rank is not None:
             self._elastic.append(ElasticFailure(rank=said.rank, local_rank=None, exitcode=said.exitcode, pid=said.pid,
                                                 signal=said.signal, host=said.host, time=None, root_cause=False,

@@ -15,7 +15,8 @@ source, and the sources are ranked by how much their line says:
 3. A C++ exception's message: gloo's EnforceNotMet ("[enforce fail at file:line] condition. message",
    gloo/common/logging.cc), raised in Python or printed by the C++ runtime's terminate handler after ``what():``
    for an exception no code caught (evidence/formats/cxx.py); a library's fatal check behind its ``[FATAL ERROR]``
-   tag (ROCm's RCCL at its set-up: evidence/formats/fataltag.py).
+   tag (ROCm's RCCL at its set-up: evidence/formats/fataltag.py); oneCCL's error line or its exception's message
+   (``|CCL_ERROR| file:line function: message``, ``oneCCL: ... EXCEPTION: message``: evidence/formats/oneccl.py).
 4. The type of that exception alone ("terminate called after throwing an instance of 'T'"), and NCCL's error code
    as PyTorch words it, "NCCL error: <ncclGetErrorString>" (src/init.cc): the class of failure, not which call
    failed.
@@ -83,6 +84,7 @@ SOURCES = (
     Source("container", 3, "the container runtime's fatal error"),
     Source("fatal", 3, "a library's fatal check"),
     Source("rdma_qp", 3, "an RDMA verbs call's error"),
+    Source("ccl", 3, "oneCCL's error line"),
     Source("what", 3, "a C++ exception's what()"),
     Source("terminate", 4, "a C++ exception nobody caught"),
     Source("nccl_error", 4, "NCCL's error code"),
@@ -205,6 +207,8 @@ def _meaning(source: str, text: str, says: Stating | None, file: str | None = No
         return "the launcher started the job's processes with that setting, as its own log line shows"
     if source == "fatal":
         return "a library checked a condition of its own and ended the process with that reason"
+    if source == "ccl":
+        return "oneCCL, the collective library, stated this error (its error log line or its exception's message)"
     if source == "what":
         return "the message of a C++ exception that reached no handler and ended the process"
     if source == "terminate":
@@ -265,7 +269,7 @@ def stated_lines(scans: Sequence[FileScan]) -> tuple[Stated, ...]:
         for c in s.clues:
             source = {"last_error": "last_error", "nccl": "nccl", "cuda": "cuda", "cuda_assert": "cuda_assert",
                       "teardown": "watchdog", "logged": "logged", "c_assert": "c_assert", "glibc": "glibc",
-                      "mpi": "mpi", "fatal": "fatal", "cuda_ipc": "cuda_ipc", "rdma_qp": "rdma_qp",
+                      "mpi": "mpi", "fatal": "fatal", "cuda_ipc": "cuda_ipc", "rdma_qp": "rdma_qp", "ccl": "ccl",
                       "container": "container", "unread": "unread", "sanitizer": "sanitizer",
                       "abort": "abort", "argparse": "argparse", "runner": "runner", "raise_line": "raise_line",
                       "what": "gloo_enforce" if "[enforce fail at " in c.text else "what"}.get(c.kind)

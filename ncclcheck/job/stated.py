@@ -61,8 +61,8 @@ def restate(job: Job, kind: VerdictKind, culprits: list[int], summary: str, caus
     said = cause.said if cause is not None and cause.cause is STATED else None
     if kind in (VerdictKind.RANK_FAILED_FIRST, VerdictKind.NCCL_ERROR) and said is not None and said.kind:
         kind = VerdictKind(said.kind)
-        if said.host:  # the host's driver stack failed the process (job/statements.toml's `host`): no rank's fault
-            culprits = []
+        if said.host or said.waiter:  # the host's driver stack failed the process (job/statements.toml's `host`), or
+            culprits = []             # the line's process waited for others that never came (`waiter`): no culprit
     return kind, culprits, summary, cause
 
 

@@ -33,7 +33,7 @@ _CUDA_KEYS = {"name", "code", "string", "means", "kind", "class", "fix", "host"}
 # clue (evidence/formats/errors.py).
 _CUDA_SAID = r"(?:CUDA error: |HIP error: |Cuda failure (?:\d{1,4} )?'|Test CUDA failure \S{1,200} ')"
 _KEYS = {"id", "match", "means", "kind", "class", "fix", "source"}
-_OPTIONAL = {"before", "host", "quote"}
+_OPTIONAL = {"before", "host", "quote", "waiter"}
 # The causes that say only that something failed, not how: a line's mechanism always says more, so its fix goes first.
 GENERIC = frozenset({"stated_reason", "nccl_no_reason", "nccl_system_error"})
 # The verdict kinds an entry may imply ('' leaves the rules' kind).
@@ -67,6 +67,7 @@ class Statement:
     general: bool = False  # a CUDA error of no host's set-up (cuda_errors.toml): the layer NCCL printed it in says more
     defers: frozenset[str] = frozenset()  # the causes that read the same words with their own fix: it is not repeated
     quotes: bool = False  # the line names the variables to set and their values: its fix quotes them (`export ...`)
+    waiter: bool = False  # the line is its process's wait for others that never came: the process is no culprit
 
     def first_for(self, cause: str) -> bool:
         """Whether this fix goes before the cause's own: the cause says less than the line's mechanism."""
@@ -88,7 +89,7 @@ def _entry(i: int, raw: dict[str, Any], general: bool = False, defers: frozenset
     return Statement(raw["id"], pattern, raw["means"].strip(), raw["kind"], raw["class"],
                      tuple(f.strip() for f in raw["fix"]), raw["source"], frozenset(raw.get("before", ())),
                      host=raw.get("host", False) is True, general=general, defers=defers,
-                     quotes=raw.get("quote", False) is True)
+                     quotes=raw.get("quote", False) is True, waiter=raw.get("waiter", False) is True)
 
 
 def _cuda_entry(i: int, raw: dict[str, Any], path: Path = CUDA_TABLE) -> Statement:

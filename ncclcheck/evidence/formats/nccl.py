@@ -28,6 +28,9 @@ _OLD_WARN = re.compile(r"(?:\[\d+\] |^\s*)(?P<file>[\w/.]+\.(?:cc|cu|h|c)):\d+ W
 HEADER = re.compile(r"^\S+:\d+:\d+ \[\d+\] ")
 _NCCL_HEAD = re.compile(
     r"(?:^|[\]:] ?)(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):\d+ \[\d+\] (?=NCCL |[\w/.]+\.cc:\d+ NCCL )")
+# The process of an NCCL line's header, ``host:pid:tid [dev] `` (src/include/debug.h), its host possibly elided by a
+# paste (``:166:1226 [0] ``): the key that joins a line naming no rank to the rank its process's other lines state.
+PROCESS = re.compile(r"(?:^|[\s\]:>])(?P<host>[A-Za-z0-9][\w.-]{0,120})?:(?P<pid>\d{1,9}):\d{1,9} \[\d{1,3}\] ")
 # A connection that failed: closed, reset or refused, a remote process's exit (an error of the kind CONNECTION).
 CONNECTION = re.compile(r"Connection (?:closed|reset|refused)|remote process exit|ncclRemoteError|Broken pipe", re.I)
 # A peer that went away (a refused connect is not one: the peer was never reached), in every source's words: NCCL's
@@ -45,6 +48,16 @@ REMOTE_ERROR = re.compile(r"remote process exited or there was a network error|n
 # before PyTorch 1.8 "NCCL Error 2: <reason>", and nccl-tests' "Test NCCL failure common.cu:874 '<reason>'".
 NCCL_ERROR = re.compile(r"(?:NCCL error|NCCL Error)(?: \d+)?(?: in: \S+,)?:?\s*(?P<reason>.*)"
                         r"|NCCL failure \S+:\d+ '(?P<quoted>[^']*)'")
+# XLA's status for an NCCL call that failed (JAX's and TensorFlow's GPU collectives): "<file>:<line>: NCCL operation
+# <expr> failed: <ncclGetErrorString>" (xla/service/gpu/nccl_utils.cc to 2023; TensorFlow's nccl_all_reduce_thunk.cc
+# "TranslateStatus" before it), then with ". Last NCCL warning(error) log entry (may be unrelated) '<ncclGetLastError>'."
+# after the reason (nccl_api.cc, nccl_errors.cc, 2024), the file and line dropped (xla/backends/gpu/collectives/
+# nccl_errors.h, 2025), and ROCm's the same words with RCCL (rccl_errors.h). Where XLA could not load libnccl, its stub
+# (xla/tsl/cuda/nccl_stub.cc) answers every call ncclSystemError and ncclGetErrorString "Unable to load NCCL library.
+# Multi-GPU collectives will not work.": the reason is that sentence. The last warning "may be unrelated" (XLA's words),
+# so it is not the reason. JAX adds "; current tracing scope: ..." after the status.
+XLA = re.compile(r"\b[NR]CCL operation (?P<call>\S[^\n]{0,200}?) failed: (?P<reason>[^\n]{0,400}?)"
+                 r"(?:\. Last [NR]CCL warning\(error\) log entry|;|\s*$)")
 # PyTorch's own NCCL calls (torch/csrc/cuda/nccl.cpp, throw_nccl_error: "NCCL Error <n>: <ncclGetErrorString>"):
 # ProcessGroupNCCL's all_to_all, gather, scatter, send and recv on a communicator it had already made (its set-up's
 # check, C10D_NCCL_CHECK, reads "NCCL error in: <file>:<line>, ..." or "NCCL error: ..."), and torch.cuda.nccl's.
@@ -98,7 +111,7 @@ def results(text: str) -> tuple[str | None, bool]:
             _SYSTEM_ANY_CASE.search(text) is not None)
 
 
-ERROR_WORDS = ("NCCL error", "NCCL Error", "NCCL failure", "dled cuda error", "dled system error")
+ERROR_WORDS = ("NCCL error", "NCCL Error", "NCCL failure", "dled cuda error", "dled system error", "CCL operation ")
 LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(?P<text>.*)$")
 # NCCL's own sentences for a failed set-up or transport, wherever they stand (a paste often keeps only them).
 SAYS = re.compile(
@@ -162,6 +175,12 @@ def gone(text: str) -> PeerGone | None:
     return PeerGone(text[m.start():].split(". ")[0].rstrip(".")[:120], REMOTE_ERROR.search(text) is not None)
 
 
+def process_of(text: str) -> tuple[str, int] | None:
+    """The host (empty where the line elides it) and PID of an NCCL line's header, or None."""
+    m = PROCESS.search(text, 0, 300)
+    return (m["host"] or "", int(m["pid"])) if m else None
+
+
 def facts(who: Who, text: str, loc: Loc) -> list[Fact]:
     """What an INFO line says of NCCL's set-up: its version, bootstrap, network, a communicator's size, the GPU."""
     return [Fact(who, key, m["value"].strip(), loc) for key, word, pattern in FACTS
@@ -209,9 +228,16 @@ def call_check(who: Who, text: str, loc: Loc) -> list[Fact]:
 
 def error(who: Who, text: str, loc: Loc) -> RankError | None:
     """An "NCCL error: <reason>" raised on this rank (not on a named work), or None."""
-    m = NCCL_ERROR.search(text)
     if "WorkNCCL(" in text:
         return None
+    if "CCL operation " in text and (x := XLA.search(text)) and x["reason"].strip():
+        # NCCL's result in its words, as PyTorch's; a reason in other words (XLA's stub: no NCCL ran) as the line
+        # words it
+        reason = x["reason"].strip()
+        message = "NCCL error: " + reason if results(reason)[0] else f"NCCL operation {x['call']} failed: {reason}"
+        return RankError(who, ErrorKind.CONNECTION if CONNECTION.search(message) else ErrorKind.NCCL_ERROR, message,
+                         loc)
+    m = NCCL_ERROR.search(text)
     if not m:
         bare = NCCL_RESULT.search(text)
         return RankError(who, ErrorKind.NCCL_ERROR, "NCCL error: " + text[bare.start():].strip(), loc) if bare else None
@@ -294,20 +320,21 @@ FORMAT = Format(
     head_words=("NCCL version", "Bootstrap", "NET/", "Using network", "nranks", "NCCL WARN", "Last error"),
     make=Lines,
     headers=(HEADER,),
-    patterns=(NCCL_ERROR, NCCL_RESULT, _NCCL_WARN, _WARN_SOURCE, LAST_ERROR,
+    patterns=(NCCL_ERROR, NCCL_RESULT, XLA, _NCCL_WARN, _WARN_SOURCE, LAST_ERROR,
               *(p for _, w, p in FACTS if w != "busId")),
     logical=True,
     behind=(
         # NCCL before 2.3's warning, behind its trigger
         Behind(("WARN",), (_OLD_WARN,)),
+        # the process of a warning naming no rank, and of a connection's line (evidence/parse.py joins the two)
+        Behind((_NCCL_WARN,), (PROCESS,)),
         # a GPU's bus id, tested for "busId" on a set-up line (tests/test_keep.py's UNKEPT)
         Behind(("busId",), (*(p for _, w, p in FACTS if w == "busId"),)),
         # an error's or a warning's message, and every kept error's and clue's text (``words``, ``gone``,
         # ``results``: formats/errors.py, loglevel.py)
-        Behind((NCCL_ERROR, NCCL_RESULT, _NCCL_WARN, _OLD_WARN), (CALL_CHECK, CONNECTION, PEER_GONE, REMOTE_ERROR, PEER, _PAIR,
-                                                                  _SHARING, CUDA_FAILURE, CALL_FAILED, PEER_CLOSED,
-                                                                  *(p for p, _ in _RESULT_ANY_CASE),
-                                                                  _SYSTEM_ANY_CASE)),
+        Behind((NCCL_ERROR, NCCL_RESULT, XLA, _NCCL_WARN, _OLD_WARN),
+               (CALL_CHECK, CONNECTION, PEER_GONE, REMOTE_ERROR, PEER, _PAIR, _SHARING, CUDA_FAILURE, CALL_FAILED,
+                PEER_CLOSED, *(p for p, _ in _RESULT_ANY_CASE), _SYSTEM_ANY_CASE)),
     ),
     # the host and PID of NCCL's header, read on a set-up line of any source (a fact word, then " NCCL ")
     shapes=(_NCCL_HEAD,),
@@ -325,6 +352,11 @@ FORMAT = Format(
         Sample("UnknownError (see above for traceback): ncclCommInitRank failed: unhandled cuda error",
                "TensorFlow (Horovod 0.x) wrapping ncclGetErrorString(ncclUnhandledCudaError), horovod/horovod#108",
                (RankError(_NOBODY, ErrorKind.NCCL_ERROR, "NCCL error: unhandled cuda error", AT),)),
+        Sample("external/xla/xla/service/gpu/nccl_utils.cc:133: NCCL operation ncclGetUniqueId(&id) failed: Unable to "
+               "load NCCL library. Multi-GPU collectives will not work.;",
+               "tests/data/public_threads/328-jax-18391-all-reduce-fails-after-upgrade.log:2 (XLA's stub's reason)",
+               (RankError(_NOBODY, ErrorKind.NCCL_ERROR, "NCCL operation ncclGetUniqueId(&id) failed: Unable to "
+                          "load NCCL library. Multi-GPU collectives will not work.", AT),)),
         Sample("NCCL WARN Cuda failure 'out of memory'",
                "tests/data/public_threads/58-nccl-295-tf-resnet-timeout.log:1",
                (RankError(_NOBODY, ErrorKind.NCCL_WARN, "Cuda failure 'out of memory'", AT),)),
