@@ -192,10 +192,11 @@ def _p2p_differs(a: Work, b: Work) -> bool:
 
 
 def _past(theirs: Work | None, w: Work) -> bool:
-    """A member whose watchdog timed out in a later collective of the waiter's group: the watchdog names a group's
-    oldest unfinished work, and the group's collectives complete in order, so it had completed the waiter's."""
+    """A member whose watchdog timed out two or more collectives later in the waiter's group: the watchdog names a
+    group's oldest unfinished work, and the group's collectives complete in order, so it had completed the waiter's
+    and the one after (job/passed.py). One number past it, the member may still wait on the waiter: the edge stays."""
     return (theirs is not None and not theirs.p2p and not w.p2p and theirs.state == "timed_out"
-            and theirs.group == w.group and theirs.seq is not None and w.seq is not None and theirs.seq > w.seq)
+            and theirs.group == w.group and theirs.seq is not None and w.seq is not None and theirs.seq >= w.seq + 2)
 
 
 def _where(w: Work) -> str:
