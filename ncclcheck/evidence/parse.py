@@ -694,7 +694,7 @@ class LogParser:
         restated = who.rank is None and any(k[1] == key[1] for k in self._nccl_errors)
         if key not in self._nccl_errors and not restated:
             self._nccl_errors.add(key)
-            self._take([error, *nccl.call_check(who, text, loc)])
+            self._take([error, *nccl.call_check(who, text, loc), *nccl.comm_check(who, text, loc)])
         return True
 
     def _agent_failed(self, said: AgentExit) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from ncclcheck.evidence import formats, localranks
-from ncclcheck.evidence.formats.collectors import NODE_LABEL, node_label
+from ncclcheck.evidence.formats.collectors import MASTER, NODE_LABEL, node_label
 from ncclcheck.evidence.formats.errors import PY_ERROR
 from ncclcheck.evidence.formats.torchrun import GLUED_TAG, LOCAL_TAG, RANK_TAG, TAG
 from ncclcheck.evidence.types import Who, WorkMention
@@ -75,8 +75,12 @@ class Processes:
                 return self.one(base + int(role["rank"]), self.path_rank)
             self._node_tags.add((node, int(role["rank"])))
             return self.one(None, self.path_rank)
-        if not ranks and text.startswith("[") and (tagged := formats.rank_tag(text)) is not None:
-            return self.one(tagged, self.path_rank)  # a launcher's own tag of the global rank (Open MPI's)
+        # A launcher's own tag of the global rank (Open MPI's; horovodrun's, behind its time stamp where it prints
+        # one), at the line's start or behind a collector's header of its own (Determined's master: collectors.py)
+        start = m.end() if not ranks and text.startswith("[") and (m := MASTER.match(text)) else 0
+        if not ranks and (text.startswith("[", start) or "]<std" in text[start:start + 64]) \
+                and (tagged := formats.rank_tag(text, start)) is not None:
+            return self.one(tagged, self.path_rank)
         if not ranks and text.startswith("(") and (pid := formats.pid_tag(text)) in self.pid_rank:
             return self.one(self.pid_rank[pid], self.path_rank)  # Ray's worker, by its PID
         if role and int(role["rank"]) in self._role_global:

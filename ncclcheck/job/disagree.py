@@ -24,6 +24,7 @@ from ncclcheck.evidence.types import Loc
 from ncclcheck.job.causes import Diagnosis, cause
 from ncclcheck.job.hang import works_at
 from ncclcheck.job.model import EdgeReason, GroupId, Job, VerdictKind, Work
+from ncclcheck.job.passed import passed
 from ncclcheck.job.phrases import sig
 from ncclcheck.ranks import rank_phrase
 
@@ -66,7 +67,24 @@ def calls_differ(job: Job) -> Diagnosis | None:
             continue
         detail = f"at #{e.work.seq} of {e.work.group.label()} the ranks issued different collectives ({where})"
         return Diagnosis(DISAGREE, tuple(sorted(works)), detail, locs[0], locs[:8], detail)
-    return None
+    return _passed_sizes(job)
+
+
+def _passed_sizes(job: Job) -> Diagnosis | None:
+    """Members stuck at two numbers of one group in one op of two sizes, the earlier a call the others finished with
+    (job/passed.py): their calls at that number were of different sizes, as calls_disagree (another op is left to the
+    hang's steps, as above)."""
+    if (p := passed(job)) is None or p.early.op != p.late.op or p.early.numel_in == 1 or p.late.numel_in == 1:
+        return None
+    ranks = (*p.behind, *p.ahead)
+    locs = tuple(dict.fromkeys(loc for r in sorted(ranks) if (s := job.rank(r)) is not None and s.stuck is not None
+                               and (loc := s.stuck.loc) is not None))
+    if not locs:
+        return None
+    detail = (f"in {p.early.group.label()} {rank_phrase(p.behind)} {'is' if len(p.behind) == 1 else 'are'} still in "
+              f"{p.early.number} ({sig(p.early)}), which {rank_phrase(p.ahead)} completed before {p.late.number} "
+              f"({sig(p.late)}): the ranks issued {p.early.op} calls of different sizes")
+    return Diagnosis(DISAGREE, tuple(sorted(ranks)), detail, locs[0], locs[:8], detail)
 
 
 def restate(job: Job, kind: VerdictKind, culprits: list[int], summary: str, found: Diagnosis | None,

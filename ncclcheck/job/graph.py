@@ -29,7 +29,7 @@ def _same_work(a: Work, b: Work) -> bool:
     return a.group == b.group and a.seq == b.seq and a.p2p == b.p2p
 
 
-def _differs(a: Work, b: Work) -> bool:
+def differs(a: Work, b: Work) -> bool:
     """Two ranks' works at one sequence number that cannot be the same collective."""
     if a.op and b.op and a.op != b.op:
         return True
@@ -120,7 +120,7 @@ class _Graph:
         mine = _at(p, w.seq)
         if mine is None and p.stuck is not None and p.stuck.seq == w.seq and not p.stuck.p2p:
             mine = p.stuck
-        if mine is not None and _differs(w, mine):
+        if mine is not None and differs(w, mine):
             if w.seq is None:  # gloo's timeouts print no number: each rank's is the collective it is blocked in
                 return EdgeReason.DIFFERENT_COLLECTIVE, f"rank {m} is blocked in {mine.describe()}, not {w.describe()}"
             return EdgeReason.DIFFERENT_COLLECTIVE, f"rank {m} issued {mine.describe()} as #{w.seq}, not {w.describe()}"
@@ -129,6 +129,8 @@ class _Graph:
         if st.stuck is not None and not _same_work(st.stuck, w):
             if p.last_completed is not None and w.seq is not None and p.last_completed >= w.seq:
                 return None  # it finished this work; it waits elsewhere, not on the waiter's account
+            if _past(p.stuck, w):
+                return None  # its timeout names a later number here, the oldest it had not finished: past this one
             return EdgeReason.BLOCKED_ELSEWHERE, f"rank {m} is stuck in {_where(st.stuck)}"
         return None
 
@@ -187,6 +189,14 @@ def _p2p_differs(a: Work, b: Work) -> bool:
     if a.numel_in is not None and b.numel_in is not None and a.numel_in != b.numel_in:
         return True
     return bool(a.dtypes and b.dtypes) and a.dtypes != b.dtypes
+
+
+def _past(theirs: Work | None, w: Work) -> bool:
+    """A member whose watchdog timed out two or more collectives later in the waiter's group: the watchdog names a
+    group's oldest unfinished work, and the group's collectives complete in order, so it had completed the waiter's
+    and the one after (job/passed.py). One number past it, the member may still wait on the waiter: the edge stays."""
+    return (theirs is not None and not theirs.p2p and not w.p2p and theirs.state == "timed_out"
+            and theirs.group == w.group and theirs.seq is not None and w.seq is not None and theirs.seq >= w.seq + 2)
 
 
 def _where(w: Work) -> str:

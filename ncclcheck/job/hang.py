@@ -33,6 +33,7 @@ from ncclcheck.job.model import (
     VerdictKind,
     Work,
 )
+from ncclcheck.job.passed import passed
 from ncclcheck.job.phrases import absent_phrase, frame_line, place, short, sig
 from ncclcheck.ranks import rank_phrase
 from ncclcheck.transfer import human_seconds
@@ -398,6 +399,8 @@ def stuck_verdict(job: Job, roots: Roots, primary: Work) -> tuple[VerdictKind, l
     mism = history_mismatch(job, ("all_to_all",)) or _mismatch_culprits(job, roots.named) or history_mismatch(job)
     if mism is not None:
         return VerdictKind.COLLECTIVE_MISMATCH, mism[0], mism[1]
+    if (past := passed(job)) is not None:  # one member still in a call the others finished with (job/passed.py)
+        return VerdictKind.COLLECTIVE_MISMATCH, [], past.summary()
     timed_out = any(s.stuck is not None and s.stuck.state == "timed_out" for s in job.ranks)
     # A rank's word that its peers went away (Ending.gone), from a rank the others waited for until their
     # timeout, is their leaving after it (they kept the connection open all that time), not a failed transport.

@@ -368,6 +368,7 @@ class JobFacts:
     launcher_kills: tuple[Fact, ...] = ()  # DeepSpeed's launcher's "Killing subprocess" lines (job/launcherkill.py)
     nccl_frames: tuple[Fact, ...] = ()  # native stack frames inside an NCCL call (job/nativestall.py)
     nccl_call_checks: tuple[Fact, ...] = ()  # NCCL errors in PyTorch's own NCCL calls' words (job/callphase.py)
+    nccl_comm_checks: tuple[Fact, ...] = ()  # NCCL errors PyTorch raised making a communicator (job/worldview.py)
     program_ends: tuple[Fact, ...] = ()  # the program's work ended: a test framework's end, its word, a communicator
     # destroyed (job/afterend.py)
     p2p_calls: tuple[Fact, ...] = ()  # a traceback's point-to-point call (formats/p2pcall.py, job/idwait.py)

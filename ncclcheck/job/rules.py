@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ncclcheck import signals
 from ncclcheck.evidence.types import ErrorKind, Loc
-from ncclcheck.job import callphase, disagree, dupgpu, nodeloss
+from ncclcheck.job import callphase, disagree, dupgpu, nodeloss, worldview
 from ncclcheck.job.causes import (
     DEVICE,
     HOST,
@@ -116,6 +116,7 @@ def decide_job(job: Job, diagnose: Diagnose) -> Decision:
     kind, culprits, summary, cause = restate(job, kind, culprits, summary, cause, primary is not None)
     kind, culprits, summary, cause = callphase.restate(job, kind, culprits, summary, cause)  # job/callphase.py
     kind, culprits, summary, cause = nodeloss.restate(job, kind, culprits, summary, cause)  # job/lostnode.py
+    kind, culprits, summary, cause = worldview.restate(job, kind, culprits, summary, cause)  # job/worldview.py
     blamed = set(culprits)
     waiting = [r for r in waiting if r not in blamed]
     kind, summary = _live_words(job, kind, culprits, summary)

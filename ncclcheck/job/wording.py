@@ -14,6 +14,7 @@ from ncclcheck.evidence.types import ElasticFailure, Loc
 from ncclcheck.findings import Finding, Severity
 from ncclcheck.job.causes import PROBE, Diagnosis, describe
 from ncclcheck.job.disagree import calls_differ
+from ncclcheck.job.exitonly import exit_only_step
 from ncclcheck.job.findings import EXIT_IF_DONE, next_steps
 from ncclcheck.job.framewaits import frame_steps
 from ncclcheck.job.live import live_steps
@@ -85,6 +86,8 @@ def steps(job: Job, d: Decision) -> tuple[str, ...]:
     out = lone_work(job, d, out)  # the rank waited for, and the work one rank does alone (job/lonework.py)
     out = (*live_steps(job.live, d.culprits), *out)  # what a culprit's live stack waits for (job/live.py)
     out = wait_steps(job, d, out)  # why a member never arrives, the op's wait, the number's proof (job/waitsteps.py)
+    if (exited := exit_only_step(job, d.culprits)) is not None:  # exit statuses alone (job/exitonly.py)
+        out = (exited, *out)
     if (pipe := pipeline_step(job)) is not None:  # a pipeline's exchange between stages (job/pipeline.py)
         out = (pipe, *out)
     if d.primary is None and job.facts.exit_teardown:  # the warning says when: the step as it applies, not as an if

@@ -169,10 +169,11 @@ def readers() -> list[tuple[tuple[str, ...], Reader]]:
     return [(words, f.reader()) for words, f in zip(FED_WORDS, _FED, strict=True)]
 
 
-def rank_tag(text: str) -> int | None:
-    """The global rank a launcher's tag at the start of a line names (Open MPI's ``[1,3]<stderr>:``)."""
+def rank_tag(text: str, pos: int = 0) -> int | None:
+    """The global rank a launcher's tag at the start of a line (or at ``pos``, past a collector's header) names (Open
+    MPI's ``[1,3]<stderr>:``, horovodrun's ``[1]<stderr>:`` behind its time stamp)."""
     for tag in RANK_TAGS:
-        if m := tag.match(text):
+        if m := tag.match(text, pos):
             return int(m["rank"])
     return None
 

@@ -14,7 +14,8 @@ shipper, master/static/srv/ship_logs.py, takes ``[rank=N]`` off into the record'
 log line as ``[<time>] <container> [rank=N] || <LEVEL>: <line>`` (master/pkg/model/task.go TaskLog.Message: the
 container's first 8 characters or 8 spaces; experiment.go TrialLog.Resolve: ``[<time>] [<container>] [rank=N] || ``;
 the Postgres query of postgres_trial_logs.go: ``[UNKNOWN CONTAINER]``, ``[UNKNOWN TIME]`` where either is missing).
-The worker's own form is taken off a line here (``PREFIXES``); the master's is not, nor is either's rank read (below).
+Both are taken off a line here (``PREFIXES``: the worker's tag, and the master's header in every release's form,
+``MASTER``, with 0.12-0.13's older ``[<time>] <container> [<STATE>] || ``); neither's rank is read (below).
 
 A container's log file on a Kubernetes node is in the CRI logging format (the kubelet's CRI logging design; kubelet
 pkg/kubelet/kuberuntime/logs/logs.go parseCRILog): each line is ``<time> <stream> <tags> <line>``, the time an
@@ -41,7 +42,16 @@ MARGIN = f"{_STAMP}|{_POD}|{_NODE}"
 # (tests/data/public_threads/61, a set-up failure every rank meets, no culprit in its truth) would then name rank 0,
 # as torchrun's "[rank0]:" names it for the same line; whether such a failure names the rank that printed it is a
 # rule's question (job/rules.py), not this tag's.
-PREFIXES = (re.compile(r"\[rank=\d+\]"),)
+# The master's header before each line of a task's log (the module's docstring), every release's form, taken off with
+# them: "[<time>] <container> [<STATE>] || " (0.12-0.13: ContainerLog.String, "[%s] %s [%s] || %s", the container's
+# state ASSIGNED ... TERMINATED), "[<time>] <container> [rank=N] || <LEVEL>: " (0.13.8 on: the Postgres query, and
+# TaskLog.Message, 8 spaces for no container), "[<time>] [<container>] [rank=N] || <LEVEL>: " (TrialLog.Resolve),
+# "[UNKNOWN TIME]", "[UNKNOWN CONTAINER]" where either is missing; the level is the master's record's, not the line's
+# (TrialLog.Resolve's "%s|| %s %s" leaves two spaces where it has none).
+MASTER = re.compile(r"\[(?:\d{4}-\d\d-\d\dT[\d:.]{8,20}(?:Z|[+-]\d\d:\d\d)|UNKNOWN TIME)\] (?:\[[\w .-]{1,40}\]|[\w.-]{1,8}| {8})"
+                    r"(?: \[(?:ASSIGNED|PULLING|STARTING|RUNNING|TERMINATED)\])?(?: \[rank=\d{1,7}\])? \|\|"
+                    r"(?: (?:TRACE|DEBUG|INFO|WARNING|ERROR|CRITICAL):)? {0,2}")
+PREFIXES = (re.compile(r"\[rank=\d+\]"), MASTER)
 # A node's label before torchrun's "[default1]:" (pdsh's "node1: ", srun -l's "0: "), not a per-line stamp.
 NODE_LABEL = re.compile(r"^[\w.@-]{1,64}: (?=\[)")
 

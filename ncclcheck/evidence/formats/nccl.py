@@ -62,6 +62,11 @@ XLA = re.compile(r"\b[NR]CCL operation (?P<call>\S[^\n]{0,200}?) failed: (?P<rea
 # ProcessGroupNCCL's all_to_all, gather, scatter, send and recv on a communicator it had already made (its set-up's
 # check, C10D_NCCL_CHECK, reads "NCCL error in: <file>:<line>, ..." or "NCCL error: ..."), and torch.cuda.nccl's.
 CALL_CHECK = re.compile(r"\bNCCL Error (?P<n>\d{1,2}): ")
+# PyTorch's check (C10D_NCCL_CHECK: "NCCL error in: <__FILE__>:<__LINE__>, ...") of the calls its NCCLComm makes a
+# communicator with, in the file that holds that class: create's ncclCommInitRank (ncclCommInitRankConfig in later releases)
+# and split's ncclCommSplit, in torch/lib/c10d/NCCLUtils.hpp (1.x), torch/csrc/distributed/c10d/NCCLUtils.hpp, then
+# NCCLUtils.cpp; its other checks there (abort, the async error's query) do not fail with a call's own result.
+COMM_CHECK = re.compile(r"NCCL error in: (?P<file>\S{0,300}NCCLUtils\.(?:hpp|cpp)):\d{1,7},")
 # ncclGetErrorString's words for a CUDA or a system call that failed inside NCCL (src/init.cc), as a framework that
 # wraps NCCL prints them without PyTorch's "NCCL error" (TensorFlow: "ncclCommInitRank failed: unhandled cuda error";
 # NVCaffe's glog CHECK: "Check failed: result == ncclSuccess (1 vs. 0)  unhandled cuda error"): the words are NCCL's
@@ -226,6 +231,13 @@ def call_check(who: Who, text: str, loc: Loc) -> list[Fact]:
         else []
 
 
+def comm_check(who: Who, text: str, loc: Loc) -> list[Fact]:
+    """An NCCL error PyTorch raised where its NCCLComm makes a communicator (:data:`COMM_CHECK`), as an
+    ``nccl_comm_check`` fact valued with the file (job/worldview.py: the communicator's creation refused an argument)."""
+    return [Fact(who, "nccl_comm_check", m["file"], loc)] if "NCCLUtils." in text and (m := COMM_CHECK.search(text)) \
+        else []
+
+
 def error(who: Who, text: str, loc: Loc) -> RankError | None:
     """An "NCCL error: <reason>" raised on this rank (not on a named work), or None."""
     if "WorkNCCL(" in text:
@@ -333,8 +345,8 @@ FORMAT = Format(
         # an error's or a warning's message, and every kept error's and clue's text (``words``, ``gone``,
         # ``results``: formats/errors.py, loglevel.py)
         Behind((NCCL_ERROR, NCCL_RESULT, XLA, _NCCL_WARN, _OLD_WARN),
-               (CALL_CHECK, CONNECTION, PEER_GONE, REMOTE_ERROR, PEER, _PAIR, _SHARING, CUDA_FAILURE, CALL_FAILED,
-                PEER_CLOSED, *(p for p, _ in _RESULT_ANY_CASE), _SYSTEM_ANY_CASE)),
+               (CALL_CHECK, COMM_CHECK, CONNECTION, PEER_GONE, REMOTE_ERROR, PEER, _PAIR, _SHARING, CUDA_FAILURE,
+                CALL_FAILED, PEER_CLOSED, *(p for p, _ in _RESULT_ANY_CASE), _SYSTEM_ANY_CASE)),
     ),
     # the host and PID of NCCL's header, read on a set-up line of any source (a fact word, then " NCCL ")
     shapes=(_NCCL_HEAD,),
@@ -345,6 +357,11 @@ FORMAT = Format(
                (Fact(_NOBODY, "nccl_version", "2.20.5", AT),
                 RankError(_NOBODY, ErrorKind.CONNECTION, "NCCL error: remote process exited or there was a network "
                           "error, NCCL version 2.20.5", AT))),
+        Sample("RuntimeError: NCCL error in: /opt/conda/conda-bld/pytorch_1595629403081/work/torch/lib/c10d/../c10d/"
+               "NCCLUtils.hpp:82, invalid argument, NCCL version 2.4.8",
+               "tests/data/public_threads/317-lightning-3029-torchelastic-two-node-ddp-broadcast-invalid-argument.log:4",
+               (Fact(_NOBODY, "nccl_version", "2.4.8", AT),
+                RankError(_NOBODY, ErrorKind.NCCL_ERROR, "NCCL error: invalid argument, NCCL version 2.4.8", AT))),
         Sample("Test NCCL failure common.cu:874 'unhandled system error (run with NCCL_DEBUG=INFO for details)'",
                "nccl-tests src/common.h: NCCLCHECK's message",
                (RankError(_NOBODY, ErrorKind.NCCL_ERROR, "NCCL error: unhandled system error (run with "
