@@ -58,6 +58,11 @@ gpu1:4101:4150 [0] NCCL INFO comm 0x55d0 rank 0 nranks 16 cudaDev 0 nvmlDev 0 bu
     (19, "nccl_uds_peer_missing", "setup_failure", "Where the ranks of a node run in separate containers"),
     (20, "nccl_gpu_buffer_alloc", "nccl_error", "Read NCCL's Cuda failure line just before it"),
     (21, "nccl_gpu_buffer_alloc", "nccl_error", "Read NCCL's Cuda failure line just before it"),
+    (22, "nccl_oob_ifname_missing", "setup_failure", "Set NCCL_OOB_NET_IFNAME to a device"),
+    (23, "nccl_oob_ifname_missing", "setup_failure", "Set NCCL_OOB_NET_IFNAME to a device"),
+    (24, "nvml_driver_library_mismatch", "setup_failure", "Compare the kernel module's release"),
+    (25, "nccl_host_alloc_failed", "nccl_error", "Check the host's memory where the rank ran"),
+    (26, "nccl_host_alloc_failed", "nccl_error", "Check the host's memory where the rank ran"),
 ])
 @pytest.mark.parametrize("setup", [False, True], ids=["alone", "after_setup"])
 def test_a_nccl_warn_line_is_read_with_its_mechanism(index, entry, kind, step, setup):
@@ -92,6 +97,12 @@ def test_the_pythons_thread_refusal_is_the_same_limit():
      "Broken pipe", "remote_exited", "First the peer's own log"),
     ("node1:2345:2390 [1] include/alloc.h:120 NCCL WARN Cuda failure 2 'out of memory'", "cuda_oom",
      "Lower the per-GPU batch"),
+    ("node1:2001:2050 [0] transport/net_ib.cc:1081 NCCL WARN NET/IB : req 0/1 tag 7 peer 10.0.0.2<44312> collective "
+     "mismatch error, local size 1048576 remote size 65536", "calls_disagree", "Rerun with TORCH_DISTRIBUTED_DEBUG"),
+    ("node1:2001:2050 [0] transport/net_ib.cc:666 NCCL WARN NET/IB : collective mismatch error local size 1048576 "
+     "remote 65536 addr 7f3a2c000000 rkey 1a2b seq 3/3", "calls_disagree", "Rerun with TORCH_DISTRIBUTED_DEBUG"),
+    ("node1:1958:1958 [3] include/socket.h:202 NCCL WARN Net : No interface found in the same subnet as remote "
+     "address 10.0.0.1<29500>", "no_socket_interface", "Set NCCL_SOCKET_IFNAME to an interface that exists"),
 ])
 def test_a_nccl_warn_line_names_its_cause(line, cause, step):
     """The catalogue's causes read every release's wording of their NCCL lines: 2.30.7's duplicate GPU, init.cc's and
@@ -106,3 +117,19 @@ def test_nccls_unix_socket_is_not_the_store():
     """NCCL's Unix socket to a process of its own host refused is not the rendezvous store unreachable."""
     v = _verdict(SWEEP[18])
     assert v["cause"]["kind"] != "store_unreachable" and v["kind"] != "launcher_failure"
+
+
+def test_the_warn_line_keeps_its_meaning_above_pytorchs_error():
+    """NCCL's WARN, then PyTorch's DistBackendError with ncclGetErrorString's words: the WARN says why."""
+    text = (f"{SWEEP[3]}\n[rank9]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/"
+            "c10d/ProcessGroupNCCL.cpp:1970, invalid argument (run with NCCL_DEBUG=WARN for details), NCCL version 2.21.5")
+    v = _verdict(text)
+    assert v["kind"] == "setup_failure" and v["next_steps"][0].startswith("Print RANK and WORLD_SIZE")
+
+
+def test_nccls_connect_with_no_route_is_not_the_store():
+    """NCCL's socketPollConnect to a peer's address with EHOSTUNREACH is NCCL's socket layer, not the store."""
+    v = _verdict("node1:2001:2050 [0] misc/socket.cc:484 NCCL WARN socketPollConnect: Connect to 10.0.0.2<44312> "
+                 "returned 113(No route to host) errno 113(No route to host)")
+    assert v["cause"]["kind"] != "store_unreachable"
+    assert "NCCL_SOCKET_IFNAME" in v["next_steps"][0]
