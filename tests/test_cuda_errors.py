@@ -50,6 +50,9 @@ def test_system_not_ready_is_the_fabric_manager_whatever_prints_it(line):
     ("Cuda failure 'system has unsupported display driver / cuda driver combination'", "SystemDriverMismatch", True),
     ("RuntimeError: CUDA error: no CUDA-capable device is detected", "NoDevice", True),
     ("RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable", "DevicesUnavailable", False),
+    ("RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable", "DevicesUnavailable", False),
+    ("node4:4242:4301 [4] NCCL WARN Cuda failure 'all CUDA-capable devices are busy or unavailable'",
+     "DevicesUnavailable", False),
     ("RuntimeError: CUDA error: uncorrectable ECC error encountered", "ECCUncorrectable", False),
     ("RuntimeError: CUDA error: an illegal memory access was encountered", "IllegalAddress", False),
 ])

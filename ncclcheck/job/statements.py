@@ -27,7 +27,7 @@ from ncclcheck.job.layers import Reading, layer_of
 TABLE = Path(__file__).with_name("statements.toml")
 # CUDA's documented errors (cudaGetErrorString's strings), one entry each after the table's own (job/cuda_errors.toml).
 CUDA_TABLE = Path(__file__).with_name("cuda_errors.toml")
-_CUDA_KEYS = {"name", "code", "string", "means", "kind", "class", "fix", "host"}  # and optional "cause"
+_CUDA_KEYS = {"name", "code", "string", "means", "kind", "class", "fix", "host"}  # and optional "cause", "older"
 # The prefixes that print a CUDA error string: PyTorch's C10_CUDA_CHECK, NCCL's CUDACHECK (with the code since 2.x)
 # and nccl-tests' CUDACHECK (job/cuda_errors.toml's header cites each); rccl-tests' HIPCHECK's is read as a "HIP error: "
 # clue (evidence/formats/errors.py).
@@ -95,14 +95,19 @@ def _entry(i: int, raw: dict[str, Any], general: bool = False, defers: frozenset
 def _cuda_entry(i: int, raw: dict[str, Any], path: Path = CUDA_TABLE) -> Statement:
     """One of CUDA's documented errors as a stated line's entry: its string after any prefix that prints it."""
     where = f"{path.name}: entry {i + 1} ({raw.get('name', 'no name')})"
-    if not _CUDA_KEYS <= set(raw) <= _CUDA_KEYS | {"cause"}:
-        raise StatementTableError(f"{where}: keys {sorted((set(raw) ^ _CUDA_KEYS) - {'cause'})} missing or unknown")
-    if not (isinstance(raw["code"], int) and isinstance(raw["host"], bool) and raw["string"] and raw["fix"]):
-        raise StatementTableError(f"{where}: code, host, string or fix is not of its type")
+    if not _CUDA_KEYS <= set(raw) <= _CUDA_KEYS | {"cause", "older"}:
+        raise StatementTableError(
+            f"{where}: keys {sorted((set(raw) ^ _CUDA_KEYS) - {'cause', 'older'})} missing or unknown")
+    older = raw.get("older", [])
+    if not (isinstance(raw["code"], int) and isinstance(raw["host"], bool) and raw["string"] and raw["fix"]
+            and isinstance(older, list) and all(isinstance(o, str) and o for o in older)):
+        raise StatementTableError(f"{where}: code, host, string, older or fix is not of its type")
     name, code = raw["name"], raw["code"]
     source = ("CUDA Runtime API, cudaError_t: "
               f"{name} = {code} (https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html)")
-    return _entry(i, {"id": "cuda_" + name.removeprefix("cudaError"), "match": _CUDA_SAID + re.escape(raw["string"]),
+    words = "|".join(re.escape(w) for w in (raw["string"], *older))
+    words = f"(?:{words})" if older else words
+    return _entry(i, {"id": "cuda_" + name.removeprefix("cudaError"), "match": _CUDA_SAID + words,
                       "means": f"CUDA's {name} ({code}): {raw['means']}", "kind": raw["kind"],
                       "class": raw["class"], "fix": [raw["fix"]], "source": source, "host": raw["host"]},
                   general=not raw["host"], defers=frozenset({raw["cause"]} if "cause" in raw else ()))
