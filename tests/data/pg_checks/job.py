@@ -1,0 +1,31 @@
+"""Provoke one of torch.distributed's own argument/env errors on CPU (gloo): CASE names which."""
+import os  # noqa: F401 (kept as recorded: the tracebacks' line numbers count this line)
+import sys
+
+import torch
+import torch.distributed as dist
+
+case = sys.argv[1]
+if case == "env_unset":
+    dist.init_process_group("gloo", init_method="env://")
+elif case == "init_twice":
+    dist.init_process_group("gloo")
+    dist.init_process_group("gloo")
+elif case == "no_default_pg":
+    t = torch.ones(4)
+    dist.all_reduce(t)
+elif case == "cpu_on_cuda_group":
+    dist.init_process_group("cuda:gloo")
+    t = torch.ones(4)
+    dist.all_reduce(t)
+elif case == "noncontig":
+    dist.init_process_group("gloo")
+    t = torch.ones(4, 4).t()
+    dist.all_reduce(t)
+elif case == "dtype":
+    dist.init_process_group("gloo")
+    out = torch.zeros(8, dtype=torch.float16)
+    dist.all_gather_into_tensor(out, torch.ones(4))
+elif case == "device_id":
+    dist.init_process_group("gloo", device_id=torch.device("cpu"))
+print("done", case)
