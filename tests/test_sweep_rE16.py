@@ -26,6 +26,7 @@ RECORDED = {
     "device_id": ("setup_failure", (0,), "pg_device_id_not_accelerator", "Pass the rank's own GPU with its index"),
     "cpu_on_cuda_group": ("rank_failed_first", (0, 1), "pg_tensor_device", "Put the tensor on the rank's own GPU"),
     "dtype": ("rank_failed_first", (0, 1), "pg_tensor_dtype", "Make the call's tensors one dtype"),
+    "src_not_in_group": ("rank_failed_first", (0,), "pg_rank_not_in_group", "Pass a rank of the group"),
 }
 
 
@@ -45,14 +46,17 @@ def test_a_recorded_check_is_read_by_its_mechanism(case):
 @pytest.mark.parametrize(("line", "entry", "kind", "step"), list(zip(WRITTEN, [
     "pg_tensor_device", "pg_tensor_device", "pg_tensor_layout", "pg_tensor_layout", "pg_tensor_dtype",
     "pg_tensor_dtype", "pg_tensor_dtype", None, "rendezvous_env_unset", "pg_not_initialized",
+    "pg_rank_not_in_group", "store_libuv_missing", "store_libuv_missing", None,
 ], [
     "rank_failed_first", "rank_failed_first", "rank_failed_first", "rank_failed_first", "rank_failed_first",
     "rank_failed_first", "rank_failed_first", "rank_failed_first", "setup_failure", "rank_failed_first",
+    "rank_failed_first", "setup_failure", "setup_failure", "rank_failed_first",
 ], [
     "Put the tensor on the rank's own GPU", "Put the tensor on the rank's own GPU", "Call `.contiguous()`",
     "Call `.contiguous()`", "Make the call's tensors one dtype", "Make the call's tensors one dtype",
     "Make the call's tensors one dtype", "Start as many processes per node as it has GPUs",
-    "Start the script with a launcher", "Call torch.distributed.init_process_group",
+    "Start the script with a launcher", "Call torch.distributed.init_process_group", "Pass a rank of the group",
+    "Set USE_LIBUV=0", "Set USE_LIBUV=0", "Start as many processes per node as it has GPUs",
 ], strict=True)))
 def test_each_written_form_is_its_mechanism(line, entry, kind, step):
     """Every release's form of each check (1.x's RuntimeError and 2.x's ValueError/TypeError, the 1.0-1.7 assertion)
@@ -79,3 +83,14 @@ def test_bare_lines_that_differ_are_not_given_to_the_culprit():
                         "ValueError: trying to initialize the default process group twice!", 1)
     v = run_text(text).verdict
     assert v.kind.value == "rank_failed_first" and v.cause is None
+
+
+def test_torchruns_own_refusal_of_nproc_gpu_without_cuda_is_the_launchers_setup():
+    """torchrun's --nproc-per-node gpu on a host without CUDA (recorded): a set-up failure with no culprit rank (no
+    worker started), whose first step checks CUDA in torchrun's environment; the line alone reads the same."""
+    v = run(DATA / "pg_checks" / "nproc_gpu" / "console.log").verdict
+    assert (v.kind.value, v.culprit_ranks) == ("setup_failure", ())
+    assert v.next_steps[0].startswith("Run `python -c 'import torch; print(torch.__version__, torch.version.cuda")
+    said = told("ValueError: Cuda is not available.")
+    assert said is not None and said.id == "torchrun_device_count_unavailable"
+    assert told("print('Cuda is not available. Falling back to CPU')") is None

@@ -28,4 +28,9 @@ elif case == "dtype":
     dist.all_gather_into_tensor(out, torch.ones(4))
 elif case == "device_id":
     dist.init_process_group("gloo", device_id=torch.device("cpu"))
+elif case == "src_not_in_group":
+    dist.init_process_group("gloo")
+    g = dist.new_group([0])
+    if dist.get_rank() == 0:
+        dist.broadcast(torch.ones(4), src=1, group=g)
 print("done", case)
