@@ -27,6 +27,8 @@ RECORDED = {
     "cpu_on_cuda_group": ("rank_failed_first", (0, 1), "pg_tensor_device", "Put the tensor on the rank's own GPU"),
     "dtype": ("rank_failed_first", (0, 1), "pg_tensor_dtype", "Make the call's tensors one dtype"),
     "src_not_in_group": ("rank_failed_first", (0,), "pg_rank_not_in_group", "Pass a rank of the group"),
+    "list_length": ("rank_failed_first", (0, 1), "pg_tensor_list_length", "Give the list one tensor for each member"),
+    "gather_length": ("rank_failed_first", (0,), "pg_tensor_list_length", "Give the list one tensor for each member"),
 }
 
 
@@ -46,17 +48,20 @@ def test_a_recorded_check_is_read_by_its_mechanism(case):
 @pytest.mark.parametrize(("line", "entry", "kind", "step"), list(zip(WRITTEN, [
     "pg_tensor_device", "pg_tensor_device", "pg_tensor_layout", "pg_tensor_layout", "pg_tensor_dtype",
     "pg_tensor_dtype", "pg_tensor_dtype", None, "rendezvous_env_unset", "pg_not_initialized",
-    "pg_rank_not_in_group", "store_libuv_missing", "store_libuv_missing", None,
+    "pg_rank_not_in_group", "store_libuv_missing", "store_libuv_missing", None, "pg_tensor_list_length",
+    "pg_tensor_list_length",
 ], [
     "rank_failed_first", "rank_failed_first", "rank_failed_first", "rank_failed_first", "rank_failed_first",
     "rank_failed_first", "rank_failed_first", "rank_failed_first", "setup_failure", "rank_failed_first",
-    "rank_failed_first", "setup_failure", "setup_failure", "rank_failed_first",
+    "rank_failed_first", "setup_failure", "setup_failure", "rank_failed_first", "rank_failed_first",
+    "rank_failed_first",
 ], [
     "Put the tensor on the rank's own GPU", "Put the tensor on the rank's own GPU", "Call `.contiguous()`",
     "Call `.contiguous()`", "Make the call's tensors one dtype", "Make the call's tensors one dtype",
     "Make the call's tensors one dtype", "Start as many processes per node as it has GPUs",
     "Start the script with a launcher", "Call torch.distributed.init_process_group", "Pass a rank of the group",
     "Set USE_LIBUV=0", "Set USE_LIBUV=0", "Start as many processes per node as it has GPUs",
+    "Give the list one tensor for each member", "Give the list one tensor for each member",
 ], strict=True)))
 def test_each_written_form_is_its_mechanism(line, entry, kind, step):
     """Every release's form of each check (1.x's RuntimeError and 2.x's ValueError/TypeError, the 1.0-1.7 assertion)

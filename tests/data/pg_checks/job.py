@@ -33,4 +33,12 @@ elif case == "src_not_in_group":
     g = dist.new_group([0])
     if dist.get_rank() == 0:
         dist.broadcast(torch.ones(4), src=1, group=g)
+elif case == "list_length":
+    dist.init_process_group("gloo")
+    out = [torch.zeros(4) for _ in range(3)]
+    dist.all_gather(out, torch.ones(4))
+elif case == "gather_length":
+    dist.init_process_group("gloo")
+    out = [torch.zeros(4) for _ in range(3)] if dist.get_rank() == 0 else None
+    dist.gather(torch.ones(4), out, dst=0)
 print("done", case)
