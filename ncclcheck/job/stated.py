@@ -110,6 +110,12 @@ def _restate(job: Job, kind: VerdictKind, culprits: list[int], summary: str, cau
         # the culprits wrote none, and they are every rank the inputs know (one task, a line under a host's prefix):
         # a line that names no process is theirs
         own = [x for x in says if x.rank is None]
+    if not own and culprits and kind is VerdictKind.RANK_FAILED_FIRST and not any(x.rank is not None for x in says) \
+            and len({x.text for x in says}) == 1:
+        # a rank failed first, no line names its process, and every one says the same (torchrun's console without
+        # --tee, where an error raised before init_process_group set the [rankN]: prefix is printed bare by each
+        # worker): the culprit's line is that one
+        own = says
     if not own and len(culprits) == 1 and _self_aborted(job, culprits[0]):
         # glibc's abort names no process: the launcher's report of the culprit's SIGABRT placed it (job/build.py)
         own = [x for x in says if x.rank is None and x.source == "glibc"]
