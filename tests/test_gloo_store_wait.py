@@ -33,3 +33,12 @@ def test_c10ds_store_waits_are_not_glooss(line):
     """PyTorch's own store's wait is its catalogue's (store_wait, store_unreachable), not gloo's store's."""
     said = told(line)
     assert said is None or said.id != "gloo_store_wait_timeout"
+
+
+@pytest.mark.parametrize("tag", ["[1]<stderr>:", "[1,1]<stderr>:", "[rank1]:"])
+def test_the_terminate_handlers_message_is_read_behind_each_launchers_tag(tag):
+    """The what() line behind horovodrun's gloo tag and Open MPI's --tag-output tag, as behind torchrun's: the
+    message is the reason (formats/cxx.py), not the bare terminate line."""
+    pair = [tag + line.split(":", 1)[1] for line in WRITTEN[0:2]]
+    v = run_text("\n".join(pair) + "\n").verdict
+    assert (v.kind.value, v.culprit_ranks) == ("setup_failure", ())

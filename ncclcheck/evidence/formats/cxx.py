@@ -17,8 +17,9 @@ from ncclcheck.evidence.types import Clue, Loc, Said, Who
 # gloo's failed check, "[enforce fail at file:line] condition. message" (its site), and the terminate handler's type.
 ENFORCE = re.compile(r"\[enforce fail at (?P<at>[^\]]{1,400})\]\s*(?P<said>.*)")  # bounded: linear on a hostile line
 TERMINATE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
-# At the line's start (after a launcher's prefix), or after the type on a paste that joined the two lines.
-WHAT = re.compile(r"(?:^|\]:|')\s*what\(\):\s+(?P<text>\S.*)")
+# At the line's start (after a launcher's prefix: torchrun's "[rank1]:", Open MPI's and horovodrun's
+# "[1,1]<stderr>:" / "[1]<stderr>:"), or after the type on a paste that joined the two lines.
+WHAT = re.compile(r"(?:^|[\]>]:|')\s*what\(\):\s+(?P<text>\S.*)")
 
 
 class Terminates:
