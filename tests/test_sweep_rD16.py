@@ -36,10 +36,10 @@ gpu1:4101:4150 [0] NCCL INFO comm 0x55d0 rank 0 nranks 16 cudaDev 0 nvmlDev 0 bu
 
 
 @pytest.mark.parametrize("index, entry, kind, step", [
-    (0, "nccl_bootstrap_size_differs", "setup_failure", "Print the world size each process was given"),
-    (1, "nccl_bootstrap_size_differs", "setup_failure", "Print the world size each process was given"),
-    (2, "nccl_bootstrap_rank_twice", "setup_failure", "Print the rank each process passes"),
-    (3, "nccl_invalid_rank", "setup_failure", "Print RANK and WORLD_SIZE"),
+    (0, "nccl_world_disagrees", "setup_failure", "Give every process the same world"),
+    (1, "nccl_world_disagrees", "setup_failure", "Give every process the same world"),
+    (2, "nccl_world_disagrees", "setup_failure", "Give every process the same world"),
+    (3, "nccl_world_disagrees", "setup_failure", "Give every process the same world"),
     (4, "nccl_comm_id_format", "setup_failure", "Unset NCCL_COMM_ID"),
     (5, "nccl_net_count_differs", "setup_failure", "Compare the NICs each node's ranks use"),
     (6, "ib_link_layer_mixed", "setup_failure", "Name NICs of one link type on every node with NCCL_IB_HCA"),
@@ -124,7 +124,7 @@ def test_the_warn_line_keeps_its_meaning_above_pytorchs_error():
     text = (f"{SWEEP[3]}\n[rank9]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/"
             "c10d/ProcessGroupNCCL.cpp:1970, invalid argument (run with NCCL_DEBUG=WARN for details), NCCL version 2.21.5")
     v = _verdict(text)
-    assert v["kind"] == "setup_failure" and v["next_steps"][0].startswith("Print RANK and WORLD_SIZE")
+    assert v["kind"] == "setup_failure" and v["next_steps"][0].startswith("Give every process the same world")
 
 
 def test_nccls_connect_with_no_route_is_not_the_store():
