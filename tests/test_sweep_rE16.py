@@ -99,3 +99,12 @@ def test_torchruns_own_refusal_of_nproc_gpu_without_cuda_is_the_launchers_setup(
     said = told("ValueError: Cuda is not available.")
     assert said is not None and said.id == "torchrun_device_count_unavailable"
     assert told("print('Cuda is not available. Falling back to CPU')") is None
+
+
+def test_a_culprits_own_exception_is_not_replaced_by_another_processs_bare_line():
+    """Recorded (tests/data/launchers/torchrun/rdzv_closed): rank 1 raised its own exception; node0's agent then printed
+    RendezvousClosedError with no rank. The bare line is not the culprit's: its own exception stays the failure."""
+    v = run(*sorted((DATA / "launchers" / "torchrun" / "rdzv_closed").glob("*.log"))).verdict
+    assert (v.kind.value, v.culprit_ranks) == ("rank_failed_first", (1,))
+    assert v.cause is None or v.cause.cause.name != "stated_reason"
+    assert v.summary.startswith("Rank 1 failed: RuntimeError: rank 1: a bad batch at step 3.")

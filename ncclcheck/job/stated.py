@@ -111,10 +111,11 @@ def _restate(job: Job, kind: VerdictKind, culprits: list[int], summary: str, cau
         # a line that names no process is theirs
         own = [x for x in says if x.rank is None]
     if not own and culprits and kind is VerdictKind.RANK_FAILED_FIRST and not any(x.rank is not None for x in says) \
-            and len({x.text for x in says}) == 1:
-        # a rank failed first, no line names its process, and every one says the same (torchrun's console without
-        # --tee, where an error raised before init_process_group set the [rankN]: prefix is printed bare by each
-        # worker): the culprit's line is that one
+            and len({x.text for x in says}) == 1 \
+            and all((s := job.rank(c)) is None or s.first_error is None for c in culprits):
+        # a rank failed first with no error line of its own (a launcher's exit status alone), no line names its
+        # process, and every one says the same (torchrun's console without --tee, where an error raised before
+        # init_process_group set the [rankN]: prefix is printed bare by each worker): the culprit's line is that one
         own = says
     if not own and len(culprits) == 1 and _self_aborted(job, culprits[0]):
         # glibc's abort names no process: the launcher's report of the culprit's SIGABRT placed it (job/build.py)
