@@ -91,8 +91,7 @@ _FACT_WORDS = (*pgnccl.FACT_WORDS, *nccl.FACT_WORDS, *world.FACT_WORDS)
 # frameworks' readers' (``formats.FED_WORDS``, bits 0 to _FED - 1), then its own sources' cheap tests.
 _FED = len(formats.FED_WORDS)
 # The clues a process prints about itself (formats/cxx.py, glibc.py, mpifatal.py, verbsqp.py, cmdline.py,
-# sanitizer.py): the
-# line's rank.
+# sanitizer.py, oneccl.py): the line's rank.
 _OWN_CLUES = frozenset({"what", "glibc", "argparse", "mpi", "cuda_ipc", "rdma_qp", "abort", "sanitizer", "ccl"})
 _FED_ANY = (1 << _FED) - 1
 _BUSY, _SIGNAL, _CLUE, _FACT, _NCCL_ERROR, _ERROR, _LOGGED, _UNREAD = (1 << (_FED + i) for i in range(8))
@@ -103,8 +102,8 @@ _WORDS = WordSets((*formats.FED_WORDS, busy.WORDS, errors.SIGNAL_WORDS, errors.C
 # gate words its fields happen to hold ("recv" in recvbuff); a line holding a word of an error, a signal, a clue, a
 # logger's record or busy work goes the whole way.
 _TRACE = formats.fed_bit(colltrace.FORMAT)
-_RAISED = formats.fed_bit(raisesite.FORMAT)
-_MPI = formats.fed_bit(mpifatal.FORMAT)  # tracebacks' frames: one the input ends inside is its process's error
+_RAISED = formats.fed_bit(raisesite.FORMAT)  # tracebacks' frames: one the input ends inside is its process's error
+_MPI = formats.fed_bit(mpifatal.FORMAT)  # MPI's reports: a signal banner the input ends before its Signal line
 _NOT_TRACE = _BUSY | _SIGNAL | _CLUE | _NCCL_ERROR | _ERROR | _LOGGED
 # py-spy's dumps (formats/pyspy.py): a frame's line holds no word of its source, so an open dump's reader is fed every
 # line until one that is no part of a dump closes it.
@@ -232,8 +231,7 @@ class LogParser:
         while fed:
             said += self._readers[(fed & -fed).bit_length() - 1][1].feed(text, Loc(self.file, lineno))
             fed &= fed - 1
-        if self._spy.inside or self._fault.inside:  # a dump's own line (its frames, py-spy's --locals' values): no
-            # other source's
+        if self._spy.inside or self._fault.inside:  # a dump's own line (its frames, --locals' values): no other's
             self._spied_line(text, said)
             return
         for e in said:
@@ -426,9 +424,9 @@ class LogParser:
     def _live(self, node: dict[Who, Who]) -> tuple[tuple[LiveStack, ...], tuple[SpiedProcess, ...]]:
         """Each py-spy dump of a process of the job (not a child's: a data loader's worker) as its rank's live stack:
         the rank its opening line's tag names (torchrun's local tag placed by ``node``), else the one this input's
-        launcher lines pair with its PID, else the
-        input's own rank (its path), else the rank the file's name gives where it holds one process's dump. The
-        dumps no rank is named for, apart: their stacks are no rank's (job/spied.py)."""
+        launcher lines pair with its PID, else the input's own rank (its path), else the rank the file's name gives
+        where it holds one process's dump. The dumps no rank is named for, apart: their stacks are no rank's
+        (job/spied.py)."""
         mains = [(who, e) for who, e in self._spied.values() if e.parent is None and e.threads]
         named = pyspy.file_rank(self.file) if len(mains) == 1 else None
         out: dict[int, LiveStack] = {}
