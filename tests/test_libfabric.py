@@ -75,3 +75,18 @@ def test_an_address_vector_insert_names_efas_security_group_both_ways(warn):
     first = v.next_steps[0]
     assert "inbound traffic from the group itself AND all outbound traffic to the group itself" in first
     assert "FI_LOG_LEVEL=warn" in first
+
+
+@pytest.mark.parametrize("warn", [
+    # nccl_ofi_rdma.cpp's connect-response and accept checks of the peer's rail counts (since v1.10.0-aws)
+    "NET/OFI Unexpected number of remote rails for dev 0. Expected 3 but got 2",
+    "NET/OFI Unexpected number of remote control rails for dev 5. Expected 1 but got 2",
+])
+def test_peers_that_count_their_rails_differently_are_a_set_up_failure_with_the_forced_count(warn):
+    text = (f"node-a:19817:19830 [0] NCCL WARN {warn}\n"
+            "node-a:19817:19817 [0] NCCL INFO transport/net.cc:476 -> 2\n"
+            "Test NCCL failure all_reduce.cu:471 'internal error - please report this issue to the NCCL developers'\n")
+    v = run_text(text).verdict
+    assert v.kind == VerdictKind.SETUP_FAILURE
+    assert v.stated is not None and "different number of rails" in v.stated.meaning
+    assert "OFI_NCCL_FORCE_NUM_RAILS" in v.next_steps[0]
