@@ -618,7 +618,7 @@ def bench_cmd(
         "--from-log", metavar="LOG", show_default=False,
         help="Replay the OpType and NumelIn of the watchdog line in this log.")] = None,
     exit_early_rank: Annotated[Optional[int], typer.Option(
-        "--exit-early-rank", hidden=True, help="Testing aid: this rank leaves before the first collective.")] = None,
+        "--exit-early-rank", hidden=True, help="Testing aid: this rank leaves after a barrier.")] = None,
 ) -> None:
     """Benchmark all_reduce (or another collective) on this host's GPUs: unchunked vs chunked, or a size sweep
     beside nccl-tests.

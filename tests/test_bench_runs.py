@@ -79,9 +79,10 @@ def test_gloo_two_ranks_on_two_nodes_json_and_check(tmp_path):
 
 
 def test_dead_peer_fails_within_the_timeout():
-    """A peer that leaves before the first collective: the survivor exits non-zero, saying why, under the timeout it
-    was given (a hang fails here at torchrun()'s limit; how fast it gives up is tools/bench_lost_peer.py's figure,
-    not a clock in a test that a loaded machine would fail)."""
+    """A peer that leaves after one barrier (every rank's set-up, gloo's full mesh, is over: a peer gone during it
+    fails init_process_group instead), before the measured collectives: the survivor exits non-zero, saying why,
+    under the timeout it was given (a hang fails here at torchrun()'s limit; how fast it gives up is
+    tools/bench_lost_peer.py's figure, not a clock in a test that a loaded machine would fail)."""
     r = torchrun("--nproc-per-node", "2", "-m", "ncclcheck.bench", "--size", "1e5", "--chunks", "", "--iters", "2",
                  "--timeout", "15", "--exit-early-rank", "1")
     assert r.returncode != 0

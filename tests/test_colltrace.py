@@ -196,3 +196,31 @@ def test_a_long_trace_keeps_each_communicators_last_calls_counted_over_all():
     calls = [Call.of(f.value) for f in scan.facts if f.key == "nccl_coll"]
     assert [c.index for c in calls] == list(range(n - TRACE_KEEP, n))
     assert [c.count for c in calls[-2:]] == [n - 1, n] and calls[0].opcount == n - TRACE_KEEP
+
+
+def _grepped(proc: str, dev: int, count: int, dtype: int, n: int = 0) -> str:
+    """One process's first Broadcast behind grep's file-name label (``grep -H``/``-r``: ``FILE:``; ``-n``:
+    ``FILE:LINE:``), as NCCL's enqueue.cc prints the call at every release (v2.3 to v2.30)."""
+    label = f"LOG.{dev}.txt:" + (f"{n}:" if n else "")
+    return label + _line(proc, dev, "Broadcast", 0, count, f"0x7f{dev}05a260", 8, dtype)
+
+
+def test_one_op_with_other_counts_and_types_on_one_communicator_is_calls_disagree(write):
+    """Five processes of one 8-rank communicator (no set-up line: each shows one address of that size), their first
+    Broadcast with another count and datatype on one of them, behind grep's labels: the calls disagree, both sides'
+    op, count and type named (ncclDataType_t: 6 float16, 4 int64), no culprit where no line states a rank."""
+    lines = [_grepped("h1:32615", 0, 25503912, 6), *(_grepped(f"h1:3261{k}", k, 53, 4, n=k) for k in range(1, 5))]
+    v = _verdict(write("grep.log", *lines))
+    assert (v["kind"], _cause(v), v["culprit_ranks"]) == ("collective_mismatch", "calls_disagree", [])
+    assert "issuing one Broadcast with different arguments" in v["summary"]
+    assert "h1:32615 (GPU 0) issued Broadcast of 25,503,912 float16 root 0" in v["summary"]
+    assert "h1:32611 (GPU 1) issued Broadcast of 53 int64 root 0" in v["summary"]
+    assert "Broadcast of 25,503,912 float16 root 0; Broadcast of 53 int64 root 0" in v["cause"]["detail"]
+
+
+def test_two_communicators_of_one_size_are_not_joined_by_their_size(write):
+    """Four processes, two 2-rank communicators (tensor-parallel pairs) with no set-up line, each pair's calls its
+    own: more processes than the size is not one communicator, so the pairs' different calls are no mismatch."""
+    lines = [_line("a:1", 0, "AllReduce", 0, 10, "0x1", 2), _line("b:2", 1, "AllReduce", 0, 10, "0x2", 2),
+             _line("c:3", 2, "AllGather", 0, 40, "0x3", 2), _line("d:4", 3, "AllGather", 0, 40, "0x4", 2)]
+    assert _verdict(write("pairs.log", *lines))["kind"] != "collective_mismatch"

@@ -1,6 +1,7 @@
 """oneCCL's own error lines (evidence/formats/oneccl.py): its logger's error level and its exception's what(), each
 release's form, read as the process's stated reason; its transport layer failing at set-up and libfabric offering it
-no provider are set-up failures whose fix names the provider settings (job/statements.toml `oneccl_*`). Written from
+no provider, its local rank and count unknown to it and a setting it refused are set-up failures whose fix names the
+settings (job/statements.toml `oneccl_*`). Written from
 the formats: tests/data/stated_formats/oneccl.log (README there)."""
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from ncclcheck.job.statements import told
 
 WRITTEN = (Path(__file__).parent / "data" / "stated_formats" / "oneccl.log").read_text().splitlines()
 ENTRIES = ["oneccl_no_provider", "oneccl_no_provider", "oneccl_transport_init", "oneccl_transport_init",
-           "oneccl_transport_init", "oneccl_transport_init"]
+           "oneccl_transport_init", "oneccl_transport_init", "oneccl_local_coord", "oneccl_local_coord",
+           "oneccl_local_coord", "oneccl_env_setting", "oneccl_env_setting"]
 
 
 def _read(line: str) -> list[str]:
@@ -65,3 +67,26 @@ def test_warnings_info_and_other_words_are_not_read(line):
     """oneCCL's warning and info levels state no failure, another logger's ERROR column is not oneCCL's tag, and a
     line naming oneCCL without a failure is no exception's message."""
     assert _read(line) == []
+
+
+def test_local_rank_unknown_at_init_names_the_launchers_variables():
+    """oneCCL's check of its local rank and count (2021.10-2021.11's CCL_THROW_IF_NOT: the logged condition, then
+    the exception with its message) under a launcher that is not MPI's: a set-up failure whose steps name
+    CCL_PROCESS_LAUNCHER with CCL_LOCAL_RANK and CCL_LOCAL_SIZE, and the sockets exchange."""
+    v = run_text("\n".join([WRITTEN[6], "terminate called after throwing an instance of 'ccl::v1::exception'",
+                            WRITTEN[7]]) + "\n").verdict
+    steps = " ".join(v.next_steps)
+    assert v.kind.value == "setup_failure"
+    assert all(w in steps for w in ("CCL_PROCESS_LAUNCHER=none", "CCL_LOCAL_RANK", "CCL_LOCAL_SIZE",
+                                    "CCL_ZE_IPC_EXCHANGE=sockets"))
+
+
+@pytest.mark.parametrize("line", [
+    "[W1129 08:00:00.000000 4021 torch/csrc/distributed/c10d/env.cpp:17] TORCH_NCCL_ASYNC_ERROR_HANDLING unset",
+    "2025:03:04-10:11:12:( 4021) |CCL_ERROR| sched.cpp:120 set_local_coordinate: condition x failed",
+])
+def test_other_files_and_functions_are_no_set_up_entry(line):
+    """PyTorch's own env.cpp warning is no oneCCL setting, and a function whose name only begins like the local-rank
+    check's is not it."""
+    said = told(line)
+    assert said is None or said.id not in ("oneccl_env_setting", "oneccl_local_coord")

@@ -14,7 +14,7 @@ print it under.
 from __future__ import annotations
 
 import pytest
-from conftest import run_text
+from conftest import DATA, run, run_text
 
 
 def _old(rank: int, seq: int, op: str, numel: int, pg: int = 0) -> str:
@@ -94,3 +94,24 @@ def test_two_groups_are_not_compared():
     text = _new(0, 959, "ALLREDUCE", 544997376, pg=1) + "".join(_new(r, 963, "ALLREDUCE", 2560) for r in (1, 2, 4, 5))
     v = run_text(text).verdict
     assert v.kind.value != "collective_mismatch"
+
+
+def test_a_member_timed_out_at_two_numbers_is_two_runs_not_compared(tmp_path):
+    """Two recordings read together: in one, rank 0 alone timed out at #959; in the other every rank, rank 0 too,
+    at #963. A process's watchdog times out once per group and run (job/runs.py), so rank 0's #959 is not of the
+    others' run and says nothing about their calls; read alone, the first recording is the mismatch."""
+    (tmp_path / "first.log").write_text(_new(0, 959, "ALLREDUCE", 544997376))
+    (tmp_path / "second.log").write_text(_job(_new, 963, 963, size_b=2560).replace("544997376", "2560"))
+    assert run(tmp_path).verdict.kind.value != "collective_mismatch"
+    (tmp_path / "second.log").write_text(_job(_new, 959, 963).split("\n", 1)[1])
+    assert run(tmp_path).verdict.kind.value == "collective_mismatch"
+
+
+def test_separate_recordings_read_together_are_not_one_run():
+    """tests/data/gpu/nccl232 read whole: rank 0 timed out at #4 in hang/ (rank 1 slept) and both ranks at #6 in
+    diag_env_proto/; compared across those runs rank 0 would look stuck in a call rank 1 finished with. Each run's
+    members alone are compared, so the verdict stays the set-up failure ifname/ records (NCCL_SOCKET_IFNAME=bogus0),
+    as each recording alone reads."""
+    v = run(DATA / "gpu" / "nccl232").verdict
+    assert v.kind.value == "setup_failure"
+    assert v.cause is not None and v.cause.cause.kind == "no_socket_interface"

@@ -1,6 +1,6 @@
-"""Benchmark: how long the benchmark's survivor takes to give up when its peer leaves before the first collective.
+"""Benchmark: how long the benchmark's survivor takes to give up when its peer leaves before the measured collectives.
 
-Two ranks of ``python -m ncclcheck.bench`` on gloo under torchrun, rank 1 leaving at once (``--exit-early-rank 1``),
+Two ranks of ``python -m ncclcheck.bench`` on gloo under torchrun, rank 1 leaving after one barrier (``--exit-early-rank 1``),
 ``--timeout 15``. The survivor must exit non-zero and say why within the process-group timeout plus the start-up of
 torch in three processes. ``make test`` checks the exit and the message (tests/test_bench_runs.py); the time is
 measured here, not there, where a loaded machine would fail a correct run.

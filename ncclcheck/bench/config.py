@@ -35,7 +35,7 @@ class BenchConfig:
     output: str | None
     from_log: str | None = None
     log_op: str | None = None  # the OpType taken from --from-log
-    exit_early_rank: int | None = None  # testing aid: this rank leaves before the first collective
+    exit_early_rank: int | None = None  # testing aid: this rank leaves after one barrier, before the measured ones
     sweep: tuple[int, int, int] | None = None  # (min bytes, max bytes, factor): the size-sweep mode
     graph: str = "off"  # off | on: CUDA-graph replay in the sweep
     min_busbw: float | None = None  # GB/s at the largest swept size; below it the exit code is 3

@@ -196,10 +196,19 @@ def _gather_times(mine: list[float], env: Env) -> list[list[float]]:
     return out.view(env.world, len(mine)).tolist()
 
 
+def _leave_early(cfg: BenchConfig, env: Env) -> None:
+    """Testing aid: the rank ``--exit-early-rank`` names leaves before the measured collectives. It first joins one
+    barrier, so that every rank's set-up is over (gloo's constructor connects the full mesh, and a peer gone in the
+    middle of it fails the survivor's init_process_group, not a collective): the survivor's next collective is the one
+    that meets the lost peer."""
+    if cfg.exit_early_rank is not None and env.rank == cfg.exit_early_rank:
+        dist.barrier()
+        os._exit(0)
+
+
 def run(cfg: BenchConfig, env: Env, progress: Progress = quiet) -> dict[str, Any]:
     """Measure every mode; return (on every rank) the per-mode results and memory figures."""
-    if cfg.exit_early_rank is not None and env.rank == cfg.exit_early_rank:
-        os._exit(0)  # testing aid: a peer that never arrives
+    _leave_early(cfg, env)
     free_before = torch.cuda.mem_get_info()[0] if env.backend == "nccl" else None
     if env.backend == "nccl":
         torch.cuda.reset_peak_memory_stats()
@@ -357,8 +366,7 @@ SWEEP_REPEATS = 3
 
 def run_sweep(cfg: BenchConfig, env: Env, progress: Progress = quiet) -> dict[str, Any]:
     """One all_reduce measurement per size of ``--sweep``; every rank returns the same points."""
-    if cfg.exit_early_rank is not None and env.rank == cfg.exit_early_rank:
-        os._exit(0)  # testing aid: a peer that never arrives
+    _leave_early(cfg, env)
     if cfg.sweep is None:
         raise BenchError("no --sweep given")
     if cfg.graph == "on" and env.backend != "nccl":

@@ -12,8 +12,9 @@ guide, "Collective operations": every rank must call each collective with the sa
   communicator in every process (up to NCCL 2.11 it counts each call; since, only the calls that went through the
   proxy, and on one node it can stay 0), else by their order in the input. A communicator is matched across
   processes by its set-up line: the ``commId`` every member prints (2.18 on), a split's parent and split count, else
-  the order of the process's set-ups of that size; with no set-up line, by identical calls, else as the one
-  communicator of that size each process shows.
+  the order of the process's set-ups of that size; with no set-up line, as the one communicator of its size where
+  each process shows one address of that size (and no more processes than the size: else two communicators of one
+  size), else by identical calls, else of that size among the rest.
 * Two processes whose calls at one position differ in op, count, type, reduction or root issued a collective
   mismatch (``collective_mismatch``): the verdict names each side by the rank a line states (the communicator's
   set-up line, RCCL's ``globalrank``, a launcher's rank tag), otherwise by its host, PID and GPU, and a culprit only
@@ -42,6 +43,7 @@ from ncclcheck.job.model import Job, VerdictKind
 from ncclcheck.job.rules import Decision
 
 MISMATCH = cause("trace_mismatch")
+DISAGREE = cause("calls_disagree")
 ORDER = cause("comm_order_deadlock")
 # The verdicts a trace may replace: nothing found, or a stop that no line explains.
 _OPEN = (VerdictKind.NO_FAILURE, VerdictKind.INCOMPLETE, VerdictKind.ALL_RANKS_STUCK)
@@ -147,10 +149,21 @@ def _keys(procs: list[Proc]) -> dict[tuple[str, str], Key]:
             loose.setdefault(p.key, {})[addr] = (mine[0].nranks, sig)
     if len(loose) < 2:
         return keys
+    # A size that each process shows on one address alone, held by no more processes than the size: one communicator,
+    # whatever its calls (they are what is compared); the calls match only where a process holds two of one size.
+    sized: dict[int, list[tuple[str, str]]] = {}
+    for pk, found in loose.items():
+        for addr, (n, _) in found.items():
+            sized.setdefault(n, []).append((pk, addr))
+    for n, members in sized.items():
+        if 1 < len(members) <= n and len({pk for pk, _ in members}) == len(members):
+            for m in members:
+                keys[m] = ("size", n)
     sigs: dict[Key, list[tuple[str, str]]] = {}
     for pk, found in loose.items():
         for addr, (_, sig) in found.items():
-            sigs.setdefault(sig, []).append((pk, addr))
+            if (pk, addr) not in keys:
+                sigs.setdefault(sig, []).append((pk, addr))
     for n, members in enumerate(sigs.values()):  # the calls' own tuple is long: a number stands for it
         if len(members) > 1 and len({pk for pk, _ in members}) == len(members):
             for m in members:
@@ -161,7 +174,7 @@ def _keys(procs: list[Proc]) -> dict[tuple[str, str], Key]:
             if (pk, addr) not in keys:
                 by_size.setdefault(n, []).append((pk, addr))
     for n, members in by_size.items():
-        if len(members) > 1 and len({pk for pk, _ in members}) == len(members):
+        if 1 < len(members) <= n and len({pk for pk, _ in members}) == len(members):
             for m in members:
                 keys[m] = ("size", n)
     return keys
@@ -231,13 +244,21 @@ def _mismatch(procs: list[Proc], aligned: Aligned) -> Decision | None:
     culprits = tuple(sorted(r for pk in odd if (r := by[pk].rank) is not None))
     blame = (f" The majority issued the other: {', '.join(by[pk].name for pk in odd)} is the odd one." if odd else
              " Nothing these lines show singles one side out: either may be the one that is wrong.")
+    ops = {c.op for c, _ in here.values()}
+    # One op with another count, type, reduction or root is one call made with different arguments (calls_disagree,
+    # as job/disagree.py reads it from PyTorch's records), save a one-element AllReduce, which is how a barrier is
+    # issued (maybe another place in the program).
+    one = len(ops) == 1 and not (ops == {"AllReduce"} and any(c.count == 1 for c, _ in here.values()))
+    what = f"one {first.op} with different arguments" if one else "different collectives"
     summary = (f"NCCL's collective trace shows the processes of one communicator ({first.nranks} ranks) issuing "
-               f"different collectives at its {at}: {'; '.join(words)}. NCCL matches its members' calls by position "
-               f"alone, so they wait in calls that never meet (or exchange the wrong data).{blame}")
+               f"{what} at its {at}: {'; '.join(words)}. NCCL matches its members' calls by position alone and "
+               f"checks none of their arguments, so they wait in calls that never meet (or exchange the wrong "
+               f"data).{blame}")
     locs = tuple(loc for _, loc in sorted(here.values(), key=lambda cl: cl[1].line))
-    detail = f"the trace shows different collectives at the communicator's {at}"
-    return _decision(VerdictKind.COLLECTIVE_MISMATCH, summary, culprits, Diagnosis(MISMATCH, culprits, detail,
-                                                                                  locs[0], locs, detail))
+    said = "; ".join(dict.fromkeys(_said(c) for c, _ in sorted(here.values(), key=lambda cl: cl[1].line)))
+    detail = f"the trace shows {what} at the communicator's {at} ({said})"
+    return _decision(VerdictKind.COLLECTIVE_MISMATCH, summary, culprits, Diagnosis(
+        DISAGREE if one else MISMATCH, culprits, detail, locs[0], locs, detail))
 
 
 def _crossed(procs: list[Proc], aligned: Aligned) -> Decision | None:

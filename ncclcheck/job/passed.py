@@ -16,6 +16,11 @@ everyone else had sent theirs: the others' #a+1 would then wait for it, as its s
 the two timed-out works are the same op of the same size, the numbers are not read at all (releases whose seq_
 counted sends and receives too give members of one group different numbers for one call).
 
+Only one run's members are compared: a process's watchdog times out at most once per group and run (it then takes
+the process down; job/runs.py), so a member with timeouts at two numbers of one group in these inputs holds more than
+one run of it (folders of separate recordings read together, a restart into per-rank files), and a member whose own
+counters say it completed the work it is stuck in is not stuck there in the same run: its group is not compared.
+
 That decides the hang whatever a member without input did: the ranks' calls disagree (collective_mismatch), and
 neither side is shown to be the wrong one (a data-dependent branch on one side, or on the other). A member whose
 timeout names no number, a send or receive, or another group's work is not compared.
@@ -63,14 +68,33 @@ class Passed:
                 "(a batch that skips a submodule, a condition on the input) makes one side's collectives differ.")
 
 
+def _runs_apart(job: Job) -> set[tuple[int, tuple[str | None, str | None]]]:
+    """The (rank, group) pairs whose evidence holds more than one run: timeouts at two numbers of one group, or a
+    stuck work its own counters say it completed."""
+    timed_out: dict[tuple[int, tuple[str | None, str | None]], set[int]] = {}
+    for r in job.records:
+        if r.who is not None and r.pg is not None and r.seq is not None and "watchdog_timeout" in r.evidence:
+            timed_out.setdefault((r.who, (r.pg.id, r.pg.guid)), set()).add(r.seq)
+    apart = {k for k, seqs in timed_out.items() if len(seqs) > 1}
+    for s in job.ranks:
+        for p in s.positions:
+            if p.stuck is not None and p.stuck.seq is not None and p.last_completed is not None \
+                    and p.last_completed >= p.stuck.seq:
+                apart.add((s.rank, p.group.key))
+    return apart
+
+
 def passed(job: Job) -> Passed | None:
     """The first group whose members' timed-out works say the earlier one's call was finished with by the others."""
     by_group: dict[object, list[tuple[int, Work]]] = {}
+    apart = _runs_apart(job)
     for s in job.ranks:
         w = s.stuck
         if w is not None and not w.p2p and w.seq is not None and w.state in STUCK:
             by_group.setdefault(w.group, []).append((s.rank, w))
     for stuck in by_group.values():
+        if any((r, w.group.key) in apart for r, w in stuck):
+            continue
         first = min(w.seq or 0 for _, w in stuck)
         early = next(w for _, w in stuck if w.seq == first)
         if (early.op or "").upper() not in EVERY_MEMBER:

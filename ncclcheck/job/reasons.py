@@ -85,6 +85,7 @@ SOURCES = (
     Source("fatal", 3, "a library's fatal check"),
     Source("rdma_qp", 3, "an RDMA verbs call's error"),
     Source("ccl", 3, "oneCCL's error line"),
+    Source("state_dict", 3, "PyTorch's load_state_dict check"),
     Source("what", 3, "a C++ exception's what()"),
     Source("terminate", 4, "a C++ exception nobody caught"),
     Source("nccl_error", 4, "NCCL's error code"),
@@ -209,6 +210,9 @@ def _meaning(source: str, text: str, says: Stating | None, file: str | None = No
         return "a library checked a condition of its own and ended the process with that reason"
     if source == "ccl":
         return "oneCCL, the collective library, stated this error (its error log line or its exception's message)"
+    if source == "state_dict":
+        return ("PyTorch's load_state_dict found a tensor of the checkpoint whose shape is not the model's, and "
+                "loaded none of it")
     if source == "what":
         return "the message of a C++ exception that reached no handler and ended the process"
     if source == "terminate":
@@ -270,7 +274,7 @@ def stated_lines(scans: Sequence[FileScan]) -> tuple[Stated, ...]:
             source = {"last_error": "last_error", "nccl": "nccl", "cuda": "cuda", "cuda_assert": "cuda_assert",
                       "teardown": "watchdog", "logged": "logged", "c_assert": "c_assert", "glibc": "glibc",
                       "mpi": "mpi", "fatal": "fatal", "cuda_ipc": "cuda_ipc", "rdma_qp": "rdma_qp", "ccl": "ccl",
-                      "container": "container", "unread": "unread", "sanitizer": "sanitizer",
+                      "state_dict": "state_dict", "container": "container", "unread": "unread", "sanitizer": "sanitizer",
                       "abort": "abort", "argparse": "argparse", "runner": "runner", "raise_line": "raise_line",
                       "what": "gloo_enforce" if "[enforce fail at " in c.text else "what"}.get(c.kind)
             if source is not None and _notice(c.says):

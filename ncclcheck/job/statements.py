@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ncclcheck.evidence.formats.nccl import PEER_GONE
+from ncclcheck.evidence.formats.statedict import sharded
 from ncclcheck.job.causedata import ACTIONS, tables
 from ncclcheck.job.layers import Reading, layer_of
 
@@ -33,7 +34,7 @@ _CUDA_KEYS = {"name", "code", "string", "means", "kind", "class", "fix", "host"}
 # clue (evidence/formats/errors.py).
 _CUDA_SAID = r"(?:CUDA error: |HIP error: |Cuda failure (?:\d{1,4} )?'|Test CUDA failure \S{1,200} ')"
 _KEYS = {"id", "match", "means", "kind", "class", "fix", "source"}
-_OPTIONAL = {"before", "host", "quote", "waiter"}
+_OPTIONAL = {"before", "host", "quote", "waiter", "shards"}
 # The causes that say only that something failed, not how: a line's mechanism always says more, so its fix goes first.
 GENERIC = frozenset({"stated_reason", "nccl_no_reason", "nccl_system_error"})
 # The verdict kinds an entry may imply ('' leaves the rules' kind).
@@ -68,6 +69,7 @@ class Statement:
     defers: frozenset[str] = frozenset()  # the causes that read the same words with their own fix: it is not repeated
     quotes: bool = False  # the line names the variables to set and their values: its fix quotes them (`export ...`)
     waiter: bool = False  # the line is its process's wait for others that never came: the process is no culprit
+    shards: bool = False  # the line names two shapes: where one is k times the other, its meaning says so (sharded state)
 
     def first_for(self, cause: str) -> bool:
         """Whether this fix goes before the cause's own: the cause says less than the line's mechanism."""
@@ -89,7 +91,8 @@ def _entry(i: int, raw: dict[str, Any], general: bool = False, defers: frozenset
     return Statement(raw["id"], pattern, raw["means"].strip(), raw["kind"], raw["class"],
                      tuple(f.strip() for f in raw["fix"]), raw["source"], frozenset(raw.get("before", ())),
                      host=raw.get("host", False) is True, general=general, defers=defers,
-                     quotes=raw.get("quote", False) is True, waiter=raw.get("waiter", False) is True)
+                     quotes=raw.get("quote", False) is True, waiter=raw.get("waiter", False) is True,
+                     shards=raw.get("shards", False) is True)
 
 
 def _cuda_entry(i: int, raw: dict[str, Any], path: Path = CUDA_TABLE) -> Statement:
@@ -183,10 +186,32 @@ def _quoted(said: Statement, text: str) -> Statement:
     return replace(said, fix=(step, *said.fix[1:]))
 
 
+def _sharded(said: Statement, text: str) -> Statement:
+    """The entry's meaning with what the line's two shapes say, where both are flat and one is k times the other
+    (evidence/formats/statedict.py): state sharded over ranks, saved by a job of another world size."""
+    got = sharded(text)
+    if got is None:
+        return said
+    k, ckpt, model, known = got
+    if known:
+        whose = (f"the checkpoint's {ckpt:,} elements are {k} times the model's {model:,}: saved by a job of "
+                 f"{k} times fewer ranks than this one" if ckpt > model else
+                 f"the model's {model:,} elements are {k} times the checkpoint's {ckpt:,}: saved by a job of "
+                 f"{k} times more ranks than this one")
+    else:
+        whose = (f"one shape's {max(ckpt, model):,} elements are {k} times the other's {min(ckpt, model):,}: "
+                 f"saved by a job whose world size differs from this one's {k} times")
+    return replace(said, means=f"{said.means}; here {whose}, as a shard of ceil(numel / world size) elements a rank "
+                               "(FSDP's flat parameters, ZeRO's partitions) is")
+
+
 def told(text: str) -> Statement | None:
     """The mechanism a stated line names, or None where the table has none for its words; an entry whose line names
-    the settings to make (``quote``) gives them, quoted, as its first step."""
+    the settings to make (``quote``) gives them, quoted, as its first step, and one whose line names two shapes
+    (``shards``) says where one is a whole multiple of the other."""
     said = next((s for s in STATEMENTS if s.pattern.search(text)), None)
+    if said is not None and said.shards:
+        return _sharded(said, text)
     return _quoted(said, text) if said is not None and said.quotes else said
 
 
