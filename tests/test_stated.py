@@ -150,11 +150,12 @@ def test_a_cuda_failure_in_a_warn_says_which_call(tmp_path):
 
 
 def test_gloos_enforce_text_is_quoted(tmp_path):
-    """gloo's EnforceNotMet, re-raised in Python: the condition it checked (gloo/common/logging.cc)."""
-    v = _verdict(tmp_path, "[rank2]: RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/pair.cc:446] "
-                           "op.preamble.length <= op.nbytes. 8 vs 4")
+    """gloo's EnforceNotMet, re-raised in Python: the condition it checked (gloo/common/logging.cc), where no entry of
+    job/statements.toml names the check's mechanism (pair.cc's duplicate receive of one slot)."""
+    v = _verdict(tmp_path, "[rank2]: RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/pair.cc:740] "
+                           "false. duplicate buffer for slot 3")
     assert (v["kind"], v["culprit_ranks"], v["stated"]["source"]) == ("rank_failed_first", [2], "gloo_enforce")
-    assert v["stated"]["meaning"] == ("gloo checked a condition at ../third_party/gloo/gloo/transport/tcp/pair.cc:446 "
+    assert v["stated"]["meaning"] == ("gloo checked a condition at ../third_party/gloo/gloo/transport/tcp/pair.cc:740 "
                                       "and it did not hold")
 
 
