@@ -1,0 +1,136 @@
+"""Sweep rE17 (issue 41 section 1): CUDA's runtime errors, the CUDA libraries' status codes, the caching allocator's
+out-of-memory and the DataLoader's errors, each read with its own meaning and first step whatever prints it.
+
+Each line is written from its printer's format: PyTorch's C10_CUDA_CHECK (``CUDA error: <cudaGetErrorString>``,
+c10/cuda/CUDAException.cpp) as RuntimeError or 2.8's torch.AcceleratorError under the ``[rankN]:`` prefix, THC's
+check of PyTorch <= 1.10 (``THCudaCheck FAIL file=%s line=%i error=%i : %s``), NCCL's CUDACHECK (``Cuda failure
+<code> '<string>'``), CuPy's CUDARuntimeError (``cudaErrorXxx: <string>``), PyTorch's library checks
+(aten/src/ATen/cuda/Exceptions.h: TORCH_CUDABLAS_CHECK, AT_CUDNN_CHECK), the CUDA strings from the CUDA runtime API's
+cudaError_t (https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html). The sweep's table is
+docs/data/sweep-rE17-2026-11-29.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ncclcheck.evidence.reader import resolve
+from ncclcheck.job.analyze import analyze
+from ncclcheck.job.statements import told
+from ncclcheck.render.json_out import analysis_json
+
+_SETUP = ("node1:2001:2001 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>",
+          "node1:2001:2001 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+          "node1:2001:2050 [0] NCCL INFO comm 0x55d0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1000 commId 0x1234 - "
+          "Init COMPLETE")
+
+
+def _verdict(tmp_path: Path, *lines: str) -> dict:
+    path = tmp_path / "rank.log"
+    path.write_text("\n".join(lines) + "\n")
+    problems: list[str] = []
+    sources = resolve([str(path)], lambda e: problems.append(str(e)))
+    assert not problems
+    return analysis_json(analyze(sources, workers=1))["verdict"]
+
+
+def _forms(string: str, code: int) -> list[str]:
+    """One CUDA string as each printer words it."""
+    return [f"RuntimeError: CUDA error: {string}",
+            f"[rank1]: torch.AcceleratorError: CUDA error: {string}",
+            f"THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=383 error={code} : {string}",
+            f"node1:2001:2050 [0] enqueue.cc:802 NCCL WARN Cuda failure {code} '{string}'"]
+
+
+# (cudaError_t's name without its prefix, code, string, the verdict's kind alone, words of the first step)
+_ROWS = [
+    ("InvalidValue", 1, "invalid argument", None, "CUDA_LAUNCH_BLOCKING=1"),
+    ("InvalidConfiguration", 9, "invalid configuration argument", None, "CUDA_LAUNCH_BLOCKING=1"),
+    ("InvalidDeviceFunction", 98, "invalid device function", "setup_failure", "get_arch_list()"),
+    ("InvalidKernelImage", 200, "device kernel image is invalid", "setup_failure", "get_arch_list()"),
+    ("DeviceAlreadyInUse", 216, "exclusive-thread device already in use by a different thread", "setup_failure",
+     "nvidia-smi -q -d COMPUTE"),
+    ("InvalidPtx", 218, "a PTX JIT compilation failed", "setup_failure", "nvidia-smi"),
+    ("InvalidResourceHandle", 400, "invalid resource handle", None, "torch.cuda.set_device(local_rank)"),
+    ("MpsMaxClientsReached", 808, "the hardware resources required to create MPS client have been exhausted",
+     "setup_failure", "without MPS"),
+]
+
+
+@pytest.mark.parametrize(("name", "code", "string", "kind", "step"), _ROWS)
+def test_each_cuda_string_has_its_row_in_every_printers_form(tmp_path, name, code, string, kind, step):
+    for line in _forms(string, code):
+        said = told(line) or told(f"CUDA error: {string}")
+        # NCCL's own call refused as invalid has its own entry (statements.toml: cuda_invalid_value_in_nccl)
+        mine = {"cuda_" + name} | ({"cuda_invalid_value_in_nccl"} if "NCCL WARN" in line and code == 1 else set())
+        assert said is not None and said.id in mine, line
+    v = _verdict(tmp_path, _forms(string, code)[0])
+    assert v["stated"]["meaning"].startswith(f"CUDA's cudaError{name} ({code})")
+    assert step in v["next_steps"][0] and (kind is None or v["kind"] == kind)
+    after = _verdict(tmp_path, *_SETUP, _forms(string, code)[1])
+    assert after["stated"]["meaning"].startswith(f"CUDA's cudaError{name} ({code})")
+
+
+def test_cupy_words_a_cuda_error_after_its_name(tmp_path):
+    v = _verdict(tmp_path, "cupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorNoKernelImageForDevice: no "
+                           "kernel image is available for execution on the device")
+    assert v["kind"] == "setup_failure" and "get_arch_list()" in v["next_steps"][0]
+
+
+def test_ptx_of_a_newer_toolkit_is_the_hosts_old_driver(tmp_path):
+    """cudaErrorUnsupportedPtxVersion (222) is cuda_driver_old's: the driver is older than the toolkit that made the
+    PTX; the period CUDA's string ends with is left off as PyTorch's words are read."""
+    for line in ("[rank0]: RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain.",
+                 "node1:2001:2050 [0] enqueue.cc:802 NCCL WARN Cuda failure 222 'the provided PTX was compiled with "
+                 "an unsupported toolchain.'"):
+        v = _verdict(tmp_path, line)
+        assert (v["kind"], v["cause"]["kind"], v["culprit_ranks"]) == ("setup_failure", "cuda_driver_old", [])
+
+
+def test_mps_clients_connect_is_no_store(tmp_path):
+    """CUDA's MPS client that could not reach its daemon (cudaErrorMpsConnectionFailed) is the host's MPS set-up, not
+    the rendezvous store that 'failed to connect' names elsewhere."""
+    v = _verdict(tmp_path, "[rank0]: RuntimeError: CUDA error: MPS client failed to connect to the MPS control daemon "
+                           "or the MPS server")
+    assert v["kind"] == "setup_failure" and v["cause"]["kind"] != "store_unreachable"
+    assert "nvidia-cuda-mps-control" in v["next_steps"][0]
+
+
+def test_too_many_peers_is_the_peer_access_cause_with_its_meaning(tmp_path):
+    v = _verdict(tmp_path, "RuntimeError: CUDA error: peer mapping resources exhausted")
+    assert v["cause"]["kind"] == "p2p_unsupported"
+    assert v["stated"]["meaning"].startswith("CUDA's cudaErrorTooManyPeers (711)")
+
+
+@pytest.mark.parametrize("line", [
+    "[rank0]: RuntimeError: CUDA error: operation not permitted when stream is capturing",
+    "RuntimeError: CUDA error: operation failed due to a previous error during capture",
+    "[rank2]: torch.AcceleratorError: CUDA error: capturing stream has unjoined work",
+    "RuntimeError: CUDA error: operation would make the legacy stream depend on a capturing blocking stream",
+    "node1:2001:2050 [0] enqueue.cc:802 NCCL WARN Cuda failure 900 'operation not permitted when stream is capturing'",
+    "cupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorStreamCaptureUnsupported: operation not permitted "
+    "when stream is capturing",
+])
+def test_a_call_that_breaks_a_graph_capture_is_read_as_capture_not_as_not_permitted(tmp_path, line):
+    """cudaErrorStreamCapture* (900-908) begin with the words of cudaErrorNotPermitted (800): the capture's entry
+    reads them first, and its step turns CUDA graphs off."""
+    assert told(line).id == "cuda_stream_capture"
+    v = _verdict(tmp_path, *_SETUP, line)
+    assert "CUDA graphs off" in v["next_steps"][0] and "capture of a CUDA graph" in v["stated"]["meaning"]
+
+
+@pytest.mark.parametrize("line", [
+    "[rank2]: RuntimeError: CUDA error: CUBLAS_STATUS_ARCH_MISMATCH when calling `cublasGemmEx( handle, opa, opb, m, "
+    "n, k, &falpha, a, CUDA_R_16BF, lda, b, CUDA_R_16BF, ldb, &fbeta, c, CUDA_R_16BF, ldc, CUDA_R_32F, "
+    "CUBLAS_GEMM_DEFAULT_TENSOR_OP)`",
+    "[rank3]: RuntimeError: cuDNN error: CUDNN_STATUS_ARCH_MISMATCH",
+    "RuntimeError: HIP error: invalid device function",
+    "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!",
+])
+def test_a_library_without_code_for_the_gpu_names_the_arch_list(tmp_path, line):
+    """HIP's runtime's own line is of no form the readers know: quoted first, the arch list's step next to it."""
+    v = _verdict(tmp_path, line)
+    assert v["kind"] == "setup_failure"
+    assert any("get_arch_list()" in s for s in v["next_steps"][:2])
