@@ -134,3 +134,55 @@ def test_a_library_without_code_for_the_gpu_names_the_arch_list(tmp_path, line):
     v = _verdict(tmp_path, line)
     assert v["kind"] == "setup_failure"
     assert any("get_arch_list()" in s for s in v["next_steps"][:2])
+
+
+@pytest.mark.parametrize("line", [
+    # c10/cuda/CUDACachingAllocator.cpp in 1.x ((GPU N; T total capacity; A already allocated; F free; R reserved in
+    # total by PyTorch)), 1.0's (... cached), 2.0-2.1's torch.cuda.OutOfMemoryError with its "capacty", 2.5's
+    # torch.OutOfMemoryError with the processes on the GPU
+    "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity; 14.35 GiB "
+    "already allocated; 3.75 MiB free; 14.65 GiB reserved in total by PyTorch)",
+    "RuntimeError: CUDA out of memory. Tried to allocate 12.50 MiB (GPU 0; 10.92 GiB total capacity; 8.57 MiB already "
+    "allocated; 9.28 GiB free; 4.68 MiB cached)",
+    "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 570.00 MiB. GPU 0 has a total capacty of "
+    "79.25 GiB of which 103.50 MiB is free. Including non-PyTorch memory, this process has 79.14 GiB memory in use.",
+    "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of "
+    "79.11 GiB of which 1.02 GiB is free. Process 1234 has 40.00 GiB memory in use.",
+    # ROCm's builds name their device (the hipified allocator), 1.x's and 2.x's; XPU's allocator and IPEX's
+    "RuntimeError: HIP out of memory. Tried to allocate 20.00 MiB (GPU 0; 31.98 GiB total capacity; 31.20 GiB already "
+    "allocated; 0 bytes free; 31.40 GiB reserved in total by PyTorch)",
+    "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 191.98 GiB "
+    "of which 1.02 GiB is free.",
+    "torch.OutOfMemoryError: XPU out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 64.00 GiB.",
+    "RuntimeError: XPU out of memory, please use `empty_cache` to release all unoccupied cached memory.",
+    # a CUDA call's own cudaErrorMemoryAllocation: C10_CUDA_CHECK, THC's check and THError, c10's driver check
+    "[rank1]: RuntimeError: CUDA error: out of memory",
+    "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCCachingHostAllocator.cpp line=265 error=2 : out of memory",
+    "RuntimeError: cuda runtime error (2) : out of memory at /pytorch/aten/src/THC/THCCachingAllocator.cpp:510",
+    "RuntimeError: CUDA driver error: out of memory",
+])
+def test_every_releases_out_of_memory_is_cuda_oom(tmp_path, line):
+    for lines in ((line,), (*_SETUP, line)):
+        v = _verdict(tmp_path, *lines)
+        assert (v["kind"], v["cause"]["kind"]) == ("rank_failed_first", "cuda_oom"), line
+        assert "batch" in v["next_steps"][0]
+
+
+@pytest.mark.parametrize("line", [
+    "| WARNING: ran out of memory with exception: CUDA out of memory. Tried to allocate 1.50 GiB (GPU 2; 31.75 GiB "
+    "total capacity; 28.20 GiB already allocated; 1.03 GiB free; 29.50 GiB reserved in total by PyTorch);",
+    "2023-01-01 10:00:00 | WARNING | fairseq.trainer | OOM: Ran out of memory with exception: CUDA out of memory. "
+    "Tried to allocate 1.50 GiB. GPU 2 has a total capacity of 31.75 GiB of which 1.03 GiB is free.",
+])
+def test_an_out_of_memory_a_framework_caught_and_skipped_puts_the_rank_out_of_step(tmp_path, line):
+    """fairseq's trainer catches the allocator's error, prints it in its own warning and skips the batch: no
+    exception, yet an out-of-memory (never no_failure), and the skip is why the others wait (fairseq#708)."""
+    v = _verdict(tmp_path, *_SETUP, line, " Skipping batch")
+    assert v["kind"] != "no_failure" and v["cause"]["kind"] == "cuda_oom"
+    assert "falls out of step" in v["next_steps"][0] and "went on without that batch" in v["stated"]["meaning"]
+
+
+def test_a_warning_that_only_names_out_of_memory_is_no_clue(tmp_path):
+    """The allocator's own words are read, not every mention of memory: a hint about out-of-memory is no failure."""
+    v = _verdict(tmp_path, "If you run out of memory, try a smaller batch size.")
+    assert v["kind"] == "no_failure"

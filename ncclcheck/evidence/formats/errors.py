@@ -88,6 +88,12 @@ FRAMEWORK_FAILED = re.compile(r"^RPC call to \w{1,80} timed out|Scheduler hit an
 TEARDOWN = re.compile(r"Some NCCL operations have failed or timed out|we are taking the entire process down")
 # PyTorch's DataLoader worker killed by SIGBUS, in its own words (torch/csrc/DataLoader.cpp): shared memory ran out.
 SHM_FULL = re.compile(r"bus error encountered in worker\. This might be caused by insufficient shared memory")
+# The caching allocator's out-of-memory message (c10/cuda/CUDACachingAllocator.cpp: "CUDA out of memory. Tried to
+# allocate ..."; ROCm's and XPU's builds name their device) inside a line that is no exception's: a framework that
+# caught the error and printed it in its own record (fairseq's trainer: "OOM: Ran out of memory with exception: ...",
+# 0.6's "| WARNING: ran out of memory with exception: ...;\n Skipping batch") and went on. Read as a CUDA error of
+# the line's words (job/statements.toml says what a rank that skipped its batch does to the others).
+CAUGHT_OOM = re.compile(r"(?:CUDA|HIP|XPU) out of memory\. Tried to allocate")
 # A launcher's words that it could not start or reach its processes on another node: ssh's own (OpenSSH:
 # "ssh: connect to host %s port %s: %s", "Host key verification failed.", "Permission denied (%s).") and Open MPI's
 # runtime's (ORTE and PRTE's help texts: a daemon that could not be started, failed after launch or lost; ORTE's
@@ -138,6 +144,7 @@ CLUE_GATE = re.compile(
     + r"|\bucp_[a-z]\w* ?[(+]|\buct_[a-z]\w* ?[(+]|\bucs_[a-z]\w* ?[(+]|\bucm_[a-z]\w* ?[(+]|\bucc_[a-z]\w* ?[(+]|"
     + SAYS.pattern
     + "|" + SHM_FULL.pattern
+    + "|" + CAUGHT_OOM.pattern  # an out-of-memory a framework caught and printed in its own record
     + "|" + WC_GATE  # a work completion that failed: its status in rdma-core's or UCX's words (evidence/wcstatus.py)
     + r"|Test CUDA failure|Test HIP failure"  # nccl-tests' CUDACHECK (src/common.h), rccl-tests' HIPCHECK
     + r"|The connection to the C10d store has failed"  # the c10d rendezvous backend's (c10d_rendezvous_backend.py)
@@ -153,7 +160,7 @@ CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "oom-kill", "THCudaChe
               "NCCL operations", "entire process down", "CUDA device", "same GPU", "Duplicate GPU", "ssh: ",
               "Host key verification", "Permission denied (", "remote daemon", "daemons", "daemon has", "route a message",
               "rted: ", "sshd: ", "ucp_", "uct_", "ucs_", "ucm_", "ucc_", "status=", "CUDA failure",
-              "HIP failure",
+              "HIP failure", "Tried to allocate",
               "maxSharedMem", "client socket", "etwork addresses of", "] connect [",
               "unexpected process identifier", "CoordinationService/", "SOCK_IFNAME=",
               "bootstrap_uid", "has been shut down",
@@ -326,6 +333,8 @@ def clues(who: Who, body: str, loc: Loc, clock: float | None) -> list[Clue]:
         out.append(Clue(who, "cuda", "CUDA error: " + m["what"].strip(), loc))
     elif m := _CUDA_OLD.search(body):
         out.append(Clue(who, "cuda", ("HIP error: " if m["hip"] is not None else "CUDA error: ") + _old_cuda(m), loc))
+    elif CAUGHT_OOM.search(body) and not PY_ERROR.match(body):
+        out.append(Clue(who, "cuda", body[:300], loc, clock))  # an out-of-memory a framework caught and printed
     if STORE_FAIL.search(body):
         out.append(Clue(who, "store", body[:300], loc, clock))
     elif _LAUNCHER.search(body):
@@ -367,6 +376,8 @@ class Lines:
         return said
 
 
+_CAUGHT_OOM = ("| WARNING: ran out of memory with exception: CUDA out of memory. Tried to allocate 332.00 MiB (GPU 0; "
+               "10.91 GiB total capacity; 9.33 GiB already allocated; 299.38 MiB free; 756.70 MiB cached);")
 _THC = "THCudaCheck FAIL file=/pytorch/torch/csrc/cuda/Module.cpp line=59 error=101 : invalid device ordinal"
 _ENGINE_DEAD = ("vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace "
                 "(above) for the root cause.")
@@ -382,7 +393,8 @@ FORMAT = Format(
                 "closing signal", "clients joined", "will restart worker group"),
     make=Lines,
     headers=(TRACEBACK,),
-    patterns=(PY_ERROR, FATAL_SIGNAL, CLUE_GATE, FRAMEWORK_FAILED, SAYS, DEATH_NEWS, TEARDOWN, SHM_FULL, _CUDA_ASSERT,
+    patterns=(PY_ERROR, FATAL_SIGNAL, CLUE_GATE, FRAMEWORK_FAILED, SAYS, DEATH_NEWS, TEARDOWN, SHM_FULL, CAUGHT_OOM,
+              _CUDA_ASSERT,
               _CUDA_ERROR, _CUDA_OLD, _SOCKET, EXCEPTION_AT),
     triggers=(Trigger('File "', '"'), Trigger("<module>", "<")),  # a traceback's frames (a framework's paths)
     wanted=('File "', "Error", "Exception"),
@@ -444,6 +456,10 @@ FORMAT = Format(
                "attempt_0/1/stderr.log:1",
                (Clue(_NOBODY, "cuda_assert", "Assertion `srcIndex < srcSelectDimSize` failed in indexSelectSmallIndex "
                                              "(Indexing.cu:1515)", AT),)),
+        Sample(_CAUGHT_OOM,
+               "fairseq's trainer (0.6: `| WARNING: ran out of memory with exception: {};\\n Skipping batch`) with the "
+               "caching allocator's 1.x message (c10/cuda/CUDACachingAllocator.cpp)",
+               (Clue(_NOBODY, "cuda", _CAUGHT_OOM, AT),)),
         Sample(_GLOO_PAIR,
                "tests/data/public_threads/253-gloo-223-two-node-cuda-benchmark-connection-refused.log:1",
                (Clue(_NOBODY, "socket", _GLOO_PAIR, AT),)),
