@@ -186,3 +186,62 @@ def test_a_warning_that_only_names_out_of_memory_is_no_clue(tmp_path):
     """The allocator's own words are read, not every mention of memory: a hint about out-of-memory is no failure."""
     v = _verdict(tmp_path, "If you run out of memory, try a smaller batch size.")
     assert v["kind"] == "no_failure"
+
+
+@pytest.mark.parametrize(("line", "entry", "step"), [
+    ("[rank0]: RuntimeError: DataLoader worker (pid(s) 12345, 12346) exited unexpectedly", "dataloader_worker_exited",
+     "num_workers=0"),
+    ("[rank1]: RuntimeError: DataLoader worker (pid 23456) exited unexpectedly with exit code 1. Details are lost due "
+     "to multiprocessing. Rerunning with num_workers=0 may give better error trace.", "dataloader_worker_exited",
+     "num_workers=0"),
+    ("[rank2]: RuntimeError: DataLoader timed out after 600 seconds", "dataloader_timed_out", "py-spy dump"),
+    ("[rank3]: ValueError: Caught ValueError in DataLoader worker process 3.", "dataloader_worker_raised",
+     "Original Traceback"),
+    ("[rank4]: RuntimeError: Caught RuntimeError in pin memory thread for device 4.", "dataloader_worker_raised",
+     "Original Traceback"),
+    ("[rank5]: RuntimeError: received 0 items of ancdata", "open_files_limit", "ulimit -n"),
+    ("[rank6]: RuntimeError: Too many open files. Communication with the workers is no longer possible. Please "
+     "increase the limit using `ulimit -n` in the shell or change the sharing strategy by calling "
+     "`torch.multiprocessing.set_sharing_strategy('file_system')` at the beginning of your code", "open_files_limit",
+     "ulimit -n"),
+])
+def test_the_data_loaders_errors_say_what_failed_in_it(tmp_path, line, entry, step):
+    assert told(line).id == entry
+    for lines in ((line,), (*_SETUP, line)):
+        v = _verdict(tmp_path, *lines)
+        assert v["kind"] == "rank_failed_first" and step in v["next_steps"][0], lines
+
+
+@pytest.mark.parametrize(("line", "cause"), [
+    ("ERROR: Unexpected segmentation fault encountered in worker.", "native_crash"),
+    ("ERROR: Unexpected floating-point exception encountered in worker.", "native_crash"),
+    ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).",
+     "shm_bus_error"),
+    ("RuntimeError: DataLoader worker (pid 12345) is killed by signal: Killed. ", "host_oom"),
+])
+def test_a_data_loader_worker_that_died_of_a_signal_is_never_no_failure(tmp_path, line, cause):
+    """torch/csrc/DataLoader.cpp's handlers write their line before the worker dies of the signal."""
+    v = _verdict(tmp_path, line)
+    assert v["kind"] == "rank_failed_first" and v["cause"]["kind"] == cause
+
+
+@pytest.mark.parametrize("frames", [
+    # a project's dataset folder, the frame its assertion is in (the paste cut above it)
+    ('  File "/repo/proj/yolox/data/datasets/mot.py", line 103, in pull_item', "    assert img is not None"),
+    # torch.utils.data's fetcher indexing the dataset, whose __getitem__ raised
+    ('  File "/opt/venv/lib/python3.11/site-packages/torch/utils/data/_utils/fetch.py", line 52, in fetch',
+     "    data = [self.dataset[idx] for idx in possibly_batched_index]",
+     '  File "/work/train.py", line 40, in __getitem__', "    assert img is not None"),
+])
+def test_an_exception_raised_reading_a_sample_names_the_data(tmp_path, frames):
+    v = _verdict(tmp_path, "[rank1]: Traceback (most recent call last):", *(f"[rank1]: {f}" for f in frames),
+                 "[rank1]: AssertionError")
+    found = [f for f in v["findings"] if f["code"] == "data-loading"]
+    assert found and "unreadable input file" in found[0]["fix"]
+
+
+def test_an_exception_in_the_programs_own_code_is_no_data_loading(tmp_path):
+    v = _verdict(tmp_path, "[rank1]: Traceback (most recent call last):",
+                 '[rank1]:   File "/work/train.py", line 88, in train_step', "[rank1]:     assert loss > 0",
+                 "[rank1]: AssertionError")
+    assert not [f for f in v["findings"] if f["code"] == "data-loading"]

@@ -60,8 +60,14 @@ FATAL_SIGNAL = re.compile(
     r"|Windows fatal exception: (?P<windows>access violation|stack overflow|illegal instruction"
     r"|int divide by zero|float divide by zero)"
     r"|xception (?:code:? )?(?P<nt>0x[cC]0000005|0x[cC]00000[fF][dD]|0x[cC]000001[dD]|0x[cC]0000094"
-    r"|0x[cC]000008[eE])\b|(?P<ntw>0x[cC]0000005): Access violation")
-SIGNAL_WORDS = ("ignal", "SIG", "Segmentation", "rror", "nstruction", "xception ", "fatal exception", ": Access violation")
+    r"|0x[cC]000008[eE])\b|(?P<ntw>0x[cC]0000005): Access violation"
+    # a DataLoader worker's own handler before it dies of the signal (torch/csrc/DataLoader.cpp: "ERROR: Unexpected
+    # segmentation fault encountered in worker.", "... floating-point exception ..."; its bus error's words are the
+    # shm clue's, SHM_FULL)
+    r"|(?:^|ERROR: )Unexpected (?P<loader>segmentation fault|floating-point exception) encountered in worker")
+_LOADER = {"segmentation fault": "Segmentation fault", "floating-point exception": "Floating point exception"}
+SIGNAL_WORDS = ("ignal", "SIG", "Segmentation", "rror", "nstruction", "xception ", "fatal exception", ": Access violation",
+                "ncountered in worker")
 
 # An exception a process raises with the news that another process died, which it outlives by design: vLLM's
 # EngineDeadError (vllm/v1/engine/exceptions.py: "Raised when the EngineCore dies. Unrecoverable."), raised in the API
@@ -288,7 +294,7 @@ def fatal_signal(line: str) -> str | None:
     elif m["windows"] or m["nt"] or m["ntw"]:
         sig = signals.BY_WINDOWS_WORDS.get(m["windows"] or "") or signals.BY_NTSTATUS[int(m["nt"] or m["ntw"], 16)]
     else:
-        sig = m["glog"] or m["gdb"] or signals.BY_WORDS[m["python"] or m["shell"]]
+        sig = m["glog"] or m["gdb"] or signals.BY_WORDS[m["python"] or m["shell"] or _LOADER[m["loader"]]]
     return sig if sig in signals.FATAL else None
 
 
