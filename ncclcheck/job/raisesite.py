@@ -11,7 +11,10 @@ frames at the exception's line). Two things follow from its place, general to ev
   symmetric memory, a framework's custom all-reduce or its own NCCL communicator) say the error is that path's; the
   framework's switch for it, read from its source, turns the path off for a run that confirms it;
 * a traceback cut off before its exception's line (no name) still says where its process stood: inside a collective
-  of torch.distributed, one every member of the group must call, or elsewhere; the rest of its output says what.
+  of torch.distributed, one every member of the group must call, or elsewhere; the rest of its output says what;
+* an exception raised while a Dataset read one sample (torch.utils.data's fetcher calling the dataset's
+  ``__getitem__``, or the innermost frame in a project's ``dataset``/``datasets`` folder) is that sample's data or the
+  dataset's code: a check on a decoded value there failing is most often a missing or unreadable input file.
 """
 
 from __future__ import annotations
@@ -41,6 +44,12 @@ NAMES = {"vllm": "vLLM", "sglang": "SGLang", "deepspeed": "DeepSpeed", "transfor
          "megatron": "Megatron-LM", "trl": "TRL", "peft": "PEFT", "ray": "Ray", "verl": "verl", "nemo": "NeMo",
          "colossalai": "ColossalAI", "horovod": "Horovod", "torchtitan": "torchtitan"}
 _SITE = frozenset(("site-packages", "dist-packages"))
+# Where a Dataset reads one sample: torch.utils.data's fetchers index the dataset (torch/utils/data/_utils/fetch.py,
+# _MapDatasetFetcher.fetch: ``self.dataset[idx]``, run in a worker by _utils/worker.py), which calls its
+# ``__getitem__``; a project's datasets are kept in a folder of that name (torchvision/datasets, a repo's
+# data/datasets).
+_LOADER_FILES = ("torch/utils/data/_utils/fetch.py", "torch/utils/data/_utils/worker.py")
+_DATASET_DIRS = frozenset(("dataset", "datasets"))
 # torch.distributed's Python functions that are one collective every member of the group calls: distributed_c10d's
 # (formats/pycall.py's CALLS), DDP's set-up (torch/distributed/utils.py since 1.11, DDP's own methods before: the
 # parameters' shapes checked across the processes, rank 0's parameters and buffers broadcast to the others) and DDP's
@@ -129,6 +138,26 @@ def framework_check(r: Raised, v: Versions) -> Finding | None:
     )
 
 
+def data_loading(r: Raised) -> Finding | None:
+    """An exception raised while a Dataset read one sample: the sample's data or the dataset's code, not the job's
+    communication."""
+    if not r.name or not r.frames:
+        return None
+    files = [f.file.replace("\\", "/") for f in r.frames]
+    loader = any(f.endswith(_LOADER_FILES) for f in files) or any(f.name == "__getitem__" for f in r.frames[:3])
+    if not (loader or _DATASET_DIRS & set(files[0].split("/")[:-1])):
+        return None
+    return Finding(
+        Severity.WARNING, "data-loading",
+        f"The {r.name} was raised while the data loader read one sample ({_where(r.frames[0])}): in the dataset's "
+        "code, not in torch.distributed; the other ranks wait for this one in their next collective.", (r.loc,),
+        "find the sample it failed on: a check on a value the dataset decoded failing there (an image reader that "
+        "returned no image, an empty array) is most often a missing, empty or unreadable input file; log the file's path "
+        "in the dataset's __getitem__ before its check (or rerun that rank with num_workers=0 to stop there) and "
+        "replace or drop that file",
+    )
+
+
 def cut_traceback(r: Raised) -> Finding | None:
     """A traceback cut off before its exception's line: where its process stood, and whether that is a collective
     every member of its group must call."""
@@ -187,7 +216,8 @@ def raise_findings(job: Job, kind: VerdictKind) -> list[Finding]:
     v = job.facts.versions
     for r in raised(job):
         packages = {p[0] for f in r.frames if (p := package(f.file)) is not None}
-        out = [f for f in (framework_check(r, v), call_path(r, packages), cut_traceback(r)) if f is not None]
+        out = [f for f in (framework_check(r, v), call_path(r, packages), data_loading(r), cut_traceback(r))
+               if f is not None]
         if out:
             return out
     return []

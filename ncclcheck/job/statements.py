@@ -31,8 +31,9 @@ CUDA_TABLE = Path(__file__).with_name("cuda_errors.toml")
 _CUDA_KEYS = {"name", "code", "string", "means", "kind", "class", "fix", "host"}  # and optional "cause", "older"
 # The prefixes that print a CUDA error string: PyTorch's C10_CUDA_CHECK, NCCL's CUDACHECK (with the code since 2.x)
 # and nccl-tests' CUDACHECK (job/cuda_errors.toml's header cites each); rccl-tests' HIPCHECK's is read as a "HIP error: "
-# clue (evidence/formats/errors.py).
-_CUDA_SAID = r"(?:CUDA error: |HIP error: |Cuda failure (?:\d{1,4} )?'|Test CUDA failure \S{1,200} ')"
+# clue (evidence/formats/errors.py); CuPy's CUDARuntimeError words it after the error's name ("cudaErrorNoDevice: no
+# CUDA-capable device is detected", cupy_backends/cuda/api/runtime.pyx).
+_CUDA_SAID = r"(?:CUDA error: |HIP error: |Cuda failure (?:\d{1,4} )?'|Test CUDA failure \S{1,200} '|\bcudaError[A-Z]\w{1,40}: )"
 _KEYS = {"id", "match", "means", "kind", "class", "fix", "source"}
 _OPTIONAL = {"before", "host", "quote", "waiter", "shards"}
 # The causes that say only that something failed, not how: a line's mechanism always says more, so its fix goes first.

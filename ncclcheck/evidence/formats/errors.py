@@ -60,8 +60,14 @@ FATAL_SIGNAL = re.compile(
     r"|Windows fatal exception: (?P<windows>access violation|stack overflow|illegal instruction"
     r"|int divide by zero|float divide by zero)"
     r"|xception (?:code:? )?(?P<nt>0x[cC]0000005|0x[cC]00000[fF][dD]|0x[cC]000001[dD]|0x[cC]0000094"
-    r"|0x[cC]000008[eE])\b|(?P<ntw>0x[cC]0000005): Access violation")
-SIGNAL_WORDS = ("ignal", "SIG", "Segmentation", "rror", "nstruction", "xception ", "fatal exception", ": Access violation")
+    r"|0x[cC]000008[eE])\b|(?P<ntw>0x[cC]0000005): Access violation"
+    # a DataLoader worker's own handler before it dies of the signal (torch/csrc/DataLoader.cpp: "ERROR: Unexpected
+    # segmentation fault encountered in worker.", "... floating-point exception ..."; its bus error's words are the
+    # shm clue's, SHM_FULL)
+    r"|(?:^|ERROR: )Unexpected (?P<loader>segmentation fault|floating-point exception) encountered in worker")
+_LOADER = {"segmentation fault": "Segmentation fault", "floating-point exception": "Floating point exception"}
+SIGNAL_WORDS = ("ignal", "SIG", "Segmentation", "rror", "nstruction", "xception ", "fatal exception", ": Access violation",
+                "ncountered in worker")
 
 # An exception a process raises with the news that another process died, which it outlives by design: vLLM's
 # EngineDeadError (vllm/v1/engine/exceptions.py: "Raised when the EngineCore dies. Unrecoverable."), raised in the API
@@ -88,6 +94,12 @@ FRAMEWORK_FAILED = re.compile(r"^RPC call to \w{1,80} timed out|Scheduler hit an
 TEARDOWN = re.compile(r"Some NCCL operations have failed or timed out|we are taking the entire process down")
 # PyTorch's DataLoader worker killed by SIGBUS, in its own words (torch/csrc/DataLoader.cpp): shared memory ran out.
 SHM_FULL = re.compile(r"bus error encountered in worker\. This might be caused by insufficient shared memory")
+# The caching allocator's out-of-memory message (c10/cuda/CUDACachingAllocator.cpp: "CUDA out of memory. Tried to
+# allocate ..."; ROCm's and XPU's builds name their device) inside a line that is no exception's: a framework that
+# caught the error and printed it in its own record (fairseq's trainer: "OOM: Ran out of memory with exception: ...",
+# 0.6's "| WARNING: ran out of memory with exception: ...;\n Skipping batch") and went on. Read as a CUDA error of
+# the line's words (job/statements.toml says what a rank that skipped its batch does to the others).
+CAUGHT_OOM = re.compile(r"(?:CUDA|HIP|XPU) out of memory\. Tried to allocate")
 # A launcher's words that it could not start or reach its processes on another node: ssh's own (OpenSSH:
 # "ssh: connect to host %s port %s: %s", "Host key verification failed.", "Permission denied (%s).") and Open MPI's
 # runtime's (ORTE and PRTE's help texts: a daemon that could not be started, failed after launch or lost; ORTE's
@@ -138,6 +150,7 @@ CLUE_GATE = re.compile(
     + r"|\bucp_[a-z]\w* ?[(+]|\buct_[a-z]\w* ?[(+]|\bucs_[a-z]\w* ?[(+]|\bucm_[a-z]\w* ?[(+]|\bucc_[a-z]\w* ?[(+]|"
     + SAYS.pattern
     + "|" + SHM_FULL.pattern
+    + "|" + CAUGHT_OOM.pattern  # an out-of-memory a framework caught and printed in its own record
     + "|" + WC_GATE  # a work completion that failed: its status in rdma-core's or UCX's words (evidence/wcstatus.py)
     + r"|Test CUDA failure|Test HIP failure"  # nccl-tests' CUDACHECK (src/common.h), rccl-tests' HIPCHECK
     + r"|The connection to the C10d store has failed"  # the c10d rendezvous backend's (c10d_rendezvous_backend.py)
@@ -153,7 +166,7 @@ CLUE_WORDS = ("rror", "Out Of Memory", "OOM", "oom_kill", "oom-kill", "THCudaChe
               "NCCL operations", "entire process down", "CUDA device", "same GPU", "Duplicate GPU", "ssh: ",
               "Host key verification", "Permission denied (", "remote daemon", "daemons", "daemon has", "route a message",
               "rted: ", "sshd: ", "ucp_", "uct_", "ucs_", "ucm_", "ucc_", "status=", "CUDA failure",
-              "HIP failure",
+              "HIP failure", "Tried to allocate",
               "maxSharedMem", "client socket", "etwork addresses of", "] connect [",
               "unexpected process identifier", "CoordinationService/", "SOCK_IFNAME=",
               "bootstrap_uid", "has been shut down",
@@ -281,7 +294,7 @@ def fatal_signal(line: str) -> str | None:
     elif m["windows"] or m["nt"] or m["ntw"]:
         sig = signals.BY_WINDOWS_WORDS.get(m["windows"] or "") or signals.BY_NTSTATUS[int(m["nt"] or m["ntw"], 16)]
     else:
-        sig = m["glog"] or m["gdb"] or signals.BY_WORDS[m["python"] or m["shell"]]
+        sig = m["glog"] or m["gdb"] or signals.BY_WORDS[m["python"] or m["shell"] or _LOADER[m["loader"]]]
     return sig if sig in signals.FATAL else None
 
 
@@ -326,6 +339,8 @@ def clues(who: Who, body: str, loc: Loc, clock: float | None) -> list[Clue]:
         out.append(Clue(who, "cuda", "CUDA error: " + m["what"].strip(), loc))
     elif m := _CUDA_OLD.search(body):
         out.append(Clue(who, "cuda", ("HIP error: " if m["hip"] is not None else "CUDA error: ") + _old_cuda(m), loc))
+    elif CAUGHT_OOM.search(body) and not PY_ERROR.match(body):
+        out.append(Clue(who, "cuda", body[:300], loc, clock))  # an out-of-memory a framework caught and printed
     if STORE_FAIL.search(body):
         out.append(Clue(who, "store", body[:300], loc, clock))
     elif _LAUNCHER.search(body):
@@ -367,6 +382,8 @@ class Lines:
         return said
 
 
+_CAUGHT_OOM = ("| WARNING: ran out of memory with exception: CUDA out of memory. Tried to allocate 332.00 MiB (GPU 0; "
+               "10.91 GiB total capacity; 9.33 GiB already allocated; 299.38 MiB free; 756.70 MiB cached);")
 _THC = "THCudaCheck FAIL file=/pytorch/torch/csrc/cuda/Module.cpp line=59 error=101 : invalid device ordinal"
 _ENGINE_DEAD = ("vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace "
                 "(above) for the root cause.")
@@ -382,7 +399,8 @@ FORMAT = Format(
                 "closing signal", "clients joined", "will restart worker group"),
     make=Lines,
     headers=(TRACEBACK,),
-    patterns=(PY_ERROR, FATAL_SIGNAL, CLUE_GATE, FRAMEWORK_FAILED, SAYS, DEATH_NEWS, TEARDOWN, SHM_FULL, _CUDA_ASSERT,
+    patterns=(PY_ERROR, FATAL_SIGNAL, CLUE_GATE, FRAMEWORK_FAILED, SAYS, DEATH_NEWS, TEARDOWN, SHM_FULL, CAUGHT_OOM,
+              _CUDA_ASSERT,
               _CUDA_ERROR, _CUDA_OLD, _SOCKET, EXCEPTION_AT),
     triggers=(Trigger('File "', '"'), Trigger("<module>", "<")),  # a traceback's frames (a framework's paths)
     wanted=('File "', "Error", "Exception"),
@@ -444,6 +462,10 @@ FORMAT = Format(
                "attempt_0/1/stderr.log:1",
                (Clue(_NOBODY, "cuda_assert", "Assertion `srcIndex < srcSelectDimSize` failed in indexSelectSmallIndex "
                                              "(Indexing.cu:1515)", AT),)),
+        Sample(_CAUGHT_OOM,
+               "fairseq's trainer (0.6: `| WARNING: ran out of memory with exception: {};\\n Skipping batch`) with the "
+               "caching allocator's 1.x message (c10/cuda/CUDACachingAllocator.cpp)",
+               (Clue(_NOBODY, "cuda", _CAUGHT_OOM, AT),)),
         Sample(_GLOO_PAIR,
                "tests/data/public_threads/253-gloo-223-two-node-cuda-benchmark-connection-refused.log:1",
                (Clue(_NOBODY, "socket", _GLOO_PAIR, AT),)),
