@@ -343,8 +343,9 @@ def diagnose(job: Job, killed: Sequence[tuple[int | None, Loc, str]] = (),
     if stops and not errors and not timeouts:
         # The agent passes on the signal it received: SIGHUP is a closed terminal, not a scheduler (signals.ORIGIN).
         hangup = any(signals.death_signal(s.text) == "SIGHUP" for s in stops)
+        # the stop's own words may say why (Slurm's DUE TO TIME LIMIT, a requeue, scancel: job/statements.toml)
         return Diagnosis(HANGUP if hangup else STOPPED, (), stops[0].text, stops[0].loc,
-                         tuple(s.loc for s in stops)[:8], stops[0].text)
+                         tuple(s.loc for s in stops)[:8], stops[0].text, said=first_told(s.text for s in stops))
     return None
 
 
