@@ -63,3 +63,63 @@ def test_slurmstepd_says_why_it_stopped_the_job(setup, line, cause, first):
     assert v["cause"]["kind"] == cause
     assert v["next_steps"][0].startswith(first) and v["cause"]["fix"][0].startswith(first)
     assert v["culprit_ranks"] == []  # the scheduler's stop names no rank of its own fault
+
+
+@pytest.mark.parametrize("setup", ["", SETUP])
+@pytest.mark.parametrize(("line", "signal", "cause"), [
+    # srun's _task_finish: strsignal's words, " (core dumped)" where the task dumped core (src/srun/launch.c)
+    ("srun: error: gpu07: task 1: Segmentation fault (core dumped)", "SIGSEGV", "native_crash"),
+    ("srun: error: gpu07: task 1: Illegal instruction", "SIGILL", "native_crash"),
+    ("srun: error: gpu07: task 1: Floating point exception (core dumped)", "SIGFPE", "native_crash"),
+])
+def test_srun_names_a_tasks_fatal_signal_in_words(setup, line, signal, cause):
+    v = _verdict(setup + line + "\n")
+    assert (v["kind"], v["cause"]["kind"], v["culprit_ranks"]) == ("rank_failed_first", cause, [1])
+
+
+def test_a_step_stopped_after_a_tasks_exit_is_that_tasks_failure():
+    """srun's --kill-on-bad-exit as its own console says it (tests/data/launchers/slurm/killbad, the tasks' lines
+    left out): task 2 exited 1, srun ended the step (slurmstepd's bare CANCELLED line), the others were terminated:
+    task 2 failed first, no outside stop."""
+    v = _verdict("srun: error: vm: task 2: Exited with exit code 1\n"
+                 "srun: launch/slurm: _step_signal: Terminating StepId=1.0\n"
+                 "slurmstepd-vm: error: *** STEP 1.0 ON vm CANCELLED AT 2026-11-28T08:32:20 ***\n"
+                 "srun: error: vm: tasks 0-1,3: Terminated\n")
+    assert (v["kind"], v["culprit_ranks"]) == ("rank_failed_first", [2])
+
+
+@pytest.mark.parametrize("setup", ["", SETUP])
+@pytest.mark.parametrize(("lines", "rank"), [
+    # Open MPI 1.x-4.x's help text (5.x puts "  Proc:" and "  Errorcode:" lines under the first)
+    (("MPI_ABORT was invoked on rank 2 in communicator MPI_COMM_WORLD", "with errorcode 3."), 2),
+    (("MPI_ABORT was invoked on rank 2 in communicator MPI_COMM_WORLD", "  Proc: [[4242,1],2]", "  Errorcode: 3"), 2),
+    # MPICH 3.4+'s ch4 head (its node is the world rank) and the bare form of older MPICH's process managers
+    (("Abort(3) on node 2 (rank 0 in comm 480): application called MPI_Abort(comm=0x84000002, 3) - process 0",), 2),
+    (("application called MPI_Abort(MPI_COMM_WORLD, 3) - process 2",), 2),
+    # a rank in another communicator is not the world's: the line names no culprit
+    (("MPI_ABORT was invoked on rank 0 in communicator split_comm", "with errorcode 3."), None),
+])
+def test_mpi_abort_is_the_programs_own_end_on_the_rank_it_names(setup, lines, rank):
+    v = _verdict(setup + "\n".join(lines) + "\n")
+    assert v["cause"]["kind"] == "stated_reason"
+    assert v["next_steps"][0].startswith("Read what the aborting rank printed just before the abort")
+    assert v["culprit_ranks"] == ([rank] if rank is not None else [])
+
+
+def test_mpi_abort_after_the_ranks_own_error_keeps_that_error():
+    """The rank's own exception before the abort says why: its mechanism, not the abort's, comes first."""
+    v = _verdict("[1,1]<stderr>:Traceback (most recent call last):\n"
+                 "[1,1]<stderr>:  File \"train.py\", line 9, in <module>\n"
+                 "[1,1]<stderr>:RuntimeError: CUDA error: out of memory\n"
+                 "MPI_ABORT was invoked on rank 1 in communicator MPI_COMM_WORLD\nwith errorcode 1.\n")
+    assert v["culprit_ranks"] == [1] and "out of memory" in v["stated"]["text"]
+
+
+@pytest.mark.parametrize("first", [
+    "There are not enough slots available in the system to satisfy the 64",  # Open MPI 1.x-5.x rmaps base
+    "There are not enough slots available in the system or not enough",  # PRRTE's round-robin mapper
+])
+def test_mpirun_refusing_for_slots_is_the_launchers_failure(first):
+    v = _verdict(f"{first}\nslots that were requested by the application:\n\n  python\n")
+    assert (v["kind"], v["cause"]["kind"], v["culprit_ranks"]) == ("launcher_failure", "mpi_slots", [])
+    assert "slots=N" in v["next_steps"][0]

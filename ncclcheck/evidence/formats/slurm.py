@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ncclcheck import signals
 from ncclcheck.evidence.formats.source import AT, Behind, Console, Format, LauncherLines, LineFormat, Sample
 from ncclcheck.evidence.types import Clue, ElasticFailure, Fact, JobStop, Loc, Said, Who
 
@@ -106,6 +107,8 @@ def _tasks(m: re.Match[str], loc: Loc) -> list[Said]:
     what = m["what"]
     code = int(c["code"]) if (c := _CODE.search(what)) else None
     sig = "SIGKILL" if ("Killed" in what or "Out Of Memory" in what) else ("SIGTERM" if "Terminated" in what else None)
+    if sig is None:  # a native crash, in strsignal's words ("Segmentation fault (core dumped)": src/srun/launch.c)
+        sig = signals.BY_WORDS.get(what.removesuffix(" (core dumped)").strip())
     if sig is None and code is None:
         return []
     out: list[Said] = []
@@ -160,6 +163,9 @@ FORMAT = Format(
                "tests/data/stated_formats/launcher_stops.log:3", (JobStop("Slurm", _FAILED, AT),)),
         Sample(_UME, "src/slurmd/slurmstepd/req.c (SIG_UME, 21.08 to 24.05); "
                "tests/data/stated_formats/launcher_stops.log:4", (JobStop("Slurm", _UME, AT),)),
+        Sample("srun: error: gpu07: task 1: Segmentation fault (core dumped)",
+               "src/srun/launch.c (_task_finish: error(\"%s: %s %s: %s%s\") with strsignal(WTERMSIG) and \" (core "
+               "dumped)\")", (ElasticFailure(1, None, None, None, "SIGSEGV", "gpu07", None, False, AT),)),
         Sample("srun: error: vm: task 1: Out Of Memory", "tests/data/launchers/slurm-gpu/oom/console.log:15",
                (Clue(Who(1, None), "launcher", "srun: error: vm: task 1: Out Of Memory", AT),
                 ElasticFailure(1, None, None, None, "SIGKILL", "vm", None, False, AT))),
