@@ -340,11 +340,16 @@ def diagnose(job: Job, killed: Sequence[tuple[int | None, Loc, str]] = (),
     errors = [e for e in job.facts.errors
               if e.kind is not ErrorKind.EXCEPTION or e.says is None or e.says.agent != "SignalException"]
     timeouts = job.facts.timeouts
-    if stops and not errors and not timeouts:
+    # a launcher's report that a worker exited with an error before the stop: the stop followed it (srun's
+    # --kill-on-bad-exit: "task N: Exited with exit code C", then slurmstepd's CANCELLED line), no outside stop
+    failed_first = bool(stops) and any(f.exitcode and f.signal is None and f.loc.file == stops[0].loc.file
+                                       and f.loc.line < stops[0].loc.line for f in job.facts.elastic)
+    if stops and not errors and not timeouts and not failed_first:
         # The agent passes on the signal it received: SIGHUP is a closed terminal, not a scheduler (signals.ORIGIN).
         hangup = any(signals.death_signal(s.text) == "SIGHUP" for s in stops)
+        # the stop's own words may say why (Slurm's DUE TO TIME LIMIT, a requeue, scancel: job/statements.toml)
         return Diagnosis(HANGUP if hangup else STOPPED, (), stops[0].text, stops[0].loc,
-                         tuple(s.loc for s in stops)[:8], stops[0].text)
+                         tuple(s.loc for s in stops)[:8], stops[0].text, said=first_told(s.text for s in stops))
     return None
 
 

@@ -93,8 +93,13 @@ OOB_CONNECT = re.compile(r"A process or daemon was unable to complete a TCP conn
 NOT_STARTED = re.compile(r"was unable to launch the specified application as it could not(?: access)?\s*$"
                          r"|was unable to find the specified executable file"
                          r"|tried to fork a new process via the \"execve\" system call but")
+# mpirun's refusal to start a job asking for more processes than the slots it found (help-orte-rmaps-base.txt
+# [orte-rmaps-base:alloc-error] and its kin, 1.x-4.x; PRRTE's help-prte-rmaps-base.txt and help-prte-rmaps-rr.txt):
+# read at its first line, the launcher's clue (the catalogue's mpi_slots).
+SLOTS = re.compile(r"There are not enough slots available in the (?:system|Grid Engine)")
 _NOT_STARTED_WORDS = ("was unable to launch the specified application", "was unable to find the specified executable",
-                      'tried to fork a new process via the "execve"', "was unable to complete a TCP connection")
+                      'tried to fork a new process via the "execve"', "was unable to complete a TCP connection",
+                      "not enough slots available")
 
 # The tag's end, in every tagged line: the reader's word in a head.
 _TAG_WORDS = ("]<stdout>:", "]<stderr>:")
@@ -124,7 +129,8 @@ class Lines:
             return ()
         if self._tcp is not None and ("Local host:" in text or "connect() to " in text):
             return self._tcp_field(text, loc)
-        if ("was unable to " in text or '"execve"' in text) and (NOT_STARTED.search(text) or OOB_CONNECT.search(text)):
+        if ("was unable to " in text or '"execve"' in text or "not enough slots" in text) and (
+                NOT_STARTED.search(text) or OOB_CONNECT.search(text) or SLOTS.search(text)):
             return (Clue(Who(), "launcher", text.strip()[:300], loc),)
         return self._ends.feed(text, loc)
 
@@ -152,7 +158,7 @@ FORMAT = Format(
     words=(*(f.word for f in LINES), *_TCP_WORDS, *_NOT_STARTED_WORDS),
     head_words=_TAG_WORDS,  # its tags, read where a console starts
     make=Lines,
-    patterns=(*(f.pattern for f in LINES), TCP_CONNECT, TCP_FIELD, NOT_STARTED, OOB_CONNECT),
+    patterns=(*(f.pattern for f in LINES), TCP_CONNECT, TCP_FIELD, NOT_STARTED, OOB_CONNECT, SLOTS),
     rank_tags=(RANK_TAG,),
     prefixes=(RANK_TAG,),
     path_ranks=(PATH_RANK,),
@@ -177,6 +183,9 @@ FORMAT = Format(
         Sample("A process or daemon was unable to complete a TCP connection",
                "Open MPI 4.x orte/mca/oob/tcp/oob_tcp_connection.c (opal_output of its out-of-band connect failure)",
                (Clue(Who(), "launcher", "A process or daemon was unable to complete a TCP connection", AT),)),
+        Sample("There are not enough slots available in the system to satisfy the 64",
+               "tests/data/launchers/mpi_launch/slots/console.log:2 (Open MPI 4.1.4, help-orte-rmaps-base.txt)",
+               (Clue(Who(), "launcher", "There are not enough slots available in the system to satisfy the 64", AT),)),
         Sample("mpirun.openmpi was unable to launch the specified application as it could not access",
                "tests/data/launchers/mpi_launch/not_found/console.log:2 (Open MPI 4.1.4; orte/tools/orterun/"
                "help-orterun.txt [orterun:exe-not-accessible])",

@@ -53,8 +53,16 @@ OPAL_ABORT = re.compile(r"\[[^\]\s:]{1,200}:\d{1,10}\] (?P<said>Signal: Aborted 
 # line that names the signal (HOSTFORMAT "Signal: %s (%d)", or "Signal: %d"), written with it in one write().
 BANNER = re.compile(r"\[(?P<at>[^\]\s:]{1,200}:\d{1,10})\] \*\*\* Process received signal \*\*\*")
 NAMED = re.compile(r"\[(?P<at>[^\]\s:]{1,200}:\d{1,10})\] Signal: ")
+# The program's own MPI_Abort, as the library reports it: Open MPI's help text (ompi/mpi/help-mpi-api.txt
+# [mpi-abort], 1.x to 5.x: "MPI_ABORT was invoked on rank %d in communicator %s", its error code on the next line),
+# MPICH's (src/mpi/init/init_impl.c: "application called MPI_Abort(%s, %d) - process %d", the process's rank in
+# that communicator, behind ch4's "Abort(%d) on node <world rank> (rank %d in comm %d): ").
+ABORT_OMPI = re.compile(r"(?P<said>MPI_ABORT was invoked on rank (?P<rank>\d{1,7}) in communicator (?P<comm>\S{1,64}))")
+ABORT_MPICH = re.compile(r"(?:Abort\(-?\d{1,12}\) on node (?P<node>\d{1,7})[^:\n]{0,60}: )?"
+                         r"(?P<said>application called MPI_Abort\((?P<comm>[^,()\n]{1,64}), -?\d{1,12}\) - process "
+                         r"(?P<rank>\d{1,7}))")
 WORDS = ("Fatal error in ", "*** MPI_ERR_", "IpcOpenMemHandle", "Signal: Aborted (6)", "Process received signal",
-         "] Signal: ")
+         "] Signal: ", "MPI_ABORT was invoked", "called MPI_Abort(")
 
 
 def _rank(m: re.Match[str]) -> int | None:
@@ -64,6 +72,14 @@ def _rank(m: re.Match[str]) -> int | None:
         if said is not None:
             return int(said)
     return None
+
+
+def _aborted(m: re.Match[str]) -> int | None:
+    """The world rank that called MPI_Abort: ch4's node (its world rank), else its rank where the communicator is
+    MPI_COMM_WORLD (a rank in another communicator is not the world's)."""
+    if m.groupdict().get("node") is not None:
+        return int(m["node"])
+    return int(m["rank"]) if m["comm"] == "MPI_COMM_WORLD" else None
 
 
 class Lines:
@@ -89,6 +105,8 @@ class Lines:
             return (Clue(Who(global_rank=_rank(m)), "mpi", m["said"].strip(), loc),)
         if "*** MPI_ERR_" in text and (o := OMPI.search(text.rstrip())):
             return (Clue(Who(), "mpi", o["said"].strip(), loc),)
+        if ("MPI_Abort" in text or "MPI_ABORT" in text) and (m := ABORT_OMPI.search(text) or ABORT_MPICH.search(text)):
+            return (Clue(Who(global_rank=_aborted(m)), "mpi", m["said"], loc),)
         if "Signal: Aborted (6)" in text and (a := OPAL_ABORT.search(text)):
             return (Clue(Who(), "abort", a["said"], loc),)
         if "IpcOpenMemHandle" in text and (i := IPC.search(text)):
@@ -103,7 +121,7 @@ FORMAT = Format(
     name="MPI errors",
     words=WORDS,
     make=Lines,
-    patterns=(MPICH, OMPI, IPC, OPAL_ABORT),
+    patterns=(MPICH, OMPI, IPC, OPAL_ABORT, ABORT_OMPI, ABORT_MPICH),
     # the signal handler's banner and the line that names its signal, behind their words (they read nothing alone)
     behind=(Behind(("Process received signal",), (BANNER,)), Behind(("] Signal: ",), (NAMED,))),
     samples=(
@@ -117,6 +135,13 @@ FORMAT = Format(
         Sample("[node1:04211] *** MPI_ERR_TRUNCATE: message truncated",
                "Open MPI ompi/errhandler/errhandler_predefined.c (\"*** %s\") with ompi/errhandler/errcode.c's string",
                (Clue(Who(), "mpi", "MPI_ERR_TRUNCATE: message truncated", AT),)),
+        Sample("MPI_ABORT was invoked on rank 1 in communicator MPI_COMM_WORLD",
+               "tests/data/launchers/mpi_abort/console.log:7 (Open MPI 4.1.4, ompi/mpi/help-mpi-api.txt [mpi-abort])",
+               (Clue(Who(global_rank=1), "mpi", "MPI_ABORT was invoked on rank 1 in communicator MPI_COMM_WORLD", AT),)),
+        Sample("Abort(3) on node 2 (rank 0 in comm 480): application called MPI_Abort(comm=0x84000002, 3) - process 0",
+               "MPICH 3.4+ src/mpid/ch4/src/ch4_globals.c (\"Abort(%d)%s%s: %s%s\") and src/mpi/init/init_impl.c "
+               "(\"application called MPI_Abort(%s, %d) - process %d\")",
+               (Clue(Who(global_rank=2), "mpi", "application called MPI_Abort(comm=0x84000002, 3) - process 0", AT),)),
         Sample("[node7:81234] Signal: Aborted (6)", "Open MPI opal/util/stacktrace.c (HOSTFORMAT \"Signal: %s (%d)\")",
                (Clue(Who(), "abort", "Signal: Aborted (6)", AT),)),
         Sample("(GTL DEBUG: 0) cuIpcOpenMemHandle: invalid argument, CUDA_ERROR_INVALID_VALUE, line no 272",

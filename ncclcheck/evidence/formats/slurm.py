@@ -23,15 +23,21 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ncclcheck import signals
 from ncclcheck.evidence.formats.source import AT, Behind, Console, Format, LauncherLines, LineFormat, Sample
 from ncclcheck.evidence.types import Clue, ElasticFailure, Fact, JobStop, Loc, Said, Who
 
+# slurmstepd's program name before its error (the host's in it from Slurm 21), quoted with the stop's words
+_STEPD = r"(?:slurmstepd(?:-[\w.-]+)?: error: )?"
 # `--output=DIR/%t.log` (or .out/.err/.txt): a file named by the task number alone.
 PATH_RANK = re.compile(r"(?:^|/)(?P<rank>\d{1,7})\.(?:log|out|err|txt)$")
 LINES = (
     # Memory enforced by accounting (JobAcctGatherParams=OverMemoryKill, no cgroup): the step's tasks are summed,
     # and every task is killed at once, so no one task is named.
-    LineFormat("Slurm", "xceeded", re.compile(r"Exceeded job memory limit|(?:Step|Job) \S{1,64} exceeded memory limit"),
+    # "%ps exceeded memory limit (%lu > %lu), being killed" (src/common/slurm_jobacct_gather.c): "StepId=J.S" from
+    # 20.02, "Step J.S" and "Job J" before.
+    LineFormat("Slurm", "xceeded",
+               re.compile(r"Exceeded job memory limit|(?:StepId=|(?:Step|Job) )\S{1,64} exceeded memory limit"),
                stop=True),
     # "slurmstepd: error: *** STEP 11.0 ON vm CANCELLED AT 2026-11-25T15:05:34 DUE TO TIME LIMIT ***"; Slurm 21+
     # names the host in the program's name ("slurmstepd-vm: error:"). Newer Slurm says why (src/slurmd/slurmstepd/
@@ -42,6 +48,13 @@ LINES = (
                re.compile(r"(?:slurmstepd(?:-[\w.-]+)?: error: )?\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT"
                           r"(?! \S{1,40} DUE TO TASK FAILURE)"),
                stop=True),
+    # The controller had marked the job FAILED (its batch script or another step failed) when it had this node's
+    # steps ended (SIG_FAILURE, 21.08 on); the node reported an uncorrectable memory error to its steps (SIG_UME,
+    # 21.08 to 24.05): slurmstepd's stops with no time (job/statements.toml says what each means).
+    LineFormat("Slurm", "FAILED (non-zero",
+               re.compile(_STEPD + r"\*\*\* (?:JOB|STEP) \S{1,64} ON \S{1,256} FAILED \(non-zero exit code"), stop=True),
+    LineFormat("Slurm", "UNCORRECTABLE MEMORY",
+               re.compile(_STEPD + r"\*\*\* (?:JOB|STEP) \S{1,64} ON \S{1,256} UNCORRECTABLE MEMORY ERROR AT"), stop=True),
 )
 
 # "srun: error: node3: tasks 8-13,15: Exited with exit code 1" (or "Killed", "Out Of Memory"): the tasks of a step
@@ -94,6 +107,8 @@ def _tasks(m: re.Match[str], loc: Loc) -> list[Said]:
     what = m["what"]
     code = int(c["code"]) if (c := _CODE.search(what)) else None
     sig = "SIGKILL" if ("Killed" in what or "Out Of Memory" in what) else ("SIGTERM" if "Terminated" in what else None)
+    if sig is None:  # a native crash, in strsignal's words ("Segmentation fault (core dumped)": src/srun/launch.c)
+        sig = signals.BY_WORDS.get(what.removesuffix(" (core dumped)").strip())
     if sig is None and code is None:
         return []
     out: list[Said] = []
@@ -110,6 +125,8 @@ def _tasks(m: re.Match[str], loc: Loc) -> list[Said]:
 
 _OOM = "srun: Exceeded job memory limit"
 _CANCELLED = "slurmstepd-vm: error: *** STEP 11.0 ON vm CANCELLED AT 2026-11-25T15:05:34 DUE TO TIME LIMIT ***"
+_FAILED = "slurmstepd: error: *** STEP 4242.0 ON gpu07 FAILED (non-zero exit code or other failure mode) ***"
+_UME = "slurmstepd: error: *** JOB 4242 ON gpu07 UNCORRECTABLE MEMORY ERROR AT 2026-11-29T03:10:00 ***"
 FORMAT = Format(
     name="Slurm",
     words=("srun: error: ", *(f.word for f in LINES), *_LAUNCH_WORDS),
@@ -142,6 +159,13 @@ FORMAT = Format(
                "for job %u: %m\"))",
                (Clue(Who(), "launcher", "Unable to create step for job 1: More processors requested than permitted",
                      AT),)),
+        Sample(_FAILED, "src/slurmd/slurmstepd/req.c (SIG_FAILURE, 21.08 to 26.05); "
+               "tests/data/stated_formats/launcher_stops.log:3", (JobStop("Slurm", _FAILED, AT),)),
+        Sample(_UME, "src/slurmd/slurmstepd/req.c (SIG_UME, 21.08 to 24.05); "
+               "tests/data/stated_formats/launcher_stops.log:4", (JobStop("Slurm", _UME, AT),)),
+        Sample("srun: error: gpu07: task 1: Segmentation fault (core dumped)",
+               "src/srun/launch.c (_task_finish: error(\"%s: %s %s: %s%s\") with strsignal(WTERMSIG) and \" (core "
+               "dumped)\")", (ElasticFailure(1, None, None, None, "SIGSEGV", "gpu07", None, False, AT),)),
         Sample("srun: error: vm: task 1: Out Of Memory", "tests/data/launchers/slurm-gpu/oom/console.log:15",
                (Clue(Who(1, None), "launcher", "srun: error: vm: task 1: Out Of Memory", AT),
                 ElasticFailure(1, None, None, None, "SIGKILL", "vm", None, False, AT))),
