@@ -8,6 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ncclcheck.evidence.reader import resolve
 from ncclcheck.evidence.scan import scan_source
@@ -113,3 +115,29 @@ def test_facts_cross_as_columns_and_are_read_as_rows(tmp_path: Path) -> None:
     assert bundle.dumps([replace(scan, facts=made)], [], compress=False) == stored
     (read,), _ = bundle.read(_written(tmp_path / "node.ev", stored))
     assert read == scan and read.facts == made
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["world_size", "nnodes", "nproc_per_node", "monitored_barrier_missing",
+                                           "TIMEOUT(ms)", "launcher_world"]),
+                          st.sampled_from(["8", "08", "16", "2", "3,5", "5", "0"]), st.integers(0, 3)),
+                min_size=16, max_size=60))
+def test_the_first_line_of_each_key_and_value_as_every_line_read(lines: list[tuple[str, str, int]]) -> None:
+    """A table's rows at the first line of each distinct key and value (tables.firsts) are the lines a reader that
+    keeps the first of equal lines keeps; the world read from them is the world read from every line's object."""
+    from ncclcheck.evidence.tables import FactTable, firsts, table
+    from ncclcheck.evidence.types import Fact, FileScan, Loc, Who
+    from ncclcheck.job.world import statements, strongest
+
+    facts = [Fact(Who(global_rank=r), k, v, Loc("n.log", i + 1)) for i, (k, v, r) in enumerate(lines)]
+    made = table(FactTable, facts, "n.log")
+    assert isinstance(made, FactTable)
+    wanted = {"world_size", "nnodes", "monitored_barrier_missing"}
+    first: dict[tuple[str, str], Fact] = {}
+    for f in facts:
+        first.setdefault((f.key, f.value), f)
+    assert [(r.key, r.value, r.who, r.loc) for r in firsts(made, ("key", "value"), wanted.__contains__)] == [
+        (f.key, f.value, f.who, f.loc) for f in first.values() if f.key in wanted]
+    assert made._made is not None and firsts(tuple(facts), ("key", "value"), wanted.__contains__) == tuple(facts)
+    one, every = (FileScan("n.log", None, len(lines), 0, (), facts=f) for f in (made, tuple(facts)))
+    assert strongest(statements([one])) == strongest(statements([every]))

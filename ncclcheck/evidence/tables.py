@@ -146,6 +146,22 @@ class LineTable(Sequence[T], Generic[T]):
         return map(partial(tuple.__new__, self.row),
                    compress(zip(*fields, repeat(self.file), line), map(keep.__contains__, column)))
 
+    def firsts(self, names: tuple[str, ...], wanted: Callable[[Any], bool]) -> Iterable[Any]:
+        """The rows at the first line of each distinct value of the columns ``names`` whose first is a wanted value,
+        in line order: a reader that keeps the first of equal lines alone (every rank's init line states the world's
+        size) makes one row, not a row a rank. The first lines are found in C: a dict keeps a key's last
+        assignment, so it is filled from the last line back."""
+        at = [self.row._fields.index(n) for n in names]  # type: ignore[attr-defined]
+        column = self.columns[at[0]]
+        keep = {v for v in set(column) if wanted(v)}
+        if not keep:
+            return ()
+        n = len(column)
+        first = dict(zip(zip(*(reversed(self.columns[i]) for i in at), strict=True), range(n - 1, -1, -1), strict=True))
+        *fields, line = self.columns
+        return [tuple.__new__(self.row, (*(c[i] for c in fields), self.file, line[i]))
+                for i in sorted(i for v, i in first.items() if v[0] in keep)]
+
     def items(self) -> tuple[T, ...]:
         """The lines as the parser read them, made once, on first use."""
         if self._made is None:
@@ -254,6 +270,13 @@ def rows_with(lines: Sequence[Any], name: str, wanted: Callable[[Any], bool]) ->
     """A scan's list for a reader of the lines whose ``name`` it wants: a table's rows of those alone
     (:meth:`LineTable.rows_with`), else every object (the reader tests each, as it does a row)."""
     return lines if type(lines) is tuple or not isinstance(lines, LineTable) else lines.rows_with(name, wanted)
+
+
+def firsts(lines: Sequence[Any], names: tuple[str, ...], wanted: Callable[[Any], bool]) -> Iterable[Any]:
+    """A scan's list for a reader that keeps the first of the lines equal in ``names`` alone: a table's rows at the
+    first line of each distinct value whose first field is wanted (:meth:`LineTable.firsts`), else every object (the
+    reader tests each and keeps the first, as it would a row)."""
+    return lines if type(lines) is tuple or not isinstance(lines, LineTable) else lines.firsts(names, wanted)
 
 
 def as_fact(f: Fact | FactRow) -> Fact:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ncclcheck.evidence.tables import rows_with
+from ncclcheck.evidence.tables import firsts
 from ncclcheck.evidence.types import FileScan, Loc
 
 # What each kind of statement is, in words, and whether it states the size; strongest (most direct) first.
@@ -84,7 +84,9 @@ def statements(scans: Sequence[FileScan]) -> list[WorldStatement]:
     stated: set[tuple[int, str]] = set()
     for s in scans:
         nodes = procs = None
-        for f in rows_with(s.facts, "key", _STATING.__contains__):  # a table's rows (evidence/tables.py)
+        # A table's rows at the first line of each key and value (evidence/tables.py): a later line equal to one
+        # states nothing new (the same size of the same kind, or a later nnodes / nproc_per_node of the same value)
+        for f in firsts(s.facts, ("key", "value"), _STATING.__contains__):
             kind = _FACT_KIND.get(f.key)
             if kind is not None and f.value.isdigit() and (size := int(f.value)) > 0:
                 if (size, kind) not in stated:
