@@ -69,3 +69,49 @@ def test_gloo_message_is_read_with_its_mechanism(line, kind, cause, step, setup)
     assert v["kind"] == kind
     assert (v["cause"] or {}).get("kind") == cause
     assert step in v["next_steps"][0]
+
+
+# UCX's log format (src/ucs/debug/log.c UCS_LOG_FMT), UCC's records under it: (line, kind, stated source, first step)
+UCS = [
+    ("[1730117228.178968] [dgx1v-loki-23:3000 :0]   tl_cuda_cache.c:231  UCC  ERROR ipc-cache: failed to open ipc "
+     "mem handle. addr:0x7f65a8000000 len:16777216 err:201", "rank_failed_first", "ucs", "UCC_TLS=^cuda"),
+    ("[1732000000.123456] [node1:51234:0]    ucc_context.c:424  UCC  ERROR failed to create tl context for nccl",
+     "setup_failure", "ucs", "UCC_TLS=^<tl>"),
+    ("[1732000000.123456] [node1:51234:0]    ucc_context.c:891  UCC  ERROR ctx create epilog for mlx5 failed with "
+     "status: Unhandled error", "setup_failure", "ucs", "UCC_CL_BASIC_TLS=^<tl>"),
+    ("[1,0]<stderr>:[1732000000.000001] [node1:51234:0]          ucc_cl.c:59   UCC  ERROR no TLs are selected for "
+     "basic", "setup_failure", "ucs", "UCC_TLS=^<tl>"),
+    ("[1588000000.654321] [node2:4021 :0]      ib_iface.c:1377 UCX  ERROR mlx5_0: ibv_create_cq(cqe=4096) failed: "
+     "Cannot allocate memory", "setup_failure", "ucs", "ulimit -l"),
+]
+
+
+@pytest.mark.parametrize("setup", ["", _SETUP], ids=["alone", "after-nccl-setup"])
+@pytest.mark.parametrize(("line", "kind", "source", "step"), UCS, ids=[u[0][-40:] for u in UCS])
+def test_ucx_and_ucc_errors_are_their_librarys_stated_reason(line, kind, source, step, setup):
+    v = analysis_json(run_text(setup + line + "\n"))["verdict"]
+    assert (v["kind"], v["stated"]["source"]) == (kind, source)
+    assert step in v["next_steps"][0]
+
+
+@pytest.mark.parametrize("line", [
+    # DEBUG, INFO, DIAG: no failure stated (UCC logs an optional TL's failure at DEBUG and goes on)
+    "[1730120424.285612] [dgx1v-loki-23:26352:0]     ucc_context.c:817  UCC  DEBUG ctx create epilog for mlx5 "
+    "failed: Unhandled error",
+    "[1732000000.000002] [node1:51234:0]     ucp_context.c:2090 UCX  INFO  Version 1.17.0 (loaded from /opt/ucx/lib)",
+    # a WARN alone: healthy jobs print them
+    "[1732000000.000001] [node1:51234:0]     ucp_context.c:1041 UCX  WARN  network device 'mlx5_9:1' is not "
+    "available, please use one or more of: eth0, lo, mlx5_0:1",
+])
+def test_ucx_records_below_error_state_no_failure(line):
+    assert analysis_json(run_text(line + "\n"))["verdict"]["kind"] == "no_failure"
+
+
+def test_a_ucx_warning_is_quoted_only_where_nothing_says_more():
+    """A process that failed with no line of its own saying why, after UCX's warning: the warning is the stated line;
+    beside UCC's error record the error is."""
+    warn = ("[1732000000.000001] [node1:51234:0]     ucp_context.c:1041 UCX  WARN  network device 'mlx5_9:1' is not "
+            "available, please use one or more of: eth0, lo, mlx5_0:1\n")
+    err = "[1732000000.123456] [node1:51234:0]    ucc_context.c:424  UCC  ERROR failed to create tl context for nccl\n"
+    v = analysis_json(run_text(warn + err))["verdict"]
+    assert v["stated"]["source"] == "ucs" and "tl context" in v["stated"]["text"]

@@ -91,9 +91,9 @@ _FACT_WORDS = (*pgnccl.FACT_WORDS, *nccl.FACT_WORDS, *world.FACT_WORDS)
 # frameworks' readers' (``formats.FED_WORDS``, bits 0 to _FED - 1), then its own sources' cheap tests.
 _FED = len(formats.FED_WORDS)
 # The clues a process prints about itself (formats/cxx.py, glibc.py, mpifatal.py, verbsqp.py, cmdline.py,
-# sanitizer.py, oneccl.py, statedict.py): the line's rank.
+# sanitizer.py, oneccl.py, statedict.py, ucs.py): the line's rank.
 _OWN_CLUES = frozenset({"what", "glibc", "argparse", "mpi", "cuda_ipc", "rdma_qp", "abort", "sanitizer", "ccl",
-                        "state_dict"})
+                        "state_dict", "ucs", "ucs_warn"})
 _FED_ANY = (1 << _FED) - 1
 _BUSY, _SIGNAL, _CLUE, _FACT, _NCCL_ERROR, _ERROR, _LOGGED, _UNREAD = (1 << (_FED + i) for i in range(8))
 _WORDS = WordSets((*formats.FED_WORDS, busy.WORDS, errors.SIGNAL_WORDS, errors.CLUE_WORDS, _FACT_WORDS,

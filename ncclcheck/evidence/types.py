@@ -322,8 +322,9 @@ class Clue:
     stopped, a rendezvous it could not complete), ``nccl`` (one of NCCL's own failure sentences standing
     on its own, without its WARN or "Last error:" line), ``shm`` (PyTorch's word that a data loader worker's
     shared memory ran out), ``ucx`` (a backtrace's frame in UCX or UCC, Open MPI's transport), ``verbs`` (a work
-    completion's error status with rdma-core's words, any program's: evidence/wcstatus.py) or ``socket`` (a socket
-    layer's own words on the peer it reached or did not: gloo's pair, Open MPI's TCP BTL; formats/errors.py).
+    completion's error status with rdma-core's words, any program's: evidence/wcstatus.py), ``socket`` (a socket
+    layer's own words on the peer it reached or did not: gloo's pair, Open MPI's TCP BTL; formats/errors.py) or
+    ``ucs`` (a UCX or UCC log record of level ERROR or FATAL; ``ucs_warn`` its WARN: formats/ucs.py).
     """
 
     who: Who

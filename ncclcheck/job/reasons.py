@@ -16,7 +16,9 @@ source, and the sources are ranked by how much their line says:
    gloo/common/logging.cc), raised in Python or printed by the C++ runtime's terminate handler after ``what():``
    for an exception no code caught (evidence/formats/cxx.py); a library's fatal check behind its ``[FATAL ERROR]``
    tag (ROCm's RCCL at its set-up: evidence/formats/fataltag.py); oneCCL's error line or its exception's message
-   (``|CCL_ERROR| file:line function: message``, ``oneCCL: ... EXCEPTION: message``: evidence/formats/oneccl.py).
+   (``|CCL_ERROR| file:line function: message``, ``oneCCL: ... EXCEPTION: message``: evidence/formats/oneccl.py);
+   UCX's or UCC's record of level ERROR or FATAL (``[sec.usec] [host:pid:tid] file:line UCC  ERROR message``:
+   evidence/formats/ucs.py; their WARN records rank with the notices of 7).
 4. The type of that exception alone ("terminate called after throwing an instance of 'T'"), and NCCL's error code
    as PyTorch words it, "NCCL error: <ncclGetErrorString>" (src/init.cc): the class of failure, not which call
    failed.
@@ -86,6 +88,7 @@ SOURCES = (
     Source("rdma_qp", 3, "an RDMA verbs call's error"),
     Source("ccl", 3, "oneCCL's error line"),
     Source("state_dict", 3, "PyTorch's load_state_dict check"),
+    Source("ucs", 3, "UCX's or UCC's error record"),
     Source("what", 3, "a C++ exception's what()"),
     Source("terminate", 4, "a C++ exception nobody caught"),
     Source("nccl_error", 4, "NCCL's error code"),
@@ -98,6 +101,7 @@ SOURCES = (
     Source("nccl_notice", 7, "NCCL's WARN line"),
     Source("watchdog", 7, "PyTorch's watchdog"),
     Source("cuda_notice", 7, "CUDA's error string"),
+    Source("ucs_warn", 7, "UCX's or UCC's warning"),
     Source("unread", 7, "a line of a form ncclcheck does not read"),
 )
 _BY_NAME = {s.name: s for s in SOURCES}
@@ -213,6 +217,8 @@ def _meaning(source: str, text: str, says: Stating | None, file: str | None = No
     if source == "state_dict":
         return ("PyTorch's load_state_dict found a tensor of the checkpoint whose shape is not the model's, and "
                 "loaded none of it")
+    if source in ("ucs", "ucs_warn"):
+        return _ucs_meaning(text)
     if source == "what":
         return "the message of a C++ exception that reached no handler and ended the process"
     if source == "terminate":
@@ -224,6 +230,18 @@ def _meaning(source: str, text: str, says: Stating | None, file: str | None = No
         return _RESULT_MEANS[result] if result else "NCCL returned an error"
     name = says.exception if says is not None else None
     return f"the program stopped on {name}" if name else "the program stopped on that exception"
+
+
+def _ucs_meaning(text: str) -> str:
+    """The component (UCX, UCC) and level of a UCX log record (evidence/formats/ucs.py puts them after its site)."""
+    parts = text.split(" ", 3)
+    comp, level = (parts[1], parts[2]) if len(parts) > 2 else ("UCX", "ERROR")
+    lib = {"UCX": "UCX (the transport layer Open MPI and UCC run over)",
+           "UCC": "UCC (the collective library of PyTorch's ucc backend and Open MPI's coll ucc)"}.get(comp, comp)
+    if level == "WARN":
+        return (f"{lib} logged this warning; a healthy job prints some too, so it says what went wrong only where no "
+                "other line does")
+    return f"{lib} logged this at level {level} at the site its record names: that library's own account of what failed"
 
 
 def _logged_meaning(text: str) -> str:
@@ -274,7 +292,8 @@ def stated_lines(scans: Sequence[FileScan]) -> tuple[Stated, ...]:
             source = {"last_error": "last_error", "nccl": "nccl", "cuda": "cuda", "cuda_assert": "cuda_assert",
                       "teardown": "watchdog", "logged": "logged", "c_assert": "c_assert", "glibc": "glibc",
                       "mpi": "mpi", "fatal": "fatal", "cuda_ipc": "cuda_ipc", "rdma_qp": "rdma_qp", "ccl": "ccl",
-                      "state_dict": "state_dict", "container": "container", "unread": "unread", "sanitizer": "sanitizer",
+                      "state_dict": "state_dict", "ucs": "ucs", "ucs_warn": "ucs_warn",
+                      "container": "container", "unread": "unread", "sanitizer": "sanitizer",
                       "abort": "abort", "argparse": "argparse", "runner": "runner", "raise_line": "raise_line",
                       "what": "gloo_enforce" if "[enforce fail at " in c.text else "what"}.get(c.kind)
             if source is not None and _notice(c.says):

@@ -70,6 +70,7 @@ from ncclcheck.evidence.formats import (
     statedict,
     testends,
     torchrun,
+    ucs,
     unread,
     verbsqp,
     world,
@@ -119,6 +120,7 @@ FORMATS: tuple[LineSource, ...] = (
     fataltag.FORMAT,  # a library's fatal check behind its "[FATAL ERROR]" tag (job/reasons.py)
     oneccl.FORMAT,  # oneCCL's error lines and its exceptions' what() (job/reasons.py, job/statements.toml)
     statedict.FORMAT,  # load_state_dict's shapes of a checkpoint's tensor against the model's (job/statements.toml)
+    ucs.FORMAT,  # UCX's and UCC's log records of level WARN and above (job/reasons.py, job/statements.toml)
     # read by the assembler (evidence/parse.py) on logical lines, in its order (``logical``)
     host.FORMAT, pgnccl.FORMAT, elastic.FORMAT, nccl2.FORMAT, nccl.FORMAT, errors.FORMAT, busy.FORMAT, world.FORMAT,
     loglevel.FORMAT,  # a logger's error records and C's failed assertions, where no source above read the line
