@@ -245,3 +245,47 @@ def test_an_exception_in_the_programs_own_code_is_no_data_loading(tmp_path):
                  '[rank1]:   File "/work/train.py", line 88, in train_step', "[rank1]:     assert loss > 0",
                  "[rank1]: AssertionError")
     assert not [f for f in v["findings"] if f["code"] == "data-loading"]
+
+
+@pytest.mark.parametrize(("line", "entry", "step"), [
+    ("[rank4]: RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`",
+     "cuda_library_not_initialized", "nvidia-smi"),
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED", "cuda_library_not_initialized", "nvidia-smi"),
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm( handle, opa, opb, m, n, k, "
+     "&alpha, a, lda, b, ldb, &beta, c, ldc)`", "cuda_library_execution_failed", "CUDA_LAUNCH_BLOCKING=1"),
+    ("[rank5]: RuntimeError: cuDNN error: CUDNN_STATUS_EXECUTION_FAILED", "cuda_library_execution_failed",
+     "CUDA_LAUNCH_BLOCKING=1"),
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_MAPPING_ERROR", "cuda_library_execution_failed", "CUDA_LAUNCH_BLOCKING=1"),
+    ("RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (8, 9, 2) but found runtime version "
+     "(8, 5, 0).", "cudnn_version_mismatch", "libcudnn"),
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_VERSION_MISMATCH", "cudnn_version_mismatch", "libcudnn"),
+])
+def test_a_cuda_librarys_status_has_its_mechanism(tmp_path, line, entry, step):
+    assert told(line).id == entry
+    for lines in ((line,), (*_SETUP, line)):
+        v = _verdict(tmp_path, *lines)
+        assert step in v["next_steps"][0], lines
+
+
+@pytest.mark.parametrize("line", [
+    "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+    "[rank7]: RuntimeError: cuDNN error: CUDNN_STATUS_ALLOC_FAILED",
+])
+def test_a_librarys_failed_allocation_is_out_of_memory(tmp_path, line):
+    assert _verdict(tmp_path, line)["cause"]["kind"] == "cuda_oom"
+
+
+def test_a_cuda_error_raised_in_c10d_names_pytorchs_release(tmp_path):
+    """C10D_CUDA_CHECK's 'Error at: <c10d file>:<line>: <string>' (torch/lib/c10d/CUDAUtils.hpp, 2018): the place
+    is PyTorch's own c10d; CUDA_LAUNCH_BLOCKING=1 tells c10d's fault (a newer PyTorch) from an earlier kernel's. The
+    THC line before it says only CUDA's generic string: the c10d line's entry goes first."""
+    v = _verdict(tmp_path,
+                 "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCTensorCopy.cu line=87 error=77 : an illegal memory "
+                 "access was encountered",
+                 "terminate called after throwing an instance of 'std::runtime_error'",
+                 "  what():  Error at: /pytorch/torch/lib/c10d/CUDAUtils.cpp:22: an illegal memory access was "
+                 "encountered")
+    assert v["cause"]["kind"] == "illegal_access"
+    assert "newer PyTorch release" in v["next_steps"][0] and "CUDA_LAUNCH_BLOCKING=1" in v["next_steps"][0]
+    alone = _verdict(tmp_path, "RuntimeError: CUDA error: an illegal memory access was encountered")
+    assert "PyTorch release" not in alone["next_steps"][0]

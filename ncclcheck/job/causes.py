@@ -252,7 +252,10 @@ def _found(cause: Cause, hits: Sequence[_Said], fired_s: float | None = None) ->
     first = min(hits, key=lambda h: (h.clue not in ("cuda_assert", "system"), h.loc.file, h.loc.line))
     locs = tuple(dict.fromkeys(h.loc for h in sorted(hits, key=lambda h: (h.rank is None, h.rank or 0))))[:8]
     clocks = [h.clock_s for h in hits if h.clock_s is not None]
-    said = first_told([first.text, *(h.text for h in hits)])
+    # CUDA's generic string (cuda_errors.toml's rows of no host's set-up) says less than another line's own entry for
+    # the same failure (the path it was raised in, the library that returned it): that one first.
+    texts = [first.text, *(h.text for h in hits)]
+    said = next((s for t in texts if (s := told(t)) is not None and not s.general), None) or first_told(texts)
     return Diagnosis(cause, ranks, first.text, first.loc, locs, _detail(cause, hits, fired_s),
                      min(clocks, default=None), said, first.store, first.nccl)
 

@@ -99,7 +99,7 @@ SHM_FULL = re.compile(r"bus error encountered in worker\. This might be caused b
 # caught the error and printed it in its own record (fairseq's trainer: "OOM: Ran out of memory with exception: ...",
 # 0.6's "| WARNING: ran out of memory with exception: ...;\n Skipping batch") and went on. Read as a CUDA error of
 # the line's words (job/statements.toml says what a rank that skipped its batch does to the others).
-CAUGHT_OOM = re.compile(r"(?:CUDA|HIP|XPU) out of memory\. Tried to allocate")
+CAUGHT_OOM = re.compile(r"out of memory\. Tried to allocate")  # the device's name before it: CUDA, HIP, XPU
 # A launcher's words that it could not start or reach its processes on another node: ssh's own (OpenSSH:
 # "ssh: connect to host %s port %s: %s", "Host key verification failed.", "Permission denied (%s).") and Open MPI's
 # runtime's (ORTE and PRTE's help texts: a daemon that could not be started, failed after launch or lost; ORTE's
