@@ -123,3 +123,20 @@ def test_mpirun_refusing_for_slots_is_the_launchers_failure(first):
     v = _verdict(f"{first}\nslots that were requested by the application:\n\n  python\n")
     assert (v["kind"], v["cause"]["kind"], v["culprit_ranks"]) == ("launcher_failure", "mpi_slots", [])
     assert "slots=N" in v["next_steps"][0]
+
+
+@pytest.mark.parametrize(("line", "first"), [
+    ("srun: Job step aborted: Waiting up to 32 seconds for job step to finish.", "The reason is in the lines around it"),
+    ("srun: error: Timed out waiting for job step to complete", "The reason is in the lines around it"),
+    ("srun: interrupt (one more within 1 sec to abort)", "If the job was interrupted because it seemed hung"),
+    ("mpirun: abort is already in progress...hit ctrl-c again to forcibly terminate",
+     "If the job was interrupted because it seemed hung"),
+    ("prterun: abort is already in progress...hit ctrl-c again to forcibly terminate",
+     "If the job was interrupted because it seemed hung"),
+])
+def test_a_launchers_word_that_it_is_ending_the_job_says_where_the_reason_is(line, first):
+    """Alone, the line is all there is (error_unread quotes it first); its mechanism's step follows at once, before
+    the general steps for a line of no known form."""
+    v = _verdict(line + "\n")
+    assert v["stated"]["meaning"] and v["next_steps"][1].startswith(first)
+    assert v["culprit_ranks"] == []
