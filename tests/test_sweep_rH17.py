@@ -5,7 +5,7 @@ step; the ones a CPU can provoke are recorded (tests/data/framework_checks/, glo
 
 The message forms are written from the sources' format strings (torch/nn/parallel/distributed.py, reducer.cpp,
 VariableTypeManual.cpp, fsdp/_init_utils.py, _flat_param.py, _wrap_utils.py, checkpoint/default_planner.py,
-DeepSpeed's stage2.py, stage_1_and_2.py and engine.py), not from any thread's words.
+DeepSpeed's stage2.py, stage_1_and_2.py and engine.py, 0.3 to the newest), not from any thread's words.
 """
 
 from __future__ import annotations
@@ -70,7 +70,20 @@ _FORMS = [
                                    "used a DP world size of 8 but the current world size is 16. Automatic adjustment "
                                    "of ZeRO's optimizer state partitioning with a new world size is not currently "
                                    "supported."),
+    ("deepspeed_local_rank_unset", "AssertionError: DeepSpeed requires the LOCAL_RANK environment variable, it is set "
+                                   "by the deepspeed launcher, deepspeed.init_distributed, or the torch's launcher. If "
+                                   "using a different launcher please ensure LOCAL_RANK is set prior to initializing "
+                                   "deepspeed."),
+    ("deepspeed_local_rank_unset", "AssertionError: DeepSpeed requires the LOCAL_RANK environment variable, it is set "
+                                   "by the deepspeed launcher, deepspeed.init_distributed, or the torch.distributed "
+                                   "launcher. If using a different launcher please ensure LOCAL_RANK is set prior to "
+                                   "initializing deepspeed."),
+    ("deepspeed_local_rank_conflict", "AssertionError: Mismatch in local rank setting, args.local_rank=0 but "
+                                      "env['LOCAL_RANK']=1."),
+    ("deepspeed_local_rank_conflict", "AssertionError: LOCAL_RANK (0) != OMPI_COMM_WORLD_LOCAL_RANK (1), not sure how "
+                                      "to proceed as we're seeing conflicting local rank info."),
 ]
+_SETUP_KIND = {"zero_checkpoint_world_size", "deepspeed_local_rank_unset", "deepspeed_local_rank_conflict"}
 
 # A torchrun worker's NCCL set-up before the failure, and the agent's line after it.
 _SETUP = ("node1:2001:2001 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
@@ -100,11 +113,12 @@ def test_each_form_is_its_entry(entry, line):
 @pytest.mark.parametrize(("entry", "line"), _FORMS, ids=[f"{e}-{i}" for i, (e, _) in enumerate(_FORMS)])
 def test_each_form_reads_as_its_entry_with_its_fix_first(tmp_path, entry, line, setup):
     """The rank that raised it failed first, for the reason its line states, and the first step is the entry's (a
-    world size a checkpoint cannot be loaded under is the job's set-up)."""
+    world size a checkpoint cannot be loaded under, and a local rank the launcher did not give, are the job's
+    set-up)."""
     log = tmp_path / "rank.log"
     log.write_text((_SETUP if setup else "") + f"[rank0]: {line}\n" + (_AGENT if setup else ""))
     v = _verdict(log)
-    assert v["kind"] == ("setup_failure" if entry == "zero_checkpoint_world_size" else "rank_failed_first")
+    assert v["kind"] == ("setup_failure" if entry in _SETUP_KIND else "rank_failed_first")
     assert v["cause"]["kind"] == "stated_reason"
     assert v["next_steps"][0] == _FIX[entry]
 
