@@ -16,7 +16,9 @@ source, and the sources are ranked by how much their line says:
    gloo/common/logging.cc), raised in Python or printed by the C++ runtime's terminate handler after ``what():``
    for an exception no code caught (evidence/formats/cxx.py); a library's fatal check behind its ``[FATAL ERROR]``
    tag (ROCm's RCCL at its set-up: evidence/formats/fataltag.py); oneCCL's error line or its exception's message
-   (``|CCL_ERROR| file:line function: message``, ``oneCCL: ... EXCEPTION: message``: evidence/formats/oneccl.py).
+   (``|CCL_ERROR| file:line function: message``, ``oneCCL: ... EXCEPTION: message``: evidence/formats/oneccl.py);
+   libfabric's ``<warn>`` line under NCCL's OFI plugin (evidence/formats/libfabric.py) where job/statements.toml
+   names its mechanism (libfabric warns of much that is no failure).
 4. The type of that exception alone ("terminate called after throwing an instance of 'T'"), and NCCL's error code
    as PyTorch words it, "NCCL error: <ncclGetErrorString>" (src/init.cc): the class of failure, not which call
    failed.
@@ -56,7 +58,7 @@ from ncclcheck.evidence.formats import loglevel
 from ncclcheck.evidence.tables import rows_with
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, PeerGone, RankError, Stating
 from ncclcheck.job.causes import one_line
-from ncclcheck.job.statements import explained, placed_told
+from ncclcheck.job.statements import explained, placed_told, told
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,7 @@ SOURCES = (
     Source("container", 3, "the container runtime's fatal error"),
     Source("fatal", 3, "a library's fatal check"),
     Source("rdma_qp", 3, "an RDMA verbs call's error"),
+    Source("libfabric", 3, "libfabric's warning"),
     Source("ccl", 3, "oneCCL's error line"),
     Source("what", 3, "a C++ exception's what()"),
     Source("terminate", 4, "a C++ exception nobody caught"),
@@ -273,6 +276,10 @@ def stated_lines(scans: Sequence[FileScan]) -> tuple[Stated, ...]:
                       "container": "container", "unread": "unread", "sanitizer": "sanitizer",
                       "abort": "abort", "argparse": "argparse", "runner": "runner", "raise_line": "raise_line",
                       "what": "gloo_enforce" if "[enforce fail at " in c.text else "what"}.get(c.kind)
+            # libfabric warns at level warn of much that is no failure (an HMEM interface it could not start, a
+            # provider with nothing to offer): its line is a reason only where job/statements.toml names its mechanism
+            if c.kind == "libfabric" and told(c.text) is not None:
+                source = "libfabric"
             if source is not None and _notice(c.says):
                 source = "nccl_notice" if source in ("last_error", "nccl") else "cuda_notice"
             if source is not None and c.text:
