@@ -26,14 +26,16 @@ ip-10-0-2-40:7311:7402 [3] NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.13.2-aw
 ip-10-0-2-40:7311:7402 [3] NCCL INFO NET/OFI Using Libfabric version 1.22
 ip-10-0-2-40:7311:7402 [3] NCCL INFO comm 0x55d0 rank 3 nranks 16 cudaDev 3 nvmlDev 3 busId 53000 commId 0x1a2b - Init START"""
 
-GDR = ("ofi_gdr_unavailable", "setup_failure", "Check which libfabric the job loads")
+GDR = ("ofi_gdr_unavailable", "setup_failure", "Check that libfabric can use CUDA where the job runs")
 OLD = ("ofi_libfabric_too_old", "setup_failure", "Load the libfabric the plugin needs")
 TOPO = ("ofi_hwloc_topology", "setup_failure", "Run hwloc's `lstopo`")
 RDMA = ("ofi_rdma_write_unsupported", "setup_failure", "Where OFI_NCCL_PROTOCOL=RDMA is set, unset it")
 DUP = ("ofi_nic_dup_conns_gdr", "setup_failure", "Unset OFI_NCCL_NIC_DUP_CONNS")
 MR = ("ofi_mr_reg_failed", "nccl_error", "Read the error on the line")
 EP = ("ofi_endpoint_resources", "setup_failure", "Check the locked-memory limit inside the job first")
-EXPECTED = [GDR] * 5 + [OLD] * 2 + [TOPO] * 4 + [RDMA, DUP] + [MR] * 5 + [EP] * 5 + [RDMA] * 3
+CUDA = ("ofi_cuda_unavailable", "setup_failure", "Read the plugin's line that names the step")
+TAGS = ("ofi_tags_exhausted", "nccl_error", "Count the communicators the program creates")
+EXPECTED = [GDR] * 5 + [OLD] * 2 + [TOPO] * 4 + [RDMA, DUP] + [MR] * 5 + [EP] * 5 + [RDMA] * 3 + [CUDA] * 6 + [TAGS] * 2
 
 
 def test_the_fixture_has_one_expectation_a_line():
@@ -59,3 +61,58 @@ def test_a_completion_queue_the_nic_cannot_make_is_not_a_full_disk():
     line = next(x for x in SWEEP if "No space left on device" in x)
     v = analysis_json(run_text(line + "\n"))["verdict"]
     assert not any("df -h" in s for s in v["next_steps"])
+
+
+def test_a_completion_queue_that_cannot_be_read_is_the_fabric():
+    """fi_cq_read failing outright (not -FI_EAGAIN, not -FI_EAVAIL) is the transfer path's failure, as a completion
+    error is: ofi_fabric, with the security group first."""
+    line = ("ip-10-0-2-40:7311:7402 [3] ofi_process_cq_rail:1526 NCCL WARN NET/OFI Unable to retrieve completion queue "
+            "entries. RC: -5, ERROR: Input/output error")
+    v = analysis_json(run_text(line + "\n"))["verdict"]
+    assert (v["kind"], v["cause"]["kind"]) == ("nccl_error", "ofi_fabric")
+
+
+@pytest.mark.parametrize("words", [
+    "Failed to open NCCL topology file using file descriptor. ERROR Bad file descriptor",
+    "Failed to open device property file /sys/class/infiniband/rdmap16s27/device/numa_node. ERROR: No such file",
+])
+def test_a_plugin_line_is_the_plugins_whatever_nccl_format_it_resembles(words):
+    """NCCL's gdrwrap prints "Failed to open %s" too: a text that begins NET/OFI is still the plugin's layer, not
+    the GPU driver's."""
+    line = f"ip-10-0-2-40:7311:7402 [3] nccl_ofi_topo_write:412 NCCL WARN NET/OFI {words}"
+    analysis = run_text(line + "\n")
+    said = analysis.verdict.cause.said if analysis.verdict.cause is not None else None
+    assert said is not None and said.id == "layer_plugin_ofi"
+
+
+LIBFABRIC = (Path(__file__).resolve().parent / "data" / "stated_formats" / "libfabric_efa_warn.log").read_text().splitlines()
+
+
+@pytest.mark.parametrize("index, entry, kind", [
+    (0, "ofi_mr_reg_failed", "rank_failed_first"),
+    (1, "ofi_gdr_unavailable", "setup_failure"),
+])
+def test_a_libfabric_warning_of_a_known_mechanism_is_the_stated_reason(index, entry, kind):
+    """libfabric's EFA provider's own <warn> line (FI_LOG_LEVEL=warn) is quoted with its mechanism where it is the
+    only line that says why: never `no_failure`."""
+    analysis = run_text(LIBFABRIC[index] + "\n")
+    v = analysis_json(analysis)["verdict"]
+    assert (v["kind"], v["cause"]["kind"], v["stated"]["source"]) == (kind, "stated_reason", "libfabric")
+    assert analysis.verdict.cause is not None and analysis.verdict.cause.said is not None
+    assert analysis.verdict.cause.said.id == entry
+
+
+def test_the_plugins_line_is_quoted_before_libfabrics_own():
+    """NCCL's logger's line of the plugin says more of what NCCL was doing: it ranks above libfabric's warning."""
+    plugin = ("ip-10-0-2-40:7311:7402 [3] nccl_ofi_ofiutils_init_connection:376 NCCL WARN NET/OFI Failed to set "
+              "FI_OPT_CUDA_API_PERMITTED. RC: -22, ERROR: Invalid argument")
+    v = analysis_json(run_text(f"{LIBFABRIC[1]}\n{plugin}\n"))["verdict"]
+    assert v["stated"]["source"] == "nccl_warn"
+    assert v["next_steps"][0].startswith("Check that libfabric can use CUDA where the job runs")
+
+
+def test_a_libfabric_warning_of_no_failure_stays_none():
+    """libfabric warns at level warn of HMEM interfaces it could not start on every CUDA host: no reason."""
+    line = ("libfabric:7311:1714043021::core:core:ofi_hmem_init():422<warn> Failed to initialize hmem iface "
+            "FI_HMEM_ZE: No data available")
+    assert analysis_json(run_text(line + "\n"))["verdict"]["kind"] == "no_failure"

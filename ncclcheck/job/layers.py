@@ -10,8 +10,9 @@ it, derived from NCCL's source by tools/nccl_warn_sites.py. A network plugin pri
 own function's name (aws-ofi-nccl's ``register_rail_mr_buffer:617 NCCL WARN NET/OFI ...``): its lines are known by
 the prefix every line of it carries.
 
-The order of the readings is their authority: the printed file (NCCL says where), then NCCL's format (its words,
-where the file is not printed), then a plugin's words. A file no layer names (include/checks.h's CUDACHECK, whose
+The order of the readings is their authority: the printed file (NCCL says where), a plugin's prefix where the text
+begins with it (NCCL never prints it), then NCCL's format (its words, where the file is not printed), then a
+plugin's words elsewhere in the text. A file no layer names (include/checks.h's CUDACHECK, whose
 ``__FILE__`` is the caller's in older releases) and a format printed by files of several layers say nothing here.
 """
 
@@ -151,7 +152,11 @@ def layer_of(text: str, file: str | None = None) -> Reading | None:
     a network plugin comes from, and how that was known; None where neither says."""
     if file is not None and (layer := file_layer(file)) is not None:
         return Reading(layer, "printed file")
+    plugin = next((x for x in _BY_WORDS if x.words is not None and x.words.search(text)), None)
+    # a text that begins with a plugin's prefix is the plugin's, whatever NCCL format its words also hold
+    # (aws-ofi-nccl's "NET/OFI Failed to open device property file ..." is not NCCL's gdrwrap "Failed to open %s")
+    if plugin is not None and plugin.words is not None and plugin.words.match(text):
+        return Reading(plugin, "plugin")
     if (at := site_of(text)) is not None:
         return Reading(at[1], "format", at[0])
-    plugin = next((x for x in _BY_WORDS if x.words is not None and x.words.search(text)), None)
     return Reading(plugin, "plugin") if plugin is not None else None

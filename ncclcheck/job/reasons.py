@@ -18,7 +18,9 @@ source, and the sources are ranked by how much their line says:
    tag (ROCm's RCCL at its set-up: evidence/formats/fataltag.py); oneCCL's error line or its exception's message
    (``|CCL_ERROR| file:line function: message``, ``oneCCL: ... EXCEPTION: message``: evidence/formats/oneccl.py);
    UCX's or UCC's record of level ERROR or FATAL (``[sec.usec] [host:pid:tid] file:line UCC  ERROR message``:
-   evidence/formats/ucs.py; their WARN records rank with the notices of 7).
+   evidence/formats/ucs.py; their WARN records rank with the notices of 7); libfabric's ``<warn>`` line under NCCL's
+   OFI plugin (evidence/formats/libfabric.py) where job/statements.toml names its mechanism (libfabric warns of much
+   that is no failure).
 4. The type of that exception alone ("terminate called after throwing an instance of 'T'"), and NCCL's error code
    as PyTorch words it, "NCCL error: <ncclGetErrorString>" (src/init.cc): the class of failure, not which call
    failed.
@@ -58,7 +60,7 @@ from ncclcheck.evidence.formats import loglevel
 from ncclcheck.evidence.tables import rows_with
 from ncclcheck.evidence.types import ErrorKind, FileScan, Loc, PeerGone, RankError, Stating
 from ncclcheck.job.causes import one_line
-from ncclcheck.job.statements import explained, placed_told
+from ncclcheck.job.statements import explained, placed_told, told
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,7 @@ SOURCES = (
     Source("container", 3, "the container runtime's fatal error"),
     Source("fatal", 3, "a library's fatal check"),
     Source("rdma_qp", 3, "an RDMA verbs call's error"),
+    Source("libfabric", 3, "libfabric's warning"),
     Source("ccl", 3, "oneCCL's error line"),
     Source("state_dict", 3, "PyTorch's load_state_dict check"),
     Source("ucs", 3, "UCX's or UCC's error record"),
@@ -296,6 +299,10 @@ def stated_lines(scans: Sequence[FileScan]) -> tuple[Stated, ...]:
                       "container": "container", "unread": "unread", "sanitizer": "sanitizer",
                       "abort": "abort", "argparse": "argparse", "runner": "runner", "raise_line": "raise_line",
                       "what": "gloo_enforce" if "[enforce fail at " in c.text else "what"}.get(c.kind)
+            # libfabric warns at level warn of much that is no failure (an HMEM interface it could not start, a
+            # provider with nothing to offer): its line is a reason only where job/statements.toml names its mechanism
+            if c.kind == "libfabric" and told(c.text) is not None:
+                source = "libfabric"
             if source is not None and _notice(c.says):
                 source = "nccl_notice" if source in ("last_error", "nccl") else "cuda_notice"
             if source is not None and c.text:
