@@ -141,3 +141,29 @@ def test_the_first_line_of_each_key_and_value_as_every_line_read(lines: list[tup
     assert made._made is not None and firsts(tuple(facts), ("key", "value"), wanted.__contains__) == tuple(facts)
     one, every = (FileScan("n.log", None, len(lines), 0, (), facts=f) for f in (made, tuple(facts)))
     assert strongest(statements([one])) == strongest(statements([every]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.lists(st.tuples(
+    st.sampled_from(["world_size", "TIMEOUT(ms)", "host", "__HIDDEN__"]), st.integers(0, 11),
+    st.one_of(st.none(), st.integers(0, 40))), max_size=40)), min_size=1, max_size=6))
+def test_the_json_facts_folded_from_columns_as_from_every_object(
+        inputs: list[tuple[bool, list[tuple[str, int, int | None]]]]) -> None:
+    """The JSON's facts classes read from a table's columns (a row for each value's first line alone) are the classes
+    folded from every line's object, in order, across inputs some of which are tables and some tuples, and tables of
+    more values than the columns' path takes."""
+    from ncclcheck.evidence.formats import ncclsetup
+    from ncclcheck.evidence.tables import FactTable, table
+    from ncclcheck.evidence.types import Fact, FileScan, Loc, Who
+    from ncclcheck.render import json_out
+
+    hidden = next(iter(ncclsetup.MARKS))
+    (event,) = (e for e in json_out._EVENTS if e.name == "facts")
+    tables, objects = [], []
+    for n, (few, lines) in enumerate(inputs):  # few: two values a key (a node log's), else up to twelve
+        name = f"n{n}.log"
+        facts = [Fact(Who(global_rank=r), hidden if k == "__HIDDEN__" else k, str(v % 2 if few else v),
+                      Loc(name, i + 1)) for i, (k, v, r) in enumerate(lines)]
+        tables.append(FileScan(name, None, len(lines), 0, (), facts=table(FactTable, facts, name)))
+        objects.append(FileScan(name, None, len(lines), 0, (), facts=tuple(facts)))
+    assert event.folded(tables) == event.folded(objects)

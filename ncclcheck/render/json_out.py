@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Sequence
+from functools import partial
 from itertools import chain, repeat
 from operator import attrgetter
 from typing import Any
 
 from ncclcheck.evidence.formats import colltrace, ncclsetup
 from ncclcheck.evidence.frdump import Frame
-from ncclcheck.evidence.tables import rows, rows_with
+from ncclcheck.evidence.tables import LineTable, rows, rows_with
 from ncclcheck.evidence.types import PG, FileScan, Lagging, Loc
 from ncclcheck.findings import Finding
 from ncclcheck.job.actions import Action
@@ -163,7 +164,7 @@ class _Field:
 class _Event:
     """One event list: the scans' attribute it comes from, which items, whose they are, and their fields in order."""
 
-    __slots__ = ("name", "attr", "keep", "rank", "fields", "count_groups", "pick")
+    __slots__ = ("name", "attr", "keep", "rank", "fields", "count_groups", "pick", "by_pick")
 
     def __init__(self, name: str, attr: str, rank: Callable[[Any], int | None], fields: Sequence[_Field],
                  keep: Callable[[Any], bool] | None = None, count_groups: bool = True,
@@ -171,10 +172,15 @@ class _Event:
         self.name, self.attr, self.keep, self.rank, self.fields = name, attr, keep, rank, tuple(fields)
         self.count_groups = count_groups  # a class says how many groups (GUIDs) its items are in
         self.pick = pick  # a field and the values of it ``keep`` can take: a table's other rows are never made
+        self.by_pick = keep is None and pick is not None
+        if keep is None and pick is not None:  # the items are those of the values picked: a table's classes are
+            self.keep = partial(_picked, attrgetter(pick[0]), pick[1])  # read by their values (_by_columns)
 
     def items(self, scans: Sequence[FileScan]) -> Iterable[Any]:
+        return self._items(map(attrgetter(self.attr), scans))
+
+    def _items(self, lists: Iterable[Sequence[Any]]) -> Iterable[Any]:
         # a list kept as a table (evidence/tables.py) is read as its rows: the same attributes, no object a line
-        lists = map(attrgetter(self.attr), scans)
         pick = self.pick
         every = chain.from_iterable(map(rows, lists) if pick is None else (rows_with(x, *pick) for x in lists))
         return every if self.keep is None else filter(self.keep, every)
@@ -194,14 +200,17 @@ class _Event:
         group = next((f.get for f in self.fields if f.role == GROUP), None)
         other = next((f.get for f in self.fields if f.role == OTHER), None)
 
-        items = list(self.items(scans))
-        # The keys a column at a time, each column one C-level pass (map over an attrgetter), zipped into tuples:
-        # at 100,000 ranks a Python call a field and item was most of the events' JSON (issue 42).
-        columns = [map(_pg_key, map(f.get, items)) if f.role == GROUP else map(f.get, items) for f in what]
-        keys: Iterable[Hashable] = zip(*columns, strict=True) if columns else repeat((), len(items))
-        out = []
         guid = (lambda x: _guid(group(x))) if group is not None and self.count_groups else None
-        for c in _fold_keyed(items, keys, self.rank, guid, other):
+        lists = map(attrgetter(self.attr), scans)
+        names = tuple(f.name for f in what)
+        by = self.pick[0] if self.pick is not None else None
+        if group is None and other is None and self.rank is _WHO_RANK and (self.keep is None or self.by_pick
+                                                                            and by in names):
+            classes = self._by_columns(lists, names, what)
+        else:
+            classes = self._by_items(list(self._items(lists)), what, guid, other)
+        out = []
+        for c in classes:
             x = c.first
             row = _head(c)
             for f in self.fields:
@@ -217,6 +226,71 @@ class _Event:
             row["at"] = loc_json(x.loc)
             out.append(row)
         return out
+
+
+    def _by_items(self, items: list[Any], what: list[_Field], guid: Callable[[Any], str | None] | None,
+                  other: Callable[[Any], int | None] | None) -> list[_Class]:
+        """The classes of the items, each made and keyed one by one."""
+        # The keys a column at a time, each column one C-level pass (map over an attrgetter), zipped into tuples:
+        # at 100,000 ranks a Python call a field and item was most of the events' JSON (issue 42).
+        columns = [map(_pg_key, map(f.get, items)) if f.role == GROUP else map(f.get, items) for f in what]
+        keys: Iterable[Hashable] = zip(*columns, strict=True) if columns else repeat((), len(items))
+        return _fold_keyed(items, keys, self.rank, guid, other)
+
+    def _by_columns(self, lists: Iterable[Sequence[Any]], names: tuple[str, ...], what: list[_Field]) -> list[_Class]:
+        """The classes as :meth:`_by_items` makes them, a table of few values read from its columns
+        (:meth:`LineTable.grouped`: a row for each value's first line alone; at 100,000 ranks as node logs, 200,000
+        facts of two values), the other lists item by item; the classes in order of their first items, their ranks
+        in the items' order, as one fold of every item would have them."""
+        at = names.index(self.pick[0]) if self.pick is not None else 0
+        wanted = _ALL if self.pick is None else (lambda k, shown=self.pick[1]: shown(k[at]))
+        classes: dict[Hashable, _Class] = {}
+        pending: list[Sequence[Any]] = []
+        for lst in lists:
+            found = lst.grouped(names, wanted) if isinstance(lst, LineTable) else None
+            if found is None:
+                pending.append(lst)
+                continue
+            if pending:
+                _merged(classes, self._by_items(list(self._items(pending)), what, None, None), what)
+                pending = []
+            for k, first, whos in found:
+                ranks = list(map(_RANK, whos))
+                if None in ranks:
+                    ranks = [r for r in ranks if r is not None]
+                c = classes.get(k)
+                if c is None:
+                    classes[k] = _Class.of(first, len(whos), ranks)
+                else:
+                    c.count += len(whos)
+                    c.ranks += ranks
+        if pending:
+            _merged(classes, self._by_items(list(self._items(pending)), what, None, None), what)
+        return list(classes.values())
+
+
+def _ALL(_: Any) -> bool:
+    return True
+
+
+def _picked(get: Callable[[Any], Any], shown: Callable[[Any], bool], x: Any) -> bool:
+    return shown(get(x))
+
+
+_RANK = attrgetter("rank")
+
+
+def _merged(classes: dict[Hashable, _Class], more: list[_Class], what: list[_Field]) -> None:
+    """``more``'s classes (of later items, no groups or other ranks) added to ``classes``: a class of the same key
+    counts their items and ranks after its own."""
+    for m in more:
+        key = tuple(f.get(m.first) for f in what)
+        c = classes.get(key)
+        if c is None:
+            classes[key] = m
+        else:
+            c.count += m.count
+            c.ranks += m.ranks
 
 
 def _what(*names: str) -> list[_Field]:
@@ -257,8 +331,8 @@ _EVENTS = (
         _Field("rank", WHOSE, _WHO_RANK), _Field("frames", WHAT, attrgetter("frames"), lambda fs: [_frame(f) for f in fs])]),
     _Event("clues", "clues", _WHO_RANK, [_Field("rank", WHOSE, _WHO_RANK), *_what("kind", "text")]),
     _Event("facts", "facts", _WHO_RANK, [_Field("rank", WHOSE, _WHO_RANK), *_what("key", "value")],
-           keep=lambda f: f.key not in ncclsetup.MARKS  # where set-up lines stop: the verdict cites them
-           and f.key not in colltrace.FACTS),  # each traced call and communicator: the verdict cites the ones it compares
+           pick=("key", lambda k: k not in ncclsetup.MARKS  # where set-up lines stop: the verdict cites them
+                 and k not in colltrace.FACTS)),  # each traced call and communicator: the verdict cites the ones it compares
 )
 
 
@@ -327,6 +401,13 @@ class _Class:
     """Items with one key: the first stands for them all; the rest tell whose they are."""
 
     __slots__ = ("first", "ranks", "count", "guids", "others", "spread")
+
+    @classmethod
+    def of(cls, first: Any, count: int, ranks: list[int]) -> _Class:
+        """A class of ``count`` items, no groups or other ranks, read from a table's columns (_Event._by_columns)."""
+        c = cls.__new__(cls)
+        c.first, c.count, c.ranks, c.guids, c.others, c.spread = first, count, ranks, set(), [], []
+        return c
 
     def __init__(self, items: list[Any], rank: Callable[[Any], int | None], guid: Callable[[Any], str | None] | None,
                  other: Callable[[Any], int | None] | None, spread: Callable[[Any], int | None] | None) -> None:
