@@ -172,3 +172,17 @@ def test_a_loader_error_naming_ucx_is_no_crash_in_it():
     v = run_text("error while loading shared libraries: libucp.so.0: cannot open shared object file: No such file or "
                  "directory\n").verdict
     assert v.cause is None or v.cause.cause.kind != "native_crash"
+
+
+@pytest.mark.parametrize("text", [
+    # Open MPI 4's (mpirun) and 5's (prterun) notice of a process that a signal ended, here SIGABRT
+    "mpirun noticed that process rank 1 with PID 4242 on node n1 exited on signal 6 (Aborted).\n",
+    "prterun noticed that process rank 1 with PID 4242 on node n1 exited on signal 6 (Aborted).\n",
+])
+def test_an_abort_a_launcher_reports_cites_its_line_and_names_every_abort(text):
+    """A SIGABRT is the NCCL watchdog's abort after a timeout and every other abort() alike: the summary says so and
+    cites the launcher's own line, whichever launcher wrote it, never another launcher's name."""
+    v = run_text(text).verdict
+    assert v.kind == VerdictKind.ALL_RANKS_STUCK
+    assert "the launcher reports (" in v.summary and "uncaught C++ exception" in v.summary
+    assert "torchrun" not in v.summary

@@ -197,11 +197,14 @@ def _quiet_verdict(job: Job) -> tuple[VerdictKind, list[int], list[int], str]:
                       and not (f.last_rank is not None and job.rank(f.rank) is None)})  # not in spans
     if elastic:
         # SIGABRT is the watchdog's abort after a wait; a launcher's SIGTERM says nothing of one: stopped, not waiting
+        # The launcher's words are its own (torchrun's failure table, mpirun's or prterun's notice): cite its line.
         aborted = [r for r in elastic if (s := job.rank(r)) is None or not stopped(s)]
+        first = min((f for f in job.facts.elastic if f.rank is not None), key=lambda f: (f.loc.file, f.loc.line))
         return (VerdictKind.ALL_RANKS_STUCK, [], aborted,
-                "Every failed rank in torchrun's summary ended by SIGABRT (the watchdog's abort after a collective "
-                "timeout) or SIGTERM (torchrun stopping the survivors); the timeout lines themselves are not in these "
-                "inputs. Give the ranks' own logs to name the collective.")
+                f"Every failed rank the launcher reports ({first.loc}) ended by SIGABRT (the abort PyTorch's NCCL "
+                "watchdog makes after a collective timeout, as does any other abort(): an uncaught C++ exception, a "
+                "failed assertion) or SIGTERM (the launcher stopping the survivors); no timeout line is in these "
+                "inputs. Give the ranks' own logs to name the collective, or the abort's own message.")
     if (local := unplaced_verdict(job)) is not None:  # a worker named by its local rank alone (job/unplaced.py)
         return local
     stop = interrupted_job(job)  # Ctrl-C: every rank stopped by SIGINT (job/origins.py)
