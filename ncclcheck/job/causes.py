@@ -254,8 +254,8 @@ def _found(cause: Cause, hits: Sequence[_Said], fired_s: float | None = None) ->
     clocks = [h.clock_s for h in hits if h.clock_s is not None]
     # CUDA's generic string (cuda_errors.toml's rows of no host's set-up) says less than another line's own entry for
     # the same failure (the path it was raised in, the library that returned it): that one first.
-    texts = [first.text, *(h.text for h in hits)]
-    said = next((s for t in texts if (s := told(t)) is not None and not s.general), None) or first_told(texts)
+    known = [s for t in (first.text, *(h.text for h in hits)) if (s := told(t)) is not None]
+    said = next((s for s in known if not s.general), known[0] if known else None)
     return Diagnosis(cause, ranks, first.text, first.loc, locs, _detail(cause, hits, fired_s),
                      min(clocks, default=None), said, first.store, first.nccl)
 

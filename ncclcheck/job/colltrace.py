@@ -33,7 +33,9 @@ groups' all_reduces issued in opposite orders).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ncclcheck.evidence.formats.colltrace import Call, Comm
 from ncclcheck.evidence.types import Loc
@@ -151,33 +153,25 @@ def _keys(procs: list[Proc]) -> dict[tuple[str, str], Key]:
         return keys
     # A size that each process shows on one address alone, held by no more processes than the size: one communicator,
     # whatever its calls (they are what is compared); the calls match only where a process holds two of one size.
-    sized: dict[int, list[tuple[str, str]]] = {}
-    for pk, found in loose.items():
-        for addr, (n, _) in found.items():
-            sized.setdefault(n, []).append((pk, addr))
-    for n, members in sized.items():
-        if 1 < len(members) <= n and len({pk for pk, _ in members}) == len(members):
-            for m in members:
-                keys[m] = ("size", n)
-    sigs: dict[Key, list[tuple[str, str]]] = {}
-    for pk, found in loose.items():
-        for addr, (_, sig) in found.items():
-            if (pk, addr) not in keys:
-                sigs.setdefault(sig, []).append((pk, addr))
-    for n, members in enumerate(sigs.values()):  # the calls' own tuple is long: a number stands for it
-        if len(members) > 1 and len({pk for pk, _ in members}) == len(members):
-            for m in members:
-                keys[m] = ("calls", n)
-    by_size: dict[int, list[tuple[str, str]]] = {}
-    for pk, found in loose.items():
-        for addr, (n, _) in found.items():
-            if (pk, addr) not in keys:
-                by_size.setdefault(n, []).append((pk, addr))
-    for n, members in by_size.items():
-        if 1 < len(members) <= n and len({pk for pk, _ in members}) == len(members):
-            for m in members:
-                keys[m] = ("size", n)
+    _claim(loose, keys, "size", lambda n, _: n, bounded=True)
+    _claim(loose, keys, "calls", lambda _, sig: sig, bounded=False)
+    _claim(loose, keys, "size", lambda n, _: n, bounded=True)  # of that size among the rest
     return keys
+
+
+def _claim(loose: dict[str, dict[str, tuple[int, Key]]], keys: dict[tuple[str, str], Key], tag: str,
+           of: Callable[[int, Key], Any], bounded: bool) -> None:
+    """The communicators no key names yet, grouped by ``of`` their size and calls: a group of one address in each of
+    two or more processes (and, ``bounded``, no more processes than its size) is one communicator across them."""
+    groups: dict[Any, list[tuple[str, str]]] = {}
+    for pk, found in loose.items():
+        for addr, (n, sig) in found.items():
+            if (pk, addr) not in keys:
+                groups.setdefault(of(n, sig), []).append((pk, addr))
+    for i, (g, members) in enumerate(groups.items()):
+        if len(members) > 1 and (not bounded or len(members) <= g) and len({pk for pk, _ in members}) == len(members):
+            for m in members:
+                keys[m] = (tag, g if bounded else i)  # the calls' own tuple is long: a number stands for it
 
 
 def _aligned(procs: list[Proc], keys: dict[tuple[str, str], Key]) -> Aligned:

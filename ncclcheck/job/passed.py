@@ -87,11 +87,11 @@ def _runs_apart(job: Job) -> set[tuple[int, tuple[str | None, str | None]]]:
 def passed(job: Job) -> Passed | None:
     """The first group whose members' timed-out works say the earlier one's call was finished with by the others."""
     by_group: dict[object, list[tuple[int, Work]]] = {}
-    apart = _runs_apart(job)
     for s in job.ranks:
         w = s.stuck
         if w is not None and not w.p2p and w.seq is not None and w.state in STUCK:
             by_group.setdefault(w.group, []).append((s.rank, w))
+    apart = _runs_apart(job) if by_group else set()  # a pass over the records only where a group has stuck members
     for stuck in by_group.values():
         if any((r, w.group.key) in apart for r, w in stuck):
             continue

@@ -227,7 +227,6 @@ class _Event:
             out.append(row)
         return out
 
-
     def _by_items(self, items: list[Any], what: list[_Field], guid: Callable[[Any], str | None] | None,
                   other: Callable[[Any], int | None] | None) -> list[_Class]:
         """The classes of the items, each made and keyed one by one."""
